@@ -119,6 +119,7 @@ class Expect:
     markers: tuple[str, ...] = ()
     upstream: tuple[UpstreamAssertion, ...] = ()
     within_seconds: float | None = None
+    upstream_requests: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,6 +364,7 @@ def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
         markers=tuple(e.get("markers", ())),
         upstream=tuple(upstream),
         within_seconds=e.get("within_seconds"),
+        upstream_requests=e.get("upstream_requests"),
     )
     return Scenario(
         id=data["id"],
