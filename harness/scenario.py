@@ -236,36 +236,66 @@ def _dotted(path: Iterable[str | int]) -> str:
 
 
 def _schema_problems(data: Any, where: str, lines: _Lines) -> list[ScenarioProblem]:
-    problems: list[ScenarioProblem] = []
-    for error in sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path))):
-        path = list(error.absolute_path)
-        if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            allowed = set(error.schema.get("properties", {}))
-            for extra in sorted(set(error.instance) - allowed):
-                problems.append(
+    errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    return _located(errors, where, lines, [])
+
+
+def _located(
+    errors: Iterable[jsonschema.ValidationError], where: str, lines: _Lines, base: list[str | int]
+) -> list[ScenarioProblem]:
+    """Turn schema errors into problems an author can act on: unknown keys named one by
+    one at their own line, missing keys at their parent's line, frames by their kind."""
+    out: list[ScenarioProblem] = []
+    for e in errors:
+        path = [*base, *e.relative_path]
+        if e.validator == "oneOf" and "frames" in path:
+            out.extend(_frame_problems(e, where, lines, path))
+        elif e.validator == "additionalProperties" and isinstance(e.instance, dict):
+            schema = e.schema if isinstance(e.schema, dict) else {}
+            allowed = sorted(schema.get("properties", {}))
+            for extra in sorted(set(e.instance) - set(allowed)):
+                out.append(
                     ScenarioProblem(
                         where,
                         lines.line([*path, extra], key=True),
                         _dotted([*path, extra]),
-                        f"unknown key '{extra}' (allowed: {', '.join(sorted(allowed))})",
+                        f"unknown key '{extra}' (allowed: {', '.join(allowed)})",
                     )
                 )
-            continue
-        message = error.message
-        if error.validator == "oneOf" and path and "frames" in path:
-            message = (
-                "a frame is a string (one content delta) or a mapping with exactly one of "
-                "'content', 'tool_call' or 'raw' (plus optional 'delay_ms')"
-            )
-            specific = [c for c in error.context or () if c.validator not in ("type", "required", "oneOf")]
-            if specific:
-                message += f"; {specific[0].message}"
-        elif error.validator == "required":
-            missing = re.findall(r"'([^']+)' is a required property", error.message)
-            if missing:
-                message = f"missing required key '{missing[0]}'"
-        problems.append(ScenarioProblem(where, lines.line(path), _dotted(path), message))
-    return problems
+        else:
+            missing = re.findall(r"'([^']+)' is a required property", e.message)
+            if e.validator == "required" and missing:
+                problem = ScenarioProblem(
+                    where, lines.line(path, key=bool(path)), _dotted(path), f"missing required key '{missing[0]}'"
+                )
+            else:
+                problem = ScenarioProblem(where, lines.line(path), _dotted(path), e.message)
+            out.append(problem)
+    return out
+
+
+_FRAME_KINDS = ("content", "tool_call", "raw")
+
+
+def _frame_problems(
+    error: jsonschema.ValidationError, where: str, lines: _Lines, path: list[str | int]
+) -> list[ScenarioProblem]:
+    """A frame matched no branch: when its keys say which kind it meant, report that
+    branch's own errors rather than the noise of the other branches."""
+    frame = error.instance
+    kinds = [k for k in _FRAME_KINDS if isinstance(frame, dict) and k in frame]
+    if len(kinds) == 1:
+        branch = _FRAME_KINDS.index(kinds[0]) + 1  # branch 0 is the plain string
+        own = [c for c in error.context or () if c.schema_path and c.schema_path[0] == branch]
+        if own:
+            return _located(own, where, lines, path)
+    message = (
+        "a frame is a string (one content delta) or a mapping with exactly one of "
+        "'content', 'tool_call' or 'raw' (plus optional 'delay_ms')"
+    )
+    if isinstance(frame, dict):
+        message += f"; found key(s) {', '.join(repr(k) for k in frame)}"
+    return [ScenarioProblem(where, lines.line(path), _dotted(path), message)]
 
 
 def _semantic_problems(data: Mapping[str, Any], where: str, lines: _Lines) -> list[ScenarioProblem]:
