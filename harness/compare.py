@@ -1,0 +1,159 @@
+"""How the harness decides that two answers mean the same thing.
+
+Shared by every rule that compares: expected vs received calls, content, and the
+streaming vs non-streaming answer. Equality is semantic where clients are: key order
+and white space never matter, types do (``true`` is never ``1``), numbers compare by
+value. Differences are rendered as short, readable lines for failure messages.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_WS = re.compile(r"\s+")
+
+
+def fold_ws(text: str) -> str:
+    """Trim both ends and fold every run of white space to one space."""
+    return _WS.sub(" ", text).strip()
+
+
+def content_equal(expected: str, actual: str, *, exact: bool = False) -> bool:
+    return expected == actual if exact else fold_ws(expected) == fold_ws(actual)
+
+
+def json_equal(a: Any, b: Any) -> bool:
+    """Semantic JSON equality: mappings by keys, lists in order, numbers by value,
+    bools and null strictly (a bool never equals a number)."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(json_equal(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(json_equal(x, y) for x, y in zip(a, b))
+    if a is None or b is None:
+        return a is None and b is None
+    if isinstance(a, str) and isinstance(b, str):
+        return a == b
+    return False
+
+
+def render(value: Any, limit: int = 120) -> str:
+    """Compact JSON text for messages, shortened to ``limit`` characters."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def shown(mapping: Any, key: str, label: str | None = None) -> str:
+    """``<label> is <value>``, or ``no <label>`` when the key is absent, for messages."""
+    label = label or key
+    if not isinstance(mapping, Mapping) or key not in mapping:
+        return f"no {label}"
+    return f"{label} is {render(mapping[key])}"
+
+
+def shorten(text: str, limit: int = 120) -> str:
+    text = repr(text)
+    return text if len(text) <= limit else text[: limit - 2] + "…'"
+
+
+@dataclass(frozen=True, slots=True)
+class CallView:
+    """A received call reduced to what comparison needs."""
+
+    name: str
+    arguments: Mapping[str, Any] | None  # None when the raw text is not one JSON object
+    raw: str  # the arguments as received, for messages
+
+    @classmethod
+    def from_json_text(cls, name: str, text: str) -> CallView:
+        parsed = parse_object(text)
+        return cls(name, parsed, text)
+
+
+def parse_object(text: str) -> dict[str, Any] | None:
+    """The JSON object in ``text``, or None when it is anything else."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+ValueEqual = Callable[[Any, Any], bool]  # (expected value, received value)
+
+
+def _describe(name: str, args: Mapping[str, Any] | None, raw: str) -> str:
+    return f"{name}({render(args) if args is not None else shorten(raw)})"
+
+
+def argument_differences(expected: Mapping[str, Any], actual: Mapping[str, Any], equal: ValueEqual) -> list[str]:
+    out: list[str] = []
+    for key in expected:
+        if key not in actual:
+            out.append(f"'{key}' missing (expected {render(expected[key])})")
+        elif not equal(expected[key], actual[key]):
+            out.append(f"'{key}': expected {render(expected[key])}, got {render(actual[key])}")
+    for key in actual:
+        if key not in expected:
+            out.append(f"unexpected '{key}': {render(actual[key])}")
+    return out
+
+
+def diff_calls(
+    expected: Sequence[tuple[str, Mapping[str, Any]]], actual: Sequence[CallView], equal: ValueEqual = json_equal
+) -> list[str]:
+    """One line per position that differs; empty when the calls match in order.
+
+    Calls are paired by position; extra received calls that repeat an earlier one
+    are named as duplicates, since that is the usual defect behind them."""
+    lines: list[str] = []
+    for i in range(max(len(expected), len(actual))):
+        n = i + 1
+        if i >= len(actual):
+            name, args = expected[i]
+            lines.append(f"#{n} missing: expected {_describe(name, args, '')}")
+            continue
+        got = actual[i]
+        if i >= len(expected):
+            dup = next(
+                (
+                    j + 1
+                    for j in range(i)
+                    if actual[j].name == got.name
+                    and (
+                        actual[j].raw == got.raw
+                        or (
+                            actual[j].arguments is not None
+                            and got.arguments is not None
+                            and json_equal(actual[j].arguments, got.arguments)
+                        )
+                    )
+                ),
+                None,
+            )
+            extra = f"#{n} extra: {_describe(got.name, got.arguments, got.raw)}"
+            lines.append(extra + (f" (duplicate of #{dup})" if dup else ""))
+            continue
+        name, args = expected[i]
+        problems: list[str] = []
+        if got.name != name:
+            problems.append(f"name: expected {name!r}, got {got.name!r}")
+        if got.arguments is None:
+            problems.append(f"arguments are not one JSON object: {shorten(got.raw)}")
+        else:
+            problems.extend(argument_differences(args, got.arguments, equal))
+        if problems:
+            lines.append(f"#{n} {name}: " + "; ".join(problems))
+    if lines:
+        lines.insert(0, f"expected {len(expected)} call(s), got {len(actual)}")
+    return lines

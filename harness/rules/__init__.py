@@ -1,0 +1,99 @@
+"""The named conformance rules for the OpenAI chat-completions dialect.
+
+``evaluate`` judges one exchange against every applicable rule; ``compare_answers``
+judges a streamed and a non-streamed answer to the same scenario. Both are pure and
+never raise for anything a proxy sent: each broken rule becomes one
+``ConformanceFailure``.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Any
+
+from harness.errors import ConformanceFailure
+from harness.exchange import Exchange
+from harness.rules.context import Context
+from harness.rules.registry import ENTRIES, Entry, Options, Rule, Violation
+from harness.rules.report import ordered_ids, rules_markdown
+from harness.scenario import Scenario
+
+# Importing a group module registers its rules; the table order comes from report.py.
+from harness.rules import (
+    body,
+    calls,
+    chunks,
+    content,
+    equivalence,
+    error_shape,
+    framing,
+    sdk,
+    tool_calls,
+    transport,
+    upstream,
+    usage,
+    vtc,
+)
+
+__all__ = ["RULES", "Options", "Rule", "compare_answers", "evaluate", "rules_markdown"]
+
+RULES: Mapping[str, Rule] = MappingProxyType({rule_id: ENTRIES[rule_id].rule for rule_id in ordered_ids()})
+
+_MORE = 5  # further violations listed in the evidence of one failure
+
+
+def _failure(rule: Rule, violations: list[Violation]) -> ConformanceFailure:
+    first = violations[0]
+    message = first.message
+    evidence: dict[str, Any] = dict(first.evidence)
+    if len(violations) > 1:
+        message += f" (and {len(violations) - 1} more)"
+        evidence["count"] = len(violations)
+        evidence["more"] = [v.message for v in violations[1 : 1 + _MORE]]
+    return ConformanceFailure(rule.id, message, evidence)
+
+
+def _run(entry: Entry, produce: Iterable[Violation]) -> ConformanceFailure | None:
+    try:
+        violations = list(produce)
+    except Exception as exc:  # a rule that cannot judge says so instead of crashing the run
+        detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        violations = [Violation(f"the rule could not be evaluated ({detail})", {"internal_error": detail})]
+    return _failure(entry.rule, violations) if violations else None
+
+
+def evaluate(scenario: Scenario, exchange: Exchange, options: Options) -> list[ConformanceFailure]:
+    """Every applicable rule broken by ``exchange``, one failure per rule, in table order."""
+    ctx = Context(scenario, exchange, options)
+    failures: list[ConformanceFailure] = []
+    for rule_id in ordered_ids():
+        entry = ENTRIES[rule_id]
+        if entry.check is None or not entry.enabled(options) or not ctx.in_stage(entry.stage):
+            continue
+        failure = _run(entry, entry.check(ctx))
+        if failure is not None:
+            failures.append(failure)
+    return failures
+
+
+def compare_answers(
+    scenario: Scenario, streamed: Exchange, plain: Exchange, options: Options
+) -> list[ConformanceFailure]:
+    """The stream-vs-non-stream rules. Runs only when both answers arrived with status
+    200 (otherwise each exchange's own failures say why) and the scenario allows it."""
+    if not scenario.stream_equivalence:
+        return []
+    a, b = Context(scenario, streamed, options), Context(scenario, plain, options)
+    if not (a.in_stage("answer") and b.in_stage("answer")):
+        return []
+    failures: list[ConformanceFailure] = []
+    for rule_id in ordered_ids():
+        entry = ENTRIES[rule_id]
+        if entry.pair_check is None or not entry.enabled(options):
+            continue
+        failure = _run(entry, entry.pair_check(a, b))
+        if failure is not None:
+            failures.append(failure)
+    return failures

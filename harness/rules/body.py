@@ -1,0 +1,98 @@
+"""Rules for a single (non-streaming) answer body."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from harness.compare import render, shown
+from harness.rules.context import Context
+from harness.rules.registry import Violation, rule_group
+from harness.rules.schemas import schema_errors
+
+rule = rule_group("body", "BODY")
+
+
+def _message(ctx: Context) -> Mapping[str, Any] | None:
+    body = ctx.body[0]
+    if not isinstance(body, Mapping) or not isinstance(body.get("choices"), list):
+        return None
+    for choice in body["choices"]:
+        if isinstance(choice, Mapping) and isinstance(choice.get("message"), Mapping):
+            return choice["message"]  # type: ignore[no-any-return]
+    return None
+
+
+@rule(
+    "BODY-001",
+    "A single answer is a JSON object with a `choices` array whose choices each hold a `message` object.",
+    severity="client",
+    stage="single",
+)
+def body_shape(ctx: Context) -> Iterator[Violation]:
+    body, error = ctx.body
+    excerpt = ctx.exchange.raw[:200].decode("utf-8", "replace")
+    if error is not None or not isinstance(body, Mapping):
+        yield Violation(f"the body is not a JSON object: {excerpt!r}", {"excerpt": excerpt})
+        return
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        if "error" in body:
+            what = f"an error report with status 200: {excerpt!r}"
+        else:
+            what = f"'choices' is {render(choices, 60)}"
+        yield Violation(f"{what}; expected a non-empty 'choices' array", {"actual": choices, "excerpt": excerpt})
+        return
+    for i, choice in enumerate(choices):
+        if not isinstance(choice, Mapping) or not isinstance(choice.get("message"), Mapping):
+            yield Violation(f"choices[{i}] has no 'message' object: {render(choice, 100)}", {"actual": choice})
+
+
+@rule(
+    "BODY-002",
+    "A single answer validates against `chat_completion.schema.json`.",
+    severity="spec",
+    stage="single",
+)
+def body_schema(ctx: Context) -> Iterator[Violation]:
+    body = ctx.body[0]
+    if isinstance(body, Mapping) and "error" not in body:
+        errors = schema_errors(body, "chat_completion")
+        if errors:
+            yield Violation("; ".join(errors), {"actual": errors})
+
+
+@rule(
+    "BODY-003",
+    'Each call in a single answer has a non-empty `id`, `type: "function"`, a `function.name` and '
+    "`function.arguments` as a string.",
+    severity="client",
+    stage="single",
+)
+def body_calls(ctx: Context) -> Iterator[Violation]:
+    message = _message(ctx)
+    calls = message.get("tool_calls") if message is not None else None
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        yield Violation(f"message.tool_calls is {render(calls, 80)}, not an array", {"actual": calls})
+        return
+    for i, call in enumerate(calls):
+        problems: list[str] = []
+        fn = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(call, Mapping):
+            problems.append("not an object")
+        else:
+            if not isinstance(call.get("id"), str) or not call["id"]:
+                problems.append(shown(call, "id"))
+            if call.get("type") != "function":
+                problems.append(shown(call, "type"))
+            if not isinstance(fn, Mapping):
+                problems.append("no 'function' object")
+            else:
+                if not isinstance(fn.get("name"), str) or not fn["name"]:
+                    problems.append(shown(fn, "name", "function.name"))
+                if not isinstance(fn.get("arguments"), str):
+                    problems.append(f"function.arguments is {render(fn.get('arguments'), 60)}, not a string")
+        if problems:
+            yield Violation(f"tool_calls[{i}]: " + ", ".join(problems), {"actual": call})

@@ -1,0 +1,48 @@
+"""Expected-answer rules: the calls and finish reason the scenario expects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from harness.compare import diff_calls, render
+from harness.rules.context import Context
+from harness.rules.registry import Violation, rule_group
+
+rule = rule_group("calls", "CALLS")
+
+
+@rule(
+    "CALLS-001",
+    "The client receives exactly the expected tool calls, in order: same names, semantically equal "
+    "arguments; none missing, extra or duplicated.",
+    severity="client",
+    stage="answer",
+    profiles=("openai",),
+)
+def expected_calls(ctx: Context) -> Iterator[Violation]:
+    lines = diff_calls(ctx.expected_calls, ctx.received_calls)
+    if lines:
+        yield Violation(
+            "; ".join(lines),
+            {
+                "expected": [{"name": n, "arguments": dict(a)} for n, a in ctx.expected_calls],
+                "actual": [{"name": c.name, "arguments": c.raw} for c in ctx.received_calls],
+                "diff": lines,
+            },
+        )
+
+
+@rule(
+    "CALLS-002",
+    "The answer's `finish_reason` is the one the scenario expects.",
+    severity="client",
+    stage="answer",
+    profiles=("openai",),
+)
+def expected_finish(ctx: Context) -> Iterator[Violation]:
+    wanted = ctx.expected_finish
+    actual = ctx.answer.finish_reason
+    if wanted is not None and actual != wanted:
+        yield Violation(
+            f"finish_reason is {render(actual)}, expected {render(wanted)}", {"expected": wanted, "actual": actual}
+        )

@@ -1,0 +1,68 @@
+"""Content rules: the visible text the user reads."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from harness.compare import content_equal, fold_ws, shorten
+from harness.markup import DEFAULT_MARKERS, find_leaks
+from harness.rules.context import Context
+from harness.rules.registry import Violation, rule_group
+
+rule = rule_group("content", "TEXT")
+
+
+@rule(
+    "TEXT-001",
+    "The visible text (for vtc: the text outside the XML calls) equals `expect.content`, ends trimmed and "
+    "white space folded (byte for byte with `content_exact`).",
+    severity="client",
+    stage="answer",
+)
+def expected_content(ctx: Context) -> Iterator[Violation]:
+    expected = ctx.expect.content
+    if expected is None:
+        return
+    actual = ctx.visible_text
+    exact = ctx.expect.content_exact
+    if not content_equal(expected, actual, exact=exact):
+        shown_e, shown_a = (expected, actual) if exact else (fold_ws(expected), fold_ws(actual))
+        yield Violation(
+            f"content {shorten(shown_a, 160)}, expected {shorten(shown_e, 160)}",
+            {"expected": expected, "actual": actual, "exact": exact},
+        )
+
+
+@rule(
+    "TEXT-002",
+    "The content matches `expect.content_regex`.",
+    severity="client",
+    stage="answer",
+)
+def content_regex(ctx: Context) -> Iterator[Violation]:
+    pattern = ctx.expect.content_regex
+    if pattern is not None and re.search(pattern, ctx.answer.content, re.DOTALL) is None:
+        yield Violation(
+            f"content {shorten(ctx.answer.content, 160)} does not match /{pattern}/",
+            {"expected": pattern, "actual": ctx.answer.content},
+        )
+
+
+@rule(
+    "TEXT-003",
+    "No tool-call markup (`<tools>`, `<tool_call>`, `<function_calls>`, `<invoke`, `<parameter`, `<function=`, "
+    "```` ```tool_code ````, the scenario's markers) reaches the visible text beyond what the expected "
+    "content itself holds.",
+    severity="client",
+    stage="answer",
+)
+def no_markup_leak(ctx: Context) -> Iterator[Violation]:
+    text = ctx.visible_text
+    for leak in find_leaks(text, (*DEFAULT_MARKERS, *ctx.expect.markers), ctx.allowed_markup):
+        around = text[max(0, leak.offset - 30) : leak.offset + 50]
+        allowed = f", {leak.allowed} expected" if leak.allowed else ""
+        yield Violation(
+            f"{leak.marker!r} appears {leak.found} time(s) in the text{allowed}: …{shorten(around, 100)}…",
+            {"marker": leak.marker, "found": leak.found, "allowed": leak.allowed, "excerpt": around},
+        )

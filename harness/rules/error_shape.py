@@ -1,0 +1,48 @@
+"""Error rules: errors reach the client in the OpenAI shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from harness.rules.context import Context
+from harness.rules.registry import Violation, rule_group
+from harness.rules.schemas import schema_errors
+
+rule = rule_group("errors", "ERR")
+
+
+@rule(
+    "ERR-001",
+    'An error inside a started stream is sent as `data: {"error": {"message": …, "type": …}}` '
+    "(the openai SDK then raises APIError with the message).",
+    severity="client",
+    stage="stream",
+)
+def stream_error_shape(ctx: Context) -> Iterator[Violation]:
+    for p in ctx.payloads:
+        if isinstance(p.value, Mapping) and "error" in p.value:
+            errors = schema_errors(p.value, "openai_error")
+            if errors:
+                yield Violation(f"event {p.event.index}: error event " + "; ".join(errors), ctx.at(p))
+
+
+@rule(
+    "ERR-002",
+    'An error before the stream is a non-2xx status with an `{"error": {"message": …, "type": …}}` JSON body.',
+    severity="spec",
+    stage="response",
+)
+def error_body_shape(ctx: Context) -> Iterator[Violation]:
+    status = ctx.exchange.status
+    body, problem = ctx.body
+    excerpt = ctx.exchange.raw[:200].decode("utf-8", "replace")
+    if status is not None and 200 <= status < 300:
+        if ctx.kind == "json" and isinstance(body, Mapping) and "error" in body:
+            yield Violation(f"an error body comes with status {status}: {excerpt!r}", {"actual": status})
+        return
+    if problem is not None:
+        yield Violation(f"status {status} with a body that is not JSON: {excerpt!r}", {"excerpt": excerpt})
+        return
+    errors = schema_errors(body, "openai_error")
+    if errors:
+        yield Violation(f"status {status} error body: " + "; ".join(errors), {"excerpt": excerpt})

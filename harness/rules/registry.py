@@ -1,0 +1,148 @@
+"""The rule registry: every conformance rule, its stable id, and the check behind it.
+
+Each group module declares its rules with ``rule_group(...)``; registering is the
+only side effect of importing a group module. Ids never change meaning once
+published: a retired rule keeps its id out of use.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from harness.rules.context import Context
+
+Severity = Literal["client", "spec"]
+Profile = Literal["openai", "vtc"]
+# When a rule has something to judge: every run, any HTTP response (no transport
+# error, no timeout), a 200 answer, a 200 SSE stream, or a 200 single JSON body.
+Stage = Literal["always", "response", "answer", "stream", "single"]
+
+_ID = re.compile(r"^[A-Z]+-\d{3}$")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    statement: str
+    severity: Literal["client", "spec"]
+    group: str
+
+
+@dataclass(frozen=True)
+class Options:
+    profile: Literal["openai", "vtc"] = "openai"
+    strict: bool = False
+    features: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One instance of a broken rule; a rule's violations fold into one failure."""
+
+    message: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+
+Check = Callable[["Context"], Iterable[Violation]]
+PairCheck = Callable[["Context", "Context"], Iterable[Violation]]
+
+
+@dataclass(frozen=True)
+class Entry:
+    rule: Rule
+    stage: Stage
+    profiles: frozenset[Profile]
+    features: frozenset[str]
+    check: Check | None = None
+    pair_check: PairCheck | None = None
+
+    def enabled(self, options: Options) -> bool:
+        """Whether ``options`` ask for this rule at all (severity, profile, features)."""
+        return (
+            (self.rule.severity == "client" or options.strict)
+            and options.profile in self.profiles
+            and self.features <= options.features
+        )
+
+
+ENTRIES: dict[str, Entry] = {}
+ALL_PROFILES: frozenset[Profile] = frozenset({"openai", "vtc"})
+
+
+def _register(entry: Entry) -> None:
+    rule = entry.rule
+    if not _ID.match(rule.id):
+        raise ValueError(f"rule id {rule.id!r} is not PREFIX-NNN")
+    if rule.id in ENTRIES:
+        raise ValueError(f"rule id {rule.id} is registered twice")
+    ENTRIES[rule.id] = entry
+
+
+class RuleGroup:
+    """The decorators one group module registers its rules with."""
+
+    def __init__(self, group: str, prefix: str) -> None:
+        self.group = group
+        self.prefix = prefix
+
+    def _rule(self, rule_id: str, statement: str, severity: Severity) -> Rule:
+        if not rule_id.startswith(self.prefix + "-"):
+            raise ValueError(f"rule {rule_id} does not belong to group {self.group} ({self.prefix}-…)")
+        return Rule(rule_id, statement, severity, self.group)
+
+    def __call__(
+        self,
+        rule_id: str,
+        statement: str,
+        *,
+        severity: Severity,
+        stage: Stage = "answer",
+        profiles: Iterable[Profile] = ALL_PROFILES,
+        features: Iterable[str] = (),
+    ) -> Callable[[Check], Check]:
+        def register(check: Check) -> Check:
+            _register(
+                Entry(
+                    self._rule(rule_id, statement, severity),
+                    stage,
+                    frozenset(profiles),
+                    frozenset(features),
+                    check=check,
+                )
+            )
+            return check
+
+        return register
+
+    def pair(
+        self,
+        rule_id: str,
+        statement: str,
+        *,
+        severity: Severity,
+        profiles: Iterable[Profile] = ALL_PROFILES,
+        features: Iterable[str] = (),
+    ) -> Callable[[PairCheck], PairCheck]:
+        """A rule judging two exchanges of one scenario (streamed and not)."""
+
+        def register(check: PairCheck) -> PairCheck:
+            _register(
+                Entry(
+                    self._rule(rule_id, statement, severity),
+                    "answer",
+                    frozenset(profiles),
+                    frozenset(features),
+                    pair_check=check,
+                )
+            )
+            return check
+
+        return register
+
+
+def rule_group(group: str, prefix: str) -> RuleGroup:
+    return RuleGroup(group, prefix)

@@ -1,0 +1,52 @@
+"""SDK rules: the stream read by the official openai SDK's own machinery."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from harness.compare import CallView, content_equal, diff_calls, shorten
+from harness.rules.context import Context
+from harness.rules.registry import Violation, rule_group
+
+rule = rule_group("sdk", "SDK")
+
+
+@rule(
+    "SDK-001",
+    "The official `openai` SDK reads and accumulates the stream without raising.",
+    severity="client",
+    stage="stream",
+)
+def sdk_reads(ctx: Context) -> Iterator[Violation]:
+    if ctx.sdk.error is not None:
+        yield Violation(f"the openai SDK raised {ctx.sdk.error}", {"actual": ctx.sdk.error})
+
+
+@rule(
+    "SDK-002",
+    "The SDK's accumulated message holds the expected tool calls and content.",
+    severity="client",
+    stage="stream",
+    profiles=("openai",),
+)
+def sdk_message(ctx: Context) -> Iterator[Violation]:
+    reading = ctx.sdk
+    if reading.error is not None:
+        return  # SDK-001 reports it
+    calls = [CallView.from_json_text(c.name, c.arguments) for c in reading.tool_calls]
+    lines = diff_calls(ctx.expected_calls, calls)
+    if lines:
+        yield Violation("SDK message calls: " + "; ".join(lines), {"diff": lines})
+    expected = ctx.expect.content
+    if expected is not None and not content_equal(expected, reading.content, exact=ctx.expect.content_exact):
+        yield Violation(
+            f"SDK message content {shorten(reading.content, 160)}, expected {shorten(expected, 160)}",
+            {"expected": expected, "actual": reading.content},
+        )
+    pattern = ctx.expect.content_regex
+    if pattern is not None and re.search(pattern, reading.content, re.DOTALL) is None:
+        yield Violation(
+            f"SDK message content {shorten(reading.content, 160)} does not match /{pattern}/",
+            {"expected": pattern, "actual": reading.content},
+        )

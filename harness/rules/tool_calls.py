@@ -1,0 +1,310 @@
+"""Tool-call rules: how structured calls are streamed and what they hold."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from harness.assemble import Payload
+from harness.compare import parse_object, render, shorten, shown
+from harness.rules.chunks import choices_of
+from harness.rules.context import Context
+from harness.rules.registry import Violation, rule_group
+
+rule = rule_group("tool_calls", "TOOL")
+
+
+@dataclass(frozen=True, slots=True)
+class CallDelta:
+    """One ``tool_calls[]`` entry of one chunk."""
+
+    payload: Payload
+    choice: int
+    entry: Any
+    index: int | None  # None when the entry has no integer index
+    first: bool  # the first entry seen for (choice, index)
+
+
+def call_deltas(ctx: Context) -> list[CallDelta]:
+    out: list[CallDelta] = []
+    seen: set[tuple[int, int]] = set()
+    for p, choice_index, choice in choices_of(ctx):
+        delta = choice.get("delta")
+        entries = delta.get("tool_calls") if isinstance(delta, dict) else None
+        if not isinstance(entries, list):
+            continue
+        for entry in entries:
+            index = entry.get("index") if isinstance(entry, dict) else None
+            if not isinstance(index, int) or isinstance(index, bool):
+                out.append(CallDelta(p, choice_index, entry, None, False))
+                continue
+            key = (choice_index, index)
+            out.append(CallDelta(p, choice_index, entry, index, key not in seen))
+            seen.add(key)
+    return out
+
+
+def _fn(entry: Any) -> dict[str, Any]:
+    fn = entry.get("function") if isinstance(entry, dict) else None
+    return fn if isinstance(fn, dict) else {}
+
+
+@rule(
+    "TOOL-001",
+    "Every `tool_calls[]` delta entry has an integer `index` and a `function` object.",
+    severity="client",
+    stage="stream",
+)
+def entry_shape(ctx: Context) -> Iterator[Violation]:
+    for p, _, choice in choices_of(ctx):
+        delta = choice.get("delta")
+        entries = delta.get("tool_calls") if isinstance(delta, dict) else None
+        if entries is not None and not isinstance(entries, list):
+            yield Violation(f"event {p.event.index}: tool_calls is {render(entries, 80)}, not an array", ctx.at(p))
+    for d in call_deltas(ctx):
+        problems: list[str] = []
+        if not isinstance(d.entry, dict):
+            problems.append("the entry is not an object")
+        else:
+            if d.index is None:
+                problems.append(f"index is {render(d.entry.get('index'))}")
+            if not isinstance(d.entry.get("function"), dict):
+                problems.append("no 'function' object")
+        if problems:
+            yield Violation(
+                f"event {d.payload.event.index}: {', '.join(problems)}: {render(d.entry, 100)}",
+                ctx.at(d.payload, actual=d.entry),
+            )
+
+
+@rule(
+    "TOOL-002",
+    'The first delta of each call carries a non-empty `id`, `type: "function"` and the whole `function.name`.',
+    severity="client",
+    stage="stream",
+)
+def first_delta_complete(ctx: Context) -> Iterator[Violation]:
+    names: dict[tuple[int, int], Any] = {}
+    for d in call_deltas(ctx):
+        if d.index is None or not isinstance(d.entry, dict):
+            continue
+        key = (d.choice, d.index)
+        name = _fn(d.entry).get("name")
+        if d.first:
+            names[key] = name
+            missing = []
+            if not isinstance(d.entry.get("id"), str) or not d.entry["id"]:
+                missing.append(shown(d.entry, "id"))
+            if d.entry.get("type") != "function":
+                missing.append(shown(d.entry, "type"))
+            if not isinstance(name, str) or not name:
+                missing.append(shown(_fn(d.entry), "name", "function.name"))
+            if missing:
+                yield Violation(
+                    f"event {d.payload.event.index}: call {d.index} starts without what clients need: "
+                    + ", ".join(missing),
+                    ctx.at(d.payload, actual=d.entry),
+                )
+        elif isinstance(name, str) and name and name != names.get(key):
+            yield Violation(
+                f"event {d.payload.event.index}: call {d.index}'s name is split across deltas: "
+                f"{render(names.get(key))} then {render(name)}",
+                ctx.at(d.payload, actual=name),
+            )
+
+
+@rule(
+    "TOOL-003",
+    "Later deltas of a call never send `id`, `type` or `function.name` again, not even as null.",
+    severity="client",
+    stage="stream",
+)
+def no_repeats(ctx: Context) -> Iterator[Violation]:
+    for d in call_deltas(ctx):
+        if d.first or d.index is None or not isinstance(d.entry, dict):
+            continue
+        repeated = [k for k in ("id", "type") if k in d.entry]
+        if "name" in _fn(d.entry):
+            repeated.append("function.name")
+        if repeated:
+            shown = ", ".join(
+                f"{k}={render(_fn(d.entry).get('name') if k == 'function.name' else d.entry[k])}" for k in repeated
+            )
+            yield Violation(
+                f"event {d.payload.event.index}: a later delta of call {d.index} sends {shown} again",
+                ctx.at(d.payload, actual=d.entry),
+            )
+
+
+@rule(
+    "TOOL-004",
+    "Call indices start at 0 and each new call takes the next index.",
+    severity="client",
+    stage="stream",
+)
+def contiguous_indices(ctx: Context) -> Iterator[Violation]:
+    expected: dict[int, int] = {}
+    for d in call_deltas(ctx):
+        if d.index is None or not d.first:
+            continue
+        want = expected.get(d.choice, 0)
+        if d.index != want:
+            yield Violation(
+                f"event {d.payload.event.index}: a new call takes index {d.index}, expected {want}",
+                ctx.at(d.payload, expected=want, actual=d.index),
+            )
+        expected[d.choice] = max(want, d.index + 1)
+
+
+@rule(
+    "TOOL-005",
+    "Parallel calls have distinct ids.",
+    severity="client",
+    stage="answer",
+)
+def distinct_ids(ctx: Context) -> Iterator[Violation]:
+    seen: dict[str, int] = {}
+    for call in ctx.answer.tool_calls:
+        if not call.id:
+            continue
+        if call.id in seen:
+            yield Violation(
+                f"calls {seen[call.id]} and {call.index} share the id {call.id!r}",
+                {"actual": call.id},
+            )
+        else:
+            seen[call.id] = call.index
+
+
+@rule(
+    "TOOL-006",
+    "Each call's arguments join into exactly one JSON object.",
+    severity="client",
+    stage="answer",
+)
+def arguments_one_object(ctx: Context) -> Iterator[Violation]:
+    for call in ctx.answer.tool_calls:
+        if call.arguments.strip() and parse_object(call.arguments) is None:
+            yield Violation(
+                f"call {call.index} ({call.name}): arguments are not one JSON object: {shorten(call.arguments)}",
+                {"actual": call.arguments},
+            )
+
+
+class _Completion:
+    """Follows JSON text fragment by fragment and tells when a top-level value closed,
+    in one pass (re-parsing every prefix would be quadratic)."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.in_string = False
+        self.escaped = False
+        self.started = False
+        self.closed = False
+        self.scalar = False
+        self.text: list[str] = []
+
+    def feed(self, fragment: str) -> bool:
+        """Add ``fragment``; whether the text so far is a complete JSON object or array.
+        (Arguments that are not an object at all are TOOL-006's finding.)"""
+        self.text.append(fragment)
+        if self.scalar:
+            return False
+        for ch in fragment:
+            if self.closed:
+                break
+            if self.in_string:
+                if self.escaped:
+                    self.escaped = False
+                elif ch == "\\":
+                    self.escaped = True
+                elif ch == '"':
+                    self.in_string = False
+                continue
+            if not self.started:
+                if ch.isspace():
+                    continue
+                self.started = True
+                if ch not in "{[":
+                    self.scalar = True
+                    return False
+            if ch == '"':
+                self.in_string = True
+            elif ch in "{[":
+                self.depth += 1
+            elif ch in "}]":
+                self.depth -= 1
+                if self.depth == 0:
+                    self.closed = True
+        return self.closed and self._parses()
+
+    def _parses(self) -> bool:
+        try:
+            json.loads("".join(self.text))
+        except ValueError:
+            return False
+        return True
+
+
+@rule(
+    "TOOL-007",
+    "No earlier prefix of a call's argument stream is complete JSON by itself "
+    "(no `{}` placeholder before the real arguments).",
+    severity="client",
+    stage="stream",
+)
+def no_complete_prefix(ctx: Context) -> Iterator[Violation]:
+    fragments: dict[tuple[int, int], list[tuple[Payload, str]]] = {}
+    for d in call_deltas(ctx):
+        args = _fn(d.entry).get("arguments")
+        if d.index is not None and isinstance(args, str):
+            fragments.setdefault((d.choice, d.index), []).append((d.payload, args))
+    for (_, index), parts in fragments.items():
+        last_content = max((n for n, (_, f) in enumerate(parts) if f.strip()), default=-1)
+        progress = _Completion()
+        for n, (payload, fragment) in enumerate(parts):
+            if progress.feed(fragment) and n < last_content:
+                prefix = "".join(progress.text)
+                rest = "".join(f for _, f in parts[n + 1 :])
+                yield Violation(
+                    f"event {payload.event.index}: call {index}'s arguments are already complete JSON "
+                    f"{shorten(prefix, 60)} before more arrives ({shorten(rest, 60)})",
+                    ctx.at(payload, actual=prefix),
+                )
+                break
+            if progress.closed or progress.scalar:
+                break
+
+
+@rule(
+    "TOOL-008",
+    'A call without arguments sends `"{}"`, not an empty string.',
+    severity="client",
+    stage="answer",
+)
+def empty_arguments(ctx: Context) -> Iterator[Violation]:
+    for call in ctx.answer.tool_calls:
+        if not call.arguments.strip():
+            yield Violation(
+                f"call {call.index} ({call.name}) has arguments {call.arguments!r}; a call without arguments "
+                'sends "{}"',
+                {"expected": "{}", "actual": call.arguments},
+            )
+
+
+@rule(
+    "TOOL-009",
+    '`finish_reason` is `"tool_calls"` when calls were made.',
+    severity="client",
+    stage="answer",
+    profiles=("openai",),
+)
+def finish_tool_calls(ctx: Context) -> Iterator[Violation]:
+    answer = ctx.answer
+    if answer.tool_calls and answer.finish_reason != "tool_calls":
+        yield Violation(
+            f"{len(answer.tool_calls)} call(s) made but finish_reason is {render(answer.finish_reason)}",
+            {"expected": "tool_calls", "actual": answer.finish_reason},
+        )

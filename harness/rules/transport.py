@@ -1,0 +1,103 @@
+"""HTTP-level rules: the proxy answered, in time, with the right status and type."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from harness.rules.context import Context
+from harness.rules.registry import Violation, rule_group
+
+rule = rule_group("transport", "HTTP")
+
+
+@rule(
+    "HTTP-001",
+    "The proxy answers: the connection succeeds and a response arrives.",
+    severity="client",
+    stage="always",
+)
+def answered(ctx: Context) -> Iterator[Violation]:
+    ex = ctx.exchange
+    if ex.timed_out:
+        return  # HTTP-002 says what happened
+    if ex.transport_error is not None:
+        yield Violation(f"no answer from the proxy: {ex.transport_error}", {"actual": ex.transport_error})
+    elif ex.status is None:
+        yield Violation("no HTTP response arrived", {})
+
+
+@rule(
+    "HTTP-002",
+    "The answer completes within the run's timeout.",
+    severity="client",
+    stage="always",
+)
+def within_timeout(ctx: Context) -> Iterator[Violation]:
+    ex = ctx.exchange
+    if ex.timed_out:
+        got = f"{len(ex.raw)} body byte(s)" if ex.status is not None else "no response"
+        yield Violation(
+            f"the run gave up after {ex.elapsed:.1f} s with {got}",
+            {"elapsed": ex.elapsed, "status": ex.status, "bytes": len(ex.raw)},
+        )
+
+
+@rule(
+    "HTTP-003",
+    "A normal scenario is answered with HTTP status 200.",
+    severity="client",
+    stage="response",
+)
+def status_ok(ctx: Context) -> Iterator[Violation]:
+    status = ctx.exchange.status
+    if status != 200:
+        body = ctx.exchange.raw[:300].decode("utf-8", "replace")
+        yield Violation(f"status {status}, body: {body!r}", {"expected": 200, "actual": status, "excerpt": body})
+
+
+@rule(
+    "HTTP-004",
+    "The Content-Type is `text/event-stream` for a stream and `application/json` for a single answer.",
+    severity="spec",
+    stage="answer",
+)
+def content_type(ctx: Context) -> Iterator[Violation]:
+    if ctx.kind == "empty":
+        return
+    wanted = "text/event-stream" if ctx.kind == "sse" else "application/json"
+    actual = ctx.exchange.response_headers.get("content-type")
+    if actual is None or actual.split(";")[0].strip().lower() != wanted:
+        yield Violation(f"Content-Type is {actual!r}, expected {wanted!r}", {"expected": wanted, "actual": actual})
+
+
+@rule(
+    "HTTP-005",
+    "A streaming request is answered with an SSE stream, a non-streaming request with one JSON body.",
+    severity="client",
+    stage="answer",
+)
+def body_kind(ctx: Context) -> Iterator[Violation]:
+    wanted = "sse" if ctx.exchange.stream else "json"
+    if ctx.kind == "empty":
+        yield Violation("the body is empty", {"expected": wanted, "actual": "empty"})
+    elif ctx.kind != wanted:
+        names = {"sse": "an SSE stream", "json": "one JSON body"}
+        yield Violation(
+            f"the client asked for {names[wanted]} but got {names[ctx.kind]}",
+            {"expected": wanted, "actual": ctx.kind},
+        )
+
+
+@rule(
+    "HTTP-006",
+    "The answer completes within the scenario's `expect.within_seconds`.",
+    severity="client",
+    stage="response",
+)
+def within_expected_time(ctx: Context) -> Iterator[Violation]:
+    limit = ctx.expect.within_seconds
+    if limit is not None and ctx.exchange.elapsed > limit:
+        yield Violation(
+            f"the answer took {ctx.exchange.elapsed:.2f} s, the scenario allows {limit} s",
+            {"expected": limit, "actual": ctx.exchange.elapsed},
+        )

@@ -1,0 +1,149 @@
+"""Upstream rules: what the proxy sent to the backend, as the scenario demands.
+
+Pointers are JSON pointers with two extensions: ``*`` matches every item or value at
+its level (the result is the list of matches) and ``-1`` is the last item.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from harness.compare import json_equal, render
+from harness.rules.context import Context
+from harness.rules.registry import Violation, rule_group
+from harness.scenario import UpstreamAssertion
+
+rule = rule_group("upstream", "UP")
+
+
+def _tokens(pointer: str) -> list[str]:
+    if not pointer:
+        return []
+    return [t.replace("~1", "/").replace("~0", "~") for t in pointer.split("/")[1:]]
+
+
+def resolve(document: Any, pointer: str) -> tuple[bool, Any]:
+    """(found, value). With a ``*`` the value is the list of matches and found means
+    at least one match."""
+    current: list[Any] = [document]
+    wildcard = False
+    for token in _tokens(pointer):
+        nxt: list[Any] = []
+        for value in current:
+            if token == "*":
+                wildcard = True
+                if isinstance(value, list):
+                    nxt.extend(value)
+                elif isinstance(value, Mapping):
+                    nxt.extend(value.values())
+            elif isinstance(value, Mapping):
+                if token in value:
+                    nxt.append(value[token])
+            elif isinstance(value, list):
+                if token == "-1":
+                    nxt.extend(value[-1:])
+                elif token.isdigit() and (token == "0" or not token.startswith("0")) and int(token) < len(value):
+                    nxt.append(value[int(token)])
+        current = nxt
+    if wildcard:
+        return bool(current), current
+    return (True, current[0]) if current else (False, None)
+
+
+def _contains(container: Any, item: Any) -> bool:
+    if isinstance(container, str):
+        return isinstance(item, str) and item in container
+    if isinstance(container, list):
+        return any(
+            json_equal(el, item) or (isinstance(el, str) and isinstance(item, str) and item in el) for el in container
+        )
+    if isinstance(container, Mapping):
+        return isinstance(item, str) and item in container
+    return False
+
+
+def _matches(value: Any, pattern: str) -> bool:
+    if isinstance(value, str):
+        return re.search(pattern, value) is not None
+    if isinstance(value, list):
+        return any(isinstance(el, str) and re.search(pattern, el) is not None for el in value)
+    return False
+
+
+def check_assertion(a: UpstreamAssertion, upstream: Any, request: Any) -> str | None:
+    """Why the assertion fails on ``upstream`` (the body sent upstream), or None."""
+    found, value = resolve(upstream, a.path)
+    seen = render(value, 160) if found else "nothing"
+    if a.op == "absent":
+        ok = not found
+    elif a.op == "present":
+        ok = found
+    elif a.op == "equals":
+        ok = found and json_equal(value, a.value)
+    elif a.op == "equals_request":
+        req_found, req_value = resolve(request, a.path)
+        ok = found == req_found and (not found or json_equal(value, req_value))
+        if not ok:
+            wanted = render(req_value, 160) if req_found else "nothing (absent in the request)"
+            return f"{a.path} equals_request: the client sent {wanted}, upstream got {seen}"
+    elif a.op == "contains":
+        ok = found and _contains(value, a.value)
+    elif a.op == "not_contains":
+        ok = not (found and _contains(value, a.value))
+    elif a.op == "matches":
+        ok = found and _matches(value, str(a.value))
+    else:
+        return f"{a.path}: unknown check {a.op!r}"
+    if ok:
+        return None
+    shown = "" if a.op in ("absent", "present") else f" {render(a.value, 120)}"
+    return f"{a.path} {a.op}{shown}: found {seen}"
+
+
+@rule(
+    "UP-001",
+    "Every `expect.upstream` assertion holds on the last request the proxy sent upstream "
+    "(feature-bound assertions only when the proxy claims the feature).",
+    severity="client",
+    stage="always",
+)
+def upstream_assertions(ctx: Context) -> Iterator[Violation]:
+    active = [a for a in ctx.expect.upstream if set(a.requires) <= ctx.options.features]
+    if not active:
+        return
+    ex = ctx.exchange
+    if not ex.upstream:
+        if ex.transport_error is None:
+            yield Violation(
+                f"no request reached the backend, so {len(active)} upstream assertion(s) cannot hold",
+                {"expected": [a.path for a in active]},
+            )
+        return
+    last = ex.upstream[-1]
+    if last.body is None:
+        excerpt = (last.raw_body or "")[:200]
+        yield Violation(f"the body sent upstream is not JSON: {excerpt!r}", {"excerpt": excerpt})
+        return
+    for a in active:
+        problem = check_assertion(a, last.body, ex.request_body)
+        if problem is not None:
+            why = f" ({a.why})" if a.why else ""
+            yield Violation(
+                problem + why,
+                {"path": a.path, "check": a.op, "expected": a.value, "actual": resolve(last.body, a.path)[1]},
+            )
+
+
+@rule(
+    "UP-002",
+    "Exactly `expect.upstream_requests` requests reach the backend.",
+    severity="client",
+    stage="always",
+)
+def upstream_count(ctx: Context) -> Iterator[Violation]:
+    wanted = ctx.expect.upstream_requests
+    got = len(ctx.exchange.upstream)
+    if wanted is not None and got != wanted and ctx.exchange.transport_error is None:
+        yield Violation(f"{got} request(s) reached the backend, expected {wanted}", {"expected": wanted, "actual": got})

@@ -1,0 +1,111 @@
+"""Rules of the vtc profile: XML-mode clients get their calls as XML inside the content."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from harness.compare import diff_calls, render, shorten
+from harness.rules.chunks import choices_of
+from harness.rules.context import Context
+from harness.rules.registry import Violation, rule_group
+from harness.xml_calls import escaped_entities, rendered, value_matches
+
+rule = rule_group("vtc", "VTC")
+
+
+@rule(
+    "VTC-001",
+    "A vtc client gets no tool call entries (`tool_calls`) in any chunk or message.",
+    severity="client",
+    stage="answer",
+    profiles=("vtc",),
+)
+def no_structured_calls(ctx: Context) -> Iterator[Violation]:
+    if ctx.kind == "sse":
+        for p, _, choice in choices_of(ctx):
+            delta = choice.get("delta")
+            calls = delta.get("tool_calls") if isinstance(delta, Mapping) else None
+            if calls:
+                yield Violation(f"event {p.event.index} carries tool_calls {render(calls, 80)}", ctx.at(p))
+                return
+    elif ctx.answer.tool_calls:
+        yield Violation(
+            f"the message carries {len(ctx.answer.tool_calls)} structured tool call(s)",
+            {"actual": [c.name for c in ctx.answer.tool_calls]},
+        )
+
+
+@rule(
+    "VTC-002",
+    "The XML tool calls in the content are exactly the expected calls, in order, with the values the client "
+    "reads (strings raw, other values as JSON text).",
+    severity="client",
+    stage="answer",
+    profiles=("vtc",),
+)
+def expected_xml_calls(ctx: Context) -> Iterator[Violation]:
+    lines = diff_calls(ctx.expected_calls, ctx.received_calls, value_matches)
+    incomplete = [c.name for c in ctx.xml.calls if not c.complete]
+    if incomplete:
+        lines.append("unclosed call(s): " + ", ".join(incomplete))
+    if lines:
+        yield Violation(
+            "; ".join(lines),
+            {
+                "expected": [
+                    {"name": n, "arguments": {k: rendered(v) for k, v in a.items()}} for n, a in ctx.expected_calls
+                ],
+                "actual": [{"name": c.name, "arguments": dict(c.params)} for c in ctx.xml.calls],
+                "excerpt": shorten(ctx.answer.content, 300),
+            },
+        )
+
+
+def _expected_value(ctx: Context, position: int, name: str, param: str) -> Any:
+    if position < len(ctx.expected_calls):
+        exp_name, args = ctx.expected_calls[position]
+        if exp_name == name and param in args:
+            return args[param]
+    return None
+
+
+@rule(
+    "VTC-003",
+    "XML parameter values are raw text, never entity-escaped (`&lt;` reaches the client as is).",
+    severity="client",
+    stage="answer",
+    profiles=("vtc",),
+)
+def raw_values(ctx: Context) -> Iterator[Violation]:
+    for position, call in enumerate(ctx.xml.calls):
+        for param, value in call.params.items():
+            entities = escaped_entities(value)
+            if not entities:
+                continue
+            expected = _expected_value(ctx, position, call.name, param)
+            meant = rendered(expected) if expected is not None else ""
+            unexpected = [e for e in entities if e not in meant]
+            if unexpected:
+                yield Violation(
+                    f"{call.name}.{param} holds entity reference(s) {', '.join(sorted(set(unexpected)))}: "
+                    f"{shorten(value, 100)}",
+                    {"actual": value, "expected": meant or None},
+                )
+
+
+@rule(
+    "VTC-004",
+    'The finish_reason for a vtc client is `"stop"` (or the expected reason of an answer that did not end '
+    "normally, such as `length`).",
+    severity="client",
+    stage="answer",
+    profiles=("vtc",),
+)
+def finish_stop(ctx: Context) -> Iterator[Violation]:
+    wanted = ctx.expected_finish
+    actual = ctx.answer.finish_reason
+    if actual != wanted:
+        yield Violation(
+            f"finish_reason is {render(actual)}, expected {render(wanted)}", {"expected": wanted, "actual": actual}
+        )

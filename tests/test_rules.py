@@ -1,0 +1,963 @@
+"""The conformance rules, case by case.
+
+Each case is a small scenario, the exact bytes a proxy answered, and the set of rule
+ids that must fail; every other rule must pass. Cases are judged with ``strict`` on
+(all rules) and off (client rules only), so a spec rule can never break a default
+run. Every rule has at least one case that breaks it, and the acceptable
+variations (CRLF, ``data:`` without a space, comments, one-fragment arguments, ...)
+must produce no failure at all.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.assemble import answer_from_exchange
+from harness.compare import fold_ws, json_equal
+from harness.exchange import Exchange, RecordedRequest
+from harness.rules import RULES, Options, compare_answers, evaluate, rules_markdown
+from harness.scenario import PROFILES, Profile, Scenario, parse_scenario
+from harness.xml_calls import parse_xml_calls, tool_vocabulary
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# --------------------------------------------------------------------------- scenarios
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather for a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "unit": {"type": "string"}, "days": {"type": "integer"}},
+            "required": ["city"],
+        },
+    },
+}
+TIME = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object", "properties": {}}}}
+READ_FILE = {
+    "type": "function",
+    "function": {"name": "read_file", "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}},
+}
+WRITE_FILE = {
+    "type": "function",
+    "function": {
+        "name": "write_to_file",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}, "line_count": {"type": "integer"}},
+        },
+    },
+}
+
+
+def scenario(
+    expect: Mapping[str, Any],
+    *,
+    stream: bool = True,
+    tools: tuple[Mapping[str, Any], ...] = (WEATHER, TIME),
+    request: Mapping[str, Any] | None = None,
+    profile: Profile = "openai",
+) -> Scenario:
+    return parse_scenario(
+        {
+            "id": "case",
+            "title": "rule case",
+            "source": "synthetic",
+            "backend": {"dialect": "openai", "frames": ["x"]},
+            "client": {
+                "profile": profile,
+                "request": {
+                    "model": "m",
+                    "stream": stream,
+                    "messages": [{"role": "user", "content": "question"}],
+                    "tools": list(tools),
+                    **(request or {}),
+                },
+            },
+            "expect": dict(expect),
+        }
+    )
+
+
+PARIS = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
+S_CALL = scenario({"tool_calls": [PARIS], "content": "", "finish_reason": "tool_calls"})
+S_CALL_ANY_TEXT = scenario({"tool_calls": [PARIS], "finish_reason": "tool_calls"})
+S_TEXT = scenario({"content": "Hello world", "finish_reason": "stop"})
+S_TWO = scenario(
+    {
+        "tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}}, {"name": "get_time", "arguments": {}}],
+        "content": "Let me check.",
+        "finish_reason": "tool_calls",
+    }
+)
+S_NOARGS = scenario({"tool_calls": [{"name": "get_time", "arguments": {}}], "finish_reason": "tool_calls"})
+S_USAGE = scenario(
+    {"content": "Hello world", "finish_reason": "stop"}, request={"stream_options": {"include_usage": True}}
+)
+S_REGEX = scenario({"content_regex": "^Hello\\b", "markers": ["count"]})
+S_PROSE = scenario({"content": "Wrap a call in <tool_call> and </tool_call> tags.", "finish_reason": "stop"})
+S_SINGLE = scenario({"tool_calls": [PARIS], "finish_reason": "tool_calls"}, stream=False)
+S_SLOW = scenario({"content": "Hello world", "within_seconds": 1})
+S_UPSTREAM = scenario(
+    {
+        "content": "Hello world",
+        "upstream": [
+            {"path": "/messages/0/role", "equals": "user"},
+            {"path": "/tools/*/function/name", "equals": ["get_weather", "get_time"]},
+            {"path": "/tools", "equals_request": True},
+            {"path": "/messages/-1/content", "contains": "question"},
+            {"path": "/messages/*/role", "not_contains": "system"},
+            {"path": "/model", "matches": "^m$"},
+            {"path": "/stream_options", "absent": True, "requires": ["force-non-stream"]},
+            {"path": "/stream", "equals": False, "requires": ["force-non-stream"]},
+        ],
+    }
+)
+S_LOOP = scenario({"content": "Hello world", "upstream_requests": 0})
+WRITTEN = '<p>1 < 2 & "x"</p>\n</content>\ndone'
+WRITE_CALL = {"name": "write_to_file", "arguments": {"path": "a.html", "content": WRITTEN, "line_count": 3}}
+S_VTC = scenario(
+    {"tool_calls": [{"name": "read_file", "arguments": {"path": "src/main.py"}}], "content": "I will read it."},
+    tools=(READ_FILE, WRITE_FILE),
+    profile="vtc",
+)
+S_VTC_TIME = scenario(
+    {"tool_calls": [{"name": "get_time", "arguments": {}}], "content": "Checking."}, tools=(READ_FILE, TIME), profile="vtc"
+)
+S_VTC_WRITE = scenario({"tool_calls": [WRITE_CALL], "content": ""}, tools=(READ_FILE, WRITE_FILE), profile="vtc")
+
+# --------------------------------------------------------------------------- wire builders
+
+BASE = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000, "model": "m"}
+
+
+def chunk(delta: Mapping[str, Any] | None = None, finish: str | None = None, **top: Any) -> dict[str, Any]:
+    return {**BASE, "choices": [{"index": 0, "delta": dict(delta or {}), "finish_reason": finish}], **top}
+
+
+def usage_chunk() -> dict[str, Any]:
+    return {**BASE, "choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}}
+
+
+def ev(obj: Mapping[str, Any] | str) -> str:
+    data = obj if isinstance(obj, str) else json.dumps(obj, ensure_ascii=False)
+    return f"data: {data}\n\n"
+
+
+def sse(*parts: Mapping[str, Any] | str, done: str = "data: [DONE]\n\n") -> str:
+    """Events in order; a str part is written verbatim (framing included)."""
+    return "".join(p if isinstance(p, str) else ev(p) for p in parts) + done
+
+
+def start(index: int = 0, id: str = "call_1", name: str = "get_weather", args: str | None = "") -> dict[str, Any]:
+    fn: dict[str, Any] = {"name": name}
+    if args is not None:
+        fn["arguments"] = args
+    return {"tool_calls": [{"index": index, "id": id, "type": "function", "function": fn}]}
+
+
+def args(fragment: str, index: int = 0) -> dict[str, Any]:
+    return {"tool_calls": [{"index": index, "function": {"arguments": fragment}}]}
+
+
+ROLE = chunk({"role": "assistant"})
+PARIS_ARGS = '{"city": "Paris", "unit": "celsius"}'
+CALL_STREAM = sse(
+    ROLE,
+    chunk(start()),
+    chunk(args("{")),
+    chunk(args('"city": "Paris", ')),
+    chunk(args('"unit": "celsius"')),
+    chunk(args("}")),
+    chunk(finish="tool_calls"),
+)
+TEXT_STREAM = sse(ROLE, chunk({"content": "Hello"}), chunk({"content": " world"}), chunk(finish="stop"))
+TWO_CALL_STREAM = sse(  # seed 002, section 5.3.4: text, then two calls
+    ROLE,
+    chunk({"content": "Let me "}),
+    chunk({"content": "check."}),
+    chunk(start(0, "call_a")),
+    chunk(args('{"city": "Paris"}', 0)),
+    chunk(start(1, "call_b", name="get_time")),
+    chunk(args("{}", 1)),
+    chunk(finish="tool_calls"),
+)
+
+
+def completion(message: Mapping[str, Any], finish: str = "tool_calls", **top: Any) -> str:
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": "m",
+        "choices": [{"index": 0, "message": dict(message), "finish_reason": finish}],
+        **top,
+    }
+    return json.dumps(body)
+
+
+PARIS_MESSAGE = {
+    "role": "assistant",
+    "content": None,
+    "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": PARIS_ARGS}}],
+}
+
+SSE_HEADERS = {"content-type": "text/event-stream; charset=utf-8"}
+JSON_HEADERS = {"content-type": "application/json"}
+
+
+def upstream_request(body: Any) -> RecordedRequest:
+    return RecordedRequest("POST", "/v1/chat/completions", "", {"content-type": "application/json"}, body, None, 0.0)
+
+
+def exchange(
+    sc: Scenario,
+    raw: str | bytes,
+    *,
+    status: int | None = 200,
+    headers: Mapping[str, str] | None = None,
+    profile: Profile = "openai",
+    **extra: Any,
+) -> Exchange:
+    stream = bool(sc.client.request.get("stream"))
+    return Exchange(
+        scenario_id=sc.id,
+        profile=profile,
+        stream=stream,
+        request_body=dict(sc.client.request),
+        request_headers={},
+        status=status,
+        response_headers=dict(headers if headers is not None else (SSE_HEADERS if stream else JSON_HEADERS)),
+        raw=raw if isinstance(raw, bytes) else raw.encode(),
+        **extra,
+    )
+
+
+# --------------------------------------------------------------------------- cases
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    scenario: Scenario
+    exchange: Exchange
+    fails: frozenset[str] = frozenset()
+    profile: Profile = "openai"
+    features: frozenset[str] = field(default_factory=frozenset)
+
+
+def case(
+    id: str,
+    sc: Scenario,
+    raw: str | bytes,
+    fails: set[str] | tuple[str, ...] = (),
+    *,
+    profile: Profile = "openai",
+    features: tuple[str, ...] = (),
+    **exchange_args: Any,
+) -> Case:
+    return Case(
+        id, sc, exchange(sc, raw, profile=profile, **exchange_args), frozenset(fails), profile, frozenset(features)
+    )
+
+
+def crlf(text: str) -> str:
+    return text.replace("\n", "\r\n")
+
+
+GOOD_UPSTREAM = {**S_UPSTREAM.client.request}
+XML_READ = "I will read it.\n\n<read_file>\n<path>src/main.py</path>\n</read_file>"
+XML_WRITE = (
+    "<write_to_file>\n<path>a.html</path>\n<content>\n<p>1 < 2 & \"x\"</p>\n</content>\ndone\n</content>\n"
+    "<line_count>3</line_count>\n</write_to_file>"
+)
+
+
+def vtc_stream(text: str, finish: str = "stop", split: int = 7) -> str:
+    pieces = [text[i : i + split] for i in range(0, len(text), split)]
+    return sse(ROLE, *(chunk({"content": p}) for p in pieces), chunk(finish=finish))
+
+
+ACCEPTABLE: list[Case] = [
+    case("ok-call-split-arguments", S_CALL, CALL_STREAM),
+    case("ok-name-and-arguments-in-one-delta", S_CALL, sse(ROLE, chunk(start(args=PARIS_ARGS)), chunk(finish="tool_calls"))),
+    case(
+        "ok-arguments-in-one-later-fragment",
+        S_CALL,
+        sse(ROLE, chunk(start(args=None)), chunk(args(PARIS_ARGS)), chunk(finish="tool_calls")),
+    ),
+    case(
+        "ok-arguments-char-by-char",
+        S_CALL,
+        sse(ROLE, chunk(start()), *(chunk(args(c)) for c in PARIS_ARGS), chunk(args("")), chunk(finish="tool_calls")),
+    ),
+    case(
+        "ok-text-char-by-char",
+        S_TEXT,
+        sse(ROLE, *(chunk({"content": c}) for c in "Hello world"), chunk(finish="stop")),
+    ),
+    case("ok-text-one-delta-role-merged", S_TEXT, sse(chunk({"role": "assistant", "content": "Hello world"}), chunk(finish="stop"))),
+    case("ok-no-role-at-all", S_TEXT, sse(chunk({"content": "Hello world"}), chunk(finish="stop"))),
+    case("ok-finish-with-last-content", S_TEXT, sse(ROLE, chunk({"content": "Hello"}), chunk({"content": " world"}, "stop"))),
+    case("ok-empty-and-null-content-deltas", S_CALL, sse(
+        chunk({"role": "assistant", "content": ""}),
+        chunk({**start(args=PARIS_ARGS), "content": None}),
+        chunk({"content": None}, "tool_calls"),
+    )),
+    case("ok-role-merged-with-call", S_CALL, sse(chunk({"role": "assistant", **start(args=PARIS_ARGS)}), chunk(finish="tool_calls"))),
+    case("ok-data-without-space", S_CALL, CALL_STREAM.replace("data: ", "data:")),
+    case("ok-crlf", S_CALL, crlf(CALL_STREAM)),
+    case("ok-cr-only", S_TEXT, TEXT_STREAM.replace("\n", "\r")),
+    case(
+        "ok-keep-alive-comments",
+        S_TEXT,
+        ": keep-alive\n\n" + TEXT_STREAM.replace("\n\ndata:", "\n\n: ping\n\n:\n\ndata:", 2),
+    ),
+    case(
+        "ok-event-id-retry-fields",
+        S_TEXT,
+        "".join(
+            f"event: message\nid: {i}\nretry: 3000\n" + e + "\n\n"
+            for i, e in enumerate(TEXT_STREAM.strip().split("\n\n"))
+        ),
+    ),
+    case(
+        "ok-extra-unknown-fields",
+        S_CALL,
+        sse(
+            chunk({"role": "assistant", "reasoning_content": None}, system_fingerprint="fp_1", service_tier="default", x_vendor={"a": 1}),
+            {**BASE, "choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": PARIS_ARGS, "x": 1}, "x_extra": True}]}, "finish_reason": None, "logprobs": None, "stop_reason": None}]},
+            chunk(finish="tool_calls", usage=None, x_timing={"ms": 3}),
+        ),
+    ),
+    case(
+        "ok-odd-unique-ids",
+        S_TWO,
+        sse(
+            chunk({"role": "assistant", "content": "Let me check."}),
+            chunk(start(0, "toolu_01A09q90qw90lq917835lq9", args='{"city":"Paris"}')),
+            chunk(start(1, "0", name="get_time", args="{}")),
+            chunk(finish="tool_calls"),
+        ).replace('"id": "chatcmpl-1"', '"id": "9f1c2d3e-aaaa-bbbb-cccc-0123456789ab"'),
+    ),
+    case("ok-text-then-two-calls", S_TWO, TWO_CALL_STREAM),
+    case(
+        "ok-two-calls-in-one-delta",
+        S_TWO,
+        sse(
+            chunk({"role": "assistant", "content": "Let me check."}),
+            chunk({"tool_calls": [start(0, "call_a", args='{"city":')["tool_calls"][0], start(1, "call_b", name="get_time", args="{}")["tool_calls"][0]]}),
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": ' "Paris"}'}}]}),
+            chunk(finish="tool_calls"),
+        ),
+    ),
+    case("ok-no-arguments-as-braces", S_NOARGS, sse(ROLE, chunk(start(name="get_time", args="{}")), chunk(finish="tool_calls"))),
+    case("ok-usage-when-requested", S_USAGE, sse(ROLE, chunk({"content": "Hello world"}), chunk(finish="stop"), usage_chunk())),
+    case("ok-blank-lines-after-done", S_TEXT, TEXT_STREAM + "\n\n"),
+    case("ok-prose-about-tags", S_PROSE, sse(ROLE, chunk({"content": "Wrap a call in <tool_call> and </tool_call>  tags."}), chunk(finish="stop"))),
+    case("ok-regex", S_REGEX, sse(ROLE, chunk({"content": "Hello there, friend"}), chunk(finish="stop"))),
+    case("ok-single-answer", S_SINGLE, completion(PARIS_MESSAGE)),
+    case(
+        "ok-single-answer-extra-fields",
+        S_SINGLE,
+        completion({**PARIS_MESSAGE, "refusal": None, "reasoning_content": "..."}, system_fingerprint=None, usage={"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}),
+    ),
+    case("ok-json-content-type-with-charset", S_SINGLE, completion(PARIS_MESSAGE), headers={"content-type": "application/json; charset=utf-8"}),
+    case(
+        "ok-upstream-assertions",
+        S_UPSTREAM,
+        TEXT_STREAM,
+        upstream=(upstream_request({"model": "other"}), upstream_request(dict(GOOD_UPSTREAM))),
+    ),
+    case("ok-loop-guard-no-upstream", S_LOOP, TEXT_STREAM),
+    case("ok-fast-enough", S_SLOW, TEXT_STREAM, elapsed=0.2),
+    case("ok-vtc-cline-xml", S_VTC, vtc_stream(XML_READ), profile="vtc"),
+    case(
+        "ok-vtc-invoke-xml",
+        S_VTC,
+        vtc_stream(
+            'I will read it.\n<function_calls>\n<invoke name="read_file">\n<parameter name="path">src/main.py'
+            "</parameter>\n</invoke>\n</function_calls>",
+            split=3,
+        ),
+        profile="vtc",
+    ),
+    case("ok-vtc-tool-without-parameters", S_VTC_TIME, vtc_stream("Checking.\n<get_time>\n</get_time>"), profile="vtc"),
+    case("ok-vtc-write-content-with-closing-tag", S_VTC_WRITE, vtc_stream(XML_WRITE, split=5), profile="vtc"),
+    case(
+        "ok-vtc-single-answer",
+        replace(S_VTC, client=replace(S_VTC.client, request={**S_VTC.client.request, "stream": False})),
+        completion({"role": "assistant", "content": XML_READ}, "stop"),
+        profile="vtc",
+    ),
+]
+
+UP_STREAMING = {**GOOD_UPSTREAM, "stream": True, "stream_options": {"include_usage": True}}
+
+BROKEN: list[Case] = [
+    # transport
+    case("http-001-refused", S_TEXT, b"", {"HTTP-001"}, status=None, transport_error="ConnectError: connection refused"),
+    case("http-002-timeout", S_TEXT, sse(ROLE, done=""), {"HTTP-002"}, timed_out=True, elapsed=30.0),
+    case("http-003-status-500", S_TEXT, '{"error": {"message": "upstream failed", "type": "server_error"}}', {"HTTP-003"}, status=500, headers=JSON_HEADERS),
+    case("http-004-content-type", S_TEXT, TEXT_STREAM, {"HTTP-004"}, headers={"content-type": "text/plain"}),
+    case("http-005-json-for-stream", S_CALL, completion(PARIS_MESSAGE), {"HTTP-005"}, headers=JSON_HEADERS),
+    case("http-006-too-slow", S_SLOW, TEXT_STREAM, {"HTTP-006"}, elapsed=3.5),
+    # framing
+    case(
+        "sse-001-line-without-data-field",
+        S_TEXT,
+        TEXT_STREAM.replace("data: " + json.dumps(ROLE), json.dumps(ROLE)),
+        {"SSE-001"},
+    ),
+    case(
+        "sse-002-missing-blank-line",
+        S_TEXT,
+        sse("data: " + json.dumps(ROLE) + "\n", chunk({"content": "Hello"}), chunk({"content": " world"}), chunk(finish="stop")),
+        {"SSE-002", "CHUNK-001", "SDK-001", "TEXT-001"},
+    ),
+    case(
+        "sse-003-json-over-two-data-lines",
+        S_TEXT,
+        sse(ROLE, "data: " + json.dumps(chunk({"content": "Hello"}), indent=1).replace("\n", "\ndata: ") + "\n\n", chunk({"content": " world"}), chunk(finish="stop")),
+        {"SSE-003"},
+    ),
+    case("sse-004-no-done", S_TEXT, sse(ROLE, chunk({"content": "Hello world"}), chunk(finish="stop"), done=""), {"SSE-004"}),
+    case("sse-005-done-trailing-space", S_TEXT, sse(ROLE, chunk({"content": "Hello world"}), chunk(finish="stop"), done="data: [DONE] \n\n"), {"SSE-005"}),
+    case("sse-006-chunk-after-done", S_TEXT, TEXT_STREAM + ev(chunk({"content": " again"})), {"SSE-006"}),
+    case("sse-007-done-twice", S_TEXT, TEXT_STREAM + "data: [DONE]\n\n", {"SSE-007"}),
+    case("sse-007-comment-after-done", S_TEXT, TEXT_STREAM + ": bye\n\n", {"SSE-007"}),
+    case(
+        "sse-008-invalid-utf8",
+        S_TEXT,
+        TEXT_STREAM.encode().replace(b'"role": "assistant"', b'"role": "assistant", "x": "\xff"'),
+        {"SSE-008", "SDK-001"},
+    ),
+    case(
+        "sse-009-unterminated-last-event",
+        S_TEXT,
+        sse(ROLE, chunk({"content": "Hello world"}), done="") + "data: " + json.dumps(chunk(finish="stop")),
+        {"SSE-009", "SSE-004"},
+    ),
+    # chunks
+    case("chunk-001-not-json", S_TEXT, sse(ROLE, "data: Hello\n\n", chunk({"content": "Hello world"}), chunk(finish="stop")), {"CHUNK-001", "SDK-001"}),
+    case(
+        "chunk-002-no-choices",
+        S_TEXT,
+        sse(ROLE, {k: v for k, v in BASE.items()}, chunk({"content": "Hello world"}), chunk(finish="stop")),
+        {"CHUNK-002", "CHUNK-003", "SDK-001"},
+    ),
+    case(
+        "chunk-002-wrong-object",
+        S_TEXT,
+        sse(ROLE, chunk({"content": "Hello world"}, object="chat.completion"), chunk(finish="stop")),
+        {"CHUNK-002", "CHUNK-003", "SDK-002"},
+    ),
+    case(
+        "chunk-003-missing-created",
+        S_TEXT,
+        sse(ROLE, {k: v for k, v in chunk({"content": "Hello world"}).items() if k != "created"}, chunk(finish="stop")),
+        {"CHUNK-003"},
+    ),
+    case("chunk-003-empty-tool-calls-on-text", S_TEXT, sse(ROLE, chunk({"content": "Hello world", "tool_calls": []}), chunk(finish="stop")), {"CHUNK-003"}),
+    case("chunk-004-id-changes", S_TEXT, sse(ROLE, chunk({"content": "Hello world"}, id="chatcmpl-2"), chunk(finish="stop")), {"CHUNK-004"}),
+    case("chunk-005-empty-role", S_TEXT, sse(chunk({"role": ""}), chunk({"content": "Hello world"}), chunk(finish="stop")), {"CHUNK-005", "CHUNK-003"}),
+    case("chunk-006-two-role-chunks", S_TEXT, sse(ROLE, ROLE, chunk({"content": "Hello world"}), chunk(finish="stop")), {"CHUNK-006"}),
+    case("chunk-010-role-late", S_TEXT, sse(chunk({"content": "Hello"}), chunk({"role": "assistant", "content": " world"}), chunk(finish="stop")), {"CHUNK-010"}),
+    case("chunk-007-no-finish", S_TEXT, sse(ROLE, chunk({"content": "Hello world"})), {"CHUNK-007", "CALLS-002"}),
+    case(
+        "chunk-008-content-after-finish",
+        S_TEXT,
+        sse(ROLE, chunk({"content": "Hello"}, "stop"), chunk({"content": " world"})),
+        {"CHUNK-008", "CHUNK-009"},
+    ),
+    case("chunk-009-second-finish", S_TEXT, sse(ROLE, chunk({"content": "Hello world"}, "stop"), chunk(finish="stop")), {"CHUNK-009"}),
+    # single answers
+    case(
+        "body-001-no-choices",
+        S_SINGLE,
+        json.dumps({"id": "x", "object": "chat.completion", "created": 1, "model": "m"}),
+        {"BODY-001", "BODY-002", "CALLS-001", "CALLS-002"},
+    ),
+    case("body-001-error-with-200", S_SINGLE, '{"error": {"message": "no", "type": "x"}}', {"BODY-001", "ERR-002", "CALLS-001", "CALLS-002"}),
+    case("body-002-missing-created", S_SINGLE, json.dumps({k: v for k, v in json.loads(completion(PARIS_MESSAGE)).items() if k != "created"}), {"BODY-002"}),
+    case(
+        "body-003-arguments-object",
+        S_SINGLE,
+        completion({**PARIS_MESSAGE, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}}]}),
+        {"BODY-003", "BODY-002"},
+    ),
+    case(
+        "body-003-no-id",
+        S_SINGLE,
+        completion({**PARIS_MESSAGE, "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": PARIS_ARGS}}]}),
+        {"BODY-003", "BODY-002"},
+    ),
+    # tool-call deltas
+    case(
+        "tool-001-no-index",
+        S_CALL,
+        sse(ROLE, chunk(start()), chunk({"tool_calls": [{"function": {"arguments": PARIS_ARGS}}]}), chunk(finish="tool_calls")),
+        {"TOOL-001", "CHUNK-003", "SDK-001", "TOOL-008", "CALLS-001"},
+    ),
+    case(
+        "tool-001-no-function",
+        S_CALL,
+        sse(ROLE, chunk(start()), chunk({"tool_calls": [{"index": 0}]}), chunk(args(PARIS_ARGS)), chunk(finish="tool_calls")),
+        {"TOOL-001", "SDK-001"},
+    ),
+    case(
+        "tool-002-no-id",
+        S_CALL,
+        sse(ROLE, chunk({"tool_calls": [{"index": 0, "type": "function", "function": {"name": "get_weather", "arguments": PARIS_ARGS}}]}), chunk(finish="tool_calls")),
+        {"TOOL-002"},
+    ),
+    case(
+        "tool-002-name-split",
+        S_CALL,
+        sse(ROLE, chunk(start(name="get_")), chunk({"tool_calls": [{"index": 0, "function": {"name": "weather", "arguments": PARIS_ARGS}}]}), chunk(finish="tool_calls")),
+        {"TOOL-002", "TOOL-003"},
+    ),
+    case(
+        "tool-003-id-repeated",
+        S_CALL,
+        sse(ROLE, chunk(start()), chunk({"tool_calls": [{"index": 0, "id": "call_1", "function": {"arguments": PARIS_ARGS}}]}), chunk(finish="tool_calls")),
+        {"TOOL-003"},
+    ),
+    case(
+        "tool-003-type-null",
+        S_CALL,
+        sse(ROLE, chunk(start()), chunk({"tool_calls": [{"index": 0, "type": None, "function": {"arguments": PARIS_ARGS}}]}), chunk(finish="tool_calls")),
+        {"TOOL-003", "CHUNK-003", "SDK-001"},
+    ),
+    case(
+        "tool-003-name-repeated",
+        S_CALL,
+        sse(ROLE, chunk(start()), chunk({"tool_calls": [{"index": 0, "function": {"name": "get_weather", "arguments": PARIS_ARGS}}]}), chunk(finish="tool_calls")),
+        {"TOOL-003", "CALLS-001", "SDK-002"},
+    ),
+    case(
+        "tool-004-starts-at-one",
+        S_CALL,
+        sse(ROLE, chunk(start(1)), chunk(args(PARIS_ARGS, 1)), chunk(finish="tool_calls")),
+        {"TOOL-004", "SDK-001"},
+    ),
+    case(
+        "tool-005-same-id-twice",
+        S_TWO,
+        sse(chunk({"role": "assistant", "content": "Let me check."}), chunk(start(0, "call_x", args='{"city": "Paris"}')), chunk(start(1, "call_x", name="get_time", args="{}")), chunk(finish="tool_calls")),
+        {"TOOL-005"},
+    ),
+    case(
+        "tool-006-unclosed-arguments",
+        S_CALL,
+        sse(ROLE, chunk(start(args='{"city": "Paris", "unit": "celsius"')), chunk(finish="tool_calls")),
+        {"TOOL-006", "CALLS-001", "SDK-002"},
+    ),
+    case(
+        "tool-007-placeholder-first",
+        S_CALL,
+        sse(ROLE, chunk(start(args="{}")), chunk(args(PARIS_ARGS)), chunk(finish="tool_calls")),
+        {"TOOL-007", "TOOL-006", "CALLS-001", "SDK-002"},
+    ),
+    case(
+        "tool-008-empty-arguments",
+        S_NOARGS,
+        sse(ROLE, chunk(start(name="get_time", args="")), chunk(finish="tool_calls")),
+        {"TOOL-008", "CALLS-001", "SDK-002"},
+    ),
+    case(
+        "tool-008-empty-arguments-single",
+        replace(S_NOARGS, client=replace(S_NOARGS.client, request={**S_NOARGS.client.request, "stream": False})),
+        completion({"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "get_time", "arguments": ""}}]}),
+        {"TOOL-008", "CALLS-001"},
+    ),
+    case("tool-009-finish-stop-with-calls", S_CALL, CALL_STREAM.replace('"finish_reason": "tool_calls"', '"finish_reason": "stop"'), {"TOOL-009", "CALLS-002"}),
+    # expected calls and finish
+    case(
+        "calls-001-wrong-value",
+        S_CALL,
+        CALL_STREAM.replace("Paris", "paris"),
+        {"CALLS-001", "SDK-002"},
+    ),
+    case(
+        "calls-001-duplicated-call",
+        S_CALL,
+        sse(ROLE, chunk(start(0, "call_1", args=PARIS_ARGS)), chunk(start(1, "call_2", args=PARIS_ARGS)), chunk(finish="tool_calls")),
+        {"CALLS-001", "SDK-002"},
+    ),
+    case(
+        "calls-001-call-vanished",
+        S_CALL,
+        sse(ROLE, chunk(finish="stop")),
+        {"CALLS-001", "CALLS-002", "SDK-002"},
+    ),
+    case(
+        "calls-001-number-for-string",
+        scenario({"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris", "days": 1}}]}),
+        sse(ROLE, chunk(start(args='{"city": "Paris", "days": true}')), chunk(finish="tool_calls")),
+        {"CALLS-001", "SDK-002"},
+    ),
+    case("calls-002-wrong-finish", S_TEXT, TEXT_STREAM.replace('"finish_reason": "stop"', '"finish_reason": "length"'), {"CALLS-002"}),
+    # content
+    case("text-001-different", S_TEXT, TEXT_STREAM.replace(" world", " there"), {"TEXT-001", "SDK-002"}),
+    case("text-001-text-sent-twice", S_TEXT, sse(ROLE, chunk({"content": "Hello"}), chunk({"content": "Hello world"}), chunk(finish="stop")), {"TEXT-001", "SDK-002"}),
+    case("text-002-regex", S_REGEX, sse(ROLE, chunk({"content": "Well, Hello"}), chunk(finish="stop")), {"TEXT-002", "SDK-002"}),
+    case(
+        "text-003-leaked-closing-tag",
+        S_CALL_ANY_TEXT,
+        sse(ROLE, chunk(start(args=PARIS_ARGS)), chunk({"content": "</tools>"}), chunk(finish="tool_calls")),
+        {"TEXT-003"},
+    ),
+    case("text-003-scenario-marker", S_REGEX, sse(ROLE, chunk({"content": "Hello count"}), chunk(finish="stop")), {"TEXT-003"}),
+    case(
+        "text-003-more-tags-than-expected",
+        S_PROSE,
+        sse(ROLE, chunk({"content": "Wrap a call in <tool_call> and </tool_call> tags."}), chunk({"content": "<tool_call>"}), chunk(finish="stop")),
+        {"TEXT-001", "TEXT-003", "SDK-002"},
+    ),
+    # usage
+    case("usage-001-missing", S_USAGE, TEXT_STREAM, {"USAGE-001"}),
+    case("usage-001-not-last", S_USAGE, sse(ROLE, chunk({"content": "Hello world"}), usage_chunk(), chunk(finish="stop")), {"USAGE-001"}),
+    case("usage-002-unasked", S_TEXT, sse(ROLE, chunk({"content": "Hello world"}), chunk(finish="stop"), usage_chunk()), {"USAGE-002"}),
+    # vtc
+    case(
+        "vtc-001-structured-calls",
+        S_VTC,
+        sse(ROLE, chunk({"content": XML_READ}), chunk(start(name="read_file", args='{"path": "src/main.py"}')), chunk(finish="stop")),
+        {"VTC-001"},
+        profile="vtc",
+    ),
+    case("vtc-002-wrong-path", S_VTC, vtc_stream(XML_READ.replace("main.py", "main.rs")), {"VTC-002"}, profile="vtc"),
+    case("vtc-002-json-quoted-value", S_VTC, vtc_stream(XML_READ.replace("src/main.py", '"src/main.py"')), {"VTC-002"}, profile="vtc"),
+    case("vtc-002-call-missing", S_VTC, vtc_stream("I will read it."), {"VTC-002"}, profile="vtc"),
+    case(
+        "vtc-002-unclosed",
+        S_VTC,
+        vtc_stream(XML_READ.removesuffix("</read_file>")),
+        {"VTC-002"},
+        profile="vtc",
+    ),
+    case(
+        "vtc-003-entity-escaped",
+        S_VTC_WRITE,
+        vtc_stream(XML_WRITE.replace("<p>1 < 2 &", "&lt;p&gt;1 &lt; 2 &amp;", 1)),
+        {"VTC-003", "VTC-002"},
+        profile="vtc",
+    ),
+    case("vtc-004-finish-tool-calls", S_VTC, vtc_stream(XML_READ, finish="tool_calls"), {"VTC-004"}, profile="vtc"),
+    case("vtc-text-001-text-lost", S_VTC, vtc_stream(XML_READ.replace("I will read it.", "")), {"TEXT-001"}, profile="vtc"),
+    # upstream
+    case(
+        "up-001-assertions-fail",
+        S_UPSTREAM,
+        TEXT_STREAM,
+        {"UP-001"},
+        upstream=(upstream_request({**GOOD_UPSTREAM, "model": "other", "tools": []}),),
+    ),
+    case(
+        "up-001-feature-bound",
+        S_UPSTREAM,
+        TEXT_STREAM,
+        {"UP-001"},
+        features=("force-non-stream",),
+        upstream=(upstream_request(UP_STREAMING),),
+    ),
+    case("up-001-nothing-reached-backend", S_UPSTREAM, TEXT_STREAM, {"UP-001"}),
+    case("up-002-loop-guard-called-upstream", S_LOOP, TEXT_STREAM, {"UP-002"}, upstream=(upstream_request(dict(GOOD_UPSTREAM)),)),
+    # sdk (other cases above also break SDK-001/SDK-002 as a consequence)
+    case("sdk-001-retry-only-event", S_TEXT, "retry: 3000\n\n" + TEXT_STREAM, {"SDK-001"}),
+    # errors
+    case(
+        "err-001-error-not-in-shape",
+        S_TEXT,
+        sse(ROLE, chunk({"content": "Hello"}), ev('{"error": "upstream died"}')),
+        {"ERR-001", "SDK-001", "TEXT-001", "CHUNK-007", "CALLS-002"},
+    ),
+    case(
+        "err-001-shaped-error-only-fails-the-answer",
+        S_TEXT,
+        sse(ROLE, chunk({"content": "Hello"}), ev('{"error": {"message": "upstream died", "type": "server_error", "param": null, "code": null}}')),
+        {"SDK-001", "TEXT-001", "CHUNK-007", "CALLS-002"},
+    ),
+    case("err-002-text-body", S_TEXT, "Bad gateway", {"HTTP-003", "ERR-002"}, status=502, headers={"content-type": "text/plain"}),
+    case("err-002-wrong-shape", S_TEXT, '{"detail": "invalid model"}', {"HTTP-003", "ERR-002"}, status=400, headers=JSON_HEADERS),
+]
+
+ALL = ACCEPTABLE + BROKEN
+
+
+def _options(c: Case, strict: bool) -> Options:
+    return Options(profile=c.profile, strict=strict, features=c.features)
+
+
+def _client_rules(ids: frozenset[str]) -> set[str]:
+    return {i for i in ids if RULES[i].severity == "client"}
+
+
+@pytest.mark.parametrize("c", ALL, ids=[c.id for c in ALL])
+def test_rule_case(c: Case) -> None:
+    strict = evaluate(c.scenario, c.exchange, _options(c, True))
+    default = evaluate(c.scenario, c.exchange, _options(c, False))
+    detail = "\n".join(f"  {f}" for f in strict)
+    assert {f.rule_id for f in strict} == set(c.fails), f"strict failures:\n{detail}"
+    assert {f.rule_id for f in default} == _client_rules(c.fails)
+    for f in strict:
+        assert f.message and "could not be evaluated" not in f.message
+        assert isinstance(f.evidence, dict)
+
+
+def test_every_rule_is_broken_by_some_case() -> None:
+    single_rules = {i for i in RULES if not i.startswith("EQ-")}
+    caught = set().union(*(c.fails for c in BROKEN))
+    assert single_rules - caught == set()
+
+
+def test_case_ids_unique() -> None:
+    ids = [c.id for c in ALL]
+    assert len(ids) == len(set(ids))
+
+
+def test_feature_bound_assertion_needs_the_feature() -> None:
+    c = next(c for c in BROKEN if c.id == "up-001-feature-bound")
+    assert evaluate(c.scenario, c.exchange, Options()) == []
+    failures = evaluate(c.scenario, c.exchange, Options(features=frozenset({"force-non-stream"})))
+    assert [f.rule_id for f in failures] == ["UP-001"]
+    assert "/stream_options absent" in failures[0].message and "/stream equals false" in failures[0].evidence["more"][0]
+
+
+@pytest.mark.parametrize(
+    ("case_id", "needle"),
+    [
+        ("calls-001-wrong-value", "'city': expected \"Paris\", got \"paris\""),
+        ("calls-001-duplicated-call", "#2 extra: get_weather"),
+        ("calls-001-duplicated-call", "(duplicate of #1)"),
+        ("calls-001-call-vanished", "#1 missing: expected get_weather"),
+        ("calls-001-number-for-string", "'days': expected 1, got true"),
+        ("tool-003-id-repeated", 'id="call_1"'),
+        ("sdk-001-retry-only-event", "JSONDecodeError"),
+        ("tool-001-no-index", "RuntimeError: Expected list delta entry to have an `index` key"),
+        ("tool-004-starts-at-one", "IndexError"),
+        ("vtc-003-entity-escaped", "&lt;"),
+        ("up-001-assertions-fail", "/model matches \"^m$\": found \"other\""),
+        ("text-003-leaked-closing-tag", "'</tools>' appears 1 time(s)"),
+    ],
+)
+def test_failure_messages_are_readable(case_id: str, needle: str) -> None:
+    c = next(c for c in ALL if c.id == case_id)
+    failures = evaluate(c.scenario, c.exchange, _options(c, True))
+    text = "\n".join([f.message for f in failures] + [m for f in failures for m in f.evidence.get("more", [])])
+    assert needle in text
+
+
+def test_evidence_locates_the_event() -> None:
+    c = next(c for c in BROKEN if c.id == "chunk-006-two-role-chunks")
+    (failure,) = evaluate(c.scenario, c.exchange, Options())
+    assert failure.evidence["event_index"] == 1
+    assert failure.evidence["byte_offset"] == c.exchange.raw.index(b"data:", 1)
+
+
+def test_spec_rules_only_when_strict() -> None:
+    c = next(c for c in BROKEN if c.id == "sse-004-no-done")
+    assert evaluate(c.scenario, c.exchange, Options()) == []
+    assert [f.rule_id for f in evaluate(c.scenario, c.exchange, Options(strict=True))] == ["SSE-004"]
+
+
+def test_garbage_never_raises() -> None:
+    """Whatever the bytes, evaluate judges; no rule may crash on them."""
+    samples = [b"", b"\x00\xff", b"data: {}\n\n", b"data: []\n\n", b"data: null\n\n", b'data: {"choices": 5}\n\n',
+               b'data: {"choices": [null, 1, {"delta": 3}]}\n\n', b'data: {"choices": [{"delta": {"tool_calls": {"a": 1}}}]}\n\n',
+               b'data: {"choices": [{"delta": {"tool_calls": [null, 1, {"index": "0", "function": 2}]}}]}\n\n',
+               b"\r\r\r\n\n:", b"data", b"[1,2]", b'{"choices": [{"message": {"tool_calls": [1, {"function": []}]}}]}',
+               b'data: {"choices": [{"delta": {"content": "<get_time><read_file><path>"}}]}\n\n',
+               b'{"choices": [{"message": {"content": "<invoke name=\\"a\\"><parameter name=\\"b\\">"}}]}']
+    for sc in (S_CALL, S_VTC, S_VTC_TIME, S_SINGLE, S_UPSTREAM):
+        for raw in samples:
+            for status in (200, 500):
+                ex = exchange(sc, raw, status=status, upstream=(upstream_request(None),))
+                for profile in PROFILES:
+                    failures = evaluate(sc, ex, Options(profile=profile, strict=True))
+                    assert all("could not be evaluated" not in f.message for f in failures), failures
+
+
+def _split(text: str, cuts: list[int]) -> list[str]:
+    points = sorted({c % (len(text) + 1) for c in cuts} | {0, len(text)})
+    return [text[a:b] for a, b in zip(points, points[1:])]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    text_cuts=st.lists(st.integers(0, 100), max_size=8),
+    arg_cuts=st.lists(st.integers(0, 100), max_size=8),
+    name_with_args=st.booleans(),
+    role=st.sampled_from(["separate", "merged", "absent"]),
+    line_end=st.sampled_from(["\n", "\r\n", "\r"]),
+    space=st.booleans(),
+    comments=st.booleans(),
+)
+def test_acceptable_variations_never_fail(
+    text_cuts: list[int],
+    arg_cuts: list[int],
+    name_with_args: bool,
+    role: str,
+    line_end: str,
+    space: bool,
+    comments: bool,
+) -> None:
+    """Any split of the text and the arguments, with any of the framing variations
+    clients accept, passes every rule, strict ones included."""
+    sc = scenario({"tool_calls": [PARIS], "content": "I'll check the weather.", "finish_reason": "tool_calls"})
+    pieces = _split("I'll check the weather.", text_cuts)
+    fragments = _split(PARIS_ARGS, arg_cuts)
+    deltas: list[dict[str, Any]] = [{"content": p} for p in pieces if p]
+    if role == "separate":
+        deltas.insert(0, {"role": "assistant"})
+    elif role == "merged":
+        deltas[0] = {"role": "assistant", **deltas[0]}
+    if name_with_args:
+        deltas.append(start(args=fragments[0]))
+        deltas.extend(args(f) for f in fragments[1:])
+    else:
+        deltas.append(start(args=None))
+        deltas.extend(args(f) for f in fragments)
+    text = sse(*(chunk(d) for d in deltas), chunk(finish="tool_calls"))
+    if comments:
+        text = ": keep-alive\n\n" + text.replace("\n\ndata:", "\n\n: ping\n\ndata:")
+    if not space:
+        text = text.replace("data: ", "data:")
+    text = text.replace("\n", line_end)
+    assert evaluate(sc, exchange(sc, text), Options(strict=True)) == []
+
+
+XML_CASES = [
+    ("cline", XML_READ, [("read_file", {"path": "src/main.py"})], "I will read it.", True),
+    ("write-last-closing-tag", XML_WRITE, [("write_to_file", {"path": "a.html", "content": WRITTEN, "line_count": "3"})], "", True),
+    ("invoke-single-quotes", "<invoke name='read_file'><parameter name='path'>x</parameter></invoke>", [("read_file", {"path": "x"})], "", True),
+    ("undeclared-tag-is-prose", "use <list_files> to list", [], "use <list_files> to list", True),
+    ("undeclared-param-ignored", "<read_file><mode>x</mode><path>p</path></read_file>", [("read_file", {"path": "p"})], "", True),
+    ("unclosed", "text <read_file>\n<path>a", [("read_file", {"path": "a"})], "text", False),
+    ("one-edge-newline-only", "<read_file><path>\n\n a \n\n</path></read_file>", [("read_file", {"path": "\n a \n"})], "", True),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "calls", "outside", "complete"), XML_CASES, ids=[c[0] for c in XML_CASES])
+def test_xml_calls(name: str, text: str, calls: list[tuple[str, dict[str, str]]], outside: str, complete: bool) -> None:
+    parsed = parse_xml_calls(text, tool_vocabulary({"tools": [READ_FILE, WRITE_FILE]}))
+    assert [(c.name, dict(c.params)) for c in parsed.calls] == calls
+    assert fold_ws(parsed.outside) == outside
+    assert all(c.complete for c in parsed.calls) == complete
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "equal"),
+    [
+        ({"x": 1, "y": [1, 2]}, {"y": [1.0, 2], "x": 1.0}, True),
+        ({"x": True}, {"x": 1}, False),
+        ({"x": 0}, {"x": False}, False),
+        ({"x": None}, {"x": "null"}, False),
+        ({"x": None}, {}, False),
+        ([1, 2], [2, 1], False),
+        ("a", "a", True),
+    ],
+)
+def test_json_equal(a: Any, b: Any, equal: bool) -> None:
+    assert json_equal(a, b) is equal and json_equal(b, a) is equal
+
+
+# --------------------------------------------------------------------------- stream vs non-stream
+
+
+@dataclass(frozen=True)
+class PairCase:
+    id: str
+    scenario: Scenario
+    streamed: str
+    plain: str
+    fails: bool
+    profile: Profile = "openai"
+
+
+PAIRS = [
+    PairCase("same-call", S_CALL, CALL_STREAM, completion(PARIS_MESSAGE), False),
+    PairCase(
+        "same-call-other-key-order",
+        S_CALL,
+        sse(ROLE, chunk(start(args='{"unit":"celsius",  "city":"Paris"}')), chunk(finish="tool_calls")),
+        completion(PARIS_MESSAGE),
+        False,
+    ),
+    PairCase("same-text-other-spacing", S_TEXT, TEXT_STREAM, completion({"role": "assistant", "content": " Hello\n world "}, "stop"), False),
+    PairCase("text-differs", S_TEXT, TEXT_STREAM, completion({"role": "assistant", "content": "Hello"}, "stop"), True),
+    PairCase("call-missing-in-stream", S_CALL, sse(ROLE, chunk({"content": "<tools>…</tools>"}), chunk(finish="stop")), completion(PARIS_MESSAGE), True),
+    PairCase("finish-differs", S_TEXT, TEXT_STREAM, completion({"role": "assistant", "content": "Hello world"}, "length"), True),
+    PairCase(
+        "argument-differs",
+        S_CALL,
+        CALL_STREAM,
+        completion({**PARIS_MESSAGE, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}),
+        True,
+    ),
+    PairCase("vtc-same", S_VTC, vtc_stream(XML_READ), completion({"role": "assistant", "content": XML_READ}, "stop"), False, "vtc"),
+    PairCase(
+        "vtc-differs",
+        S_VTC,
+        vtc_stream(XML_READ),
+        completion({"role": "assistant", "content": XML_READ.replace("main.py", "x.py")}, "stop"),
+        True,
+        "vtc",
+    ),
+]
+
+
+@pytest.mark.parametrize("p", PAIRS, ids=[p.id for p in PAIRS])
+def test_compare_answers(p: PairCase) -> None:
+    plain_scenario = replace(p.scenario, client=replace(p.scenario.client, request={**p.scenario.client.request, "stream": False}))
+    streamed = exchange(p.scenario, p.streamed, profile=p.profile)
+    plain = exchange(plain_scenario, p.plain, profile=p.profile)
+    failures = compare_answers(p.scenario, streamed, plain, Options(profile=p.profile))
+    assert [f.rule_id for f in failures] == (["EQ-001"] if p.fails else [])
+
+
+def test_compare_answers_skips_failed_runs_and_opted_out_scenarios() -> None:
+    streamed = exchange(S_TEXT, TEXT_STREAM)
+    broken = exchange(S_TEXT, "oops", status=500)
+    assert compare_answers(S_TEXT, streamed, broken, Options()) == []
+    different = exchange(S_TEXT, completion({"role": "assistant", "content": "Bye"}, "stop"))
+    assert compare_answers(replace(S_TEXT, stream_equivalence=False), streamed, different, Options()) == []
+
+
+# --------------------------------------------------------------------------- assembly and docs
+
+
+def test_answer_from_exchange_stream_and_single() -> None:
+    streamed = answer_from_exchange(exchange(S_TWO, TWO_CALL_STREAM))
+    assert streamed.content == "Let me check."
+    assert [(c.index, c.id, c.name, json.loads(c.arguments)) for c in streamed.tool_calls] == [
+        (0, "call_a", "get_weather", {"city": "Paris"}),
+        (1, "call_b", "get_time", {}),
+    ]
+    assert streamed.finish_reason == "tool_calls" and streamed.error is None
+    single = answer_from_exchange(exchange(S_SINGLE, completion(PARIS_MESSAGE, usage={"total_tokens": 3})))
+    assert single.content == "" and single.tool_calls[0].name == "get_weather" and single.usage == {"total_tokens": 3}
+    error = answer_from_exchange(exchange(S_TEXT, '{"error": {"message": "m", "type": "t"}}', status=400))
+    assert error.error == {"message": "m", "type": "t"}
+
+
+def test_rules_table_is_complete_and_ids_are_well_formed() -> None:
+    assert all(r.id == i and r.severity in ("client", "spec") and r.statement for i, r in RULES.items())
+    table = rules_markdown()
+    for rule_id in RULES:
+        assert f"| {rule_id} |" in table
+
+
+def test_docs_rules_md_is_generated() -> None:
+    assert (ROOT / "docs" / "rules.md").read_text("utf-8") == rules_markdown()
