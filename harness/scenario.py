@@ -23,8 +23,9 @@ import yaml
 
 from harness.errors import ScenarioError, ScenarioProblem
 
-Profile = Literal["openai", "vtc"]
-PROFILES: tuple[Profile, ...] = ("openai", "vtc")
+Profile = Literal["openai", "vtc", "anthropic"]
+PROFILES: tuple[Profile, ...] = ("openai", "vtc", "anthropic")
+OPENAI_PROFILES: tuple[Profile, ...] = ("openai", "vtc")
 FEATURES: tuple[str, ...] = ("force-non-stream", "system-to-user", "loop-guard", "vtc", "tool-choice")
 
 
@@ -52,6 +53,17 @@ class ToolCallFrame:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolUseFrame:
+    """One native Anthropic ``tool_use`` block: its input arrives as these
+    ``partial_json`` fragments, split exactly as given."""
+
+    name: str
+    id: str | None = None
+    input_json: tuple[str, ...] = ()
+    delay_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class RawFrame:
     """Bytes written verbatim, framing included: for malformed or unusual events."""
 
@@ -59,7 +71,20 @@ class RawFrame:
     delay_ms: float | None = None
 
 
-Frame = ContentFrame | ToolCallFrame | RawFrame
+Frame = ContentFrame | ToolCallFrame | ToolUseFrame | RawFrame
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """What goes wrong upstream (see the schema for each kind)."""
+
+    kind: Literal["http_error", "drop", "stall", "no_terminator"]
+    status: int | None = None
+    body: Any = None
+    headers: Mapping[str, str] = field(default_factory=dict)
+    after_frame: int | None = None
+    mid_event: bool = False
+    seconds: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +98,9 @@ class Backend:
     delay_ms: float = 0.0
     write_bytes: int | None = None
     split_multibyte: bool = False
+    write_delay_ms: float | None = None
+    ping: bool = False
+    fault: Fault | None = None
 
     @property
     def text(self) -> str:
@@ -84,12 +112,29 @@ class Backend:
 class Client:
     request: Mapping[str, Any]
     profile: Profile = "openai"
-    profiles: tuple[Profile, ...] = PROFILES
+    profiles: tuple[Profile, ...] = OPENAI_PROFILES
     headers: Mapping[str, str] = field(default_factory=dict)
+    raw_body: str | None = None
+    truncate_body: bool = False
+    pad_bytes: int | None = None
+
+    @property
+    def dialect(self) -> Literal["openai", "anthropic"]:
+        """The API the client speaks: the request body is written in it."""
+        return "anthropic" if self.profile == "anthropic" else "openai"
 
     @property
     def tool_names(self) -> tuple[str, ...]:
-        return tuple(t["function"]["name"] for t in self.request.get("tools") or ())
+        return tuple(tool_name(t) or "" for t in self.request.get("tools") or ())
+
+
+def tool_name(tool: Any) -> str | None:
+    """The name of an OpenAI (``{function: {name}}``) or Anthropic (``{name}``) tool."""
+    if not isinstance(tool, Mapping):
+        return None
+    fn = tool.get("function")
+    name = fn.get("name") if isinstance(fn, Mapping) else tool.get("name")
+    return name if isinstance(name, str) and name else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +155,15 @@ class UpstreamAssertion:
 
 
 @dataclass(frozen=True, slots=True)
+class ExpectedError:
+    """The client must get an error in its dialect's shape: before the stream with one
+    of ``status``, and/or inside it (``in_stream``)."""
+
+    status: tuple[int, ...] = ()
+    in_stream: Literal["allowed", "required", "forbidden"] = "forbidden"
+
+
+@dataclass(frozen=True, slots=True)
 class Expect:
     tool_calls: tuple[ExpectedCall, ...] = ()
     content: str | None = None
@@ -120,6 +174,8 @@ class Expect:
     upstream: tuple[UpstreamAssertion, ...] = ()
     within_seconds: float | None = None
     upstream_requests: int | None = None
+    error: ExpectedError | None = None
+    proxy_survives: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +220,11 @@ def frame_to_mapping(frame: Frame) -> str | dict[str, Any]:
         return {"content": frame.content, "delay_ms": frame.delay_ms}
     if isinstance(frame, RawFrame):
         out: dict[str, Any] = {"raw": frame.raw}
+    elif isinstance(frame, ToolUseFrame):
+        use: dict[str, Any] = {"name": frame.name, "input_json": list(frame.input_json)}
+        if frame.id is not None:
+            use["id"] = frame.id
+        out = {"tool_use": use}
     else:
         call = {
             k: v
@@ -305,8 +366,42 @@ def _semantic_problems(data: Mapping[str, Any], where: str, lines: _Lines) -> li
     def problem(path: list[str | int], message: str) -> None:
         problems.append(ScenarioProblem(where, lines.line(path), _dotted(path), message))
 
-    request = data["client"]["request"]
-    declared = {t["function"]["name"] for t in request.get("tools") or ()}
+    client = data["client"]
+    request = client["request"]
+    profile = client.get("profile", "openai")
+    anthropic_client = profile == "anthropic"
+    declared: set[str] = set()
+    for i, tool in enumerate(request.get("tools") or ()):
+        name = tool_name(tool)
+        shape_ok = (
+            isinstance(tool, Mapping)
+            and name is not None
+            and (("input_schema" in tool or "function" not in tool) if anthropic_client else tool.get("type") == "function")
+        )
+        if not shape_ok:
+            want = "{name, input_schema}" if anthropic_client else "{type: function, function: {name, parameters}}"
+            problem(["client", "request", "tools", i], f"a tool of this client's dialect is written {want}")
+        if name:
+            declared.add(name)
+    backend = data["backend"]
+    for i, frame in enumerate(backend.get("frames") or ()):
+        if isinstance(frame, Mapping):
+            if "tool_call" in frame and backend.get("dialect") != "openai":
+                problem(["backend", "frames", i], "tool_call frames are OpenAI deltas; an anthropic backend uses tool_use")
+            if "tool_use" in frame and backend.get("dialect") != "anthropic":
+                problem(["backend", "frames", i], "tool_use frames are Anthropic blocks; an openai backend uses tool_call")
+    fault = backend.get("fault")
+    if isinstance(fault, Mapping):
+        kind = fault.get("kind")
+        n_frames = len(backend.get("frames") or ())
+        if kind == "http_error" and "status" not in fault:
+            problem(["backend", "fault"], "an http_error fault needs a status")
+        if kind in ("drop", "stall") and "after_frame" not in fault:
+            problem(["backend", "fault"], f"a {kind} fault needs after_frame")
+        if kind == "stall" and "seconds" not in fault:
+            problem(["backend", "fault"], "a stall fault needs seconds")
+        if isinstance(fault.get("after_frame"), int) and fault["after_frame"] > n_frames:
+            problem(["backend", "fault", "after_frame"], f"after_frame {fault['after_frame']} is past the {n_frames} frames")
     expect = data.get("expect") or {}
     for i, call in enumerate(expect.get("tool_calls") or ()):
         if call["name"] not in declared:
@@ -332,11 +427,11 @@ def _semantic_problems(data: Mapping[str, Any], where: str, lines: _Lines) -> li
                 re.compile(assertion["matches"])
             except re.error as exc:
                 problem(["expect", "upstream", i, "matches"], f"not a valid regular expression: {exc}")
-    client = data["client"]
-    profile = client.get("profile", "openai")
-    profiles = client.get("profiles", list(PROFILES))
+    profiles = client.get("profiles", ["anthropic"] if anthropic_client else list(OPENAI_PROFILES))
     if profile not in profiles:
         problem(["client", "profile"], f"profile '{profile}' is not among 'profiles' {profiles}")
+    if "anthropic" in profiles and len(profiles) > 1:
+        problem(["client", "profiles"], "an anthropic client's request cannot be replayed as another profile")
     if not request.get("stream", False) and data.get("rechunk") is True:
         problem(["rechunk"], "re-chunking applies to streaming requests only")
     return problems
@@ -355,6 +450,9 @@ def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
             frames.append(ContentFrame(f["content"], f.get("delay_ms")))
         elif "raw" in f:
             frames.append(RawFrame(f["raw"], f.get("delay_ms")))
+        elif "tool_use" in f:
+            tu = f["tool_use"]
+            frames.append(ToolUseFrame(tu["name"], tu.get("id"), tuple(tu.get("input_json", ())), f.get("delay_ms")))
         else:
             tc = f["tool_call"]
             frames.append(
@@ -362,23 +460,42 @@ def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
                     tc["index"], tc.get("id"), tc.get("type"), tc.get("name"), tc.get("arguments"), f.get("delay_ms")
                 )
             )
+    fault = None
+    if "fault" in b:
+        fd = b["fault"]
+        fault = Fault(
+            kind=fd["kind"],
+            status=fd.get("status"),
+            body=fd.get("body"),
+            headers=dict(fd.get("headers") or {}),
+            after_frame=fd.get("after_frame"),
+            mid_event=bool(fd.get("mid_event", False)),
+            seconds=fd.get("seconds"),
+        )
     backend = Backend(
         dialect=b["dialect"],
         frames=tuple(frames),
         stream=b.get("stream", "auto"),
         model=b.get("model"),
-        finish_reason=b.get("finish_reason", "stop"),
+        finish_reason=b.get("finish_reason", "end_turn" if b["dialect"] == "anthropic" else "stop"),
         usage=b.get("usage"),
         delay_ms=float(b.get("delay_ms", 0)),
         write_bytes=b.get("write_bytes"),
         split_multibyte=bool(b.get("split_multibyte", False)),
+        write_delay_ms=b.get("write_delay_ms"),
+        ping=bool(b.get("ping", False)),
+        fault=fault,
     )
     c = data["client"]
+    profile = c.get("profile", "openai")
     client = Client(
         request=c["request"],
-        profile=c.get("profile", "openai"),
-        profiles=tuple(c.get("profiles", PROFILES)),
+        profile=profile,
+        profiles=tuple(c.get("profiles", ("anthropic",) if profile == "anthropic" else OPENAI_PROFILES)),
         headers=dict(c.get("headers") or {}),
+        raw_body=c.get("raw_body"),
+        truncate_body=bool(c.get("truncate_body", False)),
+        pad_bytes=c.get("pad_bytes"),
     )
     e = data.get("expect") or {}
     upstream = []
@@ -395,6 +512,15 @@ def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
         upstream=tuple(upstream),
         within_seconds=e.get("within_seconds"),
         upstream_requests=e.get("upstream_requests"),
+        error=(
+            ExpectedError(
+                tuple(e["error"].get("status", ())),
+                e["error"].get("in_stream", "allowed" if e["error"].get("status") else "forbidden"),
+            )
+            if "error" in e
+            else None
+        ),
+        proxy_survives=bool(e.get("proxy_survives", False)),
     )
     return Scenario(
         id=data["id"],
