@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Profile = Literal["openai", "vtc"]
+Profile = Literal["openai", "vtc", "anthropic"]
 
 
 @dataclass(frozen=True)
@@ -66,3 +66,7 @@ class Exchange:
     transport_error: str | None = None  # connection refused, reset, ...
     timed_out: bool = False  # the harness gave up waiting (--timeout)
     upstream: tuple[RecordedRequest, ...] = ()  # what the proxy sent the mock
+    # After a fault or bad-input exchange the runner sends one plain request: did the
+    # proxy still answer it? None when no such probe was made.
+    survived: bool | None = None
+    survival_detail: str | None = None
