@@ -1,0 +1,549 @@
+"""From a capture to a scenario: the mapping, its expectation, and YAML a person can review.
+
+The frames are the capture's own, split where the backend split them. The
+expectation is only a proposal: what the reference parser extracts from the captured
+text plus the capture's native calls. A person must confirm it is what the client
+should have received, so every imported case carries ``review: required`` and a
+checklist at the top of the file.
+
+Pure: a ``Capture`` in, text out (the caller supplies the date, the core reads no clock).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+from harness.captures import FORMAT_NAMES, Capture, CaptureError
+from harness.errors import ScenarioError
+from harness.scenario import ContentFrame, Frame, RawFrame, Scenario, ToolCallFrame, frame_to_mapping, parse_scenario
+from reference_proxy.dedup import call_key
+from reference_proxy.rescue import RescuedCall, ToolSpec, rescue_text, tools_from_request
+
+Rescue = Callable[[str, Sequence[ToolSpec]], tuple[str, list[RescuedCall]]]
+
+DEFAULT_FAMILY = "imported"
+PLACEHOLDER_MESSAGE = "(not captured: paste the user message that led to this answer)"
+VTC_AGENTS = ("cline", "kilo", "roo")
+_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+_FAMILY_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+@dataclass(frozen=True, slots=True)
+class ImportOptions:
+    id: str | None = None  # default: <family>-<file stem>[-<entry>]
+    family: str = DEFAULT_FAMILY
+    title: str | None = None
+    imported_on: str | None = None  # the date written in ``source``
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedScenario:
+    """One capture as a validated scenario and the YAML text to write."""
+
+    scenario: Scenario
+    text: str
+    checks: tuple[str, ...]  # what the author must review, as written in the file
+    warnings: tuple[str, ...]  # what the import had to guess or drop
+
+
+# --------------------------------------------------------------------------- naming
+
+
+def slug(text: str) -> str:
+    """Lower-case letters, digits and single dashes."""
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+
+
+def default_id(capture: Capture, family: str = DEFAULT_FAMILY) -> str:
+    stem = capture.file.rsplit(".", 1)[0] if "." in capture.file.lstrip(".") else capture.file
+    base = f"{slug(family) or DEFAULT_FAMILY}-{slug(stem) or 'capture'}"
+    return f"{base}-{capture.entry}" if capture.entry is not None else base
+
+
+def check_names(options: ImportOptions) -> None:
+    """Reject an id or family the schema would refuse, before any work."""
+    if options.id is not None and not _ID_RE.match(options.id):
+        raise CaptureError(
+            f"--id {options.id!r}: use lower-case letters, digits, '.', '_' and '-' (start with a letter or digit)"
+        )
+    if not _FAMILY_RE.match(options.family):
+        raise CaptureError(
+            f"--family {options.family!r}: use lower-case letters, digits and '-' (start with a letter or digit)"
+        )
+
+
+# --------------------------------------------------------------------------- calls
+
+
+@dataclass
+class _Native:
+    """A native call assembled from its deltas."""
+
+    index: int
+    id: str | None
+    position: int  # frame number of its first delta
+    name: str = ""
+    arguments: str = ""
+
+
+def native_calls(frames: Sequence[Frame]) -> list[_Native]:
+    """Native calls in order of their first delta. A new id on an index already in use
+    starts a new call (some backends number every call 0)."""
+    calls: list[_Native] = []
+    current: dict[int, _Native] = {}
+    for position, frame in enumerate(frames):
+        if not isinstance(frame, ToolCallFrame):
+            continue
+        call = current.get(frame.index)
+        if call is None or (frame.id is not None and call.id is not None and frame.id != call.id):
+            call = current[frame.index] = _Native(frame.index, frame.id, position)
+            calls.append(call)
+        if call.id is None:
+            call.id = frame.id
+        call.name += frame.name or ""
+        call.arguments += frame.arguments or ""
+    return calls
+
+
+_NAME_HINTS = re.compile(
+    r'"(?:name|tool|function)"\s*:\s*"([^"\\\s]{1,128})"|<invoke\s+name="([^"]{1,128})"|<function=([^>\s]{1,128})>'
+)
+
+
+def _candidate_tools(text: str, natives: Sequence[_Native]) -> list[ToolSpec]:
+    """Names that may be tools, for a capture without its request: the parser only
+    extracts declared tools, so it is offered every name the text puts in a call's place."""
+    names: dict[str, None] = {}
+    for call in natives:
+        if call.name:
+            names[call.name] = None
+    for m in _NAME_HINTS.finditer(text):
+        written = next(g for g in m.groups() if g)
+        names[written.rsplit(":", 1)[-1]] = None
+    return [ToolSpec(n) for n in names if n]
+
+
+_JSON_TYPES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"), (dict, "object")
+)
+
+
+def inferred_tool(name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A tool definition guessed from one call's arguments."""
+    properties: dict[str, Any] = {}
+    for key, value in (arguments or {}).items():
+        kind = next((t for cls, t in _JSON_TYPES if isinstance(value, cls)), None)
+        properties[key] = {"type": kind} if kind else {}
+    return {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": properties}}}
+
+
+def _arguments(text: str) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text or "{}")
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+@dataclass
+class Expectation:
+    """What a correct proxy delivers for a capture, as the import proposes it."""
+
+    calls: list[tuple[str, dict[str, Any]]]
+    content: str
+    tools_used: list[ToolSpec]
+    warnings: list[str] = field(default_factory=list)
+
+
+def expectation(capture: Capture, tools: Sequence[ToolSpec] | None, rescue: Rescue) -> Expectation:
+    """The calls and text a correct proxy delivers: rescued from the content frames,
+    plus the native calls, each native copy of a rescued call dropped once."""
+    frames = capture.frames
+    text = "".join(f.content for f in frames if isinstance(f, ContentFrame))
+    natives = native_calls(frames)
+    offered = list(tools) if tools is not None else _candidate_tools(text, natives)
+    visible, rescued = rescue(text, offered)
+    warnings: list[str] = []
+    found: list[tuple[str, dict[str, Any]]] = []
+    pending: dict[Hashable, int] = {}
+    for call in rescued:
+        found.append((call.name, _arguments(call.arguments) or {}))
+        key = call_key(call.name, call.arguments)
+        pending[key] = pending.get(key, 0) + 1
+    natives_out: list[tuple[str, dict[str, Any]]] = []
+    for native in natives:
+        if not native.name:
+            warnings.append(f"a native call on index {native.index} has no name; left out of expect.tool_calls")
+            continue
+        key = call_key(native.name, native.arguments)
+        if pending.get(key, 0) > 0:
+            pending[key] -= 1
+            warnings.append(f"the native call {native.name} repeats a call written in the text; expected once")
+            continue
+        args = _arguments(native.arguments)
+        if args is None:
+            warnings.append(
+                f"the native call {native.name} has arguments that are not a JSON object "
+                f"({native.arguments[:60]!r}); expect.tool_calls uses {{}}: fix it"
+            )
+        natives_out.append((native.name, args or {}))
+    first_text = next(
+        (i for i, f in enumerate(frames) if isinstance(f, ContentFrame) and f.content.strip()), len(frames)
+    )
+    first_native = natives[0].position if natives else len(frames)
+    calls = natives_out + found if first_native < first_text else found + natives_out
+    used_names = {name for name, _ in calls}
+    used = [t for t in offered if t.name in used_names]
+    return Expectation(calls, visible.strip(), used, warnings)
+
+
+# --------------------------------------------------------------------------- the scenario mapping
+
+
+@dataclass
+class ReviewNotes:
+    """What the author must check (the numbered list) and what the import guessed or dropped."""
+
+    checks: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    client_comment: list[str] = field(default_factory=list)
+
+
+def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str, Any]:
+    if capture.request is not None:
+        request = dict(capture.request)
+        declared = {t.name for t in tools_from_request(request)}
+        missing = [name for name, _ in exp.calls if name not in declared]
+        if missing:
+            extra = [inferred_tool(n, a) for n, a in _first_calls(exp.calls, missing)]
+            request["tools"] = [*(request.get("tools") or []), *extra]
+            names = ", ".join(dict.fromkeys(missing))
+            notes.checks.append(
+                f"client.request.tools: {names} came as a native call but the captured request does not "
+                "declare it; a definition was inferred and added: replace it with the real one"
+            )
+            notes.client_comment.append(f"tools {names} added by the import (inferred from the calls seen)")
+    else:
+        request = {
+            "model": capture.model or "imported-model",
+            "stream": capture.streamed,
+            "messages": [{"role": "user", "content": PLACEHOLDER_MESSAGE}],
+        }
+        used = [t.name for t in exp.tools_used]
+        if used:
+            request["tools"] = [inferred_tool(n, a) for n, a in _first_calls(exp.calls, used)]
+        notes.checks.append(
+            "client.request was not captured: messages holds a placeholder; paste the conversation the client sent"
+        )
+        if used:
+            notes.checks.append(
+                f"client.request.tools were inferred from the calls seen ({', '.join(used)}): replace them with "
+                "the client's real tool definitions, then re-check expect"
+            )
+        else:
+            notes.checks.append(
+                "client.request declares no tools (none could be inferred from the answer): add the client's "
+                "tool definitions if it sent any, then re-check expect"
+            )
+        notes.client_comment.append("request not captured: placeholder message, tools inferred from the calls seen")
+    client: dict[str, Any] = {}
+    agent = capture.headers.get("User-Agent") or next(
+        (v for k, v in capture.headers.items() if k.lower() == "user-agent"), None
+    )
+    if agent:
+        if any(p in agent.lower() for p in VTC_AGENTS):
+            notes.warnings.append(
+                f"{capture.origin}: the client identified itself as {agent!r} (an XML-reading, vtc-style client); "
+                "the User-Agent is not kept so the case runs under both profiles (the harness sends a Cline "
+                "User-Agent under --profile vtc)"
+            )
+        else:
+            client["profiles"] = ["openai"]
+            client["headers"] = {"User-Agent": agent}
+            notes.client_comment.append("the captured User-Agent overrides the vtc profile's, hence profiles: [openai]")
+    client["request"] = request
+    return client
+
+
+def _first_calls(
+    calls: Sequence[tuple[str, dict[str, Any]]], names: Sequence[str]
+) -> list[tuple[str, dict[str, Any] | None]]:
+    out: list[tuple[str, dict[str, Any] | None]] = []
+    for name in dict.fromkeys(names):
+        out.append((name, next((a for n, a in calls if n == name), None)))
+    return out
+
+
+def _backend(capture: Capture, request: Mapping[str, Any], notes: ReviewNotes) -> dict[str, Any]:
+    backend: dict[str, Any] = {"dialect": "openai"}
+    asked = request.get("stream") is True
+    if capture.streamed != asked:
+        backend["stream"] = capture.streamed
+        notes.warnings.append(
+            f"{capture.origin}: the request asked for stream: {str(asked).lower()} but the backend answered "
+            f"{'SSE' if capture.streamed else 'one JSON body'}; backend.stream reproduces that"
+        )
+    if capture.model:
+        backend["model"] = capture.model
+    backend["frames"] = list(capture.frames)
+    if capture.finish_reason:
+        backend["finish_reason"] = capture.finish_reason
+    if capture.usage:
+        backend["usage"] = dict(capture.usage)
+    return backend
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _title(capture: Capture, exp: Expectation) -> str:
+    if exp.calls:
+        names = ", ".join(dict.fromkeys(n for n, _ in exp.calls))
+        what = f"{_count(len(exp.calls), 'tool call')} ({names})"
+    else:
+        what = "no tool call"
+    return f"Imported from {capture.origin}: {what} in {_count(len(capture.frames), 'frame')}"
+
+
+def scenario_mapping(
+    capture: Capture, options: ImportOptions = ImportOptions(), *, rescue: Rescue = rescue_text
+) -> tuple[dict[str, Any], ReviewNotes]:
+    """The scenario as plain data, plus what the author must check."""
+    notes = ReviewNotes(warnings=list(capture.warnings))
+    tools = tools_from_request(capture.request) if capture.request is not None else None
+    exp = expectation(capture, tools, rescue)
+    notes.warnings.extend(f"{capture.origin}: {w}" for w in exp.warnings)
+    client = _client(capture, exp, notes)
+    backend = _backend(capture, client["request"], notes)
+    frames = len(capture.frames)
+    if capture.truncated:
+        notes.checks.append(
+            f"backend: the capture stops after frame {frames} with no finish_reason. If the backend really "
+            f"stopped there, add `fault: {{kind: drop, after_frame: {frames}}}` to backend and say in expect "
+            "what the client must get; if only the capture was cut short, the case replays a complete answer"
+        )
+    elif not capture.terminated:
+        notes.checks.append(
+            "backend: the stream ended without 'data: [DONE]'. If the backend really omits it, add "
+            "`fault: {kind: no_terminator}` to backend"
+        )
+    expect: dict[str, Any] = {
+        "tool_calls": [{"name": n, "arguments": a} for n, a in exp.calls],
+        "content": exp.content,
+    }
+    if exp.calls:
+        expect["finish_reason"] = "tool_calls"
+    elif capture.finish_reason:
+        expect["finish_reason"] = capture.finish_reason
+    when = f" on {options.imported_on}" if options.imported_on else ""
+    model = f", model {capture.model}" if capture.model else ""
+    source = f"imported from {capture.origin} ({FORMAT_NAMES[capture.format]}{model}){when}"
+    mapping: dict[str, Any] = {
+        "id": options.id or default_id(capture, options.family),
+        "title": options.title or _title(capture, exp),
+        "family": options.family,
+        "tags": ["imported"],
+        "source": source,
+        "review": "required",
+        "backend": backend,
+        "client": client,
+        "expect": expect,
+    }
+    return mapping, notes
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style, insertion order, no line folding, list items indented under their key."""
+
+    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
+        super().increase_indent(flow, False)
+
+
+class _Quoted(str):
+    """Written double-quoted: every character visible, escapes for the invisible ones."""
+
+
+class _FlowMap(dict[str, Any]):
+    """Written on one line."""
+
+
+class _FlowList(list[Any]):
+    """Written on one line."""
+
+
+_NEEDS_ESCAPES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff\ud800-\udfff]")
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    # Multi-line text reads best as a literal block; the emitter falls back to quotes
+    # when the text cannot be one (trailing spaces...). Unicode line separators and
+    # control characters always get double quotes: PyYAML mangles them in other styles.
+    if _NEEDS_ESCAPES.search(data):
+        style: str | None = '"'
+    else:
+        style = "|" if "\n" in data.rstrip("\n") else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
+
+
+def _represent_quoted(dumper: yaml.SafeDumper, data: _Quoted) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", str(data), style='"')
+
+
+def _represent_flow_map(dumper: yaml.SafeDumper, data: _FlowMap) -> yaml.MappingNode:
+    return dumper.represent_mapping("tag:yaml.org,2002:map", dict(data), flow_style=True)
+
+
+def _represent_flow_list(dumper: yaml.SafeDumper, data: _FlowList) -> yaml.SequenceNode:
+    return dumper.represent_sequence("tag:yaml.org,2002:seq", list(data), flow_style=True)
+
+
+_Dumper.add_representer(str, _represent_str)
+_Dumper.add_representer(_Quoted, _represent_quoted)
+_Dumper.add_representer(_FlowMap, _represent_flow_map)
+_Dumper.add_representer(_FlowList, _represent_flow_list)
+
+
+def _frame(frame: Frame) -> Any:
+    """One frame on one line, its text double-quoted so the split points stay visible."""
+    if isinstance(frame, ContentFrame):
+        return _Quoted(frame.content)
+    if isinstance(frame, RawFrame):
+        return _FlowMap({"raw": _Quoted(frame.raw)})
+    if not isinstance(frame, ToolCallFrame):  # other dialects' frames: never read from an OpenAI capture
+        return frame_to_mapping(frame)
+    call: dict[str, Any] = {"index": frame.index}
+    for key in ("id", "type", "name"):
+        value = getattr(frame, key)
+        if value is not None:
+            call[key] = value
+    if frame.arguments is not None:
+        call["arguments"] = _Quoted(frame.arguments)
+    return _FlowMap({"tool_call": _FlowMap(call)})
+
+
+def _compact(value: Any, width: int = 80) -> Any:
+    """Short collections on one line, long ones in block style."""
+    if isinstance(value, (dict, list)):
+        try:
+            flat = json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            flat = "\n"
+        if value and len(flat) <= width and "\\n" not in flat:
+            return _FlowMap(value) if isinstance(value, dict) else _FlowList(value)
+        if isinstance(value, dict):
+            return {k: _compact(v, width) for k, v in value.items()}
+        return [_compact(v, width) for v in value]
+    return value
+
+
+def _dump(key: str, value: Any) -> str:
+    return yaml.dump(
+        {key: value}, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=2**31 - 1, default_flow_style=False
+    )
+
+
+def _comment(lines: Sequence[str], indent: str = "") -> str:
+    return "".join(f"{indent}# {line}".rstrip() + "\n" for line in lines)
+
+
+def review_checks(notes: ReviewNotes) -> list[str]:
+    """What the author must check, in the order of the file."""
+    return [
+        "expect.tool_calls: exactly the calls the client SHOULD have received (names, arguments, order). "
+        "They are what the reference parser found in the text plus the native calls; drop a call the model "
+        "only talked about, add one the parser missed.",
+        "expect.content: the text the user should see once the calls are taken out.",
+        "source: say where you saw this: backend and model, proxy, client, with versions.",
+        *notes.checks,
+        "id, title, tags: name the case after what it shows.",
+    ]
+
+
+def render_yaml(
+    mapping: Mapping[str, Any], notes: ReviewNotes, *, origin: str, streamed: bool = True,
+    tool: str = "toolcall-conformance import",
+) -> str:
+    """The scenario file: a review checklist, then the scenario in block style with
+    one frame per line."""
+    head = [
+        f"Imported by `{tool}` from {origin}.",
+        "",
+        "REVIEW REQUIRED: the expectation below is a proposal. Check:",
+        *_numbered(review_checks(notes)),
+        "Then delete the `review: required` line, move the file to scenarios/<family>/ (and set",
+        "family to match), and run `toolcall-conformance validate` on it.",
+    ]
+    if notes.warnings:
+        head += ["", "The import had to guess or drop something:"]
+        head += [f"  - {w}" for w in notes.warnings]
+    out = [_comment(head)]
+    identity = {k: mapping[k] for k in ("id", "title", "family", "tags", "source", "review") if k in mapping}
+    out.append("".join(_dump(k, _FlowList(v) if k == "tags" else v) for k, v in identity.items()))
+    backend = dict(mapping["backend"])
+    backend["frames"] = [_frame(f) for f in backend["frames"]]
+    if "usage" in backend:
+        backend["usage"] = _FlowMap(backend["usage"])
+    about = (
+        "The backend's answer as captured: one frame per event, split where the backend split it."
+        if streamed
+        else "The backend's answer as captured: its content as one frame, each native call as one frame."
+    )
+    out.append(_comment([about]) + _dump("backend", backend))
+    client = {k: _compact(v) for k, v in mapping["client"].items()}
+    client["request"] = {k: _compact(v) for k, v in mapping["client"]["request"].items()}
+    out.append(_comment(notes.client_comment) + _dump("client", client))
+    expect = dict(mapping["expect"])
+    expect["tool_calls"] = [_compact(c) for c in expect["tool_calls"]]
+    out.append(_comment(["Proposed by the import: review (see the top of the file)."]) + _dump("expect", expect))
+    return "\n".join(out)
+
+
+def _numbered(items: Sequence[str], width: int = 96) -> list[str]:
+    lines: list[str] = []
+    for n, item in enumerate(items, start=1):
+        prefix = f"  {n}. "
+        words = item.split(" ")
+        line = prefix
+        for word in words:
+            if len(line) + len(word) > width and line.strip():
+                lines.append(line.rstrip())
+                line = " " * len(prefix)
+            line += word + " "
+        lines.append(line.rstrip())
+    return lines
+
+
+# --------------------------------------------------------------------------- the whole step
+
+
+def import_capture(
+    capture: Capture, options: ImportOptions = ImportOptions(), *, rescue: Rescue = rescue_text
+) -> ImportedScenario:
+    """A validated scenario for ``capture`` and its YAML; the YAML is loaded back and
+    must give the very same data (frames byte for byte) before it is returned."""
+    check_names(options)
+    mapping, notes = scenario_mapping(capture, options, rescue=rescue)
+    text = render_yaml(mapping, notes, origin=capture.origin, streamed=capture.streamed)
+    expected = {**mapping, "backend": {**mapping["backend"], "frames": [frame_to_mapping(f) for f in capture.frames]}}
+    try:
+        loaded = yaml.safe_load(text)
+    except yaml.YAMLError as exc:  # a bug here, never the user's
+        raise CaptureError(f"{capture.origin}: the generated YAML does not load back: {exc}") from exc
+    if loaded != expected:
+        raise CaptureError(f"{capture.origin}: the generated YAML does not load back to the captured data")
+    try:
+        scenario = parse_scenario(loaded, where=capture.origin, family=options.family, text=text)
+    except ScenarioError as exc:
+        problems = "; ".join(f"{p.field}: {p.message}" for p in exc.problems)
+        raise CaptureError(f"{capture.origin}: the capture does not fit the scenario format: {problems}") from exc
+    return ImportedScenario(scenario, text, tuple(review_checks(notes)), tuple(notes.warnings))
