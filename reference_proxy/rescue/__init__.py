@@ -1,0 +1,33 @@
+"""Rescue of tool calls that backends wrote as text.
+
+A pure, incremental parser: feed text as it arrives, get back visible text and
+complete tool calls as events. Each text format lives in its own module under
+``families``; ``scanner`` multiplexes them.
+"""
+
+from reference_proxy.rescue.events import (
+    ArgumentsDelta,
+    Event,
+    RescuedCall,
+    Text,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolSpec,
+    collect,
+    tools_from_request,
+)
+from reference_proxy.rescue.scanner import Rescuer, rescue_text
+
+__all__ = [
+    "ArgumentsDelta",
+    "Event",
+    "RescuedCall",
+    "Rescuer",
+    "Text",
+    "ToolCallEnd",
+    "ToolCallStart",
+    "ToolSpec",
+    "collect",
+    "rescue_text",
+    "tools_from_request",
+]

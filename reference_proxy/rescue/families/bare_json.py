@@ -1,0 +1,82 @@
+"""Bare JSON calls: a line that is nothing but call objects (seed 001).
+
+Qwen2.5 sometimes drops the ``<tools>`` tags: the whole answer, or one line of it, is
+``{"name": ..., "arguments": {...}}`` (or an array of them, or several objects on one
+line, or one object pretty-printed over many lines). Prose holds JSON too, so the bar
+is high: the value must start a line, every object must be a call to a declared tool
+with no other keys, and nothing but blanks may follow it on its last line. The marker
+is given up the moment any of that fails.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from reference_proxy.rescue.families.json_calls import CALL_KEYS, CallWatcher, calls_from_values
+from reference_proxy.rescue.family import Carry, Family, MarkerParser, Opener, Verdict, accept, reject
+from reference_proxy.rescue.jsonscan import JsonScanner, Status
+from reference_proxy.rescue.toolbox import Toolbox
+
+_BLANKS = re.compile(r"[ \t\r]*")
+_JSON = 0
+_AFTER = 1  # a value is complete; only blanks, another value or the line end may follow
+
+
+class BareJsonParser(MarkerParser):
+    def __init__(self, tools: Toolbox) -> None:
+        self._tools = tools
+        self._carry = Carry()
+        self._state = _JSON
+        self._json = JsonScanner(CallWatcher(tools, keys=CALL_KEYS))
+        self._values: list[Any] = []
+
+    def _verdict(self, end: int) -> Verdict:
+        calls = calls_from_values(self._values, self._tools)
+        return accept(calls, end) if calls else reject(end)
+
+    def feed(self, text: str, start: int = 0) -> Verdict | None:
+        carry = self._carry
+        s, i = carry.join(text, start)
+        n = len(s)
+        while i < n:
+            if self._state == _JSON:
+                i = self._json.feed(s, i)
+                status = self._json.status
+                if status is Status.MORE:
+                    break
+                if status is Status.ERROR:
+                    return reject(carry.base + i)
+                try:
+                    self._values.append(self._json.value())
+                except ValueError:
+                    return reject(carry.base + i)
+                self._state = _AFTER
+                continue
+            i = _BLANKS.match(s, i).end()  # type: ignore[union-attr]
+            if i >= n:
+                break
+            c = s[i]
+            if c == "\n":
+                calls = calls_from_values(self._values, self._tools)
+                return accept(calls, carry.base + i + 1) if calls else reject(carry.base + i)
+            if c not in "{[":
+                return reject(carry.base + i)
+            self._json = JsonScanner(CallWatcher(self._tools, keys=CALL_KEYS))
+            self._state = _JSON
+        carry.keep(s, min(i, n))
+        return None
+
+    def finish(self) -> Verdict:
+        end = self._carry.end
+        if self._state == _AFTER:
+            return self._verdict(end)
+        return reject(end)
+
+
+class BareJson(Family):
+    name = "bare-json"
+    openers = (Opener("{", line_start=True), Opener("[", line_start=True))
+
+    def parser(self, opener: str, tools: Toolbox) -> MarkerParser:
+        return BareJsonParser(tools)

@@ -1,0 +1,34 @@
+"""Hermes ``<tool_call>\\n{"name": ..., "arguments": ...}\\n</tool_call>``.
+
+Used by the Hermes, Qwen2.5 and Qwen3 chat templates. ``arguments`` may be an object or
+the JSON text of one; Llama-style models write ``parameters``. Qwen3-Coder shares the
+opener; the text after it decides which family the marker belongs to.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_proxy.rescue.families.json_calls import CallWatcher, calls_from_values
+from reference_proxy.rescue.families.tagged_json import TaggedJsonParser
+from reference_proxy.rescue.family import Call, Family, MarkerParser, Opener
+from reference_proxy.rescue.jsonscan import Watcher
+from reference_proxy.rescue.toolbox import Toolbox
+
+
+class HermesParser(TaggedJsonParser):
+    closer = "</tool_call>"
+
+    def watcher(self) -> Watcher:
+        return CallWatcher(self._tools)
+
+    def calls(self, values: list[Any]) -> tuple[Call, ...] | None:
+        return calls_from_values(values, self._tools)
+
+
+class Hermes(Family):
+    name = "hermes"
+    openers = (Opener("<tool_call>"),)
+
+    def parser(self, opener: str, tools: Toolbox) -> MarkerParser:
+        return HermesParser(opener, tools)

@@ -1,0 +1,196 @@
+"""Anthropic-style invoke XML leaked into text (seeds 000, 004).
+
+``<function_calls>`` wraps one or more ``<invoke name="NAME">`` elements, each holding
+``<parameter name="P">VALUE</parameter>`` children. The wrapper may be missing, or
+corrupted to the plain word ``count`` right before the first ``<invoke``; a closing
+``</function_calls>`` after the last invoke belongs to the markup either way. Each call
+is emitted as soon as its ``</invoke>`` arrives. Names may carry a namespace
+(``ns:tool:f``); values are raw text (never entity-unescaped, white space kept), typed by
+the tool's schema or the seed-004 literal rule.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from reference_proxy.rescue.coercion import typed_value
+from reference_proxy.rescue.family import (
+    MAX_TAG,
+    Call,
+    Carry,
+    Family,
+    MarkerParser,
+    Opener,
+    Verdict,
+    reject,
+    skip_ws,
+    starts,
+)
+from reference_proxy.rescue.toolbox import Toolbox
+
+WRAPPER = "<function_calls>"
+END_WRAPPER = "</function_calls>"
+CORRUPT_WRAPPER = "count"
+INVOKE = "<invoke"
+END_INVOKE = "</invoke>"
+PARAMETER = "<parameter"
+END_PARAMETER = "</parameter>"
+
+_NAMED_TAG = r"\s+name\s*=\s*(?:\"([^\"]*)\"|'([^']*)')\s*>"
+_INVOKE_TAG = re.compile(re.escape(INVOKE) + _NAMED_TAG)
+_PARAMETER_TAG = re.compile(re.escape(PARAMETER) + _NAMED_TAG)
+_SPACE = frozenset(" \t\r\n")
+
+# States. _WRAPPER: inside a wrapper, before the first invoke; _AFTER: after an invoke.
+_CORRUPT, _WRAPPER, _TAG, _PARAMS, _PARAM_TAG, _VALUE, _AFTER = range(7)
+
+
+class InvokeXmlParser(MarkerParser):
+    def __init__(self, opener: str, tools: Toolbox) -> None:
+        self._tools = tools
+        self._carry = Carry()
+        if opener == WRAPPER:
+            self._skip, self._state = len(WRAPPER), _WRAPPER
+        elif opener == CORRUPT_WRAPPER:
+            self._skip, self._state = len(CORRUPT_WRAPPER), _CORRUPT
+        else:
+            self._skip, self._state = 0, _TAG
+        self._searched = 0  # how much of a carried tag was already searched for '>'
+        self._name = ""
+        self._param = ""
+        self._params: dict[str, Any] = {}
+        self._value: list[str] = []
+        self._calls: list[Call] = []  # complete, not yet reported
+        self._last_end: int | None = None  # end of the last complete invoke
+        self._emitted = False
+
+    def _report(self, *, done: bool = False, resume: int = 0) -> Verdict | None:
+        calls, self._calls = tuple(self._calls), []
+        if calls:
+            self._emitted = True
+        if done:
+            return Verdict(calls, self._last_end if calls else None, True, resume)
+        return Verdict(calls, self._last_end, False, self._last_end or 0) if calls else None
+
+    def _fail(self, at: int) -> Verdict | None:
+        """The text from the last complete invoke on is no call."""
+        if self._emitted or self._calls:
+            return self._report(done=True, resume=at)
+        return reject(at)
+
+    def _tag(self, s: str, i: int, pattern: re.Pattern[str], literal: str) -> tuple[int, str | None]:
+        """Parse an opening tag at ``s[i]``: (index after it, its name attribute).
+
+        (i, None) with i unchanged: wait for more text; (-1, None): not such a tag.
+        """
+        after = i + len(literal)
+        if after < len(s) and s[after] not in _SPACE:
+            return -1, None
+        j = s.find(">", i + max(self._searched, len(literal)))
+        if j < 0:
+            if len(s) - i > MAX_TAG:
+                return -1, None
+            self._searched = len(s) - i
+            return i, None
+        self._searched = 0
+        m = pattern.fullmatch(s, i, j + 1)
+        if m is None:
+            return -1, None
+        return j + 1, m.group(1) if m.group(1) is not None else m.group(2)
+
+    def feed(self, text: str, start: int = 0) -> Verdict | None:
+        carry = self._carry
+        s, i = carry.join(text, start)
+        i += self._skip
+        self._skip = 0
+        n = len(s)
+        while i < n:
+            state = self._state
+            if state == _VALUE:
+                j = s.find(END_PARAMETER, i)
+                if j < 0:
+                    keep = max(i, n - len(END_PARAMETER) + 1)
+                    self._value.append(s[i:keep])
+                    i = keep
+                    break
+                self._value.append(s[i:j])
+                value = "".join(self._value)
+                self._value = []
+                self._params[self._param] = typed_value(value, self._tools.property_schema(self._name, self._param))
+                i = j + len(END_PARAMETER)
+                self._state = _PARAMS
+                continue
+            if state in (_TAG, _PARAM_TAG):
+                literal, pattern = (INVOKE, _INVOKE_TAG) if state == _TAG else (PARAMETER, _PARAMETER_TAG)
+                j, written = self._tag(s, i, pattern, literal)
+                if j < 0:
+                    return self._fail(carry.base + i + 1)
+                if written is None:
+                    break
+                if state == _TAG:
+                    name = self._tools.resolve(written)
+                    if name is None:
+                        return self._fail(carry.base + j)
+                    self._name, self._params = name, {}
+                    self._state = _PARAMS
+                else:
+                    self._param = written
+                    self._state = _VALUE
+                i = j
+                continue
+            i = skip_ws(s, i)
+            if i >= n:
+                break
+            if state == _PARAMS:
+                found = starts(s, i, PARAMETER)
+                if found:
+                    self._state = _PARAM_TAG
+                    continue
+                if found is False:
+                    found = starts(s, i, END_INVOKE)
+                    if found:
+                        i += len(END_INVOKE)
+                        self._calls.append(Call(self._name, self._params))
+                        self._last_end = carry.base + i
+                        self._state = _AFTER
+                        continue
+                if found is None:
+                    break
+                return self._fail(carry.base + i)
+            # _CORRUPT, _WRAPPER, _AFTER: an invoke may start here
+            found = starts(s, i, INVOKE)
+            if found:
+                self._state = _TAG
+                continue
+            if state != _CORRUPT and found is False:
+                found = starts(s, i, END_WRAPPER)
+                if found:
+                    end = carry.base + i + len(END_WRAPPER)
+                    calls, self._calls = tuple(self._calls), []
+                    return Verdict(calls, end, True, end)
+            if found is None:
+                break
+            if state == _AFTER:
+                assert self._last_end is not None
+                return self._report(done=True, resume=self._last_end)
+            return reject(len(CORRUPT_WRAPPER) if state == _CORRUPT else carry.base + i)
+        carry.keep(s, min(i, n))
+        return self._report()
+
+    def finish(self) -> Verdict:
+        if self._state == _AFTER:
+            assert self._last_end is not None
+            verdict = self._report(done=True, resume=self._last_end)
+        else:
+            verdict = self._fail(self._carry.end)
+        assert verdict is not None
+        return verdict
+
+
+class InvokeXml(Family):
+    name = "invoke-xml"
+    openers = (Opener(WRAPPER), Opener(CORRUPT_WRAPPER, word=True, then="<"), Opener(INVOKE))
+
+    def parser(self, opener: str, tools: Toolbox) -> MarkerParser:
+        return InvokeXmlParser(opener, tools)

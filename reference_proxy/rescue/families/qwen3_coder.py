@@ -1,0 +1,145 @@
+"""Qwen3-Coder: ``<tool_call>\\n<function=NAME>\\n<parameter=P>\\nVALUE\\n</parameter>\\n</function>\\n</tool_call>``.
+
+Values are bare text, possibly many lines; exactly one newline after the parameter's
+opening tag and one before its closing tag belong to the markup. A missing
+``</parameter>`` is tolerated when the next parameter or ``</function>`` follows, as
+the model sometimes forgets it. Values are typed by the tool's schema.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from reference_proxy.rescue.coercion import typed_value
+from reference_proxy.rescue.family import (
+    Call,
+    Carry,
+    Family,
+    MarkerParser,
+    Opener,
+    Verdict,
+    accept,
+    reject,
+    skip_ws,
+    starts,
+)
+from reference_proxy.rescue.toolbox import Toolbox
+
+FUNCTION = "<function="
+PARAMETER = "<parameter="
+END_PARAMETER = "</parameter>"
+END_FUNCTION = "</function>"
+END_CALL = "</tool_call>"
+_VALUE_END = re.compile(f"{re.escape(END_PARAMETER)}|{re.escape(PARAMETER)}|{re.escape(END_FUNCTION)}")
+_VALUE_END_KEEP = max(len(END_PARAMETER), len(PARAMETER), len(END_FUNCTION)) - 1
+_MAX_NAME = 256
+
+_HEAD, _NAME, _PARAMS, _PARAM_NAME, _VALUE_START, _VALUE, _TAIL = range(7)
+
+
+class Qwen3CoderParser(MarkerParser):
+    def __init__(self, opener: str, tools: Toolbox) -> None:
+        self._tools = tools
+        self._carry = Carry()
+        self._skip = len(opener)
+        self._state = _HEAD
+        self._name = ""
+        self._param = ""
+        self._params: dict[str, Any] = {}
+        self._value: list[str] = []
+        self._searched = 0  # how much of the carried text a name was already searched in
+
+    def _end_value(self) -> None:
+        value = "".join(self._value)
+        if value.endswith("\n"):
+            value = value[:-1]
+        self._params[self._param] = typed_value(value, self._tools.property_schema(self._name, self._param))
+        self._value = []
+
+    def feed(self, text: str, start: int = 0) -> Verdict | None:
+        carry = self._carry
+        s, i = carry.join(text, start)
+        i += self._skip
+        self._skip = 0
+        n = len(s)
+        while i < n:
+            state = self._state
+            if state == _VALUE:
+                m = _VALUE_END.search(s, i)
+                if m is None:
+                    keep = max(i, n - _VALUE_END_KEEP)
+                    self._value.append(s[i:keep])
+                    i = keep
+                    break
+                self._value.append(s[i : m.start()])
+                self._end_value()
+                i = m.end() if m.group() == END_PARAMETER else m.start()
+                self._state = _PARAMS
+                continue
+            if state == _VALUE_START:
+                if s[i] == "\n":
+                    i += 1
+                self._state = _VALUE
+                continue
+            if state in (_NAME, _PARAM_NAME):
+                j = s.find(">", i + self._searched)
+                if j < 0:
+                    if n - i > _MAX_NAME:
+                        return reject(carry.base + i)
+                    self._searched = n - i
+                    break
+                self._searched = 0
+                written = s[i:j]
+                i = j + 1
+                if state == _NAME:
+                    name = self._tools.resolve(written)
+                    if name is None:
+                        return reject(carry.base + i)
+                    self._name = name
+                    self._state = _PARAMS
+                else:
+                    self._param = written.strip()
+                    self._state = _VALUE_START
+                continue
+            i = skip_ws(s, i)
+            if i >= n:
+                break
+            if state == _HEAD:
+                found = starts(s, i, FUNCTION)
+                if found:
+                    i += len(FUNCTION)
+                    self._state = _NAME
+                    continue
+            elif state == _PARAMS:
+                found = starts(s, i, PARAMETER)
+                if found:
+                    i += len(PARAMETER)
+                    self._state = _PARAM_NAME
+                    continue
+                if found is False:
+                    found = starts(s, i, END_FUNCTION)
+                    if found:
+                        i += len(END_FUNCTION)
+                        self._state = _TAIL
+                        continue
+            else:  # _TAIL
+                found = starts(s, i, END_CALL)
+                if found:
+                    return accept((Call(self._name, self._params),), carry.base + i + len(END_CALL))
+            if found is None:
+                break
+            return reject(carry.base + i)
+        carry.keep(s, min(i, n))
+        return None
+
+    def finish(self) -> Verdict:
+        return reject(self._carry.end)
+
+
+class Qwen3Coder(Family):
+    name = "qwen3-coder"
+    openers = (Opener("<tool_call>"),)
+
+    def parser(self, opener: str, tools: Toolbox) -> MarkerParser:
+        return Qwen3CoderParser(opener, tools)

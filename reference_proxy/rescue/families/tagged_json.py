@@ -1,0 +1,91 @@
+"""Markers shaped ``OPENER ws JSON [ws JSON ...] ws CLOSER``.
+
+Qwen's ``<tools>``, Hermes ``<tool_call>`` and Roo's ``tool_code`` fence differ only in
+their tags, how many values they hold and what a value must look like; this parser
+does the rest. The JSON is scanned string-aware, so the closer counts only after the
+complete value: a string may contain the closing tag.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any
+
+from reference_proxy.rescue.family import Call, Carry, MarkerParser, Verdict, accept, reject, skip_ws, starts
+from reference_proxy.rescue.jsonscan import JsonScanner, Status, Watcher
+from reference_proxy.rescue.toolbox import Toolbox
+
+_BODY = 0
+_JSON = 1
+
+
+class TaggedJsonParser(MarkerParser):
+    """Subclasses set the closer and say what the values mean."""
+
+    closer: str
+    many = False
+    """Several values may follow one another (one per line, say)."""
+    empty_is_markup = True
+    """An empty marker (opener, blanks, closer) is swallowed as markup of no call."""
+    value_starts = "{["
+
+    def __init__(self, opener: str, tools: Toolbox) -> None:
+        self._tools = tools
+        self._carry = Carry()
+        self._skip = len(opener)
+        self._state = _BODY
+        self._json: JsonScanner | None = None
+        self._values: list[Any] = []
+
+    @abstractmethod
+    def watcher(self) -> Watcher:
+        """Early veto while a value is scanned."""
+
+    @abstractmethod
+    def calls(self, values: list[Any]) -> tuple[Call, ...] | None:
+        """The calls the complete values stand for, or None if they are not calls."""
+
+    def feed(self, text: str, start: int = 0) -> Verdict | None:
+        carry = self._carry
+        s, i = carry.join(text, start)
+        i += self._skip
+        self._skip = 0
+        n = len(s)
+        while i < n:
+            if self._state == _JSON:
+                scanner = self._json
+                assert scanner is not None
+                i = scanner.feed(s, i)
+                if scanner.status is Status.MORE:
+                    break
+                if scanner.status is Status.ERROR:
+                    return reject(carry.base + i)
+                try:
+                    self._values.append(scanner.value())
+                except ValueError:
+                    return reject(carry.base + i)
+                self._json = None
+                self._state = _BODY
+                continue
+            i = skip_ws(s, i)
+            if i >= n:
+                break
+            if s[i] in self.value_starts and (self.many or not self._values):
+                self._json = JsonScanner(self.watcher())
+                self._state = _JSON
+                continue
+            closed = starts(s, i, self.closer)
+            if closed is None:
+                break
+            if not closed:
+                return reject(carry.base + i)
+            end = carry.base + i + len(self.closer)
+            if not self._values:
+                return accept((), end) if self.empty_is_markup else reject(end)
+            calls = self.calls(self._values)
+            return accept(calls, end) if calls is not None else reject(end)
+        carry.keep(s, min(i, n))
+        return None
+
+    def finish(self) -> Verdict:
+        return reject(self._carry.end)

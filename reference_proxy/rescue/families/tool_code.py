@@ -1,0 +1,46 @@
+"""Roo-style fenced blocks: ```` ```tool_code\\n{"tool": "NAME", "k": v}\\n``` ```` (seed 003).
+
+The ``tool`` key names the tool, every other key is an argument. Other fences
+(```` ```bash ````, ```` ```json ````) are never calls, and a block whose JSON is
+malformed stays text as a whole.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_proxy.rescue.coercion import compact_json
+from reference_proxy.rescue.families.json_calls import CallWatcher
+from reference_proxy.rescue.families.tagged_json import TaggedJsonParser
+from reference_proxy.rescue.family import Call, Family, MarkerParser, Opener
+from reference_proxy.rescue.jsonscan import Watcher
+from reference_proxy.rescue.toolbox import Toolbox
+
+FENCE = "```"
+
+
+class ToolCodeParser(TaggedJsonParser):
+    closer = FENCE
+    empty_is_markup = False
+    value_starts = "{"
+
+    def watcher(self) -> Watcher:
+        return CallWatcher(self._tools, name_key="tool")
+
+    def calls(self, values: list[Any]) -> tuple[Call, ...] | None:
+        (obj,) = values
+        if not isinstance(obj, dict) or not isinstance(obj.get("tool"), str):
+            return None
+        name = self._tools.resolve(obj["tool"])
+        arguments = {k: v for k, v in obj.items() if k != "tool"}
+        if name is None or compact_json(arguments) is None:
+            return None
+        return (Call(name, arguments),)
+
+
+class ToolCode(Family):
+    name = "tool-code"
+    openers = (Opener(FENCE + "tool_code"),)
+
+    def parser(self, opener: str, tools: Toolbox) -> MarkerParser:
+        return ToolCodeParser(opener, tools)

@@ -1,0 +1,159 @@
+"""The interface every tool-call text format implements.
+
+A family names the literal openers that start one of its markers; the scanner finds
+them and then hands the text, piece by piece from the opener's first character on,
+to a fresh parser of each family that claims that opener. The parser answers with a
+``Verdict`` whenever it knows something: calls found (and how much of the text was
+their markup), or that the marker is over (and where ordinary scanning resumes).
+
+Positions in verdicts count characters from the opener's first character.
+"""
+
+from __future__ import annotations
+
+import re
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from reference_proxy.rescue.coercion import compact_json
+from reference_proxy.rescue.toolbox import Toolbox
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One recognised call: the declared tool's name and its arguments."""
+
+    name: str
+    arguments: Mapping[str, Any]
+
+    def arguments_json(self) -> str:
+        """The arguments as compact JSON text. Families only build calls whose
+        arguments have a JSON form, so failing here is a bug, not bad input."""
+        text = compact_json(dict(self.arguments))
+        if text is None:
+            raise ValueError(f"arguments of {self.name!r} have no JSON form")
+        return text
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a parser learned from the text fed so far.
+
+    ``markup_end`` set: ``calls`` (possibly none, for an empty wrapper) are complete and
+    the text before ``markup_end`` is their markup. ``done``: the marker is over; text
+    between the last markup and ``resume`` is ordinary text, and scanning for openers
+    resumes at ``resume``.
+    """
+
+    calls: tuple[Call, ...] = ()
+    markup_end: int | None = None
+    done: bool = False
+    resume: int = 0
+
+
+def accept(calls: tuple[Call, ...], end: int) -> Verdict:
+    """Calls found; the marker ends at ``end``."""
+    return Verdict(calls, end, True, end)
+
+
+def emit(calls: tuple[Call, ...], end: int) -> Verdict:
+    """Calls found; the marker may continue after ``end``."""
+    return Verdict(calls, end, False, end)
+
+
+def reject(at: int) -> Verdict:
+    """No call (more): the text before ``at`` is ordinary text; rescan from ``at``."""
+    return Verdict((), None, True, max(at, 1))
+
+
+class MarkerParser(ABC):
+    """Parses one marker, fed incrementally from its opener on."""
+
+    @abstractmethod
+    def feed(self, text: str, start: int = 0) -> Verdict | None:
+        """Consume the next piece, ``text[start:]`` (the first piece starts with the
+        opener); None while nothing new is known. Taking an offset instead of a slice
+        keeps a long text holding many markers from being copied once per marker."""
+
+    @abstractmethod
+    def finish(self) -> Verdict:
+        """The text ended: a verdict with ``done`` set."""
+
+
+@dataclass(frozen=True, slots=True)
+class Opener:
+    """A literal that starts a marker, and where it counts."""
+
+    literal: str
+    line_start: bool = False
+    """Only at the start of a line (after blanks), or of the text."""
+    word: bool = False
+    """Only where a word may start: not right after an ASCII letter or digit."""
+    then: str = ""
+    """If set: the first non-blank character after the literal must be one of these."""
+
+
+class Family(ABC):
+    """A tool-call text format: the openers it claims and a parser factory."""
+
+    name: ClassVar[str]
+    openers: ClassVar[tuple[Opener, ...]]
+
+    @abstractmethod
+    def parser(self, opener: str, tools: Toolbox) -> MarkerParser:
+        """A parser for a marker starting with ``opener``."""
+
+
+# --------------------------------------------------------------------------- helpers for parsers
+
+WS = re.compile(r"[ \t\r\n]*")
+MAX_TAG = 512
+"""Longest opening tag (with its attributes) a parser waits for before giving up."""
+
+
+def skip_ws(s: str, i: int) -> int:
+    return WS.match(s, i).end()  # type: ignore[union-attr]
+
+
+def starts(s: str, i: int, literal: str) -> bool | None:
+    """Does ``s[i:]`` start with ``literal``? None: cannot tell yet (``s`` ends first)."""
+    if s.startswith(literal, i):
+        return True
+    if len(s) - i < len(literal) and literal.startswith(s[i:]):  # slices only a short end
+        return None
+    return False
+
+
+class Carry:
+    """The unconsumed tail of a parser's input and where it sits in the marker.
+
+    Parsers work on ``tail + new text`` and keep only what they could not decide yet
+    (a partial tag), so no text is looked at more than a bounded number of times.
+    """
+
+    __slots__ = ("text", "pos", "base")
+
+    def __init__(self) -> None:
+        self.text = ""  # kept from earlier pieces
+        self.pos = 0  # marker position of ``text[0]``
+        self.base = 0  # marker position of index 0 of the string ``join`` returned
+
+    def join(self, text: str, start: int) -> tuple[str, int]:
+        """The string to work on and the index to start at."""
+        if self.text:
+            self.base = self.pos
+            return self.text + text[start:], 0
+        self.base = self.pos - start
+        return text, start
+
+    def keep(self, s: str, i: int) -> None:
+        """Everything before ``s[i]`` (``s`` from ``join``) is consumed."""
+        self.pos = self.base + i
+        self.text = s[i:]
+
+    @property
+    def end(self) -> int:
+        """Marker position just after everything fed so far."""
+        return self.pos + len(self.text)

@@ -1,0 +1,272 @@
+"""An incremental, string-aware scanner for one JSON value.
+
+JSON-bodied families must know where a value ends before its closing tag can be
+trusted (a string may contain ``</tool_call>``), and must give up as soon as the text
+cannot be JSON. The scanner keeps its state between pieces, so every character is
+looked at once however the text is split; runs of string content, white space and
+scalars are skipped with C-level regular expressions, and Python work is done per
+token, not per character.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import Enum
+
+from reference_proxy.rescue.coercion import loads_json
+
+_WS = re.compile(r"[ \t\r\n]*")
+_STRING_BODY = re.compile(r'[^"\\]*')
+_SCALAR_BODY = re.compile(r"[-+.0-9A-Za-z]*")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_LITERALS = frozenset(("true", "false", "null"))
+_ESCAPABLE = frozenset('"\\/bfnrtu')
+_SCALAR_START = frozenset("-0123456789tfn")
+
+# What the grammar allows next.
+_VALUE = 0  # any value
+_VALUE_OR_CLOSE = 1  # after '['
+_KEY_OR_CLOSE = 2  # after '{'
+_KEY = 3  # after ',' in an object
+_COLON = 4
+_COMMA_OR_CLOSE = 5
+
+# Only shallow strings are decoded for the watcher: that is where call names live.
+WATCH_DEPTH = 2
+
+
+class Status(Enum):
+    MORE = "more"
+    DONE = "done"
+    ERROR = "error"
+
+
+class Watcher:
+    """Lets a family veto a value early (an undeclared tool name, a foreign key).
+
+    ``depth`` counts enclosing containers: the keys of a root object are at depth 1.
+    Return False to stop the scan as an error right after the token.
+    """
+
+    __slots__ = ()
+
+    def key(self, depth: int, key: str) -> bool:
+        return True
+
+    def string_value(self, depth: int, key: str | None, value: str) -> bool:
+        return True
+
+    def item(self, depth: int, first_char: str) -> bool:
+        """A value starts inside an array at ``depth``."""
+        return True
+
+
+_NO_WATCH = Watcher()
+
+
+class JsonScanner:
+    """Feed pieces of one JSON value; learn where it ends or where it broke."""
+
+    __slots__ = (
+        "status",
+        "_watch",
+        "_parts",
+        "_stack",
+        "_keys",
+        "_expect",
+        "_in_string",
+        "_string_is_key",
+        "_escape",
+        "_capture",
+        "_in_scalar",
+        "_token",
+    )
+
+    def __init__(self, watch: Watcher | None = None) -> None:
+        self.status = Status.MORE
+        self._watch = watch or _NO_WATCH
+        self._parts: list[str] = []
+        self._stack: list[str] = []
+        self._keys: list[str | None] = []
+        self._expect = _VALUE
+        self._in_string = False
+        self._string_is_key = False
+        self._escape = False
+        self._capture = False
+        self._in_scalar = False
+        self._token: list[str] = []
+
+    def text(self) -> str:
+        """The JSON text consumed so far (the whole value once DONE)."""
+        return "".join(self._parts)
+
+    def value(self) -> object:
+        """The decoded value; only meaningful once DONE. Raises ValueError if undecodable."""
+        return loads_json(self.text())
+
+    def feed(self, s: str, i: int = 0) -> int:
+        """Consume ``s`` from ``i``; return the index after what was consumed.
+
+        Stops right after the value when it completes (DONE), at the offending character
+        on a syntax error or a watcher veto (ERROR), or at the end of ``s`` (MORE).
+        """
+        if self.status is not Status.MORE:
+            return i
+        start = i
+        i = self._run(s, i)
+        if i > start:
+            self._parts.append(s[start:i])
+        return i
+
+    # ------------------------------------------------------------------ internals
+
+    def _fail(self, i: int) -> int:
+        self.status = Status.ERROR
+        return i
+
+    def _run(self, s: str, i: int) -> int:
+        n = len(s)
+        while i < n:
+            if self._in_string:
+                if self._escape:
+                    if s[i] not in _ESCAPABLE:
+                        return self._fail(i)
+                    if self._capture:
+                        self._token.append(s[i])
+                    self._escape = False
+                    i += 1
+                    continue
+                j = _STRING_BODY.match(s, i).end()  # type: ignore[union-attr]
+                if self._capture and j > i:
+                    self._token.append(s[i:j])
+                if j >= n:
+                    return n
+                if s[j] == "\\":
+                    if self._capture:
+                        self._token.append("\\")
+                    self._escape = True
+                    i = j + 1
+                    continue
+                i = j + 1
+                self._in_string = False
+                if not self._string_done():
+                    return self._fail(i)
+                if self.status is Status.DONE:
+                    return i
+                continue
+            if self._in_scalar:
+                j = _SCALAR_BODY.match(s, i).end()  # type: ignore[union-attr]
+                if j > i:
+                    self._token.append(s[i:j])
+                if j >= n:
+                    return n
+                i = j
+                self._in_scalar = False
+                token = "".join(self._token)
+                if token not in _LITERALS and not _NUMBER.fullmatch(token):
+                    return self._fail(i)
+                self._value_done()
+                if self.status is Status.DONE:
+                    return i
+                continue
+            i = _WS.match(s, i).end()  # type: ignore[union-attr]
+            if i >= n:
+                return n
+            c = s[i]
+            expect = self._expect
+            if expect <= _VALUE_OR_CLOSE:
+                if c == "]" and expect == _VALUE_OR_CLOSE:
+                    i += 1
+                    self._close()
+                    if self.status is Status.DONE:
+                        return i
+                    continue
+                if self._stack and self._stack[-1] == "[" and not self._watch.item(len(self._stack), c):
+                    return self._fail(i)
+                if c == "{":
+                    self._stack.append("{")
+                    self._keys.append(None)
+                    self._expect = _KEY_OR_CLOSE
+                elif c == "[":
+                    self._stack.append("[")
+                    self._keys.append(None)
+                    self._expect = _VALUE_OR_CLOSE
+                elif c == '"':
+                    self._open_string(is_key=False)
+                elif c in _SCALAR_START:
+                    self._in_scalar = True
+                    self._token = []
+                    continue  # the scalar branch consumes it
+                else:
+                    return self._fail(i)
+                i += 1
+            elif expect <= _KEY:
+                if c == '"':
+                    self._open_string(is_key=True)
+                    i += 1
+                elif c == "}" and expect == _KEY_OR_CLOSE:
+                    i += 1
+                    self._close()
+                    if self.status is Status.DONE:
+                        return i
+                else:
+                    return self._fail(i)
+            elif expect == _COLON:
+                if c != ":":
+                    return self._fail(i)
+                self._expect = _VALUE
+                i += 1
+            else:  # _COMMA_OR_CLOSE
+                top = self._stack[-1]
+                if c == ",":
+                    self._expect = _KEY if top == "{" else _VALUE
+                    i += 1
+                elif (c == "}" and top == "{") or (c == "]" and top == "["):
+                    i += 1
+                    self._close()
+                    if self.status is Status.DONE:
+                        return i
+                else:
+                    return self._fail(i)
+        return i
+
+    def _open_string(self, *, is_key: bool) -> None:
+        self._in_string = True
+        self._string_is_key = is_key
+        self._capture = len(self._stack) <= WATCH_DEPTH
+        self._token = []
+
+    def _string_done(self) -> bool:
+        """A string closed: hand it to the watcher; False means stop."""
+        depth = len(self._stack)
+        if self._capture:
+            raw = "".join(self._token)
+            try:
+                decoded = loads_json('"' + raw + '"')
+            except ValueError:
+                return False
+            if not isinstance(decoded, str):  # pragma: no cover - a JSON string always decodes to str
+                return False
+            if self._string_is_key:
+                self._keys[-1] = decoded
+                self._expect = _COLON
+                return self._watch.key(depth, decoded)
+            key = self._keys[-1] if self._stack and self._stack[-1] == "{" else None
+            if not self._watch.string_value(depth, key, decoded):
+                return False
+        elif self._string_is_key:
+            self._expect = _COLON
+            return True
+        self._value_done()
+        return True
+
+    def _close(self) -> None:
+        self._stack.pop()
+        self._keys.pop()
+        self._value_done()
+
+    def _value_done(self) -> None:
+        if self._stack:
+            self._expect = _COMMA_OR_CLOSE
+        else:
+            self.status = Status.DONE

@@ -1,0 +1,189 @@
+"""Where markers may start: the openers of all families, compiled for fast scanning.
+
+Openers are grouped by first character, one pattern per group: a pattern that starts
+with a literal character is searched by the regular-expression engine at C speed,
+where one alternation of everything would be tried at every position. Callers keep
+each group's next match between searches (``Cursor``), so no text is searched twice.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from reference_proxy.rescue.family import Family, Opener
+
+WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+
+
+def is_word_char(c: str) -> bool:
+    return c in WORD_CHARS
+
+
+THEN_BLANKS = 16
+"""Blanks after an opener with a ``then`` rule that are still held as a trailing piece."""
+
+
+def _alternation(literals: Sequence[str]) -> str:
+    # Longest first, so a literal never loses to one of its own prefixes.
+    return "|".join(re.escape(x) for x in sorted(set(literals), key=lambda x: (-len(x), x)))
+
+
+def _pattern(opener: Opener) -> str:
+    out = re.escape(opener.literal)
+    if opener.word:  # placed after the literal, so the pattern keeps its literal start
+        out += f"(?<![A-Za-z0-9]{re.escape(opener.literal)})"
+    if opener.then:
+        # Decided by what follows; a short blank run at the end of the text is held as a
+        # trailing piece instead (see ``Openers.hold``), a long one starts the marker.
+        out += rf"(?=[ \t\r\n]*[{re.escape(opener.then)}]|[ \t\r\n]{{{THEN_BLANKS},}}\Z)"
+    return out
+
+
+class Openers:
+    """The openers of a set of families and the patterns that find them."""
+
+    def __init__(self, families: Sequence[Family]) -> None:
+        self.families: dict[str, list[Family]] = {}
+        self.specs: dict[str, Opener] = {}
+        for family in families:
+            for opener in family.openers:
+                known = self.specs.setdefault(opener.literal, opener)
+                if known != opener:
+                    raise ValueError(f"opener {opener.literal!r} is declared with different rules")
+                self.families.setdefault(opener.literal, []).append(family)
+        anywhere = [o for o in self.specs.values() if not o.line_start]
+        at_line = [o.literal for o in self.specs.values() if o.line_start]
+        by_first: dict[str, list[Opener]] = {}
+        for opener in anywhere:
+            by_first.setdefault(opener.literal[0], []).append(opener)
+        self.group_by_first = {
+            first: re.compile("|".join(_pattern(o) for o in sorted(group, key=lambda o: -len(o.literal))))
+            for first, group in sorted(by_first.items())
+        }
+        self.groups = list(self.group_by_first.values())
+        never = re.compile(r"(?!)")
+        if at_line:
+            self.line_after_newline = re.compile(rf"\n[ \t]*({_alternation(at_line)})")
+            self.line_here = re.compile(rf"[ \t]*({_alternation(at_line)})")
+            self.line_risk = re.compile(rf"\n[ \t]*(?:{_alternation(at_line)}|\Z)")
+        else:
+            self.line_after_newline = self.line_here = never
+            self.line_risk = re.compile(r"\n[ \t]*\Z")
+        self.groups.append(self.line_after_newline)
+        # Trailing pieces to hold: proper prefixes of openers; those that only begin word
+        # openers are held only at a word start.
+        self.prefix_needs_word: dict[str, bool] = {}
+        for opener in self.specs.values():
+            for k in range(1, len(opener.literal)):
+                prefix = opener.literal[:k]
+                self.prefix_needs_word[prefix] = self.prefix_needs_word.get(prefix, True) and opener.word
+        self.hold_chars = "".join(sorted({x[0] for x in self.specs if len(x) > 1}))
+        then_openers = [o for o in anywhere if o.then]
+        self.then_tail = re.compile(
+            "|".join(f"{_pattern(Opener(o.literal, word=o.word))}[ \\t\\r\\n]{{0,{THEN_BLANKS - 1}}}\\Z" for o in then_openers)
+            or "(?!)"
+        )
+        self.then_span = max((len(o.literal) for o in then_openers), default=0) + THEN_BLANKS - 1
+        self.longest = max((len(x) for x in self.specs), default=1)
+        # For the plain-text fast path: text can hold no opener (nor the start of one)
+        # if it has none of ``signal_chars``, no word opener, and does not end in the
+        # beginning of one.
+        self.signal_chars = "".join(sorted({o.literal[0] for o in anywhere if not is_word_char(o.literal[0])}))
+        self.words = tuple(sorted(o.literal for o in anywhere if is_word_char(o.literal[0])))
+        self.word_prefixes = tuple(sorted({w[:k] for w in self.words for k in range(1, len(w))}))
+        self.word_prefix_set = frozenset(self.word_prefixes)
+        for word in self.words:  # ``word_hold`` finds a held piece by the last first letter
+            if word[0] in word[1:]:
+                raise ValueError(f"word opener {word!r} repeats its first letter")
+
+    def word_hold(self, s: str, before: str) -> int:
+        """``hold`` for a string known to hold no opener and no non-word opener character:
+        only a word opener can begin at its end ("c".."coun", or "count" and a few blanks)."""
+        n = len(s)
+        best = n
+        for word in self.words:
+            k = s.rfind(word[0], max(0, n - len(word) - THEN_BLANKS))
+            if k < 0 or k >= best:
+                continue
+            piece = s[k:]
+            if piece in self.word_prefix_set or (
+                self.specs[word].then and len(piece) < len(word) + THEN_BLANKS and piece.rstrip(" \t\r\n") == word
+            ):
+                if not (self.specs[word].word and is_word_char(s[k - 1] if k else before)):
+                    best = k
+        return best
+
+    def hold(self, s: str, i: int, before: str) -> int:
+        """Where a trailing piece of ``s[i:]`` that may begin an opener starts (``len(s)``: none).
+
+        ``before`` is the character preceding ``s`` ('' at the start of the text).
+        """
+        n = len(s)
+        best = n
+        if self.then_span:
+            m = self.then_tail.search(s, max(i, n - self.then_span))
+            while m is not None:
+                k = m.start()
+                literal = m.group().rstrip(" \t\r\n")
+                if not (self.specs[literal].word and is_word_char(s[k - 1] if k else before)):
+                    best = k
+                    break
+                m = self.then_tail.search(s, k + 1)
+        start = max(i, n - self.longest + 1)
+        for first in self.hold_chars:
+            k = s.find(first, start, best)
+            while k >= 0:
+                needs_word = self.prefix_needs_word.get(s[k:])
+                if needs_word is not None and not (needs_word and is_word_char(s[k - 1] if k else before)):
+                    best = k
+                    break
+                k = s.find(first, k + 1, best)
+        return best
+
+
+class Cursor:
+    """Finds the openers in one string from left to right, each part searched once."""
+
+    __slots__ = ("_openers", "_s", "_next", "_known")
+
+    def __init__(self, openers: Openers, s: str) -> None:
+        self._openers = openers
+        self._s = s
+        # Per group: its first match at or after the last search position, once known.
+        self._next: list[re.Match[str] | None] = [None] * len(openers.groups)
+        self._known = [False] * len(openers.groups)
+
+    def find(self, i: int, line_blank: bool, before: str) -> tuple[int, str] | None:
+        """The first opener at or after ``i``: (its position, its literal).
+
+        ``line_blank``: ``s[i]`` starts a line (only blanks before it on its line);
+        ``before``: the character before ``s[0]`` ('' at the start of the text).
+        """
+        s = self._s
+        openers = self._openers
+        if line_blank:
+            here = openers.line_here.match(s, i)
+            if here is not None:
+                return here.start(1), here.group(1)
+        best: tuple[int, str] | None = None
+        for g, pattern in enumerate(openers.groups):
+            m = self._next[g]
+            if not self._known[g] or (m is not None and m.start() < i):
+                m = pattern.search(s, i)
+                if m is not None and m.start() == 0 and not m.lastindex and _word_blocked(openers, m, before):
+                    m = pattern.search(s, 1)
+                self._next[g] = m
+                self._known[g] = True
+            if m is None:
+                continue
+            # A line opener after a newline starts at its group, anything else at the match.
+            hit = (m.start(1), m.group(1)) if m.lastindex else (m.start(), m.group())
+            if best is None or hit[0] < best[0]:
+                best = hit
+        return best
+
+
+def _word_blocked(openers: Openers, m: re.Match[str], before: str) -> bool:
+    """A word opener at the very start of a string right after a word character."""
+    return openers.specs[m.group()].word and is_word_char(before)

@@ -1,0 +1,351 @@
+"""The rescuer: text in, text and tool-call events out, incrementally.
+
+Two modes. Scanning text, it looks for the openers of all families; text that cannot
+start a marker is released at once, and only a trailing piece that is a prefix of an
+opener is held. At an opener it starts a parser of every family claiming it and
+buffers the marker until a parser recognises calls or all of them give up; given-up
+text is released and scanned again from where the parsers said.
+
+Linear cost, whatever the size of the pieces: the common case (a piece holding no
+character that could start an opener) is a few C-level string operations; otherwise
+the text is searched group by group with literal-prefixed patterns, each resuming
+where it stopped (``openers.Cursor``); only a bounded trailing piece is ever searched
+again. Parsers keep their own state and look at new text only; markers are passed as
+(text, offset), never sliced off a long text. The only text looked at twice is a
+given-up marker's text after its resume point, which parsers keep short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from reference_proxy.rescue.events import (
+    ArgumentsDelta,
+    Event,
+    RescuedCall,
+    Text,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolSpec,
+    collect,
+)
+from reference_proxy.rescue.families import FAMILIES
+from reference_proxy.rescue.family import Family, MarkerParser, Verdict
+from reference_proxy.rescue.openers import WORD_CHARS as _WORD_CHARS
+from reference_proxy.rescue.openers import Cursor, Openers
+from reference_proxy.rescue.toolbox import Toolbox
+
+_OPENERS = Openers(FAMILIES)
+# ``Rescuer.feed`` and ``Rescuer._feed`` have shortcuts for plain text written for
+# today's openers (a chain of ``in`` tests is several times cheaper than any general
+# search on short pieces). If the families change so that they no longer fit, the
+# shortcuts switch off and everything goes through the general scanner: still
+# correct, only slower, until the shortcuts are extended.
+SHORTCUTS = _OPENERS.signal_chars == "<`" and _OPENERS.words == ("count",)
+_WORD_PREFIXES = _OPENERS.word_prefixes
+_LINE_RISK = _OPENERS.line_risk.search
+_LINE_OPENER = _OPENERS.line_after_newline.search
+_LINE_HERE = _OPENERS.line_here.match
+_WORD_OPENER = _OPENERS.group_by_first["c"].search if SHORTCUTS else None
+
+# ``Text(x)`` through the frozen dataclass ``__init__`` costs more than all the checks of
+# the fast path together; filling the one slot directly builds the same object.
+_NEW_TEXT = Text.__new__
+_SET_TEXT = Text.__dict__["text"].__set__
+_probe = _NEW_TEXT(Text)
+_SET_TEXT(_probe, "probe")
+if _probe != Text("probe") or Text.__slots__ != ("text",):  # events.Text changed shape
+    raise ImportError("reference_proxy.rescue.scanner builds Text events by filling its one slot")
+del _probe
+
+
+def _merged(events: list[Event]) -> list[Event]:
+    """Consecutive Text events joined into one."""
+    if len(events) < 2:
+        return events
+    out: list[Event] = []
+    texts: list[str] = []
+    for event in events:
+        if isinstance(event, Text):
+            if event.text:
+                texts.append(event.text)
+            continue
+        if texts:
+            out.append(Text("".join(texts)))
+            texts = []
+        out.append(event)
+    if texts:
+        out.append(Text("".join(texts)))
+    return out
+
+
+class Rescuer:
+    """Turns tool calls a backend wrote as text into tool-call events.
+
+    Feed text as it arrives, in pieces of any size; call ``finish`` at the end of the
+    stream. Only calls to tools in ``tools`` are extracted; with no tools everything is
+    passed through untouched. A marker still open when more than ``buffer_cap``
+    characters are held is given up: its text is released and ``overflowed`` is set.
+    """
+
+    __slots__ = (
+        "buffer_cap",
+        "overflowed",
+        "calls_emitted",
+        "_tools",
+        "_passthrough",
+        "_openers",
+        "_plain",
+        "_pending",
+        "_line_blank",
+        "_last",
+        "_parsers",
+        "_held",
+        "_held_start",
+        "_fed",
+        "_cut",
+        "_resume",
+    )
+
+    def __init__(self, tools: Sequence[ToolSpec], *, buffer_cap: int = 65536) -> None:
+        self.buffer_cap = buffer_cap
+        self.overflowed = False
+        self.calls_emitted = 0
+        self._tools = Toolbox(tools)
+        self._passthrough = not self._tools
+        self._openers = _OPENERS
+        # Text mode: a held trailing piece that may start an opener, and whether the
+        # current line holds only blanks so far (a line opener may come next).
+        self._pending = ""
+        self._line_blank = True
+        self._last = ""  # the last text released ('' at the start and after markup)
+        # Marker mode: the live parsers and the marker's text from ``_held_start`` on.
+        # Positions count from the marker's first character.
+        self._parsers: list[MarkerParser] = []
+        self._held: list[str] = []
+        self._held_start = 0
+        self._fed = 0
+        self._cut = 0  # text before this is released or consumed as markup
+        self._resume = 0  # furthest resume point of parsers that gave up
+        # Fast path allowed: shortcuts on, tools declared, nothing held, not at a line start.
+        self._plain = False
+
+    # ------------------------------------------------------------------ public
+
+    def feed(self, text: str) -> list[Event]:
+        """Events for the next piece of text (any split of the stream gives the same result)."""
+        # Fast path: while nothing is held and no line has just begun, a piece with no
+        # opener character, no line opener after a newline and no "count" goes straight
+        # out; if it ends in "c".."coun" at a word start, that piece is held.
+        if (
+            self._plain
+            and text
+            and "<" not in text
+            and "`" not in text
+            and ("\n" not in text or _LINE_RISK(text) is None)
+        ):
+            if "c" not in text or ("count" not in text and not text.endswith(_WORD_PREFIXES)):
+                self._last = text
+                event = _NEW_TEXT(Text)
+                _SET_TEXT(event, text)
+                return [event]
+            if "count" not in text:
+                start = text.rfind("c")  # where the "c".."coun" ending starts
+                if start > 0:
+                    if text[start - 1] not in _WORD_CHARS:
+                        # A word start: hold the ending. (The line state needs no update:
+                        # a piece starting with a letter cannot begin a line opener.)
+                        self._pending = text[start:]
+                        self._plain = False
+                        text = text[:start]
+                    self._last = text
+                    event = _NEW_TEXT(Text)
+                    _SET_TEXT(event, text)
+                    return [event]
+        return self._feed(text)
+
+    def finish(self) -> list[Event]:
+        """End of stream: settle open markers and release everything still held."""
+        if self._passthrough:
+            return []
+        out: list[Event] = []
+        while self._parsers:
+            resume = self._advance(None, 0, out)
+            assert resume is not None  # at the end every parser gives its final verdict
+            self._scan(self._rest(resume), out)
+        if self._pending:
+            self._release(self._pending, out)
+            self._pending = ""
+        self._line_blank = True
+        self._last = ""
+        self._plain = False
+        return _merged(out)
+
+    # ------------------------------------------------------------------ text mode
+
+    def _feed(self, text: str) -> list[Event]:
+        if not text:
+            return []
+        if self._passthrough:
+            return [Text(text)]
+        out: list[Event] = []
+        if self._parsers:
+            self._held.append(text)
+            self._fed += len(text)
+            resume = self._advance(text, 0, out)
+            if resume is not None:
+                self._scan(self._rest(resume), out)
+        else:
+            s = self._pending + text if self._pending else text
+            if (
+                _WORD_OPENER is not None
+                and "<" not in s
+                and "`" not in s
+                and ("count" not in s or _WORD_OPENER(s) is None)
+                and ("\n" not in s or _LINE_OPENER(s) is None)
+                and not (self._line_blank and _LINE_HERE(s))
+            ):
+                # No opener starts in ``s`` (a frequent case: a held "c" turned out to be
+                # prose); with no "<" or "`" in it, only a word opener can begin at its end.
+                n = len(s)
+                tail = s.endswith(_WORD_PREFIXES) or ("count" in s and s.rstrip(" \t\r\n").endswith("count"))
+                hold = self._openers.word_hold(s, self._last[-1:]) if tail else n
+                if hold == n:
+                    self._pending = ""
+                    self._release(s, out)
+                else:
+                    self._pending = s[hold:]
+                    self._release(s[:hold], out)
+            else:
+                self._pending = ""
+                self._scan(s, out)
+        if self._parsers and self._fed - self._cut > self.buffer_cap:
+            self._overflow(out)
+        self._plain = SHORTCUTS and not (self._parsers or self._pending or self._line_blank)
+        return _merged(out)
+
+    def _release(self, text: str, out: list[Event]) -> None:
+        if not text:
+            return
+        event = _NEW_TEXT(Text)
+        _SET_TEXT(event, text)
+        out.append(event)
+        self._last = text
+        newline = text.rfind("\n")
+        if newline >= 0:
+            self._line_blank = not text[newline + 1 :].strip(" \t")
+        elif self._line_blank:
+            self._line_blank = not text.strip(" \t")
+
+    def _scan(self, s: str, out: list[Event]) -> None:
+        """Text mode over ``s``, which starts right after everything released so far."""
+        openers = self._openers
+        cursor = Cursor(openers, s)
+        i = 0
+        while True:
+            hit = cursor.find(i, self._line_blank, self._last[-1:])
+            if hit is None:
+                hold = openers.hold(s, i, self._last[-1:])
+                self._release(s[i:hold], out)
+                self._pending = s[hold:]
+                return
+            start, opener = hit
+            self._release(s[i:start], out)
+            # The marker is ``s[start:]``; positions in it count from ``start``.
+            self._parsers = [family.parser(opener, self._tools) for family in openers.families[opener]]
+            self._held = [s]
+            self._held_start = -start
+            self._fed = len(s) - start
+            self._cut = 0
+            self._resume = 0
+            resume = self._advance(s, start, out)
+            if resume is None:
+                return
+            self._held = []
+            i = start + resume  # keep searching the same string after the marker
+
+    # ------------------------------------------------------------------ marker mode
+
+    def _held_text(self, a: int, b: int) -> str:
+        """The held text between marker positions ``a`` and ``b``."""
+        held = self._held
+        joined = held[0] if len(held) == 1 else "".join(held)
+        return joined[a - self._held_start : b - self._held_start]
+
+    def _rest(self, resume: int) -> str:
+        """The held text from ``resume`` on, to scan again; the marker's buffer is dropped."""
+        rest = self._held_text(resume, self._fed)
+        self._held = []
+        return rest
+
+    def _drop_held_before(self, pos: int) -> None:
+        """Forget held pieces that end before marker position ``pos`` (nothing is copied)."""
+        held = self._held
+        start = self._held_start
+        k = 0
+        while k < len(held) - 1 and start + len(held[k]) <= pos:
+            start += len(held[k])
+            k += 1
+        if k:
+            del held[:k]
+            self._held_start = start
+
+    def _emit(self, verdict: Verdict, out: list[Event]) -> None:
+        for call in verdict.calls:
+            index = self.calls_emitted
+            self.calls_emitted += 1
+            out.append(ToolCallStart(index, call.name))
+            out.append(ArgumentsDelta(index, call.arguments_json()))
+            out.append(ToolCallEnd(index))
+        assert verdict.markup_end is not None
+        self._resume = 0
+        end = min(verdict.markup_end, self._fed)
+        if end > self._cut:
+            self._drop_held_before(end - 1)
+            self._line_blank = self._held[0][end - 1 - self._held_start] == "\n"
+            self._last = ""
+            self._cut = end
+
+    def _advance(self, text: str | None, start: int, out: list[Event]) -> int | None:
+        """Feed the live parsers ``text[start:]`` (``None``: the stream ended) and act on
+        their verdicts. Once the marker is over, returns where scanning resumes."""
+        survivors: list[MarkerParser] = []
+        for parser in self._parsers:
+            verdict = parser.feed(text, start) if text is not None else parser.finish()
+            if verdict is None:
+                survivors.append(parser)
+            elif verdict.markup_end is not None:  # recognised: this parser owns the marker
+                self._parsers = [parser]
+                self._emit(verdict, out)
+                if not verdict.done:
+                    return None
+                return self._close(verdict.resume, out)
+            else:  # given up
+                self._resume = max(self._resume, verdict.resume)
+        self._parsers = survivors
+        if survivors:
+            return None
+        return self._close(self._resume, out)
+
+    def _close(self, resume: int, out: list[Event]) -> int:
+        """The marker is over: release its unconsumed text before ``resume``, return
+        ``resume`` (clamped so that scanning always moves on)."""
+        resume = min(max(resume, self._cut, 1), self._fed)
+        self._release(self._held_text(self._cut, resume), out)
+        self._cut = resume
+        self._parsers = []
+        return resume
+
+    def _overflow(self, out: list[Event]) -> None:
+        self._release(self._held_text(self._cut, self._fed), out)
+        self._parsers = []
+        self._held = []
+        self.overflowed = True
+
+
+def rescue_text(text: str, tools: Sequence[ToolSpec]) -> tuple[str, list[RescuedCall]]:
+    """Whole-text convenience: the visible text and the calls rescued from ``text``."""
+    rescuer = Rescuer(tools)
+    events = rescuer.feed(text)
+    events += rescuer.finish()
+    return collect(events)

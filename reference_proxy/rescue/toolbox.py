@@ -1,0 +1,52 @@
+"""The declared tools, as the parser consults them.
+
+Only declared tools are ever extracted, so every family asks this one object whether
+a name it read is a call, and what type a parameter should have.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reference_proxy.rescue.events import ToolSpec
+
+
+class Toolbox:
+    """Name resolution and parameter schemas for the tools of one request."""
+
+    __slots__ = ("_specs",)
+
+    def __init__(self, tools: Sequence[ToolSpec]) -> None:
+        self._specs: dict[str, ToolSpec] = {}
+        for tool in tools:
+            self._specs.setdefault(tool.name, tool)
+
+    def __bool__(self) -> bool:
+        return bool(self._specs)
+
+    def resolve(self, written: str) -> str | None:
+        """The declared tool a written name refers to, or None.
+
+        Names are compared exactly; a namespaced name (``ns:tool:read_file``) also
+        matches after dropping everything up to its last colon.
+        """
+        name = written.strip()
+        if name in self._specs:
+            return name
+        if ":" in name:
+            bare = name.rsplit(":", 1)[1]
+            if bare in self._specs:
+                return bare
+        return None
+
+    def property_schema(self, tool: str, parameter: str) -> Mapping[str, Any] | None:
+        """The JSON Schema of one parameter, if the tool declares it."""
+        spec = self._specs.get(tool)
+        if spec is None or spec.parameters is None:
+            return None
+        properties = spec.parameters.get("properties")
+        if not isinstance(properties, Mapping):
+            return None
+        schema = properties.get(parameter)
+        return schema if isinstance(schema, Mapping) else None

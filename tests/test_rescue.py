@@ -1,0 +1,556 @@
+"""The rescue parser against a table of cases, the scenario library, and its contracts.
+
+Every case runs whole, in 1-character frames and in random splits; all must give the
+same visible text and calls, and the events must keep the event contract.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from harness.scenario import ContentFrame, Scenario, ToolCallFrame, load_library
+from reference_proxy.rescue import scanner
+from reference_proxy.rescue import (
+    ArgumentsDelta,
+    Rescuer,
+    Text,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolSpec,
+    collect,
+    rescue_text,
+    tools_from_request,
+)
+from test_rescue_support import (
+    ALL,
+    LIST,
+    READ,
+    RUN,
+    TYPED,
+    WEATHER,
+    Calls,
+    check_events,
+    feed_frames,
+    folded,
+    outcome,
+    random_frames,
+    same_calls,
+)
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    text: str
+    text_out: str | None  # None: the input comes back unchanged
+    calls: Calls = field(default_factory=list)
+    tools: tuple[ToolSpec, ...] = ALL
+
+    @property
+    def visible(self) -> str:
+        return self.text if self.text_out is None else self.text_out
+
+
+def hermes(name: str, arguments: Any, key: str = "arguments") -> str:
+    return "<tool_call>\n" + json.dumps({"name": name, key: arguments}) + "\n</tool_call>"
+
+
+def invoke(name: str, **params: str) -> str:
+    body = "".join(f'<parameter name="{k}">{v}</parameter>\n' for k, v in params.items())
+    return f'<invoke name="{name}">\n{body}</invoke>'
+
+
+def coder(name: str, **params: str) -> str:
+    body = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in params.items())
+    return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
+
+
+W_PARIS = ("get_weather", {"city": "Paris"})
+
+CASES = [
+    # ---------------------------------------------------------------- Qwen <tools>
+    Case(
+        "tools-single",
+        'Hi <tools>{"name": "get_weather", "arguments": {"city": "Paris"}}</tools> there',
+        "Hi  there",
+        [W_PARIS],
+    ),
+    Case(
+        "tools-one-per-line",
+        '<tools>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n'
+        '{"name": "read_file", "arguments": {"path": "a.txt"}}\n</tools>',
+        "",
+        [W_PARIS, ("read_file", {"path": "a.txt"})],
+    ),
+    Case(
+        "tools-array",
+        '<tools>[{"name": "get_weather", "arguments": {"city": "Paris"}}, '
+        '{"name": "read_file", "arguments": {"path": "b"}}]</tools>',
+        "",
+        [W_PARIS, ("read_file", {"path": "b"})],
+    ),
+    Case(
+        "tools-closing-tag-in-string",
+        '<tools>{"name": "read_file", "arguments": {"path": "</tools>"}}</tools>',
+        "",
+        [("read_file", {"path": "</tools>"})],
+    ),
+    Case("tools-undeclared", '<tools>{"name": "nope", "arguments": {}}</tools>', None),
+    Case("tools-prose", "Put the JSON between <tools> and </tools> tags.", None),
+    Case("tools-unclosed", '<tools>{"name": "get_weather", "arguments": {"city": "Paris"}}', None),
+    Case("tools-one-bad-of-two", '<tools>\n{"name": "get_weather", "arguments": {}}\n{"name": "x"}\n</tools>', None),
+    # ---------------------------------------------------------------- bare JSON
+    Case("bare-whole", '{"name": "get_weather", "arguments": {"city": "Paris"}}', "", [W_PARIS]),
+    Case(
+        "bare-lines-with-prose",
+        'Checking.\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n'
+        '{"name": "read_file", "parameters": {"path": "b"}}\nDone.',
+        "Checking.\nDone.",
+        [W_PARIS, ("read_file", {"path": "b"})],
+    ),
+    Case(
+        "bare-two-on-one-line",
+        '{"name": "get_weather", "arguments": {"city": "Paris"}} {"name": "read_file", "arguments": {"path": "b"}}',
+        "",
+        [W_PARIS, ("read_file", {"path": "b"})],
+    ),
+    Case(
+        "bare-pretty-printed",
+        'Sure:\n{\n  "name": "get_weather",\n  "arguments": {\n    "city": "Paris"\n  }\n}\n',
+        "Sure:\n",
+        [W_PARIS],
+    ),
+    Case("bare-array", '[{"name": "get_weather", "arguments": {"city": "Paris"}}]', "", [W_PARIS]),
+    Case(
+        "bare-indented",
+        'Result:\n    {"name": "read_file", "arguments": {"path": "x"}}',
+        "Result:\n    ",
+        [("read_file", {"path": "x"})],
+    ),
+    Case(
+        "bare-arguments-as-string",
+        '{"name": "get_weather", "arguments": "{\\"city\\": \\"Paris\\"}"}',
+        "",
+        [W_PARIS],
+    ),
+    Case("bare-no-arguments", '{"name": "get_weather"}', "", [("get_weather", {})]),
+    Case("bare-namespaced-name", '{"name": "ns:tool:read_file", "arguments": {}}', "", [("read_file", {})]),
+    Case(
+        "bare-undeclared-in-prose",
+        'Write {"name": "nope"} like this.\n{"name": "nope", "arguments": {}}\nok',
+        None,
+    ),
+    Case(
+        "bare-mid-line-is-prose",
+        'Call it as {"name": "get_weather", "arguments": {"city": "Paris"}} please.',
+        None,
+    ),
+    Case("bare-prose-after", '{"name": "get_weather", "arguments": {"city": "Paris"}} is the call', None),
+    Case("bare-extra-key", '{"name": "get_weather", "arguments": {}, "note": "x"}', None),
+    Case("bare-unbalanced", '{"name": "get_weather", "arguments": {"city": "Paris"}\nmore text', None),
+    Case("bare-braces-in-prose", "{ this is a set }\n[link](http://x)\n[]\n[1, 2]\n{}\n", None),
+    Case("bare-later-line-only", 'a {\n{"name": "run", "arguments": {"x": 1}}', "a {\n", [("run", {"x": 1})]),
+    # ---------------------------------------------------------------- Hermes
+    Case(
+        "hermes-single",
+        "Let me look.\n" + hermes("read_file", {"path": "a.txt"}),
+        "Let me look.\n",
+        [("read_file", {"path": "a.txt"})],
+    ),
+    Case(
+        "hermes-arguments-as-string",
+        hermes("get_weather", json.dumps({"city": "Paris", "days": 2})),
+        "",
+        [("get_weather", {"city": "Paris", "days": 2})],
+    ),
+    Case("hermes-parameters-key", hermes("get_weather", {"city": "Paris"}, "parameters"), "", [W_PARIS]),
+    Case(
+        "hermes-closing-tag-in-string",
+        hermes("read_file", {"path": "x</tool_call>y"}) + "after",
+        "after",
+        [("read_file", {"path": "x</tool_call>y"})],
+    ),
+    Case(
+        "hermes-parallel",
+        hermes("get_weather", {"city": "Paris"}) + "\n" + hermes("read_file", {"path": "b"}),
+        "\n",
+        [W_PARIS, ("read_file", {"path": "b"})],
+    ),
+    Case(
+        "hermes-nested-and-unicode",
+        hermes("run", {"cmd": {"argv": ["ls", "-l"], "env": {"A": "é世"}}, "n": 1.5, "ok": True, "none": None}),
+        "",
+        [("run", {"cmd": {"argv": ["ls", "-l"], "env": {"A": "é世"}}, "n": 1.5, "ok": True, "none": None})],
+    ),
+    Case("hermes-empty-block", "Done.<tool_call></tool_call>", "Done."),
+    Case("hermes-undeclared", hermes("nope", {}), None),
+    Case("hermes-garbage-after-json", '<tool_call>{"name": "read_file", "arguments": {}} oops</tool_call>', None),
+    Case("hermes-unclosed", '<tool_call>\n{"name": "read_file", "arguments": {"path": "a"}}\n', None),
+    Case("hermes-arguments-not-object", '<tool_call>{"name": "read_file", "arguments": [1]}</tool_call>', None),
+    Case("hermes-prose-tag", "Wrap calls in <tool_call> tags, like <tool_call>this</tool_call>.", None),
+    # ---------------------------------------------------------------- Qwen3-Coder
+    Case(
+        "coder-typed",
+        coder("get_weather", city="Paris", days="3"),
+        "",
+        [("get_weather", {"city": "Paris", "days": 3})],
+    ),
+    Case(
+        "coder-string-stays-string",
+        coder("get_weather", city="42", days="x"),
+        "",
+        [("get_weather", {"city": "42", "days": "x"})],
+    ),
+    Case(
+        "coder-multiline-value",
+        coder("run", script="\n  line one\n\n  line two\n"),
+        "",
+        [("run", {"script": "\n  line one\n\n  line two\n"})],
+    ),
+    Case(
+        "coder-missing-end-parameter",
+        "<tool_call>\n<function=read_file>\n<parameter=path>\na.txt\n</function>\n</tool_call>",
+        "",
+        [("read_file", {"path": "a.txt"})],
+    ),
+    Case("coder-no-parameters", "<tool_call>\n<function=get_weather>\n</function>\n</tool_call>", "", [("get_weather", {})]),
+    Case(
+        "coder-two-calls-text-around",
+        "First " + coder("read_file", path="a") + " then " + coder("list_files", path=".", recursive="true") + ".",
+        "First  then .",
+        [("read_file", {"path": "a"}), ("list_files", {"path": ".", "recursive": True})],
+    ),
+    Case("coder-undeclared", coder("nope", a="1"), None),
+    Case("coder-unclosed", "<tool_call>\n<function=read_file>\n<parameter=path>\na\n</parameter>\n</function>\n", None),
+    # ---------------------------------------------------------------- invoke XML
+    Case(
+        "invoke-wrapped-text-around",
+        "I will check.\n\n<function_calls>\n" + invoke("list_files", path="/project") + "\n</function_calls>\nDone.",
+        "I will check.\n\n\nDone.",
+        [("list_files", {"path": "/project"})],
+    ),
+    Case(
+        "invoke-count-wrapper",
+        "Checking now.\ncount\n" + invoke("read_file", path="/etc/hosts") + "\n</function_calls>",
+        "Checking now.\n",
+        [("read_file", {"path": "/etc/hosts"})],
+    ),
+    Case(
+        "invoke-count-right-after-text",
+        "Checking now.count\n" + invoke("read_file", path="a"),
+        "Checking now.",
+        [("read_file", {"path": "a"})],
+    ),
+    Case("invoke-bare", invoke("read_file", path="a") + "\nok", "\nok", [("read_file", {"path": "a"})]),
+    Case(
+        "invoke-namespaced",
+        invoke("antml:tool:read_file", path="a") + invoke("ns:tool:list_files", path="b"),
+        "",
+        [("read_file", {"path": "a"}), ("list_files", {"path": "b"})],
+    ),
+    Case(
+        "invoke-two-in-wrapper",
+        "<function_calls>\n" + invoke("read_file", path="a") + "\n" + invoke("list_files", path="b") + "\n</function_calls>",
+        "",
+        [("read_file", {"path": "a"}), ("list_files", {"path": "b"})],
+    ),
+    Case(
+        "invoke-raw-values",
+        invoke("read_file", path="  &lt;b&gt; & \"q\" <i>\n x  "),
+        "",
+        [("read_file", {"path": '  &lt;b&gt; & "q" <i>\n x  '})],
+    ),
+    Case(
+        "invoke-value-with-partial-close",
+        '<invoke name="read_file"><parameter name="path">a</param b</para</parameter></invoke>',
+        "",
+        [("read_file", {"path": "a</param b</para"})],
+    ),
+    Case(
+        "invoke-untyped-literals",
+        invoke("run", t="true", f=" false ", i="42", neg="-7", fl="-1.5", e="1e3", z="null", lead="007", s=" hi ", w="True"),
+        "",
+        [
+            (
+                "run",
+                {"t": True, "f": False, "i": 42, "neg": -7, "fl": -1.5, "e": 1000.0, "z": None, "lead": "007", "s": " hi ", "w": "True"},
+            )
+        ],
+    ),
+    Case(
+        "invoke-schema-typed",
+        invoke(
+            "typed",
+            s="42",
+            i=" 7 ",
+            n="2.5",
+            b="false",
+            z="null",
+            o='{"a": 1}',
+            a="[1, 2]",
+            u="five",
+            l="9",
+            e="true",
+        ),
+        "",
+        [
+            (
+                "typed",
+                {"s": "42", "i": 7, "n": 2.5, "b": False, "z": None, "o": {"a": 1}, "a": [1, 2], "u": "five", "l": "9", "e": True},
+            )
+        ],
+    ),
+    Case(
+        "invoke-schema-mismatch-keeps-raw",
+        invoke("typed", i="seven", b="yes", o="[1]", u="5"),
+        "",
+        [("typed", {"i": "seven", "b": "yes", "o": "[1]", "u": 5})],
+    ),
+    Case("invoke-undeclared", "<function_calls>\n" + invoke("nope", a="1") + "\n</function_calls>", None),
+    Case("invoke-empty-wrapper", "a<function_calls>\n</function_calls>b", "ab"),
+    Case(
+        "invoke-wrapper-then-prose",
+        "<function_calls>\n" + invoke("read_file", path="a") + "\nThen more.",
+        "\nThen more.",
+        [("read_file", {"path": "a"})],
+    ),
+    Case("invoke-prose-count", "I count 3 apples, <b>bold</b>, a < b, and <invoked> it; count\n<br>", None),
+    Case(
+        "invoke-account-is-a-word",
+        "Check the account\n" + invoke("read_file", path="a"),
+        "Check the account\n",
+        [("read_file", {"path": "a"})],
+    ),
+    Case("invoke-unclosed", "<function_calls>\n<invoke name=\"read_file\">\n<parameter name=\"path\">a", None),
+    # ---------------------------------------------------------------- Roo tool_code
+    Case(
+        "tool-code",
+        'Let me look:\n\n```tool_code\n{"tool": "list_files", "path": ".", "recursive": false}\n```\nok',
+        "Let me look:\n\n\nok",
+        [("list_files", {"path": ".", "recursive": False})],
+    ),
+    Case("tool-code-malformed", '```tool_code\n{"tool": "list_files", "path": .}\n```', None),
+    Case("tool-code-undeclared", '```tool_code\n{"tool": "rm_rf", "path": "/"}\n```', None),
+    Case("tool-code-not-json", '```tool_code\nprint(list_files("."))\n```', None),
+    Case("fence-bash", "Run:\n```bash\nnpm test\n```\n", None),
+    Case("fence-json-call-like", '```json\n{"tool": "list_files", "path": "."}\n```', None),
+    # A line that is a call object is a call, inside a ```json fence too (the bare-JSON rule).
+    Case(
+        "fence-json-with-call-line",
+        '```json\n{"name": "read_file", "arguments": {"path": "a"}}\n```',
+        "```json\n```",
+        [("read_file", {"path": "a"})],
+    ),
+    # ---------------------------------------------------------------- mixed and edges
+    Case(
+        "mixed-families-in-order",
+        "A " + hermes("read_file", {"path": "1"}) + " B\n" + invoke("list_files", path="2")
+        + "\n```tool_code\n{\"tool\": \"read_file\", \"path\": \"3\"}\n```\n"
+        + '{"name": "get_weather", "arguments": {"city": "4"}}\nZ',
+        "A  B\n\n\nZ",
+        [("read_file", {"path": "1"}), ("list_files", {"path": "2"}), ("read_file", {"path": "3"}), ("get_weather", {"city": "4"})],
+    ),
+    Case("partial-opener-at-end", "text that ends with <tool_c", None),
+    Case("lone-angle-at-end", "a <", None),
+    Case("count-at-end", "let me count  ", None),
+    Case("unicode-prose", "Привет, 世界! ünïcödé <tools> not a call 🚀", None),
+    Case("no-tools-passthrough", hermes("read_file", {"path": "a"}), None, [], ()),
+]
+
+
+def _run(case: Case, frames: list[str]) -> tuple[str, Calls]:
+    _, events = feed_frames(frames, case.tools)
+    check_events(events)
+    return outcome(events)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_case_whole_and_split(case: Case) -> None:
+    expected = (case.visible, case.calls)
+    whole = _run(case, [case.text])
+    assert whole[0] == expected[0]
+    assert same_calls(whole[1], expected[1]), whole[1]
+    assert _run(case, list(case.text)) == whole, "1-character frames"
+    rng = random.Random(case.id)
+    for _ in range(8):
+        frames = random_frames(case.text, rng)
+        assert _run(case, frames) == whole, f"frames {frames!r}"
+    assert rescue_text(case.text, case.tools) == collect(feed_frames(list(case.text), case.tools)[1])
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_general_scanner_agrees_with_shortcuts(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the plain-text shortcuts off (as when a new family does not fit them), the
+    general scanner alone gives the same results."""
+    monkeypatch.setattr(scanner, "SHORTCUTS", False)
+    monkeypatch.setattr(scanner, "_WORD_OPENER", None)
+    rng = random.Random(case.id)
+    for frames in ([case.text], list(case.text), random_frames(case.text, rng)):
+        visible, calls = _run(case, frames)
+        assert visible == case.visible and same_calls(calls, case.calls), frames
+
+
+def test_case_ids_are_unique() -> None:
+    assert len({c.id for c in CASES}) == len(CASES)
+
+
+# --------------------------------------------------------------------------- hold-back
+
+
+@dataclass(frozen=True)
+class Holding:
+    id: str
+    frames: list[str]
+    released: list[str]  # joined text of the events each feed returned
+    tools: tuple[ToolSpec, ...] = ALL
+
+
+HOLDING = [
+    Holding("plain-goes-out-at-once", ["Hello ", "world, ", "a > b"], ["Hello ", "world, ", "a > b"]),
+    Holding("angle-released-when-not-a-tag", ["a <", " b"], ["a ", "< b"]),
+    Holding("partial-tag-held", ["Hi <to", "ol", "s>"], ["Hi ", "", ""]),
+    Holding("word-c-held-then-released", ["I will c", "ount", " ", "the sheep"], ["I will ", "", "", "count the sheep"]),
+    Holding("c-inside-word-not-held", ["publi", "c", " music"], ["publi", "c", " music"]),
+    Holding("account-not-held", ["the account", " is"], ["the account", " is"]),
+    Holding("brace-mid-line-not-held", ["a {", "b}"], ["a {", "b}"]),
+    Holding("brace-at-line-start-held", ["x\n", "{", " hi"], ["x\n", "", "{ hi"]),
+    Holding("fence-held-until-language", ["`", "``", "bash\n"], ["", "", "```bash\n"]),
+    Holding("inline-code-released", ["use `git` ", "now"], ["use `git` ", "now"]),
+    Holding("trailing-backtick-held", ["use `", "git`"], ["use ", "`git"]),
+    Holding(
+        "text-before-call-sent-before-it-completes",
+        ["Let me check. <tool_call>\n", '{"name": "read_file", ', '"arguments": {}}\n</tool_call>', " ok"],
+        ["Let me check. ", "", "", " ok"],
+    ),
+    Holding(
+        "no-tools-no-hold-back",
+        ["<tool_c", "all>", "x\n{", "I will c", "ount", " `", "`"],
+        ["<tool_c", "all>", "x\n{", "I will c", "ount", " `", "`"],
+        (),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", HOLDING, ids=[c.id for c in HOLDING])
+def test_text_released_as_early_as_possible(case: Holding) -> None:
+    rescuer = Rescuer(case.tools)
+    released = []
+    for frame in case.frames:
+        events = rescuer.feed(frame)
+        released.append("".join(e.text for e in events if isinstance(e, Text)))
+    assert released == case.released
+
+
+def test_call_events_come_whole_and_in_order() -> None:
+    text = "a " + hermes("read_file", {"path": "x"}) + " b " + coder("get_weather") + " c"
+    _, events = feed_frames(list(text), ALL)
+    kinds = [type(e).__name__ for e in events]
+    collapsed = [k for i, k in enumerate(kinds) if i == 0 or k != kinds[i - 1] or k != "Text"]
+    assert collapsed == [
+        "Text",
+        "ToolCallStart",
+        "ArgumentsDelta",
+        "ToolCallEnd",
+        "Text",
+        "ToolCallStart",
+        "ArgumentsDelta",
+        "ToolCallEnd",
+        "Text",
+    ]
+    starts = [e for e in events if isinstance(e, ToolCallStart)]
+    assert [(s.index, s.name) for s in starts] == [(0, "read_file"), (1, "get_weather")]
+    deltas = [e for e in events if isinstance(e, ArgumentsDelta)]
+    assert [(d.index, d.fragment) for d in deltas] == [(0, '{"path":"x"}'), (1, "{}")]
+    assert [e.index for e in events if isinstance(e, ToolCallEnd)] == [0, 1]
+
+
+def test_counters() -> None:
+    rescuer = Rescuer(ALL)
+    rescuer.feed(hermes("read_file", {"path": "x"}) + invoke("run", a="1"))
+    rescuer.finish()
+    assert rescuer.calls_emitted == 2 and not rescuer.overflowed
+
+
+# --------------------------------------------------------------------------- buffer cap
+
+
+def test_marker_longer_than_cap_is_released_and_scanning_goes_on() -> None:
+    long_call = hermes("read_file", {"path": "x" * 300})
+    later = invoke("list_files", path=".")
+    text = "before " + long_call + " middle " + later + " after"
+    for size in (1, 7, 64):
+        frames = [text[i : i + size] for i in range(0, len(text), size)]
+        rescuer, events = feed_frames(frames, ALL, buffer_cap=100)
+        check_events(events)
+        visible, calls = outcome(events)
+        assert rescuer.overflowed
+        assert calls == [("list_files", {"path": "."})]
+        assert visible == "before " + long_call + " middle " + " after"
+
+
+def test_cap_releases_promptly() -> None:
+    rescuer = Rescuer(ALL, buffer_cap=50)
+    assert collect(rescuer.feed("<tool_call>\n{\"name\": \"read_file\", "))[0] == ""
+    released = collect(rescuer.feed('"arguments": {"path": "' + "y" * 40))[0]
+    assert rescuer.overflowed and released.startswith("<tool_call>") and released.endswith("y" * 40)
+
+
+def test_cap_applies_within_one_big_frame() -> None:
+    rescuer = Rescuer(ALL, buffer_cap=50)
+    text = 'a <tools>{"name": "read_file", "arguments": {"path": "' + "z" * 200
+    released = collect(rescuer.feed(text))[0]
+    assert rescuer.overflowed and released == text
+    assert collect(rescuer.finish())[0] == ""
+
+
+def test_call_within_cap_is_recognised() -> None:
+    call = hermes("read_file", {"path": "x" * 60})
+    rescuer, events = feed_frames(list(call), ALL, buffer_cap=len(call))
+    assert not rescuer.overflowed
+    assert outcome(events)[1] == [("read_file", {"path": "x" * 60})]
+
+
+# --------------------------------------------------------------------------- scenario library
+
+
+def _rescuable(scenario: Scenario) -> bool:
+    # Scenarios where the proxy answers without calling upstream (the loop guard) never
+    # show the backend's text to a parser, so there is nothing to rescue.
+    return (
+        scenario.client.profile == "openai"
+        and not any(isinstance(f, ToolCallFrame) for f in scenario.backend.frames)
+        and scenario.expect.upstream_requests != 0
+    )
+
+
+LIBRARY = [s for s in load_library() if _rescuable(s)]
+
+
+@pytest.mark.parametrize("scenario", LIBRARY, ids=[s.id for s in LIBRARY])
+def test_scenario_library(scenario: Scenario) -> None:
+    tools = tools_from_request(scenario.client.request)
+    frames = [f.content for f in scenario.backend.frames if isinstance(f, ContentFrame)]
+    _, events = feed_frames(frames, tools)
+    check_events(events)
+    text, calls = outcome(events)
+    expected = [(c.name, c.arguments) for c in scenario.expect.tool_calls]
+    assert same_calls(calls, expected), f"calls {calls} != {expected}"
+    if scenario.expect.content is not None:
+        if scenario.expect.content_exact:
+            assert text == scenario.expect.content
+        else:
+            assert folded(text) == folded(scenario.expect.content)
+    if scenario.expect.content_regex is not None:
+        assert re.search(scenario.expect.content_regex, text, re.DOTALL), text
+    whole = rescue_text("".join(frames), tools)
+    assert (whole[0], [(c.name, json.loads(c.arguments)) for c in whole[1]]) == (text, calls)
+
+
+def test_library_has_rescue_scenarios() -> None:
+    assert LIBRARY, "no openai-profile text scenarios found in the library"

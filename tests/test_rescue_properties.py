@@ -1,0 +1,109 @@
+"""Properties of the rescue parser that must hold for any text and any split of it."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from reference_proxy.rescue import Rescuer, Text, ToolSpec, rescue_text
+from test_rescue import CASES, Case, coder, hermes, invoke
+from test_rescue_support import ALL, check_events, feed_frames, outcome, split_at
+
+# Pieces that come near every opener and closer without naming a declared tool.
+NEAR_MISSES = [
+    "<", ">", "/", "<tools>", "</tools>", "<tool_call>", "</tool_call>", "<tool_c", "<function=", "<parameter=",
+    "</parameter>", "</function>", "<function_calls>", "</function_calls>", "<invoke", "</invoke>", "<parameter",
+    ' name="', '">', "count", "count\n", "c", "co", "cou", "ac", "`", "```", "```tool_code", "```tool_code\n",
+    "```bash\n", "{", "}", "[", "]", '"', "\\", ":", ",", '"name"', '"arguments"', '"parameters"', '"tool"',
+    '"nope"', "null", "true", "1.5", "\n", "\r\n", " ", "   ", "\t", "a", "word", "Über", "世界", "🚀",
+]
+EMPTY_MARKER = re.compile(r"<tool_call>\s*</tool_call>|<tools>\s*</tools>|<function_calls>\s*</function_calls>")
+NEVER = (ToolSpec("zz_never_named"),)
+
+CALLS = [
+    hermes("read_file", {"path": "a</tool_call>b"}),
+    hermes("get_weather", {"city": "Paris"}, "parameters"),
+    '<tools>{"name": "list_files", "arguments": {"path": "."}}</tools>',
+    '<tools>[{"name": "run", "arguments": {}}]</tools>',
+    coder("get_weather", city="Oslo", days="2"),
+    "<function_calls>\n" + invoke("read_file", path=" x ") + "\n</function_calls>",
+    "count\n" + invoke("ns:tool:run", flag="true"),
+    invoke("list_files", path="/"),
+    '```tool_code\n{"tool": "read_file", "path": "t"}\n```',
+    '\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n',
+    '\n[{"name": "run", "arguments": {"n": 1}}] {"name": "run"}\n',
+]
+
+near_miss_text = st.lists(st.sampled_from(NEAR_MISSES), max_size=40).map("".join)
+mixed_text = st.lists(st.sampled_from(NEAR_MISSES + CALLS * 3), max_size=30).map("".join)
+cuts = st.lists(st.integers(min_value=0, max_value=2000), max_size=40)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(CASES), cuts)
+def test_any_split_of_a_case_gives_the_same_result(case: Case, points: list[int]) -> None:
+    _, whole = feed_frames([case.text], case.tools)
+    _, split = feed_frames(split_at(case.text, points), case.tools)
+    check_events(split)
+    assert outcome(split) == outcome(whole)
+
+
+@settings(max_examples=300, deadline=None)
+@given(near_miss_text, cuts)
+def test_no_text_lost(text: str, points: list[int]) -> None:
+    assume(not EMPTY_MARKER.search(text))
+    for tools in (NEVER, ALL):
+        _, events = feed_frames(split_at(text, points), tools)
+        check_events(events)
+        assert not [e for e in events if not isinstance(e, Text)]
+        assert "".join(e.text for e in events if isinstance(e, Text)) == text
+
+
+@settings(max_examples=300, deadline=None)
+@given(mixed_text, cuts)
+def test_streaming_equals_whole_text(text: str, points: list[int]) -> None:
+    _, events = feed_frames(split_at(text, points), ALL)
+    check_events(events)
+    visible, calls = rescue_text(text, ALL)
+    assert outcome(events)[0] == visible
+    assert outcome(events)[1] == [(c.name, json.loads(c.arguments)) for c in calls]
+    _, one_by_one = feed_frames(list(text), ALL)
+    assert outcome(one_by_one) == outcome(events)
+
+
+@settings(max_examples=200, deadline=None)
+@given(mixed_text, cuts)
+def test_visible_text_is_the_input_minus_call_markup(text: str, points: list[int]) -> None:
+    """Nothing but markup disappears: the visible text is the input with some pieces cut out,
+    in order (checked as a subsequence), and without calls it is the input itself."""
+    _, events = feed_frames(split_at(text, points), ALL)
+    pieces = [e.text for e in events if isinstance(e, Text)]
+    position = 0
+    for piece in pieces:
+        found = text.find(piece, position)
+        assert found >= 0, f"{piece!r} is not in the input after {position}"
+        position = found + len(piece)
+    if len(pieces) == len(events) and not EMPTY_MARKER.search(text):
+        assert "".join(pieces) == text
+
+
+PLAIN = st.text(
+    alphabet=st.characters(exclude_characters="<`c{[", exclude_categories=["Cs"]),
+    min_size=1,
+    max_size=200,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(PLAIN, cuts)
+def test_plain_text_is_never_held(text: str, points: list[int]) -> None:
+    """Text without any character that can begin an opener comes back from the same feed."""
+    rescuer = Rescuer(ALL)
+    for frame in split_at(text, points):
+        events = rescuer.feed(frame)
+        assert "".join(e.text for e in events if isinstance(e, Text)) == frame
+        assert all(isinstance(e, Text) for e in events)
+    assert rescuer.finish() == []
