@@ -1,11 +1,92 @@
-"""``toolcall-conformance mock``: run the mock backend."""
+"""``toolcall-conformance mock``: run the mock backend as a standalone upstream for any proxy."""
 
 from __future__ import annotations
 
+import logging
+import socket
+import sys
+from pathlib import Path
+
 import click
+import uvicorn
+
+from harness.errors import ScenarioError
+from harness.nonce import NONCE_HEADER
+from harness.scenario import bundled_scenarios_dir, validate_paths
+from mock_backends.app import create_app, logger
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _listen_socket(host: str, port: int) -> socket.socket:
+    """A bound TCP socket. Created with an explicit TCP protocol number, because asyncio
+    only sets TCP_NODELAY on such sockets: without it every response pays a ~40 ms
+    delayed-ACK stall between its header and body writes."""
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 @click.command()
-def mock() -> None:
-    """Run the mock backend (not built yet)."""
-    raise click.ClickException("the mock backend is not built yet")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option(
+    "--port", default=9000, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on (0: any free)."
+)
+@click.option(
+    "--scenarios",
+    "paths",
+    multiple=True,
+    type=click.Path(path_type=Path),
+    help="Scenario folder or file to preload, so runs can be armed by id (repeatable; default: the bundled library).",
+)
+@click.option("--quiet", is_flag=True, help="Do not log a line per request.")
+def mock(host: str, port: int, paths: tuple[Path, ...], quiet: bool) -> None:
+    """Run the mock OpenAI-compatible backend that replays scenarios to a proxy.
+
+    Point the proxy's upstream at http://HOST:PORT with any path prefix (/v1, /openai/v1, or a full
+    .../chat/completions URL). Each request is answered by the run whose nonce it carries; arm runs
+    with POST /_mock/runs (see docs/mock-backend.md).
+    """
+    try:
+        scenarios, problems = validate_paths(paths or (bundled_scenarios_dir(),))
+    except ScenarioError as exc:
+        raise click.ClickException(_one_line(str(exc))) from exc
+    if problems:
+        more = f" (and {len(problems) - 1} more; run 'toolcall-conformance validate')" if len(problems) > 1 else ""
+        raise click.ClickException(f"cannot load scenarios: {_one_line(str(problems[0]))}{more}")
+    app = create_app(scenarios)
+    try:
+        sock = _listen_socket(host, port)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
+    url = f"http://{host}:{sock.getsockname()[1]}"
+    example = scenarios[0].id if scenarios else "<scenario id>"
+    click.echo(f"mock backend listening on {url} ({len(scenarios)} scenario(s) preloaded)")
+    click.echo(f"  proxy upstream: {url}/v1 (any prefix works: POST .../chat/completions, GET .../models)")
+    click.echo(
+        f"  arm a run:      curl -s -X POST {url}/_mock/runs -H 'content-type: application/json' "
+        f"-d '{{\"scenario_id\": \"{example}\"}}'"
+    )
+    click.echo(f"  then send the returned nonce in the {NONCE_HEADER} header, the 'user' field or a message")
+    click.echo(f"  recorded requests: GET {url}/_mock/runs/<nonce>")
+    if not quiet:
+        handler = logging.StreamHandler(sys.stdout)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", timeout_graceful_shutdown=2)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()

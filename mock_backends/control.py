@@ -1,0 +1,96 @@
+"""Python client of the mock's control API: arm runs, read what the proxy sent, disarm.
+
+Every failure (unreachable mock, invalid scenario, unknown nonce) becomes one
+``MockError`` whose message says what went wrong and where, in the mock's words.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from harness.errors import MockError
+from harness.exchange import RecordedRequest
+from harness.scenario import Scenario
+
+
+class MockControl:
+    """Talks to a running mock backend at ``base_url`` (its root, e.g. ``http://127.0.0.1:9000``)."""
+
+    def __init__(self, base_url: str, *, timeout: float = 10.0) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout)
+
+    def __enter__(self) -> MockControl:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _call(self, method: str, path: str, *, json: Any = None, expect: int = 200) -> httpx.Response:
+        what = f"{method} {self.base_url}{path}"
+        try:
+            response = self._http.request(method, path, json=json)
+        except (TypeError, ValueError) as exc:
+            raise MockError(f"{what}: the request cannot be sent as JSON: {exc}") from exc
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            raise MockError(f"{what}: cannot reach the mock backend: {type(exc).__name__}: {exc}") from exc
+        if response.status_code != expect:
+            raise MockError(f"{what}: HTTP {response.status_code}: {_error_message(response)}")
+        return response
+
+    def _json(self, response: httpx.Response) -> dict[str, Any]:
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise MockError(f"{response.request.url}: the answer is not JSON: {response.text[:200]!r}") from exc
+        if not isinstance(data, dict):
+            raise MockError(f"{response.request.url}: expected a JSON object, got {type(data).__name__}")
+        return data
+
+    def arm(self, scenario: Scenario) -> str:
+        """Arm a run of ``scenario`` (sent whole, so it needs no preloading); returns its nonce."""
+        return self._nonce(self._call("POST", "/_mock/runs", json={"scenario": scenario.to_mapping()}, expect=201))
+
+    def arm_id(self, scenario_id: str) -> str:
+        """Arm a run of a scenario the mock preloaded; returns its nonce."""
+        return self._nonce(self._call("POST", "/_mock/runs", json={"scenario_id": scenario_id}, expect=201))
+
+    def _nonce(self, response: httpx.Response) -> str:
+        nonce = self._json(response).get("nonce")
+        if not isinstance(nonce, str):
+            raise MockError(f"{response.request.url}: the answer carries no nonce: {response.text[:200]!r}")
+        return nonce
+
+    def recorded(self, nonce: str) -> list[RecordedRequest]:
+        """Every request the run received so far, oldest first."""
+        data = self._json(self._call("GET", f"/_mock/runs/{nonce}"))
+        try:
+            return [RecordedRequest.from_json(item) for item in data["requests"]]
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MockError(f"recorded requests of {nonce} are malformed: {exc}") from exc
+
+    def disarm(self, nonce: str) -> None:
+        """Forget the run; a request carrying its nonce is answered 404 afterwards."""
+        self._call("DELETE", f"/_mock/runs/{nonce}", expect=204)
+
+    def health(self) -> dict[str, Any]:
+        return self._json(self._call("GET", "/_mock/health"))
+
+
+def _error_message(response: httpx.Response) -> str:
+    try:
+        data = response.json()
+        message = data["error"]["message"]
+        if isinstance(message, str):
+            return message
+    except (ValueError, KeyError, TypeError):
+        pass
+    return response.text[:500] or response.reason_phrase

@@ -1,0 +1,280 @@
+"""What a vLLM-like OpenAI backend answers for a scenario: pure, no I/O.
+
+``prepare`` does everything that depends on the scenario alone once (every frame's
+delta serialized, cut points found, the non-streaming message assembled), so that
+answering a request only glues a few byte strings together: the mock is the
+baseline of a throughput benchmark and must not be its bottleneck.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any, Literal
+
+from harness.scenario import Backend, ContentFrame, Fault, RawFrame, ToolCallFrame
+from mock_backends.wire import SPLIT_PAUSE, Event, multibyte_cut
+
+DEFAULT_MODEL = "toolcall-conformance-mock"
+
+_DONE = b"data: [DONE]\n\n"
+_ROLE_DELTA = b'{"role":"assistant","content":""}'
+_OPEN_TAIL = b',"logprobs":null,"finish_reason":null}]}\n\n'
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON as vLLM writes it (UTF-8, not ASCII-escaped). Text holding lone
+    surrogates cannot be UTF-8; it falls back to escapes instead of failing."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":")).encode("ascii")
+
+
+@dataclass(frozen=True, slots=True)
+class FramePiece:
+    """One scenario frame, serialized once."""
+
+    data: bytes  # the delta object's JSON, or the raw frame's bytes
+    raw: bool
+    delay: float  # seconds before the frame
+    cut: int | None  # multi-byte cut inside ``data``
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallTotal:
+    """A native call as the non-streaming answer carries it (all its frames joined)."""
+
+    index: int
+    id: str | None
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorAnswer:
+    """An ``http_error`` fault: what is answered instead of the completion."""
+
+    status: int
+    body: bytes
+    media_type: str
+    headers: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class OpenAIReplay:
+    """A scenario's backend, ready to answer any number of requests."""
+
+    pieces: tuple[FramePiece, ...]
+    stream: Literal["auto"] | bool
+    model: str | None
+    finish_reason: str
+    finish_json: bytes
+    usage: Mapping[str, int]
+    usage_json: bytes
+    content: str | None  # joined content frames; None when there are none
+    tool_calls: tuple[ToolCallTotal, ...]
+    total_delay: float  # seconds a non-streaming answer takes
+    write_bytes: int | None
+    split_multibyte: bool
+    write_pause: float  # seconds between the writes of one cut event
+    fault: Fault | None
+    error: ErrorAnswer | None  # set for an http_error fault
+
+    @property
+    def drops(self) -> bool:
+        """Whether the connection is closed before the answer is complete."""
+        return self.fault is not None and self.fault.kind == "drop"
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """How one request is answered."""
+
+    stream: bool
+    model: str
+    include_usage: bool
+    completion_id: str
+    created: int
+
+
+def _tool_call_delta(frame: ToolCallFrame) -> dict[str, Any]:
+    call: dict[str, Any] = {"index": frame.index}
+    if frame.id is not None:
+        call["id"] = frame.id
+    if frame.type is not None:
+        call["type"] = frame.type
+    function = {k: v for k, v in (("name", frame.name), ("arguments", frame.arguments)) if v is not None}
+    if function:
+        call["function"] = function
+    return {"tool_calls": [call]}
+
+
+def _usage(given: Mapping[str, int] | None) -> dict[str, int]:
+    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}
+    usage.update(given or {})
+    if given and "total_tokens" not in given:
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    return usage
+
+
+def prepare(backend: Backend) -> OpenAIReplay:
+    """Serialize a backend's frames once; the result is shared by every run of the scenario."""
+    pieces: list[FramePiece] = []
+    calls: dict[int, dict[str, Any]] = {}
+    contents: list[str] = []
+    total_delay = 0.0
+    for frame in backend.frames:
+        delay = (backend.delay_ms if frame.delay_ms is None else frame.delay_ms) / 1000.0
+        total_delay += delay
+        if isinstance(frame, RawFrame):
+            data = frame.raw.encode("utf-8", "surrogatepass")
+            pieces.append(FramePiece(data, True, delay, multibyte_cut(data)))
+            continue
+        if isinstance(frame, ContentFrame):
+            contents.append(frame.content)
+            data = dumps({"content": frame.content})
+        elif isinstance(frame, ToolCallFrame):
+            call = calls.setdefault(frame.index, {"id": None, "name": "", "arguments": ""})
+            if call["id"] is None and frame.id is not None:
+                call["id"] = frame.id
+            call["name"] += frame.name or ""
+            call["arguments"] += frame.arguments or ""
+            data = dumps(_tool_call_delta(frame))
+        else:
+            continue  # an Anthropic block has no OpenAI form; such scenarios are not replayed here
+        pieces.append(FramePiece(data, False, delay, multibyte_cut(data)))
+    usage = _usage(backend.usage)
+    return OpenAIReplay(
+        pieces=tuple(pieces),
+        stream=backend.stream,
+        model=backend.model,
+        finish_reason=backend.finish_reason,
+        finish_json=dumps(backend.finish_reason),
+        usage=usage,
+        usage_json=dumps(usage),
+        content="".join(contents) if contents else None,
+        tool_calls=tuple(
+            ToolCallTotal(index, c["id"], c["name"], c["arguments"]) for index, c in sorted(calls.items())
+        ),
+        total_delay=total_delay,
+        write_bytes=backend.write_bytes,
+        split_multibyte=backend.split_multibyte,
+        write_pause=SPLIT_PAUSE if backend.write_delay_ms is None else backend.write_delay_ms / 1000.0,
+        fault=backend.fault,
+        error=_error_answer(backend.fault) if backend.fault is not None and backend.fault.kind == "http_error" else None,
+    )
+
+
+_ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}
+
+
+def _error_answer(fault: Fault) -> ErrorAnswer:
+    status = fault.status or 500
+    if fault.body is None:
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = "Error"
+        kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+        body = error_body(f"{phrase} (HTTP {status} from the upstream)", code=None, type=kind)
+        return ErrorAnswer(status, dumps(body), "application/json", dict(fault.headers))
+    if isinstance(fault.body, str):  # written verbatim: may be any text, even broken JSON
+        try:
+            json.loads(fault.body)
+            media_type = "application/json"
+        except ValueError:
+            media_type = "text/plain; charset=utf-8"
+        return ErrorAnswer(status, fault.body.encode("utf-8", "surrogatepass"), media_type, dict(fault.headers))
+    return ErrorAnswer(status, dumps(fault.body), "application/json", dict(fault.headers))
+
+
+def plan_reply(replay: OpenAIReplay, body: Mapping[str, Any], *, completion_id: str, created: int) -> Reply:
+    """Decide the answer's form from the request: stream or not, model, usage chunk."""
+    if replay.stream == "auto":
+        stream = body.get("stream") is True
+    else:
+        stream = replay.stream
+    options = body.get("stream_options")
+    include_usage = isinstance(options, Mapping) and options.get("include_usage") is True
+    requested = body.get("model")
+    model = replay.model or (requested if isinstance(requested, str) and requested else DEFAULT_MODEL)
+    return Reply(stream, model, include_usage, completion_id, created)
+
+
+def stream_events(replay: OpenAIReplay, reply: Reply) -> list[Event]:
+    """Every SSE event of the answer, in order: role, one per frame, finish, usage, [DONE]."""
+    envelope = (
+        b'{"id":' + dumps(reply.completion_id) + b',"object":"chat.completion.chunk","created":'
+        + str(reply.created).encode() + b',"model":' + dumps(reply.model)
+    )
+    head = b"data: " + envelope + b',"choices":[{"index":0,"delta":'
+    # The envelope is ASCII unless the model name is not; only then can a cut fall in it.
+    head_cut = multibyte_cut(head) if replay.split_multibyte else None
+    offset = len(head)
+    events = [Event(head + _ROLE_DELTA + _OPEN_TAIL, 0.0, head_cut)]
+    for piece in replay.pieces:
+        if piece.raw:
+            events.append(Event(piece.data, piece.delay, piece.cut))
+        else:
+            cut = head_cut if head_cut is not None else (None if piece.cut is None else offset + piece.cut)
+            events.append(Event(head + piece.data + _OPEN_TAIL, piece.delay, cut))
+    events.append(
+        Event(head + b'{},"logprobs":null,"finish_reason":' + replay.finish_json + b"}]}\n\n", 0.0, head_cut)
+    )
+    if reply.include_usage:
+        usage = b"data: " + envelope + b',"choices":[],"usage":' + replay.usage_json + b"}\n\n"
+        events.append(Event(usage, 0.0, head_cut))
+    events.append(Event(_DONE))
+    return _with_fault(events, replay.fault)
+
+
+def _with_fault(events: list[Event], fault: Fault | None) -> list[Event]:
+    """The events as a faulty upstream sends them; ``after_frame`` counts scenario frames,
+    so the fault strikes before event ``after_frame + 1`` (the role chunk is event 0)."""
+    if fault is None or fault.kind == "http_error":
+        return events
+    if fault.kind == "no_terminator":
+        return events[:-1]
+    at = (fault.after_frame or 0) + 1
+    if fault.kind == "stall":
+        nxt = events[at]
+        events[at] = Event(nxt.data, nxt.delay + (fault.seconds or 0.0), nxt.cut)
+        return events
+    # drop: what was sent so far, maybe half the next event, then the connection closes
+    kept = events[:at]
+    if fault.mid_event:
+        half = events[at].data[: len(events[at].data) // 2]
+        kept.append(Event(half, events[at].delay))
+    return kept
+
+
+def completion(replay: OpenAIReplay, reply: Reply) -> dict[str, Any]:
+    """The non-streaming ``chat.completion`` answer."""
+    message: dict[str, Any] = {"role": "assistant", "content": replay.content}
+    if replay.tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": call.id if call.id is not None else f"call_{reply.completion_id[-24:]}_{call.index}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": call.arguments},
+            }
+            for call in replay.tool_calls
+        ]
+    return {
+        "id": reply.completion_id,
+        "object": "chat.completion",
+        "created": reply.created,
+        "model": reply.model,
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": replay.finish_reason}],
+        "usage": dict(replay.usage),
+    }
+
+
+def error_body(
+    message: str, *, code: str | None, type: str = "invalid_request_error", param: str | None = None
+) -> dict[str, Any]:
+    """An error in the shape every OpenAI client parses."""
+    return {"error": {"message": message, "type": type, "param": param, "code": code}}

@@ -1,0 +1,150 @@
+"""Armed runs: which scenario answers a request, and what each run received.
+
+No HTTP here. A run is found by the nonce the harness put in the request; it is
+never consumed by a request (proxies retry, and a test may send several requests
+to one run), and lives until it is disarmed or evicted as the oldest of too many.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict, deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from harness.errors import MockError
+from harness.exchange import RecordedRequest
+from harness.nonce import NONCE_HEADER, new_nonce
+from harness.scenario import Scenario
+from mock_backends.openai_replay import DEFAULT_MODEL, OpenAIReplay, prepare
+
+MAX_RUNS = 10_000
+MAX_RECORDED = 10_000  # per run: a benchmark may send far more requests to one run
+
+NONCE_SHAPE = "tcc-<32 lower-case hex digits>"
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A scenario with its replay precomputed, shared by all runs of it."""
+
+    scenario: Scenario
+    openai: OpenAIReplay | None  # None when the backend speaks another dialect
+
+
+def prepare_scenario(scenario: Scenario) -> Prepared:
+    backend = scenario.backend
+    return Prepared(scenario, prepare(backend) if backend.dialect == "openai" else None)
+
+
+@dataclass(eq=False, slots=True)
+class Run:
+    """One armed scenario run and the requests that reached it."""
+
+    nonce: str
+    prepared: Prepared
+    requests: deque[RecordedRequest] = field(default_factory=lambda: deque(maxlen=MAX_RECORDED))
+    received: int = 0  # all requests, also those no longer kept
+
+    @property
+    def scenario(self) -> Scenario:
+        return self.prepared.scenario
+
+    def record(self, request: RecordedRequest) -> None:
+        self.requests.append(request)
+        self.received += 1
+
+
+class RunNotFound(MockError):
+    """No armed run answers a request; ``status`` is the HTTP status to answer with."""
+
+    def __init__(self, status: int, message: str) -> None:
+        self.status = status
+        super().__init__(message)
+
+
+class UnknownScenario(MockError):
+    """``arm_id`` named a scenario that was not preloaded."""
+
+
+class Registry:
+    """Preloaded scenarios and armed runs; safe to use from several threads."""
+
+    def __init__(self, scenarios: Iterable[Scenario] = (), *, max_runs: int = MAX_RUNS) -> None:
+        self._preloaded: dict[str, Prepared] = {}
+        for scenario in scenarios:
+            if scenario.id in self._preloaded:
+                raise MockError(f"scenario id '{scenario.id}' is preloaded twice")
+            self._preloaded[scenario.id] = prepare_scenario(scenario)
+        self._runs: OrderedDict[str, Run] = OrderedDict()
+        self._max_runs = max_runs
+        self._lock = threading.Lock()
+
+    @property
+    def preloaded(self) -> tuple[str, ...]:
+        return tuple(self._preloaded)
+
+    def __len__(self) -> int:
+        return len(self._runs)
+
+    def arm(self, scenario: Scenario) -> Run:
+        return self._add(prepare_scenario(scenario))
+
+    def arm_id(self, scenario_id: str) -> Run:
+        prepared = self._preloaded.get(scenario_id)
+        if prepared is None:
+            raise UnknownScenario(
+                f"no preloaded scenario '{scenario_id}' ({len(self._preloaded)} preloaded); "
+                'arm it by content instead: {"scenario": <mapping>}'
+            )
+        return self._add(prepared)
+
+    def _add(self, prepared: Prepared) -> Run:
+        run = Run(new_nonce(), prepared)
+        with self._lock:
+            self._runs[run.nonce] = run
+            while len(self._runs) > self._max_runs:
+                self._runs.popitem(last=False)
+        return run
+
+    def get(self, nonce: str) -> Run | None:
+        return self._runs.get(nonce)
+
+    def disarm(self, nonce: str) -> bool:
+        with self._lock:
+            return self._runs.pop(nonce, None) is not None
+
+    def select(self, nonce: str | None) -> Run:
+        """The run a request belongs to: the one its nonce names, else the only one armed."""
+        if nonce is not None:
+            run = self._runs.get(nonce)
+            if run is None:
+                raise RunNotFound(
+                    404,
+                    f"no armed run has nonce {nonce} (it was never armed, was disarmed, or was evicted; "
+                    f"{len(self._runs)} run(s) armed)",
+                )
+            return run
+        with self._lock:
+            if len(self._runs) == 1:
+                return next(iter(self._runs.values()))
+            armed = len(self._runs)
+        raise RunNotFound(
+            400,
+            f"no conformance nonce in the request: looked for {NONCE_SHAPE} in every header value "
+            f"(the harness sends it as {NONCE_HEADER}) and in the raw body (the 'user' field and the first "
+            f"user message); {armed} run(s) are armed, so none can be chosen without it "
+            "(without a nonce the mock answers only when exactly one run is armed)",
+        )
+
+    def model_names(self) -> list[str]:
+        """The models a client may ask for: every armed run's, then the default."""
+        with self._lock:
+            runs = list(self._runs.values())
+        names: dict[str, None] = {}
+        for run in runs:
+            for name in (run.scenario.client.request.get("model"), run.scenario.backend.model):
+                if isinstance(name, str) and name:
+                    names[name] = None
+        names[DEFAULT_MODEL] = None
+        return list(names)

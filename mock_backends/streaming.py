@@ -1,0 +1,111 @@
+"""ASGI responses that put a replayed answer on the socket, write by write.
+
+Each ``send`` becomes one HTTP chunk and one socket write, so the event and split
+boundaries a scenario asks for are the ones the proxy reads. A client that hangs up
+during a pause stops the replay at once instead of after all the pauses. Returning
+before the response is complete makes the server close the connection: that is how
+a dropped upstream is played.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from mock_backends.wire import SPLIT_PAUSE, Event, writes
+
+
+async def _until_disconnect(receive: Receive) -> None:
+    try:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+    except Exception:  # a broken connection is a disconnect too
+        return
+
+
+class _Pauses:
+    """Waits that end early when the client goes away."""
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self._watcher: asyncio.Future[None] | None = None
+
+    async def wait(self, seconds: float) -> bool:
+        """Pause; False when the client disconnected meanwhile."""
+        if seconds <= SPLIT_PAUSE:
+            await asyncio.sleep(seconds)
+            return True
+        if self._watcher is None:
+            self._watcher = asyncio.ensure_future(_until_disconnect(self._receive))
+        await asyncio.wait((self._watcher,), timeout=seconds)
+        return not self._watcher.done()
+
+    def close(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+
+
+class ReplayStream(Response):
+    """``text/event-stream`` made of precomputed events."""
+
+    media_type = "text/event-stream"
+
+    def __init__(
+        self,
+        events: Sequence[Event],
+        *,
+        write_bytes: int | None = None,
+        split_multibyte: bool = False,
+        write_pause: float = SPLIT_PAUSE,
+        abort: bool = False,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
+        self.status_code = 200
+        self.background = None
+        self.events = events
+        self.write_bytes = write_bytes
+        self.split_multibyte = split_multibyte
+        self.write_pause = write_pause
+        self.abort = abort
+        self.init_headers(headers)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        plain = not self.split_multibyte and self.write_bytes is None
+        pauses = _Pauses(receive)
+        try:
+            for event in self.events:
+                if event.delay > 0 and not await pauses.wait(event.delay):
+                    return
+                if plain:
+                    await send({"type": "http.response.body", "body": event.data, "more_body": True})
+                    continue
+                for i, part in enumerate(
+                    writes(event, write_bytes=self.write_bytes, split_multibyte=self.split_multibyte)
+                ):
+                    if i and not await pauses.wait(self.write_pause):
+                        return
+                    await send({"type": "http.response.body", "body": part, "more_body": True})
+            if not self.abort:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        finally:
+            pauses.close()
+
+
+class DroppedResponse(Response):
+    """Headers promising ``length`` bytes, then only ``part`` of them, then the connection closes."""
+
+    def __init__(self, part: bytes, length: int, *, media_type: str = "application/json") -> None:
+        self.status_code = 200
+        self.background = None
+        self.media_type = media_type
+        self.part = part
+        self.init_headers({"content-length": str(length)})
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        if self.part:
+            await send({"type": "http.response.body", "body": self.part, "more_body": True})
