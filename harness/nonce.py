@@ -2,7 +2,7 @@
 
 Proxies rename models, inject or drop system messages, rewrite the last user
 message and drop headers they do not know. The nonce therefore travels three ways
-at once: a header, the ``user`` field, and a line appended to the *first* user
+at once: a header, the user-id field, and a line appended to the *first* user
 message. The mock searches header values and the raw body for the pattern, so any
 one surviving copy is enough.
 """
@@ -23,11 +23,19 @@ def new_nonce() -> str:
     return "tcc-" + secrets.token_hex(16)
 
 
-def place_nonce(body: Mapping[str, Any], nonce: str) -> dict[str, Any]:
-    """A copy of an OpenAI request body carrying ``nonce`` in the ``user`` field and
-    the first user message (string content or a list of parts)."""
+def place_nonce(body: Mapping[str, Any], nonce: str, dialect: str = "openai") -> dict[str, Any]:
+    """A copy of a request body carrying ``nonce`` in its user-id field (OpenAI ``user``,
+    Anthropic ``metadata.user_id``) and in the first user message (string content or a
+    list of text parts/blocks, which have the same shape in both dialects)."""
     out = copy.deepcopy(dict(body))
-    out.setdefault("user", nonce)
+    if dialect == "anthropic":
+        metadata = out.get("metadata")
+        if metadata is None:
+            out["metadata"] = {"user_id": nonce}
+        elif isinstance(metadata, dict):
+            metadata.setdefault("user_id", nonce)
+    else:
+        out.setdefault("user", nonce)
     for message in out.get("messages") or ():
         if isinstance(message, dict) and message.get("role") == "user":
             content = message.get("content")
