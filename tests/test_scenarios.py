@@ -13,11 +13,30 @@ from click.testing import CliRunner
 
 from harness.cli import main
 from harness.errors import ScenarioProblem
+from harness.nonce import place_nonce
+from harness.rules.upstream import check_assertion
 from harness.scenario import ContentFrame, Scenario, bundled_scenarios_dir, validate_paths
 
 BAD = Path(__file__).parent / "bad_scenarios"
 LIBRARY = bundled_scenarios_dir()
-FAMILIES = {"qwen-tools", "hermes", "invoke-xml", "qwen-coder", "tool-code", "cline-xml", "plain", "features"}
+FAMILIES = {
+    "qwen-tools",
+    "hermes",
+    "invoke-xml",
+    "qwen-coder",
+    "tool-code",
+    "cline-xml",
+    "plain",
+    "features",
+    "anthropic",
+    "faults",
+    "bad-input",
+}
+# Families that must be broad because each case covers one situation of many.
+MINIMUM_PER_FAMILY = {"anthropic": 12, "faults": 12, "bad-input": 6}
+# Families about things going wrong: every case also checks the proxy survives it.
+TROUBLE_FAMILIES = {"faults", "bad-input"}
+ANTHROPIC_STOP_REASONS = {"end_turn", "max_tokens", "tool_use"}
 
 
 @dataclass(frozen=True)
@@ -108,8 +127,12 @@ def test_every_bad_file_is_in_the_table() -> None:
 # --------------------------------------------------------------------------- the library
 
 
+# Loaded once: the library is the slowest thing here to read, and every test reads the same files.
+_LOADED = validate_paths([LIBRARY])
+
+
 def _library() -> list[Scenario]:
-    scenarios, problems = validate_paths([LIBRARY])
+    scenarios, problems = _LOADED
     assert problems == []
     return scenarios
 
@@ -119,10 +142,11 @@ def test_library_validates_and_covers_every_family() -> None:
     assert len(scenarios) >= 40
     per_family = Counter(s.family for s in scenarios)
     assert set(per_family) == FAMILIES, per_family
-    assert all(n >= 3 for n in per_family.values()), per_family
+    short = {f: n for f, n in per_family.items() if n < MINIMUM_PER_FAMILY.get(f, 3)}
+    assert not short, f"families below their minimum {MINIMUM_PER_FAMILY}: {short}"
 
 
-@pytest.mark.parametrize("scenario", validate_paths([LIBRARY])[0], ids=lambda s: s.id)
+@pytest.mark.parametrize("scenario", _LOADED[0], ids=lambda s: s.id)
 def test_library_scenario_is_consistent(scenario: Scenario) -> None:
     assert scenario.path is not None
     path = Path(scenario.path)
@@ -131,11 +155,16 @@ def test_library_scenario_is_consistent(scenario: Scenario) -> None:
     assert scenario.tags and scenario.source.strip()
 
     expect = scenario.expect
-    assert expect.finish_reason is not None, "every case states the finish reason the client gets"
-    assert expect.content is not None or expect.content_regex is not None
-    if scenario.client.profile == "vtc":
+    if expect.error is None:
+        assert expect.finish_reason is not None, "every answered case states the finish reason the client gets"
+        assert expect.content is not None or expect.content_regex is not None
+    if scenario.client.profile == "anthropic":
+        _check_anthropic(scenario)
+    elif scenario.client.profile == "vtc":
         assert expect.finish_reason == "stop", "an XML client always gets 'stop'"
         assert "vtc" in scenario.requires and scenario.client.profiles == ("vtc",)
+    elif expect.error is not None and expect.finish_reason is None:
+        pass  # an error answer has no finish reason to state
     elif expect.tool_calls:
         assert expect.finish_reason == "tool_calls"
     else:
@@ -149,6 +178,75 @@ def test_library_scenario_is_consistent(scenario: Scenario) -> None:
         assert "stream_options" not in scenario.client.request
     if "stream_options" in scenario.client.request:
         assert not scenario.stream_equivalence, "stream_options has no stream:false twin"
+    _check_upstream_assertions(scenario)
+    _check_trouble(scenario)
+
+
+def _check_anthropic(scenario: Scenario) -> None:
+    """A Messages case: written in the Messages API's own terms throughout."""
+    expect, request = scenario.expect, scenario.client.request
+    assert scenario.backend.dialect == "anthropic", "an anthropic client's cases use an anthropic backend"
+    assert scenario.client.profiles == ("anthropic",)
+    assert isinstance(request.get("max_tokens"), int), "a Messages request always carries max_tokens"
+    assert scenario.backend.finish_reason in ANTHROPIC_STOP_REASONS
+    if expect.error is not None and expect.finish_reason is None:
+        return
+    assert expect.finish_reason in ANTHROPIC_STOP_REASONS, "finish_reason holds the Messages stop_reason"
+    if expect.tool_calls:
+        assert expect.finish_reason == "tool_use"
+    else:
+        assert expect.finish_reason == "end_turn" or scenario.backend.finish_reason == "max_tokens"
+
+
+def _check_upstream_assertions(scenario: Scenario) -> None:
+    """Replayed on the client's own request, as a proxy that forwards it unchanged would
+    send it: a universal assertion must hold there (or a correct pass-through proxy would
+    fail a core check), and a case's feature-bound assertions must not all hold there
+    (or they could not tell a proxy with the feature from one without)."""
+    forwarded = place_nonce(scenario.client.request, "tcc-" + "0" * 32)
+    bound = []
+    for assertion in scenario.expect.upstream:
+        problem = check_assertion(assertion, forwarded, forwarded)
+        if assertion.requires:
+            bound.append(problem)
+        else:
+            assert problem is None, f"a pass-through proxy fails this universal assertion: {problem}"
+    if bound:
+        assert any(p is not None for p in bound), "the feature-bound assertions all hold without the feature"
+
+
+def _check_trouble(scenario: Scenario) -> None:
+    """Fault and bad-input cases: the expected error matches what goes wrong, frame
+    positions are never re-split under a fault that counts frames, and the proxy must
+    survive every one of them."""
+    expect, fault, client = scenario.expect, scenario.backend.fault, scenario.client
+    misbehaves = client.raw_body is not None or client.truncate_body or client.pad_bytes is not None
+    if scenario.family in TROUBLE_FAMILIES:
+        assert expect.proxy_survives, "a fault or bad-input case also checks that the proxy survives it"
+    if scenario.family == "bad-input":
+        assert misbehaves or expect.error is not None, "a bad-input case has the client misbehave"
+        assert not scenario.rechunk and not scenario.stream_equivalence, "re-running a bad request adds nothing"
+    if expect.error is not None:
+        assert scenario.family in TROUBLE_FAMILIES, "only fault and bad-input cases expect an error"
+        if expect.error.in_stream == "required":
+            assert scenario.streams, "an error inside the stream needs a streaming request"
+    if fault is None:
+        return
+    assert scenario.family == "faults", "upstream faults live in the faults family"
+    if fault.kind == "http_error":
+        assert expect.error is not None and expect.error.status == (fault.status,), "the upstream status is relayed"
+        assert expect.error.in_stream == "forbidden", "an error status before any stream is not turned into a stream"
+    elif fault.kind == "drop":
+        assert expect.error is not None and expect.error.in_stream == "required"
+        assert expect.content is not None, "a drop case states the text that must survive it"
+        assert expect.within_seconds is not None, "a drop must be reported promptly"
+    else:
+        assert expect.error is None, f"a {fault.kind} upstream still gives a complete answer"
+    if fault.kind == "stall":
+        assert fault.seconds is not None and expect.within_seconds is not None
+        assert expect.within_seconds > fault.seconds, "a proxy that simply waits must be able to pass"
+    if fault.after_frame is not None:
+        assert not scenario.rechunk, "re-chunking would move the frame the fault counts"
 
 
 # --------------------------------------------------------------------------- CLI
