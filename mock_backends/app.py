@@ -1,8 +1,9 @@
-"""The mock backend's HTTP face: OpenAI routes under any prefix, and the control API.
+"""The mock backend's HTTP face: OpenAI and Anthropic routes under any prefix, and the control API.
 
-Thin on purpose: selection and recording live in ``registry``, the answers in
-``openai_replay``; this module only moves bytes between them and the socket.
-Every answer, errors included, is in the shape OpenAI clients parse.
+Thin on purpose: selection and recording live in ``registry``, request checks in
+``validation``, the answers in ``openai_replay`` and ``anthropic_replay``; this
+module only moves bytes between them and the socket. Every answer, errors included,
+is in the shape the route's clients parse.
 """
 
 from __future__ import annotations
@@ -12,8 +13,10 @@ import json
 import logging
 import os
 import time
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
+from functools import partial
+from typing import Any, Literal, Protocol
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -23,15 +26,43 @@ from starlette.responses import Response
 from harness.errors import ScenarioError
 from harness.exchange import RecordedRequest
 from harness.nonce import find_nonce
-from harness.scenario import Scenario, parse_scenario
-from mock_backends.openai_replay import completion, dumps, error_body, plan_reply, stream_events
+from harness.scenario import Fault, Scenario, parse_scenario
+from mock_backends import anthropic_replay
+from mock_backends.openai_replay import completion, error_body, plan_reply, stream_events
 from mock_backends.registry import Registry, Run, RunNotFound, UnknownScenario
 from mock_backends.streaming import DroppedResponse, ReplayStream
+from mock_backends.validation import check_anthropic, check_openai
+from mock_backends.wire import ErrorAnswer, Event, dumps
 
 logger = logging.getLogger("mock_backends")
 
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
-ROUTES_HELP = "the mock answers POST <any prefix>/chat/completions, GET <any prefix>/models and /_mock/ (control)"
+ROUTES_HELP = (
+    "the mock answers POST <any prefix>/chat/completions (OpenAI), POST <any prefix>/messages (Anthropic), "
+    "GET <any prefix>/models and /_mock/ (control)"
+)
+
+Dialect = Literal["openai", "anthropic"]
+_DIALECTS = {"openai": "POST .../chat/completions", "anthropic": "POST .../messages"}
+
+
+class _Replay(Protocol):
+    """What delivering an answer needs of a replay, whatever its dialect."""
+
+    @property
+    def fault(self) -> Fault | None: ...
+    @property
+    def error(self) -> ErrorAnswer | None: ...
+    @property
+    def total_delay(self) -> float: ...
+    @property
+    def write_bytes(self) -> int | None: ...
+    @property
+    def split_multibyte(self) -> bool: ...
+    @property
+    def write_pause(self) -> float: ...
+    @property
+    def drops(self) -> bool: ...
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -44,6 +75,44 @@ def _error(status: int, message: str, code: str, *, param: str | None = None, **
     body = error_body(message, code=code, param=param)
     body["error"].update(extra)
     return _json(body, status)
+
+
+def _anthropic_error(status: int, message: str, type: str) -> Response:
+    return _json(anthropic_replay.error_body(message, type), status)
+
+
+def _route_error(dialect: Dialect, status: int, message: str, code: str, *, param: str | None = None,
+                 api_type: str | None = None) -> Response:
+    """An error in the route's dialect. OpenAI: ``code`` names the problem. Anthropic: the
+    error type is the API's own (``api_type``) or, for problems only the mock has, ``code``."""
+    if dialect == "anthropic":
+        return _anthropic_error(status, message, api_type or code)
+    return _error(status, message, code, param=param)
+
+
+def _speaks_anthropic(request: Request) -> bool:
+    """Whether to answer in the Anthropic shape: on the Messages route, or when the request
+    carries the header every Anthropic client sends."""
+    return "anthropic-version" in request.headers or request.scope["path"].rstrip("/").endswith("/messages")
+
+
+async def _deliver(replay: _Replay, stream: bool, events: Callable[[], list[Event]],
+                   whole: Callable[[], Any]) -> Response:
+    """Put an answer on the wire: ``events`` as a stream, or ``whole`` as one JSON body
+    once the whole answer would have been generated."""
+    fault = replay.fault
+    if stream:
+        return ReplayStream(events(), write_bytes=replay.write_bytes, split_multibyte=replay.split_multibyte,
+                            write_pause=replay.write_pause, abort=replay.drops)
+    wait = replay.total_delay
+    if fault is not None and fault.kind == "stall":
+        wait += fault.seconds or 0.0
+    if wait > 0:
+        await asyncio.sleep(wait)
+    answer = dumps(whole())
+    if fault is not None and fault.kind == "drop":
+        return DroppedResponse(answer[: len(answer) // 2] if fault.mid_event else b"", len(answer))
+    return Response(answer, media_type="application/json")
 
 
 def _log(method: str, path: str, status: int, *, nonce: str | None = None, scenario: str | None = None,
@@ -85,12 +154,17 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
         status = exc.status_code if isinstance(exc, StarletteHTTPException) else 400
         method, path = request.method, request.url.path
         _log(method, path, status)
-        return _error(status, f"{method} {path}: {getattr(exc, 'detail', exc)}; {ROUTES_HELP}", "invalid_route")
+        message = f"{method} {path}: {getattr(exc, 'detail', exc)}; {ROUTES_HELP}"
+        if _speaks_anthropic(request):
+            return _anthropic_error(status, message, anthropic_replay.error_type(status))
+        return _error(status, message, "invalid_route")
 
     async def internal_error(request: Request, exc: Exception) -> Response:
         _log(request.method, request.url.path, 500)
-        return _error(500, f"the mock backend failed: {type(exc).__name__}: {exc}", "mock_error",
-                      type="server_error")
+        message = f"the mock backend failed: {type(exc).__name__}: {exc}"
+        if _speaks_anthropic(request):
+            return _anthropic_error(500, message, "api_error")
+        return _error(500, message, "mock_error", type="server_error")
 
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, http_error)
@@ -160,9 +234,9 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
         _log("GET", request.url.path, 200)
         return _json({"status": "ok", "runs": len(registry), "preloaded": len(registry.preloaded)})
 
-    # ------------------------------------------------------------------ OpenAI routes, any prefix
+    # ------------------------------------------------------------------ completion routes, any prefix
 
-    async def chat_completion(request: Request) -> Response:
+    async def answer(request: Request, dialect: Dialect) -> Response:
         scope = request.scope
         path = scope["path"]
         raw = await request.body()
@@ -181,50 +255,69 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
             scenario_id = run.scenario.id
             run.record(RecordedRequest("POST", path, scope["query_string"].decode("latin-1"), headers, body,
                                        raw_text, now))
+
+        def refuse(status: int, kind: str, message: str, code: str, *, param: str | None = None,
+                   api_type: str | None = None) -> Response:
+            _log("POST", path, status, nonce=nonce, scenario=scenario_id, kind=kind)
+            return _route_error(dialect, status, message, code, param=param, api_type=api_type)
+
         if problem is not None:
-            _log("POST", path, 400, nonce=nonce, scenario=scenario_id, kind="invalid body")
-            return _error(400, problem, "invalid_json" if raw_text is not None else "invalid_request")
+            return refuse(400, "invalid body", problem, "invalid_json" if raw_text is not None else "invalid_request",
+                          api_type="invalid_request_error")
         if run is None:
             assert miss is not None
-            _log("POST", path, miss.status, nonce=nonce, kind="unmatched")
-            return _error(miss.status, str(miss), "scenario_not_found")
-        replay = run.prepared.openai
-        if replay is None:
-            dialect = run.scenario.backend.dialect
-            _log("POST", path, 400, nonce=nonce, scenario=scenario_id, kind="wrong dialect")
-            return _error(400, f"run {run.nonce} replays scenario '{scenario_id}', whose backend speaks the "
-                          f"{dialect} dialect, not OpenAI chat completions; this mock serves the OpenAI dialect "
-                          "only", "wrong_dialect")
+            return refuse(miss.status, "unmatched", str(miss), "scenario_not_found")
+        backend = run.scenario.backend.dialect
+        if backend != dialect:
+            return refuse(400, "wrong dialect", f"run {run.nonce} replays scenario '{scenario_id}', whose backend "
+                          f"speaks the {backend} dialect ({_DIALECTS.get(backend, backend)}), not the {dialect} "
+                          f"dialect of {path} ({_DIALECTS[dialect]}); point the proxy's upstream at the route of "
+                          "its backend's dialect", "wrong_dialect")
+        invalid = (check_openai if dialect == "openai" else check_anthropic)(body)
+        if invalid is not None:
+            return refuse(400, "invalid request", invalid.message, invalid.code or "invalid_request",
+                          param=invalid.param, api_type="invalid_request_error")
+        replay: _Replay
+        events: Callable[[], list[Event]]
+        whole: Callable[[], Any]
+        if dialect == "openai":
+            openai = run.prepared.openai
+            assert openai is not None
+            reply = plan_reply(openai, body, completion_id="chatcmpl-" + os.urandom(16).hex(), created=int(now))
+            replay, stream = openai, reply.stream
+            events, whole = partial(stream_events, openai, reply), partial(completion, openai, reply)
+        else:
+            anthropic = run.prepared.anthropic
+            assert anthropic is not None
+            areply = anthropic_replay.plan_reply(anthropic, body, message_id="msg_" + os.urandom(12).hex())
+            replay, stream = anthropic, areply.stream
+            events = partial(anthropic_replay.stream_events, anthropic, areply)
+            whole = partial(anthropic_replay.message, anthropic, areply)
         fault = replay.fault
         if replay.error is not None:
             _log("POST", path, replay.error.status, nonce=nonce, scenario=scenario_id, kind="fault http_error")
             return Response(replay.error.body, replay.error.status, dict(replay.error.headers),
                             media_type=replay.error.media_type)
-        reply = plan_reply(replay, body, completion_id="chatcmpl-" + os.urandom(16).hex(), created=int(now))
-        kind = "stream" if reply.stream else "json"
+        kind = "stream" if stream else "json"
         _log("POST", path, 200, nonce=nonce, scenario=scenario_id, kind=f"{kind} fault {fault.kind}" if fault else kind)
-        if reply.stream:
-            return ReplayStream(
-                stream_events(replay, reply), write_bytes=replay.write_bytes, split_multibyte=replay.split_multibyte,
-                write_pause=replay.write_pause, abort=replay.drops,
-            )
-        wait = replay.total_delay  # a non-streaming backend answers when all is generated
-        if fault is not None and fault.kind == "stall":
-            wait += fault.seconds or 0.0
-        if wait > 0:
-            await asyncio.sleep(wait)
-        answer = dumps(completion(replay, reply))
-        if fault is not None and fault.kind == "drop":
-            return DroppedResponse(answer[: len(answer) // 2] if fault.mid_event else b"", len(answer))
-        return Response(answer, media_type="application/json")
+        return await _deliver(replay, stream, events, whole)
 
     async def models(request: Request) -> Response:
         _log("GET", request.url.path, 200, kind="models")
+        names = registry.model_names()
+        if _speaks_anthropic(request):
+            stamp = datetime.fromtimestamp(created, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+            return _json({
+                "data": [{"type": "model", "id": name, "display_name": name, "created_at": stamp} for name in names],
+                "has_more": False,
+                "first_id": names[0],
+                "last_id": names[-1],
+            })
         return _json({
             "object": "list",
             "data": [
                 {"id": name, "object": "model", "created": created, "owned_by": "toolcall-conformance"}
-                for name in registry.model_names()
+                for name in names
             ],
         })
 
@@ -232,20 +325,26 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
         method = request.scope["method"]
         path = request.scope["path"]
         trimmed = path.rstrip("/")
+        dialect: Dialect = "anthropic" if _speaks_anthropic(request) else "openai"
         if trimmed.endswith("/chat/completions"):
             if method == "POST":
-                return await chat_completion(request)
-            allowed = "POST"
+                return await answer(request, "openai")
+            allowed, dialect = "POST", "openai"
+        elif trimmed.endswith("/messages"):
+            if method == "POST":
+                return await answer(request, "anthropic")
+            allowed, dialect = "POST", "anthropic"
         elif trimmed.endswith("/models"):
             if method == "GET":
                 return await models(request)
             allowed = "GET"
         else:
             _log(method, path, 404, kind="no route")
-            return _error(404, f"no route for {method} {path}; {ROUTES_HELP}", "invalid_route")
+            return _route_error(dialect, 404, f"no route for {method} {path}; {ROUTES_HELP}", "invalid_route",
+                                api_type="not_found_error")
         _log(method, path, 405, kind="wrong method")
-        response = _error(405, f"{method} is not allowed on {path} (use {allowed}); {ROUTES_HELP}",
-                          "method_not_allowed")
+        response = _route_error(dialect, 405, f"{method} is not allowed on {path} (use {allowed}); {ROUTES_HELP}",
+                                "method_not_allowed", api_type="invalid_request_error")
         response.headers["allow"] = allowed
         return response
 

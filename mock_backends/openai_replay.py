@@ -8,29 +8,19 @@ baseline of a throughput benchmark and must not be its bottleneck.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from http import HTTPStatus
 from typing import Any, Literal
 
 from harness.scenario import Backend, ContentFrame, Fault, RawFrame, ToolCallFrame
-from mock_backends.wire import SPLIT_PAUSE, Event, multibyte_cut
+from mock_backends.wire import ErrorAnswer, Event, error_answer, multibyte_cut, status_phrase, with_fault, write_pause
+from mock_backends.wire import dumps as dumps  # re-exported: callers have imported it from here
 
 DEFAULT_MODEL = "toolcall-conformance-mock"
 
 _DONE = b"data: [DONE]\n\n"
 _ROLE_DELTA = b'{"role":"assistant","content":""}'
 _OPEN_TAIL = b',"logprobs":null,"finish_reason":null}]}\n\n'
-
-
-def dumps(value: Any) -> bytes:
-    """Compact JSON as vLLM writes it (UTF-8, not ASCII-escaped). Text holding lone
-    surrogates cannot be UTF-8; it falls back to escapes instead of failing."""
-    try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":")).encode("ascii")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,16 +41,6 @@ class ToolCallTotal:
     id: str | None
     name: str
     arguments: str
-
-
-@dataclass(frozen=True, slots=True)
-class ErrorAnswer:
-    """An ``http_error`` fault: what is answered instead of the completion."""
-
-    status: int
-    body: bytes
-    media_type: str
-    headers: Mapping[str, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,33 +142,23 @@ def prepare(backend: Backend) -> OpenAIReplay:
         total_delay=total_delay,
         write_bytes=backend.write_bytes,
         split_multibyte=backend.split_multibyte,
-        write_pause=SPLIT_PAUSE if backend.write_delay_ms is None else backend.write_delay_ms / 1000.0,
+        write_pause=write_pause(backend),
         fault=backend.fault,
-        error=_error_answer(backend.fault) if backend.fault is not None and backend.fault.kind == "http_error" else None,
+        error=(
+            error_answer(backend.fault, default_error_body)
+            if backend.fault is not None and backend.fault.kind == "http_error"
+            else None
+        ),
     )
 
 
 _ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}
 
 
-def _error_answer(fault: Fault) -> ErrorAnswer:
-    status = fault.status or 500
-    if fault.body is None:
-        try:
-            phrase = HTTPStatus(status).phrase
-        except ValueError:
-            phrase = "Error"
-        kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-        body = error_body(f"{phrase} (HTTP {status} from the upstream)", code=None, type=kind)
-        return ErrorAnswer(status, dumps(body), "application/json", dict(fault.headers))
-    if isinstance(fault.body, str):  # written verbatim: may be any text, even broken JSON
-        try:
-            json.loads(fault.body)
-            media_type = "application/json"
-        except ValueError:
-            media_type = "text/plain; charset=utf-8"
-        return ErrorAnswer(status, fault.body.encode("utf-8", "surrogatepass"), media_type, dict(fault.headers))
-    return ErrorAnswer(status, dumps(fault.body), "application/json", dict(fault.headers))
+def default_error_body(status: int) -> dict[str, Any]:
+    """What an OpenAI-compatible upstream answers with ``status`` when the scenario gives no body."""
+    kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    return error_body(f"{status_phrase(status)} (HTTP {status} from the upstream)", code=None, type=kind)
 
 
 def plan_reply(replay: OpenAIReplay, body: Mapping[str, Any], *, completion_id: str, created: int) -> Reply:
@@ -228,27 +198,10 @@ def stream_events(replay: OpenAIReplay, reply: Reply) -> list[Event]:
         usage = b"data: " + envelope + b',"choices":[],"usage":' + replay.usage_json + b"}\n\n"
         events.append(Event(usage, 0.0, head_cut))
     events.append(Event(_DONE))
-    return _with_fault(events, replay.fault)
-
-
-def _with_fault(events: list[Event], fault: Fault | None) -> list[Event]:
-    """The events as a faulty upstream sends them; ``after_frame`` counts scenario frames,
-    so the fault strikes before event ``after_frame + 1`` (the role chunk is event 0)."""
-    if fault is None or fault.kind == "http_error":
-        return events
-    if fault.kind == "no_terminator":
-        return events[:-1]
-    at = (fault.after_frame or 0) + 1
-    if fault.kind == "stall":
-        nxt = events[at]
-        events[at] = Event(nxt.data, nxt.delay + (fault.seconds or 0.0), nxt.cut)
-        return events
-    # drop: what was sent so far, maybe half the next event, then the connection closes
-    kept = events[:at]
-    if fault.mid_event:
-        half = events[at].data[: len(events[at].data) // 2]
-        kept.append(Event(half, events[at].delay))
-    return kept
+    # after_frame counts scenario frames: the fault strikes before event after_frame + 1
+    # (the role chunk is event 0); no_terminator leaves out [DONE].
+    at = (replay.fault.after_frame or 0) + 1 if replay.fault is not None else 0
+    return with_fault(events, replay.fault, at=at, terminator=1)
 
 
 def completion(replay: OpenAIReplay, reply: Reply) -> dict[str, Any]:

@@ -16,7 +16,9 @@ from harness.errors import MockError
 from harness.exchange import RecordedRequest
 from harness.nonce import NONCE_HEADER, new_nonce
 from harness.scenario import Scenario
-from mock_backends.openai_replay import DEFAULT_MODEL, OpenAIReplay, prepare
+from mock_backends import anthropic_replay, openai_replay
+from mock_backends.anthropic_replay import AnthropicReplay
+from mock_backends.openai_replay import DEFAULT_MODEL, OpenAIReplay
 
 MAX_RUNS = 10_000
 MAX_RECORDED = 10_000  # per run: a benchmark may send far more requests to one run
@@ -30,11 +32,14 @@ class Prepared:
 
     scenario: Scenario
     openai: OpenAIReplay | None  # None when the backend speaks another dialect
+    anthropic: AnthropicReplay | None = None  # set when the backend speaks the Messages dialect
 
 
 def prepare_scenario(scenario: Scenario) -> Prepared:
     backend = scenario.backend
-    return Prepared(scenario, prepare(backend) if backend.dialect == "openai" else None)
+    if backend.dialect == "anthropic":
+        return Prepared(scenario, None, anthropic_replay.prepare(backend))
+    return Prepared(scenario, openai_replay.prepare(backend) if backend.dialect == "openai" else None)
 
 
 @dataclass(eq=False, slots=True)

@@ -1,4 +1,5 @@
-"""Dialect-neutral pieces of a replayed stream: events, and how each is cut into network writes.
+"""Dialect-neutral pieces of a replayed answer: events, how each is cut into network
+writes, how a fault changes the event sequence, and error answers.
 
 A proxy's stream parser must cope with an event arriving in several reads, or a
 UTF-8 character split between two reads. The mock produces exactly those cuts on
@@ -7,12 +8,30 @@ demand, so the cut positions are computed once per scenario, never per write.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
+from typing import Any
+
+from harness.scenario import Backend, Fault
 
 _NON_ASCII = re.compile(rb"[\x80-\xff]")
 
 SPLIT_PAUSE = 0.001  # default seconds between the writes of one cut event, so they leave separately
+
+# Statuses some providers use that the standard library does not name.
+_EXTRA_PHRASES = {529: "Overloaded"}
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON as the providers write it (UTF-8, not ASCII-escaped). Text holding
+    lone surrogates cannot be UTF-8; it falls back to escapes instead of failing."""
+    try:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":")).encode("ascii")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,3 +59,62 @@ def writes(event: Event, *, write_bytes: int | None, split_multibyte: bool) -> l
     if write_bytes is None or write_bytes <= 0:
         return parts
     return [part[i : i + write_bytes] for part in parts for i in range(0, len(part), write_bytes)]
+
+
+def write_pause(backend: Backend) -> float:
+    """Seconds between the writes of one cut event."""
+    return SPLIT_PAUSE if backend.write_delay_ms is None else backend.write_delay_ms / 1000.0
+
+
+def with_fault(events: list[Event], fault: Fault | None, *, at: int, terminator: int) -> list[Event]:
+    """The events as a faulty upstream sends them. ``at`` is the index of the event the
+    fault strikes before (the first one after ``fault.after_frame`` scenario frames);
+    ``terminator`` is how many trailing events a ``no_terminator`` fault leaves out."""
+    if fault is None or fault.kind == "http_error":
+        return events
+    if fault.kind == "no_terminator":
+        return events[: len(events) - terminator]
+    if fault.kind == "stall":
+        nxt = events[at]
+        events[at] = Event(nxt.data, nxt.delay + (fault.seconds or 0.0), nxt.cut)
+        return events
+    # drop: what was sent so far, maybe half the next event, then the connection closes
+    kept = events[:at]
+    if fault.mid_event:
+        half = events[at].data[: len(events[at].data) // 2]
+        kept.append(Event(half, events[at].delay))
+    return kept
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorAnswer:
+    """An ``http_error`` fault: what is answered instead of the completion."""
+
+    status: int
+    body: bytes
+    media_type: str
+    headers: Mapping[str, str]
+
+
+def status_phrase(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return _EXTRA_PHRASES.get(status, "Error")
+
+
+def error_answer(fault: Fault, default_body: Callable[[int], Mapping[str, Any]]) -> ErrorAnswer:
+    """The answer to an ``http_error`` fault: its own body (a mapping as JSON, a string
+    verbatim), else ``default_body(status)``, the dialect's own error shape."""
+    status = fault.status or 500
+    headers = dict(fault.headers)
+    if fault.body is None:
+        return ErrorAnswer(status, dumps(default_body(status)), "application/json", headers)
+    if isinstance(fault.body, str):  # written verbatim: may be any text, even broken JSON
+        try:
+            json.loads(fault.body)
+            media_type = "application/json"
+        except ValueError:
+            media_type = "text/plain; charset=utf-8"
+        return ErrorAnswer(status, fault.body.encode("utf-8", "surrogatepass"), media_type, headers)
+    return ErrorAnswer(status, dumps(fault.body), "application/json", headers)

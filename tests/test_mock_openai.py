@@ -631,6 +631,67 @@ def test_malformed_body_is_recorded_and_answered_400(shared: Mock, raw: bytes, c
         assert seen.body == json.loads(raw) and seen.raw_body is None
 
 
+# --------------------------------------------------------------------------- request validation
+
+GOOD_MESSAGES: list[Any] = [
+    {"role": "developer", "content": "Be brief."},
+    {"role": "user", "content": "What is in the root?"},
+    {"role": "assistant", "content": None,
+     "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "read_file", "arguments": "{}"}},
+                    {"id": "call_2", "type": "function", "function": {"name": "read_file", "arguments": "{}"}}]},
+    {"role": "tool", "tool_call_id": "call_2", "content": "b"},
+    {"role": "tool", "tool_call_id": "call_1", "content": "a"},
+    {"role": "user", "content": "and now?"},
+    {"role": "tool", "tool_call_id": "call_1", "content": "an earlier call may be answered again"},
+]
+
+# (body changes, expected code and needles in the message: None when the request is valid)
+VALIDATION: dict[str, tuple[dict[str, Any], tuple[str, list[str]] | None]] = {
+    "valid-conversation": ({}, None),
+    "valid-legacy-function-role": ({"messages": [*GOOD_MESSAGES[:2], {"role": "function", "name": "f",
+                                                                        "content": "x"}]}, None),
+    "missing-messages": ({"messages": None}, ("missing_required_parameter", ["'messages'"])),
+    "messages-not-a-list": ({"messages": "hi"}, ("invalid_type", ["'messages'", "array", "a string"])),
+    "empty-messages": ({"messages": []}, ("empty_array", ["'messages'", "empty array"])),
+    "message-not-an-object": ({"messages": [GOOD_MESSAGES[1], 7]}, ("invalid_type", ["'messages[1]'", "object"])),
+    "missing-role": ({"messages": [{"content": "x"}]}, ("missing_required_parameter", ["'messages[0].role'"])),
+    "unknown-role": ({"messages": [GOOD_MESSAGES[1], {"role": "narrator", "content": "x"}]},
+                     ("invalid_value", ["'messages[1].role'", "'narrator'", "'developer'"])),
+    "tool-without-any-call": ({"messages": [GOOD_MESSAGES[1], {"role": "tool", "tool_call_id": "call_1",
+                                                               "content": "x"}]},
+                              ("invalid_tool_message", ["messages[1]", "'call_1'", "no preceding assistant"])),
+    "tool-answers-unknown-id": ({"messages": [*GOOD_MESSAGES[:4], {"role": "tool", "tool_call_id": "call_zz",
+                                                                   "content": "x"}]},
+                                ("invalid_tool_message", ["messages[4]", "'call_zz'"])),
+    "tool-before-its-call": ({"messages": [GOOD_MESSAGES[1], GOOD_MESSAGES[3], GOOD_MESSAGES[2]]},
+                             ("invalid_tool_message", ["messages[1]", "'call_2'"])),
+    "tool-without-call-id": ({"messages": [*GOOD_MESSAGES[:3], {"role": "tool", "content": "x"}]},
+                             ("missing_required_parameter", ["'messages[3].tool_call_id'"])),
+}
+
+
+@pytest.mark.parametrize("case", list(VALIDATION))
+def test_request_validation(shared: Mock, case: str) -> None:
+    url, control, http = shared
+    changes, expected = VALIDATION[case]
+    scenario = make_scenario("validated", ["fine"], request={"stream": False})
+    nonce = control.arm(scenario)
+    body = {**scenario.client.request, "messages": GOOD_MESSAGES, **changes}
+    body = {k: v for k, v in body.items() if v is not None}
+    response = post(http, url, body, nonce)
+    if expected is None:
+        check_answer(response, scenario, body)
+    else:
+        code, needles = expected
+        assert_openai_error(response, 400, code, *needles)
+        assert response.json()["error"]["param"] == "messages"
+        if "messages" in body:
+            with pytest.raises(openai.BadRequestError) as raised:
+                sdk(url, nonce).chat.completions.create(**body)
+            assert raised.value.code == code
+    assert control.recorded(nonce)[0].body == body, "refused requests are recorded too"
+
+
 # --------------------------------------------------------------------------- network writes
 
 SPLIT_FRAMES = ["héllo ", "plain ascii ", "wörld ✓", "😀", {"raw": 'data: {"x":"ß"}\n\n'}, "end"]
@@ -876,20 +937,30 @@ def _frames_only(scenario: Scenario) -> Scenario:
 
 
 def test_every_bundled_openai_backend_replays_its_frames(servers: ServeFn) -> None:
-    library = [s for s in _library() if s.backend.dialect == "openai"]  # the dialect this mock serves
+    # the dialect this mock serves; a half-sent body never reaches a backend whole
+    library = [s for s in _library() if s.backend.dialect == "openai" and not s.client.truncate_body]
     assert any(s.id == "qwen-tools-single-call" for s in library)
     url = servers(create_app()).url
     with MockControl(url) as control, _client() as http:
         for original in library:
             scenario = _frames_only(original)
             nonce = control.arm(scenario)
+            # a bad-input case: the backend refuses the request itself, as a real one does
+            refused = original.family == "bad-input" and original.expect.error is not None
             for stream in (True, False):
                 body = place_nonce({**scenario.client.request, "stream": stream}, nonce)
                 if not stream:
                     body.pop("stream_options", None)
-                response = post(http, url, body, None, headers=dict(scenario.client.headers))
+                raw = scenario.client.raw_body
+                sent: Any = body if raw is None else raw.encode("utf-8")  # a misbehaving client's bytes, relayed
+                response = post(http, url, sent, nonce if raw is not None else None,
+                                headers=dict(scenario.client.headers))
                 try:
-                    check_answer(response, scenario, body)
+                    if refused:
+                        assert response.status_code == 400, response.text
+                        assert response.json()["error"]["type"] == "invalid_request_error"
+                    else:
+                        check_answer(response, scenario, body)
                 except AssertionError as exc:
                     raise AssertionError(f"{scenario.id} (stream={stream}): {exc}") from exc
             control.disarm(nonce)

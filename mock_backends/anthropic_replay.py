@@ -1,0 +1,304 @@
+"""What the Anthropic Messages API answers for a scenario: pure, no I/O.
+
+The frames become content blocks: consecutive text frames are one text block, one
+``text_delta`` each; a ``tool_use`` frame is a block of its own, one
+``input_json_delta`` per fragment. ``prepare`` serializes every event once per
+scenario; answering a request only builds ``message_start`` (its id and model) and
+the ids of tool blocks the scenario left without one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from harness.scenario import Backend, ContentFrame, Fault, RawFrame, ToolUseFrame
+from mock_backends.openai_replay import DEFAULT_MODEL
+from mock_backends.wire import (
+    ErrorAnswer,
+    Event,
+    dumps,
+    error_answer,
+    multibyte_cut,
+    status_phrase,
+    with_fault,
+    write_pause,
+)
+
+# The error ``type`` the API uses for each status; other 4xx are invalid_request_error, other 5xx api_error.
+ERROR_TYPES: Mapping[int, str] = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    402: "billing_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    500: "api_error",
+    504: "timeout_error",
+    529: "overloaded_error",
+}
+
+_PING = b'event: ping\ndata: {"type":"ping"}\n\n'
+_MESSAGE_STOP = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+
+
+def sse_event(payload: Mapping[str, Any]) -> bytes:
+    """One event as the API writes it: an ``event:`` line naming the payload's type, then its data."""
+    return b"event: " + str(payload["type"]).encode() + b"\ndata: " + dumps(payload) + b"\n\n"
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """One event of the content blocks, serialized once. A tool block start whose id is
+    generated per answer is kept as the bytes before (``data``) and after (``after_id``)
+    the id; ``cut`` then lies inside ``after_id``."""
+
+    data: bytes
+    delay: float  # seconds before the event
+    cut: int | None
+    after_id: bytes | None = None
+    block: int = 0  # the block index the generated id is derived from
+
+
+@dataclass(frozen=True, slots=True)
+class TextBlock:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseBlock:
+    """A tool_use block as the non-streaming answer carries it."""
+
+    index: int  # the block's index in the message
+    id: str | None  # None: generated per answer
+    name: str
+    input: Any  # the fragments joined and parsed; the joined text when it is not JSON
+
+
+@dataclass(frozen=True, slots=True)
+class AnthropicReplay:
+    """A scenario's Messages backend, ready to answer any number of requests."""
+
+    ping: bool
+    pieces: tuple[Piece, ...]  # the content block events, then message_delta and message_stop
+    frame_starts: tuple[int, ...]  # [k]: index in ``pieces`` of the first event after k frames
+    stream: Literal["auto"] | bool
+    model: str | None
+    stop_reason: str
+    input_tokens: int
+    output_tokens: int
+    blocks: tuple[TextBlock | ToolUseBlock, ...]
+    total_delay: float  # seconds a non-streaming answer takes
+    write_bytes: int | None
+    split_multibyte: bool
+    write_pause: float
+    fault: Fault | None
+    error: ErrorAnswer | None  # set for an http_error fault
+
+    @property
+    def drops(self) -> bool:
+        """Whether the connection is closed before the answer is complete."""
+        return self.fault is not None and self.fault.kind == "drop"
+
+
+@dataclass(frozen=True, slots=True)
+class AnthropicReply:
+    """How one request is answered."""
+
+    stream: bool
+    model: str
+    message_id: str
+
+
+def _tokens(usage: Mapping[str, Any], *names: str) -> int:
+    """A count under its Messages name or its OpenAI one (the scenario schema's)."""
+    for name in names:
+        value = usage.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 0
+
+
+def _tool_input(fragments: tuple[str, ...]) -> Any:
+    joined = "".join(fragments)
+    if not joined.strip():
+        return {}
+    try:
+        return json.loads(joined)
+    except ValueError:
+        return joined  # what the fragments say, so a broken input stays visible
+
+
+class _Builder:
+    """Accumulates the block events; each frame's delay goes to its first event."""
+
+    def __init__(self) -> None:
+        self.pieces: list[Piece] = []
+        self.blocks: list[TextBlock | ToolUseBlock] = []
+        self.delay = 0.0
+        self.next_index = 0
+        self.text_index: int | None = None  # the open text block
+        self.text: list[str] = []
+
+    def emit(self, data: bytes, *, after_id: bytes | None = None, block: int = 0) -> None:
+        cut = multibyte_cut(data if after_id is None else after_id)
+        self.pieces.append(Piece(data, self.delay, cut, after_id, block))
+        self.delay = 0.0
+
+    def text_delta(self, text: str) -> None:
+        if self.text_index is None:
+            self.text_index = self.next_index
+            self.next_index += 1
+            self.emit(sse_event({"type": "content_block_start", "index": self.text_index,
+                                 "content_block": {"type": "text", "text": ""}}))
+        self.text.append(text)
+        self.emit(sse_event({"type": "content_block_delta", "index": self.text_index,
+                             "delta": {"type": "text_delta", "text": text}}))
+
+    def close_text(self) -> None:
+        if self.text_index is not None:
+            self.emit(sse_event({"type": "content_block_stop", "index": self.text_index}))
+            self.blocks.append(TextBlock("".join(self.text)))
+            self.text_index = None
+            self.text = []
+
+    def tool_use(self, frame: ToolUseFrame) -> None:
+        self.close_text()
+        index = self.next_index
+        self.next_index += 1
+        head = b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,' % index
+        tail = b',"name":' + dumps(frame.name) + b',"input":{}}}\n\n'
+        if frame.id is None:
+            self.emit(head + b'"content_block":{"type":"tool_use","id":', after_id=tail, block=index)
+        else:
+            self.emit(head + b'"content_block":{"type":"tool_use","id":' + dumps(frame.id) + tail)
+        for fragment in frame.input_json:
+            self.emit(sse_event({"type": "content_block_delta", "index": index,
+                                 "delta": {"type": "input_json_delta", "partial_json": fragment}}))
+        self.emit(sse_event({"type": "content_block_stop", "index": index}))
+        self.blocks.append(ToolUseBlock(index, frame.id, frame.name, _tool_input(frame.input_json)))
+
+
+def prepare(backend: Backend) -> AnthropicReplay:
+    """Serialize a backend's frames once; the result is shared by every run of the scenario."""
+    build = _Builder()
+    starts: list[int] = []
+    total_delay = 0.0
+    for frame in backend.frames:
+        delay = (backend.delay_ms if frame.delay_ms is None else frame.delay_ms) / 1000.0
+        total_delay += delay
+        build.delay += delay
+        starts.append(len(build.pieces))
+        if isinstance(frame, RawFrame):
+            build.emit(frame.raw.encode("utf-8", "surrogatepass"))
+        elif isinstance(frame, ContentFrame):
+            build.text_delta(frame.content)
+        elif isinstance(frame, ToolUseFrame):
+            build.tool_use(frame)
+        # an OpenAI tool_call delta has no Messages form; such scenarios are not replayed here
+    starts.append(len(build.pieces))
+    build.close_text()
+    usage = backend.usage or {}
+    output_tokens = _tokens(usage, "output_tokens", "completion_tokens")
+    build.emit(sse_event({"type": "message_delta",
+                          "delta": {"stop_reason": backend.finish_reason, "stop_sequence": None},
+                          "usage": {"output_tokens": output_tokens}}))
+    build.emit(_MESSAGE_STOP)
+    fault = backend.fault
+    return AnthropicReplay(
+        ping=backend.ping,
+        pieces=tuple(build.pieces),
+        frame_starts=tuple(starts),
+        stream=backend.stream,
+        model=backend.model,
+        stop_reason=backend.finish_reason,
+        input_tokens=_tokens(usage, "input_tokens", "prompt_tokens"),
+        output_tokens=output_tokens,
+        blocks=tuple(build.blocks),
+        total_delay=total_delay,
+        write_bytes=backend.write_bytes,
+        split_multibyte=backend.split_multibyte,
+        write_pause=write_pause(backend),
+        fault=fault,
+        error=error_answer(fault, default_error_body) if fault is not None and fault.kind == "http_error" else None,
+    )
+
+
+def error_type(status: int) -> str:
+    """The error ``type`` the API reports with ``status``."""
+    return ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+
+
+def error_body(message: str, type: str = "invalid_request_error") -> dict[str, Any]:
+    """An error in the shape every Anthropic client parses."""
+    return {"type": "error", "error": {"type": type, "message": message}}
+
+
+def default_error_body(status: int) -> dict[str, Any]:
+    """What the API answers with ``status`` when the scenario gives no body."""
+    return error_body(f"{status_phrase(status)} (HTTP {status} from the upstream)", error_type(status))
+
+
+def plan_reply(replay: AnthropicReplay, body: Mapping[str, Any], *, message_id: str) -> AnthropicReply:
+    """Decide the answer's form from the request: stream or not, and the model."""
+    stream = body.get("stream") is True if replay.stream == "auto" else replay.stream
+    requested = body.get("model")
+    model = replay.model or (requested if isinstance(requested, str) and requested else DEFAULT_MODEL)
+    return AnthropicReply(stream, model, message_id)
+
+
+def tool_id(message_id: str, block: int) -> str:
+    """The id of a tool_use block the scenario gave none: unique per answer and block."""
+    return f"toolu_{message_id[-20:]}{block:04d}"
+
+
+def stream_events(replay: AnthropicReplay, reply: AnthropicReply) -> list[Event]:
+    """Every SSE event of the answer, in order: message_start, ping, the blocks, message_delta, message_stop."""
+    start = sse_event({
+        "type": "message_start",
+        "message": {
+            "id": reply.message_id, "type": "message", "role": "assistant", "content": [], "model": reply.model,
+            "stop_reason": None, "stop_sequence": None,
+            "usage": {"input_tokens": replay.input_tokens, "output_tokens": min(1, replay.output_tokens)},
+        },
+    })
+    events = [Event(start, 0.0, multibyte_cut(start) if replay.split_multibyte else None)]
+    if replay.ping:
+        events.append(Event(_PING))
+    head = len(events)
+    for piece in replay.pieces:
+        if piece.after_id is None:
+            events.append(Event(piece.data, piece.delay, piece.cut))
+        else:
+            ident = dumps(tool_id(reply.message_id, piece.block))
+            cut = None if piece.cut is None else len(piece.data) + len(ident) + piece.cut
+            events.append(Event(piece.data + ident + piece.after_id, piece.delay, cut))
+    fault = replay.fault
+    # after_frame counts scenario frames; no_terminator leaves out message_stop only, as the
+    # OpenAI dialect leaves out [DONE] after the finish chunk.
+    at = head + replay.frame_starts[fault.after_frame or 0] if fault is not None else 0
+    return with_fault(events, fault, at=at, terminator=1)
+
+
+def message(replay: AnthropicReplay, reply: AnthropicReply) -> dict[str, Any]:
+    """The non-streaming ``message`` answer: the same blocks, each whole."""
+    content: list[dict[str, Any]] = []
+    for block in replay.blocks:
+        if isinstance(block, TextBlock):
+            content.append({"type": "text", "text": block.text})
+        else:
+            ident = block.id if block.id is not None else tool_id(reply.message_id, block.index)
+            content.append({"type": "tool_use", "id": ident, "name": block.name, "input": block.input})
+    return {
+        "id": reply.message_id,
+        "type": "message",
+        "role": "assistant",
+        "model": reply.model,
+        "content": content,
+        "stop_reason": replay.stop_reason,
+        "stop_sequence": None,
+        "usage": {"input_tokens": replay.input_tokens, "output_tokens": replay.output_tokens},
+    }
