@@ -1,11 +1,127 @@
-"""``toolcall-conformance proxy``: run the reference proxy."""
+"""``toolcall-conformance proxy``: run the reference proxy in front of an OpenAI-compatible upstream."""
 
 from __future__ import annotations
 
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
 import click
+
+from reference_proxy.config import CONFIG_FILE_ENV, ENV_VARS, ConfigError, ProxyConfig, load_config, python_log_level
+
+
+def _env_help(name: str) -> str:
+    return f"[env {ENV_VARS[name]}]"
 
 
 @click.command()
-def proxy() -> None:
-    """Run the reference proxy (not built yet)."""
-    raise click.ClickException("the reference proxy is not built yet")
+@click.option("--upstream", metavar="URL", help=f"Upstream base URL, e.g. http://127.0.0.1:9000/v1. {_env_help('upstream')}")
+@click.option("--host", help=f"Address to listen on (default 127.0.0.1). {_env_help('host')}")
+@click.option("--port", type=int, help=f"Port to listen on (default 8000). {_env_help('port')}")
+@click.option(
+    "--config",
+    "config_file",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help=f"YAML file of settings (flags and environment win over it). [env {CONFIG_FILE_ENV}]",
+)
+@click.option("--api-key", help=f"Send this key upstream instead of the client's Authorization. {_env_help('api_key')}")
+@click.option("--connect-timeout", type=float, help=f"Seconds to connect upstream (default 10). {_env_help('connect_timeout')}")
+@click.option(
+    "--read-timeout",
+    type=float,
+    help=f"Seconds any single upstream read may take before the request fails (default 300). {_env_help('read_timeout')}",
+)
+@click.option(
+    "--body-timeout",
+    type=float,
+    help=f"Seconds a client may pause while sending its request body before it gets 408 (default 5). {_env_help('body_timeout')}",
+)
+@click.option(
+    "--buffer-cap",
+    type=int,
+    help=f"Characters a possible tool-call marker may hold back before it is sent as text (default 65536). {_env_help('buffer_cap')}",
+)
+@click.option(
+    "--vtc-patterns",
+    metavar="LIST",
+    help=f"Comma-separated User-Agent substrings of XML-reading clients (default cline,kilo,roo; '' disables). {_env_help('vtc_patterns')}",
+)
+@click.option(
+    "--loop-guard",
+    metavar="N|off",
+    help=f"Answer by itself once a request holds more than N tool messages (default 20). {_env_help('loop_guard_max_tool_messages')}",
+)
+@click.option(
+    "--system-to-user/--no-system-to-user",
+    default=None,
+    help=f"Move system messages into the first user message (default off). {_env_help('system_to_user')}",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["critical", "error", "warning", "info", "debug"], case_sensitive=False),
+    help=f"Default info. {_env_help('log_level')}",
+)
+def proxy(
+    upstream: str | None,
+    host: str | None,
+    port: int | None,
+    config_file: Path | None,
+    api_key: str | None,
+    connect_timeout: float | None,
+    read_timeout: float | None,
+    body_timeout: float | None,
+    buffer_cap: int | None,
+    vtc_patterns: str | None,
+    loop_guard: str | None,
+    system_to_user: bool | None,
+    log_level: str | None,
+) -> None:
+    """Run the reference proxy: a streaming OpenAI-compatible proxy that rescues tool calls
+    written as text into structured tool_calls (or Cline-style XML for XML-reading clients)."""
+    cli: dict[str, Any] = {
+        "upstream": upstream,
+        "host": host,
+        "port": port,
+        "api_key": api_key,
+        "connect_timeout": connect_timeout,
+        "read_timeout": read_timeout,
+        "body_timeout": body_timeout,
+        "buffer_cap": buffer_cap,
+        "system_to_user": system_to_user,
+        "loop_guard_max_tool_messages": loop_guard,
+        "log_level": log_level.lower() if log_level else None,
+    }
+    if vtc_patterns is not None:
+        cli["vtc_patterns"] = tuple(p.strip() for p in vtc_patterns.split(",") if p.strip())
+    try:
+        config = load_config(cli, os.environ, config_file)
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from None
+    serve_forever(config)
+
+
+def serve_forever(config: ProxyConfig) -> None:
+    import uvicorn
+
+    from reference_proxy.app import create_app
+
+    logging.basicConfig(
+        level=python_log_level(config), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    # One line per request is ours; httpx would add a second one for the upstream call.
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, python_log_level(config)))
+    features = ", ".join(sorted(config.features())) or "none"
+    click.echo(
+        f"reference proxy on http://{config.host}:{config.port} -> {config.upstream} (features: {features})", err=True
+    )
+    uvicorn.run(
+        create_app(config),
+        host=config.host,
+        port=config.port,
+        log_level=config.log_level,
+        access_log=False,
+        lifespan="on",
+        timeout_graceful_shutdown=5,
+    )

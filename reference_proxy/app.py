@@ -1,0 +1,280 @@
+"""The proxy's HTTP shell: routes, forwarding, and the choice of answer path.
+
+Everything that decides *what* to send lives in the pure modules (request_shaping,
+pipeline, completion, loop_guard); streamed answers are written by ``relay``. This
+module only moves bytes and turns every failure into an OpenAI-shaped error, so no
+traceback ever reaches a client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from reference_proxy.completion import StreamAccumulator, completion_as_chunks, finish_completion
+from reference_proxy.config import ProxyConfig
+from reference_proxy.errors import (
+    INVALID_REQUEST,
+    ProxyError,
+    error_body,
+    internal_error,
+    request_timeout,
+    upstream_bad_response,
+    upstream_timeout,
+)
+from reference_proxy.loop_guard import stop_completion, stop_message, stop_stream
+from reference_proxy.openai_stream import dumps, to_wire
+from reference_proxy.pipeline import ResponseStats, StreamPipeline
+from reference_proxy.relay import SSE_HEADERS, RelayResponse
+from reference_proxy.request_shaping import (
+    ChatRequest,
+    count_tool_messages,
+    forward_headers,
+    parse_chat_request,
+    system_to_user,
+)
+from reference_proxy.sse_reader import SSEReader
+from reference_proxy.upstream import Upstream, describe, is_event_stream, read_json
+from reference_proxy.vtc import is_vtc_client
+
+log = logging.getLogger("reference_proxy")
+
+def error_response(error: ProxyError) -> JSONResponse:
+    return JSONResponse(dict(error.body), status_code=error.status, headers=dict(error.headers))
+
+
+def _log_request(
+    method: str, path: str, status: int, started: float, *, stream: bool | None = None, vtc: bool = False,
+    model: str = "", stats: ResponseStats | None = None, note: str = "",
+) -> None:
+    parts = [f"{method} {path} {status}"]
+    if stream is not None:
+        parts.append("stream" if stream else "whole")
+    if vtc:
+        parts.append("vtc")
+    if model:
+        parts.append(f"model={model}")
+    if stats is not None:
+        parts.append(f"calls={stats.rescued}r+{stats.native}n")
+        if stats.duplicates:
+            parts.append(f"dup={stats.duplicates}")
+        if stats.finish_reason:
+            parts.append(f"finish={stats.finish_reason}")
+        if stats.overflowed:
+            parts.append("overflow")
+        if stats.skipped_events:
+            parts.append(f"skipped={stats.skipped_events}")
+        if stats.error:
+            parts.append(f"error={stats.error!r}")
+    if note:
+        parts.append(note if len(note) <= 200 else note[:199] + "…")
+    parts.append(f"{(time.perf_counter() - started) * 1000:.1f}ms")
+    log.info(" ".join(parts))
+
+
+class ProxyApp:
+    """Request handlers bound to one configuration and one upstream client."""
+
+    def __init__(self, config: ProxyConfig) -> None:
+        self.config = config
+        self.upstream = Upstream(config)
+
+    # ------------------------------------------------------------------ chat
+
+    async def chat(self, request: Request) -> Response:
+        started = time.perf_counter()
+        path = request.url.path
+        try:
+            raw = await read_body(request, self.config.body_timeout)
+            chat = parse_chat_request(raw)
+        except ProxyError as exc:
+            _log_request("POST", path, exc.status, started, note=exc.message)
+            return error_response(exc)
+        except ClientDisconnect:
+            _log_request("POST", path, 499, started, note="client hung up while sending its request")
+            return Response(status_code=400)  # nobody is left to read it
+        vtc = is_vtc_client(request.headers.get("user-agent"), self.config.vtc_patterns)
+
+        limit = self.config.loop_guard_max_tool_messages
+        if limit is not None:
+            tool_messages = count_tool_messages(chat.body)
+            if tool_messages > limit:
+                text = stop_message(tool_messages, limit)
+                _log_request("POST", path, 200, started, stream=chat.stream, model=chat.model, note="loop-guard")
+                if chat.stream:
+                    body = stop_stream(text, chat.model, include_usage=chat.include_usage)
+                    return Response(to_wire(body), media_type="text/event-stream", headers=SSE_HEADERS)
+                return JSONResponse(stop_completion(text, chat.model))
+
+        content = raw
+        if self.config.system_to_user:
+            rewritten = system_to_user(chat.body)
+            if rewritten is not None:
+                content = to_wire(dumps(rewritten))
+        headers = forward_headers(request.headers.items(), self.config.api_key)
+        try:
+            upstream = await self.upstream.open("POST", self.config.chat_url, headers, content)
+        except ProxyError as exc:
+            _log_request("POST", path, exc.status, started, stream=chat.stream, vtc=vtc, model=chat.model, note=exc.message)
+            return error_response(exc)
+
+        if chat.stream:
+            pipeline = StreamPipeline(
+                tools=chat.tools,
+                vtc=vtc,
+                include_usage=chat.include_usage,
+                request_model=chat.model,
+                buffer_cap=self.config.buffer_cap,
+            )
+            if is_event_stream(upstream):
+
+                def done(hung_up: bool) -> None:
+                    _log_request(
+                        "POST", path, 200, started, stream=True, vtc=vtc, model=pipeline.model,
+                        stats=pipeline.stats, note="client hung up" if hung_up else "",
+                    )
+
+                return RelayResponse(upstream, pipeline, done)
+            return await self._rewrap(upstream, pipeline, chat, path, started, vtc)
+        return await self._whole(upstream, chat, path, started, vtc)
+
+    async def _rewrap(
+        self, upstream: httpx.Response, pipeline: StreamPipeline, chat: ChatRequest, path: str, started: float, vtc: bool
+    ) -> Response:
+        """A streaming client whose upstream answered with one JSON body."""
+        try:
+            body = await read_json(upstream)
+        except ProxyError as exc:
+            _log_request("POST", path, exc.status, started, stream=True, vtc=vtc, model=chat.model, note=exc.message)
+            return error_response(exc)
+        finally:
+            await upstream.aclose()
+        out = [pipeline.feed(chunk) for chunk in completion_as_chunks(body)]
+        out.append(pipeline.close())
+        _log_request("POST", path, 200, started, stream=True, vtc=vtc, model=pipeline.model, stats=pipeline.stats, note="rewrapped")
+        return Response(to_wire("".join(out)), media_type="text/event-stream", headers=SSE_HEADERS)
+
+    async def _whole(self, upstream: httpx.Response, chat: ChatRequest, path: str, started: float, vtc: bool) -> Response:
+        """A non-streaming client: one JSON answer (accumulated if the upstream streamed anyway)."""
+        try:
+            if is_event_stream(upstream):
+                body = await self._accumulate(upstream, chat.model)
+            else:
+                body = await read_json(upstream)
+        except ProxyError as exc:
+            _log_request("POST", path, exc.status, started, stream=False, vtc=vtc, model=chat.model, note=exc.message)
+            return error_response(exc)
+        finally:
+            await upstream.aclose()
+        stats = finish_completion(body, tools=chat.tools, vtc=vtc, buffer_cap=self.config.buffer_cap)
+        model = body.get("model")
+        _log_request("POST", path, 200, started, stream=False, vtc=vtc, model=model if isinstance(model, str) else "", stats=stats)
+        return Response(to_wire(dumps(body)), media_type="application/json")
+
+    async def _accumulate(self, upstream: httpx.Response, model: str) -> dict[str, Any]:
+        accumulator = StreamAccumulator(model)
+        reader = SSEReader()
+        try:
+            async for piece in upstream.aiter_bytes():
+                for event, data in reader.feed(piece):
+                    accumulator.feed_event(event, data)
+                if accumulator.done:
+                    break
+            else:
+                for event, data in reader.close():
+                    accumulator.feed_event(event, data)
+        except httpx.TimeoutException as exc:
+            raise upstream_timeout(f"reading the stream: {describe(exc)}") from None
+        except httpx.HTTPError as exc:
+            raise upstream_bad_response(f"the stream broke off: {describe(exc)}") from None
+        return accumulator.result()
+
+    # ------------------------------------------------------------------ other routes
+
+    async def models(self, request: Request) -> Response:
+        started = time.perf_counter()
+        headers = forward_headers(request.headers.items(), self.config.api_key, with_body=False)
+        url = self.config.models_url
+        if request.url.query:
+            url = f"{url}?{request.url.query}"
+        try:
+            upstream = await self.upstream.open("GET", url, headers)
+            try:
+                body = await read_json(upstream)
+            finally:
+                await upstream.aclose()
+        except ProxyError as exc:
+            _log_request("GET", request.url.path, exc.status, started, note=exc.message)
+            return error_response(exc)
+        _log_request("GET", request.url.path, 200, started)
+        return JSONResponse(body)
+
+    async def health(self, request: Request) -> Response:
+        return JSONResponse({"status": "ok", "upstream": self.config.upstream})
+
+
+async def read_body(request: Request, idle_timeout: float) -> bytes:
+    """The whole request body; ``ProxyError`` 408 when the client pauses longer than
+    ``idle_timeout`` between two pieces (a stalled client never holds a handler forever)."""
+    parts: list[bytes] = []
+    pieces = request.stream().__aiter__()
+    while True:
+        try:
+            async with asyncio.timeout(idle_timeout):
+                piece = await anext(pieces)
+        except StopAsyncIteration:
+            return b"".join(parts)
+        except TimeoutError:
+            raise request_timeout(idle_timeout) from None
+        parts.append(piece)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    status = exc.status_code if isinstance(exc, HTTPException) else 500
+    message = {404: f"Unknown route {request.url.path}", 405: f"Method {request.method} not allowed on {request.url.path}"}
+    body = error_body(message.get(status, str(getattr(exc, "detail", "error"))), type=INVALID_REQUEST, code=status)
+    return JSONResponse(body, status_code=status, headers=getattr(exc, "headers", None))
+
+
+async def _unhandled(request: Request, exc: Exception) -> Response:
+    log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response(internal_error())
+
+
+def create_app(config: ProxyConfig) -> Starlette:
+    """The proxy as an ASGI app; one pooled upstream client lives as long as the app."""
+    proxy = ProxyApp(config)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        _ = proxy.upstream.client  # create the pool at startup, not in the first request
+        try:
+            yield
+        finally:
+            await proxy.upstream.aclose()
+
+    routes = [
+        Route("/v1/chat/completions", proxy.chat, methods=["POST"]),
+        Route("/chat/completions", proxy.chat, methods=["POST"]),
+        Route("/v1/models", proxy.models, methods=["GET"]),
+        Route("/models", proxy.models, methods=["GET"]),
+        Route("/health", proxy.health, methods=["GET"]),
+    ]
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={HTTPException: _http_error, Exception: _unhandled},
+    )
+    app.state.proxy = proxy
+    return app

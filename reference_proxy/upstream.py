@@ -1,0 +1,128 @@
+"""The connection to the upstream: one pooled ``httpx.AsyncClient``, and the translation of
+transport failures into the errors clients understand (502 unreachable, 504 timeout,
+the upstream's own status for its 4xx/5xx answers)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import httpx
+
+from reference_proxy.config import ProxyConfig
+from reference_proxy.errors import (
+    as_openai_error,
+    upstream_bad_response,
+    upstream_status_error,
+    upstream_timeout,
+    upstream_unreachable,
+)
+
+#: Upstream error bodies larger than this are cut (an error page is never that big).
+MAX_ERROR_BODY = 256 * 1024
+MAX_CONNECTIONS = 1000
+MAX_KEEPALIVE = 100
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Upstream:
+    """The pooled client; created at startup, closed at shutdown (or created on first use)."""
+
+    def __init__(self, config: ProxyConfig) -> None:
+        self.config = config
+        self._client: httpx.AsyncClient | None = None
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            timeout = httpx.Timeout(
+                connect=self.config.connect_timeout,
+                read=self.config.read_timeout,
+                write=self.config.read_timeout,
+                pool=self.config.connect_timeout,
+            )
+            # trust_env=False: a reverse proxy talks to its configured upstream directly,
+            # never through an HTTP(S)_PROXY meant for the machine's outbound traffic.
+            self._client = httpx.AsyncClient(
+                timeout=timeout,
+                limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE),
+                trust_env=False,
+                follow_redirects=False,
+            )
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def open(self, method: str, url: str, headers: Mapping[str, str], content: bytes | None = None) -> httpx.Response:
+        """Send a request and return the response with its body still unread.
+
+        Raises ``ProxyError`` for transport failures and for 4xx/5xx answers (whose
+        body is read, closed, and passed on in the OpenAI shape).
+        """
+        request = self.client.build_request(method, url, headers=headers, content=content)
+        try:
+            response = await self.client.send(request, stream=True)
+        except httpx.TimeoutException as exc:
+            raise upstream_timeout(describe(exc)) from None
+        except httpx.HTTPError as exc:
+            raise upstream_unreachable(describe(exc)) from None
+        if response.status_code >= 400:
+            try:
+                raw = await read_limited(response, MAX_ERROR_BODY)
+            except httpx.HTTPError:
+                raw = b""
+            finally:
+                await response.aclose()
+            raise upstream_status_error(response.status_code, raw, response.headers.get("retry-after"))
+        return response
+
+
+async def read_limited(response: httpx.Response, limit: int) -> bytes:
+    parts: list[bytes] = []
+    size = 0
+    async for part in response.aiter_bytes():
+        parts.append(part)
+        size += len(part)
+        if size >= limit:
+            break
+    return b"".join(parts)[:limit]
+
+
+async def read_json(response: httpx.Response) -> dict[str, Any]:
+    """The whole body as a JSON object; ``ProxyError`` when it is not one or the read fails."""
+    try:
+        raw = await response.aread()
+    except httpx.TimeoutException as exc:
+        raise upstream_timeout(describe(exc)) from None
+    except httpx.HTTPError as exc:
+        raise upstream_unreachable(describe(exc)) from None
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        raise upstream_bad_response(f"not JSON: {raw[:200]!r}") from None
+    if not isinstance(body, dict):
+        raise upstream_bad_response(f"expected a JSON object, got {type(body).__name__}")
+    return body
+
+
+def is_event_stream(response: httpx.Response) -> bool:
+    return "text/event-stream" in response.headers.get("content-type", "")
+
+
+def error_from_event(data: str) -> dict[str, Any]:
+    """The ``error`` object of an ``event: error`` payload, whatever its shape."""
+    try:
+        payload: Any = json.loads(data)
+    except ValueError:
+        payload = data
+    error: dict[str, Any] = as_openai_error(payload, fallback_message="upstream reported an error", fallback_code=None)["error"]
+    return error
+

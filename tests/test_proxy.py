@@ -1,0 +1,336 @@
+"""The reference proxy end to end: real uvicorn servers, the mock backend as upstream,
+the official ``openai`` SDK (and raw HTTP where the bytes matter) as the client.
+
+Every scenario of the bundled library runs through the proxy, streaming and not,
+under each client profile it is meaningful for, and must give what its ``expect``
+says: calls, content, finish reason, what reached the upstream.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import httpx2
+import openai
+import pytest
+from openai.lib.streaming.chat import ChatCompletionStreamState
+
+from harness.compare import content_equal, json_equal
+from harness.markup import DEFAULT_MARKERS, find_leaks
+from harness.nonce import NONCE_HEADER, place_nonce
+from harness.profiles import DEFAULT_HEADERS
+from harness.rules.upstream import check_assertion
+from harness.scenario import RawFrame, Scenario, load_library, parse_scenario
+from harness.servers import serve
+from harness.xml_calls import parse_xml_calls, tool_vocabulary, value_matches
+from mock_backends.app import create_app as create_mock
+from mock_backends.control import MockControl
+from reference_proxy.app import create_app
+from reference_proxy.config import ProxyConfig
+from test_proxy_units import check_and_fold, parse_sse
+
+LIBRARY = load_library()
+OPENAI_PROFILES = ("openai", "vtc")  # the reference proxy serves the OpenAI chat-completions API
+
+
+def plain_case(s: Scenario) -> bool:
+    """A case whose client sends its request as is and expects an answer (no raw
+    frames, upstream faults, malformed client bodies or expected errors): the SDK can
+    play it and ``expect`` says everything about the answer."""
+    client = s.client
+    return (
+        s.backend.dialect == "openai"
+        and not any(isinstance(f, RawFrame) for f in s.backend.frames)
+        and getattr(s.backend, "fault", None) is None
+        and getattr(client, "raw_body", None) is None
+        and not getattr(client, "truncate_body", False)
+        and getattr(client, "pad_bytes", None) is None
+        and getattr(s.expect, "error", None) is None
+    )
+
+
+Case = tuple[Scenario, str, bool]  # scenario, client profile, whether the client streams
+
+
+def runs(scenarios: list[Scenario], *, every_profile: bool) -> list[Case]:
+    """Each scenario under its own profile (or every OpenAI profile it is meaningful
+    for), in the form its request asks and, when the scenario allows, the other too."""
+    out: list[Case] = []
+    for s in scenarios:
+        forms = [s.streams, not s.streams] if s.stream_equivalence else [s.streams]
+        profiles = s.client.profiles if every_profile else (s.client.profile,)
+        out += [(s, p, stream) for p in profiles if p in OPENAI_PROFILES for stream in forms]
+    return out
+
+
+CASES = runs([s for s in LIBRARY if plain_case(s)], every_profile=True)
+# Wire-level cases say nothing profile-specific: their own profile is enough.
+SPECIAL = runs([s for s in LIBRARY if not plain_case(s)], every_profile=False)
+NOT_SERVED = [(s, p, s.streams) for s in LIBRARY for p in s.client.profiles if p not in OPENAI_PROFILES]
+
+
+@dataclass(frozen=True)
+class Proxy:
+    url: str
+    config: ProxyConfig
+
+
+class RecordingTransport(httpx2.BaseTransport):
+    """Keeps the raw body bytes of the last response, as the SDK read them (the SDK's
+    HTTP library is httpx2)."""
+
+    def __init__(self) -> None:
+        self.inner = httpx2.HTTPTransport()
+        self.raw = bytearray()
+
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
+        response = self.inner.handle_request(request)
+        self.raw = bytearray()
+        return httpx2.Response(
+            response.status_code, headers=response.headers, stream=_Tee(response, self.raw), extensions=response.extensions
+        )
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class _Tee(httpx2.SyncByteStream):
+    def __init__(self, response: httpx2.Response, sink: bytearray) -> None:
+        self.response = response
+        self.sink = sink
+
+    def __iter__(self) -> Iterator[bytes]:
+        for part in self.response.iter_raw():
+            self.sink += part
+            yield part
+
+    def close(self) -> None:
+        self.response.close()
+
+
+@dataclass(frozen=True)
+class Rig:
+    mock: MockControl
+    mock_url: str
+    default: Proxy  # the configuration a user gets without flags
+    full: Proxy  # every optional feature the proxy has switched on
+    http: httpx.Client  # shared: building a client (its TLS context) costs more than a request
+    sdk_http: httpx2.Client  # the SDK's, recording what it reads
+    recorder: RecordingTransport  # under ``sdk_http``
+
+    def sdk(self, proxy: Proxy) -> openai.OpenAI:
+        return openai.OpenAI(
+            base_url=f"{proxy.url}/v1", api_key="sk-test", max_retries=0, timeout=15, http_client=self.sdk_http
+        )
+
+    def proxy_for(self, features: set[str]) -> Proxy | None:
+        for proxy in (self.default, self.full):
+            if features <= proxy.config.features():
+                return proxy
+        return None
+
+
+@pytest.fixture(scope="module")
+def rig() -> Iterator[Rig]:
+    with serve(create_mock()) as mock:
+        # A short body timeout: a client that stops mid-body gets its 408 quickly.
+        default = ProxyConfig(upstream=f"{mock.url}/v1", body_timeout=1.0, log_level="warning")
+        full = dataclasses.replace(default, system_to_user=True)
+        with (
+            serve(create_app(default)) as a,
+            serve(create_app(full)) as b,
+            MockControl(mock.url) as control,
+            httpx.Client(timeout=15) as http,
+        ):
+            recorder = RecordingTransport()
+            with httpx2.Client(timeout=15, transport=recorder) as sdk_http:
+                yield Rig(control, mock.url, Proxy(a.url, default), Proxy(b.url, full), http, sdk_http, recorder)
+
+
+def needed_features(scenario: Scenario, profile: str) -> set[str]:
+    needed = set(scenario.requires)
+    for assertion in scenario.expect.upstream:
+        needed |= set(assertion.requires)
+    if profile == "vtc":
+        needed.add("vtc")
+    return needed
+
+
+def choose_proxy(rig: Rig, scenario: Scenario, profile: str) -> Proxy:
+    """The proxy configuration that has what the case needs (assertion-level features
+    are wanted, not required: without them those assertions are simply not active)."""
+    proxy = rig.proxy_for(needed_features(scenario, profile))
+    if proxy is not None:
+        return proxy
+    required = set(scenario.requires) | ({"vtc"} if profile == "vtc" else set())
+    proxy = rig.proxy_for(required)
+    if proxy is None:
+        missing = sorted(required - rig.full.config.features())
+        pytest.skip(f"the reference proxy does not provide feature(s) {', '.join(missing)}")
+    return proxy
+
+
+def client_headers(scenario: Scenario, profile: str) -> dict[str, str]:
+    return {**DEFAULT_HEADERS[profile], **scenario.client.headers}  # type: ignore[index]
+
+
+def request_body(scenario: Scenario, stream: bool, nonce: str) -> dict[str, Any]:
+    body = dict(scenario.client.request)
+    body["stream"] = stream
+    if not stream:
+        body.pop("stream_options", None)
+    return place_nonce(body, nonce)
+
+
+@dataclass
+class Answer:
+    content: str
+    calls: list[tuple[str, Any]]
+    finish: str | None
+
+
+def ask_sdk(client: openai.OpenAI, scenario: Scenario, profile: str, stream: bool, nonce: str) -> Answer:
+    """Send the case through the official SDK and read its answer the SDK's way."""
+    body = request_body(scenario, stream, nonce)
+    extra = {k: v for k, v in body.items() if k not in ("model", "messages", "stream")}
+    headers = {**client_headers(scenario, profile), NONCE_HEADER: nonce}
+    if stream:
+        state: ChatCompletionStreamState[Any] = ChatCompletionStreamState()
+        with client.chat.completions.create(
+            model=body["model"], messages=body["messages"], stream=True, extra_body=extra, extra_headers=headers
+        ) as chunks:
+            for chunk in chunks:
+                state.handle_chunk(chunk)
+        # The snapshot, not get_final_completion(): the latter refuses length-cut answers.
+        result: Any = state.current_completion_snapshot
+    else:
+        result = client.chat.completions.create(
+            model=body["model"], messages=body["messages"], extra_body=extra, extra_headers=headers
+        )
+    choice = result.choices[0]
+    calls = [(c.function.name, json.loads(c.function.arguments)) for c in choice.message.tool_calls or ()]
+    return Answer(choice.message.content or "", calls, choice.finish_reason)
+
+
+def check_answer(scenario: Scenario, profile: str, answer: Answer) -> None:
+    expect = scenario.expect
+    content = answer.content
+    if profile == "vtc":
+        assert answer.calls == [], "an XML-reading client gets no tool_calls"
+        parsed = parse_xml_calls(content, tool_vocabulary(scenario.client.request))
+        assert all(c.complete for c in parsed.calls)
+        got = [(c.name, dict(c.params)) for c in parsed.calls]
+        assert [n for n, _ in got] == [c.name for c in expect.tool_calls], content
+        for (_, params), want in zip(got, expect.tool_calls):
+            assert set(params) == set(want.arguments), content
+            assert all(value_matches(want.arguments[k], params[k]) for k in want.arguments), (params, want.arguments)
+        content = parsed.outside
+        if expect.finish_reason is not None:
+            want_finish = "stop" if expect.finish_reason == "tool_calls" else expect.finish_reason
+            assert answer.finish == want_finish
+    else:
+        assert [n for n, _ in answer.calls] == [c.name for c in expect.tool_calls]
+        for (_, arguments), want in zip(answer.calls, expect.tool_calls):
+            assert json_equal(arguments, dict(want.arguments)), (arguments, want.arguments)
+        if expect.finish_reason is not None:
+            assert answer.finish == expect.finish_reason
+    if expect.content is not None:
+        assert content_equal(expect.content, content, exact=expect.content_exact), repr(content)
+    allowed = expect.content or ""  # the part of the expected answer that may hold markup
+    if expect.content_regex is not None:
+        match = re.search(expect.content_regex, content, re.DOTALL)
+        assert match, repr(content[:500])
+        allowed = match.group(0)
+    leaks = find_leaks(content, (*DEFAULT_MARKERS, *expect.markers), allowed=allowed)
+    assert not leaks, leaks
+
+
+def check_upstream(rig: Rig, proxy: Proxy, scenario: Scenario, nonce: str, sent: Mapping[str, Any]) -> Any:
+    """Check what reached the upstream; returns the body of the last request (or None)."""
+    recorded = rig.mock.recorded(nonce)
+    expect = scenario.expect
+    if expect.upstream_requests is not None:
+        assert len(recorded) == expect.upstream_requests
+    else:
+        assert len(recorded) == 1
+    active = [a for a in expect.upstream if set(a.requires) <= proxy.config.features()]
+    if not recorded:
+        assert not active, "no request reached the upstream, so its assertions cannot hold"
+        return None
+    for assertion in active:
+        assert check_assertion(assertion, recorded[-1].body, sent) is None
+    return recorded[-1].body
+
+
+def case_id(case: Case) -> str:
+    return f"{case[0].id}[{case[1]}-{'stream' if case[2] else 'whole'}]"
+
+
+def check_chunk_sequence(raw: bytes, scenario: Scenario, profile: str, body: Mapping[str, Any], answer: Answer) -> None:
+    """The bytes the SDK read: role first, whole start deltas, argument deltas with index
+    and arguments only, one finish, usage exactly when asked, ``[DONE]`` last, and the
+    same answer the SDK assembled."""
+    folded = check_and_fold(parse_sse(raw.decode("utf-8")))
+    assert folded.done and folded.error is None and folded.finish is not None
+    options = body.get("stream_options")
+    asked = isinstance(options, dict) and options.get("include_usage") is True
+    assert (folded.usage is not None) == asked
+    assert (folded.content, folded.calls, folded.finish) == (answer.content, answer.calls, answer.finish)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case_id(c) for c in CASES])
+def test_scenario(rig: Rig, case: Case) -> None:
+    scenario, profile, stream = case
+    proxy = choose_proxy(rig, scenario, profile)
+    nonce = rig.mock.arm(scenario)
+    try:
+        body = request_body(scenario, stream, nonce)
+        answer = ask_sdk(rig.sdk(proxy), scenario, profile, stream, nonce)
+        if stream:
+            check_chunk_sequence(bytes(rig.recorder.raw), scenario, profile, body, answer)
+        check_answer(scenario, profile, answer)
+        recorded = check_upstream(rig, proxy, scenario, nonce, body)
+    finally:
+        rig.mock.disarm(nonce)
+    if recorded is not None:  # the upstream is asked in the client's form
+        assert recorded.get("stream", False) is stream
+        assert recorded.get("stream_options") == body.get("stream_options")
+
+
+def post(rig: Rig, proxy: Proxy, body: Mapping[str, Any], headers: Mapping[str, str]) -> httpx.Response:
+    return rig.http.post(f"{proxy.url}/v1/chat/completions", json=body, headers=dict(headers))
+
+
+@pytest.mark.parametrize("case", SPECIAL, ids=[case_id(c) for c in SPECIAL])
+def test_special_scenario_judged_by_the_harness(rig: Rig, case: Case) -> None:
+    """Cases about the wire itself (hand-written frames, upstream faults, malformed
+    client bodies, expected errors) are judged by the harness's own rules, which know
+    how to send and read them."""
+    from harness.rules import Options, evaluate
+    from harness.runner import run_exchange
+
+    scenario, profile, stream = case
+    proxy = choose_proxy(rig, scenario, profile)
+    exchange = run_exchange(
+        scenario,
+        proxy_url=f"{proxy.url}/v1",
+        mock=rig.mock,
+        stream=stream,
+        profile=profile,  # type: ignore[arg-type]
+        model=None,
+        proxy_headers={},
+        timeout=15,
+    )
+    failures = evaluate(scenario, exchange, Options(profile=profile, features=proxy.config.features()))  # type: ignore[arg-type]
+    assert not failures, "\n".join(str(f) for f in failures)
+
+
+@pytest.mark.parametrize("case", NOT_SERVED, ids=[case_id(c) for c in NOT_SERVED])
+def test_other_client_dialects(case: Case) -> None:
+    pytest.skip(f"client profile {case[1]}: the reference proxy serves the OpenAI chat-completions API only")
