@@ -221,12 +221,18 @@ def answer_from_body(body: Any) -> Answer:
 
 
 def answer_from_exchange(exchange: Exchange) -> Answer:
-    """The answer a client reads from ``exchange``: assembled from chunks for a
-    stream, read from the body otherwise. For the vtc profile the caller parses the
-    content with ``harness.xml_calls``."""
+    """The answer a client reads from ``exchange``: assembled from chunks (or, for the
+    anthropic profile, Messages events) for a stream, read from the body otherwise.
+    For the vtc profile the caller parses the content with ``harness.xml_calls``."""
+    # Imported here: the Anthropic reader builds on this module's Answer.
+    from harness.anthropic_events import answer_from_message, assemble_anthropic_stream, read_events
+
     kind = response_kind(exchange)
+    anthropic = exchange.profile == "anthropic"
     if kind == "sse":
-        return assemble_stream(stream_payloads(parse_events(exchange.raw).events))
+        events = parse_events(exchange.raw).events
+        return assemble_anthropic_stream(read_events(events)) if anthropic else assemble_stream(stream_payloads(events))
     if kind == "json":
-        return answer_from_body(parse_body(exchange.raw)[0])
+        body = parse_body(exchange.raw)[0]
+        return answer_from_message(body) if anthropic else answer_from_body(body)
     return Answer("", (), None, None, None)

@@ -1,36 +1,50 @@
-"""Feeding a captured stream through the official openai SDK, without a network.
+"""Feeding a captured stream through the official SDKs, without a network.
 
-The SDK's own SSE decoder, chunk model and ``ChatCompletionStream`` accumulator read
-the raw bytes from an in-memory response, exactly as they would read a live one.
-Whatever the SDK raises is what an application built on it would see.
+The SDK's own SSE decoder, event models and stream accumulator (``openai``:
+``ChatCompletionStream``; ``anthropic``: ``MessageStream``) read the raw bytes from an
+in-memory response, exactly as they would read a live one. Whatever the SDK raises is
+what an application built on it would see; what it had accumulated until then is
+kept, since the application has already shown it.
 """
 
 from __future__ import annotations
 
+import json
 import traceback
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import PurePath
+from typing import Any
 
-import httpx2  # the HTTP layer the installed openai SDK is built on
-from openai import OpenAI, Stream, omit
+import anthropic
+import httpx2  # the HTTP layer the installed SDKs are built on
+from anthropic.lib.streaming import MessageStream
+from anthropic.types import RawMessageStreamEvent
+from openai import APIError, OpenAI, Stream, omit
 from openai.lib.streaming.chat import ChatCompletionStream
 from openai.types.chat import ChatCompletionChunk
+from openai.types.chat.parsed_chat_completion import ParsedChatCompletion
 
 from harness.assemble import AssembledCall
 
 _URL = "http://proxy/v1/chat/completions"
+_ANTHROPIC_URL = "http://proxy/v1/messages"
 
 
 @dataclass(frozen=True, slots=True)
 class SdkReading:
-    """What the SDK's final accumulated message holds, or the error it raised."""
+    """What the SDK's accumulated message holds, and the error it raised, if any
+    (the message then holds what had been accumulated before the error)."""
 
     content: str
     tool_calls: tuple[AssembledCall, ...]
     finish_reason: str | None
     error: str | None  # "TypeError: ..." when the SDK raised
+    # The SDK raised its own report of an error event in the stream (openai:
+    # APIError; anthropic: APIStatusError), not a failure to read the stream.
+    error_event: bool = False
 
 
 @cache
@@ -53,33 +67,92 @@ def _describe(exc: BaseException) -> str:
     return text
 
 
-def read_stream(raw: bytes, headers: Mapping[str, str] | None = None) -> SdkReading:
-    """Run ``raw`` through the SDK's streaming path (its SSE decoder, chunk model and
-    ``ChatCompletionStreamState`` accumulator) and report the accumulated message."""
-    response = httpx2.Response(
+def _response(raw: bytes, headers: Mapping[str, str] | None, url: str) -> httpx2.Response:
+    return httpx2.Response(
         200,
         headers=dict(headers or {"content-type": "text/event-stream"}),
         content=raw,
-        request=httpx2.Request("POST", _URL),
+        request=httpx2.Request("POST", url),
     )
+
+
+def _openai_reading(completion: ParsedChatCompletion[object] | None, error: str | None, event: bool) -> SdkReading:
+    if completion is None or not completion.choices:
+        return SdkReading("", (), None, error, event)
+    choice = completion.choices[0]
+    message = choice.message
+    calls = tuple(
+        AssembledCall(i, call.id, call.function.name, call.function.arguments)
+        for i, call in enumerate(message.tool_calls or ())
+        if call.type == "function"
+    )
+    return SdkReading(message.content or "", calls, choice.finish_reason, error, event)
+
+
+def read_stream(raw: bytes, headers: Mapping[str, str] | None = None) -> SdkReading:
+    """Run ``raw`` through the openai SDK's streaming path (its SSE decoder, chunk model
+    and ``ChatCompletionStream`` accumulator) and report the accumulated message."""
+    stream: ChatCompletionStream[None] | None = None
     try:
-        stream: ChatCompletionStream[None] = ChatCompletionStream(
-            raw_stream=Stream(cast_to=ChatCompletionChunk, response=response, client=_client()),
+        stream = ChatCompletionStream(
+            raw_stream=Stream(cast_to=ChatCompletionChunk, response=_response(raw, headers, _URL), client=_client()),
             response_format=omit,
             input_tools=omit,
         )
         # The accumulated snapshot, not get_final_completion(): the latter adds the
         # structured-output parsing step, which rejects legitimate "length" answers.
-        completion = stream.until_done().current_completion_snapshot
-        if not completion.choices:
-            return SdkReading("", (), None, None)
-        choice = completion.choices[0]
-        message = choice.message
-        calls = tuple(
-            AssembledCall(i, call.id, call.function.name, call.function.arguments)
-            for i, call in enumerate(message.tool_calls or ())
-            if call.type == "function"
-        )
-        return SdkReading(message.content or "", calls, choice.finish_reason, None)
+        return _openai_reading(stream.until_done().current_completion_snapshot, None, False)
     except Exception as exc:  # any SDK failure is the finding
-        return SdkReading("", (), None, _describe(exc))
+        partial: ParsedChatCompletion[object] | None = None
+        if stream is not None:
+            try:
+                partial = stream.current_completion_snapshot
+            except Exception:  # nothing was accumulated
+                partial = None
+        return _openai_reading(partial, _describe(exc), type(exc) is APIError)
+
+
+@cache
+def _anthropic_client() -> anthropic.Anthropic:
+    # Only used for its response processing; it never sends a request.
+    return anthropic.Anthropic(api_key="conformance", base_url="http://proxy", max_retries=0)
+
+
+def _anthropic_reading(stream: MessageStream[Any], error: str | None, event: bool) -> SdkReading:
+    try:
+        message = stream.current_message_snapshot
+    except Exception:  # no message_start reached the SDK
+        return SdkReading("", (), None, error, event)
+    texts: list[str] = []
+    calls: list[AssembledCall] = []
+    for block in message.content:
+        if block.type == "text":
+            texts.append(block.text)
+        elif block.type == "tool_use":
+            arguments = json.dumps(block.input, ensure_ascii=False, default=str)
+            calls.append(AssembledCall(len(calls), block.id, block.name, arguments))
+    return SdkReading("".join(texts), tuple(calls), message.stop_reason, error, event)
+
+
+def read_anthropic_stream(raw: bytes, headers: Mapping[str, str] | None = None) -> SdkReading:
+    """Run ``raw`` through the anthropic SDK's streaming path (its SSE decoder, event
+    models and ``MessageStream`` accumulator) and report the accumulated message. A
+    tool input is reported as the JSON text of what the SDK holds (a dict normally;
+    a string input stays a JSON string)."""
+    stream: MessageStream[Any] = MessageStream(
+        anthropic.Stream(
+            cast_to=RawMessageStreamEvent,  # type: ignore[arg-type]  # a union, as the SDK passes it
+            response=_response(raw, headers, _ANTHROPIC_URL),
+            client=_anthropic_client(),
+        ),
+        output_format=anthropic.NOT_GIVEN,
+    )
+    with warnings.catch_warnings():
+        # The SDK's models warn (pydantic serialisation) about wrongly typed fields;
+        # the rules report those fields themselves.
+        warnings.simplefilter("ignore")
+        try:
+            stream.until_done()
+        except Exception as exc:  # any SDK failure is the finding
+            return _anthropic_reading(stream, _describe(exc), isinstance(exc, anthropic.APIStatusError))
+        return _anthropic_reading(stream, None, False)

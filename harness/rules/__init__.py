@@ -1,9 +1,11 @@
-"""The named conformance rules for the OpenAI chat-completions dialect.
+"""The named conformance rules: the OpenAI chat-completions dialect, the Anthropic
+Messages dialect, and upstream faults and misbehaving clients in both.
 
 ``evaluate`` judges one exchange against every applicable rule; ``compare_answers``
 judges a streamed and a non-streamed answer to the same scenario. Both are pure and
 never raise for anything a proxy sent: each broken rule becomes one
-``ConformanceFailure``.
+``ConformanceFailure``. An exchange of the anthropic profile is judged by the
+Anthropic rules and the dialect-neutral ones, never by the chat-completion ones.
 """
 
 from __future__ import annotations
@@ -15,19 +17,25 @@ from typing import Any
 
 from harness.errors import ConformanceFailure
 from harness.exchange import Exchange
-from harness.rules.context import Context
+from harness.rules.context import Context, effective_options
 from harness.rules.registry import ENTRIES, Entry, Options, Rule, Violation
 from harness.rules.report import ordered_ids, rules_markdown
 from harness.scenario import Scenario
 
 # Importing a group module registers its rules; the table order comes from report.py.
 from harness.rules import (
+    anthropic_body,
+    anthropic_calls,
+    anthropic_errors,
+    anthropic_sdk,
+    anthropic_stream,
     body,
     calls,
     chunks,
     content,
     equivalence,
     error_shape,
+    faults,
     framing,
     sdk,
     tool_calls,
@@ -36,6 +44,7 @@ from harness.rules import (
     usage,
     vtc,
 )
+from harness.rules import shared  # after the groups: it widens some of their rules
 
 __all__ = ["RULES", "Options", "Rule", "compare_answers", "evaluate", "rules_markdown"]
 
@@ -66,11 +75,14 @@ def _run(entry: Entry, produce: Iterable[Violation]) -> ConformanceFailure | Non
 
 def evaluate(scenario: Scenario, exchange: Exchange, options: Options) -> list[ConformanceFailure]:
     """Every applicable rule broken by ``exchange``, one failure per rule, in table order."""
+    options = effective_options(options, exchange)
     ctx = Context(scenario, exchange, options)
     failures: list[ConformanceFailure] = []
     for rule_id in ordered_ids():
         entry = ENTRIES[rule_id]
         if entry.check is None or not entry.enabled(options) or not ctx.in_stage(entry.stage):
+            continue
+        if entry.ending and ctx.error_accepted:
             continue
         failure = _run(entry, entry.check(ctx))
         if failure is not None:
@@ -85,6 +97,7 @@ def compare_answers(
     200 (otherwise each exchange's own failures say why) and the scenario allows it."""
     if not scenario.stream_equivalence:
         return []
+    options = effective_options(options, streamed)
     a, b = Context(scenario, streamed, options), Context(scenario, plain, options)
     if not (a.in_stage("answer") and b.in_stage("answer")):
         return []

@@ -1,11 +1,17 @@
-"""Everything the rules read about one exchange, each part computed once, on demand."""
+"""Everything the rules read about one exchange, each part computed once, on demand.
+
+The reading follows the client's dialect: an anthropic exchange is read as Messages
+events or a Messages body, every other one as chat-completion chunks or a
+chat.completion body; both end up as the shared ``Answer``.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
-from typing import Any
+from typing import Any, Literal, TypeVar
 
 from harness.assemble import (
     Answer,
@@ -17,13 +23,33 @@ from harness.assemble import (
     response_kind,
     stream_payloads,
 )
+from harness.anthropic_events import (
+    AnthropicEvent,
+    Block,
+    answer_from_message,
+    assemble_anthropic_stream,
+    collect_blocks,
+    read_events,
+)
 from harness.compare import CallView, render, shorten
 from harness.exchange import Exchange
 from harness.rules.registry import Options, Stage
 from harness.scenario import Scenario
-from harness.sdk_compat import SdkReading, read_stream
-from harness.sse import SSEStream, parse_events
+from harness.sdk_compat import SdkReading, read_anthropic_stream, read_stream
+from harness.sse import SSEEvent, SSEStream, parse_events
 from harness.xml_calls import XmlParse, parse_xml_calls, tool_vocabulary
+
+T = TypeVar("T")
+Dialect = Literal["openai", "anthropic"]
+
+
+def effective_options(options: Options, exchange: Exchange) -> Options:
+    """The options an exchange is judged under: an anthropic exchange is always judged
+    as anthropic, whatever profile the options name (its body cannot be read as chat
+    completions); options naming anthropic read any exchange as Messages."""
+    if exchange.profile == "anthropic" and options.profile != "anthropic":
+        return dataclasses.replace(options, profile="anthropic")
+    return options
 
 
 class Context:
@@ -34,6 +60,20 @@ class Context:
         self.exchange = exchange
         self.options = options
         self.expect = scenario.expect
+        self._derived: dict[Callable[[Context], Any], Any] = {}
+
+    def derived(self, compute: Callable[[Context], T]) -> T:
+        """``compute(self)``, computed once for this exchange whichever rule asks first
+        (for readings that several rules of one group share)."""
+        if compute not in self._derived:
+            self._derived[compute] = compute(self)
+        result: T = self._derived[compute]
+        return result
+
+    @cached_property
+    def dialect(self) -> Dialect:
+        """The API the client speaks, which decides how the answer is read."""
+        return "anthropic" if self.options.profile == "anthropic" else "openai"
 
     # ------------------------------------------------------------------ what arrived
 
@@ -79,12 +119,57 @@ class Context:
         return parse_body(self.exchange.raw)
 
     @cached_property
+    def events(self) -> tuple[AnthropicEvent, ...]:
+        """An anthropic stream's events, every one of them (a Messages stream has no terminator)."""
+        return read_events(self.stream.events)
+
+    @cached_property
+    def blocks(self) -> list[Block]:
+        """An anthropic stream's content blocks, as every event addressed them."""
+        return collect_blocks(self.events)
+
+    @cached_property
     def answer(self) -> Answer:
+        anthropic = self.dialect == "anthropic"
         if self.kind == "sse":
-            return assemble_stream(self.payloads)
+            return assemble_anthropic_stream(self.events) if anthropic else assemble_stream(self.payloads)
         if self.kind == "json":
-            return answer_from_body(self.body[0])
+            return answer_from_message(self.body[0]) if anthropic else answer_from_body(self.body[0])
         return Answer("", (), None, None, None)
+
+    # ------------------------------------------------------------------ errors and faults
+
+    @cached_property
+    def stream_errors(self) -> tuple[SSEEvent, ...]:
+        """The events of a 200 stream that report an error, in whatever shape."""
+        if not self.in_stage("stream"):
+            return ()
+        if self.dialect == "anthropic":
+            return tuple(e.event for e in self.events if e.is_error)
+        return tuple(p.event for p in self.payloads if p.error is not None)
+
+    @cached_property
+    def in_stream_policy(self) -> Literal["allowed", "required", "forbidden"]:
+        """Whether the scenario allows an error inside a started stream (never, unless it expects an error)."""
+        return self.expect.error.in_stream if self.expect.error is not None else "forbidden"
+
+    @cached_property
+    def error_accepted(self) -> bool:
+        """The stream carries an error and the scenario expects one there."""
+        return bool(self.stream_errors) and self.in_stream_policy != "forbidden"
+
+    @cached_property
+    def fault_case(self) -> bool:
+        """A scenario about things going wrong: an upstream fault, a misbehaving client,
+        or an expected error."""
+        client = self.scenario.client
+        return (
+            self.scenario.backend.fault is not None
+            or self.expect.error is not None
+            or client.raw_body is not None
+            or client.truncate_body
+            or client.pad_bytes is not None
+        )
 
     # ------------------------------------------------------------------ profile-aware reading
 
@@ -117,6 +202,8 @@ class Context:
         """The finish reason this profile must see (a vtc client always gets "stop",
         unless the case expects something other than a normal end)."""
         wanted = self.expect.finish_reason
+        if self.dialect == "anthropic":
+            return wanted  # the stop_reason, in the Messages API's own words
         if self.options.profile == "vtc":
             return wanted if wanted not in (None, "stop", "tool_calls") else "stop"
         if wanted == "stop" and self.expect.tool_calls:
@@ -135,14 +222,24 @@ class Context:
 
     @cached_property
     def sdk(self) -> SdkReading:
+        """The stream as the dialect's official SDK reads it. When the SDK raised its own
+        report of an error event the scenario expects, that is the client doing its
+        job: the reading then holds what the SDK had accumulated, without the error."""
         content_type = self.exchange.response_headers.get("content-type", "text/event-stream")
-        return read_stream(self.exchange.raw, {"content-type": content_type})
+        read = read_anthropic_stream if self.dialect == "anthropic" else read_stream
+        reading = read(self.exchange.raw, {"content-type": content_type})
+        if reading.error_event and self.error_accepted:
+            return dataclasses.replace(reading, error=None)
+        return reading
 
     # ------------------------------------------------------------------ evidence
 
     def at(self, payload: Payload, **extra: Any) -> dict[str, Any]:
         """Evidence locating one stream event."""
-        event = payload.event
+        return self.at_event(payload.event, **extra)
+
+    def at_event(self, event: SSEEvent, **extra: Any) -> dict[str, Any]:
+        """Evidence locating one dispatched SSE event."""
         return {
             "event_index": event.index,
             "byte_offset": event.byte_offset,

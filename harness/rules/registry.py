@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from harness.rules.context import Context
 
 Severity = Literal["client", "spec"]
-Profile = Literal["openai", "vtc"]
+Profile = Literal["openai", "vtc", "anthropic"]
 # When a rule has something to judge: every run, any HTTP response (no transport
 # error, no timeout), a 200 answer, a 200 SSE stream, or a 200 single JSON body.
 Stage = Literal["always", "response", "answer", "stream", "single"]
@@ -34,7 +34,7 @@ class Rule:
 
 @dataclass(frozen=True)
 class Options:
-    profile: Literal["openai", "vtc"] = "openai"
+    profile: Profile = "openai"
     strict: bool = False
     features: frozenset[str] = frozenset()
 
@@ -59,6 +59,9 @@ class Entry:
     features: frozenset[str]
     check: Check | None = None
     pair_check: PairCheck | None = None
+    # Judges how a complete answer ends (a finish reason, a usage chunk): not applied
+    # to a stream that ended with an error the scenario accepts.
+    ending: bool = False
 
     def enabled(self, options: Options) -> bool:
         """Whether ``options`` ask for this rule at all (severity, profile, features)."""
@@ -70,7 +73,11 @@ class Entry:
 
 
 ENTRIES: dict[str, Entry] = {}
-ALL_PROFILES: frozenset[Profile] = frozenset({"openai", "vtc"})
+OPENAI_PROFILES: frozenset[Profile] = frozenset({"openai", "vtc"})
+ANTHROPIC: frozenset[Profile] = frozenset({"anthropic"})
+EVERY_PROFILE: frozenset[Profile] = OPENAI_PROFILES | ANTHROPIC
+# The default of a rule: the OpenAI chat-completions dialect, whichever client reads it.
+ALL_PROFILES = OPENAI_PROFILES
 
 
 def _register(entry: Entry) -> None:
@@ -80,6 +87,17 @@ def _register(entry: Entry) -> None:
     if rule.id in ENTRIES:
         raise ValueError(f"rule id {rule.id} is registered twice")
     ENTRIES[rule.id] = entry
+
+
+def amend(rule_id: str, *, also: Iterable[Profile] = (), ending: bool | None = None) -> None:
+    """Widen an existing rule to more profiles, or mark it as judging a complete answer's
+    end. The rule's id, statement and check stay as they are."""
+    entry = ENTRIES[rule_id]
+    ENTRIES[rule_id] = replace(
+        entry,
+        profiles=entry.profiles | frozenset(also),
+        ending=entry.ending if ending is None else ending,
+    )
 
 
 class RuleGroup:

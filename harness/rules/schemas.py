@@ -1,4 +1,4 @@
-"""The OpenAI wire schemas the rules validate against (JSON Schema files beside the scenario schema)."""
+"""The wire schemas (OpenAI and Anthropic) the rules validate against, JSON Schema files beside the scenario schema."""
 
 from __future__ import annotations
 
@@ -9,7 +9,14 @@ from typing import Any, Literal
 
 import jsonschema
 
-SchemaName = Literal["chat_completion_chunk", "chat_completion", "openai_error"]
+SchemaName = Literal[
+    "chat_completion_chunk",
+    "chat_completion",
+    "openai_error",
+    "anthropic_stream_event",
+    "anthropic_message",
+    "anthropic_error",
+]
 
 
 @cache

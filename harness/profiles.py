@@ -1,0 +1,86 @@
+"""Client profiles: how the harness presents itself to the proxy under test.
+
+A proxy may pick its output format by looking at who is calling (Cline/Roo/Kilo are
+recognised by User-Agent), so each profile sends the headers of the client family
+it stands for. Running a case under ``vtc`` only makes sense when the proxy claims
+the ``vtc`` feature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import MappingProxyType
+from typing import Final
+
+from harness.exchange import Profile
+from harness.scenario import PROFILES, Scenario
+
+DEFAULT_HEADERS: Final[Mapping[Profile, Mapping[str, str]]] = MappingProxyType(
+    {
+        "openai": MappingProxyType({"User-Agent": "OpenAI/Python toolcall-conformance"}),
+        "vtc": MappingProxyType({"User-Agent": "Cline/3.38.0 toolcall-conformance"}),
+        "anthropic": MappingProxyType(
+            {"User-Agent": "Anthropic/Python toolcall-conformance", "anthropic-version": "2023-06-01"}
+        ),
+    }
+)
+
+# Where each profile's client posts, below the proxy's base URL (``http://host:port/v1``).
+ENDPOINTS: Final[Mapping[Profile, str]] = MappingProxyType(
+    {"openai": "/chat/completions", "vtc": "/chat/completions", "anthropic": "/messages"}
+)
+
+PROFILE_FEATURES: Final[Mapping[Profile, tuple[str, ...]]] = MappingProxyType(
+    {"openai": (), "vtc": ("vtc",), "anthropic": ()}
+)
+
+
+def parse_profile(value: str) -> Profile:
+    """A profile name from the command line, or ``ValueError`` naming the choices."""
+    if value not in PROFILES:
+        raise ValueError(f"unknown client profile {value!r} (choose from {', '.join(PROFILES)})")
+    return value
+
+
+def merge_headers(*layers: Mapping[str, str]) -> dict[str, str]:
+    """Later layers win, names compared case-insensitively; the spelling of the
+    winning layer is kept so the proxy sees what the user wrote."""
+    merged: dict[str, tuple[str, str]] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            merged[name.lower()] = (name, value)
+    return dict(merged.values())
+
+
+def request_headers(profile: Profile, scenario_headers: Mapping[str, str], user_headers: Mapping[str, str]) -> dict[str, str]:
+    """Profile defaults, then the scenario's own headers, then the user's ``--proxy-header``s."""
+    return merge_headers({"Content-Type": "application/json"}, DEFAULT_HEADERS[profile], scenario_headers, user_headers)
+
+
+def missing_features(needed: Iterable[str], claimed: Iterable[str]) -> list[str]:
+    have = set(claimed)
+    return [f for f in needed if f not in have]
+
+
+def feature_skip_reason(missing: Iterable[str], *, what: str) -> str:
+    """The reason a skipped case shows: which feature, and how to claim it."""
+    names = list(missing)
+    flag = ",".join(names)
+    noun = "feature" if len(names) == 1 else "features"
+    return f"{what} requires {noun} {', '.join(names)} (pass --features {flag} if your proxy has it)"
+
+
+def choose_profile(scenario: Scenario, requested: Profile | None, features: Iterable[str]) -> tuple[Profile, str | None]:
+    """The profile a case runs under and, when it cannot run, why (the skip reason)."""
+    profile: Profile = requested or scenario.client.profile
+    if profile not in scenario.client.profiles:
+        meaningful = ", ".join(scenario.client.profiles)
+        return profile, f"not meaningful under client profile {profile} (the scenario's client.profiles: {meaningful})"
+    claimed = frozenset(features)
+    lacking = missing_features(scenario.requires, claimed)
+    if lacking:
+        return profile, feature_skip_reason(lacking, what="scenario")
+    lacking = missing_features(PROFILE_FEATURES[profile], claimed)
+    if lacking:
+        return profile, feature_skip_reason(lacking, what=f"client profile {profile}")
+    return profile, None

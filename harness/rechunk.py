@@ -1,0 +1,302 @@
+"""Re-splitting a scenario's content frames, and shrinking a failing split.
+
+A proxy that works for the frame boundaries a scenario author happened to write may
+still break when the same text arrives cut elsewhere: inside a tag, inside a JSON
+string, one character at a time, or with a UTF-8 character torn across two network
+writes. This module produces such variants from a seed (so a failure can be
+reproduced) and, given a predicate that re-runs the exchange, reduces a failing
+split to the few boundaries that matter. Pure: no I/O, the predicate does the work.
+
+A split is a set of character offsets into the scenario's content text (all content
+frames joined). Native tool-call frames and raw frames keep their positions relative
+to the text, and a content frame that carries its own delay keeps its start as a
+boundary, so timing cases stay timing cases.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import random
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from harness.scenario import ContentFrame, Frame, RawFrame, Scenario, frame_to_mapping
+
+STRATEGIES: Final[tuple[str, ...]] = ("per-char", "tags", "random", "multibyte")
+DEFAULT_SHRINK_BUDGET: Final[int] = 30
+
+# Markup openers and closers whose insides a proxy must be able to receive in pieces.
+_TAG = re.compile(r"</?[A-Za-z_][^<>]*>|</?")
+_FENCE = re.compile(r"```+")
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+
+
+@dataclass(frozen=True)
+class Layout:
+    """A scenario's frames seen as one text plus what sits between its pieces."""
+
+    text: str
+    anchors: tuple[tuple[int, Frame], ...]  # non-content frames and the text offset they precede
+    fixed: frozenset[int]  # boundaries every variant keeps (delayed content frames start there)
+    delays: Mapping[int, float]  # offset -> delay_ms of the piece starting there
+    original: tuple[int, ...]  # the scenario's own content boundaries
+
+    def frames(self, splits: Iterable[int]) -> tuple[Frame, ...]:
+        """The frames for ``splits``: content cut at every split and fixed point,
+        other frames back in their places."""
+        n = len(self.text)
+        cuts = sorted({s for s in splits if 0 < s < n} | {s for s in self.fixed if 0 < s < n})
+        anchors_at: dict[int, list[Frame]] = {}
+        for offset, frame in self.anchors:
+            anchors_at.setdefault(offset, []).append(frame)
+        stops = sorted(set(cuts) | set(anchors_at) | {0, n})
+        out: list[Frame] = []
+        for start, end in zip(stops, stops[1:] + [None]):
+            out.extend(anchors_at.get(start, ()))
+            if end is not None and end > start:
+                out.append(ContentFrame(self.text[start:end], self.delays.get(start)))
+        return tuple(out)
+
+
+def layout(frames: Sequence[Frame]) -> Layout:
+    parts: list[str] = []
+    anchors: list[tuple[int, Frame]] = []
+    fixed: set[int] = set()
+    delays: dict[int, float] = {}
+    original: list[int] = []
+    offset = 0
+    for frame in frames:
+        if isinstance(frame, ContentFrame):
+            if frame.delay_ms is not None:
+                fixed.add(offset)
+                delays[offset] = delays.get(offset, 0.0) + frame.delay_ms
+            if frame.content:
+                original.append(offset)
+                parts.append(frame.content)
+                offset += len(frame.content)
+        else:
+            anchors.append((offset, frame))
+    text = "".join(parts)
+    return Layout(
+        text=text,
+        anchors=tuple(anchors),
+        fixed=frozenset(fixed),
+        delays=delays,
+        original=tuple(o for o in original if 0 < o < len(text)),
+    )
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One re-split of a scenario, reproducible from (seed, scenario id, index)."""
+
+    index: int
+    strategy: str
+    seed: int
+    splits: tuple[int, ...]
+    write_bytes: int | None = None
+    split_multibyte: bool = False
+
+    @property
+    def label(self) -> str:
+        network = []
+        if self.write_bytes is not None:
+            network.append(f"network writes of {self.write_bytes} byte(s)")
+        if self.split_multibyte:
+            network.append("UTF-8 characters torn across writes")
+        extra = f"; {', '.join(network)}" if network else ""
+        return f"re-chunk variant {self.index} ({self.strategy}, seed {self.seed}, {len(self.splits)} split(s){extra})"
+
+
+def variant_random(seed: int, scenario_id: str, index: int) -> random.Random:
+    """A generator that depends only on its inputs (not on process hash seeds), so
+    every pytest-xdist worker and a later replay derive the same variant."""
+    digest = hashlib.sha256(f"{seed}:{scenario_id}:{index}".encode()).digest()
+    return random.Random(int.from_bytes(digest[:8], "big"))
+
+
+def tag_splits(text: str, rng: random.Random) -> set[int]:
+    """Cut points inside every tag, fence and JSON string of ``text``."""
+    cuts: set[int] = set()
+    for m in _TAG.finditer(text):
+        start, end = m.span()
+        cuts.add(start + 1)  # "<" alone
+        if text.startswith("</", start):
+            cuts.add(start + 2)  # "</" alone
+        if end - start > 3:
+            cuts.add(rng.randrange(start + 2, end - 1))  # somewhere in the name or attributes
+            cuts.add(end - 1)  # the closing ">" alone
+    for m in _FENCE.finditer(text):
+        start, end = m.span()
+        cuts.update(range(start + 1, end))
+    for m in _JSON_STRING.finditer(text):
+        start, end = m.span()
+        cuts.add(start + 1)
+        if end - start > 3:
+            cuts.add(rng.randrange(start + 2, end - 1))
+        for escape in re.finditer(r"\\.", m.group()):
+            cuts.add(start + escape.start() + 1)  # between a backslash and what it escapes
+    return {c for c in cuts if 0 < c < len(text)}
+
+
+def make_variant(lay: Layout, scenario_id: str, seed: int, index: int) -> Variant:
+    rng = variant_random(seed, scenario_id, index)
+    strategy = STRATEGIES[index % len(STRATEGIES)]
+    n = len(lay.text)
+    write_bytes: int | None = None
+    split_multibyte = False
+    if strategy == "per-char":
+        splits: set[int] = set(range(1, n))
+    elif strategy == "tags":
+        splits = tag_splits(lay.text, rng)
+        if not splits and n > 1:  # plain prose: fall back to a few random cuts
+            splits = set(rng.sample(range(1, n), k=min(n - 1, 3)))
+    elif strategy == "random":
+        k = rng.randint(1, max(1, (n - 1) // 3)) if n > 1 else 0
+        splits = set(rng.sample(range(1, n), k=min(k, n - 1))) if n > 1 else set()
+    else:  # multibyte: keep the author's boundaries, tear the network writes instead
+        splits = set(lay.original)
+        if any(ord(ch) > 0x7F for ch in lay.text):
+            split_multibyte = True
+        else:
+            write_bytes = rng.choice((1, 2, 3, 5, 7))
+    return Variant(index, strategy, seed, tuple(sorted(splits)), write_bytes, split_multibyte)
+
+
+def variants(scenario: Scenario, count: int, seed: int) -> list[Variant]:
+    """``count`` variants, cycling through the strategies in ``STRATEGIES`` order."""
+    lay = layout(scenario.backend.frames)
+    return [make_variant(lay, scenario.id, seed, i) for i in range(count)]
+
+
+def apply_split(
+    scenario: Scenario, splits: Iterable[int], *, write_bytes: int | None = None, split_multibyte: bool = False
+) -> Scenario:
+    """``scenario`` with its content re-split at ``splits`` (and network writes set)."""
+    lay = layout(scenario.backend.frames)
+    frames = lay.frames(splits)
+    backend = dataclasses.replace(
+        scenario.backend,
+        frames=frames,
+        write_bytes=write_bytes if write_bytes is not None else scenario.backend.write_bytes,
+        split_multibyte=split_multibyte or scenario.backend.split_multibyte,
+    )
+    raw = copy.deepcopy(dict(scenario.raw))
+    raw_backend = dict(raw.get("backend") or {})
+    raw_backend["frames"] = [frame_to_mapping(f) for f in frames]
+    if backend.write_bytes is not None:
+        raw_backend["write_bytes"] = backend.write_bytes
+    if backend.split_multibyte:
+        raw_backend["split_multibyte"] = True
+    raw["backend"] = raw_backend
+    return dataclasses.replace(scenario, backend=backend, raw=raw)
+
+
+def apply_variant(scenario: Scenario, variant: Variant, splits: Iterable[int] | None = None) -> Scenario:
+    return apply_split(
+        scenario,
+        variant.splits if splits is None else splits,
+        write_bytes=variant.write_bytes,
+        split_multibyte=variant.split_multibyte,
+    )
+
+
+# --------------------------------------------------------------------------- shrinking
+
+
+@dataclass(frozen=True)
+class Shrunk:
+    splits: tuple[int, ...]  # still fails; minimal unless ``complete`` is False
+    runs: int  # how many times the predicate ran
+    complete: bool  # False: the budget ran out first
+
+
+class _BudgetSpent(Exception):
+    pass
+
+
+def shrink(
+    splits: Sequence[int], fails: Callable[[tuple[int, ...]], bool], *, budget: int = DEFAULT_SHRINK_BUDGET
+) -> Shrunk:
+    """Reduce a failing split to a 1-minimal one (removing any boundary makes it pass).
+
+    Tries no split at all first; then, while the boundaries found so far do not fail
+    alone, binary-searches the shortest prefix of the remaining ones that still fails
+    with them: its last boundary is needed. A single bad boundary among hundreds costs
+    about log2(n) runs, k of them about k·log2(n). ``fails`` is called at most
+    ``budget`` times; ``splits`` itself is assumed to fail and is never re-run. Should
+    the predicate not be monotone (a proxy that is flaky), the smallest split seen
+    failing is returned and marked incomplete.
+    """
+    runs = 0
+    seen: dict[tuple[int, ...], bool] = {}
+    best = tuple(sorted(set(splits)))
+
+    def test(candidate: Iterable[int]) -> bool:
+        nonlocal runs, best
+        key = tuple(sorted(candidate))
+        if key not in seen:
+            if runs >= budget:
+                raise _BudgetSpent
+            runs += 1
+            seen[key] = fails(key)
+            if seen[key] and len(key) < len(best):
+                best = key
+        return seen[key]
+
+    found: list[int] = []
+    remaining = list(best)
+    try:
+        while not test(found):
+            if not remaining:
+                return Shrunk(best, runs, False)  # not monotone: the last step passed after all
+            lo, hi = 1, len(remaining)  # found + remaining[:hi] fails
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if test([*found, *remaining[:mid]]):
+                    hi = mid
+                else:
+                    lo = mid + 1
+            found.append(remaining[lo - 1])
+            remaining = remaining[: lo - 1]
+    except _BudgetSpent:
+        return Shrunk(best, runs, False)
+    return Shrunk(tuple(sorted(found)), runs, True)
+
+
+# --------------------------------------------------------------------------- display
+
+
+def _clip(text: str, width: int) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= width else shown[: width - 4] + "…" + shown[-3:]
+
+
+def describe_frames(frames: Sequence[Frame], *, width: int = 72, limit: int = 14) -> list[str]:
+    lines = []
+    for i, frame in enumerate(frames):
+        if len(frames) > limit and limit // 2 <= i < len(frames) - limit // 2:
+            if i == limit // 2:
+                lines.append(f"  … {len(frames) - limit} more frame(s) …")
+            continue
+        if isinstance(frame, ContentFrame):
+            lines.append(f"  frame {i + 1}: {_clip(frame.content, width)}")
+        else:
+            kind = "raw frame" if isinstance(frame, RawFrame) else "native tool frame"
+            lines.append(f"  frame {i + 1}: [{kind}]")
+    return lines
+
+
+def describe_split(scenario: Scenario, splits: Sequence[int], *, context: int = 16) -> list[str]:
+    """The frames of a split and each boundary with the text either side of it."""
+    lay = layout(scenario.backend.frames)
+    lines = describe_frames(lay.frames(splits))
+    for s in splits:
+        before = lay.text[max(0, s - context) : s]
+        after = lay.text[s : s + context]
+        lines.append(f"  boundary at character {s}: …{_clip(before, context + 8)} ‖ {_clip(after, context + 8)}…")
+    return lines

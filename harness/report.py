@@ -1,0 +1,543 @@
+"""What users read: one item's failure explained, and the session's score card.
+
+Pure text and data: the plugin and the CLI hand in what happened and print or write
+what comes back. Item results travel between pytest-xdist workers and the
+controller as plain JSON-able mappings (``item_record``), so the summary is built
+from the same data however the run was split.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.anthropic_events import answer_from_message, assemble_anthropic_stream, read_events
+from harness.assemble import Answer, answer_from_exchange, parse_body, response_kind
+from harness.exchange import Exchange
+from harness.rechunk import describe_split
+from harness.rules import RULES, Rule
+from harness.runner import Attempt, ScenarioRun
+from harness.scenario import Scenario
+from harness.sse import parse_events
+from harness.xml_calls import parse_xml_calls, tool_vocabulary
+
+RULE_WIDTH = 100
+
+
+def rules_by_id() -> dict[str, Rule]:
+    return dict(RULES)
+
+
+def rule_groups() -> list[str]:
+    """Every rule group, in the order the rules are declared."""
+    return list(dict.fromkeys(rule.group for rule in RULES.values()))
+
+
+# --------------------------------------------------------------------------- one failing item
+
+
+def _clip(text: str, width: int = 160) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _pretty_arguments(arguments: Any) -> list[str]:
+    """Arguments as indented JSON lines; raw text when they are not JSON."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except ValueError:
+            return [f"(not JSON) {_clip(repr(arguments))}"]
+    return json.dumps(arguments, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+
+
+def _call_lines(calls: Iterable[tuple[str, Any]]) -> list[str]:
+    lines: list[str] = []
+    for i, (name, arguments) in enumerate(calls, 1):
+        lines.append(f"#{i} {name}")
+        lines.extend("   " + line for line in _pretty_arguments(arguments))
+    return lines or ["(no tool calls)"]
+
+
+def _received_calls(scenario: Scenario, exchange: Exchange, answer: Answer) -> tuple[list[tuple[str, Any]], str]:
+    """The calls a client of this profile reads, and the content left around them."""
+    if exchange.profile == "vtc":
+        parsed = parse_xml_calls(answer.content, tool_vocabulary(exchange.request_body))
+        return [(c.name, dict(c.params)) for c in parsed.calls], parsed.outside
+    return [(c.name, c.arguments) for c in answer.tool_calls], answer.content
+
+
+def read_answer(exchange: Exchange) -> Answer:
+    """What the client of this exchange's dialect reads from it."""
+    if exchange.profile != "anthropic":
+        return answer_from_exchange(exchange)
+    if response_kind(exchange) == "sse":
+        return assemble_anthropic_stream(read_events(parse_events(exchange.raw).events))
+    return answer_from_message(parse_body(exchange.raw)[0])
+
+
+def answer_diff(scenario: Scenario, exchange: Exchange) -> list[str]:
+    """Expected vs received answer, only the parts that differ; empty when they agree."""
+    try:
+        answer = read_answer(exchange)
+    except Exception as exc:  # noqa: BLE001 - a display aid must never hide the failure itself
+        return [f"(the answer could not be read: {exc})"]
+    calls, content = _received_calls(scenario, exchange, answer)
+    expect = scenario.expect
+    out: list[str] = []
+    expected_lines = _call_lines((c.name, c.arguments) for c in expect.tool_calls)
+    received_lines = _call_lines(calls)
+    if expected_lines != received_lines:
+        via = " (read as XML from the content, vtc profile)" if exchange.profile == "vtc" else ""
+        out.append(f"tool calls{via} (- expected, + received):")
+        diff = difflib.unified_diff(expected_lines, received_lines, lineterm="", n=len(expected_lines) + len(received_lines))
+        out.extend("  " + line[0] + " " + line[1:] for line in list(diff)[3:])
+    if expect.content is not None:
+        wanted = expect.content if expect.content_exact else " ".join(expect.content.split())
+        got = content if expect.content_exact else " ".join(content.split())
+        if wanted != got:
+            out.append("content" + ("" if expect.content_exact else " (white space folded)") + ":")
+            out.append(f"  - expected {_clip(repr(wanted), 300)}")
+            out.append(f"  + received {_clip(repr(got), 300)}")
+    elif expect.content_regex is not None:
+        out.append(f"content must match /{expect.content_regex}/; received {_clip(repr(content), 300)}")
+    if expect.finish_reason is not None and answer.finish_reason != expect.finish_reason:
+        label = "stop_reason" if exchange.profile == "anthropic" else "finish_reason"
+        out.append(f"{label}: expected {expect.finish_reason!r}, received {answer.finish_reason!r}")
+    if answer.error is not None:
+        out.append(f"the proxy reported an error: {_clip(json.dumps(answer.error, ensure_ascii=False), 300)}")
+    return out
+
+
+_BOILERPLATE = ("id", "object", "created", "model", "system_fingerprint")
+
+
+def _readable_line(line: str) -> str:
+    """A chunk line with the fields every chunk repeats left out, so the delta shows."""
+    field_name, colon, value = line.partition(":")
+    if not colon or field_name != "data":
+        return line
+    try:
+        data = json.loads(value)
+    except ValueError:
+        return line
+    if not isinstance(data, dict) or not any(k in data for k in _BOILERPLATE):
+        return line
+    rest = {k: v for k, v in data.items() if k not in _BOILERPLATE}
+    return "data: {…" + ("," + json.dumps(rest, ensure_ascii=False, separators=(",", ":"))[1:] if rest else "}")
+
+
+def _position(evidence: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """(event index, byte offset) named by a rule's evidence, when it names one."""
+
+    def as_int(*keys: str) -> int | None:
+        for key in keys:
+            value = evidence.get(key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return value
+        return None
+
+    return as_int("event_index", "event"), as_int("byte_offset", "offset")
+
+
+def transcript(exchange: Exchange, *, event_index: int | None = None, byte_offset: int | None = None,
+               around: int = 3) -> list[str]:
+    """The raw answer as lines, trimmed around the offending spot and marked ``>>``."""
+    raw = exchange.raw
+    status = "no response" if exchange.status is None else f"HTTP {exchange.status}"
+    notes = [status, f"{len(raw)} bytes"]
+    if exchange.timed_out:
+        notes.append(f"gave up after {exchange.elapsed:.1f} s")
+    if exchange.transport_error:
+        notes.append(f"transport error: {exchange.transport_error}")
+    if not raw:
+        return [f"answer as received ({', '.join(notes)}): (empty)"]
+    if event_index is not None and byte_offset is None:
+        events = parse_events(raw).events
+        if 0 <= event_index < len(events):
+            byte_offset = events[event_index].byte_offset
+    lines: list[tuple[int, bytes]] = []
+    pos = 0
+    for line in raw.splitlines(keepends=True):
+        if line.strip():
+            lines.append((pos, line.rstrip(b"\r\n")))
+        pos += len(line)
+    mark: int | None = None
+    if byte_offset is not None:
+        for i, (start, line) in enumerate(lines):
+            if start <= byte_offset < start + len(line) + 2:
+                mark = i
+                break
+        else:
+            mark = len(lines) - 1 if byte_offset >= len(raw) else None
+    if mark is not None:
+        where = f"event {event_index}, " if event_index is not None else ""
+        notes.append(f"{where}byte {byte_offset} marked")
+        lo, hi = max(0, mark - around), min(len(lines), mark + around + 1)
+        shown = list(range(lo, hi))
+    elif len(lines) <= 2 * around + 2:
+        shown = list(range(len(lines)))
+    else:  # no position: the start and the end say the most
+        shown = [*range(around), *range(len(lines) - around - 1, len(lines))]
+    out = [f"answer as received ({', '.join(notes)}; byte offset | line; {'/'.join(_BOILERPLATE)} left out):"]
+    previous = -1
+    for i in shown:
+        if i != previous + 1:
+            out.append(f"     … {i - previous - 1} line(s) …")
+        start, line = lines[i]
+        text = _clip(_readable_line(line.decode("utf-8", "replace")), RULE_WIDTH + 60)
+        out.append(f"  {'>>' if i == mark else '  '} {start:>6} | {text}")
+        previous = i
+    if previous < len(lines) - 1:
+        out.append(f"     … {len(lines) - previous - 1} line(s) …")
+    return out
+
+
+def evidence_lines(evidence: Mapping[str, Any]) -> list[str]:
+    out = []
+    for key in ("expected", "actual"):
+        if key in evidence:
+            value = evidence[key]
+            plain = isinstance(value, str) and "\n" not in value and value.strip() == value and value
+            text = value if plain else json.dumps(value, ensure_ascii=False, default=repr)
+            out.append(f"{key}: {_clip(text, 300)}")
+    more = evidence.get("more")
+    if isinstance(more, list) and more:
+        out.append("also:")
+        out.extend(f"  - {_clip(str(m), 200)}" for m in more)
+    return out
+
+
+def rule_heading(rule_id: str, rules: Mapping[str, Rule]) -> str:
+    rule = rules.get(rule_id)
+    if rule is None:
+        return f"rule {rule_id}"
+    return f"rule {rule.id} [{rule.severity}, {rule.group}]: {rule.statement}"
+
+
+def render_failures(
+    run: ScenarioRun,
+    *,
+    reproduce: Callable[[Attempt], str],
+    known: Mapping[str, str] | None = None,
+    notes: Sequence[str] = (),
+) -> str:
+    """Every failure of one item, grouped by exchange, with a command to replay each.
+
+    ``known`` maps rule ids listed in the known-failures file to their reason."""
+    rules = rules_by_id()
+    known = known or {}
+    scenario = run.scenario
+    out = [
+        f"rules broken: {', '.join(run.failed_rules)} (profile {run.profile})",
+        f"{scenario.id}: {scenario.title}",
+        *notes,
+    ]
+    for attempt in run.attempts:
+        if not attempt.failures:
+            continue
+        out.append("")
+        out.append(f"=== {attempt.label} ===")
+        if attempt.kind == "equivalence" and attempt.other is not None:
+            out.append("streamed answer vs the expectation:")
+            out.extend("  " + line for line in answer_diff(scenario, attempt.other) or ["(matches)"])
+            if attempt.exchange is not None:
+                out.append("non-streamed answer vs the expectation:")
+                out.extend("  " + line for line in answer_diff(scenario, attempt.exchange) or ["(matches)"])
+        elif attempt.exchange is not None:
+            out.extend(answer_diff(scenario, attempt.exchange))
+        unplaced = False
+        for failure in attempt.failures:
+            out.append("")
+            out.append(rule_heading(failure.rule_id, rules))
+            if failure.rule_id in known:
+                out.append(f"  (known failure: {known[failure.rule_id]})")
+            out.extend("  " + line for line in failure.message.splitlines())
+            out.extend("  " + line for line in evidence_lines(failure.evidence))
+            event_index, byte_offset = _position(failure.evidence)
+            if attempt.kind == "equivalence" or attempt.exchange is None:
+                continue
+            if event_index is None and byte_offset is None:
+                unplaced = True
+                continue
+            out.extend(
+                "  " + line for line in transcript(attempt.exchange, event_index=event_index, byte_offset=byte_offset)
+            )
+        if unplaced and attempt.exchange is not None:
+            out.append("")
+            out.extend(transcript(attempt.exchange))
+        if attempt.variant is not None:
+            out.append("")
+            out.extend(_variant_lines(attempt))
+        out.append("")
+        out.append(f"reproduce: {reproduce(attempt)}")
+    return "\n".join(out)
+
+
+def _variant_lines(attempt: Attempt) -> list[str]:
+    variant = attempt.variant
+    assert variant is not None
+    out = [f"re-chunk seed {variant.seed}, variant {variant.index} ({variant.strategy})"]
+    shrunk = attempt.shrunk
+    if shrunk is None:
+        return out
+    rules = ", ".join(attempt.shrunk_rules)
+    if not shrunk.splits:
+        out.append(f"shrinking: {rules} fails with the content in one frame too: not a boundary problem "
+                   f"({shrunk.runs} re-run(s))")
+        return out
+    state = "minimal" if shrunk.complete else f"reduced, stopped after {shrunk.runs} re-runs (may not be minimal)"
+    out.append(f"smallest split still breaking {rules}: {len(shrunk.splits)} boundary(ies), {state}; "
+               f"{shrunk.runs} re-run(s)")
+    out.extend(describe_split(attempt.scenario, shrunk.splits))
+    return out
+
+
+# --------------------------------------------------------------------------- session summary
+
+
+@dataclass(frozen=True)
+class FailureRecord:
+    rule: str
+    group: str
+    severity: str
+    attempt: str
+    message: str
+    expected: bool  # listed in the known-failures file
+
+
+@dataclass(frozen=True)
+class ItemRecord:
+    """One item's result as it crosses from worker to controller (JSON)."""
+
+    scenario: str
+    family: str
+    profile: str
+    outcome: str  # passed, failed, xfailed, skipped
+    reason: str = ""
+    failures: tuple[FailureRecord, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "scenario": self.scenario,
+            "family": self.family,
+            "profile": self.profile,
+            "outcome": self.outcome,
+            "reason": self.reason,
+            "failures": [f.__dict__ for f in self.failures],
+            "notes": list(self.notes),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> ItemRecord:
+        return cls(
+            scenario=data["scenario"],
+            family=data["family"],
+            profile=data["profile"],
+            outcome=data["outcome"],
+            reason=data.get("reason", ""),
+            failures=tuple(FailureRecord(**f) for f in data.get("failures", ())),
+            notes=tuple(data.get("notes", ())),
+        )
+
+
+def item_record(
+    scenario: Scenario,
+    profile: str,
+    outcome: str,
+    *,
+    run: ScenarioRun | None = None,
+    reason: str = "",
+    expected_rules: Iterable[str] = (),
+    notes: Iterable[str] = (),
+) -> ItemRecord:
+    rules = rules_by_id()
+    known = set(expected_rules)
+    failures = []
+    for attempt, failure in run.failures if run is not None else ():
+        rule = rules.get(failure.rule_id)
+        failures.append(
+            FailureRecord(
+                rule=failure.rule_id,
+                group=rule.group if rule else "other",
+                severity=rule.severity if rule else "spec",
+                attempt=attempt.label,
+                message=_clip(failure.message, 400),
+                expected=failure.rule_id in known,
+            )
+        )
+    return ItemRecord(scenario.id, scenario.family, profile, outcome, reason, tuple(failures), tuple(notes))
+
+
+@dataclass
+class FamilyScore:
+    passed: int = 0
+    failed: int = 0
+    xfailed: int = 0
+    skipped: int = 0
+    error: int = 0
+
+    @property
+    def ran(self) -> int:
+        return self.passed + self.failed + self.xfailed + self.error
+
+    @property
+    def score(self) -> str:
+        return f"{self.passed}/{self.ran}" if self.ran else "-"
+
+
+@dataclass
+class Summary:
+    items: list[ItemRecord]
+    groups: list[str]
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def families(self) -> dict[str, FamilyScore]:
+        out: dict[str, FamilyScore] = {}
+        for item in sorted(self.items, key=lambda i: i.family):
+            score = out.setdefault(item.family, FamilyScore())
+            setattr(score, item.outcome, getattr(score, item.outcome) + 1)
+        return out
+
+    @property
+    def total(self) -> FamilyScore:
+        total = FamilyScore()
+        for score in self.families.values():
+            total.passed += score.passed
+            total.failed += score.failed
+            total.xfailed += score.xfailed
+            total.skipped += score.skipped
+            total.error += score.error
+        return total
+
+    @property
+    def broken_groups(self) -> list[str]:
+        """The rule groups some scenario failed (expectedly or not), in catalogue order."""
+        return [g for g in self.groups if any(self.cell(i, g) in ("FAIL", "xfail") for i in self.items)]
+
+    def cell(self, item: ItemRecord, group: str) -> str:
+        """pass / FAIL / xfail (known) / skip / error for one item and one rule group."""
+        if item.outcome == "skipped":
+            return "skip"
+        if item.outcome == "error":
+            return "error"
+        hits = [f for f in item.failures if f.group == group]
+        if not hits:
+            return "pass"
+        return "xfail" if all(f.expected for f in hits) else "FAIL"
+
+
+def summarize(records: Iterable[ItemRecord], context: Mapping[str, Any] | None = None) -> Summary:
+    items = sorted(records, key=lambda r: (r.family, r.scenario))
+    groups = rule_groups()
+    for item in items:  # rule ids the catalogue does not know still get a column
+        for failure in item.failures:
+            if failure.group not in groups:
+                groups.append(failure.group)
+    return Summary(items, groups, dict(context or {}))
+
+
+_TEXT_CELLS = {"pass": ".", "FAIL": "F", "xfail": "x", "skip": "s", "error": "E"}
+_MD_CELLS = {"pass": "✅", "FAIL": "❌", "xfail": "⚠️", "skip": "⏭️", "error": "💥"}
+
+
+def render_text(summary: Summary) -> str:
+    """Scores per family and a compact scenario × rule-group grid for the terminal."""
+    out = ["scores per family (passed/ran; known failures and skips not counted as passed):"]
+    fams = summary.families
+    width = max([len(f) for f in fams] + [5])
+    for family, score in fams.items():
+        extra = [f"{n} {k}" for k, n in (("failed", score.failed), ("known", score.xfailed),
+                                           ("skipped", score.skipped)) if n]
+        out.append(f"  {family:<{width}}  {score.score:>7}  {', '.join(extra)}".rstrip())
+    total = summary.total
+    out.append(f"  {'total':<{width}}  {total.score:>7}")
+    if summary.items:
+        groups = summary.broken_groups
+        out.append("")
+        id_width = max(len(i.scenario) for i in summary.items)
+        if groups:
+            out.append("rule groups per scenario (. pass, F fail, x known failure, s skipped, E error):")
+            out.append(f"  {'':<{id_width}}  " + "  ".join(groups))
+            for item in summary.items:
+                cells = "  ".join(f"{_TEXT_CELLS[summary.cell(item, g)]:^{len(g)}}" for g in groups)
+                out.append(f"  {item.scenario:<{id_width}}  {cells}")
+        others = [g for g in summary.groups if g not in groups]
+        if others:
+            lead = "every other rule group passes" if groups else "every rule group passes"
+            out.append(f"{lead} for every scenario that ran: {', '.join(others)}")
+        for item in summary.items:
+            if item.outcome in ("skipped", "error"):
+                out.append(f"  {item.scenario}: {item.outcome}: {item.reason}")
+        for item in summary.items:
+            out.extend(f"  {item.scenario}: {note}" for note in item.notes)
+    return "\n".join(out)
+
+
+def render_markdown(summary: Summary) -> str:
+    """The same, as Markdown fit for a CI job summary."""
+    total = summary.total
+    out = ["## Tool-call conformance", ""]
+    for key, value in summary.context.items():
+        if value not in (None, "", [], ()):
+            shown = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+            out.append(f"- **{key}**: {shown}")
+    out += ["", f"**Score: {total.score}** passed"
+            + (f", {total.failed} failed" if total.failed else "")
+            + (f", {total.xfailed} known failure(s)" if total.xfailed else "")
+            + (f", {total.skipped} skipped" if total.skipped else ""), ""]
+    out += ["| family | passed/ran | failed | known | skipped |", "| --- | ---: | ---: | ---: | ---: |"]
+    for family, score in summary.families.items():
+        out.append(f"| {family} | {score.score} | {score.failed} | {score.xfailed} | {score.skipped} |")
+    if summary.items:
+        groups = summary.broken_groups
+        columns = groups or ["all rule groups"]
+        out += ["", "| scenario | " + " | ".join(columns) + " |",
+                "| --- | " + " | ".join(":---:" for _ in columns) + " |"]
+        for item in summary.items:
+            cells = " | ".join(_MD_CELLS[summary.cell(item, g)] for g in groups) if groups else _MD_CELLS[
+                summary.cell(item, "")]
+            out.append(f"| `{item.scenario}` | {cells} |")
+        out += ["", "✅ pass · ❌ fail · ⚠️ known failure · ⏭️ skipped · 💥 error"]
+        others = [g for g in summary.groups if g not in groups]
+        if groups and others:
+            out.append(f"Rule groups without any failure: {', '.join(others)}.")
+    failing = [i for i in summary.items if i.failures or i.notes or i.outcome in ("skipped", "error")]
+    if failing:
+        out += ["", "<details><summary>Failures, skips and checks left out</summary>", ""]
+        for item in failing:
+            if item.outcome == "skipped":
+                out.append(f"- `{item.scenario}` skipped: {item.reason}")
+                continue
+            for f in item.failures:
+                flag = " (known)" if f.expected else ""
+                out.append(f"- `{item.scenario}` **{f.rule}**{flag} [{f.severity}] in {f.attempt}: "
+                           f"{f.message.splitlines()[0] if f.message else ''}")
+            if item.outcome == "error":
+                out.append(f"- `{item.scenario}` error: {item.reason}")
+        for item in summary.items:
+            out.extend(f"- `{item.scenario}` {note}" for note in item.notes)
+        out += ["", "</details>"]
+    return "\n".join(out) + "\n"
+
+
+def render_json(summary: Summary) -> dict[str, Any]:
+    rules = rules_by_id()
+    return {
+        "context": dict(summary.context),
+        "totals": {**summary.total.__dict__, "score": summary.total.score},
+        "families": {f: {**s.__dict__, "score": s.score} for f, s in summary.families.items()},
+        "groups": summary.groups,
+        "scenarios": [
+            {**item.to_json(), "groups": {g: summary.cell(item, g) for g in summary.groups}}
+            for item in summary.items
+        ],
+        "rules": [
+            {"id": r.id, "statement": r.statement, "severity": r.severity, "group": r.group}
+            for r in rules.values()
+        ],
+    }

@@ -1,0 +1,92 @@
+"""Anthropic tool_use rules that hold for a stream and a single answer alike, read
+from the shared ``Answer``: ids, tool names, and the ``stop_reason``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from harness.compare import render
+from harness.rules.context import Context
+from harness.rules.registry import ANTHROPIC, Violation, rule_group
+
+rule = rule_group("anthropic_calls", "ATOOL")
+
+
+def _ended_by_error(ctx: Context) -> bool:
+    """A stream cut short by an error event has no stop_reason to judge."""
+    return ctx.kind == "sse" and ctx.answer.error is not None
+
+
+@rule(
+    "ATOOL-001",
+    "Every tool_use block has a non-empty `id`, distinct from the other blocks' ids (the client's "
+    "`tool_result` must name it).",
+    severity="client",
+    stage="answer",
+    profiles=ANTHROPIC,
+)
+def tool_use_ids(ctx: Context) -> Iterator[Violation]:
+    seen: dict[str, int] = {}
+    for call in ctx.answer.tool_calls:
+        if not call.id:
+            yield Violation(
+                f"tool_use {call.index} ({call.name}) has id {render(call.id)}", {"expected": "a non-empty id"}
+            )
+        elif call.id in seen:
+            yield Violation(f"tool_use {seen[call.id]} and {call.index} share the id {call.id!r}", {"actual": call.id})
+        else:
+            seen[call.id] = call.index
+
+
+@rule(
+    "ATOOL-002",
+    "Every tool_use block names one of the tools the request declared.",
+    severity="client",
+    stage="answer",
+    profiles=ANTHROPIC,
+)
+def declared_names(ctx: Context) -> Iterator[Violation]:
+    declared = [n for n in ctx.scenario.client.tool_names if n]
+    for call in ctx.answer.tool_calls:
+        if call.name not in declared:
+            yield Violation(
+                f"tool_use {call.index} calls {call.name!r}, which the request did not declare "
+                f"(declared: {', '.join(declared) or 'none'})",
+                {"expected": declared, "actual": call.name},
+            )
+
+
+@rule(
+    "ATOOL-003",
+    '`stop_reason` is `"tool_use"` when a tool_use block was sent (unless the scenario expects another reason, '
+    "such as `max_tokens`).",
+    severity="client",
+    stage="answer",
+    profiles=ANTHROPIC,
+)
+def stop_reason_tool_use(ctx: Context) -> Iterator[Violation]:
+    answer = ctx.answer
+    if _ended_by_error(ctx) or not answer.tool_calls or answer.finish_reason == "tool_use":
+        return
+    if ctx.expected_finish is not None and answer.finish_reason == ctx.expected_finish:
+        return
+    yield Violation(
+        f"{len(answer.tool_calls)} tool_use block(s) sent but stop_reason is {render(answer.finish_reason)}",
+        {"expected": "tool_use", "actual": answer.finish_reason},
+    )
+
+
+@rule(
+    "ATOOL-004",
+    "The answer's `stop_reason` is the one the scenario expects (`expect.finish_reason`).",
+    severity="client",
+    stage="answer",
+    profiles=ANTHROPIC,
+)
+def expected_stop_reason(ctx: Context) -> Iterator[Violation]:
+    wanted = ctx.expected_finish
+    actual = ctx.answer.finish_reason
+    if wanted is not None and actual != wanted and not _ended_by_error(ctx):
+        yield Violation(
+            f"stop_reason is {render(actual)}, expected {render(wanted)}", {"expected": wanted, "actual": actual}
+        )

@@ -1,0 +1,57 @@
+"""Error rules of the Anthropic dialect: errors reach the client in the Messages API's shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from harness.compare import render
+from harness.rules.context import Context
+from harness.rules.registry import ANTHROPIC, Violation, rule_group
+from harness.rules.schemas import schema_errors
+
+rule = rule_group("anthropic_errors", "AERR")
+
+
+@rule(
+    "AERR-001",
+    'An error inside a started Anthropic stream is `event: error` with data `{"type": "error", "error": '
+    '{"type": …, "message": …}}` (the SDK raises only on that event name).',
+    severity="client",
+    stage="stream",
+    profiles=ANTHROPIC,
+)
+def stream_error_shape(ctx: Context) -> Iterator[Violation]:
+    for e in ctx.events:
+        if not e.is_error:
+            continue
+        problems = [] if e.name == "error" else [f"the event is named {render(e.name)}, not 'error'"]
+        if e.value is None:
+            problems.append(f"data is not JSON ({e.json_error})")
+        else:
+            problems.extend(schema_errors(e.value, "anthropic_error"))
+        if problems:
+            yield Violation(f"event {e.event.index}: error event " + "; ".join(problems), ctx.at_event(e.event))
+
+
+@rule(
+    "AERR-002",
+    'An error before an Anthropic stream is a non-2xx status with a `{"type": "error", "error": {"type": …, '
+    '"message": …}}` JSON body.',
+    severity="spec",
+    stage="response",
+    profiles=ANTHROPIC,
+)
+def error_body_shape(ctx: Context) -> Iterator[Violation]:
+    status = ctx.exchange.status
+    body, problem = ctx.body
+    excerpt = ctx.exchange.raw[:200].decode("utf-8", "replace")
+    if status is not None and 200 <= status < 300:
+        if ctx.kind == "json" and isinstance(body, Mapping) and (body.get("type") == "error" or "error" in body):
+            yield Violation(f"an error body comes with status {status}: {excerpt!r}", {"actual": status})
+        return
+    if problem is not None:
+        yield Violation(f"status {status} with a body that is not JSON: {excerpt!r}", {"excerpt": excerpt})
+        return
+    errors = schema_errors(body, "anthropic_error")
+    if errors:
+        yield Violation(f"status {status} error body: " + "; ".join(errors), {"excerpt": excerpt})

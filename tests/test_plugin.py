@@ -1,0 +1,344 @@
+"""The pytest plugin as users run it: inner pytest sessions (pytester) against the
+bundled reference proxy and against small deliberately broken proxies served here."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import socket
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import httpcore._backends.anyio  # noqa: F401  (see below)
+import httpcore._backends.sync  # noqa: F401
+import httpx
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.nonce import NONCE_HEADER
+from harness.rules import RULES
+from harness.scenario import bundled_scenarios_dir, load_library
+from mock_backends.app import create_app as create_mock
+
+# In-process pytester runs drop every module first imported during the run. httpx
+# imports httpcore lazily and maps its exceptions by class, so httpcore must be
+# imported before the first run, or later tests see unmapped httpcore errors.
+
+ServeFn = Callable[[Any], Any]
+LIBRARY = {s.id: s for s in load_library()}
+STREAMED = ("plain-native-single", "plain-text-multibyte")  # a pass-through proxy is right for these
+NOT_STREAMED = "plain-text-non-stream"
+NEEDS_LOOP_GUARD = "features-loop-guard"
+
+LESS_THAN = """\
+id: less-than-text
+title: Prose with a less-than sign
+source: synthetic
+backend:
+  dialect: openai
+  frames: ["Use a < b to compare them."]
+client:
+  request:
+    model: m
+    stream: true
+    messages: [{role: user, content: "How do I compare?"}]
+    tools: [{type: function, function: {name: read_file, parameters: {type: object, properties: {path: {type: string}}}}}]
+expect:
+  content: "Use a < b to compare them."
+  finish_reason: stop
+"""
+
+
+@pytest.fixture(autouse=True)
+def _quiet_ini(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+
+
+def _library(pytester: pytest.Pytester, *ids: str, extra: dict[str, str] | None = None) -> Path:
+    """A scenario folder in the pytester directory with copies of bundled scenarios."""
+    target = pytester.path / "scenarios"
+    target.mkdir(exist_ok=True)
+    for scenario_id in ids:
+        source = LIBRARY[scenario_id].path
+        assert source is not None
+        family = target / LIBRARY[scenario_id].family
+        family.mkdir(exist_ok=True)
+        shutil.copy(source, family / Path(source).name)
+    for name, text in (extra or {}).items():
+        (target / "extra").mkdir(exist_ok=True)
+        (target / "extra" / name).write_text(text)
+    return target
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+# --------------------------------------------------------------------------- broken proxies
+
+EventFix = Callable[[bytes], bytes | None]
+
+
+def passthrough(upstream: str, fix: EventFix) -> Starlette:
+    """A proxy that forwards to the mock and rewrites (or drops) each SSE event."""
+
+    async def chat(request: Request) -> Response:
+        client = httpx.AsyncClient(timeout=30)
+        upstream_request = client.build_request(
+            "POST", f"{upstream}/v1/chat/completions", content=await request.body(),
+            headers={"content-type": "application/json", NONCE_HEADER: request.headers.get(NONCE_HEADER, "")},
+        )
+        response = await client.send(upstream_request, stream=True)
+        if "text/event-stream" not in response.headers.get("content-type", ""):
+            body = await response.aread()
+            await client.aclose()
+            return Response(body, status_code=response.status_code, media_type="application/json")
+
+        async def events() -> AsyncIterator[bytes]:
+            pending = b""
+            try:
+                async for piece in response.aiter_bytes():
+                    *done, pending = (pending + piece).split(b"\n\n")
+                    for event in done:
+                        fixed = fix(event)
+                        if fixed is not None:
+                            yield fixed + b"\n\n"
+            finally:
+                await response.aclose()
+                await client.aclose()
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+
+def drop_done(event: bytes) -> bytes | None:
+    return None if event.strip() == b"data: [DONE]" else event
+
+
+def lose_trailing_less_than(event: bytes) -> bytes | None:
+    """Holds back a '<' at the end of a delta as a possible tag start, then forgets it."""
+    if not event.startswith(b"data: {"):
+        return event
+    chunk = json.loads(event[6:])
+    for choice in chunk.get("choices", ()):
+        content = choice.get("delta", {}).get("content")
+        if isinstance(content, str) and content.endswith("<"):
+            choice["delta"]["content"] = content[:-1]
+    return b"data: " + json.dumps(chunk).encode()
+
+
+async def never_answers(request: Request) -> Response:
+    while not await request.is_disconnected():
+        await asyncio.sleep(0.05)
+    return Response()
+
+
+def _statement(rule_id: str) -> str:
+    rule = RULES[rule_id]
+    return f"rule {rule.id} [{rule.severity}, {rule.group}]: {rule.statement}"
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_inert_without_conformance_options(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_one():\n    assert True\n")
+    result = pytester.runpytest()
+    result.assert_outcomes(passed=1)
+    assert not [line for line in result.stdout.lines if line.startswith("conformance")]
+    assert "tool-call conformance" not in result.stdout.str()
+
+
+def test_reference_proxy_passes_and_reports(pytester: pytest.Pytester) -> None:
+    folder = _library(pytester, *STREAMED, NOT_STREAMED, NEEDS_LOOP_GUARD)
+    report_json, report_md = pytester.path / "out" / "r.json", pytester.path / "out" / "r.md"
+    result = pytester.runpytest(
+        "--conformance", "--scenarios", str(folder), "--features", "vtc", "-rs", "-v",
+        "--report-json", str(report_json), "--report-md", str(report_md),
+    )
+    result.assert_outcomes(passed=3, skipped=1)
+    result.stdout.fnmatch_lines([
+        "conformance: 4 scenario(s); proxy under test: http://127.0.0.1:*/v1 (the bundled reference proxy)",
+        "conformance: mock backend at http://127.0.0.1:*",
+        "conformance: claimed features: vtc; *",
+        "conformance::plain-native-single PASSED*",
+        "*tool-call conformance*",
+        "*plain * 3/3*",
+        "SKIPPED * scenario requires feature loop-guard (pass --features loop-guard if your proxy has it)",
+    ])
+    data = json.loads(report_json.read_text())
+    assert data["totals"] == {"passed": 3, "failed": 0, "xfailed": 0, "skipped": 1, "error": 0, "score": "3/3"}
+    assert data["context"]["features"] == ["vtc"] and data["context"]["reference proxy"] is True
+    assert {s["scenario"]: s["outcome"] for s in data["scenarios"]} == {
+        **{i: "passed" for i in (*STREAMED, NOT_STREAMED)}, NEEDS_LOOP_GUARD: "skipped"}
+    markdown = report_md.read_text()
+    assert "**Score: 3/3** passed, 1 skipped" in markdown
+    assert f"- `{NEEDS_LOOP_GUARD}` skipped: scenario requires feature loop-guard" in markdown
+    assert "| `plain-native-single` | ✅ |" in markdown
+
+
+def test_failure_text_names_rule_statement_and_replay(pytester: pytest.Pytester, servers: ServeFn) -> None:
+    folder = _library(pytester, STREAMED[0])
+    mock_url = servers(create_mock()).url
+    proxy_url = servers(passthrough(mock_url, drop_done)).url + "/v1"
+    result = pytester.runpytest("--proxy-url", proxy_url, "--mock-url", mock_url, "--scenarios", str(folder),
+                                "--strict")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        "rules broken: SSE-004 (profile openai)",
+        "plain-native-single: *",
+        "=== streaming, as the scenario's request says ===",
+        _statement("SSE-004"),
+        "  the stream has no 'data: [DONE]' terminator",
+        "  answer as received (HTTP 200, * bytes, byte * marked; *",
+        "    >> * | data: {…,\"choices\":[[]{\"index\":0,\"delta\":{},*\"finish_reason\":\"tool_calls\"}]}",
+        f"reproduce: toolcall-conformance replay plain-native-single --proxy-url {proxy_url} "
+        f"--mock-url {mock_url} --scenarios {folder} --strict",
+        "FAILED conformance::plain-native-single - rules broken: SSE-004*",
+    ])
+
+
+def test_selection_rerun_and_junit_with_the_harness_serving_the_mock(
+    pytester: pytest.Pytester, servers: ServeFn
+) -> None:
+    folder = _library(pytester, *STREAMED, NOT_STREAMED)
+    port = _free_port()
+    proxy_url = servers(passthrough(f"http://127.0.0.1:{port}", drop_done)).url + "/v1"
+    common = ["--proxy-url", proxy_url, "--mock-port", str(port), "--scenarios", str(folder), "-v"]
+    junit = pytester.path / "junit.xml"
+    first = pytester.runpytest(*common, "--strict", f"--junitxml={junit}")
+    first.assert_outcomes(passed=1, failed=2)
+    first.stdout.fnmatch_lines([
+        f"conformance: mock backend at http://127.0.0.1:{port} -- configure your proxy's upstream as "
+        f"http://127.0.0.1:{port}/v1 (fix the port with --mock-port)",
+    ])
+    xml = junit.read_text()
+    assert f'classname="conformance" name="{NOT_STREAMED}"' in xml
+    assert xml.count("<failure") == 2 and "SSE-004" in xml
+
+    rerun = pytester.runpytest(*common, "--strict", "--lf")
+    rerun.assert_outcomes(failed=2, deselected=1)
+    rerun.stdout.fnmatch_lines(["conformance::plain-native-single FAILED*", "conformance::plain-text-multibyte FAILED*"])
+
+    # Without --strict a missing [DONE] is tolerated (spec severity): the same proxy passes.
+    chosen = pytester.runpytest(*common, "-k", STREAMED[0])
+    chosen.assert_outcomes(passed=1, deselected=2)
+    by_mark = pytester.runpytest(*common[:-1], "-m", "native and plain", "--collect-only", "-q")
+    assert [line for line in by_mark.stdout.lines if line.startswith("conformance::")] == [
+        "conformance::plain-native-single"]
+
+
+def test_xdist_workers_share_the_controllers_servers(pytester: pytest.Pytester) -> None:
+    folder = _library(pytester, STREAMED[0], "qwen-tools-single-call")
+    report = pytester.path / "r.json"
+    port = _free_port()  # a worker starting its own mock on this port would fail to bind
+    result = pytester.runpytest("-n", "2", "--conformance", "--mock-port", str(port), "--scenarios", str(folder),
+                                "--report-json", str(report))
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([f"conformance: mock backend at http://127.0.0.1:{port}", "created: 2/2 workers",
+                                 "*tool-call conformance*"])
+    data = json.loads(report.read_text())
+    assert sorted(s["scenario"] for s in data["scenarios"]) == [STREAMED[0], "qwen-tools-single-call"]
+
+
+def test_known_failures_expected_stale_and_invalid(pytester: pytest.Pytester, servers: ServeFn) -> None:
+    folder = _library(pytester, *STREAMED, NOT_STREAMED)
+    mock_url = servers(create_mock()).url
+    proxy_url = servers(passthrough(mock_url, drop_done)).url + "/v1"
+    known = pytester.path / "known.yaml"
+    known.write_text(
+        "- {scenario: plain-native-single, rule: SSE-004, reason: we drop the terminator}\n"
+        f"- {{scenario: {NOT_STREAMED}, reason: thought to be broken}}\n"
+    )
+    common = ["--proxy-url", proxy_url, "--mock-url", mock_url, "--scenarios", str(folder), "--strict", "-rxf"]
+    result = pytester.runpytest(*common, "--expect-failures", str(known))
+    result.assert_outcomes(xfailed=1, failed=2)
+    result.stdout.fnmatch_lines([
+        "[[]XPASS(strict)] listed in * but no longer failing:",
+        f"  entry 2 (scenario {NOT_STREAMED}, any rule: thought to be broken)",
+        "the proxy passes now: remove or narrow these entries in *known.yaml",
+        "XFAIL conformance::plain-native-single - known failure: SSE-004: we drop the terminator",
+        "FAILED conformance::plain-text-multibyte - rules broken: SSE-004*",
+    ])
+    known.write_text("- {scenario: plain-native-single, rule: SSE-4, reason: r}\n")
+    bad = pytester.runpytest(*common, "--expect-failures", str(known))
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*invalid known-failures file:*", "*known.yaml:1: entry 1: unknown rule 'SSE-4'*"])
+
+
+def test_a_hanging_proxy_fails_by_the_timeout(pytester: pytest.Pytester, servers: ServeFn) -> None:
+    folder = _library(pytester, STREAMED[0])
+    proxy_url = servers(Starlette(routes=[Route("/v1/chat/completions", never_answers, methods=["POST"])])).url
+    result = pytester.runpytest("--proxy-url", proxy_url + "/v1", "--scenarios", str(folder), "--timeout", "0.4")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([_statement("HTTP-002"), "  the run gave up after 0.4 s with no response",
+                                 "*--timeout 0.4*"])
+
+
+def test_rechunk_shrinks_to_the_boundary_the_proxy_breaks_on(pytester: pytest.Pytester, servers: ServeFn) -> None:
+    folder = _library(pytester, extra={"less-than.yaml": LESS_THAN})
+    mock_url = servers(create_mock()).url
+    proxy_url = servers(passthrough(mock_url, lose_trailing_less_than)).url + "/v1"
+    common = ["--proxy-url", proxy_url, "--mock-url", mock_url, "--scenarios", str(folder)]
+    result = pytester.runpytest(*common, "--rechunk", "1", "--rechunk-seed", "7")
+    result.assert_outcomes(failed=1)
+    assert "=== streaming, as the scenario's request says ===" not in result.stdout.str()  # as written: fine
+    cut = "Use a <".__len__()
+    result.stdout.fnmatch_lines([
+        "conformance: 1 re-chunked variant(s) per streaming scenario, seed 7 (reproduce with --rechunk-seed 7)",
+        "=== re-chunk variant 0 (per-char, seed 7, 25 split(s)) ===",
+        _statement("TEXT-001"),
+        "re-chunk seed 7, variant 0 (per-char)",
+        "smallest split still breaking TEXT-001*: 1 boundary(ies), minimal; * re-run(s)",
+        "  frame 1: 'Use a <'",
+        "  frame 2: ' b to compare them.'",
+        f"  boundary at character {cut}: …'Use a <' ‖ ' b to compare th'…",
+        "reproduce: toolcall-conformance replay less-than-text * --rechunk-seed 7 --rechunk-variant 0",
+        f"reproduce the smallest split: toolcall-conformance replay less-than-text * --split {cut}",
+    ])
+
+
+def test_unreachable_proxy_stops_the_run_with_its_url(pytester: pytest.Pytester) -> None:
+    folder = _library(pytester, STREAMED[0])
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+        result = pytester.runpytest("--proxy-url", url, "--scenarios", str(folder))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stdout.fnmatch_lines([f"*cannot connect to the proxy under test at {url} (*); is it running*"])
+
+
+def test_bundled_library_is_the_default(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--conformance", "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.OK
+    collected = [line.removeprefix("conformance::") for line in result.stdout.lines if line.startswith("conformance::")]
+    assert sorted(collected) == sorted(s.id for s in load_library())
+    assert len(collected) == len(list(bundled_scenarios_dir().rglob("*.yaml")))
+
+
+def test_run_command_prints_the_score_card_and_fails_on_failure(pytester: pytest.Pytester, servers: ServeFn) -> None:
+    folder = _library(pytester, STREAMED[0])
+    mock_url = servers(create_mock()).url
+    proxy_url = servers(passthrough(mock_url, drop_done)).url + "/v1"
+    (pytester.path / "test_unrelated.py").write_text("def test_other():\n    assert False\n")
+    pytester.chdir()
+    result = CliRunner().invoke(main, ["run", "--proxy-url", proxy_url, "--mock-url", mock_url,
+                                       "--scenarios", str(folder), "--strict", "-p", "no:cacheprovider"])
+    assert result.exit_code == 1, result.output
+    pytest.LineMatcher(result.output.splitlines()).fnmatch_lines([
+        "*tool-call conformance*", "  plain * 0/1  1 failed",
+        "FAILED conformance::plain-native-single - rules broken: SSE-004*", "*= 1 failed in *",
+    ])
+    assert "test_other" not in result.output  # only the conformance suite is collected

@@ -1,0 +1,219 @@
+"""Re-chunking is pure: variants keep the text, cut where they claim, follow the seed,
+and shrinking finds the boundary a predicate breaks on."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harness.rechunk import (
+    STRATEGIES,
+    Layout,
+    apply_variant,
+    describe_split,
+    layout,
+    make_variant,
+    shrink,
+    tag_splits,
+    variant_random,
+    variants,
+)
+from harness.scenario import ContentFrame, RawFrame, Scenario, ToolCallFrame, load_library, parse_scenario
+
+LIBRARY = load_library()
+
+
+def _scenario(frames: list[Any], **backend: Any) -> Scenario:
+    return parse_scenario(
+        {
+            "id": "rechunk-case",
+            "title": "t",
+            "source": "synthetic",
+            "backend": {"dialect": "openai", "frames": frames, **backend},
+            "client": {
+                "request": {
+                    "model": "m",
+                    "stream": True,
+                    "messages": [{"role": "user", "content": "hi"}],
+                    "tools": [{"type": "function", "function": {"name": "get_weather", "parameters": {}}}],
+                }
+            },
+            "expect": {"content": ""},
+        }
+    )
+
+
+MIXED = _scenario(
+    [
+        "Checking. ",
+        {"tool_call": {"index": 0, "id": "call_1", "type": "function", "name": "get_weather"}},
+        '<tool_call>{"name": "get_weather", "arguments": {"city": "Sa\\"o Paulo"}}</tool_call>',
+        {"raw": ": keep-alive\n\n"},
+        {"content": " déjà ☀️ ```json\n{}\n```", "delay_ms": 5},
+        "</invoke> end",
+    ]
+)
+CASES = [MIXED, *[s for s in LIBRARY if s.streams][:20]]
+
+
+def _skeleton(frames: Any) -> list[tuple[int, Any]]:
+    """Each non-content frame with the content offset it sits at."""
+    out, offset = [], 0
+    for frame in frames:
+        if isinstance(frame, ContentFrame):
+            offset += len(frame.content)
+        else:
+            out.append((offset, frame))
+    return out
+
+
+@pytest.mark.parametrize("scenario", CASES, ids=[s.id for s in CASES])
+@pytest.mark.parametrize("index", range(len(STRATEGIES)), ids=list(STRATEGIES))
+def test_variants_keep_text_and_other_frames(scenario: Scenario, index: int) -> None:
+    variant = variants(scenario, index + 1, seed=42)[index]
+    played = apply_variant(scenario, variant)
+    text = "".join(f.content for f in played.backend.frames if isinstance(f, ContentFrame))
+    assert text == scenario.backend.text
+    assert _skeleton(played.backend.frames) == _skeleton(scenario.backend.frames)
+    assert all(f.content for f in played.backend.frames if isinstance(f, ContentFrame))
+    # What the mock is armed with is a valid scenario with the same frames.
+    again = parse_scenario(played.to_mapping())
+    assert again.backend.frames == played.backend.frames
+    assert again.backend.write_bytes == variant.write_bytes
+    assert again.backend.split_multibyte == variant.split_multibyte
+
+
+def _delayed_offsets(frames: Any) -> list[tuple[int, float]]:
+    out, offset = [], 0
+    for frame in frames:
+        if isinstance(frame, ContentFrame):
+            if frame.delay_ms is not None:
+                out.append((offset, frame.delay_ms))
+            offset += len(frame.content)
+    return out
+
+
+def test_delayed_frames_keep_their_start_and_delay() -> None:
+    wanted = _delayed_offsets(MIXED.backend.frames)
+    assert len(wanted) == 1
+    for variant in variants(MIXED, 8, seed=3):
+        assert _delayed_offsets(apply_variant(MIXED, variant).backend.frames) == wanted
+
+
+def test_per_char_is_one_character_per_frame() -> None:
+    variant = make_variant(layout(MIXED.backend.frames), MIXED.id, 1, STRATEGIES.index("per-char"))
+    content = [f for f in apply_variant(MIXED, variant).backend.frames if isinstance(f, ContentFrame)]
+    assert {len(f.content) for f in content} == {1}
+
+
+def test_tag_strategy_cuts_inside_every_tag_fence_and_json_string() -> None:
+    text = MIXED.backend.text
+    cuts = tag_splits(text, variant_random(7, MIXED.id, 1))
+    spans = [m.span() for m in re.finditer(r"</?[A-Za-z_][^<>]*>", text)]
+    spans += [m.span() for m in re.finditer(r"```", text)]
+    spans += [m.span() for m in re.finditer(r'"(?:[^"\\]|\\.)*"', text)]
+    assert len(spans) >= 8
+    for start, end in spans:
+        assert any(start < c < end for c in cuts), text[start:end]
+    for m in re.finditer("<", text):
+        assert m.start() + 1 in cuts  # a frame ends right after "<"
+    for m in re.finditer("</", text):
+        assert m.start() + 2 in cuts  # and right after "</"
+    escape = text.index('\\"')
+    assert escape + 1 in cuts  # between the backslash and the quote it escapes
+
+
+def test_multibyte_strategy_tears_network_writes() -> None:
+    index = STRATEGIES.index("multibyte")
+    with_utf8 = variants(MIXED, index + 1, seed=9)[index]
+    assert with_utf8.split_multibyte and with_utf8.write_bytes is None
+    assert with_utf8.splits == layout(MIXED.backend.frames).original
+    ascii_only = _scenario(["<tool_call>{\"name\": ", "\"get_weather\"}</tool_call>"])
+    plain = variants(ascii_only, index + 1, seed=9)[index]
+    assert not plain.split_multibyte and plain.write_bytes in (1, 2, 3, 5, 7)
+    assert apply_variant(ascii_only, plain).to_mapping()["backend"]["write_bytes"] == plain.write_bytes
+
+
+def test_same_seed_same_variants_other_seed_other_variants() -> None:
+    scenario = MIXED
+    assert variants(scenario, 8, seed=1234) == variants(scenario, 8, seed=1234)
+    random_index = STRATEGIES.index("random")
+    seen = {variants(scenario, random_index + 1, seed=s)[random_index].splits for s in range(10)}
+    assert len(seen) > 5
+    assert [v.strategy for v in variants(scenario, 6, seed=0)] == [*STRATEGIES, *STRATEGIES[:2]]
+
+
+# --------------------------------------------------------------------------- shrinking
+
+
+def _counting(predicate: Callable[[tuple[int, ...]], bool]) -> tuple[Callable[[tuple[int, ...]], bool], list[int]]:
+    calls: list[int] = []
+
+    def run(splits: tuple[int, ...]) -> bool:
+        calls.append(1)
+        return predicate(splits)
+
+    return run, calls
+
+
+@pytest.mark.parametrize(
+    ("bad", "size"),
+    [({57}, 200), ({0 + 1}, 200), ({199}, 200), ({3, 4}, 60), ({10, 150}, 180), ({5}, 6)],
+)
+def test_shrink_finds_the_boundaries_that_matter(bad: set[int], size: int) -> None:
+    fails, calls = _counting(lambda splits: bad <= set(splits))
+    result = shrink(list(range(1, size)), fails, budget=30)
+    assert set(result.splits) == bad
+    assert result.complete
+    assert len(calls) == result.runs <= 30
+
+
+def test_shrink_reports_failures_that_need_no_split() -> None:
+    result = shrink([3, 9, 20], lambda splits: True)
+    assert result.splits == () and result.runs == 1
+
+
+def test_shrink_stops_at_the_budget_with_a_still_failing_split() -> None:
+    bad = {11, 47, 90, 133}
+    result = shrink(list(range(1, 160)), lambda splits: bad <= set(splits), budget=6)
+    assert not result.complete and result.runs == 6
+    assert bad <= set(result.splits)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_shrink_result_is_failing_and_one_minimal(data: st.DataObject) -> None:
+    size = data.draw(st.integers(2, 120))
+    splits = sorted(data.draw(st.sets(st.integers(1, size), min_size=1, max_size=size)))
+    bad = data.draw(st.sets(st.sampled_from(splits), min_size=1, max_size=2))
+
+    def fails(candidate: tuple[int, ...]) -> bool:
+        return bad <= set(candidate)
+
+    result = shrink(splits, fails, budget=200)
+    assert fails(result.splits)
+    for s in result.splits:  # removing any one boundary makes it pass
+        assert not fails(tuple(x for x in result.splits if x != s))
+
+
+def test_describe_split_marks_the_boundary() -> None:
+    scenario = _scenario(['<tool_call>{"name": "get_weather", "arguments": {}}</tool_call>'])
+    boundary = scenario.backend.text.index("name") + 2
+    lines = describe_split(scenario, [boundary])
+    assert "  frame 1: '<tool_call>{\"na'" in lines
+    assert any(line.startswith("  frame 2: 'me\"") for line in lines)
+    assert any(f"boundary at character {boundary}" in line and "‖ 'me" in line for line in lines)
+
+
+def test_layout_round_trips_the_original_split() -> None:
+    lay: Layout = layout(MIXED.backend.frames)
+    frames = lay.frames(lay.original)
+    assert [f for f in frames if not isinstance(f, ContentFrame)] == [
+        f for f in MIXED.backend.frames if isinstance(f, (ToolCallFrame, RawFrame))
+    ]
+    assert frames == MIXED.backend.frames

@@ -1,0 +1,216 @@
+"""Pure parts of what users read: known-failure files, judging, score cards, transcripts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.errors import ConformanceFailure
+from harness.exchange import Exchange
+from harness.known_failures import KnownFailuresError, judge, load_known_failures, parse_known_failures
+from harness.report import (
+    ItemRecord,
+    answer_diff,
+    item_record,
+    render_json,
+    render_markdown,
+    render_text,
+    rules_by_id,
+    summarize,
+    transcript,
+)
+from harness.runner import Attempt, ScenarioRun
+from harness.scenario import load_library
+
+RULES = rules_by_id()
+LIBRARY = {s.id: s for s in load_library()}
+SINGLE = LIBRARY["qwen-tools-single-call"]
+
+# --------------------------------------------------------------------------- known failures
+
+KNOWN = parse_known_failures(
+    [
+        {"scenario": "qwen-tools-single-call", "rule": "SSE-004", "reason": "we never send [DONE]"},
+        {"scenario": "hermes-*", "reason": "Hermes not supported yet"},
+    ],
+    path="known.yaml",
+    known_rules=set(RULES),
+)
+
+JUDGE_CASES: list[tuple[str, list[str], str, list[str], list[str], int]] = [
+    # scenario, failed rules -> outcome, expected rules, unexpected rules, stale entries
+    ("qwen-tools-single-call", ["SSE-004"], "xfailed", ["SSE-004"], [], 0),
+    ("qwen-tools-single-call", [], "failed", [], [], 1),  # listed but passes: strict xpass
+    ("qwen-tools-single-call", ["SSE-004", "CALLS-001"], "failed", ["SSE-004"], ["CALLS-001"], 0),
+    ("qwen-tools-single-call", ["CALLS-001"], "failed", [], ["CALLS-001"], 1),
+    ("hermes-single", ["CALLS-001", "TEXT-001"], "xfailed", ["CALLS-001", "TEXT-001"], [], 0),
+    ("hermes-single", [], "failed", [], [], 1),
+    ("plain-native-single", [], "passed", [], [], 0),
+    ("plain-native-single", ["TOOL-002"], "failed", [], ["TOOL-002"], 0),
+]
+
+
+@pytest.mark.parametrize(("scenario", "failed", "outcome", "expected", "unexpected", "stale"), JUDGE_CASES)
+def test_judge(scenario: str, failed: list[str], outcome: str, expected: list[str], unexpected: list[str],
+               stale: int) -> None:
+    judgement = judge(scenario, failed, KNOWN)
+    assert judgement.outcome == outcome
+    assert sorted(judgement.expected) == sorted(expected)
+    assert list(judgement.unexpected) == unexpected
+    assert len(judgement.stale) == stale
+    if stale:
+        message = judgement.xpass_message("known.yaml")
+        assert message.startswith("[XPASS(strict)]") and "remove or narrow these entries in known.yaml" in message
+
+
+BAD_FILES: list[tuple[str, str]] = [
+    ("scenario: x\n", "expected a list of entries"),
+    ("- scenario: x\n", "'reason' must say why"),
+    ("- {reason: r}\n", "'scenario' must be a scenario id or glob"),
+    ("- {scenario: x, reason: r, rules: [A]}\n", "unknown key(s) rules"),
+    ("- {scenario: x, reason: r, rule: NOPE-001}\n", "unknown rule 'NOPE-001'"),
+    ("- {scenario: x, reason: r, rule: SSE-999}\n", "rules of that group: SSE-001"),
+    ("- [not, a, mapping]\n", "expected a mapping"),
+    ("- {scenario: x\n", "not valid YAML"),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_FILES)
+def test_bad_known_failure_files_say_what_is_wrong(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "known.yaml"
+    path.write_text(text)
+    with pytest.raises(KnownFailuresError) as info:
+        load_known_failures(path, known_rules=set(RULES))
+    assert message in str(info.value)
+    assert str(path) in str(info.value)
+
+
+def test_known_failures_file_forms_and_unmatched_entries(tmp_path: Path) -> None:
+    path = tmp_path / "known.yaml"
+    path.write_text("known_failures:\n  - {scenario: 'qwen-*', reason: r}\n  - {scenario: typo, rule: SSE-004, reason: r}\n")
+    known = load_known_failures(path, known_rules=set(RULES))
+    assert [e.line for e in known.entries] == [2, 3]
+    assert [e.scenario for e in known.unmatched(LIBRARY)] == ["typo"]
+    with pytest.raises(KnownFailuresError, match=r"known.yaml:2: entry 2"):
+        path.write_text("- {scenario: a, reason: r}\n- {scenario: b}\n")
+        load_known_failures(path)
+
+
+# --------------------------------------------------------------------------- score card
+
+
+def _records() -> list[ItemRecord]:
+    failing = Attempt("stream", "streaming", SINGLE, None, (ConformanceFailure("SSE-004", "no [DONE]"),
+                                                             ConformanceFailure("CALLS-001", "no call")))
+    run = ScenarioRun(SINGLE, "openai", (failing,))
+    hermes = LIBRARY["hermes-single"]
+    return [
+        item_record(SINGLE, "openai", "failed", run=run, expected_rules=["SSE-004"]),
+        item_record(hermes, "openai", "passed", run=ScenarioRun(hermes, "openai", ())),
+        item_record(LIBRARY["features-loop-guard"], "openai", "skipped", reason="requires feature loop-guard"),
+    ]
+
+
+def test_records_survive_json() -> None:
+    for record in _records():
+        assert ItemRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
+
+
+def test_summary_scores_and_cells() -> None:
+    summary = summarize(_records(), {"proxy": "http://p/v1"})
+    fams = summary.families
+    assert (fams["qwen-tools"].failed, fams["hermes"].passed, fams["features"].skipped) == (1, 1, 1)
+    assert summary.total.score == "1/2"
+    single = next(i for i in summary.items if i.scenario == SINGLE.id)
+    assert summary.cell(single, RULES["SSE-004"].group) == "xfail"
+    assert summary.cell(single, RULES["CALLS-001"].group) == "FAIL"
+    assert summary.cell(single, RULES["HTTP-001"].group) == "pass"
+
+    text = render_text(summary)
+    assert "qwen-tools" in text and "0/1" in text and "total" in text
+    header = next(line for line in text.splitlines() if line.startswith("  ") and "framing" in line)
+    assert header.split() == ["framing", "calls"]  # only the groups something failed in
+    row = next(line for line in text.splitlines() if line.strip().startswith(SINGLE.id))
+    assert row.split()[1:] == ["x", "F"]
+    assert "every other rule group passes for every scenario that ran: transport, " in text
+    assert "  features-loop-guard: skipped: requires feature loop-guard" in text
+
+    md = render_markdown(summary)
+    assert "| family | passed/ran |" in md and "| qwen-tools | 0/1 | 1 | 0 | 0 |" in md
+    assert "| scenario | framing | calls |" in md and f"| `{SINGLE.id}` | ⚠️ | ❌ |" in md
+    assert f"`{SINGLE.id}` **CALLS-001** [client]" in md
+    assert "`features-loop-guard` skipped: requires feature loop-guard" in md
+
+    data: dict[str, Any] = render_json(summary)
+    assert data["totals"]["failed"] == 1 and data["context"]["proxy"] == "http://p/v1"
+    by_id = {s["scenario"]: s for s in data["scenarios"]}
+    assert by_id[SINGLE.id]["groups"][RULES["CALLS-001"].group] == "FAIL"
+    assert {r["id"] for r in data["rules"]} == set(RULES)
+
+
+# --------------------------------------------------------------------------- item output
+
+
+def _exchange(raw: bytes, **kw: Any) -> Exchange:
+    return Exchange(SINGLE.id, "openai", True, SINGLE.client.request, {}, 200, {"content-type": "text/event-stream"},
+                    raw, **kw)
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+    body = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return b"data: " + json.dumps(body).encode() + b"\n\n"
+
+
+def test_answer_diff_shows_calls_content_and_finish_reason() -> None:
+    raw = _chunk({"role": "assistant", "content": "<tools>oops"}) + _chunk({}, "stop") + b"data: [DONE]\n\n"
+    lines = answer_diff(SINGLE, _exchange(raw))
+    text = "\n".join(lines)
+    assert "tool calls (- expected, + received):" in text
+    assert "  - #1 get_weather\n  -    {\n  -      \"city\": \"Paris\"," in text
+    assert "  + (no tool calls)" in text
+    assert "+ received '<tools>oops'" in text
+    assert "finish_reason: expected 'tool_calls', received 'stop'" in text
+
+
+def test_transcript_marks_the_offending_event_and_trims() -> None:
+    raw = b"".join(_chunk({"content": f"part {i}"}) for i in range(20)) + b"data: [DONE]\n\n"
+    lines = transcript(_exchange(raw), event_index=10, around=2)
+    marked = [line for line in lines if line.lstrip().startswith(">>")]
+    assert len(marked) == 1 and '"part 10"' in marked[0]
+    assert sum('"part ' in line for line in lines) == 5  # two either side
+    assert "… 8 line(s) …" in lines[1] and lines[-1].strip().startswith("…")
+    assert '"id"' not in "\n".join(lines[1:])  # the repeated fields are left out
+
+
+def test_transcript_of_nothing_says_why() -> None:
+    lines = transcript(_exchange(b"", timed_out=True, elapsed=2.0))
+    assert lines == ["answer as received (HTTP 200, 0 bytes, gave up after 2.0 s): (empty)"]
+
+
+def _event(name: str, data: dict[str, Any]) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+
+def test_answer_diff_reads_an_anthropic_answer_in_its_dialect() -> None:
+    scenario = LIBRARY["anthropic-native-tool-use"]
+    raw = b"".join([
+        _event("message_start", {"type": "message_start", "message": {"id": "m", "type": "message", "role": "assistant",
+                                                                      "content": [], "model": "c", "usage": {}}}),
+        _event("content_block_start", {"type": "content_block_start", "index": 0,
+                                       "content_block": {"type": "text", "text": ""}}),
+        _event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                       "delta": {"type": "text_delta", "text": "I'll get the forecast for Oslo."}}),
+        _event("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        _event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}}),
+        _event("message_stop", {"type": "message_stop"}),
+    ])
+    exchange = Exchange(scenario.id, "anthropic", True, scenario.client.request, {}, 200,
+                        {"content-type": "text/event-stream"}, raw)
+    text = "\n".join(answer_diff(scenario, exchange))
+    assert "  - #1 get_forecast" in text and "  + (no tool calls)" in text
+    assert "content" not in text  # the text arrived as expected
+    assert "stop_reason: expected 'tool_use', received 'end_turn'" in text
