@@ -3,15 +3,18 @@
 Each case is a small scenario, the exact bytes a proxy answered, and the set of rule
 ids that must fail; every other rule must pass. Cases are judged with ``strict`` on
 (all rules) and off (client rules only), so a spec rule can never break a default
-run. Every rule has at least one case that breaks it, and the acceptable
-variations (CRLF, ``data:`` without a space, comments, one-fragment arguments, ...)
-must produce no failure at all.
+run. Every rule has at least one case that breaks it (here, or among the Anthropic
+and fault cases of ``test_rules_anthropic.py`` and ``test_rules_faults.py``) on a
+scenario that a correct answer passes, and every rule judges at least one correct
+answer, so a rule that always fails is caught too. The acceptable variations (CRLF,
+``data:`` without a space, comments, one-fragment arguments, ...) must produce no
+failure at all.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -24,8 +27,12 @@ from harness.assemble import answer_from_exchange
 from harness.compare import fold_ws, json_equal
 from harness.exchange import Exchange, RecordedRequest
 from harness.rules import RULES, Options, compare_answers, evaluate, rules_markdown
+from harness.rules.context import Context
+from harness.rules.registry import ENTRIES, Violation
 from harness.scenario import PROFILES, Profile, Scenario, parse_scenario
 from harness.xml_calls import parse_xml_calls, tool_vocabulary
+import test_rules_anthropic
+import test_rules_faults
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -716,10 +723,57 @@ def test_rule_case(c: Case) -> None:
         assert isinstance(f.evidence, dict)
 
 
+# Every family of rule cases: (correct answers, broken answers, the strict options a
+# case is judged under). The Anthropic Messages and fault cases live in their own
+# files, which judge them case by case; here they count towards rule coverage.
+Family = tuple[Sequence[Any], Sequence[Any], Callable[[Any], Options]]
+FAMILIES: dict[str, Family] = {
+    "chat completions": (ACCEPTABLE, BROKEN, lambda c: _options(c, True)),
+    "anthropic": (
+        test_rules_anthropic.ACCEPTABLE,
+        test_rules_anthropic.BROKEN,
+        lambda c: Options(profile="anthropic", strict=True),
+    ),
+    "faults": (test_rules_faults.ACCEPTABLE, test_rules_faults.BROKEN, lambda c: test_rules_faults._options(c, True)),
+}
+SINGLE_RULES = frozenset(i for i in RULES if not i.startswith("EQ-"))  # EQ-*: see test_compare_answers
+
+
 def test_every_rule_is_broken_by_some_case() -> None:
-    single_rules = {i for i in RULES if not i.startswith("EQ-")}
-    caught = set().union(*(c.fails for c in BROKEN))
-    assert single_rules - caught == set()
+    caught = {i for _, broken, _ in FAMILIES.values() for c in broken for i in c.fails}
+    assert SINGLE_RULES - caught == set()
+
+
+def test_every_rule_is_broken_where_a_correct_answer_passes() -> None:
+    """Each rule fails some answer to a scenario whose correct answer passes: the rule
+    tells the two answers apart, it does not reject the question."""
+    unmatched = set(SINGLE_RULES)
+    for accepted, broken, _ in FAMILIES.values():
+        answered = [c.scenario for c in accepted]
+        for c in broken:
+            if any(c.scenario == s for s in answered):
+                unmatched -= c.fails
+    assert unmatched == set()
+
+
+def test_a_rule_that_always_fails_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every rule judges at least one correct answer: with every check replaced by one
+    that always fails, each rule fails some acceptable case (all of which pass with
+    the real checks, see each file's test_rule_case)."""
+
+    def always_fails(ctx: Context) -> list[Violation]:
+        return [Violation("always fails")]
+
+    for rule_id, entry in list(ENTRIES.items()):
+        if entry.check is not None:
+            monkeypatch.setitem(ENTRIES, rule_id, replace(entry, check=always_fails))
+    caught = {
+        f.rule_id
+        for accepted, _, options in FAMILIES.values()
+        for c in accepted
+        for f in evaluate(c.scenario, c.exchange, options(c))
+    }
+    assert SINGLE_RULES - caught == set()
 
 
 def test_case_ids_unique() -> None:

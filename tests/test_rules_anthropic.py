@@ -233,6 +233,7 @@ def crlf(text: str) -> str:
 ACCEPTABLE: list[Case] = [
     case("ok-text-then-call", S_TEXT_CALL, TEXT_CALL_STREAM),
     case("ok-call-without-text-block", S_CALL, CALL_STREAM),
+    case("ok-call-any-text-stop-reason-tool-use", S_CALL_ANY, TEXT_CALL_STREAM),
     case("ok-text", S_TEXT, TEXT_STREAM),
     case("ok-two-calls", S_TWO, TWO_STREAM),
     case(
