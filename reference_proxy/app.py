@@ -1,9 +1,10 @@
 """The proxy's HTTP shell: routes, forwarding, and the choice of answer path.
 
 Everything that decides *what* to send lives in the pure modules (request_shaping,
-pipeline, completion, loop_guard); streamed answers are written by ``relay``. This
-module only moves bytes and turns every failure into an OpenAI-shaped error, so no
-traceback ever reaches a client.
+pipeline, completion, loop_guard, tool_choice, anthropic_stream, anthropic_message);
+streamed answers are written by ``relay``. This module only moves bytes and turns
+every failure into an error in the client's API shape (OpenAI, or Messages on the
+``/messages`` routes), so no traceback ever reaches a client.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 from starlette.applications import Starlette
@@ -22,6 +23,9 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from reference_proxy.anthropic_errors import render_error
+from reference_proxy.anthropic_message import MessageAccumulator, finish_message, message_as_events
+from reference_proxy.anthropic_stream import AnthropicStreamPipeline
 from reference_proxy.completion import StreamAccumulator, completion_as_chunks, finish_completion
 from reference_proxy.config import ProxyConfig
 from reference_proxy.errors import (
@@ -37,14 +41,19 @@ from reference_proxy.loop_guard import stop_completion, stop_message, stop_strea
 from reference_proxy.openai_stream import dumps, to_wire
 from reference_proxy.pipeline import ResponseStats, StreamPipeline
 from reference_proxy.relay import SSE_HEADERS, RelayResponse
+from reference_proxy.rescue import ToolSpec
 from reference_proxy.request_shaping import (
     ChatRequest,
+    MessagesRequest,
+    anthropic_tools,
     count_tool_messages,
     forward_headers,
     parse_chat_request,
+    parse_messages_request,
     system_to_user,
 )
 from reference_proxy.sse_reader import SSEReader
+from reference_proxy.tool_choice import emulate_tool_choice
 from reference_proxy.upstream import Upstream, describe, is_event_stream, read_json
 from reference_proxy.vtc import is_vtc_client
 
@@ -52,6 +61,24 @@ log = logging.getLogger("reference_proxy")
 
 def error_response(error: ProxyError) -> JSONResponse:
     return JSONResponse(dict(error.body), status_code=error.status, headers=dict(error.headers))
+
+
+def anthropic_error_response(error: ProxyError) -> JSONResponse:
+    """``error`` as a Messages client expects it: ``{"type": "error", "error": {...}}``."""
+    return JSONResponse(render_error(error), status_code=error.status, headers=dict(error.headers))
+
+
+def _is_messages_path(path: str) -> bool:
+    return path.rstrip("/").endswith("/messages")
+
+
+class EventSink(Protocol):
+    """What folds an upstream SSE answer into one body (``StreamAccumulator``, ``MessageAccumulator``)."""
+
+    @property
+    def done(self) -> bool: ...
+
+    def feed_event(self, event: str, data: str) -> None: ...
 
 
 def _log_request(
@@ -169,7 +196,9 @@ class ProxyApp:
         """A non-streaming client: one JSON answer (accumulated if the upstream streamed anyway)."""
         try:
             if is_event_stream(upstream):
-                body = await self._accumulate(upstream, chat.model)
+                accumulator = StreamAccumulator(chat.model)
+                await self._accumulate(upstream, accumulator)
+                body = accumulator.result()
             else:
                 body = await read_json(upstream)
         except ProxyError as exc:
@@ -182,8 +211,7 @@ class ProxyApp:
         _log_request("POST", path, 200, started, stream=False, vtc=vtc, model=model if isinstance(model, str) else "", stats=stats)
         return Response(to_wire(dumps(body)), media_type="application/json")
 
-    async def _accumulate(self, upstream: httpx.Response, model: str) -> dict[str, Any]:
-        accumulator = StreamAccumulator(model)
+    async def _accumulate(self, upstream: httpx.Response, accumulator: EventSink) -> None:
         reader = SSEReader()
         try:
             async for piece in upstream.aiter_bytes():
@@ -198,7 +226,78 @@ class ProxyApp:
             raise upstream_timeout(f"reading the stream: {describe(exc)}") from None
         except httpx.HTTPError as exc:
             raise upstream_bad_response(f"the stream broke off: {describe(exc)}") from None
-        return accumulator.result()
+
+    # ------------------------------------------------------------------ messages
+
+    async def messages(self, request: Request) -> Response:
+        """The Anthropic Messages API in front of a Messages upstream."""
+        started = time.perf_counter()
+        path = request.url.path
+        try:
+            raw = await read_body(request, self.config.body_timeout)
+            req = parse_messages_request(raw)
+            shaped = emulate_tool_choice(req.body)
+        except ProxyError as exc:
+            _log_request("POST", path, exc.status, started, note=exc.message)
+            return anthropic_error_response(exc)
+        except ClientDisconnect:
+            _log_request("POST", path, 499, started, note="client hung up while sending its request")
+            return Response(status_code=400)
+        content = raw
+        tools = req.tools
+        if shaped is not None:
+            content = to_wire(dumps(shaped))
+            tools = anthropic_tools(shaped)  # tool_choice none: nothing may become a call
+        headers = forward_headers(request.headers.items(), self.config.api_key, key_header="x-api-key")
+        try:
+            upstream = await self.upstream.open("POST", self.config.messages_url, headers, content)
+        except ProxyError as exc:
+            _log_request("POST", path, exc.status, started, stream=req.stream, model=req.model, note=exc.message)
+            return anthropic_error_response(exc)
+        if not req.stream:
+            return await self._whole_message(upstream, req, tools, path, started)
+        pipeline = AnthropicStreamPipeline(tools=tools, request_model=req.model, buffer_cap=self.config.buffer_cap)
+        if is_event_stream(upstream):
+
+            def done(hung_up: bool) -> None:
+                _log_request(
+                    "POST", path, 200, started, stream=True, model=pipeline.model, stats=pipeline.stats,
+                    note="client hung up" if hung_up else "",
+                )
+
+            return RelayResponse(upstream, pipeline, done)
+        try:  # a streaming client whose upstream answered with one JSON body
+            body = await read_json(upstream)
+        except ProxyError as exc:
+            _log_request("POST", path, exc.status, started, stream=True, model=req.model, note=exc.message)
+            return anthropic_error_response(exc)
+        finally:
+            await upstream.aclose()
+        out = [pipeline.feed(event) for event in message_as_events(body)]
+        out.append(pipeline.close())
+        _log_request("POST", path, 200, started, stream=True, model=pipeline.model, stats=pipeline.stats, note="rewrapped")
+        return Response(to_wire("".join(out)), media_type="text/event-stream", headers=SSE_HEADERS)
+
+    async def _whole_message(
+        self, upstream: httpx.Response, req: MessagesRequest, tools: tuple[ToolSpec, ...], path: str, started: float
+    ) -> Response:
+        """A non-streaming Messages client: one ``message`` (accumulated if the upstream streamed anyway)."""
+        try:
+            if is_event_stream(upstream):
+                accumulator = MessageAccumulator(req.model)
+                await self._accumulate(upstream, accumulator)
+                body = accumulator.result()
+            else:
+                body = await read_json(upstream)
+        except ProxyError as exc:
+            _log_request("POST", path, exc.status, started, stream=False, model=req.model, note=exc.message)
+            return anthropic_error_response(exc)
+        finally:
+            await upstream.aclose()
+        stats = finish_message(body, tools=tools, buffer_cap=self.config.buffer_cap)
+        model = body.get("model")
+        _log_request("POST", path, 200, started, stream=False, model=model if isinstance(model, str) else "", stats=stats)
+        return Response(to_wire(dumps(body)), media_type="application/json")
 
     # ------------------------------------------------------------------ other routes
 
@@ -244,11 +343,15 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     status = exc.status_code if isinstance(exc, HTTPException) else 500
     message = {404: f"Unknown route {request.url.path}", 405: f"Method {request.method} not allowed on {request.url.path}"}
     body = error_body(message.get(status, str(getattr(exc, "detail", "error"))), type=INVALID_REQUEST, code=status)
+    if _is_messages_path(request.url.path):
+        return anthropic_error_response(ProxyError(status, body, getattr(exc, "headers", None)))
     return JSONResponse(body, status_code=status, headers=getattr(exc, "headers", None))
 
 
 async def _unhandled(request: Request, exc: Exception) -> Response:
     log.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    if _is_messages_path(request.url.path):
+        return anthropic_error_response(internal_error())
     return error_response(internal_error())
 
 
@@ -267,6 +370,8 @@ def create_app(config: ProxyConfig) -> Starlette:
     routes = [
         Route("/v1/chat/completions", proxy.chat, methods=["POST"]),
         Route("/chat/completions", proxy.chat, methods=["POST"]),
+        Route("/v1/messages", proxy.messages, methods=["POST"]),
+        Route("/messages", proxy.messages, methods=["POST"]),
         Route("/v1/models", proxy.models, methods=["GET"]),
         Route("/models", proxy.models, methods=["GET"]),
         Route("/health", proxy.health, methods=["GET"]),

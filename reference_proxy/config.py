@@ -60,6 +60,7 @@ class ProxyConfig:
             out.add("vtc")
         if self.system_to_user:
             out.add("system-to-user")
+        out.add("tool-choice")  # Messages tool_choice is always emulated
         return frozenset(out)
 
     @property
@@ -67,17 +68,23 @@ class ProxyConfig:
         return f"{self.upstream}/chat/completions"
 
     @property
+    def messages_url(self) -> str:
+        return f"{self.upstream}/messages"
+
+    @property
     def models_url(self) -> str:
         return f"{self.upstream}/models"
 
 
 def normalize_upstream(url: str) -> str:
-    """Accept the base URL with a trailing slash or with ``/chat/completions`` appended."""
+    """Accept the base URL with a trailing slash, or with ``/chat/completions`` or ``/messages`` appended."""
     if not isinstance(url, str):
         raise ConfigError(f"upstream: expected a URL string, got {type(url).__name__}")
     out = url.strip().rstrip("/")
-    if out.endswith("/chat/completions"):
-        out = out[: -len("/chat/completions")]
+    for endpoint in ("/chat/completions", "/messages"):
+        if out.endswith(endpoint):
+            out = out[: -len(endpoint)]
+            break
     return out
 
 

@@ -23,10 +23,13 @@ def error_body(message: str, *, type: str, code: str | int | None = None, param:
 class ProxyError(Exception):
     """An answer the proxy gives instead of forwarding: status, OpenAI error body, headers."""
 
-    def __init__(self, status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, status: int, body: Mapping[str, Any], headers: Mapping[str, str] | None = None, *, upstream: Any = None
+    ) -> None:
         self.status = status
         self.body = body
         self.headers: Mapping[str, str] = headers or {}
+        self.upstream = upstream  # the upstream's own error payload, when the error is the upstream's answer
         super().__init__(status, self.message)
 
     @property
@@ -116,4 +119,4 @@ def upstream_status_error(status: int, raw: bytes, retry_after: str | None) -> P
         payload = text
     body = as_openai_error(payload, fallback_message=f"upstream answered HTTP {status}", fallback_code=status)
     headers = {"retry-after": retry_after} if retry_after else {}
-    return ProxyError(status, body, headers)
+    return ProxyError(status, body, headers, upstream=payload)

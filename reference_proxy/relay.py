@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any, Protocol
 
 import httpx
 from starlette.responses import Response
@@ -20,7 +21,6 @@ from starlette.types import Receive, Scope, Send
 
 from reference_proxy.errors import SERVER_ERROR, UPSTREAM_ERROR, error_body
 from reference_proxy.openai_stream import to_wire
-from reference_proxy.pipeline import StreamPipeline
 from reference_proxy.sse_reader import SSEReader
 from reference_proxy.upstream import describe, error_from_event
 
@@ -30,12 +30,26 @@ SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 DRAIN_SECONDS = 1.0
 
 
+class RelayPipeline(Protocol):
+    """What the relay needs of a pipeline: ``pipeline.StreamPipeline`` (chat completions)
+    or ``anthropic_stream.AnthropicStreamPipeline`` (Messages)."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def feed_data(self, data: str) -> str: ...
+
+    def fail(self, error: Mapping[str, Any]) -> str: ...
+
+    def close(self) -> str: ...
+
+
 class RelayResponse(Response):
-    """Streams one upstream SSE answer through a ``StreamPipeline``."""
+    """Streams one upstream SSE answer through a pipeline."""
 
     media_type = "text/event-stream"
 
-    def __init__(self, upstream: httpx.Response, pipeline: StreamPipeline, on_done: Callable[[bool], None]) -> None:
+    def __init__(self, upstream: httpx.Response, pipeline: RelayPipeline, on_done: Callable[[bool], None]) -> None:
         self.status_code = 200
         self.background = None
         self.upstream = upstream

@@ -46,8 +46,8 @@ class ChatRequest:
     tools: tuple[ToolSpec, ...]
 
 
-def parse_chat_request(raw: bytes) -> ChatRequest:
-    """Validate the client's body; ``ProxyError`` (400) names what is wrong."""
+def load_body(raw: bytes) -> dict[str, Any]:
+    """The client's body as a JSON object with a ``messages`` list; ``ProxyError`` (400) otherwise."""
     try:
         body = json.loads(raw)
     except (ValueError, RecursionError):
@@ -67,38 +67,101 @@ def parse_chat_request(raw: bytes) -> ChatRequest:
     stream = body.get("stream", False)
     if stream is not None and not isinstance(stream, bool):
         raise invalid_request("Invalid type for 'stream': expected a boolean.", param="stream", code="invalid_type")
-    options = body.get("stream_options")
-    include_usage = bool(stream) and isinstance(options, Mapping) and options.get("include_usage") is True
+    return body
+
+
+def _model(body: Mapping[str, Any]) -> str:
     model = body.get("model")
+    return model if isinstance(model, str) else ""
+
+
+def parse_chat_request(raw: bytes) -> ChatRequest:
+    """Validate the client's body; ``ProxyError`` (400) names what is wrong."""
+    body = load_body(raw)
+    stream = bool(body.get("stream"))
+    options = body.get("stream_options")
+    include_usage = stream and isinstance(options, Mapping) and options.get("include_usage") is True
     return ChatRequest(
         body=body,
-        stream=bool(stream),
+        stream=stream,
         include_usage=include_usage,
-        model=model if isinstance(model, str) else "",
+        model=_model(body),
         tools=tuple(tools_from_request(body)),
     )
+
+
+@dataclass(frozen=True, slots=True)
+class MessagesRequest:
+    """A validated Anthropic Messages request."""
+
+    body: dict[str, Any]
+    stream: bool
+    model: str
+    tools: tuple[ToolSpec, ...]
+
+
+#: The turns the Messages API knows; system text is the top-level ``system``, not a turn.
+MESSAGE_ROLES = ("user", "assistant")
+
+
+def parse_messages_request(raw: bytes) -> MessagesRequest:
+    """Validate a Messages body (JSON object, ``messages`` a list of user/assistant turns,
+    ``stream`` a boolean); ``ProxyError`` (400) names what is wrong."""
+    body = load_body(raw)
+    for i, message in enumerate(body["messages"]):
+        if not isinstance(message, Mapping):
+            raise invalid_request(f"messages.{i}: expected an object.", param="messages", code="invalid_type")
+        role = message.get("role")
+        if role not in MESSAGE_ROLES:
+            what = "is missing" if role is None else f"is {json.dumps(role, ensure_ascii=False)[:80]}"
+            raise invalid_request(
+                f"messages.{i}.role {what}: expected 'user' or 'assistant' (system text goes in the top-level "
+                "'system' parameter).",
+                param="messages",
+                code="invalid_value",
+            )
+    return MessagesRequest(body=body, stream=bool(body.get("stream")), model=_model(body), tools=anthropic_tools(body))
+
+
+def anthropic_tools(body: Mapping[str, Any]) -> tuple[ToolSpec, ...]:
+    """The client tools a Messages request declares (``name`` and ``input_schema``); server
+    tools (a ``type`` other than ``custom``) and malformed entries are skipped."""
+    out: list[ToolSpec] = []
+    for tool in body.get("tools") or ():
+        if not isinstance(tool, Mapping) or tool.get("type", "custom") not in ("custom", None):
+            continue
+        name = tool.get("name")
+        if isinstance(name, str) and name:
+            schema = tool.get("input_schema")
+            out.append(ToolSpec(name, schema if isinstance(schema, Mapping) else None))
+    return tuple(out)
 
 
 def count_tool_messages(body: Mapping[str, Any]) -> int:
     return sum(1 for m in body.get("messages") or () if isinstance(m, Mapping) and m.get("role") == "tool")
 
 
-def forward_headers(headers: Iterable[tuple[str, str]], api_key: str | None, *, with_body: bool = True) -> dict[str, str]:
-    """The client's headers minus hop-by-hop ones; Authorization replaced when a key is configured."""
+def forward_headers(
+    headers: Iterable[tuple[str, str]], api_key: str | None, *, with_body: bool = True, key_header: str = "authorization"
+) -> dict[str, str]:
+    """The client's headers minus hop-by-hop ones. A configured key replaces the client's
+    credentials: ``Authorization: Bearer`` (``key_header="authorization"``) or ``x-api-key``
+    (``key_header="x-api-key"``, for a Messages upstream)."""
     pairs = list(headers)
     named_by_connection = {
         token.strip().lower() for name, value in pairs if name.lower() == "connection" for token in value.split(",")
     }
+    credentials = {"authorization", key_header}
     out: dict[str, str] = {}
     for name, value in pairs:
         lower = name.lower()
         if lower in HOP_BY_HOP or lower in named_by_connection:
             continue
-        if lower == "authorization" and api_key is not None:
+        if lower in credentials and api_key is not None:
             continue
         out[lower] = value
     if api_key is not None:
-        out["authorization"] = f"Bearer {api_key}"
+        out[key_header] = api_key if key_header == "x-api-key" else f"Bearer {api_key}"
     if with_body:
         out["content-type"] = "application/json"
     else:

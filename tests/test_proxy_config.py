@@ -93,10 +93,10 @@ def test_yaml_file_and_its_errors(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("changes", "features"),
     [
-        ({}, {"loop-guard", "vtc"}),
-        ({"loop_guard_max_tool_messages": None}, {"vtc"}),
-        ({"vtc_patterns": ()}, {"loop-guard"}),
-        ({"system_to_user": True}, {"loop-guard", "vtc", "system-to-user"}),
+        ({}, {"loop-guard", "vtc", "tool-choice"}),
+        ({"loop_guard_max_tool_messages": None}, {"vtc", "tool-choice"}),
+        ({"vtc_patterns": ()}, {"loop-guard", "tool-choice"}),
+        ({"system_to_user": True}, {"loop-guard", "vtc", "system-to-user", "tool-choice"}),
     ],
 )
 def test_features(changes: dict[str, Any], features: set[str]) -> None:
@@ -106,6 +106,8 @@ def test_features(changes: dict[str, Any], features: set[str]) -> None:
 def test_urls() -> None:
     config = ProxyConfig(upstream="http://h:1/v1/")
     assert (config.chat_url, config.models_url) == ("http://h:1/v1/chat/completions", "http://h:1/v1/models")
+    assert config.messages_url == "http://h:1/v1/messages"
+    assert ProxyConfig(upstream="http://h:1/v1/messages").upstream == "http://h:1/v1"
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,82 @@
+"""One text stream run through the rescuer, folded into what a response writer needs:
+visible text and whole calls, in the order they occurred.
+
+The rescuer speaks in events (text, call start, argument fragments, call end); a
+writer that delivers each call as one piece (the Messages paths) wants the call
+only once it is whole. ``TextRescue`` does that folding, and without declared tools
+it lets the text through untouched.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from reference_proxy.pipeline import RescuerLike
+from reference_proxy.rescue import ArgumentsDelta, Event, Text, ToolCallEnd, ToolCallStart
+
+log = logging.getLogger("reference_proxy.rescue")
+
+
+@dataclass(frozen=True, slots=True)
+class WholeCall:
+    """A rescued call, complete."""
+
+    name: str
+    arguments: str  # JSON object text; "{}" for a call without arguments
+
+
+Piece = str | WholeCall
+
+
+class TextRescue:
+    """Feed text as it arrives; get back text and whole calls (text that could still
+    start a marker is held by the rescuer until it can tell)."""
+
+    __slots__ = ("_rescuer", "_name", "_parts", "overflow_reported")
+
+    def __init__(self, rescuer: RescuerLike | None) -> None:
+        self._rescuer = rescuer
+        self._name: str | None = None
+        self._parts: list[str] = []
+        self.overflow_reported = False  # set by the owner once it has logged the overflow
+
+    @property
+    def overflowed(self) -> bool:
+        return self._rescuer is not None and self._rescuer.overflowed
+
+    def feed(self, text: str) -> list[Piece]:
+        if self._rescuer is None:
+            return [text] if text else []
+        return self._fold(self._rescuer.feed(text))
+
+    def finish(self) -> list[Piece]:
+        """The end of the text: held text is released; a call whose end never came is dropped."""
+        if self._rescuer is None:
+            return []
+        out = self._fold(self._rescuer.finish())
+        if self._name is not None:
+            log.warning("dropped rescued call %s: its end never came", self._name)
+            self._name, self._parts = None, []
+        return out
+
+    def _fold(self, events: Sequence[Event]) -> list[Piece]:
+        out: list[Piece] = []
+        for event in events:
+            if isinstance(event, Text):
+                if not event.text:
+                    continue
+                if out and isinstance(out[-1], str):
+                    out[-1] += event.text
+                else:
+                    out.append(event.text)
+            elif isinstance(event, ToolCallStart):
+                self._name, self._parts = event.name, []
+            elif isinstance(event, ArgumentsDelta):
+                self._parts.append(event.fragment)
+            elif isinstance(event, ToolCallEnd) and self._name is not None:
+                arguments = "".join(self._parts)
+                out.append(WholeCall(self._name, arguments if arguments.strip() else "{}"))
+                self._name, self._parts = None, []
+        return out
