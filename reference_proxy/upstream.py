@@ -18,6 +18,7 @@ from reference_proxy.errors import (
     upstream_timeout,
     upstream_unreachable,
 )
+from reference_proxy.http1 import LeanTransport
 
 #: Upstream error bodies larger than this are cut (an error page is never that big).
 MAX_ERROR_BODY = 256 * 1024
@@ -48,9 +49,11 @@ class Upstream:
             )
             # trust_env=False: a reverse proxy talks to its configured upstream directly,
             # never through an HTTP(S)_PROXY meant for the machine's outbound traffic.
+            # The lean transport decodes each network read in one go instead of one
+            # event per HTTP chunk (an upstream writes a chunk per token); see http1.py.
             self._client = httpx.AsyncClient(
                 timeout=timeout,
-                limits=httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_KEEPALIVE),
+                transport=LeanTransport(max_connections=MAX_CONNECTIONS, max_keepalive=MAX_KEEPALIVE),
                 trust_env=False,
                 follow_redirects=False,
             )
