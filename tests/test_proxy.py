@@ -1,5 +1,6 @@
 """The reference proxy end to end: real uvicorn servers, the mock backend as upstream,
-the official ``openai`` SDK (and raw HTTP where the bytes matter) as the client.
+the official ``openai`` and ``anthropic`` SDKs (and raw HTTP where the bytes matter) as
+the clients.
 
 Every scenario of the bundled library runs through the proxy, streaming and not,
 under each client profile it is meaningful for, and must give what its ``expect``
@@ -15,6 +16,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anthropic
 import httpx
 import httpx2
 import openai
@@ -33,10 +35,12 @@ from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 from reference_proxy.app import create_app
 from reference_proxy.config import ProxyConfig
+from test_proxy_anthropic_units import check_and_fold as check_and_fold_messages
 from test_proxy_units import check_and_fold, parse_sse
 
 LIBRARY = load_library()
-OPENAI_PROFILES = ("openai", "vtc")  # the reference proxy serves the OpenAI chat-completions API
+OPENAI_PROFILES = ("openai", "vtc")  # clients of the chat-completions API
+SERVED_PROFILES = (*OPENAI_PROFILES, "anthropic")  # and of the Messages API
 
 
 def plain_case(s: Scenario) -> bool:
@@ -45,8 +49,7 @@ def plain_case(s: Scenario) -> bool:
     play it and ``expect`` says everything about the answer."""
     client = s.client
     return (
-        s.backend.dialect == "openai"
-        and not any(isinstance(f, RawFrame) for f in s.backend.frames)
+        not any(isinstance(f, RawFrame) for f in s.backend.frames)
         and getattr(s.backend, "fault", None) is None
         and getattr(client, "raw_body", None) is None
         and not getattr(client, "truncate_body", False)
@@ -58,21 +61,23 @@ def plain_case(s: Scenario) -> bool:
 Case = tuple[Scenario, str, bool]  # scenario, client profile, whether the client streams
 
 
-def runs(scenarios: list[Scenario], *, every_profile: bool) -> list[Case]:
-    """Each scenario under its own profile (or every OpenAI profile it is meaningful
+def runs(scenarios: list[Scenario], *, every_profile: bool, served: tuple[str, ...] = SERVED_PROFILES) -> list[Case]:
+    """Each scenario under its own profile (or every served profile it is meaningful
     for), in the form its request asks and, when the scenario allows, the other too."""
     out: list[Case] = []
     for s in scenarios:
         forms = [s.streams, not s.streams] if s.stream_equivalence else [s.streams]
         profiles = s.client.profiles if every_profile else (s.client.profile,)
-        out += [(s, p, stream) for p in profiles if p in OPENAI_PROFILES for stream in forms]
+        out += [(s, p, stream) for p in profiles if p in served for stream in forms]
     return out
 
 
-CASES = runs([s for s in LIBRARY if plain_case(s)], every_profile=True)
+CASES = runs([s for s in LIBRARY if plain_case(s) and s.backend.dialect == "openai"], every_profile=True,
+             served=OPENAI_PROFILES)
+ANTHROPIC_CASES = runs([s for s in LIBRARY if plain_case(s) and s.backend.dialect == "anthropic"], every_profile=True,
+                       served=("anthropic",))
 # Wire-level cases say nothing profile-specific: their own profile is enough.
 SPECIAL = runs([s for s in LIBRARY if not plain_case(s)], every_profile=False)
-NOT_SERVED = [(s, p, s.streams) for s in LIBRARY for p in s.client.profiles if p not in OPENAI_PROFILES]
 
 
 @dataclass(frozen=True)
@@ -127,6 +132,11 @@ class Rig:
     def sdk(self, proxy: Proxy) -> openai.OpenAI:
         return openai.OpenAI(
             base_url=f"{proxy.url}/v1", api_key="sk-test", max_retries=0, timeout=15, http_client=self.sdk_http
+        )
+
+    def anthropic_sdk(self, proxy: Proxy) -> anthropic.Anthropic:
+        return anthropic.Anthropic(
+            base_url=proxy.url, api_key="sk-ant-test", max_retries=0, timeout=15, http_client=self.sdk_http
         )
 
     def proxy_for(self, features: set[str]) -> Proxy | None:
@@ -331,6 +341,94 @@ def test_special_scenario_judged_by_the_harness(rig: Rig, case: Case) -> None:
     assert not failures, "\n".join(str(f) for f in failures)
 
 
-@pytest.mark.parametrize("case", NOT_SERVED, ids=[case_id(c) for c in NOT_SERVED])
-def test_other_client_dialects(case: Case) -> None:
-    pytest.skip(f"client profile {case[1]}: the reference proxy serves the OpenAI chat-completions API only")
+# --------------------------------------------------------------------------- Messages clients
+
+#: The SDK warns about the scenarios' model names; irrelevant to a proxy test.
+sdk_model_warnings = pytest.mark.filterwarnings("ignore:The model .* is deprecated:DeprecationWarning")
+
+#: The Messages parameters the SDK's ``create``/``stream`` take by name; the rest go as extra_body.
+MESSAGES_PARAMS = frozenset(
+    {"model", "max_tokens", "messages", "system", "tools", "tool_choice", "metadata", "temperature", "top_p", "top_k",
+     "stop_sequences"}
+)
+
+
+def ask_anthropic_sdk(client: anthropic.Anthropic, scenario: Scenario, profile: str, stream: bool, nonce: str) -> Answer:
+    """Send the case through the official ``anthropic`` SDK; the answer is its final message
+    (streaming: what ``messages.stream(...)`` accumulated)."""
+    body = request_body(scenario, stream, nonce)
+    params = {k: v for k, v in body.items() if k in MESSAGES_PARAMS}
+    extra = {k: v for k, v in body.items() if k not in MESSAGES_PARAMS and k != "stream"}
+    headers = {**client_headers(scenario, profile), NONCE_HEADER: nonce}
+    if stream:
+        with client.messages.stream(**params, extra_body=extra, extra_headers=headers) as events:
+            for _ in events:
+                pass
+            result = events.get_final_message()
+    else:
+        result = client.messages.create(**params, extra_body=extra, extra_headers=headers)
+    text = "".join(block.text for block in result.content if block.type == "text")
+    calls = [(block.name, block.input) for block in result.content if block.type == "tool_use"]
+    assert all(block.id.startswith("toolu_") for block in result.content if block.type == "tool_use")
+    assert not any(block.type == "text" and not block.text.strip() for block in result.content)
+    return Answer(text, calls, result.stop_reason)
+
+
+@sdk_model_warnings
+@pytest.mark.parametrize("case", ANTHROPIC_CASES, ids=[case_id(c) for c in ANTHROPIC_CASES])
+def test_messages_scenario(rig: Rig, case: Case) -> None:
+    scenario, profile, stream = case
+    proxy = choose_proxy(rig, scenario, profile)
+    nonce = rig.mock.arm(scenario)
+    try:
+        body = request_body(scenario, stream, nonce)
+        answer = ask_anthropic_sdk(rig.anthropic_sdk(proxy), scenario, profile, stream, nonce)
+        if stream:  # the bytes the SDK read follow the Messages grammar and fold to the same answer
+            folded = check_and_fold_messages(bytes(rig.recorder.raw).decode("utf-8"))
+            assert (folded.text, folded.calls, folded.stop_reason) == (answer.content, answer.calls, answer.finish)
+            assert folded.stopped and folded.error is None
+        check_answer(scenario, profile, answer)
+        recorded = check_upstream(rig, proxy, scenario, nonce, body)
+    finally:
+        rig.mock.disarm(nonce)
+    if recorded is not None:  # the upstream is asked in the client's form
+        assert recorded.get("stream", False) is stream
+
+
+@sdk_model_warnings
+def test_tool_choice_reaches_the_upstream_emulated(rig: Rig) -> None:
+    """What the upstream gets for each tool_choice: no tools for none; the tools and a
+    directive in the last user turn (naming the tool for type tool), without tool_choice."""
+    by_id = {s.id: s for s in LIBRARY}
+    for scenario_id, tools_sent, named in [
+        ("anthropic-tool-choice-none", False, None),
+        ("anthropic-tool-choice-any", True, None),
+        ("anthropic-tool-choice-tool", True, "Read"),
+    ]:
+        scenario = by_id[scenario_id]
+        nonce = rig.mock.arm(scenario)
+        try:
+            ask_anthropic_sdk(rig.anthropic_sdk(rig.default), scenario, "anthropic", True, nonce)
+            (recorded,) = rig.mock.recorded(nonce)
+        finally:
+            rig.mock.disarm(nonce)
+        upstream, sent = recorded.body, request_body(scenario, True, nonce)
+        assert "tool_choice" not in upstream and ("tools" in upstream) is tools_sent
+        assert upstream["messages"][:-1] == sent["messages"][:-1]
+        last = json.dumps(upstream["messages"][-1])
+        if tools_sent:
+            assert last != json.dumps(sent["messages"][-1]) and "tool" in last
+            assert named is None or f"`{named}`" in last
+        else:
+            assert upstream["messages"][-1] == sent["messages"][-1]
+
+
+@sdk_model_warnings
+def test_messages_errors_reach_the_sdk_as_status_errors(rig: Rig) -> None:
+    """An invalid request and an unknown route on /v1/messages answer in the Messages error shape."""
+    client = rig.anthropic_sdk(rig.default)
+    with pytest.raises(anthropic.BadRequestError) as raised:
+        client.messages.create(model="m", max_tokens=5, messages=[{"role": "narrator", "content": "x"}])  # type: ignore[list-item,typeddict-item]
+    assert raised.value.body == {"type": "error", "error": {"type": "invalid_request_error", "message": raised.value.body["error"]["message"]}}  # type: ignore[index]
+    answer = rig.http.get(f"{rig.default.url}/v1/messages")
+    assert answer.status_code == 405 and answer.json()["type"] == "error"
