@@ -62,6 +62,72 @@ def clean_usage(usage: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in usage.items() if k != "prompt_tokens_details"}
 
 
+_FRAME_LESSONS = 8  # chunks a stream may learn its envelope from (bounded extra parsing)
+_PROBE = "[0.5]"  # stands in for the delta when a learned envelope is checked
+_json_value = json.JSONDecoder().raw_decode
+
+
+class _Frame:
+    """The text of an upstream chunk around its one choice's delta.
+
+    A chunk that starts with ``prefix``, ends with ``suffix`` and holds a JSON object
+    between them is, by JSON's grammar, the learned chunk with that object as its
+    delta; when the learned chunk had nothing the pipeline acts on but the delta
+    (no error, no usage, no finish reason, one choice), ``feed`` gives the same output
+    for ``{"choices": [{"index": choice, "delta": ...}]}``. That spares a full
+    ``json.loads`` of every chunk: most of an inference server's chunk is its
+    unchanging envelope.
+    """
+
+    __slots__ = ("prefix", "suffix", "size", "choice")
+
+    def __init__(self, prefix: str, suffix: str, choice: int) -> None:
+        self.prefix = prefix
+        self.suffix = suffix
+        self.size = len(prefix) + len(suffix)
+        self.choice = choice
+
+    @classmethod
+    def learn(cls, data: str, chunk: dict[str, Any]) -> _Frame | None:
+        choices = chunk.get("choices")
+        if (
+            "error" in chunk
+            or chunk.get("object") == "error"
+            or isinstance(chunk.get("usage"), Mapping)
+            or not isinstance(choices, list)
+            or len(choices) != 1
+            or not isinstance(choices[0], dict)
+        ):
+            return None
+        choice = choices[0]
+        reason = choice.get("finish_reason")
+        index = choice.get("index", 0)
+        if not isinstance(index, int) or isinstance(index, bool):
+            index = 0
+        if not isinstance(choice.get("delta"), dict) or (isinstance(reason, str) and reason):
+            return None
+        key = data.find('"delta":')
+        if key < 0:
+            return None
+        start = key + len('"delta":')
+        while start < len(data) and data[start] in " \t\r\n":
+            start += 1
+        try:
+            _, end = _json_value(data, start)
+        except ValueError:
+            return None
+        prefix, suffix = data[:start], data[end:]
+        # The delta found must be the one choice's delta, nothing else: check with a probe.
+        expected = dict(chunk)
+        expected["choices"] = [{**choice, "delta": json.loads(_PROBE)}]
+        try:
+            if json.loads(prefix + _PROBE + suffix) != expected:
+                return None
+        except ValueError:
+            return None
+        return cls(prefix, suffix, index)
+
+
 @dataclass
 class ResponseStats:
     """What happened in one response, for the request log line."""
@@ -142,6 +208,8 @@ class StreamPipeline:
         self._emitter: ChunkEmitter | None = None
         self._choices: dict[int, _Choice] = {}
         self._usage: Mapping[str, Any] | None = None
+        self._frame: _Frame | None = None
+        self._frame_lessons = 0
 
     # ------------------------------------------------------------------ input
 
@@ -149,6 +217,15 @@ class StreamPipeline:
         """One SSE ``data`` payload: a JSON chunk, or ``[DONE]``."""
         if self.closed:
             return ""
+        frame = self._frame
+        if frame is not None and data.startswith(frame.prefix) and data.endswith(frame.suffix) and len(data) > frame.size:
+            # Same envelope as a chunk seen before: only the delta between needs parsing.
+            try:
+                delta = json.loads(data[len(frame.prefix) : len(data) - len(frame.suffix)])
+            except ValueError:
+                delta = None
+            if isinstance(delta, dict):
+                return self.feed({"choices": [{"index": frame.choice, "delta": delta}]})
         if data.strip() == "[DONE]":
             return self.close()
         try:
@@ -159,7 +236,20 @@ class StreamPipeline:
             self.stats.skipped_events += 1
             log.warning("skipped an upstream event that is not a JSON object: %.200r", data)
             return ""
-        return self.feed(chunk)
+        out = self.feed(chunk)
+        if frame is None or not data.startswith(frame.prefix):
+            self._learn_frame(data, chunk)
+        return out
+
+    def _learn_frame(self, data: str, chunk: dict[str, Any]) -> None:
+        """Remember the text around the delta of a plain one-choice chunk, so that later
+        chunks with the same envelope need only their delta parsed (``_Frame``)."""
+        if self._frame_lessons >= _FRAME_LESSONS:
+            return
+        self._frame_lessons += 1
+        frame = _Frame.learn(data, chunk)
+        if frame is not None:
+            self._frame = frame
 
     def feed(self, chunk: Mapping[str, Any]) -> str:
         """One parsed upstream chunk; returns the SSE text to send now (maybe empty)."""
