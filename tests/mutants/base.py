@@ -1,0 +1,311 @@
+"""How a mutant proxy is made from the reference proxy, and what one declares.
+
+Two ways, both in-process and both served like any app (``harness.servers.serve``):
+
+* **wire** (``rewritten``): the reference proxy runs unchanged behind an ASGI wrapper
+  that rewrites its SSE answer one event at a time, as it streams (nothing waits for
+  the whole answer), and can rewrite a whole JSON answer too. For breakage a client
+  sees on the wire: a missing field, a wrong number, an event too many or too few.
+  A ``Rewriter`` sees ``SSEEvent``s, so a rewriter of Anthropic events (``event:``
+  plus ``data:``) is written the same way as one of OpenAI chunks.
+* **behaviour** (``substituted``): the reference proxy's app with some names of its
+  module (``reference_proxy.app``) bound to other objects: a ``StreamPipeline``
+  subclass, a rescuer, a client detector. Only that app instance sees them: the
+  reference proxy served next to it in the same process stays correct.
+
+A ``Mutant`` is data: what it breaks (one sentence), the rules the harness must
+report, the scenarios that expose it, and how to build the app.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import types
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import reference_proxy.app as proxy_app
+from harness.exchange import Profile
+from reference_proxy.config import ProxyConfig
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+AppFactory = Callable[[ProxyConfig], ASGIApp]
+Headers = list[tuple[bytes, bytes]]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One deliberately broken proxy (or, with no rules, one that must pass)."""
+
+    id: str
+    breaks: str  # one sentence: what it gets wrong
+    rules: tuple[str, ...]  # rule ids the harness must report for it
+    scenarios: tuple[str, ...]  # scenario ids that expose it (a few, to stay fast)
+    build: AppFactory
+    strict: bool = False  # the rules are of `spec` severity: only enforced with --strict
+    profile: Profile | None = None  # None: each scenario's own client profile
+    timeout: float = 5.0  # per exchange; a hanging mutant costs this much per exchange
+
+    def app(self, upstream: str) -> ASGIApp:
+        return self.build(proxy_config(upstream))
+
+
+def proxy_config(upstream: str) -> ProxyConfig:
+    """The reference configuration; a client pausing 1 s in its body is answered 408
+    (the default waits 5 s, which only makes the truncated-body cases slow)."""
+    return ProxyConfig(upstream=upstream, log_level="warning", body_timeout=1.0)
+
+
+def reference(config: ProxyConfig) -> ASGIApp:
+    """The correct proxy every mutant is a variation of."""
+    return proxy_app.create_app(config)
+
+
+# --------------------------------------------------------------------------- wire
+
+
+@dataclass(frozen=True)
+class SSEEvent:
+    """One server-sent event: its data (lines joined by newlines) and its ``event:`` name."""
+
+    data: str
+    event: str | None = None
+
+    @property
+    def payload(self) -> dict[str, Any] | None:
+        """The data as a JSON object, or None (``[DONE]``, anything else)."""
+        try:
+            value = json.loads(self.data)
+        except ValueError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    @classmethod
+    def of(cls, payload: Mapping[str, Any], event: str | None = None) -> SSEEvent:
+        return cls(json.dumps(payload, ensure_ascii=False, separators=(",", ":")), event)
+
+
+DONE = SSEEvent("[DONE]")
+
+
+def wire(text: str) -> bytes:
+    """UTF-8 of text decoded with ``surrogateescape`` (invalid bytes go back as they came);
+    a lone surrogate from a JSON escape can only sit in a JSON string, so it goes back
+    as that escape."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace")
+
+
+def parse_event(block: str) -> SSEEvent | None:
+    """An event from its lines (no blank line inside); None for a comment-only block."""
+    data: list[str] = []
+    name: str | None = None
+    for line in block.split("\n"):
+        field, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if field == "data":
+            data.append(value)
+        elif field == "event":
+            name = value
+    return SSEEvent("\n".join(data), name) if data or name else None
+
+
+class Rewriter:
+    """Rewrites one answer of the reference proxy; a fresh instance per request.
+
+    The default changes nothing: override what the mutant breaks. Setting ``hang``
+    makes the wrapper send nothing more and never end the answer (it lets go when
+    the client hangs up)."""
+
+    hang = False
+    request = b""  # the client's request body, as the proxy read it
+
+    def on_event(self, event: SSEEvent) -> Iterable[SSEEvent]:
+        """What to send for one event of the stream."""
+        return (event,)
+
+    def on_end(self) -> Iterable[SSEEvent]:
+        """What to send after the reference proxy's stream ended."""
+        return ()
+
+    def encode(self, event: SSEEvent) -> bytes:
+        """The wire form of one event."""
+        head = f"event: {event.event}\n" if event.event is not None else ""
+        lines = "".join(f"data: {line}\n" for line in event.data.split("\n"))
+        return wire(f"{head}{lines}\n")
+
+    def writes(self, body: bytes) -> Iterable[bytes]:
+        """How the bytes of one write of the reference proxy go to the network."""
+        return (body,)
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        """A whole (non-SSE) answer: its status, Content-Type and body."""
+        return status, content_type, body
+
+
+class ChunkRewriter(Rewriter):
+    """A rewriter of OpenAI chat-completion streams, chunk by chunk."""
+
+    def on_event(self, event: SSEEvent) -> Iterable[SSEEvent]:
+        payload = event.payload
+        if event.data == "[DONE]":
+            out = self.on_done()
+        elif payload is not None and "error" in payload and "choices" not in payload:
+            out = self.on_error(payload)
+        elif payload is not None:
+            out = self.on_chunk(payload)
+        else:
+            out = (event,)
+        return [SSEEvent.of(item) if isinstance(item, Mapping) else item for item in out]
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Iterable[dict[str, Any] | SSEEvent]:
+        return (chunk,)
+
+    def on_done(self) -> Iterable[dict[str, Any] | SSEEvent]:
+        return (DONE,)
+
+    def on_error(self, payload: dict[str, Any]) -> Iterable[dict[str, Any] | SSEEvent]:
+        return (payload,)
+
+
+def deltas(chunk: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The delta objects of a chunk's choices."""
+    return [c["delta"] for c in chunk.get("choices") or () if isinstance(c.get("delta"), dict)]
+
+
+def tool_calls(chunk: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every ``tool_calls`` entry of a chunk."""
+    return [call for delta in deltas(chunk) for call in delta.get("tool_calls") or ()]
+
+
+def finish_reason(chunk: Mapping[str, Any]) -> str | None:
+    reasons = [c.get("finish_reason") for c in chunk.get("choices") or ()]
+    return next((r for r in reasons if r), None)
+
+
+def _content_type(headers: Headers) -> str:
+    return next((v.decode("latin-1") for k, v in headers if k.lower() == b"content-type"), "")
+
+
+class RewritingApp:
+    """Runs ``inner`` and sends its answers through a fresh ``Rewriter`` per request."""
+
+    def __init__(self, inner: ASGIApp, rewriter: Callable[[], Rewriter]) -> None:
+        self.inner = inner
+        self.rewriter = rewriter
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.inner(scope, receive, send)
+            return
+        rewriter = self.rewriter()
+        hung_up = asyncio.Event()
+        start: Message | None = None
+        streaming = False
+        pending = b""
+        whole: list[bytes] = []
+
+        async def receive_watching() -> Message:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                hung_up.set()
+            elif message["type"] == "http.request":
+                rewriter.request += message.get("body", b"")
+            return message
+
+        async def send_rewritten(message: Message) -> None:
+            nonlocal start, streaming, pending
+            if message["type"] == "http.response.start":
+                streaming = "text/event-stream" in _content_type(list(message.get("headers", [])))
+                if streaming:  # the length changes with the events: sent chunked
+                    headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"content-length"]
+                    await send({**message, "headers": headers})
+                else:
+                    start = message  # held until the body is known
+                return
+            if message["type"] != "http.response.body":
+                await send(message)
+                return
+            more = bool(message.get("more_body", False))
+            if not streaming:
+                whole.append(message.get("body", b""))
+                if not more:
+                    assert start is not None
+                    await _send_whole(send, start, rewriter, b"".join(whole))
+                return
+            if rewriter.hang:
+                await hung_up.wait()
+                return
+            pending += message.get("body", b"")
+            *blocks, pending = pending.split(b"\n\n")
+            if not more and pending.strip():
+                blocks, pending = [*blocks, pending], b""
+            out: list[SSEEvent] = []
+            for block in blocks:
+                event = parse_event(block.decode("utf-8", "surrogateescape"))
+                if event is not None:
+                    out.extend(rewriter.on_event(event))
+            if not more:
+                out.extend(rewriter.on_end())
+            body = b"".join(rewriter.encode(e) for e in out)
+            for piece in rewriter.writes(body):
+                await send({"type": "http.response.body", "body": piece, "more_body": True})
+            if rewriter.hang:
+                await hung_up.wait()
+            elif not more:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+        await self.inner(scope, receive_watching, send_rewritten)
+
+
+async def _send_whole(send: Send, start: Message, rewriter: Rewriter, body: bytes) -> None:
+    headers: Headers = list(start.get("headers", []))
+    status, content_type, body = rewriter.on_whole(int(start["status"]), _content_type(headers), body)
+    headers = [(k, v) for k, v in headers if k.lower() not in (b"content-length", b"content-type")]
+    headers += [(b"content-length", str(len(body)).encode()), (b"content-type", content_type.encode("latin-1"))]
+    await send({**start, "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def rewritten(rewriter: Callable[[], Rewriter]) -> AppFactory:
+    """A wire mutant: the reference proxy behind ``rewriter``."""
+    return lambda config: RewritingApp(reference(config), rewriter)
+
+
+# --------------------------------------------------------------------------- behaviour
+
+
+def _rebound(function: types.FunctionType, names: Mapping[str, object]) -> types.FunctionType:
+    """``function`` looking its global names up in its module's namespace overlaid with ``names``."""
+    copy = types.FunctionType(
+        function.__code__, {**function.__globals__, **names}, function.__name__, function.__defaults__,
+        function.__closure__,
+    )
+    copy.__kwdefaults__ = function.__kwdefaults__
+    copy.__qualname__ = function.__qualname__
+    return copy
+
+
+def substituted(**names: object) -> AppFactory:
+    """A behaviour mutant: the reference proxy's app in which the global ``names`` of
+    ``reference_proxy.app`` (say ``StreamPipeline``) are bound to other objects.
+
+    Every method of ``ProxyApp`` and ``create_app`` itself is rebound, so the swap holds
+    however the app module arranges its code, and nothing outside this app sees it."""
+    unknown = sorted(set(names) - set(vars(proxy_app)))
+    if unknown:
+        raise AssertionError(f"reference_proxy.app has no global {', '.join(unknown)}: update the mutant")
+    methods = {
+        name: _rebound(value, names)
+        for name, value in vars(proxy_app.ProxyApp).items()
+        if isinstance(value, types.FunctionType)
+    }
+    patched = type("MutantProxyApp", (proxy_app.ProxyApp,), methods)
+    create: Callable[[ProxyConfig], ASGIApp] = _rebound(
+        proxy_app.create_app, {**names, "ProxyApp": patched}  # type: ignore[arg-type]
+    )
+    return create

@@ -1,0 +1,333 @@
+"""OpenAI-dialect mutants: each breaks one thing real proxies get wrong.
+
+Wire mutants rewrite the reference proxy's chunks; behaviour mutants swap one piece
+of it. Each entry of ``MUTANTS`` says what it breaks, which rules must catch it and
+which scenarios expose it.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable, Sequence
+from functools import partial
+from typing import Any
+
+from mutants.base import (
+    DONE,
+    ChunkRewriter,
+    Mutant,
+    SSEEvent,
+    deltas,
+    finish_reason,
+    rewritten,
+    substituted,
+    tool_calls,
+)
+from reference_proxy.pipeline import RescuerFactory, RescuerLike, StreamPipeline, _Choice
+from reference_proxy.rescue import Event, Rescuer, Text, ToolSpec
+from reference_proxy.rescue.families import FAMILIES
+from reference_proxy.rescue.openers import Openers
+
+Out = Iterable[dict[str, Any] | SSEEvent]
+
+# --------------------------------------------------------------------------- wire: tool calls
+
+
+class WholeCallWithoutIndex(ChunkRewriter):
+    """Sends each call as one entry (id, name and arguments together) with no ``index``."""
+
+    def __init__(self) -> None:
+        self.start: dict[str, Any] | None = None
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        calls = tool_calls(chunk)
+        if not calls:
+            return (chunk,)
+        if "id" in calls[0]:
+            self.start = chunk  # the reference sends the arguments in the next chunk
+            return ()
+        assert self.start is not None
+        whole = tool_calls(self.start)[0]
+        whole["function"]["arguments"] = calls[0]["function"]["arguments"]
+        del whole["index"]
+        return (self.start,)
+
+
+class FirstCallOnly(ChunkRewriter):
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        return () if any(call["index"] > 0 for call in tool_calls(chunk)) else (chunk,)
+
+
+class IndicesFromOne(ChunkRewriter):
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for call in tool_calls(chunk):
+            call["index"] += 1
+        return (chunk,)
+
+
+class ArgumentsCutShort(ChunkRewriter):
+    """Loses the last character of every call's arguments (its closing brace)."""
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for call in tool_calls(chunk):
+            function = call.get("function", {})
+            if "id" not in call and function.get("arguments"):
+                function["arguments"] = function["arguments"][:-1]
+        return (chunk,)
+
+
+class CallIdResentChanged(ChunkRewriter):
+    """Repeats an ``id`` on every later delta of a call, a fresh one each time."""
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for call in tool_calls(chunk):
+            call.setdefault("id", "call_" + secrets.token_hex(12))
+        return (chunk,)
+
+
+class StopWithToolCalls(ChunkRewriter):
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for choice in chunk.get("choices") or ():
+            if choice.get("finish_reason") == "tool_calls":
+                choice["finish_reason"] = "stop"
+        return (chunk,)
+
+
+# --------------------------------------------------------------------------- wire: text and framing
+
+
+class TextBeforeCallDropped(ChunkRewriter):
+    """Holds text back in case a call follows, and throws it away when one does."""
+
+    def __init__(self) -> None:
+        self.held: list[dict[str, Any]] = []
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        if any("content" in delta for delta in deltas(chunk)):
+            self.held.append(chunk)
+            return ()
+        if tool_calls(chunk):
+            self.held.clear()
+        elif finish_reason(chunk):
+            held, self.held = self.held, []
+            return (*held, chunk)
+        return (chunk,)
+
+
+class TextAfterFinish(ChunkRewriter):
+    """Sends each text chunk one event late, so the last one lands after the finish chunk."""
+
+    def __init__(self) -> None:
+        self.late: dict[str, Any] | None = None
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        if any("content" in delta for delta in deltas(chunk)):
+            late, self.late = self.late, chunk
+            return () if late is None else (late,)
+        if finish_reason(chunk) and self.late is not None:
+            late, self.late = self.late, None
+            return (chunk, late)
+        return (chunk,)
+
+
+class ChunkIdPerChunk(ChunkRewriter):
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        self.count += 1
+        chunk["id"] = f"chatcmpl-{self.count}"
+        return (chunk,)
+
+
+class NoUsageChunk(ChunkRewriter):
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        return () if chunk.get("choices") == [] else (chunk,)
+
+
+class NoDone(ChunkRewriter):
+    def on_done(self) -> Out:
+        return ()
+
+
+class DoneTwice(ChunkRewriter):
+    def on_done(self) -> Out:
+        return (DONE, DONE)
+
+
+# --------------------------------------------------------------------------- wire: upstream faults
+
+
+class Envelope(ChunkRewriter):
+    """Remembers the stream's envelope (id, created, model) to write chunks of its own."""
+
+    def __init__(self) -> None:
+        self.envelope: dict[str, Any] = {"id": "chatcmpl-mutant", "object": "chat.completion.chunk", "created": 0,
+                                         "model": "mutant"}
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        self.envelope = {k: chunk[k] for k in ("id", "object", "created", "model") if k in chunk}
+        return (chunk,)
+
+    def finish(self, reason: str) -> dict[str, Any]:
+        return {**self.envelope, "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}
+
+
+class HangsOnUpstreamFailure(ChunkRewriter):
+    """Waits for an upstream that is gone: sends nothing more, never ends the answer."""
+
+    def on_error(self, payload: dict[str, Any]) -> Out:
+        self.hang = True
+        return ()
+
+
+class SwallowsStreamError(Envelope):
+    """Ends the stream as if the answer were complete when the upstream broke off."""
+
+    def on_error(self, payload: dict[str, Any]) -> Out:
+        return (self.finish("stop"),)
+
+
+class SwallowsHttpError(Envelope):
+    """Answers an upstream error status with 200 and an empty answer, in the form asked for."""
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        if status < 400:
+            return status, content_type, body
+        if json.loads(self.request).get("stream"):
+            role = {**self.envelope, "choices": [{"index": 0, "delta": {"role": "assistant"}, "finish_reason": None}]}
+            events = (SSEEvent.of(role), SSEEvent.of(self.finish("stop")), DONE)
+            return 200, "text/event-stream", b"".join(self.encode(e) for e in events)
+        empty = {**self.envelope, "object": "chat.completion",
+                 "choices": [{"index": 0, "message": {"role": "assistant", "content": ""}, "finish_reason": "stop"}]}
+        return 200, "application/json", json.dumps(empty).encode()
+
+
+# --------------------------------------------------------------------------- behaviour
+
+
+class RescuerWithout(Rescuer):
+    """The rescuer with one text format family switched off."""
+
+    def __init__(self, family: str, tools: Sequence[ToolSpec], buffer_cap: int) -> None:
+        super().__init__(tools, buffer_cap=buffer_cap)
+        self._openers = Openers([f for f in FAMILIES if f.name != family])
+
+
+class ForgetsHeldTextAtEnd:
+    """A rescuer that drops whatever it still holds when the stream ends."""
+
+    def __init__(self, tools: Sequence[ToolSpec], buffer_cap: int) -> None:
+        self.inner = Rescuer(tools, buffer_cap=buffer_cap)
+
+    @property
+    def overflowed(self) -> bool:
+        return self.inner.overflowed
+
+    def feed(self, text: str) -> list[Event]:
+        return self.inner.feed(text)
+
+    def finish(self) -> list[Event]:
+        return [e for e in self.inner.finish() if not isinstance(e, Text)]
+
+
+def with_rescuer(factory: RescuerFactory) -> partial[StreamPipeline]:
+    return partial(StreamPipeline, rescuer_factory=factory)
+
+
+def without_family(family: str) -> RescuerFactory:
+    def factory(tools: Sequence[ToolSpec], buffer_cap: int) -> RescuerLike:
+        return RescuerWithout(family, tools, buffer_cap)
+
+    return factory
+
+
+class AdmitsEveryCall:
+    """A call ledger that never recognises a duplicate."""
+
+    def admit_rescued(self, name: str, arguments: str) -> bool:
+        return True
+
+    admit_native = admit_rescued
+
+
+class NoDedup(StreamPipeline):
+    def _open_choice(self, index: int, emitter: Any, out: list[str]) -> _Choice:
+        choice = super()._open_choice(index, emitter, out)
+        choice.ledger = AdmitsEveryCall()  # type: ignore[assignment]
+        return choice
+
+
+class CompletesCallsOnFailure(StreamPipeline):
+    """Delivers the native calls it was buffering when the upstream fails, however far they got."""
+
+    def _end_choice(self, choice: _Choice, out: list[str], *, complete_natives: bool) -> None:
+        super()._end_choice(choice, out, complete_natives=True)
+
+
+class ForgetsHeldTextOnFailure(StreamPipeline):
+    """Drops the text its rescuers hold when the upstream fails."""
+
+    def fail(self, error: Any) -> str:
+        for choice in self._choices.values():
+            choice.rescuer = None
+        return super().fail(error)
+
+
+def never_vtc(user_agent: str | None, patterns: Sequence[str]) -> bool:
+    return False
+
+
+# --------------------------------------------------------------------------- the catalogue
+
+NATIVE = "plain-native-single"
+PARALLEL = "plain-native-parallel"
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("whole-call-without-index", "Sends each tool call as one delta entry with no `index`.",
+           ("TOOL-001", "SDK-001"), (NATIVE,), rewritten(WholeCallWithoutIndex)),
+    Mutant("first-call-only", "Delivers only the first of parallel tool calls.",
+           ("CALLS-001", "SDK-002"), (PARALLEL, "hermes-parallel"), rewritten(FirstCallOnly)),
+    Mutant("hermes-rescue-off", "Does not know the Hermes `<tool_call>` format: its tags leak into the content.",
+           ("TEXT-003",), ("hermes-single",), substituted(StreamPipeline=with_rescuer(without_family("hermes")))),
+    Mutant("held-tag-lost-at-end", "Drops the text it held back as a possible tag when the stream ends.",
+           ("TEXT-001",), ("faults-openai-unterminated-tool-call",),
+           substituted(StreamPipeline=with_rescuer(ForgetsHeldTextAtEnd))),
+    Mutant("stop-with-tool-calls", 'Sends `finish_reason: "stop"` after tool calls.',
+           ("TOOL-009", "CALLS-002"), (NATIVE,), rewritten(StopWithToolCalls)),
+    Mutant("no-done", "Ends the stream without `data: [DONE]`.",
+           ("SSE-004",), (NATIVE,), rewritten(NoDone), strict=True),
+    Mutant("done-twice", "Sends `data: [DONE]` twice.",
+           ("SSE-007",), (NATIVE,), rewritten(DoneTwice), strict=True),
+    Mutant("arguments-not-json", "Cuts the closing brace off every call's arguments.",
+           ("TOOL-006", "CALLS-001"), (NATIVE,), rewritten(ArgumentsCutShort)),
+    Mutant("call-id-changes", "Repeats a call's `id` on its later deltas, with a different value each time.",
+           ("TOOL-003",), (NATIVE,), rewritten(CallIdResentChanged)),
+    Mutant("chunk-id-changes", "Gives every chunk of a stream its own `id`.",
+           ("CHUNK-004",), (NATIVE,), rewritten(ChunkIdPerChunk), strict=True),
+    Mutant("indices-from-one", "Numbers tool calls from 1.",
+           ("TOOL-004",), (PARALLEL,), rewritten(IndicesFromOne)),
+    Mutant("text-before-call-dropped", "Throws away the text that came before a tool call.",
+           ("TEXT-001",), ("qwen-tools-text-before-tags", PARALLEL), rewritten(TextBeforeCallDropped)),
+    Mutant("dedup-off", "Delivers a call twice when it came both as text and natively.",
+           ("CALLS-001",), ("invoke-xml-native-duplicate",), substituted(StreamPipeline=NoDedup)),
+    Mutant("text-after-finish", "Sends the last piece of text after the finish chunk.",
+           ("CHUNK-008",), ("plain-text-multibyte",), rewritten(TextAfterFinish)),
+    Mutant("usage-missing", "Leaves out the usage chunk the client asked for.",
+           ("USAGE-001",), ("plain-include-usage",), rewritten(NoUsageChunk), strict=True),
+    Mutant("vtc-gets-tool-calls", "Gives an XML-reading client (Cline) structured `tool_calls` instead of XML.",
+           ("VTC-001", "VTC-002"), ("cline-xml-backend-native", "hermes-single"),
+           substituted(is_vtc_client=never_vtc), profile="vtc"),
+    # upstream faults (issue 6)
+    Mutant("hangs-on-upstream-failure", "Never ends the client's stream when the upstream connection drops.",
+           ("HTTP-002",), ("faults-openai-drop-between-events",), rewritten(HangsOnUpstreamFailure), timeout=2.0),
+    Mutant("swallows-stream-error", "Ends the stream as if complete when the upstream drops mid-answer.",
+           ("FAULT-001",), ("faults-openai-drop-between-events",), rewritten(SwallowsStreamError)),
+    Mutant("swallows-http-error", "Answers an upstream 500 with 200 and empty content.",
+           ("FAULT-001",), ("faults-openai-http-500",), rewritten(SwallowsHttpError)),
+    Mutant("half-call-on-drop", "Delivers the half-received native call when the upstream drops mid-call.",
+           ("TOOL-006",), ("faults-openai-drop-mid-native-call",), substituted(StreamPipeline=CompletesCallsOnFailure)),
+    Mutant("held-text-lost-on-failure", "Drops the text it held back (a '<') when the upstream fails.",
+           ("FAULT-006",), ("faults-openai-drop-mid-event",), substituted(StreamPipeline=ForgetsHeldTextOnFailure)),
+)

@@ -1,0 +1,155 @@
+"""Proof that the harness works: it fails each deliberately broken proxy of
+``tests/mutants`` with the rules that proxy breaks, on scenarios the reference proxy
+passes (so every mutant test can fail), and it passes a proxy that differs from the
+reference only in ways real clients accept (no false alarms)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from harness.exchange import Profile
+from harness.profiles import choose_profile
+from harness.rules import RULES
+from harness.runner import RunSettings, play
+from harness.scenario import load_library
+from harness.servers import serve
+from mock_backends.app import create_app as create_mock
+from mock_backends.control import MockControl
+from mutants import ALL
+from mutants.base import Mutant, proxy_config, reference
+from mutants.different import CORRECT_BUT_DIFFERENT
+from mutants.openai import MUTANTS
+
+ServeFn = Callable[[Any], Any]
+LIBRARY = {s.id: s for s in load_library()}
+FEATURES = proxy_config("http://127.0.0.1:1/v1").features()  # what every mutant claims: the reference's
+
+
+@dataclass(frozen=True)
+class Rig:
+    mock_url: str
+    reference_url: str
+
+
+@pytest.fixture(scope="module")
+def rig() -> Iterator[Rig]:
+    """One mock and one reference proxy for the module (each stop costs a few tenths
+    of a second); every test serves its own mutant next to them with ``servers``."""
+    with ExitStack() as stack:
+        mock_url = stack.enter_context(serve(create_mock())).url
+        reference_url = stack.enter_context(serve(reference(proxy_config(f"{mock_url}/v1")))).url
+        yield Rig(mock_url, f"{reference_url}/v1")
+
+
+def serve_mutant(servers: ServeFn, mutant: Mutant, rig: Rig) -> str:
+    """The mutant wired to the mock; its base URL."""
+    return f"{servers(mutant.app(f'{rig.mock_url}/v1')).url}/v1"
+
+
+def failed_rules(proxy_url: str, mock_url: str, scenario_ids: Iterable[str], *, profile: Profile | None,
+                 strict: bool = False, timeout: float = 5.0, workers: int = 1) -> dict[str, list[str]]:
+    """Each scenario played through the harness as one test item plays it: the rules it broke."""
+    settings = RunSettings(proxy_url=proxy_url, features=FEATURES, strict=strict, timeout=timeout)
+
+    def one(scenario_id: str) -> list[str]:
+        scenario = LIBRARY[scenario_id]
+        chosen, skip = choose_profile(scenario, profile, FEATURES)
+        assert skip is None, f"{scenario_id}: {skip}"
+        with MockControl(mock_url) as mock:
+            return play(scenario, settings=settings, mock=mock, profile=chosen).failed_rules
+
+    ids = list(scenario_ids)
+    with ThreadPoolExecutor(workers) as pool:
+        return dict(zip(ids, pool.map(one, ids)))
+
+
+def test_the_catalogue_is_sound() -> None:
+    """Mutant ids are unique, and every rule and scenario a mutant names exists."""
+    assert len(MUTANTS) >= 15 + 4  # the fifteen of issue 4 and the four faults of issue 6
+    assert len({m.id for m in ALL}) == len(ALL)
+    for mutant in MUTANTS:
+        assert mutant.rules and mutant.scenarios and mutant.breaks, mutant.id
+        assert set(mutant.rules) <= set(RULES), mutant.id
+        assert set(mutant.scenarios) <= set(LIBRARY), mutant.id
+        spec = [r for r in mutant.rules if RULES[r].severity == "spec"]
+        assert not spec or mutant.strict, f"{mutant.id}: {spec} are only enforced with strict=True"
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=[m.id for m in MUTANTS])
+def test_the_harness_catches_the_mutant(mutant: Mutant, servers: ServeFn, rig: Rig) -> None:
+    """Every listed scenario fails the mutant with every listed rule, and passes the reference."""
+    def play_all(url: str) -> dict[str, list[str]]:
+        return failed_rules(url, rig.mock_url, mutant.scenarios, profile=mutant.profile, strict=mutant.strict,
+                            timeout=mutant.timeout)
+
+    assert play_all(rig.reference_url) == {s: [] for s in mutant.scenarios}
+    caught = play_all(serve_mutant(servers, mutant, rig))
+    missed = {s: [r for r in mutant.rules if r not in rules] for s, rules in caught.items()}
+    assert not any(missed.values()), f"{mutant.id} ({mutant.breaks}): rules not reported {missed}; got {caught}"
+
+
+@pytest.mark.parametrize("profile", ["openai", "vtc"])
+def test_a_correct_but_different_proxy_passes_the_whole_library(profile: Profile, servers: ServeFn,
+                                                                  rig: Rig) -> None:
+    """Acceptable variations (fragment sizes, unknown fields, id formats, SSE framing)
+    fail nothing by default, anywhere in the library the profile is meaningful for."""
+    ids = [s.id for s in LIBRARY.values() if choose_profile(s, profile, FEATURES)[1] is None]
+    assert len(ids) > 40
+    url = serve_mutant(servers, CORRECT_BUT_DIFFERENT, rig)
+    failures = {s: rules for s, rules in failed_rules(url, rig.mock_url, ids, profile=profile, workers=4).items()
+                if rules}
+    assert failures == {}
+
+
+# --------------------------------------------------------------------------- what users read
+
+
+@pytest.fixture
+def scenario_folder(pytester: pytest.Pytester) -> Iterator[Callable[[str], str]]:
+    def copy(scenario_id: str) -> str:
+        source = LIBRARY[scenario_id].path
+        assert source is not None
+        target = pytester.path / "scenarios"
+        (target / LIBRARY[scenario_id].family).mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, target / LIBRARY[scenario_id].family)
+        return str(target)
+
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    yield copy
+
+
+def test_a_mutant_fails_a_pytest_run_with_the_text_users_read(
+    pytester: pytest.Pytester, servers: ServeFn, rig: Rig, scenario_folder: Callable[[str], str]
+) -> None:
+    """``pytest --proxy-url`` against a mutant: the rule id and statement, what was
+    found, and the command that replays the exchange."""
+    mutant = next(m for m in MUTANTS if m.id == "stop-with-tool-calls")
+    folder = scenario_folder("plain-native-single")
+    proxy_url, mock_url = serve_mutant(servers, mutant, rig), rig.mock_url
+    result = pytester.runpytest("--proxy-url", proxy_url, "--mock-url", mock_url, "--scenarios", folder)
+    result.assert_outcomes(failed=1)
+    statements = [f"rule {r} [{RULES[r].severity}, {RULES[r].group}]: {RULES[r].statement}" for r in mutant.rules]
+    result.stdout.fnmatch_lines([
+        "rules broken: TOOL-009, CALLS-002, EQ-001 (profile openai)",
+        "plain-native-single: A native tool call with arguments over several deltas passes through intact",
+        "=== streaming, as the scenario's request says ===",
+        "finish_reason: expected 'tool_calls', received 'stop'",
+        statements[0],
+        '  1 call(s) made but finish_reason is "stop"',
+        statements[1],
+        '  finish_reason is "stop", expected "tool_calls"',
+        "answer as received (HTTP 200, * bytes; *",
+        '* | data: {…,"choices":[[]{"index":0,"delta":{},"finish_reason":"stop"}]}',
+        "* | data: [[]DONE]",
+        f"reproduce: toolcall-conformance replay plain-native-single --proxy-url {proxy_url} "
+        f"--mock-url {mock_url} --scenarios {folder}",
+        "*plain * 0/1  1 failed",
+        "FAILED conformance::plain-native-single - rules broken: TOOL-009*",
+    ])
