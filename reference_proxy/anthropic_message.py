@@ -14,11 +14,10 @@ from typing import Any
 
 from reference_proxy.anthropic_errors import status_for
 from reference_proxy.anthropic_stream import final_stop_reason, input_text, new_message_id, new_tool_use_id
-from reference_proxy.dedup import CallLedger
 from reference_proxy.errors import ProxyError, as_openai_error
 from reference_proxy.pipeline import RescuerFactory, ResponseStats, default_rescuer
 from reference_proxy.rescue import ToolSpec
-from reference_proxy.text_rescue import TextRescue, WholeCall
+from reference_proxy.text_rescue import Deliveries, TextRescue, WholeCall
 
 log = logging.getLogger("reference_proxy.anthropic")
 
@@ -39,9 +38,7 @@ class _Content:
 
     def __init__(self, stats: ResponseStats) -> None:
         self.blocks: list[dict[str, Any]] = []
-        self.ledger = CallLedger()
-        self.stats = stats
-        self.calls = 0
+        self.calls = Deliveries(stats)
 
     def rescued(self, text_block: Mapping[str, Any], pieces: Sequence[str | WholeCall]) -> None:
         if not any(isinstance(p, WholeCall) for p in pieces):
@@ -51,22 +48,18 @@ class _Content:
             if isinstance(piece, str):
                 if piece.strip():  # markup was taken out: the text around it, trimmed
                     self.blocks.append({"type": "text", "text": piece.strip()})
-            elif self.ledger.admit_rescued(piece.name, piece.arguments):
-                self.stats.rescued += 1
-                self.tool_use(new_tool_use_id(), piece.name, _as_input(piece.arguments))
-            else:
-                self.stats.duplicates += 1
+            elif self.calls.rescued(piece.name, piece.arguments):
+                self.blocks.append(
+                    {"type": "tool_use", "id": new_tool_use_id(), "name": piece.name, "input": _as_input(piece.arguments)}
+                )
 
     def native(self, block: Mapping[str, Any]) -> None:
         name = block.get("name")
         if not isinstance(name, str) or not name:
             log.warning("dropped a native tool_use without a name: %.200r", block)
             return
-        if not self.ledger.admit_native(name, input_text(block.get("input"))):
-            self.stats.duplicates += 1
-            log.info("dropped native call %s: the same call was already rescued from the text", name)
+        if not self.calls.native(name, input_text(block.get("input"))):
             return
-        self.stats.native += 1
         ident = block.get("id")
         value = block.get("input")
         self.blocks.append(
@@ -76,11 +69,6 @@ class _Content:
                 "input": value if isinstance(value, Mapping) else {},
             }
         )
-        self.calls += 1
-
-    def tool_use(self, ident: str, name: str, value: dict[str, Any]) -> None:
-        self.blocks.append({"type": "tool_use", "id": ident, "name": name, "input": value})
-        self.calls += 1
 
 
 def finish_message(
@@ -115,7 +103,7 @@ def finish_message(
     body.setdefault("role", "assistant")
     upstream_reason = body.get("stop_reason")
     body["stop_reason"] = stats.finish_reason = final_stop_reason(
-        upstream_reason if isinstance(upstream_reason, str) else None, content.calls
+        upstream_reason if isinstance(upstream_reason, str) else None, content.calls.count
     )
     return stats
 

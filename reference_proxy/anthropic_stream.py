@@ -29,11 +29,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reference_proxy.anthropic_errors import stream_error
-from reference_proxy.dedup import CallLedger
 from reference_proxy.openai_stream import dumps
 from reference_proxy.pipeline import RescuerFactory, ResponseStats, default_rescuer
 from reference_proxy.rescue import ToolSpec
-from reference_proxy.text_rescue import TextRescue, WholeCall
+from reference_proxy.text_rescue import Deliveries, TextRescue, WholeCall
 
 log = logging.getLogger("reference_proxy.anthropic")
 
@@ -133,8 +132,7 @@ class AnthropicStreamPipeline:
         self._text_index: int | None = None  # the client's open text block
         self._after_call = False  # the last block delivered is a tool_use
         self._held_space = ""  # white space at the end of the released text, not sent yet
-        self._ledger = CallLedger()
-        self._calls = 0
+        self._calls = Deliveries(self.stats)
         self._stop_reason: str | None = None
         self._stop_sequence: Any = None
         self._usage: dict[str, Any] = {}
@@ -330,12 +328,8 @@ class AnthropicStreamPipeline:
         for piece in pieces:
             if isinstance(piece, str):
                 self._text(piece, out)
-            elif self._ledger.admit_rescued(piece.name, piece.arguments):
-                self.stats.rescued += 1
+            elif self._calls.rescued(piece.name, piece.arguments):
                 self._tool_use(new_tool_use_id(), piece.name, (piece.arguments,), out)
-            else:
-                self.stats.duplicates += 1
-                log.info("dropped rescued call %s: the same call already came natively", piece.name)
         if rescue.overflowed and not rescue.overflow_reported:
             rescue.overflow_reported = True
             self.stats.overflowed = True
@@ -384,7 +378,6 @@ class AnthropicStreamPipeline:
         for fragment in fragments:
             out.append(self._delta(index, {"type": "input_json_delta", "partial_json": fragment}))
         out.append(sse_event({"type": "content_block_stop", "index": index}))
-        self._calls += 1
         self._after_call = True
 
     def _end_block(self, block: _Upstream, out: list[str]) -> None:
@@ -398,16 +391,10 @@ class AnthropicStreamPipeline:
             out.append(sse_event({"type": "content_block_stop", "index": block.index}))
 
     def _native(self, call: _NativeCall, out: list[str]) -> None:
-        arguments = "".join(call.parts)
         if not call.name:
-            log.warning("dropped a native tool_use without a name (input %.200r)", arguments)
-            return
-        if not self._ledger.admit_native(call.name, arguments if arguments.strip() else "{}"):
-            self.stats.duplicates += 1
-            log.info("dropped native call %s: the same call was already rescued from the text", call.name)
-            return
-        self.stats.native += 1
-        self._tool_use(call.id, call.name, call.parts, out)
+            log.warning("dropped a native tool_use without a name (input %.200r)", "".join(call.parts))
+        elif self._calls.native(call.name, "".join(call.parts)):
+            self._tool_use(call.id, call.name, call.parts, out)
 
     def _finish(self, out: list[str]) -> None:
         """Everything the upstream left open is ended, then the ``message_delta``."""
@@ -420,7 +407,7 @@ class AnthropicStreamPipeline:
         self._release_space(out)
         self._end_text(out)
         self._finished = True
-        reason = final_stop_reason(self._stop_reason, self._calls)
+        reason = final_stop_reason(self._stop_reason, self._calls.count)
         self.stats.finish_reason = reason
         out.append(
             sse_event(

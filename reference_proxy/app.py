@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import httpx
 from starlette.applications import Starlette
@@ -40,7 +40,7 @@ from reference_proxy.errors import (
 from reference_proxy.loop_guard import stop_completion, stop_message, stop_stream
 from reference_proxy.openai_stream import dumps, to_wire
 from reference_proxy.pipeline import ResponseStats, StreamPipeline
-from reference_proxy.relay import SSE_HEADERS, RelayResponse
+from reference_proxy.relay import SSE_HEADERS, RelayPipeline, RelayResponse
 from reference_proxy.rescue import ToolSpec
 from reference_proxy.request_shaping import (
     ChatRequest,
@@ -80,6 +80,23 @@ class EventSink(Protocol):
 
     def feed_event(self, event: str, data: str) -> None: ...
 
+    def result(self) -> dict[str, Any]: ...
+
+
+class AnswerPipeline(RelayPipeline, Protocol):
+    """A streamed answer's pipeline as the handlers use it (``StreamPipeline``, ``AnthropicStreamPipeline``)."""
+
+    @property
+    def stats(self) -> ResponseStats: ...
+
+    @property
+    def model(self) -> str: ...
+
+    def feed(self, payload: Mapping[str, Any]) -> str: ...
+
+
+_T = TypeVar("_T")
+
 
 def _log_request(
     method: str, path: str, status: int, started: float, *, stream: bool | None = None, vtc: bool = False,
@@ -117,20 +134,63 @@ class ProxyApp:
         self.config = config
         self.upstream = Upstream(config)
 
+    # ------------------------------------------------------------------ shared by both APIs
+
+    async def _client_request(
+        self, request: Request, started: float, parse: Callable[[bytes], _T], render: Callable[[ProxyError], Response]
+    ) -> tuple[bytes, _T] | Response:
+        """The client's body and what ``parse`` makes of it, or the answer to give instead."""
+        path = request.url.path
+        try:
+            raw = await read_body(request, self.config.body_timeout)
+            return raw, parse(raw)
+        except ProxyError as exc:
+            _log_request("POST", path, exc.status, started, note=exc.message)
+            return render(exc)
+        except ClientDisconnect:
+            _log_request("POST", path, 499, started, note="client hung up while sending its request")
+            return Response(status_code=400)  # nobody is left to read it
+
+    def _relay(self, upstream: httpx.Response, pipeline: AnswerPipeline, path: str, started: float, vtc: bool) -> Response:
+        """Stream the upstream's SSE through ``pipeline``; the request is logged when the answer ends."""
+
+        def done(hung_up: bool) -> None:
+            _log_request(
+                "POST", path, 200, started, stream=True, vtc=vtc, model=pipeline.model,
+                stats=pipeline.stats, note="client hung up" if hung_up else "",
+            )
+
+        return RelayResponse(upstream, pipeline, done)
+
+    @staticmethod
+    def _rewrapped(
+        pipeline: AnswerPipeline, events: Iterable[Mapping[str, Any]], path: str, started: float, vtc: bool
+    ) -> Response:
+        """A streaming client's answer built from an upstream answer that came in one piece."""
+        out = [pipeline.feed(event) for event in events]
+        out.append(pipeline.close())
+        _log_request("POST", path, 200, started, stream=True, vtc=vtc, model=pipeline.model, stats=pipeline.stats, note="rewrapped")
+        return Response(to_wire("".join(out)), media_type="text/event-stream", headers=SSE_HEADERS)
+
+    async def _read_answer(self, upstream: httpx.Response, sink: EventSink) -> dict[str, Any]:
+        """The upstream's whole answer: its JSON body, or its SSE folded by ``sink``; always closes the response."""
+        try:
+            if is_event_stream(upstream):
+                await self._accumulate(upstream, sink)
+                return sink.result()
+            return await read_json(upstream)
+        finally:
+            await upstream.aclose()
+
     # ------------------------------------------------------------------ chat
 
     async def chat(self, request: Request) -> Response:
         started = time.perf_counter()
         path = request.url.path
-        try:
-            raw = await read_body(request, self.config.body_timeout)
-            chat = parse_chat_request(raw)
-        except ProxyError as exc:
-            _log_request("POST", path, exc.status, started, note=exc.message)
-            return error_response(exc)
-        except ClientDisconnect:
-            _log_request("POST", path, 499, started, note="client hung up while sending its request")
-            return Response(status_code=400)  # nobody is left to read it
+        received = await self._client_request(request, started, parse_chat_request, error_response)
+        if isinstance(received, Response):
+            return received
+        raw, chat = received
         vtc = is_vtc_client(request.headers.get("user-agent"), self.config.vtc_patterns)
 
         limit = self.config.loop_guard_max_tool_messages
@@ -165,14 +225,7 @@ class ProxyApp:
                 buffer_cap=self.config.buffer_cap,
             )
             if is_event_stream(upstream):
-
-                def done(hung_up: bool) -> None:
-                    _log_request(
-                        "POST", path, 200, started, stream=True, vtc=vtc, model=pipeline.model,
-                        stats=pipeline.stats, note="client hung up" if hung_up else "",
-                    )
-
-                return RelayResponse(upstream, pipeline, done)
+                return self._relay(upstream, pipeline, path, started, vtc)
             return await self._rewrap(upstream, pipeline, chat, path, started, vtc)
         return await self._whole(upstream, chat, path, started, vtc)
 
@@ -181,31 +234,19 @@ class ProxyApp:
     ) -> Response:
         """A streaming client whose upstream answered with one JSON body."""
         try:
-            body = await read_json(upstream)
+            body = await self._read_answer(upstream, StreamAccumulator(chat.model))
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=True, vtc=vtc, model=chat.model, note=exc.message)
             return error_response(exc)
-        finally:
-            await upstream.aclose()
-        out = [pipeline.feed(chunk) for chunk in completion_as_chunks(body)]
-        out.append(pipeline.close())
-        _log_request("POST", path, 200, started, stream=True, vtc=vtc, model=pipeline.model, stats=pipeline.stats, note="rewrapped")
-        return Response(to_wire("".join(out)), media_type="text/event-stream", headers=SSE_HEADERS)
+        return self._rewrapped(pipeline, completion_as_chunks(body), path, started, vtc)
 
     async def _whole(self, upstream: httpx.Response, chat: ChatRequest, path: str, started: float, vtc: bool) -> Response:
         """A non-streaming client: one JSON answer (accumulated if the upstream streamed anyway)."""
         try:
-            if is_event_stream(upstream):
-                accumulator = StreamAccumulator(chat.model)
-                await self._accumulate(upstream, accumulator)
-                body = accumulator.result()
-            else:
-                body = await read_json(upstream)
+            body = await self._read_answer(upstream, StreamAccumulator(chat.model))
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=False, vtc=vtc, model=chat.model, note=exc.message)
             return error_response(exc)
-        finally:
-            await upstream.aclose()
         stats = finish_completion(body, tools=chat.tools, vtc=vtc, buffer_cap=self.config.buffer_cap)
         model = body.get("model")
         _log_request("POST", path, 200, started, stream=False, vtc=vtc, model=model if isinstance(model, str) else "", stats=stats)
@@ -233,16 +274,10 @@ class ProxyApp:
         """The Anthropic Messages API in front of a Messages upstream."""
         started = time.perf_counter()
         path = request.url.path
-        try:
-            raw = await read_body(request, self.config.body_timeout)
-            req = parse_messages_request(raw)
-            shaped = emulate_tool_choice(req.body)
-        except ProxyError as exc:
-            _log_request("POST", path, exc.status, started, note=exc.message)
-            return anthropic_error_response(exc)
-        except ClientDisconnect:
-            _log_request("POST", path, 499, started, note="client hung up while sending its request")
-            return Response(status_code=400)
+        received = await self._client_request(request, started, _parse_messages, anthropic_error_response)
+        if isinstance(received, Response):
+            return received
+        raw, (req, shaped) = received
         content = raw
         tools = req.tools
         if shaped is not None:
@@ -258,42 +293,23 @@ class ProxyApp:
             return await self._whole_message(upstream, req, tools, path, started)
         pipeline = AnthropicStreamPipeline(tools=tools, request_model=req.model, buffer_cap=self.config.buffer_cap)
         if is_event_stream(upstream):
-
-            def done(hung_up: bool) -> None:
-                _log_request(
-                    "POST", path, 200, started, stream=True, model=pipeline.model, stats=pipeline.stats,
-                    note="client hung up" if hung_up else "",
-                )
-
-            return RelayResponse(upstream, pipeline, done)
+            return self._relay(upstream, pipeline, path, started, False)
         try:  # a streaming client whose upstream answered with one JSON body
-            body = await read_json(upstream)
+            body = await self._read_answer(upstream, MessageAccumulator(req.model))
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=True, model=req.model, note=exc.message)
             return anthropic_error_response(exc)
-        finally:
-            await upstream.aclose()
-        out = [pipeline.feed(event) for event in message_as_events(body)]
-        out.append(pipeline.close())
-        _log_request("POST", path, 200, started, stream=True, model=pipeline.model, stats=pipeline.stats, note="rewrapped")
-        return Response(to_wire("".join(out)), media_type="text/event-stream", headers=SSE_HEADERS)
+        return self._rewrapped(pipeline, message_as_events(body), path, started, False)
 
     async def _whole_message(
         self, upstream: httpx.Response, req: MessagesRequest, tools: tuple[ToolSpec, ...], path: str, started: float
     ) -> Response:
         """A non-streaming Messages client: one ``message`` (accumulated if the upstream streamed anyway)."""
         try:
-            if is_event_stream(upstream):
-                accumulator = MessageAccumulator(req.model)
-                await self._accumulate(upstream, accumulator)
-                body = accumulator.result()
-            else:
-                body = await read_json(upstream)
+            body = await self._read_answer(upstream, MessageAccumulator(req.model))
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=False, model=req.model, note=exc.message)
             return anthropic_error_response(exc)
-        finally:
-            await upstream.aclose()
         stats = finish_message(body, tools=tools, buffer_cap=self.config.buffer_cap)
         model = body.get("model")
         _log_request("POST", path, 200, started, stream=False, model=model if isinstance(model, str) else "", stats=stats)
@@ -321,6 +337,12 @@ class ProxyApp:
 
     async def health(self, request: Request) -> Response:
         return JSONResponse({"status": "ok", "upstream": self.config.upstream})
+
+
+def _parse_messages(raw: bytes) -> tuple[MessagesRequest, dict[str, Any] | None]:
+    """A Messages request and the body to send upstream instead of the client's (tool_choice emulated)."""
+    req = parse_messages_request(raw)
+    return req, emulate_tool_choice(req.body)
 
 
 async def read_body(request: Request, idle_timeout: float) -> bytes:

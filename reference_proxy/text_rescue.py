@@ -1,10 +1,12 @@
 """One text stream run through the rescuer, folded into what a response writer needs:
-visible text and whole calls, in the order they occurred.
+visible text and whole calls, in the order they occurred; and the record of the calls
+an answer delivered.
 
 The rescuer speaks in events (text, call start, argument fragments, call end); a
 writer that delivers each call as one piece (the Messages paths) wants the call
 only once it is whole. ``TextRescue`` does that folding, and without declared tools
-it lets the text through untouched.
+it lets the text through untouched. ``Deliveries`` decides whether a call is new or a
+copy of one from the other source, and counts both for the request's log line.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reference_proxy.pipeline import RescuerLike
+from reference_proxy.dedup import CallLedger
+from reference_proxy.pipeline import ResponseStats, RescuerLike
 from reference_proxy.rescue import ArgumentsDelta, Event, Text, ToolCallEnd, ToolCallStart
 
 log = logging.getLogger("reference_proxy.rescue")
@@ -80,3 +83,35 @@ class TextRescue:
                 out.append(WholeCall(self._name, arguments if arguments.strip() else "{}"))
                 self._name, self._parts = None, []
         return out
+
+
+class Deliveries:
+    """The calls of one answer, rescued and native, each copy from one source cancelling
+    one copy from the other (``dedup.CallLedger``)."""
+
+    __slots__ = ("_ledger", "stats", "count")
+
+    def __init__(self, stats: ResponseStats) -> None:
+        self._ledger = CallLedger()
+        self.stats = stats
+        self.count = 0  # calls delivered
+
+    def rescued(self, name: str, arguments: str) -> bool:
+        """Whether a rescued call is delivered (False: the same call already came natively)."""
+        if self._ledger.admit_rescued(name, arguments):
+            self.stats.rescued += 1
+            self.count += 1
+            return True
+        self.stats.duplicates += 1
+        log.info("dropped rescued call %s: the same call already came natively", name)
+        return False
+
+    def native(self, name: str, arguments: str) -> bool:
+        """Whether a native call is delivered (False: the same call was already rescued)."""
+        if self._ledger.admit_native(name, arguments if arguments.strip() else "{}"):
+            self.stats.native += 1
+            self.count += 1
+            return True
+        self.stats.duplicates += 1
+        log.info("dropped native call %s: the same call was already rescued from the text", name)
+        return False

@@ -29,7 +29,7 @@ from harness.nonce import NONCE_HEADER, place_nonce
 from harness.profiles import DEFAULT_HEADERS
 from harness.rules.upstream import check_assertion
 from harness.scenario import RawFrame, Scenario, load_library, parse_scenario
-from harness.servers import serve
+from harness.servers import bind_socket, serve
 from harness.xml_calls import parse_xml_calls, tool_vocabulary, value_matches
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
@@ -432,3 +432,82 @@ def test_messages_errors_reach_the_sdk_as_status_errors(rig: Rig) -> None:
     assert raised.value.body == {"type": "error", "error": {"type": "invalid_request_error", "message": raised.value.body["error"]["message"]}}  # type: ignore[index]
     answer = rig.http.get(f"{rig.default.url}/v1/messages")
     assert answer.status_code == 405 and answer.json()["type"] == "error"
+
+
+def inline_messages(frames: list[Any], *, stream_backend: Any = "auto", finish: str = "end_turn") -> Scenario:
+    """A Messages case written in place (a backend that may answer in the other form)."""
+    tool = {"name": "Read", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}}}
+    return parse_scenario(
+        {
+            "id": "inline-messages",
+            "title": "inline Messages case",
+            "source": "synthetic",
+            "backend": {"dialect": "anthropic", "frames": frames, "finish_reason": finish, "stream": stream_backend},
+            "client": {
+                "profile": "anthropic",
+                "request": {"model": "m", "max_tokens": 64, "stream": True, "tools": [tool],
+                            "messages": [{"role": "user", "content": "go"}]},
+            },
+            "expect": {},
+        }
+    )
+
+
+LEAKED_READ = ["Here: ", '<invoke name="Read">\n<parameter name="file_path">x.py</parameter>\n</invoke>']
+
+
+@sdk_model_warnings
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+def test_messages_upstream_answers_in_the_other_form(rig: Rig, stream: bool) -> None:
+    """A Messages backend that always streams, or never does, still gives the client the form it asked for."""
+    scenario = inline_messages(LEAKED_READ, stream_backend=not stream)
+    nonce = rig.mock.arm(scenario)
+    try:
+        answer = ask_anthropic_sdk(rig.anthropic_sdk(rig.default), scenario, "anthropic", stream, nonce)
+        (recorded,) = rig.mock.recorded(nonce)
+    finally:
+        rig.mock.disarm(nonce)
+    assert recorded.body.get("stream", False) is stream
+    assert (answer.content.strip(), answer.calls, answer.finish) == ("Here:", [("Read", {"file_path": "x.py"})], "tool_use")
+
+
+@pytest.mark.parametrize(
+    ("api_key", "expected"),
+    [(None, {"x-api-key": "sk-client", "authorization": "Bearer client"}), ("sk-upstream", {"x-api-key": "sk-upstream"})],
+    ids=["client-credentials", "configured-key"],
+)
+def test_messages_headers_forwarded(rig: Rig, servers: Any, api_key: str | None, expected: dict[str, str]) -> None:
+    proxy = servers(create_app(dataclasses.replace(rig.default.config, api_key=api_key)))
+    scenario = inline_messages(["ok"])
+    nonce = rig.mock.arm(scenario)
+    headers = {"x-api-key": "sk-client", "Authorization": "Bearer client", "anthropic-version": "2023-06-01",
+               "anthropic-beta": "fine-grained-tool-streaming-2025-05-14", "Connection": "keep-alive, x-hop",
+               "X-Hop": "1", "X-Custom": "kept", NONCE_HEADER: nonce}
+    try:
+        response = rig.http.post(f"{proxy.url}/messages", json=request_body(scenario, False, nonce), headers=headers)
+        (recorded,) = rig.mock.recorded(nonce)
+    finally:
+        rig.mock.disarm(nonce)
+    assert response.status_code == 200 and response.json()["content"] == [{"type": "text", "text": "ok"}]
+    assert recorded.path == "/v1/messages"
+    got = {k: v for k, v in recorded.headers.items() if k in ("x-api-key", "authorization")}
+    assert got == expected
+    assert recorded.headers["anthropic-version"] == "2023-06-01" and recorded.headers["x-custom"] == "kept"
+    assert recorded.headers["anthropic-beta"] == "fine-grained-tool-streaming-2025-05-14"
+    assert "x-hop" not in recorded.headers
+
+
+@sdk_model_warnings
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
+def test_messages_upstream_down_is_502(servers: Any, stream: bool) -> None:
+    sock = bind_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    config = ProxyConfig(upstream=f"http://127.0.0.1:{port}/v1", connect_timeout=2, log_level="warning")
+    proxy = servers(create_app(config))
+    client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
+    with pytest.raises(anthropic.APIStatusError) as info:
+        client.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "hi"}], stream=stream)
+    assert info.value.status_code == 502
+    body = info.value.response.json()
+    assert body["type"] == "error" and body["error"]["type"] == "api_error" and body["error"]["message"]
