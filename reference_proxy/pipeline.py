@@ -203,6 +203,7 @@ class StreamPipeline:
         self.buffer_cap = buffer_cap
         self.stats = ResponseStats()
         self.closed = False
+        self.answered = False  # content or a call was written (the relay sends the first at once)
         self._completion_id = completion_id
         self._created = created
         self._emitter: ChunkEmitter | None = None
@@ -357,6 +358,7 @@ class StreamPipeline:
         assert self._emitter is not None
         out.append(self._emitter.content(text, choice.index))
         choice.tail = text[-1]
+        self.answered = True
 
     def _events(self, choice: _Choice, events: Sequence[Event], out: list[str]) -> None:
         text: list[str] = []
@@ -466,6 +468,7 @@ class StreamPipeline:
             self._text(choice, xml if choice.tail in ("", "\n") else "\n" + xml, out)
             return None
         index = choice.next_call - 1
+        self.answered = True
         out.append(emitter.tool_start(index, new_call_id(), name, choice.index))
         out.append(emitter.tool_arguments(index, arguments, choice.index))
         return index

@@ -2,7 +2,8 @@
 
 Two tasks share one outbox. The pump reads the upstream and feeds the pipeline;
 the writer sends whatever the outbox holds. Events that arrive together (one
-network read) therefore leave together in one write, while a lone token leaves
+network read) therefore leave together in one write (except the first content,
+which is sent before the rest of its burst is processed), while a lone token leaves
 as soon as it is processed: no added latency, far fewer writes under load. A
 third task watches the client: when it hangs up, the upstream request is
 cancelled at once so the backend stops generating.
@@ -79,6 +80,7 @@ class RelayResponse(Response):
         reader = SSEReader()
         pieces = self.upstream.aiter_bytes()
         stopped_early = False
+        first = True
         try:
             try:
                 async for piece in pieces:
@@ -86,6 +88,11 @@ class RelayResponse(Response):
                         self._handle(event, data)
                         if pipeline.closed:
                             break
+                        if first and getattr(pipeline, "answered", False):
+                            # The first content leaves at once, even from the middle of a burst.
+                            first = False
+                            self._wake.set()
+                            await asyncio.sleep(0)
                     if self._outbox:
                         self._wake.set()
                     if pipeline.closed:
