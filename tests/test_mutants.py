@@ -17,13 +17,13 @@ import pytest
 from harness.exchange import Profile
 from harness.profiles import choose_profile
 from harness.rules import RULES
-from harness.runner import RunSettings, play
+from harness.runner import RunSettings, play, run_exchange
 from harness.scenario import load_library
 from harness.servers import serve
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 from mutants import ALL
-from mutants.base import Mutant, proxy_config, reference
+from mutants.base import Mutant, Rewriter, parse_event, proxy_config, reference
 from mutants.different import CORRECT_BUT_DIFFERENT
 from mutants.openai import MUTANTS
 
@@ -106,6 +106,34 @@ def test_a_correct_but_different_proxy_passes_the_whole_library(profile: Profile
     failures = {s: rules for s, rules in failed_rules(url, rig.mock_url, ids, profile=profile, workers=4).items()
                 if rules}
     assert failures == {}
+
+
+# --------------------------------------------------------------------------- the wire wrapper
+
+
+@pytest.mark.parametrize("block", [
+    'data: {"id":"c","choices":[]}',
+    "data: [DONE]",
+    'event: content_block_delta\ndata: {"type":"content_block_delta","index":0}',  # an Anthropic event
+    "data: first line\ndata: second line",
+])
+def test_events_survive_parsing_and_encoding(block: str) -> None:
+    """A rewriter that changes nothing sends every event as it came, in either dialect."""
+    event = parse_event(block)
+    assert event is not None
+    assert b"".join(Rewriter().encode(e) for e in Rewriter().on_event(event)) == f"{block}\n\n".encode()
+    assert parse_event(": keep-alive") is None
+
+
+def test_the_wrapper_streams_rather_than_buffering(servers: ServeFn, rig: Rig) -> None:
+    """Text sent before a 3 s upstream stall reaches the client before the stall ends,
+    through the rewriting wrapper: a wire mutant streams like the proxy it wraps."""
+    scenario = LIBRARY["faults-openai-stall-mid-call"]
+    url = serve_mutant(servers, CORRECT_BUT_DIFFERENT, rig)
+    with MockControl(rig.mock_url) as mock:
+        ex = run_exchange(scenario, proxy_url=url, mock=mock, stream=True, profile="openai", model=None,
+                          proxy_headers={}, timeout=10)
+    assert ex.first_byte is not None and ex.first_byte < 1.5 and ex.elapsed >= 3
 
 
 # --------------------------------------------------------------------------- what users read
