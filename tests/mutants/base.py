@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import reference_proxy.app as proxy_app
 from harness.exchange import Profile
@@ -32,6 +33,7 @@ from reference_proxy.config import ProxyConfig
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 AppFactory = Callable[[ProxyConfig], ASGIApp]
+T = TypeVar("T")
 Headers = list[tuple[bytes, bytes]]
 
 
@@ -290,21 +292,24 @@ def _rebound(function: types.FunctionType, names: Mapping[str, object]) -> types
     return copy
 
 
+def rebinding(cls: type[T], **names: object) -> type[T]:
+    """A subclass of ``cls`` whose methods see the global ``names`` of their module bound
+    to other objects (say the ``call_to_xml`` a ``StreamPipeline`` writes XML with)."""
+    module = vars(sys.modules[cls.__module__])
+    unknown = sorted(set(names) - set(module))
+    if unknown:
+        raise AssertionError(f"{cls.__module__} has no global {', '.join(unknown)}: update the mutant")
+    methods = {k: _rebound(v, names) for k, v in vars(cls).items() if isinstance(v, types.FunctionType)}
+    return type(f"Rebound{cls.__name__}", (cls,), methods)
+
+
 def substituted(**names: object) -> AppFactory:
     """A behaviour mutant: the reference proxy's app in which the global ``names`` of
     ``reference_proxy.app`` (say ``StreamPipeline``) are bound to other objects.
 
     Every method of ``ProxyApp`` and ``create_app`` itself is rebound, so the swap holds
     however the app module arranges its code, and nothing outside this app sees it."""
-    unknown = sorted(set(names) - set(vars(proxy_app)))
-    if unknown:
-        raise AssertionError(f"reference_proxy.app has no global {', '.join(unknown)}: update the mutant")
-    methods = {
-        name: _rebound(value, names)
-        for name, value in vars(proxy_app.ProxyApp).items()
-        if isinstance(value, types.FunctionType)
-    }
-    patched = type("MutantProxyApp", (proxy_app.ProxyApp,), methods)
+    patched = rebinding(proxy_app.ProxyApp, **names)
     create: Callable[[ProxyConfig], ASGIApp] = _rebound(
         proxy_app.create_app, {**names, "ProxyApp": patched}  # type: ignore[arg-type]
     )

@@ -7,6 +7,7 @@ which scenarios expose it.
 
 from __future__ import annotations
 
+import html
 import json
 import secrets
 from collections.abc import Iterable, Sequence
@@ -20,6 +21,7 @@ from mutants.base import (
     SSEEvent,
     deltas,
     finish_reason,
+    rebinding,
     rewritten,
     substituted,
     tool_calls,
@@ -204,6 +206,94 @@ class SwallowsHttpError(Envelope):
         return 200, "application/json", json.dumps(empty).encode()
 
 
+# --------------------------------------------------------------------------- wire: more breakage seen in the field
+
+
+class NameSplit(ChunkRewriter):
+    """Sends a call's name in two deltas, as some backends stream it."""
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        calls = tool_calls(chunk)
+        if not calls or "id" not in calls[0]:
+            return (chunk,)
+        function = calls[0]["function"]
+        name, function["name"] = function["name"], function["name"][:4]
+        rest = {"index": calls[0]["index"], "function": {"name": name[4:]}}
+        return (chunk, {**chunk, "choices": [{**chunk["choices"][0], "delta": {"tool_calls": [rest]}}]})
+
+
+class PlaceholderArguments(ChunkRewriter):
+    """Opens each call with `"arguments": "{}"` before the real arguments."""
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for call in tool_calls(chunk):
+            if "id" in call:
+                call["function"]["arguments"] = "{}"
+        return (chunk,)
+
+
+class EmptyArguments(ChunkRewriter):
+    """Sends nothing for a call without arguments (the arguments join to "")."""
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        calls = tool_calls(chunk)
+        return () if calls and "id" not in calls[0] and calls[0]["function"].get("arguments") == "{}" else (chunk,)
+
+
+class RoleOnEveryDelta(ChunkRewriter):
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for delta in deltas(chunk):
+            delta.setdefault("role", "assistant")
+        return (chunk,)
+
+
+class SameIdForEveryCall(ChunkRewriter):
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for call in tool_calls(chunk):
+            if "id" in call:
+                call["id"] = "call_0"
+        return (chunk,)
+
+
+class NoFinishChunk(ChunkRewriter):
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        return () if finish_reason(chunk) else (chunk,)
+
+
+class DoneWithTrailingSpace(ChunkRewriter):
+    def on_done(self) -> Out:
+        return (SSEEvent("[DONE] "),)
+
+
+class ChunkOverTwoLines(ChunkRewriter):
+    """Writes each chunk's JSON over two `data:` lines of one event."""
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        data = SSEEvent.of(chunk).data
+        return (SSEEvent(data.replace(",", ",\n", 1)),)
+
+
+class ErrorWithoutDone(ChunkRewriter):
+    """Reports an upstream failure with an error chunk, then stops without `[DONE]`."""
+
+    def on_error(self, payload: dict[str, Any]) -> Out:
+        self.failed = True
+        return (payload,)
+
+    def on_done(self) -> Out:
+        return () if getattr(self, "failed", False) else (DONE,)
+
+
+class ErrorStatusAsStream(Envelope):
+    """Turns an upstream error status into a started stream (200) carrying an error chunk."""
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        if status < 400 or not json.loads(self.request).get("stream"):
+            return status, content_type, body
+        events = (SSEEvent(body.decode()), DONE)
+        return 200, "text/event-stream", b"".join(self.encode(e) for e in events)
+
+
 # --------------------------------------------------------------------------- behaviour
 
 
@@ -279,6 +369,14 @@ def never_vtc(user_agent: str | None, patterns: Sequence[str]) -> bool:
     return False
 
 
+def entity_escaped_xml(name: str, arguments: str) -> str:
+    """Cline-style XML with the values entity-escaped, as an XML library writes them."""
+    values = json.loads(arguments or "{}")
+    lines = [f"<{k}>{html.escape(v if isinstance(v, str) else json.dumps(v), quote=False)}</{k}>"
+             for k, v in values.items()]
+    return "\n".join([f"<{name}>", *lines, f"</{name}>"])
+
+
 # --------------------------------------------------------------------------- the catalogue
 
 NATIVE = "plain-native-single"
@@ -330,4 +428,28 @@ MUTANTS: tuple[Mutant, ...] = (
            ("TOOL-006",), ("faults-openai-drop-mid-native-call",), substituted(StreamPipeline=CompletesCallsOnFailure)),
     Mutant("held-text-lost-on-failure", "Drops the text it held back (a '<') when the upstream fails.",
            ("FAULT-006",), ("faults-openai-drop-mid-event",), substituted(StreamPipeline=ForgetsHeldTextOnFailure)),
+    # more breakage seen in the field, one rule each
+    Mutant("name-split", "Sends a tool call's name over two deltas.",
+           ("TOOL-002", "TOOL-003"), (NATIVE,), rewritten(NameSplit)),
+    Mutant("placeholder-arguments", 'Opens every call with `"arguments": "{}"` before the real arguments.',
+           ("TOOL-007",), (NATIVE,), rewritten(PlaceholderArguments)),
+    Mutant("empty-arguments", 'Sends a call without arguments with `""` instead of `"{}"`.',
+           ("TOOL-008",), ("plain-native-no-arguments",), rewritten(EmptyArguments)),
+    Mutant("role-on-every-delta", "Repeats `role` on every delta.",
+           ("CHUNK-006",), ("plain-text-multibyte",), rewritten(RoleOnEveryDelta)),
+    Mutant("same-id-for-every-call", "Gives parallel calls the same id.",
+           ("TOOL-005",), (PARALLEL,), rewritten(SameIdForEveryCall)),
+    Mutant("no-finish-reason", "Never sends a finish reason.",
+           ("CHUNK-007",), (NATIVE, "plain-text-multibyte"), rewritten(NoFinishChunk)),
+    Mutant("done-with-trailing-space", "Terminates the stream with `data: [DONE] `.",
+           ("SSE-005",), (NATIVE,), rewritten(DoneWithTrailingSpace)),
+    Mutant("chunk-over-two-lines", "Writes each chunk's JSON over two `data:` lines.",
+           ("SSE-003",), (NATIVE,), rewritten(ChunkOverTwoLines)),
+    Mutant("error-without-done", "Ends the stream after an error chunk without `[DONE]`.",
+           ("FAULT-004",), ("faults-openai-drop-between-events",), rewritten(ErrorWithoutDone)),
+    Mutant("error-status-as-stream", "Answers an upstream 500 with 200 and an error chunk inside a stream.",
+           ("FAULT-002",), ("faults-openai-http-500",), rewritten(ErrorStatusAsStream)),
+    Mutant("vtc-entities-escaped", "Writes `&lt;`, `&gt;` and `&amp;` into the XML values a Cline client reads.",
+           ("VTC-003",), ("invoke-xml-multiline-value",),
+           substituted(StreamPipeline=rebinding(StreamPipeline, call_to_xml=entity_escaped_xml)), profile="vtc"),
 )
