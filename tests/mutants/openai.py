@@ -294,6 +294,27 @@ class ErrorStatusAsStream(Envelope):
         return 200, "text/event-stream", b"".join(self.encode(e) for e in events)
 
 
+class ArgumentsAsObject(ChunkRewriter):
+    """In a whole (non-streaming) answer, writes each call's arguments as a JSON object, not a string."""
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        answer = json.loads(body) if status == 200 else None
+        if not isinstance(answer, dict):
+            return status, content_type, body
+        for choice in answer.get("choices") or ():
+            for call in (choice.get("message") or {}).get("tool_calls") or ():
+                call["function"]["arguments"] = json.loads(call["function"]["arguments"])
+        return status, content_type, json.dumps(answer).encode()
+
+
+class LengthBecomesStop(ChunkRewriter):
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for choice in chunk.get("choices") or ():
+            if choice.get("finish_reason") == "length":
+                choice["finish_reason"] = "stop"
+        return (chunk,)
+
+
 # --------------------------------------------------------------------------- behaviour
 
 
@@ -452,4 +473,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("vtc-entities-escaped", "Writes `&lt;`, `&gt;` and `&amp;` into the XML values a Cline client reads.",
            ("VTC-003",), ("invoke-xml-multiline-value",),
            substituted(StreamPipeline=rebinding(StreamPipeline, call_to_xml=entity_escaped_xml)), profile="vtc"),
+    Mutant("arguments-as-object", "Gives a non-streaming answer's call arguments as a JSON object, not a string.",
+           ("BODY-003",), (NATIVE,), rewritten(ArgumentsAsObject)),
+    Mutant("length-becomes-stop", 'Reports an answer cut off by the token limit as `finish_reason: "stop"`.',
+           ("CALLS-002",), ("plain-length-cutoff",), rewritten(LengthBecomesStop)),
 )
