@@ -124,6 +124,7 @@ class AnthropicStreamPipeline:
         self._rescuer_factory = rescuer_factory
         self.stats = ResponseStats()
         self.closed = False
+        self.answered = False  # a block was written (the relay sends the first at once)
         self.model = request_model
         self._started = False
         self._finished = False  # message_delta sent
@@ -242,10 +243,8 @@ class AnthropicStreamPipeline:
         else:
             self._release_space(out)
             self._end_text(out)
-            passed = self._blocks[index] = _Passed(self._next_index)
-            self._next_index += 1
+            self._blocks[index] = _Passed(self._open(block, out))
             self._after_call = False
-            out.append(sse_event({"type": "content_block_start", "index": passed.index, "content_block": block}))
 
     def _on_block_delta(self, payload: Mapping[str, Any], out: list[str]) -> None:
         index = _int(payload.get("index"))
@@ -365,6 +364,7 @@ class AnthropicStreamPipeline:
     def _open(self, block: Mapping[str, Any], out: list[str]) -> int:
         index = self._next_index
         self._next_index += 1
+        self.answered = True
         out.append(sse_event({"type": "content_block_start", "index": index, "content_block": block}))
         return index
 

@@ -715,3 +715,17 @@ def test_error_type_for_status(status: int, kind: str) -> None:
     assert error_type_for(status) == kind
     assert status_for({"type": kind}) == {"invalid_request_error": 400, "api_error": 500}.get(kind, status)
 
+
+
+@pytest.mark.parametrize(
+    ("events", "answered"),
+    [([start(), PING], False), ([start(), *text_block(0, "hi")[:2]], True), ([start(), *THINKING[:1]], True),
+     ([start(), *tool_block(0, "read_file", "{}")], True), ([start(), *text_block(0, "  ")[:2]], False)],
+    ids=["nothing-yet", "text", "thinking", "native-call", "white-space-held"],
+)
+def test_answered_once_a_block_is_written(events: list[dict[str, Any]], answered: bool) -> None:
+    """The relay sends the answer's first block at once, even from the middle of a burst."""
+    pipeline = AnthropicStreamPipeline(tools=TOOLS, request_model="m", rescuer_factory=factory())
+    for event in events:
+        pipeline.feed(event)
+    assert pipeline.answered is answered
