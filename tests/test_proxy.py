@@ -425,11 +425,14 @@ def test_tool_choice_reaches_the_upstream_emulated(rig: Rig) -> None:
 
 @sdk_model_warnings
 def test_messages_errors_reach_the_sdk_as_status_errors(rig: Rig) -> None:
-    """An invalid request and an unknown route on /v1/messages answer in the Messages error shape."""
+    """An invalid request and a wrong method on /v1/messages answer in the Messages error shape."""
     client = rig.anthropic_sdk(rig.default)
+    narrator: Any = [{"role": "narrator", "content": "x"}]
     with pytest.raises(anthropic.BadRequestError) as raised:
-        client.messages.create(model="m", max_tokens=5, messages=[{"role": "narrator", "content": "x"}])  # type: ignore[list-item,typeddict-item]
-    assert raised.value.body == {"type": "error", "error": {"type": "invalid_request_error", "message": raised.value.body["error"]["message"]}}  # type: ignore[index]
+        client.messages.create(model="m", max_tokens=5, messages=narrator)
+    body: Any = raised.value.body
+    assert body["type"] == "error" and body["error"]["type"] == "invalid_request_error"
+    assert "messages.0.role" in body["error"]["message"]
     answer = rig.http.get(f"{rig.default.url}/v1/messages")
     assert answer.status_code == 405 and answer.json()["type"] == "error"
 
