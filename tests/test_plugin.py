@@ -342,3 +342,20 @@ def test_run_command_prints_the_score_card_and_fails_on_failure(pytester: pytest
         "FAILED conformance::plain-native-single - rules broken: SSE-004*", "*= 1 failed in *",
     ])
     assert "test_other" not in result.output  # only the conformance suite is collected
+
+
+def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(pytester: pytest.Pytester) -> None:
+    """The bundled library against the bundled reference proxy, every streaming case
+    also re-split five ways, on two xdist workers: nothing fails, and the only skips
+    are scenarios needing a feature the reference proxy does not claim."""
+    report = pytester.path / "r.json"
+    result = pytester.runpytest("-n", "2", "--conformance", "--rechunk", "5", "--rechunk-seed", "20261123",
+                                "-p", "no:cacheprovider", "--report-json", str(report))
+    data = json.loads(report.read_text())
+    broken = {s["scenario"]: s["failures"] for s in data["scenarios"] if s["outcome"] not in ("passed", "skipped")}
+    assert not broken, json.dumps(broken, indent=1)[:4000]
+    assert result.ret == pytest.ExitCode.OK
+    assert len(data["scenarios"]) == len(LIBRARY)
+    skipped = {s["scenario"]: s["reason"] for s in data["scenarios"] if s["outcome"] == "skipped"}
+    assert all("requires feature" in reason for reason in skipped.values()), skipped
+    assert len(skipped) <= 2, skipped
