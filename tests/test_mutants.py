@@ -22,10 +22,9 @@ from harness.scenario import load_library
 from harness.servers import serve
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
-from mutants import ALL
+from mutants import ALL, MUTANTS, anthropic, openai
 from mutants.base import Mutant, Rewriter, parse_event, proxy_config, reference
 from mutants.different import CORRECT_BUT_DIFFERENT
-from mutants.openai import MUTANTS
 
 ServeFn = Callable[[Any], Any]
 LIBRARY = {s.id: s for s in load_library()}
@@ -72,7 +71,8 @@ def failed_rules(proxy_url: str, mock_url: str, scenario_ids: Iterable[str], *, 
 
 def test_the_catalogue_is_sound() -> None:
     """Mutant ids are unique, and every rule and scenario a mutant names exists."""
-    assert len(MUTANTS) >= 15 + 4  # the fifteen of issue 4 and the four faults of issue 6
+    assert len(openai.MUTANTS) >= 15 + 4  # fifteen kinds of breakage, and four ways to mishandle a fault
+    assert len(anthropic.MUTANTS) >= 6
     assert len({m.id for m in ALL}) == len(ALL)
     for mutant in MUTANTS:
         assert mutant.rules and mutant.scenarios and mutant.breaks, mutant.id
@@ -95,14 +95,18 @@ def test_the_harness_catches_the_mutant(mutant: Mutant, servers: ServeFn, rig: R
     assert not any(missed.values()), f"{mutant.id} ({mutant.breaks}): rules not reported {missed}; got {caught}"
 
 
-@pytest.mark.parametrize("profile", ["openai", "vtc"])
-def test_a_correct_but_different_proxy_passes_the_whole_library(profile: Profile, servers: ServeFn,
-                                                                  rig: Rig) -> None:
+@pytest.mark.parametrize(("profile", "different", "at_least"), [
+    ("openai", CORRECT_BUT_DIFFERENT, 40),
+    ("vtc", CORRECT_BUT_DIFFERENT, 40),
+    ("anthropic", anthropic.CORRECT_BUT_DIFFERENT_MESSAGES, 20),
+], ids=["openai", "vtc", "anthropic"])
+def test_a_correct_but_different_proxy_passes_the_whole_library(profile: Profile, different: Mutant, at_least: int,
+                                                                  servers: ServeFn, rig: Rig) -> None:
     """Acceptable variations (fragment sizes, unknown fields, id formats, SSE framing)
     fail nothing by default, anywhere in the library the profile is meaningful for."""
     ids = [s.id for s in LIBRARY.values() if choose_profile(s, profile, FEATURES)[1] is None]
-    assert len(ids) > 40
-    url = serve_mutant(servers, CORRECT_BUT_DIFFERENT, rig)
+    assert len(ids) > at_least
+    url = serve_mutant(servers, different, rig)
     failures = {s: rules for s, rules in failed_rules(url, rig.mock_url, ids, profile=profile, workers=4).items()
                 if rules}
     assert failures == {}

@@ -1,0 +1,284 @@
+"""Anthropic Messages mutants: each breaks one thing a Messages proxy gets wrong, and a
+Messages proxy that is correct but different.
+
+Wire mutants rewrite the reference proxy's Messages events (``event:`` name and JSON
+data); behaviour mutants swap one piece of its ``/v1/messages`` path.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from functools import partial
+from typing import Any
+
+from mutants.base import Mutant, Rewriter, SSEEvent, rewritten, substituted, wire
+from mutants.openai import without_family
+from reference_proxy.anthropic_stream import AnthropicStreamPipeline
+from reference_proxy.request_shaping import MessagesRequest, parse_messages_request
+
+Out = Iterable[dict[str, Any] | SSEEvent]
+
+
+class EventRewriter(Rewriter):
+    """A rewriter of Messages streams, event by event; a payload returned as a dict is
+    sent with an ``event:`` line naming its type, as the API does."""
+
+    def on_event(self, event: SSEEvent) -> Iterable[SSEEvent]:
+        payload = event.payload
+        out: Out = (event,) if payload is None else self.on_payload(payload)
+        return [SSEEvent.of(item, item.get("type")) if isinstance(item, Mapping) else item for item in out]
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        return (payload,)
+
+    def on_whole_message(self, message: dict[str, Any]) -> dict[str, Any]:
+        """A whole (non-streaming) Messages answer."""
+        return message
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        try:
+            message = json.loads(body)
+        except ValueError:
+            return status, content_type, body
+        if not (isinstance(message, dict) and message.get("type") == "message"):
+            return status, content_type, body
+        return status, content_type, json.dumps(self.on_whole_message(message), ensure_ascii=False).encode()
+
+
+def block_kind(payload: Mapping[str, Any]) -> str | None:
+    """The type of the block a ``content_block_start`` opens (None for other events)."""
+    block = payload.get("content_block")
+    return block.get("type") if payload.get("type") == "content_block_start" and isinstance(block, dict) else None
+
+
+# --------------------------------------------------------------------------- wire
+
+
+class NoEventLines(EventRewriter):
+    """Sends every event as ``data:`` only, with no ``event:`` line."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        return (SSEEvent.of(payload),)
+
+
+class TextBlockLeftOpen(EventRewriter):
+    """Never closes a text block: the next block opens while it is still open."""
+
+    def __init__(self) -> None:
+        self.text_blocks: set[int] = set()
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if block_kind(payload) == "text":
+            self.text_blocks.add(payload["index"])
+        if payload.get("type") == "content_block_stop" and payload.get("index") in self.text_blocks:
+            return ()
+        return (payload,)
+
+
+class BlockIndicesFromOne(EventRewriter):
+    """Numbers content blocks from 1."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if isinstance(payload.get("index"), int) and payload.get("type", "").startswith("content_block"):
+            payload["index"] += 1
+        return (payload,)
+
+
+class InputInBlockStart(EventRewriter):
+    """Puts a tool_use block's whole input in its ``content_block_start`` and sends no
+    ``input_json_delta``."""
+
+    def __init__(self) -> None:
+        self.start: dict[str, Any] | None = None
+        self.parts: list[str] = []
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if block_kind(payload) == "tool_use":
+            self.start, self.parts = payload, []
+            return ()
+        if self.start is not None and payload.get("type") == "content_block_delta":
+            self.parts.append(payload["delta"].get("partial_json", ""))
+            return ()
+        if self.start is not None and payload.get("type") == "content_block_stop":
+            start, self.start = self.start, None
+            start["content_block"]["input"] = json.loads("".join(self.parts) or "{}")
+            return (start, payload)
+        return (payload,)
+
+
+class PartialJsonCutShort(EventRewriter):
+    """Drops the last character of every tool_use input (its closing brace)."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, Any] | None = None
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        delta = payload.get("delta")
+        if payload.get("type") == "content_block_delta" and isinstance(delta, dict) and "partial_json" in delta:
+            held, self.last = self.last, payload
+            return (held,) if held is not None else ()
+        if self.last is not None and payload.get("type") == "content_block_stop":
+            last, self.last = self.last, None
+            last["delta"]["partial_json"] = last["delta"]["partial_json"][:-1]
+            return (last, payload)
+        return (payload,)
+
+
+class EndTurnWithToolUse(EventRewriter):
+    """Reports ``stop_reason: "end_turn"`` after tool_use blocks."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if payload.get("type") == "message_delta" and payload["delta"].get("stop_reason") == "tool_use":
+            payload["delta"]["stop_reason"] = "end_turn"
+        return (payload,)
+
+
+class ErrorAsDataOnly(EventRewriter):
+    """Sends an error in a started stream without its ``event: error`` line."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        return (SSEEvent.of(payload),) if payload.get("type") == "error" else (payload,)
+
+
+class SharedToolUseId(EventRewriter):
+    """Gives every tool_use block the same id."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if block_kind(payload) == "tool_use":
+            payload["content_block"]["id"] = "toolu_01SameForEveryBlock"
+        return (payload,)
+
+
+class NoMessageStop(EventRewriter):
+    """Ends the stream after ``message_delta``, without ``message_stop``."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        return () if payload.get("type") == "message_stop" else (payload,)
+
+
+class InputAsString(EventRewriter):
+    """Gives a whole answer's tool_use ``input`` as a string of JSON."""
+
+    def on_whole_message(self, message: dict[str, Any]) -> dict[str, Any]:
+        for block in message.get("content") or ():
+            if block.get("type") == "tool_use":
+                block["input"] = json.dumps(block["input"])
+        return message
+
+
+class HangsOnUpstreamFailure(EventRewriter):
+    """Sends nothing more, and never ends the stream, once the upstream failed."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if payload.get("type") == "error":
+            self.hang = True
+            return ()
+        return (payload,)
+
+
+# --------------------------------------------------------------------------- behaviour
+
+
+def tool_choice_ignored(raw: bytes) -> tuple[MessagesRequest, dict[str, Any] | None]:
+    """Reads the request and forwards it as it came: ``tool_choice`` reaches a backend that ignores it."""
+    return parse_messages_request(raw), None
+
+
+def rescuing_without(family: str) -> Any:
+    return partial(AnthropicStreamPipeline, rescuer_factory=without_family(family))
+
+
+# --------------------------------------------------------------------------- correct but different
+
+
+class DifferentMessages(EventRewriter):
+    """Differs from the reference only in ways Messages clients accept: other id formats,
+    unknown fields, ``ping`` events between blocks, input and text in one-character
+    fragments, CRLF line endings, and network writes cut anywhere."""
+
+    def __init__(self) -> None:
+        self.events = 0
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        payload["x_gateway"] = {"seq": self.events}
+        kind = payload.get("type")
+        if kind == "message_start":
+            payload["message"]["id"] = f"msg_gw_{uuid.uuid4().hex}"
+            return (payload, {"type": "ping"})
+        if block_kind(payload) == "tool_use":
+            payload["content_block"]["id"] = f"call-{uuid.uuid4()}"
+        if kind == "content_block_stop":
+            return (payload, {"type": "ping"})
+        delta = payload.get("delta")
+        if kind == "content_block_delta" and isinstance(delta, dict):
+            key = "text" if delta.get("type") == "text_delta" else "partial_json"
+            text = delta.get(key, "")
+            return [{**payload, "delta": {**delta, key: text[i:i + 1]}} for i in range(len(text))] or (payload,)
+        return (payload,)
+
+    def encode(self, event: SSEEvent) -> bytes:
+        self.events += 1
+        head = f"event: {event.event}\r\n" if event.event is not None else ""
+        return wire(head + "".join(f"data: {line}\r\n" for line in event.data.split("\n")) + "\r\n")
+
+    def writes(self, body: bytes) -> Iterable[bytes]:
+        cut = len(body) // 3 + 1
+        return [part for part in (body[:cut], body[cut:]) if part]
+
+    def on_whole_message(self, message: dict[str, Any]) -> dict[str, Any]:
+        message["id"] = f"msg_gw_{uuid.uuid4().hex}"
+        message["x_gateway"] = {"region": "test"}
+        for block in message.get("content") or ():
+            if block.get("type") == "tool_use":
+                block["id"] = f"call-{uuid.uuid4()}"
+        return message
+
+
+CORRECT_BUT_DIFFERENT_MESSAGES = Mutant(
+    "correct-but-different-messages",
+    "Nothing: its Messages answers differ from the reference only in ways clients accept.",
+    (),
+    (),
+    rewritten(DifferentMessages),
+)
+
+
+# --------------------------------------------------------------------------- the catalogue
+
+LEAK = "anthropic-leaked-invoke-split"
+NATIVE = "anthropic-native-tool-use"
+AROUND = "anthropic-text-around"
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("anthropic-no-event-lines", "Sends Messages events without their `event:` lines.",
+           ("AEV-001", "ASDK-002"), (NATIVE, AROUND), rewritten(NoEventLines)),
+    Mutant("anthropic-text-block-left-open", "Opens the tool_use block while the text block is still open.",
+           ("AEV-006",), (AROUND,), rewritten(TextBlockLeftOpen)),
+    Mutant("anthropic-indices-from-one", "Numbers content blocks from 1.",
+           ("AEV-005",), (NATIVE, AROUND), rewritten(BlockIndicesFromOne)),
+    Mutant("anthropic-input-in-block-start", "Puts the whole tool input in `content_block_start`, with no `input_json_delta`.",
+           ("AEV-011",), (NATIVE, LEAK), rewritten(InputInBlockStart)),
+    Mutant("anthropic-partial-json-cut", "Cuts the closing brace off every tool input.",
+           ("AEV-010", "CALLS-001"), (NATIVE, LEAK), rewritten(PartialJsonCutShort)),
+    Mutant("anthropic-end-turn-with-tool-use", 'Reports `stop_reason: "end_turn"` after tool_use blocks.',
+           ("ATOOL-003", "ATOOL-004"), (NATIVE, LEAK), rewritten(EndTurnWithToolUse)),
+    Mutant("anthropic-shared-tool-use-id", "Gives every tool_use block the same id.",
+           ("ATOOL-001",), ("anthropic-two-invokes",), rewritten(SharedToolUseId)),
+    Mutant("anthropic-error-as-data-only", "Sends an error in a started stream without `event: error`.",
+           ("AERR-001",), ("faults-anthropic-drop-between-events",), rewritten(ErrorAsDataOnly)),
+    Mutant("anthropic-no-message-stop", "Ends the stream without `message_stop`.",
+           ("AEV-009",), (NATIVE,), rewritten(NoMessageStop), strict=True),
+    Mutant("anthropic-input-as-string", "Gives a whole answer's tool_use input as a string of JSON.",
+           ("ABODY-003",), ("anthropic-non-stream",), rewritten(InputAsString)),
+    Mutant("anthropic-hangs-on-upstream-failure", "Never ends the client's stream when the upstream fails.",
+           ("HTTP-002",), ("faults-anthropic-drop-between-events",), rewritten(HangsOnUpstreamFailure),
+           timeout=2.0),
+    Mutant("anthropic-invoke-rescue-off", "Does not rescue leaked invoke XML: it reaches the text blocks.",
+           ("TEXT-003", "CALLS-001"), (LEAK, "anthropic-count-wrapper"),
+           substituted(AnthropicStreamPipeline=rescuing_without("invoke-xml"))),
+    Mutant("anthropic-tool-choice-ignored", "Forwards `tool_choice` to a backend that ignores it instead of emulating it.",
+           ("UP-001",), ("anthropic-tool-choice-none", "anthropic-tool-choice-any", "anthropic-tool-choice-tool"),
+           substituted(_parse_messages=tool_choice_ignored)),
+)
