@@ -133,8 +133,7 @@ class _Reader:
             self.dispatch(offset if after is None else after, terminated=True)
             return
         if line.startswith(b":"):
-            self._note_after_done(offset)
-            return
+            return  # a comment (": keep-alive") is acceptable anywhere, after [DONE] too
         name_b, colon, value_b = line.partition(b":")
         if colon and value_b.startswith(b" "):
             value_b = value_b[1:]

@@ -371,6 +371,7 @@ ACCEPTABLE: list[Case] = [
     case("ok-no-arguments-as-braces", S_NOARGS, sse(ROLE, chunk(start(name="get_time", args="{}")), chunk(finish="tool_calls"))),
     case("ok-usage-when-requested", S_USAGE, sse(ROLE, chunk({"content": "Hello world"}), chunk(finish="stop"), usage_chunk())),
     case("ok-blank-lines-after-done", S_TEXT, TEXT_STREAM + "\n\n"),
+    case("ok-comments-after-done", S_TEXT, TEXT_STREAM + ": keep-alive\n\n: bye\n"),
     case("ok-prose-about-tags", S_PROSE, sse(ROLE, chunk({"content": "Wrap a call in <tool_call> and </tool_call>  tags."}), chunk(finish="stop"))),
     case("ok-regex", S_REGEX, sse(ROLE, chunk({"content": "Hello there, friend"}), chunk(finish="stop"))),
     case("ok-single-answer", S_SINGLE, completion(PARIS_MESSAGE)),
@@ -442,7 +443,7 @@ BROKEN: list[Case] = [
     case("sse-005-done-trailing-space", S_TEXT, sse(ROLE, chunk({"content": "Hello world"}), chunk(finish="stop"), done="data: [DONE] \n\n"), {"SSE-005"}),
     case("sse-006-chunk-after-done", S_TEXT, TEXT_STREAM + ev(chunk({"content": " again"})), {"SSE-006"}),
     case("sse-007-done-twice", S_TEXT, TEXT_STREAM + "data: [DONE]\n\n", {"SSE-007"}),
-    case("sse-007-comment-after-done", S_TEXT, TEXT_STREAM + ": bye\n\n", {"SSE-007"}),
+    case("sse-007-field-after-done", S_TEXT, TEXT_STREAM + "event: bye\n\n", {"SSE-007"}),
     case(
         "sse-008-invalid-utf8",
         S_TEXT,

@@ -58,7 +58,7 @@ CASES = [
     Case("done-lower-case", b"data: [done]\n\n", ("[done]",), ("done-not-exact",)),
     Case("done-twice", b"data: [DONE]\n\ndata: [DONE]\n\n", ("[DONE]", "[DONE]"), ("done-repeated",)),
     Case("chunk-after-done", b"data: [DONE]\n\ndata: {}\n\n", ("[DONE]", "{}"), ("event-after-done",)),
-    Case("comment-after-done", b"data: [DONE]\n\n: bye\n", ("[DONE]",), ("bytes-after-done",)),
+    Case("comments-after-done", b"data: [DONE]\n\n: bye\n\n: keep-alive\n", ("[DONE]",)),
     Case("field-after-done", b"data: [DONE]\n\nevent: x\n\n", ("[DONE]",), ("bytes-after-done",)),
     Case("done-unterminated", b"data: {}\n\ndata: [DONE]", ("{}", "[DONE]"), ("bytes-after-done",)),
     Case("done-one-line-end-only", b"data: {}\n\ndata: [DONE]\n", ("{}", "[DONE]"), ("bytes-after-done",)),

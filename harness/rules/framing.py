@@ -82,7 +82,7 @@ def nothing_after_done(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "SSE-007",
-    "`[DONE]` is sent once, ends with its blank line, and nothing but blank lines follows it.",
+    "`[DONE]` is sent once, ends with its blank line, and nothing but blank lines and comments follows it.",
     severity="spec",
     stage="stream",
 )
