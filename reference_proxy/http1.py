@@ -1,24 +1,27 @@
 """A lean HTTP/1.1 transport for the upstream ``httpx.AsyncClient``.
 
-httpx's default transport parses every HTTP chunk of a response into its own
-event and, on each request, checks every pooled connection with system calls.
-An inference server writes one chunk per token, so that cost is paid hundreds of
-times per answer and grows with the pool. This transport does the same job for
-the one thing the proxy needs — plain HTTP/1.1 (or TLS) requests to one
-configured upstream — with per-read rather than per-chunk work:
+httpx's default transport turns every HTTP chunk of a response into its own event
+and, on each request, checks every pooled connection with system calls. An
+inference server writes one chunk per token, so that cost is paid hundreds of times
+per answer and grows with the pool. This transport does the same job for what the
+proxy needs (HTTP/1.x requests to its configured upstream) with per-read rather than
+per-chunk work:
 
-* the chunked body is decoded in bulk: every complete chunk of one network read is
-  returned as one piece, so events that arrive together stay together;
-* idle keep-alive connections are kept per origin; taking one only looks at
-  whether the server already closed it (no system call);
+* responses are parsed by ``httptools`` (llhttp, the parser uvicorn uses): status,
+  headers, ``chunked``/``Content-Length``/close-delimited framing, keep-alive rules of
+  HTTP/1.0 and 1.1, malformed input; all the body data of one network read is passed
+  on as one piece, so events that arrive together stay together;
+* idle keep-alive connections are kept per origin; taking one only looks at whether
+  the server already closed it (no system call);
 * timeouts are httpx's (``connect``, ``read``, ``write``, ``pool`` from the request's
-  extensions) and failures are raised as httpx's own exceptions
-  (``ConnectError``, ``ReadTimeout``, ``RemoteProtocolError``…), so callers see
-  exactly what the default transport would raise.
+  extensions) and failures are raised as httpx's own exceptions (``ConnectError``,
+  ``ReadTimeout``, ``RemoteProtocolError``…), so callers see what the default
+  transport would raise.
 
-A body that ends before its declared end (a dropped connection, a broken chunk) is
-a ``RemoteProtocolError``; a connection is reused only after its response was read
-to the end and neither side asked to close it.
+A body that ends before its declared end (a dropped connection, a broken chunk) is a
+``RemoteProtocolError``; a connection is reused only after its response was read to
+the end, the parser says the server keeps it open, and no byte came after the
+response.
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ import asyncio
 import ssl
 from collections import deque
 from collections.abc import AsyncIterator
+
+import httptools
 import httpx
 
 #: The longest status line plus headers accepted from the upstream.
 MAX_HEAD = 256 * 1024
 READ_SIZE = 65536
 _Origin = tuple[bytes, bytes, int]
+_UNFRAMED_STATUSES = (204, 304)
 
 
 def _timeouts(request: httpx.Request) -> dict[str, float | None]:
@@ -55,6 +61,112 @@ class _Connection:
     def close(self) -> None:
         self.writer.close()
 
+    async def read(self, timeout: float | None) -> bytes:
+        try:
+            async with asyncio.timeout(timeout):
+                return await self.reader.read(READ_SIZE)
+        except TimeoutError:
+            raise httpx.ReadTimeout("timed out reading the upstream response") from None
+        except OSError as exc:
+            raise httpx.ReadError(str(exc) or type(exc).__name__) from None
+
+
+class _Response:
+    """The callbacks of ``httptools.HttpResponseParser`` for one response: what the
+    parser found so far, and whether the connection may carry another request."""
+
+    __slots__ = (
+        "parser", "head_only", "status", "reason", "headers", "head_done", "interim", "body", "complete",
+        "keep_alive", "close_delimited", "head_size",
+    )
+
+    def __init__(self, *, head_only: bool) -> None:
+        self.parser = httptools.HttpResponseParser(self)
+        self.head_only = head_only  # a HEAD request: the answer has no body, whatever its headers say
+        self.status = 0
+        self.reason = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.head_done = False
+        self.interim = False  # a 1xx answer; the real one follows
+        self.body: list[bytes] = []
+        self.complete = False
+        self.keep_alive = False
+        self.close_delimited = False  # no framing: the body ends when the server closes
+        self.head_size = 0
+
+    # ------------------------------------------------------------------ parser callbacks
+
+    def on_message_begin(self) -> None:
+        if self.complete:  # bytes after the response: the connection is not clean
+            self.keep_alive = False
+            return
+        self.reason = b""
+        self.headers = []
+        self.interim = False
+
+    def on_status(self, reason: bytes) -> None:
+        self.reason += reason
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self.head_done:
+            self.headers.append((name, value))
+
+    def on_headers_complete(self) -> None:
+        status = self.parser.get_status_code()
+        if 100 <= status < 200 and status != 101:
+            self.interim = True
+            return
+        self.status = status
+        self.head_done = True
+        self.keep_alive = self.parser.should_keep_alive()
+        framed = any(name.lower() in (b"content-length", b"transfer-encoding") for name, _ in self.headers)
+        self.close_delimited = not framed and status not in _UNFRAMED_STATUSES and not self.head_only
+        if self.head_only:
+            self.complete = True
+            self.keep_alive = False  # the parser may still expect a body: never reuse
+
+    def on_body(self, data: bytes) -> None:
+        if not self.complete:
+            self.body.append(data)
+
+    def on_message_complete(self) -> None:
+        if not self.interim and self.head_done:
+            self.complete = True
+
+    # ------------------------------------------------------------------ input
+
+    def feed(self, data: bytes) -> None:
+        if not self.head_done:
+            self.head_size += len(data)
+            if self.head_size > MAX_HEAD + READ_SIZE:
+                raise httpx.RemoteProtocolError("response head too large")
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            raise httpx.RemoteProtocolError("the upstream switched protocols") from None
+        except httptools.HttpParserError as exc:
+            if self.complete:  # garbage after a complete response: only the reuse is lost
+                self.keep_alive = False
+                return
+            raise httpx.RemoteProtocolError(f"malformed response from the upstream: {exc}") from None
+
+    def end_of_input(self) -> None:
+        """The server closed the connection: complete only for a close-delimited body."""
+        if self.complete:
+            return
+        if self.head_done and self.close_delimited:
+            self.complete = True
+            self.keep_alive = False
+            return
+        raise httpx.RemoteProtocolError("peer closed connection without sending complete message body")
+
+    def take_body(self) -> bytes:
+        body = self.body
+        if not body:
+            return b""
+        self.body = []
+        return body[0] if len(body) == 1 else b"".join(body)
+
 
 class _Body(httpx.AsyncByteStream):
     """A response body read from one connection; gives the connection back when complete."""
@@ -63,153 +175,43 @@ class _Body(httpx.AsyncByteStream):
         self,
         transport: LeanTransport,
         connection: _Connection,
+        response: _Response,
         *,
-        chunked: bool,
-        length: int | None,
-        keep_alive: bool,
         read_timeout: float | None,
-        buffered: bytes,
         slots: asyncio.Semaphore | None,
     ) -> None:
         self._transport = transport
         self._slots = slots  # released when the body is closed
         self._connection: _Connection | None = connection
-        self._chunked = chunked
-        self._length = length  # bytes still expected (content-length framing)
-        self._keep_alive = keep_alive
+        self._response = response
         self._timeout = read_timeout
-        self._buffered = buffered  # bytes read past the head
-        self._complete = False
-
-    async def _read(self) -> bytes:
-        connection = self._connection
-        assert connection is not None
-        try:
-            async with asyncio.timeout(self._timeout):
-                return await connection.reader.read(READ_SIZE)
-        except TimeoutError:
-            raise httpx.ReadTimeout("timed out reading the response body") from None
-        except OSError as exc:
-            raise httpx.ReadError(str(exc) or type(exc).__name__) from None
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        if self._connection is None:
+        connection = self._connection
+        if connection is None:
             return
+        response = self._response
         try:
-            if self._chunked:
-                async for piece in self._chunks():
+            while True:
+                piece = response.take_body()
+                if piece:
                     yield piece
-            elif self._length is not None:
-                async for piece in self._sized():
-                    yield piece
-            else:  # no framing: the body ends when the server closes the connection
-                self._keep_alive = False
-                data = self._buffered
-                self._buffered = b""
-                while True:
-                    if data:
-                        yield data
-                    data = await self._read()
-                    if not data:
-                        break
-                self._complete = True
+                if response.complete:
+                    return
+                data = await connection.read(self._timeout)
+                if data:
+                    response.feed(data)
+                else:
+                    response.end_of_input()
         finally:
             await self.aclose()
-
-    async def _sized(self) -> AsyncIterator[bytes]:
-        expected = self._length
-        assert expected is not None
-        remaining = expected
-        data = self._buffered
-        self._buffered = b""
-        while remaining > 0:
-            if not data:
-                data = await self._read()
-                if not data:
-                    raise httpx.RemoteProtocolError(
-                        f"peer closed connection without sending complete message body "
-                        f"(received {expected - remaining} bytes, expected {expected})"
-                    )
-            if len(data) > remaining:
-                self._keep_alive = False  # bytes beyond the body: the connection is not clean
-                data = data[:remaining]
-            remaining -= len(data)
-            yield data
-            data = b""
-        self._complete = True
-
-    async def _chunks(self) -> AsyncIterator[bytes]:
-        """Decode ``chunked`` framing; one piece per network read (the data of every chunk it holds)."""
-        buffer = self._buffered
-        self._buffered = b""
-        pos = 0
-        size = -1  # -1: a size line comes next; else data bytes of the current chunk still to come
-        trailer = False  # past the last chunk: trailer lines until a blank one
-        while True:
-            out: list[bytes] = []
-            while True:
-                if trailer:
-                    end = buffer.find(b"\r\n", pos)
-                    if end < 0:
-                        break
-                    blank = end == pos
-                    pos = end + 2
-                    if blank:  # the body is complete
-                        self._complete = True
-                        if pos != len(buffer):
-                            self._keep_alive = False  # bytes nobody asked for: do not reuse
-                        if out:
-                            yield b"".join(out)
-                        return
-                    continue
-                if size < 0:
-                    end = buffer.find(b"\r\n", pos)
-                    if end < 0:
-                        if len(buffer) - pos > 1024:
-                            raise httpx.RemoteProtocolError("malformed chunked body: size line too long")
-                        break
-                    field = buffer[pos:end].split(b";", 1)[0].strip(b" \t")
-                    if not field or field.strip(b"0123456789abcdefABCDEF"):
-                        raise httpx.RemoteProtocolError(f"malformed chunked body: chunk size {field[:40]!r}")
-                    size = int(field, 16)
-                    pos = end + 2
-                    if size == 0:
-                        trailer = True
-                        continue
-                if size:
-                    available = len(buffer) - pos
-                    if available <= 0:
-                        break
-                    if available < size:
-                        out.append(buffer[pos:])  # part of a chunk: pass it on now
-                        pos = len(buffer)
-                        size -= available
-                        break
-                    out.append(buffer[pos : pos + size])
-                    pos += size
-                    size = 0
-                if len(buffer) - pos < 2:
-                    break  # the chunk's closing CRLF is still to come
-                if buffer[pos : pos + 2] != b"\r\n":
-                    raise httpx.RemoteProtocolError("malformed chunked body: chunk data not followed by CRLF")
-                pos += 2
-                size = -1
-            if out:
-                yield out[0] if len(out) == 1 else b"".join(out)
-            data = await self._read()
-            if not data:
-                raise httpx.RemoteProtocolError(
-                    "peer closed connection without sending complete message body (incomplete chunked read)"
-                )
-            buffer = buffer[pos:] + data if pos < len(buffer) else data
-            pos = 0
 
     async def aclose(self) -> None:
         connection = self._connection
         if connection is None:
             return
         self._connection = None
-        if self._complete and self._keep_alive:
+        if self._response.complete and self._response.keep_alive:
             self._transport._release(connection)
         else:
             connection.close()
@@ -324,7 +326,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
             try:
                 return await self._send(request, connection, head, body, timeouts, slots)
             except _Stale:
-                # A reused connection the server had already closed: one fresh attempt.
+                # A kept-alive connection the server closed while it was idle (it said
+                # nothing, not even a status line): the request never reached it, so one
+                # attempt on a fresh connection is safe.
                 connection.close()
                 if not reused:
                     raise httpx.RemoteProtocolError("server disconnected without sending a response") from None
@@ -342,7 +346,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
         timeouts: dict[str, float | None],
         slots: asyncio.Semaphore | None,
     ) -> httpx.Response:
-        writer, reader = connection.writer, connection.reader
+        writer = connection.writer
         try:
             writer.write(head + body if len(body) < 65536 else head)
             if len(body) >= 65536:
@@ -353,63 +357,31 @@ class LeanTransport(httpx.AsyncBaseTransport):
             raise httpx.WriteTimeout("timed out sending the request") from None
         except OSError as exc:
             raise _Stale() from exc
-        try:
-            async with asyncio.timeout(timeouts.get("read")):
-                while True:
-                    try:
-                        raw = await reader.readuntil(b"\r\n\r\n")
-                    except asyncio.IncompleteReadError as exc:
-                        if not exc.partial:
-                            raise _Stale() from None
-                        raise httpx.RemoteProtocolError("server disconnected in the middle of the response head") from None
-                    except asyncio.LimitOverrunError:
-                        raise httpx.RemoteProtocolError("response head too large") from None
-                    status, reason, headers = _parse_head(raw)
-                    if 100 <= status < 200 and status != 101:
-                        continue  # an interim answer; the real one follows
-                    break
-        except TimeoutError:
-            raise httpx.ReadTimeout("timed out waiting for the response") from None
-        except ConnectionResetError:
-            raise _Stale() from None
-        except OSError as exc:
-            raise httpx.ReadError(str(exc) or type(exc).__name__) from None
-        chunked = False
-        length: int | None = None
-        keep_alive = True
-        for name, value in headers:
-            lower = name.lower()
-            if lower == b"transfer-encoding":
-                chunked = value.lower().rsplit(b",", 1)[-1].strip() == b"chunked"
-            elif lower == b"content-length":
-                try:
-                    length = int(value)
-                except ValueError:
-                    raise httpx.RemoteProtocolError(f"bad content-length {value[:40]!r}") from None
-            elif lower == b"connection" and b"close" in value.lower():
-                keep_alive = False
+        response = _Response(head_only=request.method == "HEAD")
+        received = False
+        while not response.head_done:
+            try:
+                data = await connection.read(timeouts.get("read"))
+            except httpx.ReadError:
+                if received:
+                    raise
+                raise _Stale() from None
+            if not data:
+                if not received:
+                    raise _Stale()
+                raise httpx.RemoteProtocolError("server disconnected in the middle of the response head")
+            received = True
+            response.feed(data)
         if request.headers.get("connection", "").lower() == "close":
-            keep_alive = False
-        if request.method == "HEAD" or status in (204, 304):
-            chunked, length = False, 0
-        elif chunked:
-            length = None
-        stream = _Body(
-            self,
-            connection,
-            chunked=chunked,
-            length=length,
-            keep_alive=keep_alive,
-            read_timeout=timeouts.get("read"),
-            buffered=b"",
-            slots=slots,
-        )
+            response.keep_alive = False
+        stream = _Body(self, connection, response, read_timeout=timeouts.get("read"), slots=slots)
+        version = b"HTTP/" + response.parser.get_http_version().encode("ascii")
         return httpx.Response(
-            status,
-            headers=headers,
+            response.status,
+            headers=response.headers,
             stream=stream,
             request=request,
-            extensions={"http_version": b"HTTP/1.1", "reason_phrase": reason},
+            extensions={"http_version": version, "reason_phrase": response.reason},
         )
 
     async def aclose(self) -> None:
@@ -423,22 +395,3 @@ class LeanTransport(httpx.AsyncBaseTransport):
 
 class _Stale(Exception):
     """The connection was closed before any byte of the answer came."""
-
-
-def _parse_head(raw: bytes) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
-    lines = raw[:-4].split(b"\r\n")
-    parts = lines[0].split(b" ", 2)
-    if len(parts) < 2 or not parts[0].startswith(b"HTTP/1."):
-        raise httpx.RemoteProtocolError(f"malformed status line {lines[0][:80]!r}")
-    try:
-        status = int(parts[1])
-    except ValueError:
-        raise httpx.RemoteProtocolError(f"malformed status line {lines[0][:80]!r}") from None
-    reason = parts[2] if len(parts) > 2 else b""
-    headers: list[tuple[bytes, bytes]] = []
-    for line in lines[1:]:
-        name, colon, value = line.partition(b":")
-        if not colon or not name or name != name.strip():
-            raise httpx.RemoteProtocolError(f"malformed header line {line[:80]!r}")
-        headers.append((name, value.strip(b" \t")))
-    return status, reason, headers

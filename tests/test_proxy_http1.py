@@ -133,6 +133,11 @@ async def test_content_length_and_close_delimited_bodies() -> None:
         CHUNKED + b"zz\r\nabc\r\n0\r\n\r\n",  # a size that is not hexadecimal
         CHUNKED + b"3\r\nabcXY0\r\n\r\n",  # data not followed by CRLF
         b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc",  # shorter than announced
+        b"HTTP/1.1 200 OK\r\ncontent-length: -5\r\n\r\n",  # a negative length
+        b"HTTP/1.1 200 OK\r\ncontent-length: 3\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\ncontent-length: 3\n\nabc",  # bare LF line ends: refused at once, not waited on
+        b"HTTP/1.1 101 Switching Protocols\r\nupgrade: websocket\r\nconnection: upgrade\r\n\r\n",
+        b"SMTP ready\r\n\r\n",  # not HTTP at all
     ],
 )
 async def test_broken_bodies_are_protocol_errors(wire: bytes) -> None:
@@ -145,6 +150,37 @@ async def test_broken_bodies_are_protocol_errors(wire: bytes) -> None:
     async with raw_server(handler) as url, client() as http:
         with pytest.raises(httpx.RemoteProtocolError):
             await http.post(url + "/x", content=b"{}")
+
+
+@pytest.mark.parametrize(
+    ("answer", "reused"),
+    [
+        (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", True),
+        (b"HTTP/1.0 200 OK\r\ncontent-length: 2\r\n\r\nok", False),  # 1.0 without keep-alive
+        (b"HTTP/1.0 200 OK\r\nconnection: keep-alive\r\ncontent-length: 2\r\n\r\nok", True),
+        (b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok", False),
+        (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokEXTRA", False),  # bytes nobody asked for
+        (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", True),
+    ],
+)
+async def test_a_connection_is_reused_only_when_the_server_keeps_it_clean_and_open(answer: bytes, reused: bool) -> None:
+    """Whatever the server says about keeping the connection, the next request is
+    answered at once: never sent down a connection the server no longer reads."""
+    connections = 0
+
+    async def handler(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        while True:
+            await read_request(reader)
+            writer.write(answer)
+            await writer.drain()
+
+    async with raw_server(handler) as url, client(read=1.0) as http:
+        for _ in range(2):
+            response = await http.post(url + "/x", content=b"{}")
+            assert (response.status_code, response.content) == (200, b"ok")
+    assert connections == (1 if reused else 2)
 
 
 async def test_failures_map_to_httpx_exceptions() -> None:
