@@ -4,9 +4,12 @@ Two tasks share one outbox. The pump reads the upstream and feeds the pipeline;
 the writer sends whatever the outbox holds. Events that arrive together (one
 network read) therefore leave together in one write (except the first content,
 which is sent before the rest of its burst is processed), while a lone token leaves
-as soon as it is processed: no added latency, far fewer writes under load. A
-third task watches the client: when it hangs up, the upstream request is
-cancelled at once so the backend stops generating.
+as soon as it is processed: no added latency, far fewer writes under load. When a
+slow client lets more than ``OUTBOX_LIMIT`` bytes pile up, the pump stops reading
+until the writer has sent them, so the upstream is slowed down (TCP flow control)
+instead of the proxy holding a whole answer in memory. A third task watches the
+client: when it hangs up, the upstream request is cancelled at once so the backend
+stops generating.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ log = logging.getLogger("reference_proxy.relay")
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 DRAIN_SECONDS = 1.0
+OUTBOX_LIMIT = 1 << 20
 
 
 class RelayPipeline(Protocol):
@@ -58,13 +62,20 @@ class RelayResponse(Response):
         self.on_done = on_done  # called once, when the client's answer ended, with "the client hung up"
         self.init_headers(SSE_HEADERS)
         self._outbox: list[bytes] = []
+        self._outbox_size = 0
         self._wake = asyncio.Event()
+        self._room = asyncio.Event()  # set while the outbox is under its limit
+        self._room.set()
         self._output_done = False  # the pipeline said all it will say
         self._hung_up = False
 
     def _put(self, text: str) -> None:
         if text:
-            self._outbox.append(to_wire(text))
+            data = to_wire(text)
+            self._outbox.append(data)
+            self._outbox_size += len(data)
+            if self._outbox_size > OUTBOX_LIMIT:
+                self._room.clear()
 
     def _handle(self, event: str, data: str) -> None:
         pipeline = self.pipeline
@@ -98,6 +109,8 @@ class RelayResponse(Response):
                     if pipeline.closed:
                         stopped_early = True
                         break
+                    if not self._room.is_set():
+                        await self._room.wait()
                 else:
                     for event, data in reader.close():
                         if not pipeline.closed:
@@ -148,7 +161,9 @@ class RelayResponse(Response):
                 if outbox:
                     data = outbox[0] if len(outbox) == 1 else b"".join(outbox)
                     outbox.clear()
+                    self._outbox_size = 0
                     await send({"type": "http.response.body", "body": data, "more_body": True})
+                    self._room.set()
                 if self._output_done and not outbox:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
                     break

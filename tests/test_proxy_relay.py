@@ -1,0 +1,66 @@
+"""The relay's flow control: a client that does not read slows the upstream reading
+down instead of making the proxy hold the whole answer in memory."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+import httpx
+
+from reference_proxy.pipeline import StreamPipeline
+from reference_proxy.relay import OUTBOX_LIMIT, RelayResponse
+from starlette.types import Message
+
+PIECE = b"".join(
+    b"data: " + json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                            "choices": [{"index": 0, "delta": {"content": "x" * 200}}]}).encode() + b"\n\n"
+    for _ in range(50)
+)
+PIECES = 4 * OUTBOX_LIMIT // len(PIECE)  # an answer four times the limit
+
+
+class CountingStream(httpx.AsyncByteStream):
+    def __init__(self) -> None:
+        self.sent = 0
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for _ in range(PIECES):
+            self.sent += 1
+            yield PIECE
+            await asyncio.sleep(0)
+        yield b"data: [DONE]\n\n"
+
+
+async def test_a_client_that_stops_reading_stops_the_upstream_reads() -> None:
+    stream = CountingStream()
+    upstream = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=stream)
+    pipeline = StreamPipeline(tools=(), vtc=False, include_usage=False, request_model="m")
+    relay = RelayResponse(upstream, pipeline, lambda hung_up: None)
+    reading = asyncio.Event()  # the client reads again once this is set
+    bodies: list[bytes] = []
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            bodies.append(message.get("body", b""))
+            if len(bodies) == 2:
+                await reading.wait()  # a slow client: this write does not complete
+
+    async def receive() -> Message:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    task = asyncio.ensure_future(relay({"type": "http"}, receive, send))
+    for _ in range(200):
+        await asyncio.sleep(0)
+    stalled_at = stream.sent
+    held = sum(len(b) for b in bodies) + sum(len(b) for b in relay._outbox)
+    assert stalled_at < PIECES / 2, "the upstream was read on while the client did not read"
+    assert held <= 2 * OUTBOX_LIMIT + 2 * len(PIECE)
+    reading.set()
+    await asyncio.wait_for(task, 10)
+    assert stream.sent == PIECES  # and once the client reads again, all of it arrives
+    delivered = b"".join(bodies)
+    assert delivered.count(b'"content":"' + b"x" * 200) == PIECES * 50
+    assert delivered.endswith(b"data: [DONE]\n\n")
