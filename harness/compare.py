@@ -17,9 +17,18 @@ from typing import Any
 _WS = re.compile(r"\s+")
 
 
+def _fold_run(match: re.Match[str]) -> str:
+    return "\n" if "\n" in match.group() else " "
+
+
 def fold_ws(text: str) -> str:
-    """Trim both ends and fold every run of white space to one space."""
-    return _WS.sub(" ", text).strip()
+    """The text as compared by default: the ends trimmed, CRLF and CR read as LF, and
+    each inner run of white space folded to one newline when it holds a line break,
+    else to one space. Line structure counts (a proxy that turns a paragraph break
+    into a space, or drops a newline delta, differs), while the number of blank lines
+    where markup was cut out of the text does not."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+    return _WS.sub(_fold_run, text)
 
 
 def content_equal(expected: str, actual: str, *, exact: bool = False) -> bool:

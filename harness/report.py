@@ -16,6 +16,7 @@ from typing import Any
 
 from harness.anthropic_events import answer_from_message, assemble_anthropic_stream, read_events
 from harness.assemble import Answer, answer_from_exchange, parse_body, response_kind
+from harness.compare import fold_ws
 from harness.exchange import Exchange
 from harness.rechunk import describe_split
 from harness.rules import RULES, Rule
@@ -95,10 +96,10 @@ def answer_diff(scenario: Scenario, exchange: Exchange) -> list[str]:
         diff = difflib.unified_diff(expected_lines, received_lines, lineterm="", n=len(expected_lines) + len(received_lines))
         out.extend("  " + line[0] + " " + line[1:] for line in list(diff)[3:])
     if expect.content is not None:
-        wanted = expect.content if expect.content_exact else " ".join(expect.content.split())
-        got = content if expect.content_exact else " ".join(content.split())
+        wanted = expect.content if expect.content_exact else fold_ws(expect.content)
+        got = content if expect.content_exact else fold_ws(content)
         if wanted != got:
-            out.append("content" + ("" if expect.content_exact else " (white space folded)") + ":")
+            out.append("content" + (" (byte for byte)" if expect.content_exact else " (white space folded)") + ":")
             out.append(f"  - expected {_clip(repr(wanted), 300)}")
             out.append(f"  + received {_clip(repr(got), 300)}")
     elif expect.content_regex is not None:

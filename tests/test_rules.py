@@ -111,6 +111,8 @@ S_NOARGS = scenario({"tool_calls": [{"name": "get_time", "arguments": {}}], "fin
 S_USAGE = scenario(
     {"content": "Hello world", "finish_reason": "stop"}, request={"stream_options": {"include_usage": True}}
 )
+S_LINES = scenario({"content": "Line one.\n\nLine two:  done.", "finish_reason": "stop"})
+S_EXACT = scenario({"content": "Hello world", "content_exact": True, "finish_reason": "stop"})
 S_REGEX = scenario({"content_regex": "^Hello\\b", "markers": ["count"]})
 S_PROSE = scenario({"content": "Wrap a call in <tool_call> and </tool_call> tags.", "finish_reason": "stop"})
 S_SINGLE = scenario({"tool_calls": [PARIS], "finish_reason": "tool_calls"}, stream=False)
@@ -373,6 +375,12 @@ ACCEPTABLE: list[Case] = [
     case("ok-blank-lines-after-done", S_TEXT, TEXT_STREAM + "\n\n"),
     case("ok-comments-after-done", S_TEXT, TEXT_STREAM + ": keep-alive\n\n: bye\n"),
     case("ok-prose-about-tags", S_PROSE, sse(ROLE, chunk({"content": "Wrap a call in <tool_call> and </tool_call>  tags."}), chunk(finish="stop"))),
+    case(
+        "ok-lines-other-spacing",
+        S_LINES,
+        sse(ROLE, chunk({"content": " Line one. \r\n\r\n\r\n"}), chunk({"content": "Line two: done.\n"}), chunk(finish="stop")),
+    ),
+    case("ok-exact", S_EXACT, TEXT_STREAM),
     case("ok-regex", S_REGEX, sse(ROLE, chunk({"content": "Hello there, friend"}), chunk(finish="stop"))),
     case("ok-single-answer", S_SINGLE, completion(PARIS_MESSAGE)),
     case(
@@ -619,6 +627,19 @@ BROKEN: list[Case] = [
     # content
     case("text-001-different", S_TEXT, TEXT_STREAM.replace(" world", " there"), {"TEXT-001", "SDK-002"}),
     case("text-001-text-sent-twice", S_TEXT, sse(ROLE, chunk({"content": "Hello"}), chunk({"content": "Hello world"}), chunk(finish="stop")), {"TEXT-001", "SDK-002"}),
+    case(
+        "text-001-line-break-becomes-space",
+        S_LINES,
+        sse(ROLE, chunk({"content": "Line one. "}), chunk({"content": "Line two:  done."}), chunk(finish="stop")),
+        {"TEXT-001", "SDK-002"},
+    ),
+    case(
+        "text-001-newline-delta-lost",
+        S_LINES,
+        sse(ROLE, chunk({"content": "Line one."}), chunk({"content": "Line two:  done."}), chunk(finish="stop")),
+        {"TEXT-001", "SDK-002"},
+    ),
+    case("text-001-exact-trailing-space", S_EXACT, TEXT_STREAM.replace(" world", " world "), {"TEXT-001", "SDK-002"}),
     case("text-002-regex", S_REGEX, sse(ROLE, chunk({"content": "Well, Hello"}), chunk(finish="stop")), {"TEXT-002", "SDK-002"}),
     case(
         "text-003-leaked-closing-tag",
@@ -950,7 +971,8 @@ PAIRS = [
         completion(PARIS_MESSAGE),
         False,
     ),
-    PairCase("same-text-other-spacing", S_TEXT, TEXT_STREAM, completion({"role": "assistant", "content": " Hello\n world "}, "stop"), False),
+    PairCase("same-text-other-spacing", S_TEXT, TEXT_STREAM, completion({"role": "assistant", "content": " Hello \t world "}, "stop"), False),
+    PairCase("line-break-lost", S_TEXT, TEXT_STREAM.replace(" world", "\\n\\nworld"), completion({"role": "assistant", "content": "Hello world"}, "stop"), True),
     PairCase("text-differs", S_TEXT, TEXT_STREAM, completion({"role": "assistant", "content": "Hello"}, "stop"), True),
     PairCase("call-missing-in-stream", S_CALL, sse(ROLE, chunk({"content": "<tools>…</tools>"}), chunk(finish="stop")), completion(PARIS_MESSAGE), True),
     PairCase("finish-differs", S_TEXT, TEXT_STREAM, completion({"role": "assistant", "content": "Hello world"}, "length"), True),

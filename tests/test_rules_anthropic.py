@@ -754,7 +754,7 @@ def test_sdk_reading() -> None:
     ("streamed", "plain", "fails"),
     [
         (TEXT_CALL_STREAM, message([TEXT_CONTENT, PARIS_USE]), False),
-        (TEXT_CALL_STREAM.replace('"unit": "celsius"', '"unit":"celsius"'), message([{"type": "text", "text": " Let me\ncheck. "}, PARIS_USE]), False),
+        (TEXT_CALL_STREAM.replace('"unit": "celsius"', '"unit":"celsius"'), message([{"type": "text", "text": " Let me \t check. "}, PARIS_USE]), False),
         (TEXT_CALL_STREAM, message([TEXT_CONTENT]), True),
         (TEXT_CALL_STREAM, message([TEXT_CONTENT, PARIS_USE], "end_turn"), True),
     ],

@@ -14,7 +14,7 @@ rule = rule_group("equivalence", "EQ")
 @rule.pair(
     "EQ-001",
     "The streaming and the non-streaming answer to one request agree: same tool calls (names and arguments), "
-    "same content (white space folded), same finish_reason.",
+    "same content (white space folded as TEXT-001 folds it, line breaks kept), same finish_reason.",
     severity="client",
 )
 def stream_matches_single(streamed: Context, plain: Context) -> Iterator[Violation]:
