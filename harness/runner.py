@@ -127,7 +127,7 @@ def build_request(scenario: Scenario, *, stream: bool, model: str | None, nonce:
     if scenario.client.pad_bytes is not None:
         body["messages"] = list(body.get("messages") or ())
         _pad_first_user(body, scenario.client.pad_bytes)
-    return place_nonce(body, nonce)
+    return place_nonce(body, nonce, scenario.client.dialect)
 
 
 def _payload(scenario: Scenario, body: Mapping[str, Any]) -> tuple[bytes, Mapping[str, Any]]:

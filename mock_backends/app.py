@@ -29,7 +29,7 @@ from harness.nonce import find_nonce
 from harness.scenario import Fault, Scenario, parse_scenario
 from mock_backends import anthropic_replay
 from mock_backends.openai_replay import completion, error_body, plan_reply, stream_events
-from mock_backends.registry import Registry, Run, RunNotFound, UnknownScenario
+from mock_backends.registry import Registry, Run, RunNotFound, Selection, UnknownScenario
 from mock_backends.streaming import DroppedResponse, ReplayStream
 from mock_backends.validation import check_anthropic, check_openai
 from mock_backends.wire import ErrorAnswer, Event, dumps
@@ -41,6 +41,11 @@ ROUTES_HELP = (
     "the mock answers POST <any prefix>/chat/completions (OpenAI), POST <any prefix>/messages (Anthropic), "
     "GET <any prefix>/models and /_mock/ (control)"
 )
+
+# Every answer tied to a run names it, so a request that reached the mock without a nonce can be traced.
+RUN_HEADER = "X-Conformance-Run"
+SELECTED_BY_HEADER = "X-Conformance-Selected-By"
+_TOOK = {"queue": " (no nonce: oldest waiting run)", "only": " (no nonce: the only armed run)"}
 
 Dialect = Literal["openai", "anthropic"]
 _DIALECTS = {"openai": "POST .../chat/completions", "anthropic": "POST .../messages"}
@@ -241,25 +246,38 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
         path = scope["path"]
         raw = await request.body()
         headers = _headers(scope["headers"])
-        nonce = find_nonce(headers, raw)
-        run: Run | None = None
+        nonce = find_nonce(headers, raw, registry.is_armed)
+        selection: Selection | None = None
         miss: RunNotFound | None = None
         try:
-            run = registry.select(nonce)
+            selection = registry.select(nonce)
         except RunNotFound as exc:
             miss = exc
         body, raw_text, problem = _parse_body(raw)
         now = time.time()
+        run: Run | None = None
         scenario_id = None
-        if run is not None:
+        shown = nonce
+        took = ""
+        if selection is not None:
+            run = selection.run
             scenario_id = run.scenario.id
+            shown = run.nonce
+            took = _TOOK.get(selection.by, "")
             run.record(RecordedRequest("POST", path, scope["query_string"].decode("latin-1"), headers, body,
                                        raw_text, now))
 
+        def named(response: Response) -> Response:
+            """Tell whoever reads the answer which run it came from and how that run was chosen."""
+            if selection is not None:
+                response.headers[RUN_HEADER] = selection.run.nonce
+                response.headers[SELECTED_BY_HEADER] = selection.by
+            return response
+
         def refuse(status: int, kind: str, message: str, code: str, *, param: str | None = None,
                    api_type: str | None = None) -> Response:
-            _log("POST", path, status, nonce=nonce, scenario=scenario_id, kind=kind)
-            return _route_error(dialect, status, message, code, param=param, api_type=api_type)
+            _log("POST", path, status, nonce=shown, scenario=scenario_id, kind=kind + took)
+            return named(_route_error(dialect, status, message, code, param=param, api_type=api_type))
 
         if problem is not None:
             return refuse(400, "invalid body", problem, "invalid_json" if raw_text is not None else "invalid_request",
@@ -295,12 +313,13 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
             whole = partial(anthropic_replay.message, anthropic, areply)
         fault = replay.fault
         if replay.error is not None:
-            _log("POST", path, replay.error.status, nonce=nonce, scenario=scenario_id, kind="fault http_error")
-            return Response(replay.error.body, replay.error.status, dict(replay.error.headers),
-                            media_type=replay.error.media_type)
+            _log("POST", path, replay.error.status, nonce=shown, scenario=scenario_id, kind="fault http_error" + took)
+            return named(Response(replay.error.body, replay.error.status, dict(replay.error.headers),
+                                  media_type=replay.error.media_type))
         kind = "stream" if stream else "json"
-        _log("POST", path, 200, nonce=nonce, scenario=scenario_id, kind=f"{kind} fault {fault.kind}" if fault else kind)
-        return await _deliver(replay, stream, events, whole)
+        _log("POST", path, 200, nonce=shown, scenario=scenario_id,
+             kind=(f"{kind} fault {fault.kind}" if fault else kind) + took)
+        return named(await _deliver(replay, stream, events, whole))
 
     async def models(request: Request) -> Response:
         _log("GET", request.url.path, 200, kind="models")

@@ -77,7 +77,8 @@ def mock(host: str, port: int, paths: tuple[Path, ...], quiet: bool) -> None:
         f"  arm a run:      curl -s -X POST {url}/_mock/runs -H 'content-type: application/json' "
         f"-d '{{\"scenario_id\": \"{example}\"}}'"
     )
-    click.echo(f"  then send the returned nonce in the {NONCE_HEADER} header, the 'user' field or a message")
+    click.echo(f"  then send the returned nonce in the {NONCE_HEADER} header, the 'user' field or a user message;")
+    click.echo("  a request without one takes the oldest armed run that has received none (one client at a time)")
     click.echo(f"  recorded requests: GET {url}/_mock/runs/<nonce>")
     if not quiet:
         handler = logging.StreamHandler(sys.stdout)

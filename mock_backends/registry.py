@@ -3,6 +3,8 @@
 No HTTP here. A run is found by the nonce the harness put in the request; it is
 never consumed by a request (proxies retry, and a test may send several requests
 to one run), and lives until it is disarmed or evicted as the oldest of too many.
+A request whose proxy removed every copy of the nonce is served from a queue: the
+oldest armed run that has not received a request yet takes it.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from harness.errors import MockError
 from harness.exchange import RecordedRequest
@@ -50,6 +53,7 @@ class Run:
     prepared: Prepared
     requests: deque[RecordedRequest] = field(default_factory=lambda: deque(maxlen=MAX_RECORDED))
     received: int = 0  # all requests, also those no longer kept
+    claimed: bool = False  # a request was tied to it: it has left the queue of waiting runs
 
     @property
     def scenario(self) -> Scenario:
@@ -58,6 +62,19 @@ class Run:
     def record(self, request: RecordedRequest) -> None:
         self.requests.append(request)
         self.received += 1
+
+
+SelectedBy = Literal["nonce", "queue", "only"]
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """The run a request belongs to, and how it was chosen: by its ``nonce``; without one,
+    from the ``queue`` of runs still waiting for their first request; or as the ``only``
+    armed run (a retry of a request that had no nonce either)."""
+
+    run: Run
+    by: SelectedBy
 
 
 class RunNotFound(MockError):
@@ -119,8 +136,12 @@ class Registry:
         with self._lock:
             return self._runs.pop(nonce, None) is not None
 
-    def select(self, nonce: str | None) -> Run:
-        """The run a request belongs to: the one its nonce names, else the only one armed."""
+    def is_armed(self, nonce: str) -> bool:
+        return nonce in self._runs
+
+    def select(self, nonce: str | None) -> Selection:
+        """The run a request belongs to: the one its nonce names; without a nonce the
+        oldest armed run that has received no request yet, else the only armed run."""
         if nonce is not None:
             run = self._runs.get(nonce)
             if run is None:
@@ -129,17 +150,28 @@ class Registry:
                     f"no armed run has nonce {nonce} (it was never armed, was disarmed, or was evicted; "
                     f"{len(self._runs)} run(s) armed)",
                 )
-            return run
+            run.claimed = True
+            return Selection(run, "nonce")
         with self._lock:
+            for run in self._runs.values():  # oldest first
+                if not run.claimed:
+                    run.claimed = True
+                    return Selection(run, "queue")
             if len(self._runs) == 1:
-                return next(iter(self._runs.values()))
+                return Selection(next(iter(self._runs.values())), "only")
             armed = len(self._runs)
+        looked = (
+            f"looked for {NONCE_SHAPE} in every header value (the harness sends it as {NONCE_HEADER}) and in the "
+            "raw body (the 'user' or 'metadata.user_id' field and the first and last user messages)"
+        )
+        if not armed:
+            raise RunNotFound(400, f"no conformance nonce in the request and no run is armed: {looked}; "
+                                   "arm a run with POST /_mock/runs first")
         raise RunNotFound(
             400,
-            f"no conformance nonce in the request: looked for {NONCE_SHAPE} in every header value "
-            f"(the harness sends it as {NONCE_HEADER}) and in the raw body (the 'user' field and the first "
-            f"user message); {armed} run(s) are armed, so none can be chosen without it "
-            "(without a nonce the mock answers only when exactly one run is armed)",
+            f"no conformance nonce in the request: {looked}; {armed} run(s) are armed and every one has already "
+            "received a request, so none can be chosen without it (without a nonce the mock takes the oldest armed "
+            "run that has received no request yet, or the only armed run)",
         )
 
     def model_names(self) -> list[str]:

@@ -501,18 +501,18 @@ def test_wrong_dialect_answers_in_the_routes_shape(shared: Mock) -> None:
 @pytest.mark.parametrize(
     ("armed", "nonce", "status", "kind", "needles"),
     [
-        (0, None, 400, "scenario_not_found", ["tcc-", NONCE_HEADER, "0 run(s)"]),
-        (2, None, 400, "scenario_not_found", ["2 run(s)"]),
+        (0, None, 400, "scenario_not_found", ["tcc-", NONCE_HEADER, "no run is armed"]),
+        (2, None, 400, "scenario_not_found", ["2 run(s)", "already received a request"]),
         (1, "unarmed", 404, "scenario_not_found", ["{nonce}"]),
     ],
 )
 def test_selection_errors_are_anthropic_shaped(fresh: Mock, armed: int, nonce: str | None, status: int, kind: str,
                                                needles: list[str]) -> None:
     url, control, http = fresh
-    for i in range(armed):
-        control.arm(make_scenario(f"sel-{i}", ["x"]))
-    sent = new_nonce() if nonce == "unarmed" else None
     body: dict[str, Any] = {"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]}
+    for i in range(armed):  # each run has had its request: none is waiting for one without a nonce
+        assert post(http, url, body, control.arm(make_scenario(f"sel-{i}", ["x"]))).status_code == 200
+    sent = new_nonce() if nonce == "unarmed" else None
     assert_anthropic_error(post(http, url, body, sent), status, kind, *(n.format(nonce=sent) for n in needles))
     if sent is not None:
         with pytest.raises(anthropic.NotFoundError) as raised:
@@ -792,7 +792,7 @@ def _frames_only(scenario: Scenario) -> Scenario:
 
 
 def _request(scenario: Scenario, nonce: str, stream: bool) -> dict[str, Any]:
-    return place_nonce({**scenario.client.request, "stream": stream}, nonce)
+    return place_nonce({**scenario.client.request, "stream": stream}, nonce, "anthropic")
 
 
 def test_every_bundled_anthropic_backend_replays_its_frames(servers: ServeFn) -> None:

@@ -20,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.errors import MockError
-from harness.nonce import NONCE_HEADER, new_nonce, place_nonce
+from harness.nonce import NONCE_HEADER, find_nonce, new_nonce, nonce_line, place_nonce
 from harness.scenario import (
     Backend,
     ContentFrame,
@@ -33,7 +33,7 @@ from harness.scenario import (
     validate_paths,
 )
 from harness.servers import RunningServer, serve
-from mock_backends.app import create_app
+from mock_backends.app import RUN_HEADER, SELECTED_BY_HEADER, create_app
 from mock_backends.cli import mock as mock_command
 from mock_backends.control import MockControl
 from mock_backends.openai_replay import DEFAULT_MODEL
@@ -453,103 +453,163 @@ def test_wrong_routes_answer_openai_errors(shared: Mock, method: str, path: str,
 
 # --------------------------------------------------------------------------- selection
 
-
-def _header_only(body: dict[str, Any], nonce: str) -> tuple[dict[str, Any], dict[str, str]]:
-    return body, {NONCE_HEADER: nonce}
-
-
-def _user_only(body: dict[str, Any], nonce: str) -> tuple[dict[str, Any], dict[str, str]]:
-    return {**body, "user": nonce}, {}
+# What a proxy does to the request on its way upstream: each changes the body or the headers it forwards.
+Rewrite = Callable[[dict[str, Any], dict[str, str]], None]
 
 
-def _message_only(body: dict[str, Any], nonce: str) -> tuple[dict[str, Any], dict[str, str]]:
-    placed = place_nonce(body, nonce)
-    del placed["user"]
-    return placed, {}
+def _user_turns(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in body["messages"] if m["role"] == "user"]
 
 
-def _everywhere(body: dict[str, Any], nonce: str) -> tuple[dict[str, Any], dict[str, str]]:
-    return place_nonce(body, nonce), {NONCE_HEADER: nonce}
-
-
-def _rename_model(body: dict[str, Any]) -> None:
+def _rename_model(body: dict[str, Any], headers: dict[str, str]) -> None:
     body["model"] = "openai:renamed-by-proxy"
 
 
-def _drop_system(body: dict[str, Any]) -> None:
+def _drop_system(body: dict[str, Any], headers: dict[str, str]) -> None:
     body["messages"] = [m for m in body["messages"] if m["role"] != "system"]
 
 
-def _inject_system(body: dict[str, Any]) -> None:
+def _inject_system(body: dict[str, Any], headers: dict[str, str]) -> None:
     body["messages"].insert(0, {"role": "system", "content": "injected by the proxy"})
 
 
-def _rewrite_last_user(body: dict[str, Any]) -> None:
-    body["messages"][-1]["content"] = "rewritten by the proxy"
+def _rewrite_first_user(body: dict[str, Any], headers: dict[str, str]) -> None:
+    _user_turns(body)[0]["content"] = "first turn rewritten by the proxy"
 
 
-def _non_stream(body: dict[str, Any]) -> None:
+def _rewrite_last_user(body: dict[str, Any], headers: dict[str, str]) -> None:
+    _user_turns(body)[-1]["content"] = "last turn rewritten by the proxy"
+
+
+def _drop_user_field(body: dict[str, Any], headers: dict[str, str]) -> None:
+    del body["user"]
+
+
+def _drop_unknown_headers(body: dict[str, Any], headers: dict[str, str]) -> None:
+    del headers[NONCE_HEADER]
+
+
+def _non_stream(body: dict[str, Any], headers: dict[str, str]) -> None:
     body["stream"] = False
 
 
-# (where the nonce survives, what the proxy did to the request)
-VARIANTS: list[tuple[Callable[..., tuple[dict[str, Any], dict[str, str]]], list[Callable[[dict[str, Any]], None]]]] = [
-    (_header_only, [_rename_model, _drop_system]),
-    (_user_only, [_rewrite_last_user, _inject_system]),
-    (_message_only, [_rename_model, _rewrite_last_user, _drop_system]),
-    (_everywhere, [_rename_model, _inject_system, _rewrite_last_user]),
-    (_message_only, [_non_stream, _inject_system]),
-    (_user_only, [_non_stream, _rename_model, _drop_system]),
-    (_header_only, [_rewrite_last_user, _non_stream]),
+CONVERSATIONS: dict[str, list[dict[str, Any]]] = {
+    "two-turns": [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "First question."},
+        {"role": "assistant", "content": "First answer."},
+        {"role": "user", "content": "Last question."},
+    ],
+    "one-turn": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "The only question."}],
+}
+
+# (conversation, what the proxy did after the harness placed the nonce): one copy survives each time
+VARIANTS: list[tuple[str, list[Rewrite]]] = [
+    ("two-turns", [_drop_unknown_headers, _drop_user_field, _rewrite_last_user, _rename_model]),  # first turn
+    ("two-turns", [_drop_unknown_headers, _drop_user_field, _rewrite_first_user, _inject_system]),  # last turn
+    ("two-turns", [_drop_user_field, _rewrite_first_user, _rewrite_last_user, _drop_system]),  # header
+    ("two-turns", [_drop_unknown_headers, _rewrite_first_user, _rewrite_last_user, _non_stream]),  # user field
+    ("one-turn", [_drop_unknown_headers, _rewrite_last_user, _rename_model, _drop_system]),  # user field
+    ("one-turn", [_drop_user_field, _rewrite_first_user, _inject_system, _non_stream]),  # header
+    ("one-turn", [_drop_unknown_headers, _drop_user_field, _inject_system, _rename_model]),  # the one turn
+    ("one-turn", [_drop_unknown_headers, _drop_user_field, _drop_system, _non_stream]),  # the one turn
 ]
+
+
+def _as_the_proxy_forwards(conversation: str, rewrites: list[Rewrite], request: Mapping[str, Any],
+                           nonce: str) -> tuple[dict[str, Any], dict[str, str]]:
+    """The harness's request for ``nonce``, then the proxy's rewrites of it."""
+    body = place_nonce({**request, "messages": CONVERSATIONS[conversation]}, nonce)
+    headers = {NONCE_HEADER: nonce}
+    placed = (compact(body), dict(headers))
+    for rewrite in rewrites:
+        rewrite(body, headers)
+    assert (compact(body), headers) != placed, "the proxy changed nothing"
+    return body, headers
 
 
 async def test_concurrent_requests_each_get_their_own_run(shared: Mock) -> None:
     url, control, http = shared
-    base_request = {
-        "model": "scenario-model",
-        "stream": True,
-        "messages": [
-            {"role": "system", "content": "Be brief."},
-            {"role": "user", "content": "First question."},
-            {"role": "assistant", "content": "First answer."},
-            {"role": "user", "content": "Last question."},
-        ],
-    }
+    request = {"model": "scenario-model", "stream": True, "messages": CONVERSATIONS["two-turns"]}
     runs = []
     for i in range(10):
         scenario = make_scenario(f"concurrent-{i}", [f"run {i} ", "sends ", f"its own frames ✓{i}"],
-                                 request=base_request, delay_ms=2)
+                                 request=request, delay_ms=2)
         runs.append((scenario, control.arm(scenario)))
     planned = []
-    for n in range(30):
-        scenario, nonce = runs[n % 10]
-        place, mutations = VARIANTS[n % len(VARIANTS)]
-        body = copy.deepcopy(dict(scenario.client.request))
-        for mutate in mutations:
-            mutate(body)
-        body, headers = place(body, nonce)
+    for n in range(4 * len(VARIANTS)):
+        scenario, nonce = runs[n % len(runs)]
+        conversation, rewrites = VARIANTS[n % len(VARIANTS)]
+        body, headers = _as_the_proxy_forwards(conversation, rewrites, scenario.client.request, nonce)
+        assert find_nonce(headers, compact(body)) == nonce, "the case needs one surviving copy"
         planned.append((scenario, nonce, body, headers))
 
     async with httpx.AsyncClient(timeout=20) as client:
         responses = await asyncio.gather(*(
             client.post(url + "/v1/chat/completions", json=body, headers=headers) for _, _, body, headers in planned
         ))
-    for (scenario, _, body, _), response in zip(planned, responses):
+    for (scenario, nonce, body, _), response in zip(planned, responses):
         check_answer(response, scenario, body)
+        assert (response.headers[RUN_HEADER], response.headers[SELECTED_BY_HEADER]) == (nonce, "nonce")
     for scenario, nonce in runs:
         sent = sorted(compact(b) for s, n, b, _ in planned if n == nonce)
         assert sorted(compact(r.body) for r in control.recorded(nonce)) == sent
 
 
+def test_a_stale_nonce_does_not_hide_the_armed_one(fresh: Mock) -> None:
+    url, control, http = fresh
+    scenario = make_scenario("current", ["the current run"], request={"stream": False})
+    nonce = control.arm(scenario)
+    stale = control.arm(make_scenario("earlier", ["an earlier run"]))
+    control.disarm(stale)
+    earlier_turns = [
+        {"role": "user", "content": "Hello."},
+        {"role": "assistant", "content": "Hi."},
+        {"role": "user", "content": f"As before:\n\n{nonce_line(stale)}"},  # left over from an earlier run
+        {"role": "assistant", "content": "Sure."},
+        {"role": "user", "content": "Go on."},
+    ]
+    body = place_nonce({**scenario.client.request, "messages": earlier_turns}, nonce)
+    assert body["messages"][2] == earlier_turns[2], "only the first and last user turns carry the nonce"
+    response = post(http, url, body, None, headers={NONCE_HEADER: stale})  # the stale copy comes first
+    check_answer(response, scenario, body)
+    assert response.headers[RUN_HEADER] == nonce and len(control.recorded(nonce)) == 1
+
+
+def test_requests_without_a_nonce_take_the_oldest_waiting_run(fresh: Mock) -> None:
+    url, control, http = fresh
+    scenarios = [make_scenario(f"queued-{i}", [f"answer {i}"], request={"stream": False}) for i in range(3)]
+    nonces = [control.arm(s) for s in scenarios]
+    bare = {"model": "m", "messages": [{"role": "user", "content": "rewritten by the proxy"}]}  # no copy left
+
+    def taken(response: httpx.Response) -> tuple[str, str]:
+        return response.headers[RUN_HEADER], response.headers[SELECTED_BY_HEADER]
+
+    response = post(http, url, bare, nonces[2])  # carries its nonce: this run leaves the queue
+    check_answer(response, scenarios[2], bare)
+    assert taken(response) == (nonces[2], "nonce")
+    for i in (0, 1):
+        response = post(http, url, bare, None)
+        check_answer(response, scenarios[i], bare)
+        assert taken(response) == (nonces[i], "queue")
+    refused = post(http, url, bare, None)
+    assert_openai_error(refused, 400, "scenario_not_found", NONCE_HEADER, "3 run(s)", "already received a request")
+    assert RUN_HEADER not in refused.headers
+    for nonce in nonces[1:]:
+        control.disarm(nonce)
+    response = post(http, url, bare, None)  # a retry while its run is the only one armed
+    check_answer(response, scenarios[0], bare)
+    assert taken(response) == (nonces[0], "only")
+    assert [r.body for r in control.recorded(nonces[0])] == [bare, bare]
+
+
 @pytest.mark.parametrize(
     ("armed", "nonce", "status", "needles"),
     [
-        (0, None, 400, ["tcc-", NONCE_HEADER, "0 run(s)"]),
-        (2, None, 400, ["tcc-", NONCE_HEADER, "2 run(s)"]),
+        (0, None, 400, ["tcc-", NONCE_HEADER, "no run is armed", "POST /_mock/runs"]),
         (1, "unarmed", 404, ["{nonce}"]),
         (1, "disarmed", 404, ["{nonce}"]),
-        (1, None, 200, []),  # the single-slot fallback
+        (1, None, 200, []),  # taken from the queue
         (1, "armed", 200, []),
     ],
 )
@@ -1020,18 +1080,21 @@ def _raw_scenario(mapping: dict[str, Any]) -> Scenario:
 # --------------------------------------------------------------------------- logging and CLI
 
 
-def test_one_log_line_per_request(shared: Mock, caplog: pytest.LogCaptureFixture) -> None:
-    url, control, http = shared
+def test_one_log_line_per_request(fresh: Mock, caplog: pytest.LogCaptureFixture) -> None:
+    url, control, http = fresh
     scenario = make_scenario("logged", ["x"])
     nonce = control.arm(scenario)
+    queued = control.arm(make_scenario("queued", ["y"]))
     with caplog.at_level(logging.INFO, logger="mock_backends"):
         post(http, url, scenario.client.request, nonce, path="/v1/chat/completions")
         post(http, url, {**scenario.client.request, "stream": False}, nonce, path="/chat/completions")
+        post(http, url, scenario.client.request, None, path="/v1/chat/completions")
         post(http, url, scenario.client.request, None, path="/v1/chat/completions")
     lines = [r.getMessage() for r in caplog.records if r.name == "mock_backends"]
     assert lines == [
         f"POST /v1/chat/completions {nonce} logged 200 stream",
         f"POST /chat/completions {nonce} logged 200 json",
+        f"POST /v1/chat/completions {queued} queued 200 stream (no nonce: oldest waiting run)",
         "POST /v1/chat/completions no nonce - 400 unmatched",
     ]
 

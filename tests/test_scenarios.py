@@ -203,7 +203,7 @@ def _check_upstream_assertions(scenario: Scenario) -> None:
     send it: a universal assertion must hold there (or a correct pass-through proxy would
     fail a core check), and a case's feature-bound assertions must not all hold there
     (or they could not tell a proxy with the feature from one without)."""
-    forwarded = place_nonce(scenario.client.request, "tcc-" + "0" * 32)
+    forwarded = place_nonce(scenario.client.request, "tcc-" + "0" * 32, scenario.client.dialect)
     bound = []
     for assertion in scenario.expect.upstream:
         problem = check_assertion(assertion, forwarded, forwarded)
