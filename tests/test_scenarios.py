@@ -14,6 +14,7 @@ from click.testing import CliRunner
 from harness.cli import main
 from harness.errors import ScenarioProblem
 from harness.nonce import place_nonce
+from harness.plugin import DEFAULT_TIMEOUT
 from harness.rules.upstream import check_assertion
 from harness.scenario import ContentFrame, Scenario, bundled_scenarios_dir, validate_paths
 
@@ -203,7 +204,7 @@ def _check_upstream_assertions(scenario: Scenario) -> None:
     send it: a universal assertion must hold there (or a correct pass-through proxy would
     fail a core check), and a case's feature-bound assertions must not all hold there
     (or they could not tell a proxy with the feature from one without)."""
-    forwarded = place_nonce(scenario.client.request, "tcc-" + "0" * 32, scenario.client.dialect)
+    forwarded = place_nonce(scenario.client.request, "tcc-" + "0" * 32)
     bound = []
     for assertion in scenario.expect.upstream:
         problem = check_assertion(assertion, forwarded, forwarded)
@@ -223,6 +224,8 @@ def _check_trouble(scenario: Scenario) -> None:
     misbehaves = client.raw_body is not None or client.truncate_body or client.pad_bytes is not None
     if scenario.family in TROUBLE_FAMILIES:
         assert expect.proxy_survives, "a fault or bad-input case also checks that the proxy survives it"
+        assert expect.within_seconds is not None, "a fault or bad-input case bounds how long the answer may take"
+        assert expect.within_seconds < DEFAULT_TIMEOUT, "the bound is judged before the run's timeout gives up"
     if scenario.family == "bad-input":
         assert misbehaves or expect.error is not None, "a bad-input case has the client misbehave"
         assert not scenario.rechunk and not scenario.stream_equivalence, "re-running a bad request adds nothing"
