@@ -4,9 +4,12 @@ proxies are judged by, so a slip there is a bug like any other)."""
 
 from __future__ import annotations
 
+import copy
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -16,7 +19,7 @@ from harness.errors import ScenarioProblem
 from harness.nonce import place_nonce
 from harness.plugin import DEFAULT_TIMEOUT
 from harness.rules.upstream import check_assertion
-from harness.scenario import ContentFrame, Scenario, bundled_scenarios_dir, validate_paths
+from harness.scenario import ContentFrame, Scenario, UpstreamAssertion, bundled_scenarios_dir, validate_paths
 
 BAD = Path(__file__).parent / "bad_scenarios"
 LIBRARY = bundled_scenarios_dir()
@@ -199,21 +202,61 @@ def _check_anthropic(scenario: Scenario) -> None:
         assert expect.finish_reason == "end_turn" or scenario.backend.finish_reason == "max_tokens"
 
 
+def _as_parts(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The body as a correct proxy may forward it: every string content written as one text part."""
+    out = copy.deepcopy(dict(body))
+    for message in out.get("messages") or ():
+        if isinstance(message.get("content"), str):
+            message["content"] = [{"type": "text", "text": message["content"]}]
+    return out
+
+
 def _check_upstream_assertions(scenario: Scenario) -> None:
     """Replayed on the client's own request, as a proxy that forwards it unchanged would
-    send it: a universal assertion must hold there (or a correct pass-through proxy would
-    fail a core check), and a case's feature-bound assertions must not all hold there
-    (or they could not tell a proxy with the feature from one without)."""
-    forwarded = place_nonce(scenario.client.request, "tcc-" + "0" * 32)
-    bound = []
-    for assertion in scenario.expect.upstream:
-        problem = check_assertion(assertion, forwarded, forwarded)
-        if assertion.requires:
-            bound.append(problem)
-        else:
-            assert problem is None, f"a pass-through proxy fails this universal assertion: {problem}"
-    if bound:
-        assert any(p is not None for p in bound), "the feature-bound assertions all hold without the feature"
+    send it, and as one that writes string content as text parts: a universal assertion
+    must hold on both (or a correct proxy would fail a core check), and a case's
+    feature-bound assertions must not all hold on either (or they could not tell a proxy
+    with the feature from one without)."""
+    request = place_nonce(scenario.client.request, "tcc-" + "0" * 32, scenario.client.dialect)
+    for variant, forwarded in (("unchanged", request), ("content as parts", _as_parts(request))):
+        bound = []
+        for assertion in scenario.expect.upstream:
+            problem = check_assertion(assertion, forwarded, request)
+            if assertion.requires:
+                bound.append(problem)
+            else:
+                assert problem is None, f"a correct proxy ({variant}) fails this universal assertion: {problem}"
+        if bound:
+            assert any(p is not None for p in bound), f"the feature-bound assertions all hold ({variant})"
+
+
+_PARTS_BODY = {"messages": [
+    {"role": "system", "content": "Be brief."},
+    {"role": "user", "content": [{"type": "text", "text": "Be brief."}, {"type": "text", "text": "Which disk?"}]},
+    {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1",
+                                  "content": [{"type": "text", "text": "/var: 91% used"}]}]},
+    {"role": "user", "content": [{"type": "image", "source": {}}]},
+]}
+
+# (check, pointer, value, whether it holds on _PARTS_BODY)
+TEXT_CHECKS: list[tuple[str, str, Any, bool]] = [
+    ("contains", "/messages/*/content", "Which disk?", True),
+    ("contains", "/messages/1/content", "Which disk?", True),
+    ("contains", "/messages/*/content", "/var: 91%", True),  # inside a tool_result block
+    ("contains", "/messages/*/content", "Which disk?!", False),
+    ("contains", "/messages/*/role", "system", True),  # plain lists keep their meaning
+    ("contains", "/messages/*/role", "assistant", False),
+    ("not_contains", "/messages/*/content", "Which disk?", False),
+    ("matches", "/messages/1/content", "(?s)Be brief\\..*Which disk", True),  # across two parts
+    ("matches", "/messages/*/content", "^/var", True),
+    ("matches", "/messages/*/content", "image", False),  # the part's type is no text
+]
+
+
+@pytest.mark.parametrize(("op", "path", "value", "holds"), TEXT_CHECKS)
+def test_text_checks_read_content_parts(op: str, path: str, value: Any, holds: bool) -> None:
+    problem = check_assertion(UpstreamAssertion(path, op, value), _PARTS_BODY, _PARTS_BODY)
+    assert (problem is None) == holds, problem
 
 
 def _check_trouble(scenario: Scenario) -> None:

@@ -1,7 +1,9 @@
 """Upstream rules: what the proxy sent to the backend, as the scenario demands.
 
 Pointers are JSON pointers with two extensions: ``*`` matches every item or value at
-its level (the result is the list of matches) and ``-1`` is the last item.
+its level (the result is the list of matches) and ``-1`` is the last item. Text checks
+read message content however a correct proxy may write it: a string, or a list of
+text parts.
 """
 
 from __future__ import annotations
@@ -52,12 +54,38 @@ def resolve(document: Any, pointer: str) -> tuple[bool, Any]:
     return (True, current[0]) if current else (False, None)
 
 
+def _part_text(part: Any) -> str | None:
+    """The text of one content part: a text part's ``text``, a tool result's content."""
+    if not isinstance(part, Mapping):
+        return None
+    text = part.get("text")
+    if isinstance(text, str):
+        return text
+    return _content_text(part.get("content")) if part.get("type") == "tool_result" else None
+
+
+def _content_text(value: Any) -> str | None:
+    """The text a message content carries, however it is written: a string, or a list of
+    parts (``[{"type": "text", "text": ...}, ...]``, valid in both dialects) read as their
+    texts joined. None for anything else, so other lists keep their own meaning."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and value and all(isinstance(p, Mapping) and "type" in p for p in value):
+        return "\n".join(t for t in map(_part_text, value) if t is not None)
+    return None
+
+
+def _text_contains(value: Any, item: Any) -> bool:
+    text = _content_text(value)
+    return isinstance(item, str) and text is not None and item in text
+
+
 def _contains(container: Any, item: Any) -> bool:
     if isinstance(container, str):
-        return isinstance(item, str) and item in container
+        return _text_contains(container, item)
     if isinstance(container, list):
-        return any(
-            json_equal(el, item) or (isinstance(el, str) and isinstance(item, str) and item in el) for el in container
+        return _text_contains(container, item) or any(
+            json_equal(el, item) or _text_contains(el, item) for el in container
         )
     if isinstance(container, Mapping):
         return isinstance(item, str) and item in container
@@ -65,11 +93,10 @@ def _contains(container: Any, item: Any) -> bool:
 
 
 def _matches(value: Any, pattern: str) -> bool:
-    if isinstance(value, str):
-        return re.search(pattern, value) is not None
-    if isinstance(value, list):
-        return any(isinstance(el, str) and re.search(pattern, el) is not None for el in value)
-    return False
+    texts = [_content_text(value)]
+    if texts[0] is None and isinstance(value, list):
+        texts = [_content_text(el) for el in value]
+    return any(text is not None and re.search(pattern, text) is not None for text in texts)
 
 
 def check_assertion(a: UpstreamAssertion, upstream: Any, request: Any) -> str | None:
