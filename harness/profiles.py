@@ -3,7 +3,7 @@
 A proxy may pick its output format by looking at who is calling (Cline/Roo/Kilo are
 recognised by User-Agent), so each profile sends the headers of the client family
 it stands for. Running a case under ``vtc`` only makes sense when the proxy claims
-the ``vtc`` feature.
+the ``vtc`` feature; a case that conflicts with a feature the proxy claims is skipped.
 """
 
 from __future__ import annotations
@@ -70,6 +70,14 @@ def feature_skip_reason(missing: Iterable[str], *, what: str) -> str:
     return f"{what} requires {noun} {', '.join(names)} (pass --features {flag} if your proxy has it)"
 
 
+def conflict_skip_reason(clashing: Iterable[str]) -> str:
+    """The reason a case is skipped because the proxy has a feature it cannot hold with."""
+    names = list(clashing)
+    noun = "feature" if len(names) == 1 else "features"
+    return (f"scenario cannot hold for a proxy with {noun} {', '.join(names)}, which it claims "
+            "(the scenario's conflicts); a correct proxy with it is right to fail this case")
+
+
 def choose_profile(scenario: Scenario, requested: Profile | None, features: Iterable[str]) -> tuple[Profile, str | None]:
     """The profile a case runs under and, when it cannot run, why (the skip reason)."""
     profile: Profile = requested or scenario.client.profile
@@ -80,6 +88,9 @@ def choose_profile(scenario: Scenario, requested: Profile | None, features: Iter
     lacking = missing_features(scenario.requires, claimed)
     if lacking:
         return profile, feature_skip_reason(lacking, what="scenario")
+    clashing = [f for f in scenario.conflicts if f in claimed]
+    if clashing:
+        return profile, conflict_skip_reason(clashing)
     lacking = missing_features(PROFILE_FEATURES[profile], claimed)
     if lacking:
         return profile, feature_skip_reason(lacking, what=f"client profile {profile}")

@@ -189,6 +189,7 @@ class Scenario:
     expect: Expect
     tags: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
+    conflicts: tuple[str, ...] = ()  # features with which the case cannot hold
     review: str | None = None
     stream_equivalence: bool = True
     rechunk: bool = True
@@ -427,6 +428,9 @@ def _semantic_problems(data: Mapping[str, Any], where: str, lines: _Lines) -> li
                 re.compile(assertion["matches"])
             except re.error as exc:
                 problem(["expect", "upstream", i, "matches"], f"not a valid regular expression: {exc}")
+    both = [f for f in data.get("conflicts") or () if f in (data.get("requires") or ())]
+    if both:
+        problem(["conflicts"], f"{', '.join(both)} is both required and in conflicts: the case could never run")
     profiles = client.get("profiles", ["anthropic"] if anthropic_client else list(OPENAI_PROFILES))
     if profile not in profiles:
         problem(["client", "profile"], f"profile '{profile}' is not among 'profiles' {profiles}")
@@ -532,6 +536,7 @@ def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
         expect=expect,
         tags=tuple(data.get("tags", ())),
         requires=tuple(data.get("requires", ())),
+        conflicts=tuple(data.get("conflicts", ())),
         review=data.get("review"),
         stream_equivalence=bool(data.get("stream_equivalence", True)),
         rechunk=bool(data.get("rechunk", True)),

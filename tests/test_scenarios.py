@@ -86,6 +86,7 @@ BAD_CASES: list[BadCase] = [
     _case("unknown-feature.yaml", 4, "requires[0]", "'loop-guards' is not one of"),
     _case("rechunk-non-stream.yaml", 4, "rechunk", "streaming requests only"),
     _case("bad-id.yaml", 1, "id", "does not match"),
+    _case("conflicts-with-requires.yaml", 5, "conflicts", "loop-guard is both required and in conflicts"),
     BadCase(
         ("duplicate-id-first.yaml", "duplicate-id-second.yaml"),
         "duplicate-id-second.yaml",
@@ -284,6 +285,7 @@ def _check_trouble(scenario: Scenario) -> None:
         assert expect.error.in_stream == "forbidden", "an error status before any stream is not turned into a stream"
     elif fault.kind == "drop":
         assert expect.error is not None and expect.error.in_stream == "required"
+        assert "force-non-stream" in scenario.conflicts, "a proxy that never streams upstream cannot hold the text"
         assert expect.content is not None, "a drop case states the text that must survive it"
         assert expect.within_seconds is not None, "a drop must be reported promptly"
     else:
