@@ -16,10 +16,13 @@ from reference_proxy.rescue import ToolSpec, tools_from_request
 
 #: Never forwarded: they describe one hop, not the request (RFC 9110 7.6.1), or the
 #: proxy sets them itself. Accept-Encoding is dropped so the upstream's SSE is not
-#: compressed, which would hold tokens back in the compressor.
+#: compressed, which would hold tokens back in the compressor. ``Expect: 100-continue``
+#: is the client's handshake with this server, which has already read the body; passed
+#: on, it would make the upstream wait for a continuation that never comes, or refuse.
 HOP_BY_HOP = frozenset(
     {
         "connection",
+        "expect",
         "keep-alive",
         "proxy-authenticate",
         "proxy-authorization",
@@ -33,6 +36,9 @@ HOP_BY_HOP = frozenset(
         "accept-encoding",
     }
 )
+
+#: Headers that carry the client's credentials on either API.
+CREDENTIALS = frozenset({"authorization", "x-api-key"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,19 +151,19 @@ def forward_headers(
     headers: Iterable[tuple[str, str]], api_key: str | None, *, with_body: bool = True, key_header: str = "authorization"
 ) -> dict[str, str]:
     """The client's headers minus hop-by-hop ones. A configured key replaces the client's
-    credentials: ``Authorization: Bearer`` (``key_header="authorization"``) or ``x-api-key``
-    (``key_header="x-api-key"``, for a Messages upstream)."""
+    credentials, whichever header carried them: it is sent as ``Authorization: Bearer``
+    (``key_header="authorization"``) or ``x-api-key`` (``key_header="x-api-key"``, for a
+    Messages upstream), and neither of the client's own goes upstream."""
     pairs = list(headers)
     named_by_connection = {
         token.strip().lower() for name, value in pairs if name.lower() == "connection" for token in value.split(",")
     }
-    credentials = {"authorization", key_header}
     out: dict[str, str] = {}
     for name, value in pairs:
         lower = name.lower()
         if lower in HOP_BY_HOP or lower in named_by_connection:
             continue
-        if lower in credentials and api_key is not None:
+        if lower in CREDENTIALS and api_key is not None:
             continue
         out[lower] = value
     if api_key is not None:

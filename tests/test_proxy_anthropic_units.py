@@ -658,8 +658,10 @@ def test_parse_messages_request() -> None:
         ({"x-api-key": "sk-client", "Authorization": "Bearer c", "anthropic-version": "2023-06-01"},
          "sk-proxy", {"x-api-key": "sk-proxy", "anthropic-version": "2023-06-01"}),
         ({"Authorization": "Bearer c"}, None, {"authorization": "Bearer c"}),
+        ({"Authorization": "Bearer c", "Expect": "100-continue"}, "sk-proxy", {"x-api-key": "sk-proxy"}),
     ],
-    ids=["passed-through", "configured-key-replaces-credentials", "authorization-passed-through"],
+    ids=["passed-through", "configured-key-replaces-credentials", "authorization-passed-through",
+         "configured-key-replaces-a-bearer-token"],
 )
 def test_forward_headers_for_a_messages_upstream(client: dict[str, str], api_key: str | None, expected: dict[str, str]) -> None:
     out = forward_headers(client.items(), api_key, key_header="x-api-key")

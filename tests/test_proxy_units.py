@@ -611,15 +611,34 @@ def test_call_to_xml(name: str, arguments: str, xml: str) -> None:
     assert call_to_xml(name, arguments) == xml
 
 
+DEFAULT_VTC = ("cline", "kilo", "roo")
+
+
 @pytest.mark.parametrize(
     ("agent", "patterns", "expected"),
     [
-        ("Cline/3.38.0 toolcall-conformance", ("cline", "kilo", "roo"), True),
-        ("Kilo-Code/4.1", ("cline", "kilo", "roo"), True),
-        ("RooCode/3", ("cline", "kilo", "roo"), True),
-        ("OpenAI/Python 1.99", ("cline", "kilo", "roo"), False),
+        ("Cline/3.38.0 toolcall-conformance", DEFAULT_VTC, True),
+        ("Kilo-Code/4.1", DEFAULT_VTC, True),
+        ("KiloCode/4.1", DEFAULT_VTC, True),
+        ("RooCode/3", DEFAULT_VTC, True),
+        ("Roo-Code/3.1", DEFAULT_VTC, True),
+        ("roo-cline/3.3.0", DEFAULT_VTC, True),
+        ("Mozilla/5.0 (X11) Code/1.90 CLINE/3", DEFAULT_VTC, True),
+        ("Cline3", DEFAULT_VTC, True),
+        ("Groovy/1.0", DEFAULT_VTC, False),
+        ("Kilometer/2", DEFAULT_VTC, False),
+        ("kilocode/4.1", DEFAULT_VTC, False),
+        ("Incline-Agent/1", DEFAULT_VTC, False),
+        ("Broom/1 Kangaroo/2", DEFAULT_VTC, False),
+        ("OpenAI/Python 1.99", DEFAULT_VTC, False),
+        ("kilocode/4.1", ("kilocode",), True),
+        ("RooCode/3", ("roocode",), True),
+        ("Roo-Code/3.1", ("roo-code",), True),
+        ("RooCode/3", ("rooc",), False),
+        ("Cline/3.38.0", ("---",), False),
         ("Cline/3.38.0", (), False),
         (None, ("cline",), False),
+        ("", ("cline",), False),
     ],
 )
 def test_vtc_detection(agent: str | None, patterns: tuple[str, ...], expected: bool) -> None:
@@ -662,29 +681,40 @@ def test_parse_chat_request() -> None:
     assert not parse_chat_request(b'{"messages": [], "stream_options": {"include_usage": true}}').include_usage
 
 
-def test_forward_headers() -> None:
-    given = [
-        ("Host", "proxy:8000"),
-        ("Content-Length", "12"),
-        ("Connection", "keep-alive, X-Hop"),
-        ("X-Hop", "1"),
-        ("Transfer-Encoding", "chunked"),
-        ("Authorization", "Bearer client"),
-        ("User-Agent", "Cline/3"),
-        ("X-Conformance-Nonce", "tcc-1"),
-        ("Accept-Encoding", "gzip"),
-        ("Proxy-Authorization", "secret"),
-    ]
-    passed = forward_headers(given, None)
-    assert passed == {
-        "authorization": "Bearer client",
-        "user-agent": "Cline/3",
-        "x-conformance-nonce": "tcc-1",
-        "content-type": "application/json",
-        "accept-encoding": "identity",
-    }
-    assert forward_headers(given, "k")["authorization"] == "Bearer k"
-    assert "content-type" not in forward_headers(given, None, with_body=False)
+CLIENT_HEADERS = [
+    ("Host", "proxy:8000"),
+    ("Content-Length", "12"),
+    ("Connection", "keep-alive, X-Hop"),
+    ("X-Hop", "1"),
+    ("Transfer-Encoding", "chunked"),
+    ("Expect", "100-continue"),
+    ("Authorization", "Bearer client"),
+    ("X-Api-Key", "sk-client"),
+    ("User-Agent", "Cline/3"),
+    ("X-Conformance-Nonce", "tcc-1"),
+    ("Accept-Encoding", "gzip"),
+    ("Proxy-Authorization", "secret"),
+]
+END_TO_END = {"user-agent": "Cline/3", "x-conformance-nonce": "tcc-1", "accept-encoding": "identity"}
+CLIENT_CREDENTIALS = {"authorization": "Bearer client", "x-api-key": "sk-client"}
+JSON_BODY = {"content-type": "application/json"}
+
+
+@pytest.mark.parametrize(
+    ("api_key", "options", "expected"),
+    [
+        (None, {}, {**END_TO_END, **CLIENT_CREDENTIALS, **JSON_BODY}),
+        ("k", {}, {**END_TO_END, "authorization": "Bearer k", **JSON_BODY}),
+        ("k", {"key_header": "x-api-key"}, {**END_TO_END, "x-api-key": "k", **JSON_BODY}),
+        (None, {"with_body": False}, {**END_TO_END, **CLIENT_CREDENTIALS}),
+        ("k", {"with_body": False}, {**END_TO_END, "authorization": "Bearer k"}),
+    ],
+    ids=["passed-through", "key-replaces-both-credentials", "messages-key-replaces-both", "get", "get-with-key"],
+)
+def test_forward_headers(api_key: str | None, options: dict[str, Any], expected: dict[str, str]) -> None:
+    """Hop-by-hop headers (``Expect`` included: this server has read the body already)
+    never go upstream, and a configured key leaves none of the client's credentials."""
+    assert forward_headers(CLIENT_HEADERS, api_key, **options) == expected
 
 
 SYSTEM_CASES = [
