@@ -46,7 +46,7 @@ def _env_help(name: str) -> str:
 @click.option(
     "--vtc-patterns",
     metavar="LIST",
-    help=f"Comma-separated User-Agent substrings of XML-reading clients (default cline,kilo,roo; '' disables). {_env_help('vtc_patterns')}",
+    help=f"Comma-separated User-Agent words of XML-reading clients (default cline,kilo,roo; '' disables). {_env_help('vtc_patterns')}",
 )
 @click.option(
     "--loop-guard",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Sequence
 
 from reference_proxy.openai_stream import dumps
@@ -23,12 +24,44 @@ log = logging.getLogger("reference_proxy.vtc")
 LAST_CLOSE_PARAMS = frozenset({("write_to_file", "content")})
 
 
+# A word: a run of digits, a capitalised or lower-case run of letters, or an upper-case run
+# not followed by lower case (``HTTPClient`` is ``HTTP`` and ``Client``).
+_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def words(text: str) -> list[str]:
+    """The words of a User-Agent or a pattern, lower-cased: product tokens split at
+    punctuation and at case changes (``RooCode/3.1`` is ``roo``, ``code``, ``3``, ``1``)."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
 def is_vtc_client(user_agent: str | None, patterns: Sequence[str]) -> bool:
-    """Whether the User-Agent names an XML-reading client (case-insensitive substring)."""
+    """Whether the User-Agent names an XML-reading client.
+
+    A pattern matches whole words, case-insensitively: its letters and digits must be one
+    or more consecutive words of the User-Agent joined. ``roo`` matches ``RooCode/3``,
+    ``Roo-Code/3.1`` and ``roo-cline``, and ``roocode`` matches the first two; neither
+    matches ``Groovy/1.0``, as a substring test would.
+    """
     if not user_agent or not patterns:
         return False
-    agent = user_agent.lower()
-    return any(p in agent for p in patterns)
+    agent = words(user_agent)
+    return any(_joins(agent, "".join(words(p))) for p in patterns)
+
+
+def _joins(agent: list[str], target: str) -> bool:
+    """Whether consecutive words of ``agent`` join to ``target``."""
+    if not target:
+        return False
+    for start in range(len(agent)):
+        joined = ""
+        for word in agent[start:]:
+            joined += word
+            if joined == target:
+                return True
+            if not target.startswith(joined):
+                break
+    return False
 
 
 def value_text(value: object) -> str:
