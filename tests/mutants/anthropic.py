@@ -14,8 +14,9 @@ from functools import partial
 from typing import Any
 
 from mutants.base import Mutant, Rewriter, SSEEvent, rewritten, substituted, wire
+from mutants.different import pieces
 from mutants.openai import without_family
-from reference_proxy.anthropic_stream import AnthropicStreamPipeline
+from reference_proxy.anthropic_stream import AnthropicStreamPipeline, _NativeCall, _TextBlock
 from reference_proxy.request_shaping import MessagesRequest, parse_messages_request
 
 Out = Iterable[dict[str, Any] | SSEEvent]
@@ -178,6 +179,118 @@ class HangsOnUpstreamFailure(EventRewriter):
         return (payload,)
 
 
+class MessageStartTwice(EventRewriter):
+    """Sends ``message_start`` twice, as a gateway does that splices a retried upstream stream onto the first."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        return (payload, payload) if payload.get("type") == "message_start" else (payload,)
+
+
+class MinimalMessageStart(EventRewriter):
+    """Leaves ``stop_reason`` and ``stop_sequence`` (null until the end) out of ``message_start``."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if payload.get("type") == "message_start":
+            for key in ("stop_reason", "stop_sequence"):
+                payload["message"].pop(key, None)
+        return (payload,)
+
+
+class NoUsageInMessageStart(EventRewriter):
+    """Leaves ``usage`` out of ``message_start``: the SDK has no usage to update at ``message_delta``."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if payload.get("type") == "message_start":
+            payload["message"].pop("usage", None)
+        return (payload,)
+
+
+class NoUsageInMessageDelta(EventRewriter):
+    """Leaves ``usage`` out of ``message_delta``."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if payload.get("type") == "message_delta":
+            payload.pop("usage", None)
+        return (payload,)
+
+
+class EmptyObjectKeepAlive(EventRewriter):
+    """Sends a keep-alive after ``message_start`` whose data is ``{}``, with no ``type``."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if payload.get("type") == "message_start":
+            return (payload, SSEEvent("{}", "ping"))
+        return (payload,)
+
+
+class TextAlwaysIndexZero(EventRewriter):
+    """Sends every ``text_delta`` with index 0, whatever block is open."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        delta = payload.get("delta")
+        if payload.get("type") == "content_block_delta" and isinstance(delta, dict) and delta.get("type") == "text_delta":
+            payload["index"] = 0
+        return (payload,)
+
+
+class NamespacedToolNames(EventRewriter):
+    """Names every tool_use ``functions.<name>``: a namespace the client never declared."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if block_kind(payload) == "tool_use":
+            payload["content_block"]["name"] = "functions." + payload["content_block"]["name"]
+        return (payload,)
+
+    def on_whole_message(self, message: dict[str, Any]) -> dict[str, Any]:
+        for block in message.get("content") or ():
+            if block.get("type") == "tool_use":
+                block["name"] = "functions." + block["name"]
+        return message
+
+
+class NoUsageInWholeMessage(EventRewriter):
+    """Leaves ``usage`` out of a whole answer."""
+
+    def on_whole_message(self, message: dict[str, Any]) -> dict[str, Any]:
+        message.pop("usage", None)
+        return message
+
+
+# --------------------------------------------------------------------------- wire: upstream faults
+
+
+class SwallowsStreamError(EventRewriter):
+    """Ends the message as if complete (``message_delta``, ``message_stop``) when the upstream failed."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if payload.get("type") != "error":
+            return (payload,)
+        return (
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+             "usage": {"output_tokens": 0}},
+            {"type": "message_stop"},
+        )
+
+
+class ErrorWithStatus200(EventRewriter):
+    """Answers an upstream error status with 200, the error body unchanged."""
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        return (200 if status >= 400 else status), content_type, body
+
+
+class OpenAIShapedErrors(EventRewriter):
+    """Answers a Messages client's errors in the chat-completions shape ``{"error": {"message", "type"}}``."""
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        if status < 400:
+            return status, content_type, body
+        error = json.loads(body).get("error") or {}
+        shaped = {"error": {"message": error.get("message", "error"), "type": error.get("type", "api_error"),
+                            "param": None, "code": None}}
+        return status, content_type, json.dumps(shaped).encode()
+
+
 # --------------------------------------------------------------------------- behaviour
 
 
@@ -190,13 +303,36 @@ def rescuing_without(family: str) -> Any:
     return partial(AnthropicStreamPipeline, rescuer_factory=without_family(family))
 
 
+class CompletesToolUseOnFailure(AnthropicStreamPipeline):
+    """Delivers the native tool_use blocks it was assembling when the upstream fails, however far their input got."""
+
+    def fail(self, error: Mapping[str, Any]) -> str:
+        out: list[str] = []
+        for index, block in list(self._blocks.items()):
+            if isinstance(block, _NativeCall):
+                del self._blocks[index]
+                self._native(block, out)
+        return "".join(out) + super().fail(error)
+
+
+class ForgetsHeldTextOnFailure(AnthropicStreamPipeline):
+    """Drops the text its rescuers hold (a possible tag's start) when the upstream fails."""
+
+    def fail(self, error: Mapping[str, Any]) -> str:
+        for index, block in list(self._blocks.items()):
+            if isinstance(block, _TextBlock):
+                del self._blocks[index]
+        return super().fail(error)
+
+
 # --------------------------------------------------------------------------- correct but different
 
 
 class DifferentMessages(EventRewriter):
     """Differs from the reference only in ways Messages clients accept: other id formats,
-    unknown fields, ``ping`` events between blocks, input and text in one-character
-    fragments, CRLF line endings, and network writes cut anywhere."""
+    unknown fields, ``ping`` events between blocks, input and text in fragments of 1, 2
+    and 3 characters (``different.pieces``), CRLF line endings, and network writes cut
+    anywhere."""
 
     def __init__(self) -> None:
         self.events = 0
@@ -215,7 +351,7 @@ class DifferentMessages(EventRewriter):
         if kind == "content_block_delta" and isinstance(delta, dict):
             key = "text" if delta.get("type") == "text_delta" else "partial_json"
             text = delta.get(key, "")
-            return [{**payload, "delta": {**delta, key: text[i:i + 1]}} for i in range(len(text))] or (payload,)
+            return [{**payload, "delta": {**delta, key: part}} for part in pieces(text)]
         return (payload,)
 
     def encode(self, event: SSEEvent) -> bytes:
@@ -250,6 +386,8 @@ CORRECT_BUT_DIFFERENT_MESSAGES = Mutant(
 LEAK = "anthropic-leaked-invoke-split"
 NATIVE = "anthropic-native-tool-use"
 AROUND = "anthropic-text-around"
+WHOLE = "anthropic-non-stream"
+UPSTREAM_ERROR = "faults-anthropic-upstream-error-event"
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("anthropic-no-event-lines", "Sends Messages events without their `event:` lines.",
@@ -273,12 +411,43 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("anthropic-input-as-string", "Gives a whole answer's tool_use input as a string of JSON.",
            ("ABODY-003",), ("anthropic-non-stream",), rewritten(InputAsString)),
     Mutant("anthropic-hangs-on-upstream-failure", "Never ends the client's stream when the upstream fails.",
-           ("HTTP-002",), ("faults-anthropic-drop-between-events",), rewritten(HangsOnUpstreamFailure),
-           timeout=2.0),
+           ("HTTP-002",), ("faults-anthropic-drop-between-events", UPSTREAM_ERROR),
+           rewritten(HangsOnUpstreamFailure), timeout=2.0),
     Mutant("anthropic-invoke-rescue-off", "Does not rescue leaked invoke XML: it reaches the text blocks.",
            ("TEXT-003", "CALLS-001"), (LEAK, "anthropic-count-wrapper"),
            substituted(AnthropicStreamPipeline=rescuing_without("invoke-xml"))),
     Mutant("anthropic-tool-choice-ignored", "Forwards `tool_choice` to a backend that ignores it instead of emulating it.",
            ("UP-001",), ("anthropic-tool-choice-none", "anthropic-tool-choice-any", "anthropic-tool-choice-tool"),
            substituted(_parse_messages=tool_choice_ignored)),
+    Mutant("anthropic-message-start-twice", "Sends `message_start` twice.",
+           ("AEV-004",), (NATIVE,), rewritten(MessageStartTwice)),
+    Mutant("anthropic-minimal-message-start", "Leaves `stop_reason` and `stop_sequence` out of `message_start`.",
+           ("AEV-003",), (NATIVE,), rewritten(MinimalMessageStart), strict=True),
+    Mutant("anthropic-no-usage-in-message-start", "Leaves `usage` out of `message_start`.",
+           ("ASDK-001",), (NATIVE, AROUND), rewritten(NoUsageInMessageStart)),
+    Mutant("anthropic-no-usage-in-message-delta", "Leaves `usage` out of `message_delta`.",
+           ("AEV-008", "ASDK-001"), (NATIVE,), rewritten(NoUsageInMessageDelta)),
+    Mutant("anthropic-empty-keep-alive", "Sends a keep-alive event whose data is `{}`, with no `type`.",
+           ("AEV-002",), (NATIVE,), rewritten(EmptyObjectKeepAlive)),
+    Mutant("anthropic-text-index-zero", "Sends every `text_delta` with index 0, whatever block is open.",
+           ("AEV-007",), (AROUND,), rewritten(TextAlwaysIndexZero)),
+    Mutant("anthropic-namespaced-tool-names", "Names tool_use blocks `functions.<name>`, a tool the client never declared.",
+           ("ATOOL-002", "CALLS-001"), (NATIVE, LEAK, WHOLE), rewritten(NamespacedToolNames)),
+    Mutant("anthropic-whole-answer-without-usage", "Leaves `usage` out of a whole answer.",
+           ("ABODY-002",), (WHOLE,), rewritten(NoUsageInWholeMessage), strict=True),
+    # upstream faults
+    Mutant("anthropic-swallows-stream-error", "Ends the message as if complete when the upstream fails mid-answer.",
+           ("FAULT-001", "AEV-006"), (UPSTREAM_ERROR, "faults-anthropic-drop-between-events"),
+           rewritten(SwallowsStreamError)),
+    Mutant("anthropic-half-tool-use-on-drop", "Delivers the half-received native tool_use when the upstream drops mid-input.",
+           ("AEV-010", "CALLS-001", "ASDK-002"), ("faults-anthropic-drop-mid-native-call",),
+           substituted(AnthropicStreamPipeline=CompletesToolUseOnFailure)),
+    Mutant("anthropic-held-text-lost-on-failure", "Drops the text it held back (a '<') when the upstream fails.",
+           ("FAULT-006", "TEXT-001", "ASDK-002"), ("faults-anthropic-drop-mid-event",),
+           substituted(AnthropicStreamPipeline=ForgetsHeldTextOnFailure)),
+    Mutant("anthropic-error-with-status-200", "Answers an upstream error status with 200 and the error body.",
+           ("FAULT-001", "ABODY-001", "HTTP-005"), ("faults-anthropic-http-500",), rewritten(ErrorWithStatus200)),
+    Mutant("anthropic-openai-shaped-errors", "Gives Messages clients errors in the chat-completions shape.",
+           ("FAULT-003", "AERR-002"), ("faults-anthropic-http-529-overloaded",), rewritten(OpenAIShapedErrors),
+           strict=True),
 )
