@@ -122,7 +122,7 @@ class _CallAcc:
         return AssembledCall(index, call_id, "".join(self.name), "".join(self.arguments))
 
 
-def _first_choice(chunk: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def first_choice(chunk: Mapping[str, Any]) -> Mapping[str, Any] | None:
     choices = chunk.get("choices")
     if not isinstance(choices, list):
         return None
@@ -148,7 +148,7 @@ def assemble_stream(payloads: Sequence[Payload]) -> Answer:
             continue
         if isinstance(chunk.get("usage"), Mapping):
             usage = chunk["usage"]
-        choice = _first_choice(chunk)
+        choice = first_choice(chunk)
         if choice is None:
             continue
         if isinstance(choice.get("finish_reason"), str):

@@ -152,6 +152,7 @@ def replay(
     from harness.report import evidence_lines, rule_heading, rules_by_id
     from harness.runner import RunSettings, parse_features, parse_headers, parse_models
     from harness.runner import replay as replay_exchange
+    from harness.transcript import Position
     from mock_backends.control import MockControl
 
     scenarios, problems = validate_paths(dirs or (bundled_scenarios_dir(),))
@@ -214,7 +215,7 @@ def replay(
         click.echo(rule_heading(failure.rule_id, rules))
         for line in [*failure.message.splitlines(), *evidence_lines(failure.evidence)]:
             click.echo(f"  {line}")
-        position = [f"{k} {failure.evidence[k]}" for k in ("event_index", "byte_offset") if k in failure.evidence]
-        if position:
-            click.echo(f"  at {', '.join(position)}")
+        position = Position.of(failure.evidence)
+        if position.known:
+            click.echo(f"  at {position.describe()}")
     sys.exit(1)

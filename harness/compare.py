@@ -14,25 +14,54 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-_WS = re.compile(r"\s+")
+_UNIT = re.compile(r"\s+|\S")
 
 
-def _fold_run(match: re.Match[str]) -> str:
-    return "\n" if "\n" in match.group() else " "
+def folded_units(text: str) -> list[tuple[str, int]]:
+    """The text as compared by default, unit by unit with the offset each starts at:
+    the ends trimmed, and each inner run of white space one unit, a newline when it
+    holds a line break (CR, LF or CRLF), else a space; every other character its own
+    unit. Line structure counts (a proxy that turns a paragraph break into a space, or
+    drops a newline delta, differs), while the number of blank lines where markup was
+    cut out of the text does not."""
+    units: list[tuple[str, int]] = []
+    for m in _UNIT.finditer(text):
+        piece = m.group()
+        if not piece.isspace():
+            units.append((piece, m.start()))
+        elif units and m.end() < len(text):
+            units.append(("\n" if "\n" in piece or "\r" in piece else " ", m.start()))
+    return units
 
 
 def fold_ws(text: str) -> str:
-    """The text as compared by default: the ends trimmed, CRLF and CR read as LF, and
-    each inner run of white space folded to one newline when it holds a line break,
-    else to one space. Line structure counts (a proxy that turns a paragraph break
-    into a space, or drops a newline delta, differs), while the number of blank lines
-    where markup was cut out of the text does not."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
-    return _WS.sub(_fold_run, text)
+    """``text`` folded as ``folded_units`` says, as one string."""
+    return "".join(unit for unit, _ in folded_units(text))
 
 
 def content_equal(expected: str, actual: str, *, exact: bool = False) -> bool:
     return expected == actual if exact else fold_ws(expected) == fold_ws(actual)
+
+
+def first_difference(expected: str, actual: str, *, exact: bool = False) -> int | None:
+    """The offset in ``actual`` where it stops matching ``expected`` as ``content_equal``
+    compares (its length when it matches a part of it only); None when they are equal."""
+    if exact:
+        if expected == actual:
+            return None
+        same = 0
+        for a, b in zip(expected, actual):
+            if a != b:
+                break
+            same += 1
+        return same
+    want, got = folded_units(expected), folded_units(actual)
+    for (w, _), (g, offset) in zip(want, got):
+        if w != g:
+            return offset
+    if len(want) == len(got):
+        return None
+    return got[len(want)][1] if len(got) > len(want) else len(actual)
 
 
 def json_equal(a: Any, b: Any) -> bool:
@@ -116,6 +145,17 @@ def argument_differences(expected: Mapping[str, Any], actual: Mapping[str, Any],
         if key not in expected:
             out.append(f"unexpected '{key}': {render(actual[key])}")
     return out
+
+
+def first_call_mismatch(
+    expected: Sequence[tuple[str, Mapping[str, Any]]], actual: Sequence[CallView], equal: ValueEqual = json_equal
+) -> int:
+    """The position of the first received call that is not the one expected there
+    (the shorter list's length when one list extends the other)."""
+    for i, ((name, args), got) in enumerate(zip(expected, actual)):
+        if got.name != name or got.arguments is None or argument_differences(args, got.arguments, equal):
+            return i
+    return min(len(expected), len(actual))
 
 
 def diff_calls(

@@ -23,9 +23,8 @@ from harness.rules import RULES, Rule
 from harness.runner import Attempt, ScenarioRun
 from harness.scenario import Scenario
 from harness.sse import parse_events
+from harness.transcript import Position, clip, transcript
 from harness.xml_calls import parse_xml_calls, tool_vocabulary
-
-RULE_WIDTH = 100
 
 
 def rules_by_id() -> dict[str, Rule]:
@@ -40,17 +39,13 @@ def rule_groups() -> list[str]:
 # --------------------------------------------------------------------------- one failing item
 
 
-def _clip(text: str, width: int = 160) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
 def _pretty_arguments(arguments: Any) -> list[str]:
     """Arguments as indented JSON lines; raw text when they are not JSON."""
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments)
         except ValueError:
-            return [f"(not JSON) {_clip(repr(arguments))}"]
+            return [f"(not JSON) {clip(repr(arguments))}"]
     return json.dumps(arguments, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
 
 
@@ -100,99 +95,15 @@ def answer_diff(scenario: Scenario, exchange: Exchange) -> list[str]:
         got = content if expect.content_exact else fold_ws(content)
         if wanted != got:
             out.append("content" + (" (byte for byte)" if expect.content_exact else " (white space folded)") + ":")
-            out.append(f"  - expected {_clip(repr(wanted), 300)}")
-            out.append(f"  + received {_clip(repr(got), 300)}")
+            out.append(f"  - expected {clip(repr(wanted), 300)}")
+            out.append(f"  + received {clip(repr(got), 300)}")
     elif expect.content_regex is not None:
-        out.append(f"content must match /{expect.content_regex}/; received {_clip(repr(content), 300)}")
+        out.append(f"content must match /{expect.content_regex}/; received {clip(repr(content), 300)}")
     if expect.finish_reason is not None and answer.finish_reason != expect.finish_reason:
         label = "stop_reason" if exchange.profile == "anthropic" else "finish_reason"
         out.append(f"{label}: expected {expect.finish_reason!r}, received {answer.finish_reason!r}")
     if answer.error is not None:
-        out.append(f"the proxy reported an error: {_clip(json.dumps(answer.error, ensure_ascii=False), 300)}")
-    return out
-
-
-_BOILERPLATE = ("id", "object", "created", "model", "system_fingerprint")
-
-
-def _readable_line(line: str) -> str:
-    """A chunk line with the fields every chunk repeats left out, so the delta shows."""
-    field_name, colon, value = line.partition(":")
-    if not colon or field_name != "data":
-        return line
-    try:
-        data = json.loads(value)
-    except ValueError:
-        return line
-    if not isinstance(data, dict) or not any(k in data for k in _BOILERPLATE):
-        return line
-    rest = {k: v for k, v in data.items() if k not in _BOILERPLATE}
-    return "data: {…" + ("," + json.dumps(rest, ensure_ascii=False, separators=(",", ":"))[1:] if rest else "}")
-
-
-def _position(evidence: Mapping[str, Any]) -> tuple[int | None, int | None]:
-    """(event index, byte offset) named by a rule's evidence, when it names one."""
-
-    def as_int(*keys: str) -> int | None:
-        for key in keys:
-            value = evidence.get(key)
-            if isinstance(value, int) and not isinstance(value, bool):
-                return value
-        return None
-
-    return as_int("event_index", "event"), as_int("byte_offset", "offset")
-
-
-def transcript(exchange: Exchange, *, event_index: int | None = None, byte_offset: int | None = None,
-               around: int = 3) -> list[str]:
-    """The raw answer as lines, trimmed around the offending spot and marked ``>>``."""
-    raw = exchange.raw
-    status = "no response" if exchange.status is None else f"HTTP {exchange.status}"
-    notes = [status, f"{len(raw)} bytes"]
-    if exchange.timed_out:
-        notes.append(f"gave up after {exchange.elapsed:.1f} s")
-    if exchange.transport_error:
-        notes.append(f"transport error: {exchange.transport_error}")
-    if not raw:
-        return [f"answer as received ({', '.join(notes)}): (empty)"]
-    if event_index is not None and byte_offset is None:
-        events = parse_events(raw).events
-        if 0 <= event_index < len(events):
-            byte_offset = events[event_index].byte_offset
-    lines: list[tuple[int, bytes]] = []
-    pos = 0
-    for line in raw.splitlines(keepends=True):
-        if line.strip():
-            lines.append((pos, line.rstrip(b"\r\n")))
-        pos += len(line)
-    mark: int | None = None
-    if byte_offset is not None:
-        for i, (start, line) in enumerate(lines):
-            if start <= byte_offset < start + len(line) + 2:
-                mark = i
-                break
-        else:
-            mark = len(lines) - 1 if byte_offset >= len(raw) else None
-    if mark is not None:
-        where = f"event {event_index}, " if event_index is not None else ""
-        notes.append(f"{where}byte {byte_offset} marked")
-        lo, hi = max(0, mark - around), min(len(lines), mark + around + 1)
-        shown = list(range(lo, hi))
-    elif len(lines) <= 2 * around + 2:
-        shown = list(range(len(lines)))
-    else:  # no position: the start and the end say the most
-        shown = [*range(around), *range(len(lines) - around - 1, len(lines))]
-    out = [f"answer as received ({', '.join(notes)}; byte offset | line; {'/'.join(_BOILERPLATE)} left out):"]
-    previous = -1
-    for i in shown:
-        if i != previous + 1:
-            out.append(f"     … {i - previous - 1} line(s) …")
-        start, line = lines[i]
-        text = _clip(_readable_line(line.decode("utf-8", "replace")), RULE_WIDTH + 60)
-        out.append(f"  {'>>' if i == mark else '  '} {start:>6} | {text}")
-        previous = i
-    if previous < len(lines) - 1:
-        out.append(f"     … {len(lines) - previous - 1} line(s) …")
+        out.append(f"the proxy reported an error: {clip(json.dumps(answer.error, ensure_ascii=False), 300)}")
     return out
 
 
@@ -203,11 +114,11 @@ def evidence_lines(evidence: Mapping[str, Any]) -> list[str]:
             value = evidence[key]
             plain = isinstance(value, str) and "\n" not in value and value.strip() == value and value
             text = value if plain else json.dumps(value, ensure_ascii=False, default=repr)
-            out.append(f"{key}: {_clip(text, 300)}")
+            out.append(f"{key}: {clip(text, 300)}")
     more = evidence.get("more")
     if isinstance(more, list) and more:
         out.append("also:")
-        out.extend(f"  - {_clip(str(m), 200)}" for m in more)
+        out.extend(f"  - {clip(str(m), 200)}" for m in more)
     return out
 
 
@@ -250,6 +161,7 @@ def render_failures(
         elif attempt.exchange is not None:
             out.extend(answer_diff(scenario, attempt.exchange))
         unplaced = False
+        shown: set[Position] = set()
         for failure in attempt.failures:
             out.append("")
             out.append(rule_heading(failure.rule_id, rules))
@@ -257,15 +169,16 @@ def render_failures(
                 out.append(f"  (known failure: {known[failure.rule_id]})")
             out.extend("  " + line for line in failure.message.splitlines())
             out.extend("  " + line for line in evidence_lines(failure.evidence))
-            event_index, byte_offset = _position(failure.evidence)
+            position = Position.of(failure.evidence)
             if attempt.kind == "equivalence" or attempt.exchange is None:
                 continue
-            if event_index is None and byte_offset is None:
+            if not position.known:
                 unplaced = True
-                continue
-            out.extend(
-                "  " + line for line in transcript(attempt.exchange, event_index=event_index, byte_offset=byte_offset)
-            )
+            elif position in shown:
+                out.append(f"  at {position.describe()}, marked above")
+            else:
+                shown.add(position)
+                out.extend("  " + line for line in transcript(attempt.exchange, position))
         if unplaced and attempt.exchange is not None:
             out.append("")
             out.extend(transcript(attempt.exchange))
@@ -366,7 +279,7 @@ def item_record(
                 group=rule.group if rule else "other",
                 severity=rule.severity if rule else "spec",
                 attempt=attempt.label,
-                message=_clip(failure.message, 400),
+                message=clip(failure.message, 400),
                 expected=failure.rule_id in known,
             )
         )

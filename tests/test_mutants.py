@@ -177,9 +177,9 @@ def test_a_mutant_fails_a_pytest_run_with_the_text_users_read(
         '  1 call(s) made but finish_reason is "stop"',
         statements[1],
         '  finish_reason is "stop", expected "tool_calls"',
-        "answer as received (HTTP 200, * bytes; *",
-        '* | data: {…,"choices":[[]{"index":0,"delta":{},"finish_reason":"stop"}]}',
-        "* | data: [[]DONE]",
+        "  answer as received (HTTP 200, * bytes, event *, byte * marked; *",
+        '    >> * | data: {…,"choices":[[]{"index":0,"delta":{},"finish_reason":"stop"}]}',
+        "       * | data: [[]DONE]",
         f"reproduce: toolcall-conformance replay plain-native-single --proxy-url {proxy_url} "
         f"--mock-url {mock_url} --scenarios {folder}",
         "*plain * 0/1  1 failed",

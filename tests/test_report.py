@@ -20,8 +20,9 @@ from harness.report import (
     render_text,
     rules_by_id,
     summarize,
-    transcript,
 )
+from harness.rules import Options, evaluate
+from harness.transcript import Position, transcript
 from harness.runner import Attempt, ScenarioRun
 from harness.scenario import load_library
 
@@ -178,12 +179,66 @@ def test_answer_diff_shows_calls_content_and_finish_reason() -> None:
 
 def test_transcript_marks_the_offending_event_and_trims() -> None:
     raw = b"".join(_chunk({"content": f"part {i}"}) for i in range(20)) + b"data: [DONE]\n\n"
-    lines = transcript(_exchange(raw), event_index=10, around=2)
+    lines = transcript(_exchange(raw), Position(event_index=10), around=2)
     marked = [line for line in lines if line.lstrip().startswith(">>")]
     assert len(marked) == 1 and '"part 10"' in marked[0]
     assert sum('"part ' in line for line in lines) == 5  # two either side
     assert "… 8 line(s) …" in lines[1] and lines[-1].strip().startswith("…")
     assert '"id"' not in "\n".join(lines[1:])  # the repeated fields are left out
+
+
+def _body(**message: Any) -> bytes:
+    body = {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "m", "system_fingerprint": "fp",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": None, **message},
+                         "finish_reason": "stop"}]}
+    return json.dumps(body).encode()
+
+
+PLAIN = LIBRARY["plain-native-single"]
+ARGS = json.dumps({"city": "Paris", "unit": "celsius", "note": "x" * 300})
+
+
+def test_a_single_body_is_shown_indented_with_the_named_member_marked() -> None:
+    """A whole answer is shown one member per line, boilerplate left out, the member a
+    rule names marked: the offending tool call is shown, not cut off at one line."""
+    calls = [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ARGS}}]
+    exchange = Exchange(PLAIN.id, "openai", False, {**PLAIN.client.request, "stream": False}, {}, 200,
+                        {"content-type": "application/json"}, _body(tool_calls=calls))
+    failures = {f.rule_id: f for f in evaluate(PLAIN, exchange, Options())}
+    assert failures["TOOL-009"].evidence["json_path"] == "/choices/0/finish_reason"
+    lines = transcript(exchange, Position.of(failures["TOOL-009"].evidence))
+    assert lines[0].startswith("answer as received (HTTP 200, ") and "/choices/0/finish_reason marked" in lines[0]
+    assert "JSON indented, id/object/created/model/system_fingerprint left out" in lines[0]
+    marked = [line for line in lines if line.lstrip().startswith(">>")]
+    assert marked == ['  >>       "finish_reason": "stop"']
+    text = "\n".join(lines)
+    assert '"name": "get_weather",' in text and '"arguments": "{\\"city\\": \\"Paris\\"' in text
+    assert '"chatcmpl-1"' not in text and '"fp"' not in text
+
+
+@pytest.mark.parametrize(("path", "offset", "marked"), [
+    ("/choices/0/message/tool_calls/0", None, "{"),  # a call: its first line
+    ("/choices/0/message/tool_calls/7", None, '"tool_calls": ['),  # no such call: the nearest member shown
+    ("/id", None, '"id": "chatcmpl-1",'),  # a boilerplate member a rule names is kept
+    ("/choices/0/message/content", 250, "(character 250 of 400)"),  # a long string around the character
+])
+def test_a_json_pointer_marks_its_member(path: str, offset: int | None, marked: str) -> None:
+    exchange = Exchange(PLAIN.id, "openai", False, {}, {}, 200, {"content-type": "application/json"},
+                        _body(content="a" * 240 + "<tools>" + "b" * 153,
+                              tool_calls=[{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]))
+    lines = transcript(exchange, Position(json_path=path, text_offset=offset))
+    (line,) = [line for line in lines if line.lstrip().startswith(">>")]
+    assert line.endswith(marked) if offset is None else marked in line
+    if offset is not None:
+        assert "<tools>" in line and len(line) < 200
+
+
+def test_a_body_that_is_not_json_is_shown_as_lines() -> None:
+    page = b"<html>\n<body>Bad gateway</body>\n</html>\n"
+    exchange = Exchange(PLAIN.id, "openai", False, {}, {}, 502, {"content-type": "text/html"}, page)
+    lines = transcript(exchange)
+    assert lines[0].startswith("answer as received (HTTP 502, ") and "byte offset | line" in lines[0]
+    assert [line.split("| ", 1)[1] for line in lines[1:]] == ["<html>", "<body>Bad gateway</body>", "</html>"]
 
 
 def test_transcript_of_nothing_says_why() -> None:

@@ -30,6 +30,8 @@ from harness.rules import RULES, Options, compare_answers, evaluate, rules_markd
 from harness.rules.context import Context
 from harness.rules.registry import ENTRIES, Violation
 from harness.scenario import PROFILES, Profile, Scenario, parse_scenario
+from harness.sse import parse_events
+from harness.transcript import Position
 from harness.xml_calls import parse_xml_calls, tool_vocabulary
 import test_rules_anthropic
 import test_rules_faults
@@ -840,6 +842,77 @@ def test_evidence_locates_the_event() -> None:
     (failure,) = evaluate(c.scenario, c.exchange, Options())
     assert failure.evidence["event_index"] == 1
     assert failure.evidence["byte_offset"] == c.exchange.raw.index(b"data:", 1)
+
+
+# Rules whose findings have no place in the answer: the HTTP exchange, what reached the
+# backend, the SDK's own reading, a pattern that matched nowhere, the survival probe.
+UNPLACED = frozenset({"HTTP-001", "HTTP-002", "HTTP-003", "HTTP-004", "HTTP-005", "HTTP-006", "UP-001", "UP-002",
+                      "SDK-001", "SDK-002", "ASDK-001", "ASDK-002", "TEXT-002", "FAULT-005", "FAULT-007"})
+
+
+def _may_be_unplaced(exchange: Exchange, rule_id: str) -> bool:
+    """Findings that may name no place: the rules above; an error status (the whole
+    body is the finding); the text outside the XML calls of a vtc answer."""
+    return rule_id in UNPLACED or exchange.status != 200 or (rule_id == "TEXT-001" and exchange.profile == "vtc")
+
+
+def test_every_finding_that_has_a_place_names_it() -> None:
+    """Failure output trims the transcript around the offending event: every broken rule
+    that can say where (a stream event, a byte, a member of a single body) does."""
+    unplaced = [
+        (c.id, f.rule_id)
+        for _, broken, options in FAMILIES.values()
+        for c in broken
+        for f in evaluate(c.scenario, c.exchange, options(c))
+        if not Position.of(f.evidence).known and not _may_be_unplaced(c.exchange, f.rule_id)
+    ]
+    assert unplaced == []
+
+
+# (case, rule, where its evidence points: a piece of the named event's data, "json:" and
+# the pointer of a member of a single body, or "end" for the end of the stream)
+LOCATED = [
+    ("tool-009-finish-stop-with-calls", "TOOL-009", '"finish_reason": "stop"'),
+    ("tool-009-finish-stop-with-calls", "CALLS-002", '"finish_reason": "stop"'),
+    ("chunk-007-no-finish", "CHUNK-007", "end"),
+    ("chunk-007-no-finish", "CALLS-002", "end"),
+    ("text-003-leaked-closing-tag", "TEXT-003", '"content": "</tools>"'),
+    ("text-001-different", "TEXT-001", '"content": " there"'),
+    ("text-001-newline-delta-lost", "TEXT-001", '"content": "Line two:  done."'),
+    ("text-001-exact-trailing-space", "TEXT-001", '"content": " world "'),
+    ("tool-005-same-id-twice", "TOOL-005", '"name": "get_time"'),
+    ("tool-006-unclosed-arguments", "TOOL-006", '"id": "call_1"'),
+    ("tool-008-empty-arguments-single", "TOOL-008", "json:/choices/0/message/tool_calls/0"),
+    ("calls-001-wrong-value", "CALLS-001", '"id": "call_1"'),
+    ("calls-001-duplicated-call", "CALLS-001", '"id": "call_2"'),
+    ("calls-001-call-vanished", "CALLS-001", '"finish_reason": "stop"'),
+    ("body-003-arguments-object", "BODY-003", "json:/choices/0/message/tool_calls/0"),
+    ("body-002-missing-created", "BODY-002", "json:"),
+    ("body-001-no-choices", "CALLS-002", "json:/choices"),
+    ("tool-008-empty-arguments-single", "CALLS-001", "json:/choices/0/message/tool_calls/0"),
+    ("err-002-wrong-shape", "ERR-002", "json:"),
+    ("usage-001-missing", "USAGE-001", "[DONE]"),
+    ("vtc-004-finish-tool-calls", "VTC-004", '"finish_reason": "tool_calls"'),
+    ("vtc-002-wrong-path", "VTC-002", "<rea"),
+    ("atool-001-shared-id", "ATOOL-001", '"type": "tool_use"'),
+    ("atool-003-end-turn-after-tool-use", "ATOOL-003", '"stop_reason": "end_turn"'),
+    ("abody-003-input-as-string", "ABODY-003", "json:/content/1/input"),
+]
+
+
+@pytest.mark.parametrize(("case_id", "rule_id", "where"), LOCATED, ids=[f"{c}-{r}" for c, r, _ in LOCATED])
+def test_evidence_points_at_the_offending_place(case_id: str, rule_id: str, where: str) -> None:
+    c, options = next((c, o) for _, broken, o in FAMILIES.values() for c in broken if c.id == case_id)
+    failure = next(f for f in evaluate(c.scenario, c.exchange, options(c)) if f.rule_id == rule_id)
+    position = Position.of(failure.evidence)
+    if where.startswith("json:"):
+        assert position.json_path == where.removeprefix("json:")
+    elif where == "end":
+        assert position.byte_offset == len(c.exchange.raw)
+    else:
+        assert position.event_index is not None
+        event = parse_events(c.exchange.raw).events[position.event_index]
+        assert where in event.data and position.byte_offset == event.byte_offset
 
 
 def test_spec_rules_only_when_strict() -> None:

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from harness.compare import render, shorten
 from harness.rules.context import Context
 from harness.rules.registry import ANTHROPIC, Violation, rule_group
-from harness.rules.schemas import schema_errors
+from harness.rules.schemas import described, schema_problems
 
 rule = rule_group("anthropic_body", "ABODY")
 
@@ -27,17 +27,25 @@ def message_shape(ctx: Context) -> Iterator[Violation]:
         yield Violation(f"the body is not a JSON object: {excerpt!r}", {"excerpt": excerpt})
         return
     if body.get("type") == "error" or "error" in body:
-        yield Violation(f"an error report with status 200: {excerpt!r}", {"excerpt": excerpt})
+        yield Violation(f"an error report with status 200: {excerpt!r}",
+                        {"excerpt": excerpt, "json_path": "/error" if "error" in body else "/type"})
         return
     if body.get("type") != "message":
-        yield Violation(f"type is {render(body.get('type'))}, expected \"message\"", {"actual": body.get("type")})
+        yield Violation(
+            f"type is {render(body.get('type'))}, expected \"message\"", {"actual": body.get("type"), "json_path": "/type"}
+        )
     content = body.get("content")
     if not isinstance(content, list):
-        yield Violation(f"content is {render(content, 60)}, expected an array of blocks", {"actual": content})
+        yield Violation(
+            f"content is {render(content, 60)}, expected an array of blocks", {"actual": content, "json_path": "/content"}
+        )
         return
     for i, block in enumerate(content):
         if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
-            yield Violation(f"content[{i}] is not a block with a type: {render(block, 100)}", {"actual": block})
+            yield Violation(
+                f"content[{i}] is not a block with a type: {render(block, 100)}",
+                {"actual": block, "json_path": f"/content/{i}"},
+            )
 
 
 @rule(
@@ -50,9 +58,10 @@ def message_shape(ctx: Context) -> Iterator[Violation]:
 def message_schema(ctx: Context) -> Iterator[Violation]:
     body = ctx.body[0]
     if isinstance(body, Mapping) and body.get("type") != "error" and "error" not in body:
-        errors = schema_errors(body, "anthropic_message")
-        if errors:
-            yield Violation("; ".join(errors), {"actual": errors})
+        problems = schema_problems(body, "anthropic_message")
+        if problems:
+            errors = described(problems)
+            yield Violation("; ".join(errors), {"actual": errors, "json_path": problems[0][0]})
 
 
 @rule(
@@ -73,5 +82,6 @@ def tool_input_object(ctx: Context) -> Iterator[Violation]:
             continue
         what = f"a string {shorten(value, 100)}" if isinstance(value, str) else render(value, 100)
         yield Violation(
-            f"content[{i}] ({render(block.get('name'))}): input is {what}, not an object", {"actual": value}
+            f"content[{i}] ({render(block.get('name'))}): input is {what}, not an object",
+            {"actual": value, "json_path": f"/content/{i}/input"},
         )

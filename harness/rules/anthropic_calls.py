@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from harness.compare import render
+from harness.rules import locate
 from harness.rules.context import Context
 from harness.rules.registry import ANTHROPIC, Violation, rule_group
 
@@ -28,12 +29,15 @@ def _ended_by_error(ctx: Context) -> bool:
 def tool_use_ids(ctx: Context) -> Iterator[Violation]:
     seen: dict[str, int] = {}
     for call in ctx.answer.tool_calls:
+        where = locate.call(ctx, call.index)
         if not call.id:
             yield Violation(
-                f"tool_use {call.index} ({call.name}) has id {render(call.id)}", {"expected": "a non-empty id"}
+                f"tool_use {call.index} ({call.name}) has id {render(call.id)}", {"expected": "a non-empty id", **where}
             )
         elif call.id in seen:
-            yield Violation(f"tool_use {seen[call.id]} and {call.index} share the id {call.id!r}", {"actual": call.id})
+            yield Violation(
+                f"tool_use {seen[call.id]} and {call.index} share the id {call.id!r}", {"actual": call.id, **where}
+            )
         else:
             seen[call.id] = call.index
 
@@ -52,7 +56,7 @@ def declared_names(ctx: Context) -> Iterator[Violation]:
             yield Violation(
                 f"tool_use {call.index} calls {call.name!r}, which the request did not declare "
                 f"(declared: {', '.join(declared) or 'none'})",
-                {"expected": declared, "actual": call.name},
+                {"expected": declared, "actual": call.name, **locate.call(ctx, call.index)},
             )
 
 
@@ -72,7 +76,7 @@ def stop_reason_tool_use(ctx: Context) -> Iterator[Violation]:
         return
     yield Violation(
         f"{len(answer.tool_calls)} tool_use block(s) sent but stop_reason is {render(answer.finish_reason)}",
-        {"expected": "tool_use", "actual": answer.finish_reason},
+        {"expected": "tool_use", "actual": answer.finish_reason, **locate.finish(ctx)},
     )
 
 
@@ -88,5 +92,6 @@ def expected_stop_reason(ctx: Context) -> Iterator[Violation]:
     actual = ctx.answer.finish_reason
     if wanted is not None and actual != wanted and not _ended_by_error(ctx):
         yield Violation(
-            f"stop_reason is {render(actual)}, expected {render(wanted)}", {"expected": wanted, "actual": actual}
+            f"stop_reason is {render(actual)}, expected {render(wanted)}",
+            {"expected": wanted, "actual": actual, **locate.finish(ctx)},
         )

@@ -8,18 +8,19 @@ from typing import Any
 from harness.compare import render, shown
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
-from harness.rules.schemas import schema_errors
+from harness.rules.schemas import described, schema_problems
 
 rule = rule_group("body", "BODY")
 
 
-def _message(ctx: Context) -> Mapping[str, Any] | None:
+def _message(ctx: Context) -> tuple[str, Mapping[str, Any]] | None:
+    """The first message of a single answer, and its JSON pointer."""
     body = ctx.body[0]
     if not isinstance(body, Mapping) or not isinstance(body.get("choices"), list):
         return None
-    for choice in body["choices"]:
+    for i, choice in enumerate(body["choices"]):
         if isinstance(choice, Mapping) and isinstance(choice.get("message"), Mapping):
-            return choice["message"]  # type: ignore[no-any-return]
+            return f"/choices/{i}/message", choice["message"]
     return None
 
 
@@ -41,11 +42,17 @@ def body_shape(ctx: Context) -> Iterator[Violation]:
             what = f"an error report with status 200: {excerpt!r}"
         else:
             what = f"'choices' is {render(choices, 60)}"
-        yield Violation(f"{what}; expected a non-empty 'choices' array", {"actual": choices, "excerpt": excerpt})
+        yield Violation(
+            f"{what}; expected a non-empty 'choices' array",
+            {"actual": choices, "excerpt": excerpt, "json_path": "/choices" if "choices" in body else ""},
+        )
         return
     for i, choice in enumerate(choices):
         if not isinstance(choice, Mapping) or not isinstance(choice.get("message"), Mapping):
-            yield Violation(f"choices[{i}] has no 'message' object: {render(choice, 100)}", {"actual": choice})
+            yield Violation(
+                f"choices[{i}] has no 'message' object: {render(choice, 100)}",
+                {"actual": choice, "json_path": f"/choices/{i}"},
+            )
 
 
 @rule(
@@ -57,9 +64,10 @@ def body_shape(ctx: Context) -> Iterator[Violation]:
 def body_schema(ctx: Context) -> Iterator[Violation]:
     body = ctx.body[0]
     if isinstance(body, Mapping) and "error" not in body:
-        errors = schema_errors(body, "chat_completion")
-        if errors:
-            yield Violation("; ".join(errors), {"actual": errors})
+        problems = schema_problems(body, "chat_completion")
+        if problems:
+            errors = described(problems)
+            yield Violation("; ".join(errors), {"actual": errors, "json_path": problems[0][0]})
 
 
 @rule(
@@ -70,12 +78,18 @@ def body_schema(ctx: Context) -> Iterator[Violation]:
     stage="single",
 )
 def body_calls(ctx: Context) -> Iterator[Violation]:
-    message = _message(ctx)
-    calls = message.get("tool_calls") if message is not None else None
+    found = _message(ctx)
+    if found is None:
+        return
+    path, message = found
+    calls = message.get("tool_calls")
     if calls is None:
         return
     if not isinstance(calls, list):
-        yield Violation(f"message.tool_calls is {render(calls, 80)}, not an array", {"actual": calls})
+        yield Violation(
+            f"message.tool_calls is {render(calls, 80)}, not an array",
+            {"actual": calls, "json_path": f"{path}/tool_calls"},
+        )
         return
     for i, call in enumerate(calls):
         problems: list[str] = []
@@ -95,4 +109,6 @@ def body_calls(ctx: Context) -> Iterator[Violation]:
                 if not isinstance(fn.get("arguments"), str):
                     problems.append(f"function.arguments is {render(fn.get('arguments'), 60)}, not a string")
         if problems:
-            yield Violation(f"tool_calls[{i}]: " + ", ".join(problems), {"actual": call})
+            yield Violation(
+                f"tool_calls[{i}]: " + ", ".join(problems), {"actual": call, "json_path": f"{path}/tool_calls/{i}"}
+            )

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from harness.compare import diff_calls, render
+from harness.compare import diff_calls, first_call_mismatch, render
+from harness.rules import locate
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
 
@@ -28,6 +29,7 @@ def expected_calls(ctx: Context) -> Iterator[Violation]:
                 "expected": [{"name": n, "arguments": dict(a)} for n, a in ctx.expected_calls],
                 "actual": [{"name": c.name, "arguments": c.raw} for c in ctx.received_calls],
                 "diff": lines,
+                **locate.received_call(ctx, first_call_mismatch(ctx.expected_calls, ctx.received_calls)),
             },
         )
 
@@ -44,5 +46,6 @@ def expected_finish(ctx: Context) -> Iterator[Violation]:
     actual = ctx.answer.finish_reason
     if wanted is not None and actual != wanted:
         yield Violation(
-            f"finish_reason is {render(actual)}, expected {render(wanted)}", {"expected": wanted, "actual": actual}
+            f"finish_reason is {render(actual)}, expected {render(wanted)}",
+            {"expected": wanted, "actual": actual, **locate.finish(ctx)},
         )

@@ -8,6 +8,7 @@ from typing import Any
 from harness.assemble import Payload
 from harness.compare import render
 from harness.rules.context import Context
+from harness.rules.locate import end_of_stream
 from harness.rules.registry import Violation, rule_group
 from harness.rules.schemas import schema_errors
 
@@ -153,7 +154,9 @@ def finish_sent(ctx: Context) -> Iterator[Violation]:
         if choice.get("finish_reason") is not None:
             finished.add(index)
     for index in sorted((indices or {0}) - finished):
-        yield Violation(f"choice {index} never gets a finish_reason", {"expected": "a finish_reason"})
+        yield Violation(
+            f"choice {index} never gets a finish_reason", {"expected": "a finish_reason", **end_of_stream(ctx)}
+        )
 
 
 @rule(

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from harness.compare import content_equal, fold_ws, shorten
+from harness.compare import first_difference, fold_ws, shorten
+from harness.rules import locate
 from harness.markup import DEFAULT_MARKERS, find_leaks
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
@@ -27,11 +28,12 @@ def expected_content(ctx: Context) -> Iterator[Violation]:
         return
     actual = ctx.visible_text
     exact = ctx.expect.content_exact
-    if not content_equal(expected, actual, exact=exact):
+    differs = first_difference(expected, actual, exact=exact)
+    if differs is not None:
         shown_e, shown_a = (expected, actual) if exact else (fold_ws(expected), fold_ws(actual))
         yield Violation(
-            f"content {shorten(shown_a, 160)}, expected {shorten(shown_e, 160)}",
-            {"expected": expected, "actual": actual, "exact": exact},
+            f"content {shorten(shown_a, 160)}, expected {shorten(shown_e, 160)} (they part at character {differs})",
+            {"expected": expected, "actual": actual, "exact": exact, **locate.visible(ctx, differs)},
         )
 
 
@@ -63,7 +65,9 @@ def no_markup_leak(ctx: Context) -> Iterator[Violation]:
     for leak in find_leaks(text, (*DEFAULT_MARKERS, *ctx.expect.markers), ctx.allowed_markup):
         around = text[max(0, leak.offset - 30) : leak.offset + 50]
         allowed = f", {leak.allowed} expected" if leak.allowed else ""
+        in_content = ctx.answer.content.find(leak.marker)
+        where = locate.visible(ctx, leak.offset) or (locate.content(ctx, in_content) if in_content >= 0 else {})
         yield Violation(
             f"{leak.marker!r} appears {leak.found} time(s) in the text{allowed}: …{shorten(around, 100)}…",
-            {"marker": leak.marker, "found": leak.found, "allowed": leak.allowed, "excerpt": around},
+            {"marker": leak.marker, "found": leak.found, "allowed": leak.allowed, "excerpt": around, **where},
         )

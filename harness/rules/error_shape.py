@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
-from harness.rules.schemas import schema_errors
+from harness.rules.schemas import described, schema_errors, schema_problems
 
 rule = rule_group("errors", "ERR")
 
@@ -38,11 +38,13 @@ def error_body_shape(ctx: Context) -> Iterator[Violation]:
     excerpt = ctx.exchange.raw[:200].decode("utf-8", "replace")
     if status is not None and 200 <= status < 300:
         if ctx.kind == "json" and isinstance(body, Mapping) and "error" in body:
-            yield Violation(f"an error body comes with status {status}: {excerpt!r}", {"actual": status})
+            yield Violation(f"an error body comes with status {status}: {excerpt!r}",
+                            {"actual": status, "json_path": "/error"})
         return
     if problem is not None:
         yield Violation(f"status {status} with a body that is not JSON: {excerpt!r}", {"excerpt": excerpt})
         return
-    errors = schema_errors(body, "openai_error")
-    if errors:
-        yield Violation(f"status {status} error body: " + "; ".join(errors), {"excerpt": excerpt})
+    problems = schema_problems(body, "openai_error")
+    if problems:
+        yield Violation(f"status {status} error body: " + "; ".join(described(problems)),
+                        {"excerpt": excerpt, "json_path": problems[0][0]})

@@ -15,9 +15,10 @@ import os
 from collections.abc import Iterator
 
 from harness.compare import fold_ws, shorten
+from harness.rules import locate
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, OPENAI_PROFILES, Violation, rule_group
-from harness.rules.schemas import schema_errors
+from harness.rules.schemas import described, schema_problems
 
 rule = rule_group("faults", "FAULT")
 
@@ -66,7 +67,8 @@ def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
     what = "a stream that reports no error" if ctx.kind == "sse" else "a body that reports no error"
     yield Violation(
         f"no error reached the client: status {status} with {what}; expected {_wanted(ctx)}",
-        {"expected": _wanted(ctx), "actual": status, "excerpt": shorten(ctx.answer.content, 200)},
+        {"expected": _wanted(ctx), "actual": status, "excerpt": shorten(ctx.answer.content, 200),
+         **locate.finish(ctx)},
     )
 
 
@@ -126,10 +128,11 @@ def error_body_dialect(ctx: Context) -> Iterator[Violation]:
         yield Violation(
             f"status {status}: the body holds a server traceback: {text[at : at + 160]!r}", {"excerpt": excerpt}
         )
-    errors = schema_errors(body, "anthropic_error" if ctx.dialect == "anthropic" else "openai_error")
-    if errors:
+    problems = schema_problems(body, "anthropic_error" if ctx.dialect == "anthropic" else "openai_error")
+    if problems:
         yield Violation(
-            f"status {status}: the body is not a {ctx.dialect} error: " + "; ".join(errors), {"excerpt": excerpt}
+            f"status {status}: the body is not a {ctx.dialect} error: " + "; ".join(described(problems)),
+            {"excerpt": excerpt, "json_path": problems[0][0]},
         )
 
 
@@ -199,7 +202,12 @@ def text_flushed(ctx: Context) -> Iterator[Violation]:
     yield Violation(
         f"the client got {len(got)} of the {len(want)} characters sent before the fault; missing from "
         f"character {same}: {shorten(want[same:], 160)}",
-        {"expected": expected, "actual": ctx.visible_text, "missing": want[same:]},
+        {
+            "expected": expected,
+            "actual": ctx.visible_text,
+            "missing": want[same:],
+            **locate.visible(ctx, len(ctx.visible_text)),
+        },
     )
 
 

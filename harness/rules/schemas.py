@@ -26,13 +26,23 @@ def validator(name: SchemaName) -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(schema)
 
 
-def schema_errors(instance: Any, name: SchemaName, limit: int = 3) -> list[str]:
-    """Up to ``limit`` readable problems of ``instance`` against schema ``name``."""
-    out: list[str] = []
+def schema_problems(instance: Any, name: SchemaName, limit: int = 3) -> list[tuple[str, str]]:
+    """Up to ``limit`` problems of ``instance`` against schema ``name``: (JSON pointer, message)."""
+    out: list[tuple[str, str]] = []
     for error in sorted(validator(name).iter_errors(instance), key=lambda e: list(map(str, e.absolute_path))):
-        where = "/" + "/".join(str(p) for p in error.absolute_path)
+        where = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)
         message = error.message if len(error.message) <= 160 else error.message[:159] + "…"
-        out.append(f"{where}: {message}")
+        out.append((where, message))
         if len(out) >= limit:
             break
     return out
+
+
+def schema_errors(instance: Any, name: SchemaName, limit: int = 3) -> list[str]:
+    """Up to ``limit`` readable problems of ``instance`` against schema ``name``."""
+    return described(schema_problems(instance, name, limit))
+
+
+def described(problems: list[tuple[str, str]]) -> list[str]:
+    """Schema problems as readable lines (the root written ``/``)."""
+    return [f"{where or '/'}: {message}" for where, message in problems]

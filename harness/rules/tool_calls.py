@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.assemble import Payload
 from harness.compare import parse_object, render, shorten, shown
+from harness.rules import locate
 from harness.rules.chunks import choices_of
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
@@ -166,13 +167,13 @@ def contiguous_indices(ctx: Context) -> Iterator[Violation]:
 )
 def distinct_ids(ctx: Context) -> Iterator[Violation]:
     seen: dict[str, int] = {}
-    for call in ctx.answer.tool_calls:
+    for position, call in enumerate(ctx.answer.tool_calls):
         if not call.id:
             continue
         if call.id in seen:
             yield Violation(
                 f"calls {seen[call.id]} and {call.index} share the id {call.id!r}",
-                {"actual": call.id},
+                {"actual": call.id, **locate.call(ctx, position)},
             )
         else:
             seen[call.id] = call.index
@@ -185,11 +186,11 @@ def distinct_ids(ctx: Context) -> Iterator[Violation]:
     stage="answer",
 )
 def arguments_one_object(ctx: Context) -> Iterator[Violation]:
-    for call in ctx.answer.tool_calls:
+    for position, call in enumerate(ctx.answer.tool_calls):
         if call.arguments.strip() and parse_object(call.arguments) is None:
             yield Violation(
                 f"call {call.index} ({call.name}): arguments are not one JSON object: {shorten(call.arguments)}",
-                {"actual": call.arguments},
+                {"actual": call.arguments, **locate.call(ctx, position)},
             )
 
 
@@ -285,12 +286,12 @@ def no_complete_prefix(ctx: Context) -> Iterator[Violation]:
     stage="answer",
 )
 def empty_arguments(ctx: Context) -> Iterator[Violation]:
-    for call in ctx.answer.tool_calls:
+    for position, call in enumerate(ctx.answer.tool_calls):
         if not call.arguments.strip():
             yield Violation(
                 f"call {call.index} ({call.name}) has arguments {call.arguments!r}; a call without arguments "
                 'sends "{}"',
-                {"expected": "{}", "actual": call.arguments},
+                {"expected": "{}", "actual": call.arguments, **locate.call(ctx, position)},
             )
 
 
@@ -306,5 +307,5 @@ def finish_tool_calls(ctx: Context) -> Iterator[Violation]:
     if answer.tool_calls and answer.finish_reason != "tool_calls":
         yield Violation(
             f"{len(answer.tool_calls)} call(s) made but finish_reason is {render(answer.finish_reason)}",
-            {"expected": "tool_calls", "actual": answer.finish_reason},
+            {"expected": "tool_calls", "actual": answer.finish_reason, **locate.finish(ctx)},
         )

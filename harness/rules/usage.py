@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from harness.rules.context import Context
+from harness.rules.locate import end_of_stream
 from harness.rules.registry import Violation, rule_group
 
 rule = rule_group("usage", "USAGE")
@@ -36,7 +37,9 @@ def usage_when_requested(ctx: Context) -> Iterator[Violation]:
         return
     found = _usage_chunks(ctx)
     if not found:
-        yield Violation("include_usage was requested but no usage chunk was sent", {"expected": "a usage chunk"})
+        done = ctx.stream.done_event
+        where = ctx.at_event(done) if done is not None else end_of_stream(ctx)
+        yield Violation("include_usage was requested but no usage chunk was sent", {"expected": "a usage chunk", **where})
     elif found[-1] != len(ctx.chunks) - 1:
         p = ctx.chunks[found[-1]][0]
         yield Violation(f"the usage chunk (event {p.event.index}) is not the last chunk", ctx.at(p))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harness.compare import diff_calls, render, shorten
+from harness.compare import diff_calls, first_call_mismatch, render, shorten
+from harness.rules import locate
 from harness.rules.chunks import choices_of
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
@@ -32,7 +33,7 @@ def no_structured_calls(ctx: Context) -> Iterator[Violation]:
     elif ctx.answer.tool_calls:
         yield Violation(
             f"the message carries {len(ctx.answer.tool_calls)} structured tool call(s)",
-            {"actual": [c.name for c in ctx.answer.tool_calls]},
+            {"actual": [c.name for c in ctx.answer.tool_calls], **locate.call(ctx, 0)},
         )
 
 
@@ -46,9 +47,11 @@ def no_structured_calls(ctx: Context) -> Iterator[Violation]:
 )
 def expected_xml_calls(ctx: Context) -> Iterator[Violation]:
     lines = diff_calls(ctx.expected_calls, ctx.received_calls, value_matches)
-    incomplete = [c.name for c in ctx.xml.calls if not c.complete]
+    position = first_call_mismatch(ctx.expected_calls, ctx.received_calls, value_matches)
+    incomplete = [i for i, c in enumerate(ctx.xml.calls) if not c.complete]
     if incomplete:
-        lines.append("unclosed call(s): " + ", ".join(incomplete))
+        lines.append("unclosed call(s): " + ", ".join(ctx.xml.calls[i].name for i in incomplete))
+        position = min(position, incomplete[0])
     if lines:
         yield Violation(
             "; ".join(lines),
@@ -58,6 +61,7 @@ def expected_xml_calls(ctx: Context) -> Iterator[Violation]:
                 ],
                 "actual": [{"name": c.name, "arguments": dict(c.params)} for c in ctx.xml.calls],
                 "excerpt": shorten(ctx.answer.content, 300),
+                **locate.received_call(ctx, position),
             },
         )
 
@@ -90,7 +94,7 @@ def raw_values(ctx: Context) -> Iterator[Violation]:
                 yield Violation(
                     f"{call.name}.{param} holds entity reference(s) {', '.join(sorted(set(unexpected)))}: "
                     f"{shorten(value, 100)}",
-                    {"actual": value, "expected": meant or None},
+                    {"actual": value, "expected": meant or None, **locate.received_call(ctx, position)},
                 )
 
 
@@ -107,5 +111,6 @@ def finish_stop(ctx: Context) -> Iterator[Violation]:
     actual = ctx.answer.finish_reason
     if actual != wanted:
         yield Violation(
-            f"finish_reason is {render(actual)}, expected {render(wanted)}", {"expected": wanted, "actual": actual}
+            f"finish_reason is {render(actual)}, expected {render(wanted)}",
+            {"expected": wanted, "actual": actual, **locate.finish(ctx)},
         )

@@ -1,0 +1,191 @@
+"""Where in the raw answer a finding sits: the evidence that lets a failure show the
+transcript trimmed around the offending event.
+
+Rules judge the assembled ``Answer`` (text, calls, finish reason); these functions
+map a place in that answer back to what the client received: the stream event that
+delivered a character of the text, started a call or carried the finish reason, or,
+for a single JSON body, the JSON pointer of that member. Every function returns
+evidence (``event_index``/``byte_offset``, or ``json_path``), empty when the place
+cannot be named, and reads the exchange in the client's dialect.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from harness.anthropic_events import client_events, collect_blocks
+from harness.assemble import first_choice
+from harness.rules.context import Context
+from harness.sse import SSEEvent
+
+Evidence = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """Where the pieces of a stream's answer came from (choice 0 / the Messages blocks)."""
+
+    text_starts: tuple[int, ...]  # offset in the answer's content where each piece begins
+    text_events: tuple[SSEEvent, ...]
+    call_events: tuple[SSEEvent, ...]  # the event that opened each call, in call order
+    finish_event: SSEEvent | None  # the event whose finish (stop) reason the client keeps
+
+
+def _openai_sources(ctx: Context) -> _Sources:
+    starts: list[int] = []
+    events: list[SSEEvent] = []
+    calls: dict[int, SSEEvent] = {}
+    finish: SSEEvent | None = None
+    length = 0
+    for payload, chunk in ctx.chunks:
+        choice = first_choice(chunk)
+        if choice is None:
+            continue
+        if isinstance(choice.get("finish_reason"), str):
+            finish = payload.event
+        delta = choice.get("delta")
+        if not isinstance(delta, Mapping):
+            continue
+        text = delta.get("content")
+        if isinstance(text, str) and text:
+            starts.append(length)
+            events.append(payload.event)
+            length += len(text)
+        entries = delta.get("tool_calls")
+        for entry in entries if isinstance(entries, list) else ():
+            index = entry.get("index") if isinstance(entry, Mapping) else None
+            if isinstance(index, int) and not isinstance(index, bool):
+                calls.setdefault(index, payload.event)
+    return _Sources(tuple(starts), tuple(events), tuple(calls[i] for i in sorted(calls)), finish)
+
+
+def _anthropic_sources(ctx: Context) -> _Sources:
+    seen = client_events(ctx.events)
+    starts: list[int] = []
+    events: list[SSEEvent] = []
+    length = 0
+    blocks = collect_blocks(seen)
+    for block in blocks:
+        if block.kind != "text":
+            continue
+        first = block.content_block.get("text")
+        pieces = [(block.start, first if isinstance(first, str) else "")]
+        pieces += block.pieces("text_delta", "text")
+        for event, text in pieces:
+            if text:
+                starts.append(length)
+                events.append(event.event)
+                length += len(text)
+    calls = tuple(b.start.event for b in blocks if b.kind == "tool_use")
+    finish: SSEEvent | None = None
+    for e in seen:
+        delta = e.field("delta") if e.type == "message_delta" else None
+        if isinstance(delta, Mapping) and isinstance(delta.get("stop_reason"), str):
+            finish = e.event
+    return _Sources(tuple(starts), tuple(events), calls, finish)
+
+
+def _sources(ctx: Context) -> _Sources:
+    return _anthropic_sources(ctx) if ctx.dialect == "anthropic" else _openai_sources(ctx)
+
+
+def _at(ctx: Context, event: SSEEvent | None) -> Evidence:
+    return ctx.at_event(event) if event is not None else end_of_stream(ctx)
+
+
+def end_of_stream(ctx: Context) -> Evidence:
+    """The end of a stream: where something that never came was due."""
+    return {"byte_offset": ctx.stream.size}
+
+
+def _in_choice(ctx: Context, member: str) -> str:
+    """The JSON pointer of ``member`` of choice 0 in a chat.completion body (of the
+    choices themselves when there is no choice 0)."""
+    body = ctx.body[0]
+    choices = body.get("choices") if isinstance(body, Mapping) else None
+    for i, choice in enumerate(choices if isinstance(choices, list) else ()):
+        if isinstance(choice, Mapping) and choice.get("index", 0) == 0:
+            return f"/choices/{i}/{member}"
+    return "/choices"
+
+
+def _blocks(ctx: Context, kind: str) -> list[tuple[int, Mapping[str, Any]]]:
+    """(position, block) of every block of ``kind`` in a Messages body."""
+    body = ctx.body[0]
+    content = body.get("content") if isinstance(body, Mapping) else None
+    return [
+        (i, block)
+        for i, block in enumerate(content if isinstance(content, list) else ())
+        if isinstance(block, Mapping) and block.get("type") == kind
+    ]
+
+
+def _text_block_path(ctx: Context, offset: int) -> tuple[str, int]:
+    """The pointer of the Messages text block holding character ``offset`` of the
+    joined text, and the offset inside that block."""
+    for i, block in _blocks(ctx, "text"):
+        text = block.get("text")
+        size = len(text) if isinstance(text, str) else 0
+        if offset < size:
+            return f"/content/{i}/text", offset
+        offset -= size
+    return "/content", offset
+
+
+def finish(ctx: Context) -> Evidence:
+    """Where the answer's finish reason (Messages: stop reason) was sent, or was due."""
+    if ctx.kind == "json":
+        return {"json_path": "/stop_reason" if ctx.dialect == "anthropic" else _in_choice(ctx, "finish_reason")}
+    if ctx.kind != "sse":
+        return {}
+    return _at(ctx, ctx.derived(_sources).finish_event)
+
+
+def call(ctx: Context, index: int) -> Evidence:
+    """Where call ``index`` (in answer order) starts; where the answer ends when there
+    is no such call."""
+    if ctx.kind == "json":
+        if index >= len(ctx.answer.tool_calls):
+            return finish(ctx)
+        if ctx.dialect == "anthropic":
+            return {"json_path": f"/content/{_blocks(ctx, 'tool_use')[index][0]}"}
+        return {"json_path": _in_choice(ctx, f"message/tool_calls/{index}")}
+    if ctx.kind != "sse":
+        return {}
+    events = ctx.derived(_sources).call_events
+    return ctx.at_event(events[index]) if index < len(events) else finish(ctx)
+
+
+def received_call(ctx: Context, index: int) -> Evidence:
+    """Where the ``index``-th call the client reads starts: a structured call, or for
+    the vtc profile the XML call in the text."""
+    if ctx.options.profile != "vtc":
+        return call(ctx, index)
+    calls = ctx.xml.calls
+    return content(ctx, calls[index].start if index < len(calls) else len(ctx.answer.content))
+
+
+def content(ctx: Context, offset: int) -> Evidence:
+    """Where the character at ``offset`` of the answer's text arrived; at or past its
+    end, where the answer finished."""
+    if ctx.kind == "json":
+        if ctx.dialect == "anthropic":
+            path, inside = _text_block_path(ctx, offset)
+            return {"json_path": path, "text_offset": inside}
+        return {"json_path": _in_choice(ctx, "message/content"), "text_offset": offset}
+    if ctx.kind != "sse":
+        return {}
+    sources = ctx.derived(_sources)
+    if not sources.text_starts or offset >= len(ctx.answer.content):
+        return finish(ctx)
+    at = bisect.bisect_right(sources.text_starts, offset) - 1
+    return {**ctx.at_event(sources.text_events[max(at, 0)]), "text_offset": offset}
+
+
+def visible(ctx: Context, offset: int) -> Evidence:
+    """``content`` for an offset into the visible text, which is the content itself
+    except for the vtc profile (there the text outside the XML calls: no place)."""
+    return content(ctx, offset) if ctx.options.profile != "vtc" else {}
