@@ -11,7 +11,7 @@ import copy
 import dataclasses
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
-import yaml
 
 from harness.errors import ScenarioError, ScenarioProblem
+from harness.scenario_yaml import Lines, load_yaml
 
 Profile = Literal["openai", "vtc", "anthropic"]
 PROFILES: tuple[Profile, ...] = ("openai", "vtc", "anthropic")
@@ -261,33 +261,7 @@ def _validator() -> jsonschema.Draft202012Validator:
     )
 
 
-# --------------------------------------------------------------------------- locating lines
-
-
-class _Lines:
-    """Maps a JSON path inside a YAML document to the line it was written on."""
-
-    def __init__(self, root: yaml.Node | None) -> None:
-        self._root = root
-
-    def line(self, path: Sequence[str | int], *, key: bool = False) -> int | None:
-        node = self._root
-        line = None if node is None else node.start_mark.line + 1
-        for part in path:
-            if isinstance(node, yaml.MappingNode):
-                for k, v in node.value:
-                    if k.value == part:
-                        line = (k if key and part == path[-1] else v).start_mark.line + 1
-                        node = v
-                        break
-                else:
-                    return line
-            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
-                node = node.value[part]
-                line = node.start_mark.line + 1
-            else:
-                return line
-        return line
+# --------------------------------------------------------------------------- schema problems
 
 
 def _dotted(path: Iterable[str | int]) -> str:
@@ -297,13 +271,12 @@ def _dotted(path: Iterable[str | int]) -> str:
     return out or "(top level)"
 
 
-def _schema_problems(data: Any, where: str, lines: _Lines) -> list[ScenarioProblem]:
-    errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
-    return _located(errors, where, lines, [])
+def _schema_errors(data: Any) -> list[jsonschema.ValidationError]:
+    return sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
 
 
 def _located(
-    errors: Iterable[jsonschema.ValidationError], where: str, lines: _Lines, base: list[str | int]
+    errors: Iterable[jsonschema.ValidationError], where: str, lines: Lines, base: list[str | int]
 ) -> list[ScenarioProblem]:
     """Turn schema errors into problems an author can act on: unknown keys named one by
     one at their own line, missing keys at their parent's line, frames by their kind."""
@@ -331,16 +304,17 @@ def _located(
                     where, lines.line(path, key=bool(path)), _dotted(path), f"missing required key '{missing[0]}'"
                 )
             else:
-                problem = ScenarioProblem(where, lines.line(path), _dotted(path), e.message)
+                own = e.schema.get("errorMessage") if isinstance(e.schema, dict) else None
+                problem = ScenarioProblem(where, lines.line(path), _dotted(path), own or e.message)
             out.append(problem)
     return out
 
 
-_FRAME_KINDS = ("content", "tool_call", "raw")
+_FRAME_KINDS = ("content", "tool_call", "raw", "tool_use")  # the schema's frame branches after the plain string
 
 
 def _frame_problems(
-    error: jsonschema.ValidationError, where: str, lines: _Lines, path: list[str | int]
+    error: jsonschema.ValidationError, where: str, lines: Lines, path: list[str | int]
 ) -> list[ScenarioProblem]:
     """A frame matched no branch: when its keys say which kind it meant, report that
     branch's own errors rather than the noise of the other branches."""
@@ -353,91 +327,200 @@ def _frame_problems(
             return _located(own, where, lines, path)
     message = (
         "a frame is a string (one content delta) or a mapping with exactly one of "
-        "'content', 'tool_call' or 'raw' (plus optional 'delay_ms')"
+        "'content', 'tool_call', 'tool_use' or 'raw' (plus optional 'delay_ms')"
     )
     if isinstance(frame, dict):
         message += f"; found key(s) {', '.join(repr(k) for k in frame)}"
     return [ScenarioProblem(where, lines.line(path), _dotted(path), message)]
 
 
-def _semantic_problems(data: Mapping[str, Any], where: str, lines: _Lines) -> list[ScenarioProblem]:
-    """Checks a schema cannot express: cross-field consistency."""
+def _broken_paths(errors: Iterable[jsonschema.ValidationError]) -> list[tuple[str | int, ...]]:
+    """Where the schema found the data broken, as deep as it is known: a missing or
+    unknown key at the key itself, so its siblings still count as sound."""
+    out: list[tuple[str | int, ...]] = []
+    for e in errors:
+        path = tuple(e.absolute_path)
+        if e.validator == "required" and isinstance(e.instance, dict) and isinstance(e.validator_value, list):
+            out.extend((*path, key) for key in e.validator_value if key not in e.instance)
+        elif e.validator == "additionalProperties" and isinstance(e.instance, dict) and isinstance(e.schema, dict):
+            out.extend((*path, key) for key in e.instance if key not in e.schema.get("properties", {}))
+        else:
+            out.append(path)
+    return out
+
+
+# --------------------------------------------------------------------------- checks a schema cannot express
+
+Report = Callable[[list[str | int], str], None]
+
+
+@dataclass(frozen=True, slots=True)
+class _Check:
+    """A cross-field check, and the subtrees it reads: it runs only where the schema found
+    them sound, so it may rely on their types and never reports what the schema did."""
+
+    reads: tuple[tuple[str, ...], ...]
+    run: Callable[[Mapping[str, Any], Report], None]
+
+
+_CHECKS: list[_Check] = []
+
+
+def _check(*reads: str) -> Callable[[Callable[[Mapping[str, Any], Report], None]],
+                                    Callable[[Mapping[str, Any], Report], None]]:
+    def register(run: Callable[[Mapping[str, Any], Report], None]) -> Callable[[Mapping[str, Any], Report], None]:
+        _CHECKS.append(_Check(tuple(tuple(r.split(".")) for r in reads), run))
+        return run
+
+    return register
+
+
+def _overlap(a: Sequence[str | int], b: Sequence[str | int]) -> bool:
+    n = min(len(a), len(b))
+    return tuple(a[:n]) == tuple(b[:n])
+
+
+def _declared(data: Mapping[str, Any]) -> set[str]:
+    return {name for name in map(tool_name, data["client"]["request"].get("tools") or ()) if name}
+
+
+def _not_declared(name: str, data: Mapping[str, Any], what: str = "tool") -> str | None:
+    declared = _declared(data)
+    if name in declared:
+        return None
+    return f"{what} '{name}' is not among the request's tools (declared: {', '.join(sorted(declared)) or 'none'})"
+
+
+@_check("client.profile", "client.request.tools")
+def _tool_shapes(data: Mapping[str, Any], problem: Report) -> None:
+    anthropic_client = data["client"].get("profile", "openai") == "anthropic"
+    for i, tool in enumerate(data["client"]["request"].get("tools") or ()):
+        name = tool_name(tool)
+        if anthropic_client:
+            ok = name is not None and ("input_schema" in tool or "function" not in tool)
+        else:
+            ok = name is not None and tool.get("type") == "function"
+        if not ok:
+            want = "{name, input_schema}" if anthropic_client else "{type: function, function: {name, parameters}}"
+            problem(["client", "request", "tools", i], f"a tool of this client's dialect is written {want}")
+
+
+@_check("backend.dialect", "backend.frames")
+def _frame_dialect(data: Mapping[str, Any], problem: Report) -> None:
+    dialect = data["backend"]["dialect"]
+    for i, frame in enumerate(data["backend"]["frames"]):
+        if isinstance(frame, Mapping):
+            if "tool_call" in frame and dialect != "openai":
+                problem(["backend", "frames", i], "tool_call frames are OpenAI deltas; an anthropic backend uses tool_use")
+            if "tool_use" in frame and dialect != "anthropic":
+                problem(["backend", "frames", i], "tool_use frames are Anthropic blocks; an openai backend uses tool_call")
+
+
+@_check("backend.frames", "client.request.tools")
+def _native_call_names(data: Mapping[str, Any], problem: Report) -> None:
+    """A native call names a tool the client offered, as a real backend's does; a
+    tool_call's name may come in pieces, so they are joined per index first."""
+    names: dict[int, tuple[int, str]] = {}  # call index -> (first frame naming it, joined name)
+    for i, frame in enumerate(data["backend"]["frames"]):
+        if isinstance(frame, Mapping) and "tool_call" in frame and frame["tool_call"].get("name") is not None:
+            first, joined = names.get(frame["tool_call"]["index"], (i, ""))
+            names[frame["tool_call"]["index"]] = (first, joined + frame["tool_call"]["name"])
+        elif isinstance(frame, Mapping) and "tool_use" in frame:
+            message = _not_declared(frame["tool_use"]["name"], data, "the native call's tool")
+            if message:
+                problem(["backend", "frames", i, "tool_use", "name"], message)
+    for first, name in names.values():
+        message = _not_declared(name, data, "the native call's tool")
+        if message:
+            problem(["backend", "frames", first, "tool_call", "name"], message)
+
+
+@_check("backend.fault", "backend.frames")
+def _fault_fields(data: Mapping[str, Any], problem: Report) -> None:
+    fault = data["backend"].get("fault")
+    if fault is None:
+        return
+    kind = fault["kind"]
+    n_frames = len(data["backend"]["frames"])
+    if kind == "http_error" and "status" not in fault:
+        problem(["backend", "fault"], "an http_error fault needs a status")
+    if kind in ("drop", "stall") and "after_frame" not in fault:
+        problem(["backend", "fault"], f"a {kind} fault needs after_frame")
+    if kind == "stall" and "seconds" not in fault:
+        problem(["backend", "fault"], "a stall fault needs seconds")
+    if fault.get("after_frame", 0) > n_frames:
+        problem(["backend", "fault", "after_frame"], f"after_frame {fault['after_frame']} is past the {n_frames} frames")
+
+
+@_check("expect.tool_calls", "client.request.tools")
+def _expected_call_names(data: Mapping[str, Any], problem: Report) -> None:
+    for i, call in enumerate(data["expect"].get("tool_calls") or ()):
+        message = _not_declared(call["name"], data)
+        if message:
+            problem(["expect", "tool_calls", i, "name"], message)
+
+
+@_check("expect.content", "expect.content_regex")
+def _content_or_regex(data: Mapping[str, Any], problem: Report) -> None:
+    expect = data["expect"]
+    if "content" in expect and "content_regex" in expect:
+        problem(["expect", "content_regex"], "give either 'content' or 'content_regex', not both")
+    if "content_regex" in expect:
+        _regex(expect["content_regex"], ["expect", "content_regex"], problem)
+
+
+def _regex(pattern: str, path: list[str | int], problem: Report) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        problem(path, f"not a valid regular expression: {exc}")
+
+
+@_check("expect.upstream")
+def _upstream_checks(data: Mapping[str, Any], problem: Report) -> None:
+    for i, assertion in enumerate(data["expect"].get("upstream") or ()):
+        ops = [k for k in assertion if k not in ("path", "requires", "why")]
+        if len(ops) != 1:
+            problem(["expect", "upstream", i], f"exactly one check per assertion, found {ops or 'none'}")
+        if "matches" in assertion:
+            _regex(assertion["matches"], ["expect", "upstream", i, "matches"], problem)
+
+
+@_check("client.profile", "client.profiles")
+def _profiles(data: Mapping[str, Any], problem: Report) -> None:
+    profile = data["client"].get("profile", "openai")
+    profiles = data["client"].get("profiles", ["anthropic"] if profile == "anthropic" else list(OPENAI_PROFILES))
+    if profile not in profiles:
+        problem(["client", "profile"], f"profile '{profile}' is not among 'profiles' {profiles}")
+    if "anthropic" in profiles and len(profiles) > 1:
+        problem(["client", "profiles"], "an anthropic client's request cannot be replayed as another profile")
+
+
+@_check("client.request.stream", "rechunk")
+def _rechunk_streams(data: Mapping[str, Any], problem: Report) -> None:
+    if not data["client"]["request"].get("stream", False) and data.get("rechunk") is True:
+        problem(["rechunk"], "re-chunking applies to streaming requests only")
+
+
+@_check("requires", "conflicts")
+def _requires_or_conflicts(data: Mapping[str, Any], problem: Report) -> None:
+    both = [f for f in data.get("conflicts") or () if f in (data.get("requires") or ())]
+    if both:
+        problem(["conflicts"], f"{', '.join(both)} is both required and in conflicts: the case could never run")
+
+
+def _semantic_problems(
+    data: Any, broken: Sequence[Sequence[str | int]], where: str, lines: Lines
+) -> list[ScenarioProblem]:
+    """Every cross-field check whose subtrees the schema found sound."""
     problems: list[ScenarioProblem] = []
 
     def problem(path: list[str | int], message: str) -> None:
         problems.append(ScenarioProblem(where, lines.line(path), _dotted(path), message))
 
-    client = data["client"]
-    request = client["request"]
-    profile = client.get("profile", "openai")
-    anthropic_client = profile == "anthropic"
-    declared: set[str] = set()
-    for i, tool in enumerate(request.get("tools") or ()):
-        name = tool_name(tool)
-        shape_ok = (
-            isinstance(tool, Mapping)
-            and name is not None
-            and (("input_schema" in tool or "function" not in tool) if anthropic_client else tool.get("type") == "function")
-        )
-        if not shape_ok:
-            want = "{name, input_schema}" if anthropic_client else "{type: function, function: {name, parameters}}"
-            problem(["client", "request", "tools", i], f"a tool of this client's dialect is written {want}")
-        if name:
-            declared.add(name)
-    backend = data["backend"]
-    for i, frame in enumerate(backend.get("frames") or ()):
-        if isinstance(frame, Mapping):
-            if "tool_call" in frame and backend.get("dialect") != "openai":
-                problem(["backend", "frames", i], "tool_call frames are OpenAI deltas; an anthropic backend uses tool_use")
-            if "tool_use" in frame and backend.get("dialect") != "anthropic":
-                problem(["backend", "frames", i], "tool_use frames are Anthropic blocks; an openai backend uses tool_call")
-    fault = backend.get("fault")
-    if isinstance(fault, Mapping):
-        kind = fault.get("kind")
-        n_frames = len(backend.get("frames") or ())
-        if kind == "http_error" and "status" not in fault:
-            problem(["backend", "fault"], "an http_error fault needs a status")
-        if kind in ("drop", "stall") and "after_frame" not in fault:
-            problem(["backend", "fault"], f"a {kind} fault needs after_frame")
-        if kind == "stall" and "seconds" not in fault:
-            problem(["backend", "fault"], "a stall fault needs seconds")
-        if isinstance(fault.get("after_frame"), int) and fault["after_frame"] > n_frames:
-            problem(["backend", "fault", "after_frame"], f"after_frame {fault['after_frame']} is past the {n_frames} frames")
-    expect = data.get("expect") or {}
-    for i, call in enumerate(expect.get("tool_calls") or ()):
-        if call["name"] not in declared:
-            known = ", ".join(sorted(declared)) or "none"
-            problem(
-                ["expect", "tool_calls", i, "name"],
-                f"tool '{call['name']}' is not among the request's tools (declared: {known})",
-            )
-    if "content" in expect and "content_regex" in expect:
-        problem(["expect", "content_regex"], "give either 'content' or 'content_regex', not both")
-    for key in ("content_regex",):
-        if key in expect:
-            try:
-                re.compile(expect[key])
-            except re.error as exc:
-                problem(["expect", key], f"not a valid regular expression: {exc}")
-    for i, assertion in enumerate(expect.get("upstream") or ()):
-        ops = [k for k in assertion if k not in ("path", "requires", "why")]
-        if len(ops) != 1:
-            problem(["expect", "upstream", i], f"exactly one check per assertion, found {ops or 'none'}")
-        if "matches" in assertion:
-            try:
-                re.compile(assertion["matches"])
-            except re.error as exc:
-                problem(["expect", "upstream", i, "matches"], f"not a valid regular expression: {exc}")
-    both = [f for f in data.get("conflicts") or () if f in (data.get("requires") or ())]
-    if both:
-        problem(["conflicts"], f"{', '.join(both)} is both required and in conflicts: the case could never run")
-    profiles = client.get("profiles", ["anthropic"] if anthropic_client else list(OPENAI_PROFILES))
-    if profile not in profiles:
-        problem(["client", "profile"], f"profile '{profile}' is not among 'profiles' {profiles}")
-    if "anthropic" in profiles and len(profiles) > 1:
-        problem(["client", "profiles"], "an anthropic client's request cannot be replayed as another profile")
-    if not request.get("stream", False) and data.get("rechunk") is True:
-        problem(["rechunk"], "re-chunking applies to streaming requests only")
+    for check in _CHECKS:
+        if not any(_overlap(read, bad) for read in check.reads for bad in broken):
+            check.run(data, problem)
     return problems
 
 
@@ -549,35 +632,34 @@ def parse_scenario(
     data: Any, *, where: str = "<inline>", family: str = "inline", text: str | None = None
 ) -> Scenario:
     """Validate plain data (already parsed YAML/JSON) and build a ``Scenario``."""
-    lines = _Lines(yaml.compose(text) if text is not None else None)
-    problems = _schema_problems(data, where, lines)
-    try:
-        problems += _semantic_problems(data, where, lines)
-    except (KeyError, TypeError, AttributeError):
-        pass  # the structure is broken; the schema problems already say where
+    return _parse(data, where, family, Lines(text))
+
+
+def _parse(data: Any, where: str, family: str, lines: Lines) -> Scenario:
+    errors = _schema_errors(data)
+    problems = _located(errors, where, lines, [])
+    problems += _semantic_problems(data, _broken_paths(errors), where, lines)
     if problems:
         raise ScenarioError(problems)
     return _build(data, where if where != "<inline>" else None, family)
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read, parse and validate one scenario file."""
-    p = Path(path)
-    where = str(p)
+def _load(path: Path) -> tuple[Scenario, Lines]:
+    where = str(path)
     try:
-        text = p.read_text("utf-8")
+        text = path.read_text("utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ScenarioError([ScenarioProblem(where, None, "(file)", f"cannot read: {exc}")]) from exc
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ScenarioError([ScenarioProblem(where, line, "(yaml)", f"not valid YAML: {problem}")]) from exc
+    data = load_yaml(text, where)
     if not isinstance(data, dict):
         raise ScenarioError([ScenarioProblem(where, 1, "(top level)", "a scenario file holds one mapping")])
-    return parse_scenario(data, where=where, family=p.parent.name, text=text)
+    lines = Lines(text)
+    return _parse(data, where, path.parent.name, lines), lines
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read, parse and validate one scenario file."""
+    return _load(Path(path))[0]
 
 
 def scenario_files(paths: Iterable[str | Path]) -> Iterator[Path]:
@@ -600,14 +682,13 @@ def validate_paths(paths: Iterable[str | Path]) -> tuple[list[Scenario], list[Sc
             problems.append(ScenarioProblem(str(path), None, "(file)", "no such file or folder"))
             continue
         try:
-            scenario = load_scenario(path)
+            scenario, lines = _load(path)
         except ScenarioError as exc:
             problems.extend(exc.problems)
             continue
         if scenario.id in seen:
-            problems.append(
-                ScenarioProblem(str(path), 1, "id", f"id '{scenario.id}' is already used by {seen[scenario.id]}")
-            )
+            problems.append(ScenarioProblem(str(path), lines.line(["id"]), "id",
+                                            f"id '{scenario.id}' is already used by {seen[scenario.id]}"))
             continue
         seen[scenario.id] = str(path)
         scenarios.append(scenario)

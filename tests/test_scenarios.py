@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,11 +15,18 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli import main
-from harness.errors import ScenarioProblem
+from harness.errors import ScenarioError, ScenarioProblem
 from harness.nonce import place_nonce
 from harness.plugin import DEFAULT_TIMEOUT
 from harness.rules.upstream import check_assertion
-from harness.scenario import ContentFrame, Scenario, UpstreamAssertion, bundled_scenarios_dir, validate_paths
+from harness.scenario import (
+    ContentFrame,
+    Scenario,
+    UpstreamAssertion,
+    bundled_scenarios_dir,
+    parse_scenario,
+    validate_paths,
+)
 
 BAD = Path(__file__).parent / "bad_scenarios"
 LIBRARY = bundled_scenarios_dir()
@@ -87,10 +94,18 @@ BAD_CASES: list[BadCase] = [
     _case("rechunk-non-stream.yaml", 4, "rechunk", "streaming requests only"),
     _case("bad-id.yaml", 1, "id", "does not match"),
     _case("conflicts-with-requires.yaml", 5, "conflicts", "loop-guard is both required and in conflicts"),
+    _case("duplicate-key.yaml", 16, "(yaml)", "duplicate key 'id' (first given on line 1)"),
+    _case("control-character.yaml", 7, "(yaml)", "unacceptable character #x0007"),
+    _case("tools-not-a-list.yaml", 13, "client.request.tools", "is not of type 'array'"),  # and nothing else
+    _case("multi-line-title.yaml", 2, "title", "a title is one non-empty line"),
+    _case("undeclared-native-tool-call.yaml", 7, "backend.frames[0].tool_call.name",
+          "the native call's tool 'get_wether' is not among the request's tools"),
+    _case("undeclared-native-tool-use.yaml", 7, "backend.frames[0].tool_use.name",
+          "the native call's tool 'Bash' is not among the request's tools (declared: Read)"),
     BadCase(
         ("duplicate-id-first.yaml", "duplicate-id-second.yaml"),
         "duplicate-id-second.yaml",
-        1,
+        3,  # where its id is written
         "id",
         "id 'bad-duplicate-id' is already used by",
     ),
@@ -127,6 +142,45 @@ def test_every_bad_file_is_in_the_table() -> None:
     on_disk = {p.name for p in BAD.glob("*.yaml")}
     assert on_disk == tabled
     assert len(BAD_CASES) >= 10
+
+
+def _valid() -> dict[str, Any]:
+    return {
+        "id": "partly-broken", "title": "t", "source": "synthetic",
+        "backend": {"dialect": "openai", "frames": ["x"], "fault": {"kind": "drop", "after_frame": 1}},
+        "client": {"request": {"stream": True, "messages": [{"role": "user", "content": "x"}],
+                               "tools": [{"type": "function", "function": {"name": "f"}}]}},
+        "expect": {"tool_calls": [{"name": "g", "arguments": {}}]},
+    }
+
+
+# (how the data is broken, the fields reported): a cross-field check runs only where the schema found no fault
+PARTLY_BROKEN: dict[str, tuple[Callable[[dict[str, Any]], Any], list[str]]] = {
+    "sound": (lambda d: d, ["expect.tool_calls[0].name"]),
+    "elsewhere": (lambda d: d.pop("title"), ["(top level)", "expect.tool_calls[0].name"]),
+    "tools-a-string": (lambda d: d["client"]["request"].update(tools="f"), ["client.request.tools"]),
+    "a-tool-not-an-object": (lambda d: d["client"]["request"]["tools"].append(3), ["client.request.tools[1]"]),
+    "frames-a-mapping": (lambda d: d["backend"].update(frames={"a": 1}),
+                         ["backend.frames", "expect.tool_calls[0].name"]),
+    "no-client": (lambda d: d.pop("client"), ["(top level)"]),
+    "expect-a-list": (lambda d: d.update(expect=["x"]), ["expect"]),
+}
+
+
+@pytest.mark.parametrize("case", list(PARTLY_BROKEN))
+def test_cross_field_checks_skip_what_the_schema_found_broken(case: str) -> None:
+    breaks, fields = PARTLY_BROKEN[case]
+    data = _valid()
+    breaks(data)
+    with pytest.raises(ScenarioError) as raised:
+        parse_scenario(data)
+    assert sorted(p.field for p in raised.value.problems) == fields, [str(p) for p in raised.value.problems]
+
+
+@pytest.mark.parametrize("data", [[], "scenario", None, {"client": 1, "backend": [], "expect": "x"}])
+def test_any_data_gives_problems_never_an_exception(data: Any) -> None:
+    with pytest.raises(ScenarioError):
+        parse_scenario(data)
 
 
 # --------------------------------------------------------------------------- the library
