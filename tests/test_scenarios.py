@@ -5,6 +5,7 @@ proxies are judged by, so a slip there is a bug like any other)."""
 from __future__ import annotations
 
 import copy
+import re
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -48,6 +49,9 @@ MINIMUM_PER_FAMILY = {"anthropic": 12, "faults": 12, "bad-input": 6}
 # Families about things going wrong: every case also checks the proxy survives it.
 TROUBLE_FAMILIES = {"faults", "bad-input"}
 ANTHROPIC_STOP_REASONS = {"end_turn", "max_tokens", "tool_use"}
+# The documents the project grew from (/work/shared/seeds/000_*.txt ... 004_*.txt), as sources cite them.
+SEEDS = ("000", "001", "002", "003", "004")
+CAPTURES = Path(__file__).parent / "captures"
 
 
 @dataclass(frozen=True)
@@ -237,8 +241,46 @@ def test_library_scenario_is_consistent(scenario: Scenario) -> None:
         assert "stream_options" not in scenario.client.request
     if "stream_options" in scenario.client.request:
         assert not scenario.stream_equivalence, "stream_options has no stream:false twin"
+    problem = source_problem(scenario.source)
+    assert problem is None, problem
     _check_upstream_assertions(scenario)
     _check_trouble(scenario)
+
+
+def source_problem(source: str) -> str | None:
+    """Why a ``source`` over-claims, or None. A case whose frames were written by hand
+    says so first ('synthetic', maybe 'after' what it imitates); only a recorded one may
+    say otherwise, and it names its capture file. Every seed it cites exists."""
+    captures = [name.rstrip(".") for name in re.findall(r"tests/captures/([\w.-]+)", source)]
+    if not source.startswith("synthetic") and not captures:
+        return f"a hand-written case starts its source with 'synthetic': {source[:80]!r}"
+    missing = [name for name in captures if not (CAPTURES / name).is_file()]
+    if missing:
+        return f"no capture {', '.join(missing)} in {CAPTURES}"
+    for cited in re.finditer(r"\bseeds?\s+((?:\d+(?:,\s*and\s+|,\s*|\s+and\s+)?)+)", source):
+        unknown = [n for n in re.findall(r"\d+", cited.group(1)) if n not in SEEDS]
+        if unknown:
+            return f"seed(s) {', '.join(unknown)} cited, but the seeds are {', '.join(SEEDS)}"
+    return None
+
+
+@pytest.mark.parametrize(
+    ("source", "fragment"),
+    [
+        ("synthetic", None),
+        ("synthetic, after seeds 000 and 004: held back up to a cap", None),
+        ("synthetic, after seed 002 section 5.6.1 and seed 001", None),
+        ("imported from tests/captures/vllm-qwen-tool-call.sse (SSE transcript).", None),
+        ("seed 004 (Kiro-Go PR): the backend sends", "starts its source with 'synthetic'"),
+        ("Azure OpenAI streams a first chunk with choices []", "starts its source with 'synthetic'"),
+        ("imported from tests/captures/never-recorded.sse", "no capture never-recorded.sse"),
+        ("synthetic, after seed 005", "seed(s) 005 cited"),
+        ("synthetic, after seeds 001, 003 and 4", "seed(s) 4 cited"),
+    ],
+)
+def test_source_rule(source: str, fragment: str | None) -> None:
+    problem = source_problem(source)
+    assert problem is None if fragment is None else (problem is not None and fragment in problem), problem
 
 
 def _check_anthropic(scenario: Scenario) -> None:
