@@ -150,7 +150,7 @@ def replay(
     from harness.embedded import EmbeddedServers
     from harness.profiles import choose_profile, parse_profile
     from harness.report import evidence_lines, rule_heading, rules_by_id
-    from harness.runner import RunSettings, parse_features, parse_headers, parse_models
+    from harness.runner import RunSettings, parse_features, parse_headers, parse_models, with_profile_features
     from harness.runner import replay as replay_exchange
     from harness.transcript import Position
     from mock_backends.control import MockControl
@@ -176,7 +176,7 @@ def replay(
     with servers as urls:
         target = proxy_url.rstrip("/") if proxy_url else urls.proxy_url
         assert target is not None
-        claimed = parse_features(features) if features else urls.proxy_features
+        claimed = with_profile_features(parse_features(features) if features else urls.proxy_features, profile)
         settings = RunSettings(proxy_url=target, features=claimed, strict=strict, timeout=timeout,
                                models=model_choice, proxy_headers=proxy_headers, seed=rechunk_seed or 0)
         chosen, skip = choose_profile(scenario, profile, claimed)

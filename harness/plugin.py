@@ -194,6 +194,7 @@ class ConformanceSession:
         self._mock: MockControl | None = None
         self.records: dict[str, ItemRecord] = {}
         self.reached = False  # some item got an answer from the proxy
+        self.implied: frozenset[str] = frozenset()  # features claimed only through --client-profile
         self.worker = hasattr(config, "workerinput")
         for name in {"conformance", *(s.family for s in scenarios), *(t for s in scenarios for t in s.tags)}:
             config.addinivalue_line("markers", f"{mark_name(name)}: toolcall-conformance family or tag")
@@ -215,11 +216,11 @@ class ConformanceSession:
         embedded_proxy = self.user_proxy_url is None
         if self.config.option.collectonly:  # nothing will run: start nothing
             idle = "(not started under --collect-only)"
-            self.shared = Shared(self.user_proxy_url or idle, self.user_mock_url or idle,
-                                 tuple(sorted(self.claimed or ())), seed, embedded_proxy, False)
+            self.shared = Shared(self.user_proxy_url or idle, self.user_mock_url or idle, self._features(frozenset()),
+                                 seed, embedded_proxy, False)
             return
         if self.user_mock_url is not None and not embedded_proxy:
-            self.shared = Shared(self.user_proxy_url or "", self.user_mock_url, tuple(sorted(self.claimed or ())),
+            self.shared = Shared(self.user_proxy_url or "", self.user_mock_url, self._features(frozenset()),
                                  seed, False, False)
             return
         self.embedded = EmbeddedServers(
@@ -229,11 +230,20 @@ class ConformanceSession:
             urls = self.embedded.start()
         except ConformanceError as exc:
             raise _usage(str(exc)) from exc
-        features = self.claimed if self.claimed is not None else urls.proxy_features
         proxy_url = urls.proxy_url if embedded_proxy else self.user_proxy_url
         assert proxy_url is not None
-        self.shared = Shared(proxy_url, urls.mock_url, tuple(sorted(features)), seed, embedded_proxy,
+        self.shared = Shared(proxy_url, urls.mock_url, self._features(urls.proxy_features), seed, embedded_proxy,
                              self.user_mock_url is None)
+
+    def _features(self, proxy_default: frozenset[str]) -> tuple[str, ...]:
+        """The features the run claims: ``--features`` (else the reference proxy's, or
+        none), plus what an explicit ``--client-profile`` implies."""
+        from harness.runner import with_profile_features
+
+        base = self.claimed if self.claimed is not None else proxy_default
+        features = with_profile_features(base, self.client_profile)
+        self.implied = features - base
+        return tuple(sorted(features))
 
     def close(self) -> None:
         if self._mock is not None:
@@ -283,6 +293,8 @@ class ConformanceSession:
             lines.append(f"conformance: mock backend at {shared.mock_url}")
         features = ", ".join(shared.features) or "none"
         source = " (the reference proxy's)" if shared.embedded_proxy and self.claimed is None else ""
+        if self.implied:
+            source += f" ({', '.join(sorted(self.implied))} implied by --client-profile {self.client_profile})"
         profile = self.client_profile or "each scenario's own"
         lines.append(f"conformance: claimed features: {features}{source}; client profile: "
                      f"{profile}; strict: {'yes' if self.strict else 'no'}; "
@@ -338,6 +350,8 @@ class ConformanceSession:
         from harness.report import render_json, render_markdown, summarize
 
         summary = summarize(self.records.values(), self.context())
+        if summary.nothing_checked and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED  # every scenario skipped: nothing was checked
         if self.report_json:
             _write(self.report_json, json.dumps(render_json(summary), indent=2, ensure_ascii=False) + "\n")
         if self.report_md:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -308,6 +309,7 @@ class Summary:
     items: list[ItemRecord]
     groups: list[str]
     context: Mapping[str, Any] = field(default_factory=dict)
+    rules: list[str] = field(default_factory=list)  # every rule id, in catalogue order
 
     @property
     def families(self) -> dict[str, FamilyScore]:
@@ -329,17 +331,40 @@ class Summary:
         return total
 
     @property
-    def broken_groups(self) -> list[str]:
-        """The rule groups some scenario failed (expectedly or not), in catalogue order."""
-        return [g for g in self.groups if any(self.cell(i, g) in ("FAIL", "xfail") for i in self.items)]
+    def broken_rules(self) -> list[str]:
+        """The rules some scenario failed (expectedly or not), in catalogue order."""
+        failed = {f.rule for item in self.items for f in item.failures}
+        return [r for r in self.rules if r in failed]
+
+    @property
+    def failing_items(self) -> list[ItemRecord]:
+        """The items with a broken rule: the rows of the scenario × rule table."""
+        return [i for i in self.items if i.failures]
+
+    @property
+    def nothing_checked(self) -> bool:
+        """Items were collected but none ran: every one was skipped."""
+        return bool(self.items) and self.total.ran == 0
+
+    def skip_reason(self) -> tuple[str, int]:
+        """The most common reason a scenario was skipped, and how many it skipped."""
+        reasons = Counter(i.reason for i in self.items if i.outcome == "skipped")
+        return reasons.most_common(1)[0] if reasons else ("", 0)
 
     def cell(self, item: ItemRecord, group: str) -> str:
         """pass / FAIL / xfail (known) / skip / error for one item and one rule group."""
+        return self._cell(item, [f for f in item.failures if f.group == group])
+
+    def rule_cell(self, item: ItemRecord, rule_id: str) -> str:
+        """pass / FAIL / xfail (known) / skip / error for one item and one rule."""
+        return self._cell(item, [f for f in item.failures if f.rule == rule_id])
+
+    @staticmethod
+    def _cell(item: ItemRecord, hits: Sequence[FailureRecord]) -> str:
         if item.outcome == "skipped":
             return "skip"
         if item.outcome == "error":
             return "error"
-        hits = [f for f in item.failures if f.group == group]
         if not hits:
             return "pass"
         return "xfail" if all(f.expected for f in hits) else "FAIL"
@@ -348,19 +373,48 @@ class Summary:
 def summarize(records: Iterable[ItemRecord], context: Mapping[str, Any] | None = None) -> Summary:
     items = sorted(records, key=lambda r: (r.family, r.scenario))
     groups = rule_groups()
+    rules = list(RULES)
     for item in items:  # rule ids the catalogue does not know still get a column
         for failure in item.failures:
             if failure.group not in groups:
                 groups.append(failure.group)
-    return Summary(items, groups, dict(context or {}))
+            if failure.rule not in rules:
+                rules.append(failure.rule)
+    return Summary(items, groups, dict(context or {}), rules)
 
 
 _TEXT_CELLS = {"pass": ".", "FAIL": "F", "xfail": "x", "skip": "s", "error": "E"}
 _MD_CELLS = {"pass": "✅", "FAIL": "❌", "xfail": "⚠️", "skip": "⏭️", "error": "💥"}
 
 
+def _verdict(summary: Summary) -> str:
+    """One sentence on the run as a whole, or "" when the table says it."""
+    ran = summary.total.ran
+    if summary.nothing_checked:
+        reason, count = summary.skip_reason()
+        return (f"nothing was checked: all {len(summary.items)} scenario(s) were skipped; "
+                f"most often ({count} of them): {reason}")
+    if not summary.broken_rules and ran:
+        return f"every rule passes for every scenario that ran ({ran})"
+    others = ran - len(summary.failing_items)
+    return f"the other {others} scenario(s) that ran pass every rule" if others > 0 else ""
+
+
+def _left_out(summary: Summary) -> list[str]:
+    """What the table does not show: skips, errors, items failed for a stale known failure, notes."""
+    out: list[str] = []
+    for item in summary.items:
+        if item.outcome in ("skipped", "error"):
+            out.append(f"{item.scenario}: {item.outcome}: {item.reason}")
+        elif item.outcome == "failed" and not item.failures:
+            out.append(f"{item.scenario}: failed: listed as a known failure, but no longer fails")
+    for item in summary.items:
+        out.extend(f"{item.scenario}: {note}" for note in item.notes)
+    return out
+
+
 def render_text(summary: Summary) -> str:
-    """Scores per family and a compact scenario × rule-group grid for the terminal."""
+    """Scores per family and the scenario × rule table of failures, for the terminal."""
     out = ["scores per family (passed/ran; known failures and skips not counted as passed):"]
     fams = summary.families
     width = max([len(f) for f in fams] + [5])
@@ -370,25 +424,21 @@ def render_text(summary: Summary) -> str:
         out.append(f"  {family:<{width}}  {score.score:>7}  {', '.join(extra)}".rstrip())
     total = summary.total
     out.append(f"  {'total':<{width}}  {total.score:>7}")
-    if summary.items:
-        groups = summary.broken_groups
-        out.append("")
-        id_width = max(len(i.scenario) for i in summary.items)
-        if groups:
-            out.append("rule groups per scenario (. pass, F fail, x known failure, s skipped, E error):")
-            out.append(f"  {'':<{id_width}}  " + "  ".join(groups))
-            for item in summary.items:
-                cells = "  ".join(f"{_TEXT_CELLS[summary.cell(item, g)]:^{len(g)}}" for g in groups)
-                out.append(f"  {item.scenario:<{id_width}}  {cells}")
-        others = [g for g in summary.groups if g not in groups]
-        if others:
-            lead = "every other rule group passes" if groups else "every rule group passes"
-            out.append(f"{lead} for every scenario that ran: {', '.join(others)}")
-        for item in summary.items:
-            if item.outcome in ("skipped", "error"):
-                out.append(f"  {item.scenario}: {item.outcome}: {item.reason}")
-        for item in summary.items:
-            out.extend(f"  {item.scenario}: {note}" for note in item.notes)
+    if not summary.items:
+        return "\n".join(out)
+    out.append("")
+    rules, rows = summary.broken_rules, summary.failing_items
+    if rules:
+        id_width = max(len(i.scenario) for i in rows)
+        out.append("rules failed per scenario (F fail, x known failure; scenarios without a failure left out):")
+        out.append(f"  {'':<{id_width}}  " + "  ".join(rules))
+        for item in rows:
+            cells = "  ".join(f"{_TEXT_CELLS[summary.rule_cell(item, r)]:^{len(r)}}" for r in rules)
+            out.append(f"  {item.scenario:<{id_width}}  {cells}")
+    verdict = _verdict(summary)
+    if verdict:
+        out.append(verdict)
+    out.extend(f"  {line}" for line in _left_out(summary))
     return "\n".join(out)
 
 
@@ -407,19 +457,17 @@ def render_markdown(summary: Summary) -> str:
     out += ["| family | passed/ran | failed | known | skipped |", "| --- | ---: | ---: | ---: | ---: |"]
     for family, score in summary.families.items():
         out.append(f"| {family} | {score.score} | {score.failed} | {score.xfailed} | {score.skipped} |")
-    if summary.items:
-        groups = summary.broken_groups
-        columns = groups or ["all rule groups"]
-        out += ["", "| scenario | " + " | ".join(columns) + " |",
-                "| --- | " + " | ".join(":---:" for _ in columns) + " |"]
-        for item in summary.items:
-            cells = " | ".join(_MD_CELLS[summary.cell(item, g)] for g in groups) if groups else _MD_CELLS[
-                summary.cell(item, "")]
+    rules = summary.broken_rules
+    if rules:
+        out += ["", "| scenario | " + " | ".join(rules) + " |", "| --- | " + " | ".join(":---:" for _ in rules) + " |"]
+        for item in summary.failing_items:
+            cells = " | ".join(_MD_CELLS[summary.rule_cell(item, r)] for r in rules)
             out.append(f"| `{item.scenario}` | {cells} |")
-        out += ["", "✅ pass · ❌ fail · ⚠️ known failure · ⏭️ skipped · 💥 error"]
-        others = [g for g in summary.groups if g not in groups]
-        if groups and others:
-            out.append(f"Rule groups without any failure: {', '.join(others)}.")
+        out += ["", "✅ pass · ❌ fail · ⚠️ known failure; scenarios without a failure left out."]
+    verdict = _verdict(summary)
+    if verdict:
+        sentence = verdict[0].upper() + verdict[1:] + "."
+        out += ["", f"**{sentence}**" if summary.nothing_checked else sentence]
     failing = [i for i in summary.items if i.failures or i.notes or i.outcome in ("skipped", "error")]
     if failing:
         out += ["", "<details><summary>Failures, skips and checks left out</summary>", ""]
@@ -441,13 +489,20 @@ def render_markdown(summary: Summary) -> str:
 
 def render_json(summary: Summary) -> dict[str, Any]:
     rules = rules_by_id()
+    broken = summary.broken_rules
     return {
         "context": dict(summary.context),
         "totals": {**summary.total.__dict__, "score": summary.total.score},
+        "checked": not summary.nothing_checked,
         "families": {f: {**s.__dict__, "score": s.score} for f, s in summary.families.items()},
         "groups": summary.groups,
+        "failed_rules": broken,
         "scenarios": [
-            {**item.to_json(), "groups": {g: summary.cell(item, g) for g in summary.groups}}
+            {
+                **item.to_json(),
+                "groups": {g: summary.cell(item, g) for g in summary.groups},
+                "rules": {r: summary.rule_cell(item, r) for r in broken},
+            }
             for item in summary.items
         ],
         "rules": [

@@ -23,7 +23,7 @@ import httpx
 from harness.errors import ConformanceFailure, MockError, ProxyUnreachable
 from harness.exchange import Exchange, Profile
 from harness.nonce import NONCE_HEADER, place_nonce
-from harness.profiles import ENDPOINTS, request_headers
+from harness.profiles import ENDPOINTS, PROFILE_FEATURES, request_headers
 from harness.rechunk import DEFAULT_SHRINK_BUDGET, Shrunk, Variant, apply_variant, shrink, variants
 from harness.rules import Options, compare_answers, evaluate
 from harness.scenario import Scenario, parse_scenario
@@ -79,6 +79,12 @@ def parse_headers(values: Iterable[str]) -> dict[str, str]:
 def parse_features(values: Iterable[str]) -> frozenset[str]:
     """``--features a,b --features c`` → {a, b, c}."""
     return frozenset(part.strip() for value in values for part in value.split(",") if part.strip())
+
+
+def with_profile_features(features: Iterable[str], profile: Profile | None) -> frozenset[str]:
+    """The features claimed, plus those an explicit ``--client-profile`` implies: asking
+    for the vtc profile says the proxy serves vtc clients, so it claims ``vtc``."""
+    return frozenset(features) | frozenset(PROFILE_FEATURES[profile] if profile is not None else ())
 
 
 # --------------------------------------------------------------------------- one exchange

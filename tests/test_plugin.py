@@ -27,6 +27,8 @@ from harness.nonce import NONCE_HEADER
 from harness.rules import RULES
 from harness.scenario import bundled_scenarios_dir, load_library
 from mock_backends.app import create_app as create_mock
+from reference_proxy.app import create_app as create_proxy
+from reference_proxy.config import ProxyConfig
 
 # In-process pytester runs drop every module first imported during the run. httpx
 # imports httpcore lazily and maps its exceptions by class, so httpcore must be
@@ -186,7 +188,7 @@ def test_reference_proxy_passes_and_reports(pytester: pytest.Pytester) -> None:
     markdown = report_md.read_text()
     assert "**Score: 3/3** passed, 1 skipped" in markdown
     assert f"- `{NEEDS_LOOP_GUARD}` skipped: scenario requires feature loop-guard" in markdown
-    assert "| `plain-native-single` | ✅ |" in markdown
+    assert "Every rule passes for every scenario that ran (3)." in markdown and "`plain-native-single`" not in markdown
 
 
 def test_failure_text_names_rule_statement_and_replay(pytester: pytest.Pytester, servers: ServeFn) -> None:
@@ -342,6 +344,35 @@ def test_run_command_prints_the_score_card_and_fails_on_failure(pytester: pytest
         "FAILED conformance::plain-native-single - rules broken: SSE-004*", "*= 1 failed in *",
     ])
     assert "test_other" not in result.output  # only the conformance suite is collected
+
+
+def test_an_explicit_vtc_profile_claims_the_vtc_feature(pytester: pytest.Pytester, servers: ServeFn) -> None:
+    """``--client-profile vtc`` says the proxy serves vtc clients: the vtc cases run
+    without ``--features vtc``, and the header says where the claim came from."""
+    folder = _library(pytester, *STREAMED)
+    mock_url = servers(create_mock()).url
+    proxy_url = servers(create_proxy(ProxyConfig(upstream=f"{mock_url}/v1", log_level="warning"))).url + "/v1"
+    result = pytester.runpytest("--proxy-url", proxy_url, "--mock-url", mock_url, "--scenarios", str(folder),
+                                "--client-profile", "vtc")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([
+        "conformance: claimed features: vtc (vtc implied by --client-profile vtc); client profile: vtc; *",
+        "every rule passes for every scenario that ran (2)",
+    ])
+
+
+def test_a_run_that_checks_nothing_fails_and_says_why(pytester: pytest.Pytester) -> None:
+    """Every scenario skipped is not a pass: the exit status is non-zero and the score
+    card names the most common reason instead of saying that everything passes."""
+    folder = _library(pytester, *STREAMED, NEEDS_LOOP_GUARD)
+    result = pytester.runpytest("--conformance", "--scenarios", str(folder), "--client-profile", "anthropic")
+    result.assert_outcomes(skipped=3)
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
+    result.stdout.fnmatch_lines([
+        "nothing was checked: all 3 scenario(s) were skipped; most often (3 of them): not meaningful under client "
+        "profile anthropic *",
+    ])
+    assert "passes" not in result.stdout.str()
 
 
 def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(pytester: pytest.Pytester) -> None:

@@ -120,36 +120,63 @@ def test_records_survive_json() -> None:
         assert ItemRecord.from_json(json.loads(json.dumps(record.to_json()))) == record
 
 
-def test_summary_scores_and_cells() -> None:
+def test_summary_scores_and_the_scenario_by_rule_table() -> None:
     summary = summarize(_records(), {"proxy": "http://p/v1"})
     fams = summary.families
     assert (fams["qwen-tools"].failed, fams["hermes"].passed, fams["features"].skipped) == (1, 1, 1)
     assert summary.total.score == "1/2"
     single = next(i for i in summary.items if i.scenario == SINGLE.id)
-    assert summary.cell(single, RULES["SSE-004"].group) == "xfail"
+    assert [summary.rule_cell(single, r) for r in ("SSE-004", "CALLS-001", "HTTP-001")] == ["xfail", "FAIL", "pass"]
     assert summary.cell(single, RULES["CALLS-001"].group) == "FAIL"
-    assert summary.cell(single, RULES["HTTP-001"].group) == "pass"
+    assert summary.broken_rules == ["SSE-004", "CALLS-001"]  # catalogue order
 
-    text = render_text(summary)
-    assert "qwen-tools" in text and "0/1" in text and "total" in text
-    header = next(line for line in text.splitlines() if line.startswith("  ") and "framing" in line)
-    assert header.split() == ["framing", "calls"]  # only the groups something failed in
-    row = next(line for line in text.splitlines() if line.strip().startswith(SINGLE.id))
-    assert row.split()[1:] == ["x", "F"]
-    assert "every other rule group passes for every scenario that ran: transport, " in text
-    assert "  features-loop-guard: skipped: requires feature loop-guard" in text
+    lines = render_text(summary).splitlines()
+    words = [line.split() for line in lines]
+    assert ["qwen-tools", "0/1", "1", "failed"] in words and ["total", "1/2"] in words
+    header = lines.index("rules failed per scenario (F fail, x known failure; scenarios without a failure left out):")
+    assert lines[header + 1].split() == ["SSE-004", "CALLS-001"]  # only the rules something failed
+    assert lines[header + 2].split() == [SINGLE.id, "x", "F"]  # only the scenarios that failed something
+    assert lines[header + 3:] == [
+        "the other 1 scenario(s) that ran pass every rule",
+        "  features-loop-guard: skipped: requires feature loop-guard",
+    ]
 
     md = render_markdown(summary)
     assert "| family | passed/ran |" in md and "| qwen-tools | 0/1 | 1 | 0 | 0 |" in md
-    assert "| scenario | framing | calls |" in md and f"| `{SINGLE.id}` | ⚠️ | ❌ |" in md
+    assert "| scenario | SSE-004 | CALLS-001 |" in md and f"| `{SINGLE.id}` | ⚠️ | ❌ |" in md
+    assert "`hermes-single`" not in md
     assert f"`{SINGLE.id}` **CALLS-001** [client]" in md
     assert "`features-loop-guard` skipped: requires feature loop-guard" in md
 
     data: dict[str, Any] = render_json(summary)
-    assert data["totals"]["failed"] == 1 and data["context"]["proxy"] == "http://p/v1"
+    assert data["totals"]["failed"] == 1 and data["context"]["proxy"] == "http://p/v1" and data["checked"]
+    assert data["failed_rules"] == ["SSE-004", "CALLS-001"]
     by_id = {s["scenario"]: s for s in data["scenarios"]}
     assert by_id[SINGLE.id]["groups"][RULES["CALLS-001"].group] == "FAIL"
+    assert by_id[SINGLE.id]["rules"] == {"SSE-004": "xfail", "CALLS-001": "FAIL"}
     assert {r["id"] for r in data["rules"]} == set(RULES)
+
+
+@pytest.mark.parametrize(("outcomes", "text", "markdown"), [
+    (["passed", "passed", "skipped"], "every rule passes for every scenario that ran (2)",
+     "Every rule passes for every scenario that ran (2)."),
+    (["skipped", "skipped", "skipped"],
+     "nothing was checked: all 3 scenario(s) were skipped; most often (2 of them): requires feature vtc",
+     "**Nothing was checked: all 3 scenario(s) were skipped; most often (2 of them): requires feature vtc.**"),
+])
+def test_a_run_without_failures_says_so_in_one_line(outcomes: list[str], text: str, markdown: str) -> None:
+    """No table when nothing failed, and never "passes" when nothing was checked."""
+    ids = ["hermes-single", "plain-native-single", "qwen-tools-single-call"]
+    reasons = ["requires feature vtc", "requires feature vtc", "not meaningful under client profile vtc"]
+    records = [item_record(LIBRARY[i], "vtc", o, reason=r if o == "skipped" else "", run=None)
+               for i, o, r in zip(ids, outcomes, reasons)]
+    summary = summarize(records)
+    rendered = render_text(summary)
+    assert text in rendered.splitlines() and "rules failed" not in rendered
+    assert ("passes" in rendered) is (not summary.nothing_checked)
+    md = render_markdown(summary)
+    assert markdown in md.splitlines() and "| scenario |" not in md
+    assert render_json(summary)["checked"] is (not summary.nothing_checked)
 
 
 # --------------------------------------------------------------------------- item output
