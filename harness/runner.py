@@ -25,7 +25,7 @@ from harness.exchange import Exchange, Profile
 from harness.nonce import NONCE_HEADER, place_nonce
 from harness.profiles import ENDPOINTS, PROFILE_FEATURES, request_headers
 from harness.rechunk import DEFAULT_SHRINK_BUDGET, Shrunk, Variant, apply_variant, shrink, variants
-from harness.rules import Options, compare_answers, evaluate
+from harness.rules import Options, compare_answers, compare_item, evaluate
 from harness.scenario import Scenario, parse_scenario
 from mock_backends.control import MockControl
 
@@ -367,7 +367,7 @@ class RunSettings:
 class Attempt:
     """One exchange of an item (or the comparison of two) and what it broke."""
 
-    kind: str  # "stream", "non-stream", "equivalence", "rechunk"
+    kind: str  # "stream", "non-stream", "equivalence", "rechunk", "item" (all the answers together)
     label: str
     scenario: Scenario  # as played (re-chunked variants differ from the file)
     exchange: Exchange | None
@@ -452,6 +452,11 @@ def play(
                 Attempt("rechunk", variant.label, played, exchange, failures, variant=variant,
                         shrunk=shrunk, shrunk_rules=new_rules if shrunk else ())
             )
+    answers = [(a.label, a.scenario, a.exchange) for a in attempts
+               if a.kind != "equivalence" and a.exchange is not None]
+    together = tuple(compare_item(answers, options))
+    if together:
+        attempts.append(Attempt("item", "all the answers of this item together", scenario, None, together))
     return ScenarioRun(scenario, profile, tuple(attempts))
 
 

@@ -26,10 +26,10 @@ from hypothesis import strategies as st
 from harness.assemble import answer_from_exchange
 from harness.compare import fold_ws, json_equal
 from harness.exchange import Exchange, RecordedRequest
-from harness.rules import RULES, Options, compare_answers, evaluate, rules_markdown
+from harness.rules import RULES, Options, compare_answers, compare_item, evaluate, rules_markdown
 from harness.rules.context import Context
 from harness.rules.registry import ENTRIES, Violation
-from harness.scenario import PROFILES, Profile, Scenario, parse_scenario
+from harness.scenario import PROFILES, Profile, Scenario, ToolCallFrame, parse_scenario
 from harness.sse import parse_events
 from harness.transcript import Position
 from harness.xml_calls import parse_xml_calls, tool_vocabulary
@@ -498,6 +498,12 @@ BROKEN: list[Case] = [
         sse(ROLE, chunk({"content": "Hello"}, "stop"), chunk({"content": " world"})),
         {"CHUNK-008", "CHUNK-009"},
     ),
+    case(
+        "chunk-011-finish-changes",
+        S_CALL,
+        sse(ROLE, chunk(start(args=PARIS_ARGS)), chunk(finish="stop"), chunk(finish="tool_calls")),
+        {"CHUNK-011", "CHUNK-009"},
+    ),
     case("chunk-009-second-finish", S_TEXT, sse(ROLE, chunk({"content": "Hello world"}, "stop"), chunk(finish="stop")), {"CHUNK-009"}),
     # single answers
     case(
@@ -760,7 +766,8 @@ FAMILIES: dict[str, Family] = {
     ),
     "faults": (test_rules_faults.ACCEPTABLE, test_rules_faults.BROKEN, lambda c: test_rules_faults._options(c, True)),
 }
-SINGLE_RULES = frozenset(i for i in RULES if not i.startswith("EQ-"))  # EQ-*: see test_compare_answers
+# Rules on one exchange; the others judge two or all answers of an item (test_compare_answers, test_compare_item).
+SINGLE_RULES = frozenset(i for i in RULES if ENTRIES[i].check is not None)
 
 
 def test_every_rule_is_broken_by_some_case() -> None:
@@ -1083,6 +1090,48 @@ def test_compare_answers_skips_failed_runs_and_opted_out_scenarios() -> None:
     assert compare_answers(S_TEXT, streamed, broken, Options()) == []
     different = exchange(S_TEXT, completion({"role": "assistant", "content": "Bye"}, "stop"))
     assert compare_answers(replace(S_TEXT, stream_equivalence=False), streamed, different, Options()) == []
+
+
+# --------------------------------------------------------------------------- all the answers of an item
+
+OTHER_ID = completion({**PARIS_MESSAGE, "tool_calls": [{**PARIS_MESSAGE["tool_calls"][0], "id": "call_2"}]})
+S_NATIVE_ID = replace(S_CALL, backend=replace(S_CALL.backend, frames=(ToolCallFrame(0, "call_1", "function", "get_weather", PARIS_ARGS),)))
+PLAIN = {"stream": False}
+A_TWO_IDS = test_rules_anthropic.TWO_STREAM  # toolu_01 and toolu_02
+A_OTHER = test_rules_anthropic.message([test_rules_anthropic.TEXT_CONTENT, {**test_rules_anthropic.PARIS_USE, "id": "toolu_99"}])
+A_SAME = test_rules_anthropic.message([test_rules_anthropic.TEXT_CONTENT, test_rules_anthropic.PARIS_USE])
+
+# (id, scenario, [(request overrides, raw answer, status)], profile, whether TOOL-010 fails)
+ITEMS: list[tuple[str, Scenario, list[tuple[dict[str, Any], str, int]], Profile, bool]] = [
+    ("same-id-streamed-and-not", S_CALL, [({}, CALL_STREAM, 200), (PLAIN, completion(PARIS_MESSAGE), 200)], "openai", True),
+    ("other-ids", S_CALL, [({}, CALL_STREAM, 200), (PLAIN, OTHER_ID, 200)], "openai", False),
+    ("same-id-in-two-streams", S_CALL, [({}, CALL_STREAM, 200), ({}, CALL_STREAM, 200), (PLAIN, OTHER_ID, 200)],
+     "openai", True),
+    ("the-backends-own-id-passed-on", S_NATIVE_ID, [({}, CALL_STREAM, 200), (PLAIN, completion(PARIS_MESSAGE), 200)],
+     "openai", False),
+    ("an-error-answer-takes-no-part", S_CALL, [({}, CALL_STREAM, 200), (PLAIN, completion(PARIS_MESSAGE), 500)],
+     "openai", False),
+    ("anthropic-same-tool-use-id", test_rules_anthropic.S_TEXT_CALL,
+     [({}, A_TWO_IDS, 200), (PLAIN, A_SAME, 200)], "anthropic", True),
+    ("anthropic-other-tool-use-id", test_rules_anthropic.S_TEXT_CALL,
+     [({}, A_TWO_IDS, 200), (PLAIN, A_OTHER, 200)], "anthropic", False),
+]
+
+
+@pytest.mark.parametrize(("sc", "answers", "profile", "fails"), [i[1:] for i in ITEMS], ids=[i[0] for i in ITEMS])
+def test_compare_item(sc: Scenario, answers: list[tuple[dict[str, Any], str, int]], profile: Profile,
+                      fails: bool) -> None:
+    """Call ids repeated across the answers of one item (a proxy numbering calls per
+    request) break TOOL-010, in both dialects; ids the backend sent do not count."""
+    played = []
+    for n, (overrides, raw, status) in enumerate(answers):
+        asked = replace(sc, client=replace(sc.client, request={**sc.client.request, **overrides}))
+        headers = SSE_HEADERS if asked.streams else JSON_HEADERS
+        played.append((f"answer {n}", asked, exchange(asked, raw, status=status, headers=headers, profile=profile)))
+    failures = compare_item(played, Options(profile=profile))
+    assert [f.rule_id for f in failures] == (["TOOL-010"] if fails else [])
+    if fails:
+        assert "answer 0" in failures[0].message and "answer 1" in failures[0].message
 
 
 # --------------------------------------------------------------------------- assembly and docs

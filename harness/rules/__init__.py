@@ -2,7 +2,8 @@
 Messages dialect, and upstream faults and misbehaving clients in both.
 
 ``evaluate`` judges one exchange against every applicable rule; ``compare_answers``
-judges a streamed and a non-streamed answer to the same scenario. Both are pure and
+judges a streamed and a non-streamed answer to the same scenario; ``compare_item``
+judges every answer of one test item together. All are pure and
 never raise for anything a proxy sent: each broken rule becomes one
 ``ConformanceFailure``. An exchange of the anthropic profile is judged by the
 Anthropic rules and the dialect-neutral ones, never by the chat-completion ones.
@@ -11,7 +12,7 @@ Anthropic rules and the dialect-neutral ones, never by the chat-completion ones.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -46,7 +47,7 @@ from harness.rules import (
 )
 from harness.rules import shared  # after the groups: it widens some of their rules
 
-__all__ = ["RULES", "Options", "Rule", "compare_answers", "evaluate", "rules_markdown"]
+__all__ = ["RULES", "Options", "Rule", "compare_answers", "compare_item", "evaluate", "rules_markdown"]
 
 RULES: Mapping[str, Rule] = MappingProxyType({rule_id: ENTRIES[rule_id].rule for rule_id in ordered_ids()})
 
@@ -107,6 +108,29 @@ def compare_answers(
         if entry.pair_check is None or not entry.enabled(options):
             continue
         failure = _run(entry, entry.pair_check(a, b))
+        if failure is not None:
+            failures.append(failure)
+    return failures
+
+
+def compare_item(
+    exchanges: Sequence[tuple[str, Scenario, Exchange]], options: Options
+) -> list[ConformanceFailure]:
+    """The rules on all the answers of one test item together: (label, scenario as
+    played, exchange) for each. Answers that did not arrive with status 200 take no part."""
+    if not exchanges:
+        return []
+    options = effective_options(options, exchanges[0][2])
+    answers = [(label, ctx) for label, scenario, exchange in exchanges
+               if (ctx := Context(scenario, exchange, options)).in_stage("answer")]
+    if len(answers) < 2:
+        return []
+    failures: list[ConformanceFailure] = []
+    for rule_id in ordered_ids():
+        entry = ENTRIES[rule_id]
+        if entry.item_check is None or not entry.enabled(options):
+            continue
+        failure = _run(entry, entry.item_check(answers))
         if failure is not None:
             failures.append(failure)
     return failures

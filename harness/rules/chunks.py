@@ -198,6 +198,29 @@ def finish_once_last(ctx: Context) -> Iterator[Violation]:
 
 
 @rule(
+    "CHUNK-011",
+    "A choice's `finish_reason`, once sent, never changes (a client acting on the first one it reads, "
+    'such as "stop" before "tool_calls", drops the calls).',
+    severity="client",
+    stage="stream",
+)
+def finish_unchanged(ctx: Context) -> Iterator[Violation]:
+    first: dict[int, tuple[int, Any]] = {}
+    for p, index, choice in choices_of(ctx):
+        reason = choice.get("finish_reason")
+        if reason is None:
+            continue
+        if index not in first:
+            first[index] = (p.event.index, reason)
+        elif reason != first[index][1]:
+            yield Violation(
+                f"event {p.event.index}: choice {index}'s finish_reason {render(reason)} replaces "
+                f"{render(first[index][1])} (event {first[index][0]})",
+                ctx.at(p, expected=first[index][1], actual=reason),
+            )
+
+
+@rule(
     "CHUNK-010",
     "The role, when sent, comes on the choice's first chunk (repeats are CHUNK-006).",
     severity="spec",

@@ -8,7 +8,7 @@ published: a retired rule keeps its id out of use.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -49,6 +49,8 @@ class Violation:
 
 Check = Callable[["Context"], Iterable[Violation]]
 PairCheck = Callable[["Context", "Context"], Iterable[Violation]]
+# Judges every answer of one test item together: (label of the exchange, its reading).
+ItemCheck = Callable[[Sequence[tuple[str, "Context"]]], Iterable[Violation]]
 
 
 @dataclass(frozen=True)
@@ -59,6 +61,7 @@ class Entry:
     features: frozenset[str]
     check: Check | None = None
     pair_check: PairCheck | None = None
+    item_check: ItemCheck | None = None
     # Judges how a complete answer ends (a finish reason, a usage chunk): not applied
     # to a stream that ended with an error the scenario accepts.
     ending: bool = False
@@ -155,6 +158,32 @@ class RuleGroup:
                     frozenset(profiles),
                     frozenset(features),
                     pair_check=check,
+                )
+            )
+            return check
+
+        return register
+
+
+    def item(
+        self,
+        rule_id: str,
+        statement: str,
+        *,
+        severity: Severity,
+        profiles: Iterable[Profile] = ALL_PROFILES,
+    ) -> Callable[[ItemCheck], ItemCheck]:
+        """A rule judging all the answers of one test item together (as written, without
+        streaming, re-chunked)."""
+
+        def register(check: ItemCheck) -> ItemCheck:
+            _register(
+                Entry(
+                    self._rule(rule_id, statement, severity),
+                    "answer",
+                    frozenset(profiles),
+                    frozenset(),
+                    item_check=check,
                 )
             )
             return check

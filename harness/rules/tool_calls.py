@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,7 +12,8 @@ from harness.compare import parse_object, render, shorten, shown
 from harness.rules import locate
 from harness.rules.chunks import choices_of
 from harness.rules.context import Context
-from harness.rules.registry import Violation, rule_group
+from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
+from harness.scenario import Scenario, ToolCallFrame, ToolUseFrame
 
 rule = rule_group("tool_calls", "TOOL")
 
@@ -293,6 +294,38 @@ def empty_arguments(ctx: Context) -> Iterator[Violation]:
                 'sends "{}"',
                 {"expected": "{}", "actual": call.arguments, **locate.call(ctx, position)},
             )
+
+
+@rule.item(
+    "TOOL-010",
+    "Call ids are unique across requests: no two answers of one test item (streamed, not streamed, re-chunked) "
+    "give a call the same id (Messages: tool_use id), unless the backend itself sent that id.",
+    severity="client",
+    profiles=EVERY_PROFILE,
+)
+def ids_unique_across_requests(answers: Sequence[tuple[str, Context]]) -> Iterator[Violation]:
+    first: dict[str, str] = {}  # id -> the answer it was first seen in
+    reported: set[str] = set()
+    for label, ctx in answers:
+        relayed = backend_call_ids(ctx.scenario)
+        for call in ctx.answer.tool_calls:
+            if not call.id or call.id in relayed:
+                continue
+            seen = first.setdefault(call.id, label)
+            if seen != label and call.id not in reported:
+                reported.add(call.id)
+                yield Violation(
+                    f"the call id {call.id!r} is given again: in {seen} and in {label} (a client keeping its "
+                    "history holds two calls with one id, and matches tool results to the wrong one)",
+                    {"actual": call.id, "answers": [seen, label]},
+                )
+
+
+def backend_call_ids(scenario: Scenario) -> frozenset[str]:
+    """The call ids the mock backend sends for ``scenario``: a proxy may pass them on."""
+    return frozenset(
+        f.id for f in scenario.backend.frames if isinstance(f, (ToolCallFrame, ToolUseFrame)) and f.id is not None
+    )
 
 
 @rule(
