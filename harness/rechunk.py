@@ -1,16 +1,23 @@
-"""Re-splitting a scenario's content frames, and shrinking a failing split.
+"""Re-splitting a scenario's frames, and shrinking a failing split.
 
 A proxy that works for the frame boundaries a scenario author happened to write may
 still break when the same text arrives cut elsewhere: inside a tag, inside a JSON
 string, one character at a time, or with a UTF-8 character torn across two network
-writes. This module produces such variants from a seed (so a failure can be
-reproduced) and, given a predicate that re-runs the exchange, reduces a failing
+writes. The same holds for a native tool call's arguments (OpenAI ``arguments``
+fragments, Anthropic ``partial_json``): a proxy that parses them as they come must not
+care where they are cut. This module produces such variants from a seed (so a failure
+can be reproduced) and, given a predicate that re-runs the exchange, reduces a failing
 split to the few boundaries that matter. Pure: no I/O, the predicate does the work.
 
-A split is a set of character offsets into the scenario's content text (all content
-frames joined). Native tool-call frames and raw frames keep their positions relative
-to the text, and a content frame that carries its own delay keeps its start as a
-boundary, so timing cases stay timing cases.
+A split is a set of offsets into the scenario's cuttable text: its content text (all
+content frames joined), then its native argument text (every native frame's argument
+pieces joined, in frame order). A cut in the content re-splits the content frames; a
+cut in the native text splits the native piece it falls in (an OpenAI call's later
+pieces become deltas with only the ``index`` and ``arguments``; an Anthropic block
+gets one more ``partial_json`` fragment). What the author wrote stays a boundary for
+native frames, and native and raw frames keep their positions relative to the text; a
+content frame that carries its own delay keeps its start as a boundary, so timing
+cases stay timing cases.
 """
 
 from __future__ import annotations
@@ -24,9 +31,9 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from harness.scenario import ContentFrame, Frame, RawFrame, Scenario, frame_to_mapping
+from harness.scenario import ContentFrame, Frame, RawFrame, Scenario, ToolCallFrame, ToolUseFrame, frame_to_mapping
 
-STRATEGIES: Final[tuple[str, ...]] = ("per-char", "tags", "random", "multibyte")
+STRATEGIES: Final[tuple[str, ...]] = ("per-char", "tags", "random", "multibyte", "native-per-char", "native-json")
 DEFAULT_SHRINK_BUDGET: Final[int] = 30
 
 # Markup openers and closers whose insides a proxy must be able to receive in pieces.
@@ -35,24 +42,73 @@ _FENCE = re.compile(r"```+")
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 
 
+def native_pieces(frame: Frame) -> tuple[str, ...]:
+    """The argument text a native frame carries, in the pieces its author wrote."""
+    if isinstance(frame, ToolCallFrame):
+        return (frame.arguments,) if frame.arguments else ()
+    if isinstance(frame, ToolUseFrame):
+        return frame.input_json
+    return ()
+
+
+def _resplit(frame: Frame, pieces: Sequence[str]) -> list[Frame]:
+    """``frame`` carrying its argument text in ``pieces``."""
+    if isinstance(frame, ToolUseFrame):
+        return [dataclasses.replace(frame, input_json=tuple(pieces))]
+    assert isinstance(frame, ToolCallFrame)
+    first = dataclasses.replace(frame, arguments=pieces[0])
+    return [first, *(ToolCallFrame(frame.index, arguments=piece) for piece in pieces[1:])]
+
+
+def _starts(offset: int, pieces: Sequence[str]) -> list[int]:
+    """Where each of ``pieces`` starts when they follow each other from ``offset``."""
+    out = []
+    for piece in pieces:
+        out.append(offset)
+        offset += len(piece)
+    return out
+
+
 @dataclass(frozen=True)
 class Layout:
-    """A scenario's frames seen as one text plus what sits between its pieces."""
+    """A scenario's frames seen as one cuttable text plus what sits between its pieces."""
 
-    text: str
+    text: str  # the content text
     anchors: tuple[tuple[int, Frame], ...]  # non-content frames and the text offset they precede
     fixed: frozenset[int]  # boundaries every variant keeps (delayed content frames start there)
     delays: Mapping[int, float]  # offset -> delay_ms of the piece starting there
     original: tuple[int, ...]  # the scenario's own content boundaries
+    native: str = ""  # the argument text of every native frame, joined in frame order
+    native_spans: tuple[tuple[int, int], ...] = ()  # per anchor: its [start, end) in ``native``
+    native_fixed: frozenset[int] = frozenset()  # the author's boundaries in ``native``
+
+    @property
+    def whole(self) -> str:
+        """What split offsets index: the content text, then the native text."""
+        return self.text + self.native
+
+    def native_cuts(self) -> list[int]:
+        """Every offset of ``whole`` that cuts the native text where its author did not."""
+        n = len(self.text)
+        return [n + k for start, end in self.native_spans for k in range(start + 1, end) if k not in self.native_fixed]
 
     def frames(self, splits: Iterable[int]) -> tuple[Frame, ...]:
-        """The frames for ``splits``: content cut at every split and fixed point,
-        other frames back in their places."""
+        """The frames for ``splits``: content cut at every split and fixed point, native
+        arguments cut at every split in them, other frames back in their places."""
         n = len(self.text)
-        cuts = sorted({s for s in splits if 0 < s < n} | {s for s in self.fixed if 0 < s < n})
+        wanted = set(splits)
+        cuts = sorted({s for s in wanted if 0 < s < n} | {s for s in self.fixed if 0 < s < n})
+        native_cuts = sorted(s - n for s in wanted if s > n)
         anchors_at: dict[int, list[Frame]] = {}
-        for offset, frame in self.anchors:
-            anchors_at.setdefault(offset, []).append(frame)
+        for (offset, frame), (first, last) in zip(self.anchors, self.native_spans):
+            frames = [frame]
+            if any(first < c < last for c in native_cuts):
+                pieces: list[str] = []
+                for a, piece in zip(_starts(first, native_pieces(frame)), native_pieces(frame)):
+                    inner = [c for c in native_cuts if a < c < a + len(piece)]
+                    pieces += [self.native[x:y] for x, y in zip([a, *inner], [*inner, a + len(piece)])]
+                frames = _resplit(frame, pieces)
+            anchors_at.setdefault(offset, []).extend(frames)
         stops = sorted(set(cuts) | set(anchors_at) | {0, n})
         out: list[Frame] = []
         for start, end in zip(stops, stops[1:] + [None]):
@@ -68,7 +124,10 @@ def layout(frames: Sequence[Frame]) -> Layout:
     fixed: set[int] = set()
     delays: dict[int, float] = {}
     original: list[int] = []
-    offset = 0
+    native: list[str] = []
+    spans: list[tuple[int, int]] = []
+    native_fixed: set[int] = set()
+    offset = native_offset = 0
     for frame in frames:
         if isinstance(frame, ContentFrame):
             if frame.delay_ms is not None:
@@ -78,8 +137,15 @@ def layout(frames: Sequence[Frame]) -> Layout:
                 original.append(offset)
                 parts.append(frame.content)
                 offset += len(frame.content)
-        else:
-            anchors.append((offset, frame))
+            continue
+        anchors.append((offset, frame))
+        start = native_offset
+        for piece in native_pieces(frame):
+            native_fixed.add(native_offset)
+            native.append(piece)
+            native_offset += len(piece)
+        native_fixed.add(native_offset)
+        spans.append((start, native_offset))
     text = "".join(parts)
     return Layout(
         text=text,
@@ -87,6 +153,9 @@ def layout(frames: Sequence[Frame]) -> Layout:
         fixed=frozenset(fixed),
         delays=delays,
         original=tuple(o for o in original if 0 < o < len(text)),
+        native="".join(native),
+        native_spans=tuple(spans),
+        native_fixed=frozenset(native_fixed),
     )
 
 
@@ -143,21 +212,35 @@ def tag_splits(text: str, rng: random.Random) -> set[int]:
     return {c for c in cuts if 0 < c < len(text)}
 
 
+def _random_cuts(n: int, rng: random.Random) -> set[int]:
+    """Up to a third of the offsets inside a text of ``n`` characters, at random."""
+    if n <= 1:
+        return set()
+    k = rng.randint(1, max(1, (n - 1) // 3))
+    return set(rng.sample(range(1, n), k=min(k, n - 1)))
+
+
 def make_variant(lay: Layout, scenario_id: str, seed: int, index: int) -> Variant:
     rng = variant_random(seed, scenario_id, index)
     strategy = STRATEGIES[index % len(STRATEGIES)]
     n = len(lay.text)
     write_bytes: int | None = None
     split_multibyte = False
-    if strategy == "per-char":
-        splits: set[int] = set(range(1, n))
+    if strategy.startswith("native-") and not lay.native_cuts():
+        strategy = "random"  # no native arguments to cut: the content is re-split instead
+    if strategy == "native-per-char":  # the content as written, the arguments one character at a time
+        splits: set[int] = set(lay.original) | set(lay.native_cuts())
+    elif strategy == "native-json":  # the content as written, cuts inside every JSON string of the arguments
+        inside = tag_splits(lay.native, rng) | _random_cuts(len(lay.native), rng)
+        splits = set(lay.original) | ({n + c for c in inside} & set(lay.native_cuts()))
+    elif strategy == "per-char":
+        splits = set(range(1, n))
     elif strategy == "tags":
         splits = tag_splits(lay.text, rng)
         if not splits and n > 1:  # plain prose: fall back to a few random cuts
             splits = set(rng.sample(range(1, n), k=min(n - 1, 3)))
     elif strategy == "random":
-        k = rng.randint(1, max(1, (n - 1) // 3)) if n > 1 else 0
-        splits = set(rng.sample(range(1, n), k=min(k, n - 1))) if n > 1 else set()
+        splits = _random_cuts(n, rng)
     else:  # multibyte: keep the author's boundaries, tear the network writes instead
         splits = set(lay.original)
         if any(ord(ch) > 0x7F for ch in lay.text):
@@ -285,9 +368,11 @@ def describe_frames(frames: Sequence[Frame], *, width: int = 72, limit: int = 14
             continue
         if isinstance(frame, ContentFrame):
             lines.append(f"  frame {i + 1}: {_clip(frame.content, width)}")
+        elif isinstance(frame, RawFrame):
+            lines.append(f"  frame {i + 1}: [raw frame]")
         else:
-            kind = "raw frame" if isinstance(frame, RawFrame) else "native tool frame"
-            lines.append(f"  frame {i + 1}: [{kind}]")
+            pieces = " + ".join(_clip(p, width // 2) for p in native_pieces(frame)) or "no arguments"
+            lines.append(f"  frame {i + 1}: [native tool call: {pieces}]")
     return lines
 
 
@@ -295,8 +380,11 @@ def describe_split(scenario: Scenario, splits: Sequence[int], *, context: int = 
     """The frames of a split and each boundary with the text either side of it."""
     lay = layout(scenario.backend.frames)
     lines = describe_frames(lay.frames(splits))
+    n = len(lay.text)
     for s in splits:
-        before = lay.text[max(0, s - context) : s]
-        after = lay.text[s : s + context]
-        lines.append(f"  boundary at character {s}: …{_clip(before, context + 8)} ‖ {_clip(after, context + 8)}…")
+        text, at, where = (lay.text, s, "") if s <= n else (lay.native, s - n, " of the native arguments")
+        before, after = text[max(0, at - context) : at], text[at : at + context]
+        lines.append(
+            f"  boundary at character {s}{where}: …{_clip(before, context + 8)} ‖ {_clip(after, context + 8)}…"
+        )
     return lines

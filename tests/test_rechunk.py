@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from harness.rechunk import (
     STRATEGIES,
     Layout,
     apply_variant,
+    native_pieces,
     describe_split,
     layout,
     make_variant,
@@ -23,7 +25,15 @@ from harness.rechunk import (
     variant_random,
     variants,
 )
-from harness.scenario import ContentFrame, RawFrame, Scenario, ToolCallFrame, load_library, parse_scenario
+from harness.scenario import (
+    ContentFrame,
+    RawFrame,
+    Scenario,
+    ToolCallFrame,
+    ToolUseFrame,
+    load_library,
+    parse_scenario,
+)
 
 LIBRARY = load_library()
 
@@ -52,6 +62,8 @@ MIXED = _scenario(
     [
         "Checking. ",
         {"tool_call": {"index": 0, "id": "call_1", "type": "function", "name": "get_weather"}},
+        {"tool_call": {"index": 0, "arguments": '{"city": "S\\u00e3o \\"Paulo\\"", '}},
+        {"tool_call": {"index": 0, "arguments": '"days": 2}'}},
         '<tool_call>{"name": "get_weather", "arguments": {"city": "Sa\\"o Paulo"}}</tool_call>',
         {"raw": ": keep-alive\n\n"},
         {"content": " déjà ☀️ ```json\n{}\n```", "delay_ms": 5},
@@ -62,13 +74,29 @@ CASES = [MIXED, *[s for s in LIBRARY if s.streams][:20]]
 
 
 def _skeleton(frames: Any) -> list[tuple[int, Any]]:
-    """Each non-content frame with the content offset it sits at."""
-    out, offset = [], 0
+    """Each non-content frame with the content offset it sits at, its argument text left
+    out (the later pieces of a re-split call are deltas of their own: left out too)."""
+    out: list[tuple[int, Any]] = []
+    offset = 0
     for frame in frames:
         if isinstance(frame, ContentFrame):
             offset += len(frame.content)
+        elif isinstance(frame, ToolCallFrame):
+            if frame != ToolCallFrame(frame.index, arguments=frame.arguments):
+                out.append((offset, ("call", frame.index, frame.id, frame.type, frame.name, frame.delay_ms)))
+        elif isinstance(frame, ToolUseFrame):
+            out.append((offset, ("use", frame.name, frame.id, frame.delay_ms)))
         else:
             out.append((offset, frame))
+    return out
+
+
+def _arguments(frames: Any) -> dict[Any, str]:
+    """Each native call's argument text, joined."""
+    out: dict[Any, str] = {}
+    for frame in frames:
+        key = ("call", frame.index) if isinstance(frame, ToolCallFrame) else ("use", getattr(frame, "name", None))
+        out[key] = out.get(key, "") + "".join(native_pieces(frame))
     return out
 
 
@@ -80,6 +108,10 @@ def test_variants_keep_text_and_other_frames(scenario: Scenario, index: int) -> 
     text = "".join(f.content for f in played.backend.frames if isinstance(f, ContentFrame))
     assert text == scenario.backend.text
     assert _skeleton(played.backend.frames) == _skeleton(scenario.backend.frames)
+    assert _arguments(played.backend.frames) == _arguments(scenario.backend.frames)
+    if not variant.strategy.startswith("native-"):  # native frames exactly as written
+        assert [f for f in played.backend.frames if not isinstance(f, ContentFrame)] == [
+            f for f in scenario.backend.frames if not isinstance(f, ContentFrame)]
     assert all(f.content for f in played.backend.frames if isinstance(f, ContentFrame))
     # What the mock is armed with is a valid scenario with the same frames.
     again = parse_scenario(played.to_mapping())
@@ -145,7 +177,53 @@ def test_same_seed_same_variants_other_seed_other_variants() -> None:
     random_index = STRATEGIES.index("random")
     seen = {variants(scenario, random_index + 1, seed=s)[random_index].splits for s in range(10)}
     assert len(seen) > 5
-    assert [v.strategy for v in variants(scenario, 6, seed=0)] == [*STRATEGIES, *STRATEGIES[:2]]
+    count = len(STRATEGIES) + 2
+    assert [v.strategy for v in variants(scenario, count, seed=0)] == [*STRATEGIES, *STRATEGIES[:2]]
+
+
+ANTHROPIC_TOOL = next(s for s in LIBRARY if any(isinstance(f, ToolUseFrame) for f in s.backend.frames) and s.streams)
+
+
+@pytest.mark.parametrize("scenario", [MIXED, ANTHROPIC_TOOL], ids=["openai", "anthropic"])
+def test_native_per_char_sends_the_arguments_one_character_per_delta(scenario: Scenario) -> None:
+    variant = variants(scenario, len(STRATEGIES), seed=5)[STRATEGIES.index("native-per-char")]
+    assert variant.strategy == "native-per-char"
+    frames = apply_variant(scenario, variant).backend.frames
+    pieces = [p for f in frames for p in native_pieces(f)]
+    assert pieces and {len(p) for p in pieces} <= {0, 1}
+    assert [f for f in frames if isinstance(f, ContentFrame)] == [
+        f for f in scenario.backend.frames if isinstance(f, ContentFrame)]  # the content as written
+
+
+def test_native_json_cuts_inside_every_json_string_of_the_arguments() -> None:
+    lay = layout(MIXED.backend.frames)
+    variant = variants(MIXED, len(STRATEGIES), seed=5)[STRATEGIES.index("native-json")]
+    assert variant.strategy == "native-json"
+    cuts = {s - len(lay.text) for s in variant.splits if s > len(lay.text)}
+    assert set(variant.splits) - {s + len(lay.text) for s in cuts} == set(lay.original)
+    strings = list(re.finditer(r'"(?:[^"\\]|\\.)*"', lay.native))
+    assert len(strings) >= 3
+    for m in strings:
+        assert any(m.start() < c < m.end() for c in cuts), m.group()
+
+
+def test_native_strategies_without_native_arguments_re_split_the_content() -> None:
+    plain = _scenario(["Just prose, ", "no calls at all."])
+    for variant in variants(plain, len(STRATEGIES), seed=5)[STRATEGIES.index("native-per-char"):]:
+        assert variant.strategy == "random" and variant.splits
+        assert all(0 < s < len(plain.backend.text) for s in variant.splits)
+
+
+def test_a_native_split_shrinks_and_is_described() -> None:
+    """A boundary inside the arguments is found by the shrinker and shown in the native text."""
+    lay = layout(MIXED.backend.frames)
+    bad = len(lay.text) + lay.native.index("Paulo") + 2
+    variant = variants(MIXED, len(STRATEGIES), seed=5)[STRATEGIES.index("native-per-char")]
+    result = shrink(variant.splits, lambda splits: bad in splits)
+    assert result.splits == (bad,) and result.complete
+    lines = describe_split(MIXED, result.splits)
+    assert any("[native tool call: '{\"city\": \"S\\\\u00e3o \\\\\"Pa'" in line for line in lines), lines
+    assert any(f"boundary at character {bad} of the native arguments" in line and "‖ 'ulo" in line for line in lines)
 
 
 # --------------------------------------------------------------------------- shrinking
