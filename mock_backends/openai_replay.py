@@ -21,6 +21,9 @@ DEFAULT_MODEL = "toolcall-conformance-mock"
 _DONE = b"data: [DONE]\n\n"
 _ROLE_DELTA = b'{"role":"assistant","content":""}'
 _OPEN_TAIL = b',"logprobs":null,"finish_reason":null}]}\n\n'
+# The finish chunk as vLLM writes it: an empty content delta, then finish_reason and its own stop_reason.
+_FINISH_DELTA = b'{"content":""},"logprobs":null,"finish_reason":'
+_FINISH_TAIL = b',"stop_reason":null}]}\n\n'
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,9 +194,7 @@ def stream_events(replay: OpenAIReplay, reply: Reply) -> list[Event]:
         else:
             cut = head_cut if head_cut is not None else (None if piece.cut is None else offset + piece.cut)
             events.append(Event(head + piece.data + _OPEN_TAIL, piece.delay, cut))
-    events.append(
-        Event(head + b'{},"logprobs":null,"finish_reason":' + replay.finish_json + b"}]}\n\n", 0.0, head_cut)
-    )
+    events.append(Event(head + _FINISH_DELTA + replay.finish_json + _FINISH_TAIL, 0.0, head_cut))
     if reply.include_usage:
         usage = b"data: " + envelope + b',"choices":[],"usage":' + replay.usage_json + b"}\n\n"
         events.append(Event(usage, 0.0, head_cut))

@@ -12,6 +12,7 @@ import json
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -112,6 +113,19 @@ def expected_message(backend: Backend) -> dict[str, Any]:
     return message
 
 
+VLLM_CAPTURE = Path(__file__).parent / "captures" / "vllm-qwen-tool-call.sse"
+
+
+def vllm_finish_choice(finish_reason: str) -> dict[str, Any]:
+    """The choice of the finish chunk as the recorded vLLM server writes it, with ``finish_reason``."""
+    for line in VLLM_CAPTURE.read_text("utf-8").splitlines():
+        if line.startswith("data: {"):
+            choices = json.loads(line[6:])["choices"]
+            if choices and choices[0]["finish_reason"] is not None:
+                return {**choices[0], "finish_reason": finish_reason}
+    raise AssertionError(f"{VLLM_CAPTURE} has no finish chunk")
+
+
 def answer_model(scenario: Scenario, body: Mapping[str, Any]) -> str:
     return scenario.backend.model or body.get("model") or DEFAULT_MODEL
 
@@ -158,7 +172,9 @@ def check_stream(
             pos += len(data)
         else:
             assert take_json()["choices"] == choice(expected_delta(frame))
-    assert take_json()["choices"] == choice({}, scenario.backend.finish_reason)
+    finish = take_json()["choices"]
+    want = vllm_finish_choice(scenario.backend.finish_reason)
+    assert finish == [want] and list(finish[0]) == list(want), "the finish chunk is shaped as vLLM's"
     if include_usage:
         last = take_json()
         assert last["choices"] == [] and last["usage"] == expected_usage(scenario.backend)
@@ -894,8 +910,8 @@ def test_drop_fault_streaming(shared: Mock, after_frame: int, mid_event: bool) -
     if after_frame < len(scenario.backend.frames):
         nxt = role.replace(role_delta, compact(expected_delta(scenario.backend.frames[after_frame])))
     else:
-        nxt = role.replace(role_delta + b',"logprobs":null,"finish_reason":null',
-                           b'{},"logprobs":null,"finish_reason":"stop"')
+        nxt = role.replace(role_delta + b',"logprobs":null,"finish_reason":null}',
+                           compact(vllm_finish_choice("stop"))[len(b'{"index":0,"delta":'):])
     assert rest and rest == nxt[: len(nxt) // 2]
 
 
@@ -967,7 +983,8 @@ def test_anthropic_backend_is_refused_on_the_openai_route(shared: Mock) -> None:
         "id": "anthropic-backend", "title": "t", "source": "synthetic",
         "backend": {"dialect": "anthropic", "frames": ["hi", {"tool_use": {"name": "f", "input_json": ["{}"]}}]},
         "client": {"profile": "anthropic",
-                   "request": {"model": "claude", "max_tokens": 10, "messages": [{"role": "user", "content": "x"}]}},
+                   "request": {"model": "claude", "max_tokens": 10, "messages": [{"role": "user", "content": "x"}],
+                               "tools": [{"name": "f", "input_schema": {"type": "object"}}]}},
         "expect": {},
     })
     nonce = control.arm(scenario)
