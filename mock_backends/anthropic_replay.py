@@ -85,11 +85,13 @@ class AnthropicReplay:
     ping: bool
     pieces: tuple[Piece, ...]  # the content block events, then message_delta and message_stop
     frame_starts: tuple[int, ...]  # [k]: index in ``pieces`` of the first event after k frames
+    first_block: int | None  # index in ``pieces`` of the first content_block_start; the ping follows it
     stream: Literal["auto"] | bool
     model: str | None
     stop_reason: str
     input_tokens: int
     output_tokens: int
+    start_output_tokens: int  # what message_start reports: 1, as the API does, unless the answer has none
     blocks: tuple[TextBlock | ToolUseBlock, ...]
     total_delay: float  # seconds a non-streaming answer takes
     write_bytes: int | None
@@ -142,16 +144,23 @@ class _Builder:
         self.next_index = 0
         self.text_index: int | None = None  # the open text block
         self.text: list[str] = []
+        self.first_block: int | None = None
 
     def emit(self, data: bytes, *, after_id: bytes | None = None, block: int = 0) -> None:
         cut = multibyte_cut(data if after_id is None else after_id)
         self.pieces.append(Piece(data, self.delay, cut, after_id, block))
         self.delay = 0.0
 
+    def block_starts(self) -> None:
+        """The next event starts a block; the first such event is where the ping follows."""
+        if self.first_block is None:
+            self.first_block = len(self.pieces)
+
     def text_delta(self, text: str) -> None:
         if self.text_index is None:
             self.text_index = self.next_index
             self.next_index += 1
+            self.block_starts()
             self.emit(sse_event({"type": "content_block_start", "index": self.text_index,
                                  "content_block": {"type": "text", "text": ""}}))
         self.text.append(text)
@@ -171,6 +180,7 @@ class _Builder:
         self.next_index += 1
         head = b'event: content_block_start\ndata: {"type":"content_block_start","index":%d,' % index
         tail = b',"name":' + dumps(frame.name) + b',"input":{}}}\n\n'
+        self.block_starts()
         if frame.id is None:
             self.emit(head + b'"content_block":{"type":"tool_use","id":', after_id=tail, block=index)
         else:
@@ -203,6 +213,7 @@ def prepare(backend: Backend) -> AnthropicReplay:
     build.close_text()
     usage = backend.usage or {}
     output_tokens = _tokens(usage, "output_tokens", "completion_tokens")
+    stated = any(name in usage for name in ("output_tokens", "completion_tokens"))
     build.emit(sse_event({"type": "message_delta",
                           "delta": {"stop_reason": backend.finish_reason, "stop_sequence": None},
                           "usage": {"output_tokens": output_tokens}}))
@@ -212,11 +223,13 @@ def prepare(backend: Backend) -> AnthropicReplay:
         ping=backend.ping,
         pieces=tuple(build.pieces),
         frame_starts=tuple(starts),
+        first_block=build.first_block,
         stream=backend.stream,
         model=backend.model,
         stop_reason=backend.finish_reason,
         input_tokens=_tokens(usage, "input_tokens", "prompt_tokens"),
         output_tokens=output_tokens,
+        start_output_tokens=min(1, output_tokens) if stated else 1,
         blocks=tuple(build.blocks),
         total_delay=total_delay,
         write_bytes=backend.write_bytes,
@@ -255,20 +268,23 @@ def tool_id(message_id: str, block: int) -> str:
     return f"toolu_{message_id[-20:]}{block:04d}"
 
 
+def _usage(replay: AnthropicReplay, output_tokens: int) -> dict[str, Any]:
+    """Usage as the API reports it: no prompt caching, the standard service tier."""
+    return {"input_tokens": replay.input_tokens, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+            "output_tokens": output_tokens, "service_tier": "standard"}
+
+
 def stream_events(replay: AnthropicReplay, reply: AnthropicReply) -> list[Event]:
-    """Every SSE event of the answer, in order: message_start, ping, the blocks, message_delta, message_stop."""
+    """Every SSE event of the answer, in order: message_start, the blocks (with the ping
+    after the first content_block_start, where the API sends it), message_delta, message_stop."""
     start = sse_event({
         "type": "message_start",
         "message": {
             "id": reply.message_id, "type": "message", "role": "assistant", "content": [], "model": reply.model,
-            "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": replay.input_tokens, "output_tokens": min(1, replay.output_tokens)},
+            "stop_reason": None, "stop_sequence": None, "usage": _usage(replay, replay.start_output_tokens),
         },
     })
     events = [Event(start, 0.0, multibyte_cut(start) if replay.split_multibyte else None)]
-    if replay.ping:
-        events.append(Event(_PING))
-    head = len(events)
     for piece in replay.pieces:
         if piece.after_id is None:
             events.append(Event(piece.data, piece.delay, piece.cut))
@@ -276,10 +292,18 @@ def stream_events(replay: AnthropicReplay, reply: AnthropicReply) -> list[Event]
             ident = dumps(tool_id(reply.message_id, piece.block))
             cut = None if piece.cut is None else len(piece.data) + len(ident) + piece.cut
             events.append(Event(piece.data + ident + piece.after_id, piece.delay, cut))
+    ping = None
+    if replay.ping:  # with no block at all, right after message_start
+        ping = 1 if replay.first_block is None else 2 + replay.first_block
+        events.insert(ping, Event(_PING))
     fault = replay.fault
     # after_frame counts scenario frames; no_terminator leaves out message_stop only, as the
     # OpenAI dialect leaves out [DONE] after the finish chunk.
-    at = head + replay.frame_starts[fault.after_frame or 0] if fault is not None else 0
+    at = 0
+    if fault is not None:
+        at = 1 + replay.frame_starts[fault.after_frame or 0]
+        if ping is not None and ping <= at:
+            at += 1
     return with_fault(events, fault, at=at, terminator=1)
 
 
@@ -300,5 +324,5 @@ def message(replay: AnthropicReplay, reply: AnthropicReply) -> dict[str, Any]:
         "content": content,
         "stop_reason": replay.stop_reason,
         "stop_sequence": None,
-        "usage": {"input_tokens": replay.input_tokens, "output_tokens": replay.output_tokens},
+        "usage": _usage(replay, replay.output_tokens),
     }

@@ -268,10 +268,13 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
                                        raw_text, now))
 
         def named(response: Response) -> Response:
-            """Tell whoever reads the answer which run it came from and how that run was chosen."""
+            """Tell whoever reads the answer which run it came from and how that run was chosen;
+            a Messages answer also carries the API's request-id."""
             if selection is not None:
                 response.headers[RUN_HEADER] = selection.run.nonce
                 response.headers[SELECTED_BY_HEADER] = selection.by
+            if dialect == "anthropic":
+                response.headers.setdefault("request-id", "req_" + os.urandom(12).hex())
             return response
 
         def refuse(status: int, kind: str, message: str, code: str, *, param: str | None = None,

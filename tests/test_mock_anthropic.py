@@ -91,6 +91,24 @@ def usage_of(backend: Backend) -> tuple[int, int]:
             usage.get("output_tokens", usage.get("completion_tokens", 0)))
 
 
+def api_usage(backend: Backend, *, at_start: bool) -> dict[str, Any]:
+    """Usage as the Messages API writes it (no prompt caching, standard tier). message_start
+    counts the first output token: 1, unless the scenario says the answer has none."""
+    given, (prompt, output) = dict(backend.usage or {}), usage_of(backend)
+    if at_start:
+        output = min(1, output) if {"output_tokens", "completion_tokens"} & given.keys() else 1
+    return {"input_tokens": prompt, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0,
+            "output_tokens": output, "service_tier": "standard"}
+
+
+def with_ping(items: list[Item], starts: list[int]) -> tuple[list[Item], list[int]]:
+    """The API sends its ping right after the first content_block_start (with no block at
+    all, right after message_start, so it is part of the head)."""
+    at = next((i + 1 for i, item in enumerate(items) if item.name == "content_block_start"), 0)
+    return ([*items[:at], Item("ping", {"type": "ping"}), *items[at:]],
+            [start + 1 if start >= at else start for start in starts])
+
+
 def layout(backend: Backend) -> tuple[list[Item], list[int]]:
     """Every item after message_start (and ping), and where each frame's items begin:
     ``starts[k]`` is the index of the first item after k frames."""
@@ -191,11 +209,11 @@ def check_stream(raw: bytes, scenario: Scenario, *, model: str, terminated: bool
     assert message["id"].startswith("msg_") and message["model"] == model
     assert (message["type"], message["role"], message["content"]) == ("message", "assistant", [])
     assert message["stop_reason"] is None and message["stop_sequence"] is None
-    assert message["usage"]["input_tokens"] == usage_of(backend)[0]
-    assert isinstance(message["usage"]["output_tokens"], int)
-    if backend.ping:
-        assert take() == ("ping", {"type": "ping"})
+    usage = api_usage(backend, at_start=True)
+    assert message["usage"] == usage and list(message["usage"]) == list(usage)
     items, starts = layout(backend)
+    if backend.ping:
+        items, starts = with_ping(items, starts)
     if not terminated:
         items = items[:-1]
     offsets: list[int] = []
@@ -235,7 +253,7 @@ def check_message(data: dict[str, Any], scenario: Scenario, *, model: str) -> No
             block["id"] = got["id"]
     assert data["content"] == want
     assert data["stop_reason"] == backend.finish_reason
-    assert data["usage"] == dict(zip(("input_tokens", "output_tokens"), usage_of(backend)))
+    assert data["usage"] == api_usage(backend, at_start=False)
 
 
 def answer_model(scenario: Scenario, body: Mapping[str, Any]) -> str:
@@ -249,6 +267,7 @@ def answers_stream(scenario: Scenario, body: Mapping[str, Any]) -> bool:
 
 def check_answer(response: httpx.Response, scenario: Scenario, body: Mapping[str, Any]) -> None:
     assert response.status_code == 200, response.text
+    assert re.fullmatch(r"req_\w{16,}", response.headers["request-id"]), "every Messages answer has a request-id"
     model = answer_model(scenario, body)
     if answers_stream(scenario, body):
         assert response.headers["content-type"] == "text/event-stream; charset=utf-8"
@@ -404,8 +423,10 @@ def test_non_streaming_message(shared: Mock, case: str) -> None:
     frames, backend = CASES[case]
     scenario = make_scenario(f"json-{case}", frames, request={"stream": False}, **backend)
     nonce = control.arm(scenario)
-    check_answer(post(http, url, scenario.client.request, nonce), scenario, scenario.client.request)
+    first = post(http, url, scenario.client.request, nonce)
+    check_answer(first, scenario, scenario.client.request)
     message = sdk(url, nonce).messages.create(**scenario.client.request)
+    assert message._request_id not in (None, first.headers["request-id"]), "each answer has its own request-id"
     got = [b.model_dump(include={"type", "text", "name", "input"}) for b in message.content]
     assert got == [{k: v for k, v in b.items() if k != "id"} for b in expected_content(scenario.backend)]
     assert message.stop_reason == scenario.backend.finish_reason
@@ -529,7 +550,9 @@ def test_selection_errors_are_anthropic_shaped(fresh: Mock, armed: int, nonce: s
 def test_malformed_body_is_recorded_and_answered_anthropic_400(shared: Mock, raw: bytes, recorded_as: str) -> None:
     url, control, http = shared
     nonce = control.arm(make_scenario("malformed", ["never sent"]))
-    assert_anthropic_error(post(http, url, raw, nonce), 400, "invalid_request_error", "JSON")
+    response = post(http, url, raw, nonce)
+    assert_anthropic_error(response, 400, "invalid_request_error", "JSON")
+    assert response.headers["request-id"].startswith("req_"), "the API's errors carry a request-id too"
     (seen,) = control.recorded(nonce)
     if recorded_as == "raw_body":
         assert seen.body is None and seen.raw_body == raw.decode("utf-8", "replace")
