@@ -209,6 +209,88 @@ def test_library_validates_and_covers_every_family() -> None:
     assert not short, f"families below their minimum {MINIMUM_PER_FAMILY}: {short}"
 
 
+DOCS = Path(__file__).parent.parent / "docs" / "scenarios.md"
+
+# What docs/scenarios.md says each family holds (a phrase of its row in the Families table), and the
+# cases that hold it: deleting or renaming one of them leaves a promise of the docs unkept.
+REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
+    "qwen-tools": {
+        "`<tools>{json}</tools>`": ("qwen-tools-single-call", "qwen-tools-two-calls", "qwen-tools-split-everywhere"),
+        "bare JSON content": ("qwen-tools-bare-json",),
+        "JSON per line": ("qwen-tools-bare-json-per-line", "qwen-tools-per-line-in-tags"),
+    },
+    "hermes": {"`<tool_call>{json}</tool_call>`": ("hermes-single", "hermes-parallel", "hermes-nested-arguments")},
+    "invoke-xml": {
+        "`<function_calls>`": ("invoke-xml-wrapped", "invoke-xml-count-wrapper", "invoke-xml-split-small-frames"),
+        "`<invoke>`": ("invoke-xml-bare-invoke", "invoke-xml-namespaced-name", "invoke-xml-two-invokes"),
+        "`<parameter>`": ("invoke-xml-multiline-value", "invoke-xml-untyped-params", "invoke-xml-string-typed-number"),
+    },
+    "qwen-coder": {
+        "`<tool_call><function=…><parameter=…>`": ("qwen-coder-multiline-indented", "qwen-coder-two-calls",
+                                                  "qwen-coder-split-names", "qwen-coder-typed-by-schema"),
+    },
+    "tool-code": {
+        "JSON blocks": ("tool-code-list-files",),
+        "blocks that must stay text": ("tool-code-bash-block", "tool-code-malformed-json"),
+    },
+    "cline-xml": {"the `vtc` profile": ("cline-xml-backend-invoke", "cline-xml-backend-native",
+                                        "cline-xml-several-tools")},
+    "plain": {
+        "text only": ("plain-text-multibyte", "plain-text-non-stream", "plain-include-usage"),
+        "native tool calls": ("plain-native-single", "plain-native-parallel", "plain-native-no-arguments"),
+        "near misses": ("plain-tag-in-backticks", "plain-empty-tool-call", "plain-length-cutoff"),
+    },
+    "features": {"optional-feature cases": ("features-force-non-stream", "features-system-to-user",
+                                            "features-loop-guard")},
+    "anthropic": {
+        "leaked invoke XML": ("anthropic-leaked-invoke-split", "anthropic-count-wrapper", "anthropic-two-invokes"),
+        "native tool_use": ("anthropic-native-tool-use", "anthropic-native-duplicate"),
+        "`tool_choice`": ("anthropic-tool-choice-any", "anthropic-tool-choice-none", "anthropic-tool-choice-tool"),
+    },
+    "faults": {
+        "error statuses": tuple(f"faults-{d}-http-{s}" for d in ("openai", "anthropic")
+                                for s in ("400", "401", "429-retry-after", "500")),
+        "dropped connections": tuple(f"faults-{d}-drop-{w}" for d in ("openai", "anthropic")
+                                     for w in ("between-events", "mid-event", "mid-native-call")),
+        "stalls": ("faults-openai-stall-mid-call", "faults-anthropic-stall"),
+        "broken or unusual events": ("faults-openai-malformed-event", "faults-anthropic-malformed-event",
+                                     "faults-openai-sse-comments", "faults-openai-empty-choices",
+                                     "faults-anthropic-unknown-event"),
+        "byte splits": ("faults-openai-slow-drip", "faults-openai-split-multibyte-call", "faults-anthropic-slow-drip",
+                        "faults-anthropic-split-multibyte"),
+        "oversized calls": ("faults-openai-oversized-call", "faults-anthropic-oversized-call"),
+    },
+    "bad-input": {
+        "invalid JSON": ("bad-input-openai-invalid-json", "bad-input-anthropic-invalid-json"),
+        "missing or unknown fields": tuple(f"bad-input-{d}-{w}" for d in ("openai", "anthropic")
+                                           for w in ("missing-messages", "unknown-role")),
+        "orphan tool results": ("bad-input-openai-orphan-tool-result", "bad-input-anthropic-orphan-tool-result"),
+        "huge or unfinished bodies": tuple(f"bad-input-{d}-{w}" for d in ("openai", "anthropic")
+                                           for w in ("huge-message", "truncated-body")),
+    },
+}
+
+
+def _documented_families() -> dict[str, str]:
+    """The Families table of docs/scenarios.md: family -> what it holds."""
+    section = DOCS.read_text("utf-8").split("\n## Families\n", 1)[1]
+    return dict(re.findall(r"^\| `([a-z-]+)` \| (.+) \|$", section, re.MULTILINE))
+
+
+def test_the_docs_family_table_is_the_library() -> None:
+    assert set(_documented_families()) == FAMILIES == set(REQUIRED)
+
+
+@pytest.mark.parametrize("family", sorted(REQUIRED))
+def test_the_library_holds_what_the_docs_promise(family: str) -> None:
+    row = _documented_families()[family]
+    held = {s.id: s for s in _library() if s.family == family}
+    for promise, ids in REQUIRED[family].items():
+        assert promise in row, f"the docs no longer promise {promise!r} for {family}: {row}"
+        missing = [i for i in ids if i not in held]
+        assert not missing, f"{family} promises {promise}, but the library lacks {missing}"
+
+
 @pytest.mark.parametrize("scenario", _LOADED[0], ids=lambda s: s.id)
 def test_library_scenario_is_consistent(scenario: Scenario) -> None:
     assert scenario.path is not None
