@@ -1,10 +1,12 @@
 """Captured exchanges, read into one neutral model.
 
 People save what they saw in the field with whatever tool was at hand: ``curl -N``
-output, a ``chat.completion`` body, a browser or mitmproxy HAR, a proxy's JSON-lines
-log. Each reader turns its format into ``Capture`` objects holding the request, the
+output, a ``chat.completion`` or Messages body, a browser or mitmproxy HAR, a proxy's
+JSON-lines log, in either API dialect (OpenAI chat completions, Anthropic Messages).
+Each reader turns its format into ``Capture`` objects holding the request, the
 response's deltas in their original split points and what the backend reported, so
-the importer never cares where a capture came from.
+the importer never cares where a capture came from. Messages answers are read into
+frames by ``capture_messages``.
 
 Pure: bytes in, captures out. Secrets never enter the model: credential headers are
 dropped on reading and their values, with anything that looks like an API key, are
@@ -23,28 +25,38 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
-from harness.errors import ConformanceError
+from harness.capture_errors import CaptureError as CaptureError
+from harness.capture_errors import UnsupportedDialect as UnsupportedDialect
+from harness.capture_messages import (
+    MessagesParts,
+    is_messages_payload,
+    is_messages_stream,
+    read_message_object,
+    read_messages_events,
+    read_messages_sse,
+)
 from harness.scenario import ContentFrame, Frame, RawFrame, ToolCallFrame
 from harness.sse import is_done_like, parse_events
 
 CaptureFormat = Literal["sse", "json", "har", "jsonl"]
+Dialect = Literal["openai", "anthropic"]
 FORMATS: tuple[CaptureFormat, ...] = ("sse", "json", "har", "jsonl")
 FORMAT_NAMES: Mapping[CaptureFormat, str] = {
     "sse": "SSE transcript",
-    "json": "chat.completion JSON",
+    "json": "JSON answer",
     "har": "HAR",
     "jsonl": "JSON-lines log",
 }
+DIALECT_NAMES: Mapping[Dialect, str] = {"openai": "chat-completions", "anthropic": "Messages"}
 
 REDACTED = "[redacted]"
 
 
-class CaptureError(ConformanceError):
-    """A capture cannot be read; the message is one line that names the file."""
-
-
-class UnsupportedDialect(CaptureError):
-    """The capture is of an API the scenario format cannot express yet."""
+def format_name(fmt: CaptureFormat, dialect: Dialect) -> str:
+    """How a scenario's ``source`` names the capture's format."""
+    if fmt == "json":
+        return "chat.completion JSON" if dialect == "openai" else "Messages JSON"
+    return FORMAT_NAMES[fmt]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,8 +76,10 @@ class Capture:
     events: int  # SSE events or chunks read (1 for a JSON body)
     entry: int | None = None  # HAR entry / JSONL line number, when the file holds several
     truncated: bool = False  # the stream stops early: no finish_reason, or a cut-off last event
-    terminated: bool = True  # the stream ended with [DONE] (always true for a JSON body)
+    terminated: bool = True  # the stream ended with [DONE] / message_stop (always true for a JSON body)
     warnings: tuple[str, ...] = ()
+    dialect: Dialect = "openai"  # of the request and the answer
+    ping: bool = False  # a Messages stream carried ping events
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,46 +188,52 @@ def _secrets_warning(origin: str, secrets: _Secrets) -> list[str]:
     return out
 
 
-# --------------------------------------------------------------------------- dialects we cannot express yet
-
-_ANTHROPIC_EVENTS = frozenset({
-    "message_start", "message_delta", "message_stop",
-    "content_block_start", "content_block_delta", "content_block_stop",
-})
+# --------------------------------------------------------------------------- dialects
 
 
 def _unsupported(origin: str, what: str) -> UnsupportedDialect:
     return UnsupportedDialect(
-        f"{origin}: {what} captures are not supported yet (import reads OpenAI chat-completions only)"
+        f"{origin}: {what} captures are not supported yet "
+        "(import reads OpenAI chat completions and Anthropic Messages)"
     )
 
 
 def _check_response_dialect(origin: str, obj: Mapping[str, Any]) -> None:
     kind = _str(obj.get("type"))
-    if (kind == "message" and isinstance(obj.get("content"), list)) or kind in _ANTHROPIC_EVENTS:
-        raise _unsupported(origin, "Anthropic Messages")
     if obj.get("object") == "response" or kind.startswith("response."):
         raise _unsupported(origin, "OpenAI Responses API")
     if obj.get("object") == "text_completion":
         raise _unsupported(origin, "legacy completions (text_completion)")
 
 
-def _check_request_dialect(origin: str, body: Mapping[str, Any]) -> None:
-    tools = body.get("tools")
-    anthropic_tools = isinstance(tools, list) and any(isinstance(t, dict) and "input_schema" in t for t in tools)
-    if "anthropic_version" in body or anthropic_tools or isinstance(body.get("system"), (str, list)):
-        raise _unsupported(origin, "Anthropic Messages")
+def request_dialect(origin: str, body: Mapping[str, Any]) -> Dialect | None:
+    """Which API a request body is written for, when it says (a plain list of user
+    messages reads the same in both: None); other APIs are refused."""
     if "messages" not in body and "input" in body:
         raise _unsupported(origin, "OpenAI Responses API")
     if "messages" not in body and "prompt" in body:
         raise _unsupported(origin, "legacy completions")
+    tools = [t for t in _list(body.get("tools")) if isinstance(t, dict)]
+    if "anthropic_version" in body or any("input_schema" in t for t in tools) or "system" in body:
+        return "anthropic"
+    roles = {m.get("role") for m in _list(body.get("messages")) if isinstance(m, dict)}
+    if any("function" in t for t in tools) or roles & {"system", "developer", "tool"} or "stream_options" in body:
+        return "openai"
+    return None
+
+
+def path_dialect(path: str) -> Dialect | None:
+    """The dialect of a request path: ``.../chat/completions`` or ``.../messages``; None for any other."""
+    trimmed = path.rstrip("/")
+    if trimmed.endswith("/chat/completions"):
+        return "openai"
+    if trimmed.endswith("/messages") and not trimmed.endswith("/chat/messages"):
+        return "anthropic"
+    return None
 
 
 def _check_path_dialect(origin: str, path: str) -> None:
-    trimmed = path.rstrip("/")
-    if trimmed.endswith("/messages") and not trimmed.endswith("/chat/messages"):
-        raise _unsupported(origin, "Anthropic Messages")
-    if trimmed.endswith("/responses"):
+    if path.rstrip("/").endswith("/responses"):
         raise _unsupported(origin, "OpenAI Responses API")
 
 
@@ -289,21 +309,30 @@ def detect_format(data: bytes, origin: str) -> CaptureFormat:
             if isinstance(obj, dict) and _jsonl_keys(obj):
                 return "jsonl"
             return "json"
-        first = stripped.splitlines()[0]
-        try:
-            line = json.loads(first)
-        except (ValueError, RecursionError):
-            line = None
-        if isinstance(line, dict) and _jsonl_keys(line):
-            return "jsonl"
-        if not re.search(r"(?m)^data:", text):
-            return "json"  # so the error says what is wrong with the JSON
+    if _has_jsonl_pair(stripped):
+        return "jsonl"  # even when its first line is broken: the reader skips such lines
+    if stripped[0] in "{[" and not re.search(r"(?m)^data:", text):
+        return "json"  # so the error says what is wrong with the JSON
     if re.search(r"(?m)^data:", text):
         return "sse"
     raise CaptureError(
-        f"{origin}: not a capture this command reads: expected SSE 'data:' lines, a chat.completion JSON body, "
-        "a HAR file or JSON lines of request/response pairs"
+        f"{origin}: not a capture this command reads: expected SSE 'data:' lines, a chat.completion or Messages "
+        "JSON body, a HAR file or JSON lines of request/response pairs"
     )
+
+
+def _has_jsonl_pair(text: str, lines: int = 20) -> bool:
+    """Whether one of the first ``lines`` lines is a JSON request/response pair."""
+    for line in text.splitlines()[:lines]:
+        if not line.lstrip().startswith("{"):
+            continue
+        try:
+            obj = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(obj, dict) and _jsonl_keys(obj):
+            return True
+    return False
 
 
 def _jsonl_keys(obj: Mapping[str, Any]) -> bool:
@@ -439,6 +468,9 @@ class _Response:
         return out
 
 
+Answer = _Response | MessagesParts  # an answer read in its dialect
+
+
 def _payload(resp: _Response, obj: Any, raw: str, label: str, origin: str) -> None:
     """One event's parsed data: a chunk, or something kept verbatim as a raw frame."""
     if isinstance(obj, dict):
@@ -456,16 +488,15 @@ def _payload(resp: _Response, obj: Any, raw: str, label: str, origin: str) -> No
     resp.warnings.append(f"{origin}: {label} is not a chat.completion.chunk; kept verbatim as a raw frame")
 
 
-def read_sse(data: bytes, origin: str) -> _Response:
-    """An SSE transcript: ``data:`` lines, possibly with ``event:``/``id:`` lines,
-    comments, CRLF line ends, glued events and a missing or cut-off end."""
+def read_sse(data: bytes, origin: str) -> Answer:
+    """An SSE transcript of either dialect: ``data:`` lines, possibly with ``event:``/``id:``
+    lines, comments, CRLF line ends, glued events and a missing or cut-off end."""
     body = _http_head(data, origin)
     _text(body, origin)  # invalid UTF-8 is an error, not replacement characters in the frames
     stream = parse_events(body)
+    if is_messages_stream(stream):
+        return read_messages_sse(body, stream, origin)
     resp = _Response(events=len(stream.events))
-    for event in stream.events:
-        if event.event in _ANTHROPIC_EVENTS:
-            raise _unsupported(origin, "Anthropic Messages")
     last = len(stream.events) - 1
     for event in stream.events:
         label = f"event {event.index + 1}"
@@ -520,8 +551,11 @@ def _parses(text: str) -> bool:
     return True
 
 
-def read_chunks(items: Sequence[Any], origin: str) -> _Response:
-    """A list of chunk objects (or of SSE ``data:`` strings), as some logs keep a stream."""
+def read_chunks(items: Sequence[Any], origin: str) -> Answer:
+    """A list of chunk objects (or of SSE ``data:`` strings), or of Messages events, as some
+    logs keep a stream."""
+    if items and is_messages_payload(items[0]):
+        return read_messages_events(items, origin)
     resp = _Response(events=len(items))
     for position, item in enumerate(items):
         label = f"chunk {position + 1}"
@@ -544,17 +578,23 @@ def read_chunks(items: Sequence[Any], origin: str) -> _Response:
     return resp
 
 
-def read_completion_object(obj: Any, origin: str) -> _Response:
-    """A non-streaming answer: one ``chat.completion`` object."""
+def read_completion_object(obj: Any, origin: str) -> Answer:
+    """A non-streaming answer: one ``chat.completion`` or Messages ``message`` object."""
     if not isinstance(obj, dict):
-        raise CaptureError(f"{origin}: expected a chat.completion JSON object, got a JSON {type(obj).__name__}")
+        raise CaptureError(f"{origin}: expected a chat.completion or Messages JSON object, got a JSON "
+                           f"{type(obj).__name__}")
     _check_response_dialect(origin, obj)
     if "error" in obj and "choices" not in obj:
         err = obj["error"]
         message = err.get("message") if isinstance(err, dict) else err
         raise CaptureError(f"{origin}: the captured response is an error, not an answer: {message!s:.200}")
+    if obj.get("type") == "message" and isinstance(obj.get("content"), list):
+        return read_message_object(obj, origin)
+    if is_messages_payload(obj):
+        return read_messages_events([obj], origin)
     if not isinstance(obj.get("choices"), list):
-        raise CaptureError(f"{origin}: not a chat.completion: no 'choices' list")
+        raise CaptureError(f"{origin}: not a chat.completion or a Messages answer: no 'choices' list, "
+                           "no 'content' blocks")
     if obj.get("object") == "chat.completion.chunk":
         return read_chunks([obj], origin)
     resp = _Response()
@@ -564,7 +604,7 @@ def read_completion_object(obj: Any, origin: str) -> _Response:
     return resp
 
 
-def _read_response_text(data: bytes, origin: str) -> _Response:
+def _read_response_text(data: bytes, origin: str) -> Answer:
     """A response body of unknown kind: SSE text or one JSON object."""
     body = _http_head(data, origin)
     text = _text(body, origin).strip()
@@ -582,12 +622,14 @@ def _read_response_text(data: bytes, origin: str) -> _Response:
 
 
 def read_request(body: Any, origin: str, secrets: _Secrets) -> dict[str, Any]:
-    """A chat-completions request body, with secrets redacted."""
+    """A chat-completions or Messages request body, with secrets redacted."""
     if not isinstance(body, dict):
         raise CaptureError(f"{origin}: the request is not a JSON object (got a JSON {type(body).__name__})")
-    _check_request_dialect(origin, body)
+    request_dialect(origin, body)
     if not isinstance(body.get("messages"), list):
-        raise CaptureError(f"{origin}: the request has no 'messages' list: not a chat-completions request")
+        raise CaptureError(
+            f"{origin}: the request has no 'messages' list: not a chat-completions or Messages request"
+        )
     if "tools" in body and not isinstance(body["tools"], (list, type(None))):
         raise CaptureError(f"{origin}: the request's 'tools' is not a list")
     scrubbed: dict[str, Any] = secrets.scrub(body)
@@ -602,7 +644,7 @@ def _request_from_text(data: bytes, origin: str, secrets: _Secrets) -> dict[str,
 
 
 def _capture(
-    resp: _Response,
+    resp: Answer,
     *,
     origin: str,
     fmt: CaptureFormat,
@@ -613,6 +655,14 @@ def _capture(
     file: str,
     entry: int | None = None,
 ) -> Capture:
+    dialect: Dialect = "anthropic" if isinstance(resp, MessagesParts) else "openai"
+    asked = request_dialect(origin, request) if request is not None else None
+    if asked is not None and asked != dialect:
+        raise CaptureError(
+            f"{origin}: the request is a {DIALECT_NAMES[asked]} request but the response is a "
+            f"{DIALECT_NAMES[dialect]} answer; "
+            "a capture holds one exchange"
+        )
     warnings = [*_secrets_warning(origin, secrets), *resp.summary_warnings(origin)]
     leaked = [f for f in resp.frames if isinstance(f, ContentFrame) and _SECRET_VALUE.search(f.content)]
     if leaked:
@@ -636,6 +686,8 @@ def _capture(
         truncated=streamed and (resp.cut or resp.finish_reason is None),
         terminated=resp.done or not streamed,
         warnings=tuple(warnings),
+        dialect=dialect,
+        ping=isinstance(resp, MessagesParts) and resp.ping,
     )
 
 
@@ -663,7 +715,8 @@ def _har_body(content: Any) -> bytes | None:
 
 
 def read_har(data: bytes, name: str, entry: int | None) -> CaptureFile:
-    """Every ``.../chat/completions`` entry of a HAR log (or only entry ``entry``)."""
+    """Every ``POST .../chat/completions`` and ``POST .../messages`` entry of a HAR log (or only
+    entry ``entry``)."""
     doc = _json(_text(data, name), name, "not a HAR file: not valid JSON")
     log = doc.get("log") if isinstance(doc, dict) else None
     entries = log.get("entries") if isinstance(log, dict) else None
@@ -679,25 +732,26 @@ def read_har(data: bytes, name: str, entry: int | None) -> CaptureFile:
         path = urlsplit(url).path
         method = _str(request.get("method"), "?")
         seen.append(f"{method} {path or url or '?'}")
-        if path.rstrip("/").endswith("/chat/completions") and method.upper() == "POST":
+        if path_dialect(path) is not None and method.upper() == "POST":
             chat.append((number, item, f"{method} {path}"))
     if not chat:
         for where in seen:
             _check_path_dialect(name, where.split(" ", 1)[1])
         listed = ", ".join(sorted(set(seen))[:6]) or "none"
         raise CaptureError(
-            f"{name}: no chat-completions entry among {len(entries)} HAR entries (requests seen: {listed})"
+            f"{name}: no chat-completions or Messages entry among {len(entries)} HAR entries "
+            f"(requests seen: {listed})"
         )
     if entry is not None:
         chosen = [c for c in chat if c[0] == entry]
         if not chosen:
             numbers = ", ".join(str(c[0]) for c in chat)
             what = (
-                "is not a chat-completions request"
+                "is not a chat-completions or Messages request"
                 if entry <= len(entries)
                 else f"does not exist ({len(entries)} entries)"
             )
-            raise CaptureError(f"{name}: entry {entry} {what}; the chat-completions entries are {numbers}")
+            raise CaptureError(f"{name}: entry {entry} {what}; the entries to import are {numbers}")
         chat = chosen
     captures: list[Capture] = []
     warnings: list[str] = []
@@ -712,7 +766,7 @@ def read_har(data: bytes, name: str, entry: int | None) -> CaptureFile:
                 raise
             warnings.append(f"skipped {exc} ({what})")
     if not captures:
-        raise CaptureError(f"{name}: none of the {len(chat)} chat-completions entries could be imported: {warnings[0]}")
+        raise CaptureError(f"{name}: none of the {len(chat)} entries to import could be imported: {warnings[0]}")
     return CaptureFile(tuple(captures), tuple(warnings))
 
 
@@ -764,41 +818,48 @@ def _header_pairs(raw: Any) -> list[tuple[str, str]]:
 
 
 def read_jsonl(data: bytes, name: str, entry: int | None) -> CaptureFile:
-    """One exchange per line: ``{"request": {...}, "response": ..., "headers": {...}?}``."""
+    """One exchange per line: ``{"request": {...}, "response": ..., "headers": {...}?}``.
+
+    A log also holds lines of other requests and lines broken by rotation or a crash:
+    each line that cannot be imported is skipped with a warning naming it, and the file
+    fails only when no line is left (or when ``entry`` names a line that fails)."""
     lines = _text(data, name).splitlines()
     numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
     if not numbered:
         raise CaptureError(f"{name}: the file is empty")
+    last = numbered[-1][0]
     captures: list[Capture] = []
-    warnings: list[str] = []
-    for position, (number, line) in enumerate(numbered):
+    skipped: list[str] = []
+    for number, line in numbered:
         if entry is not None and number != entry:
             continue
-        origin = f"{name} line {number}"
         try:
-            obj = json.loads(line)
-        except (ValueError, RecursionError) as exc:
-            if position == len(numbered) - 1 and entry is None and captures:
-                warnings.append(f"{origin}: cut off ({exc}); skipped")
-                continue
-            raise CaptureError(f"{origin}: not valid JSON: {exc}") from exc
-        if not isinstance(obj, dict) or not _jsonl_keys(obj):
-            raise CaptureError(
-                f"{origin}: expected an object with 'request' and 'response' (or 'request_body'/'response_body')"
-            )
-        url = obj.get("url")
-        if isinstance(url, str) and not urlsplit(url).path.rstrip("/").endswith("/chat/completions"):
-            _check_path_dialect(origin, urlsplit(url).path)
+            captures.append(_jsonl_line(line, f"{name} line {number}", number, name, last=number == last))
+        except CaptureError as exc:
             if entry is not None:
-                raise CaptureError(f"{origin}: {url} is not a chat-completions request")
-            warnings.append(f"{origin}: skipped {url}: not a chat-completions request")
-            continue
-        captures.append(_jsonl_exchange(obj, origin, number, name))
+                raise
+            skipped.append(str(exc))
     if entry is not None and not captures:
         raise CaptureError(f"{name}: no exchange on line {entry} (the file has {len(lines)} line(s))")
     if not captures:
-        raise CaptureError(f"{name}: no chat-completions exchange in the file")
-    return CaptureFile(tuple(captures), tuple(warnings))
+        raise CaptureError(f"{name}: none of the {len(numbered)} line(s) could be imported; first: {skipped[0]}")
+    return CaptureFile(tuple(captures), tuple(f"skipped {s}" for s in skipped))
+
+
+def _jsonl_line(line: str, origin: str, number: int, file: str, *, last: bool) -> Capture:
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        raise CaptureError(f"{origin}: {'cut off' if last else 'not valid JSON'} ({exc})") from exc
+    if not isinstance(obj, dict) or not _jsonl_keys(obj):
+        raise CaptureError(
+            f"{origin}: expected an object with 'request' and 'response' (or 'request_body'/'response_body')"
+        )
+    url = obj.get("url")
+    if isinstance(url, str) and path_dialect(urlsplit(url).path) is None:
+        _check_path_dialect(origin, urlsplit(url).path)
+        raise CaptureError(f"{origin}: {url} is not a chat-completions or Messages request")
+    return _jsonl_exchange(obj, origin, number, file)
 
 
 def _jsonl_exchange(obj: Mapping[str, Any], origin: str, number: int, file: str) -> Capture:
@@ -809,7 +870,9 @@ def _jsonl_exchange(obj: Mapping[str, Any], origin: str, number: int, file: str)
     streamed = True
     if isinstance(response, dict):
         resp = read_completion_object(response, origin)
-        streamed = response.get("object") == "chat.completion.chunk"
+        streamed = response.get("object") == "chat.completion.chunk" or (
+            is_messages_payload(response) and response.get("type") != "message"
+        )
     elif isinstance(response, list):
         resp = read_chunks(response, origin)
     elif isinstance(response, str):
@@ -817,7 +880,10 @@ def _jsonl_exchange(obj: Mapping[str, Any], origin: str, number: int, file: str)
         streamed = _streamed(raw)
         resp = _read_response_text(raw, origin)
     else:
-        raise CaptureError(f"{origin}: the response must be a chat.completion object, SSE text or a list of chunks")
+        raise CaptureError(
+            f"{origin}: the response must be a chat.completion or Messages object, SSE text or a list of chunks or "
+            "events"
+        )
     return _capture(
         resp, origin=origin, fmt="jsonl", streamed=streamed, request=body, headers=headers, secrets=secrets,
         file=file, entry=number,

@@ -132,7 +132,8 @@ def run_import(
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.option(
     "--format", "fmt", type=click.Choice(["auto", *FORMATS]), default="auto", show_default=True,
-    help="Capture format: SSE transcript, chat.completion JSON, HAR, or JSON lines of request/response pairs.",
+    help="Capture format: SSE transcript, JSON answer (chat.completion or Messages), HAR, or JSON lines of "
+         "request/response pairs.",
 )
 @click.option("--request", "request_file", type=click.Path(path_type=Path),
               help="The JSON request body, for an SSE or JSON capture saved without it.")
@@ -155,9 +156,9 @@ def import_command(
     title: str | None,
     force: bool,
 ) -> None:
-    """Turn captured exchanges (curl SSE output, chat.completion JSON, HAR, JSON-lines
-    logs) into scenario files, with the frames exactly as captured and an expectation
-    to review."""
+    """Turn captured exchanges, OpenAI chat completions or Anthropic Messages (curl SSE
+    output, JSON answers, HAR, JSON-lines logs), into scenario files, with the frames
+    exactly as captured and an expectation to review."""
     options = ImportOptions(
         id=scenario_id,
         family=family,

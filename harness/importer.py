@@ -1,10 +1,11 @@
 """From a capture to a scenario: the mapping, its expectation, and YAML a person can review.
 
-The frames are the capture's own, split where the backend split them. The
-expectation is only a proposal: what the reference parser extracts from the captured
-text plus the capture's native calls. A person must confirm it is what the client
-should have received, so every imported case carries ``review: required`` and a
-checklist at the top of the file.
+The frames are the capture's own, split where the backend split them, in the
+capture's dialect (a Messages capture makes an ``anthropic`` backend and client). The
+expectation is only a proposal (``import_expect``): what the reference proxy's parsing
+makes of the captured answer. A person must confirm it is what the client should have
+received, so every imported case carries ``review: required`` and a checklist at the
+top of the file.
 
 Pure: a ``Capture`` in, text out (the caller supplies the date, the core reads no clock).
 """
@@ -13,22 +14,38 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
-from harness.captures import FORMAT_NAMES, Capture, CaptureError
+from harness.captures import Capture, CaptureError, format_name
 from harness.errors import ScenarioError
-from harness.scenario import ContentFrame, Frame, RawFrame, Scenario, ToolCallFrame, frame_to_mapping, parse_scenario
-from reference_proxy.dedup import call_key
-from reference_proxy.rescue import RescuedCall, ToolSpec, rescue_text, tools_from_request
-
-Rescue = Callable[[str, Sequence[ToolSpec]], tuple[str, list[RescuedCall]]]
+from harness.import_expect import (
+    Call,
+    Expectation,
+    Rescue,
+    declared_tools,
+    expectation,
+    inferred_tool,
+    parser_tools,
+)
+from harness.scenario import (
+    ContentFrame,
+    Frame,
+    RawFrame,
+    Scenario,
+    ToolCallFrame,
+    ToolUseFrame,
+    frame_to_mapping,
+    parse_scenario,
+)
+from reference_proxy.rescue import rescue_text
 
 DEFAULT_FAMILY = "imported"
 PLACEHOLDER_MESSAGE = "(not captured: paste the user message that led to this answer)"
+PLACEHOLDER_MAX_TOKENS = 4096  # a Messages request must name one
 VTC_AGENTS = ("cline", "kilo", "roo")
 _ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 _FAMILY_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -78,131 +95,6 @@ def check_names(options: ImportOptions) -> None:
         )
 
 
-# --------------------------------------------------------------------------- calls
-
-
-@dataclass
-class _Native:
-    """A native call assembled from its deltas."""
-
-    index: int
-    id: str | None
-    position: int  # frame number of its first delta
-    name: str = ""
-    arguments: str = ""
-
-
-def native_calls(frames: Sequence[Frame]) -> list[_Native]:
-    """Native calls in order of their first delta. A new id on an index already in use
-    starts a new call (some backends number every call 0)."""
-    calls: list[_Native] = []
-    current: dict[int, _Native] = {}
-    for position, frame in enumerate(frames):
-        if not isinstance(frame, ToolCallFrame):
-            continue
-        call = current.get(frame.index)
-        if call is None or (frame.id is not None and call.id is not None and frame.id != call.id):
-            call = current[frame.index] = _Native(frame.index, frame.id, position)
-            calls.append(call)
-        if call.id is None:
-            call.id = frame.id
-        call.name += frame.name or ""
-        call.arguments += frame.arguments or ""
-    return calls
-
-
-_NAME_HINTS = re.compile(
-    r'"(?:name|tool|function)"\s*:\s*"([^"\\\s]{1,128})"|<invoke\s+name="([^"]{1,128})"|<function=([^>\s]{1,128})>'
-)
-
-
-def _candidate_tools(text: str, natives: Sequence[_Native]) -> list[ToolSpec]:
-    """Names that may be tools, for a capture without its request: the parser only
-    extracts declared tools, so it is offered every name the text puts in a call's place."""
-    names: dict[str, None] = {}
-    for call in natives:
-        if call.name:
-            names[call.name] = None
-    for m in _NAME_HINTS.finditer(text):
-        written = next(g for g in m.groups() if g)
-        names[written.rsplit(":", 1)[-1]] = None
-    return [ToolSpec(n) for n in names if n]
-
-
-_JSON_TYPES: tuple[tuple[type, str], ...] = (
-    (bool, "boolean"), (int, "integer"), (float, "number"), (str, "string"), (list, "array"), (dict, "object")
-)
-
-
-def inferred_tool(name: str, arguments: Mapping[str, Any] | None) -> dict[str, Any]:
-    """A tool definition guessed from one call's arguments."""
-    properties: dict[str, Any] = {}
-    for key, value in (arguments or {}).items():
-        kind = next((t for cls, t in _JSON_TYPES if isinstance(value, cls)), None)
-        properties[key] = {"type": kind} if kind else {}
-    return {"type": "function", "function": {"name": name, "parameters": {"type": "object", "properties": properties}}}
-
-
-def _arguments(text: str) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text or "{}")
-    except (ValueError, RecursionError):
-        return None
-    return value if isinstance(value, dict) else None
-
-
-@dataclass
-class Expectation:
-    """What a correct proxy delivers for a capture, as the import proposes it."""
-
-    calls: list[tuple[str, dict[str, Any]]]
-    content: str
-    tools_used: list[ToolSpec]
-    warnings: list[str] = field(default_factory=list)
-
-
-def expectation(capture: Capture, tools: Sequence[ToolSpec] | None, rescue: Rescue) -> Expectation:
-    """The calls and text a correct proxy delivers: rescued from the content frames,
-    plus the native calls, each native copy of a rescued call dropped once."""
-    frames = capture.frames
-    text = "".join(f.content for f in frames if isinstance(f, ContentFrame))
-    natives = native_calls(frames)
-    offered = list(tools) if tools is not None else _candidate_tools(text, natives)
-    visible, rescued = rescue(text, offered)
-    warnings: list[str] = []
-    found: list[tuple[str, dict[str, Any]]] = []
-    pending: dict[Hashable, int] = {}
-    for call in rescued:
-        found.append((call.name, _arguments(call.arguments) or {}))
-        key = call_key(call.name, call.arguments)
-        pending[key] = pending.get(key, 0) + 1
-    natives_out: list[tuple[str, dict[str, Any]]] = []
-    for native in natives:
-        if not native.name:
-            warnings.append(f"a native call on index {native.index} has no name; left out of expect.tool_calls")
-            continue
-        key = call_key(native.name, native.arguments)
-        if pending.get(key, 0) > 0:
-            pending[key] -= 1
-            warnings.append(f"the native call {native.name} repeats a call written in the text; expected once")
-            continue
-        args = _arguments(native.arguments)
-        if args is None:
-            warnings.append(
-                f"the native call {native.name} has arguments that are not a JSON object "
-                f"({native.arguments[:60]!r}); expect.tool_calls uses {{}}: fix it"
-            )
-        natives_out.append((native.name, args or {}))
-    first_text = next(
-        (i for i, f in enumerate(frames) if isinstance(f, ContentFrame) and f.content.strip()), len(frames)
-    )
-    first_native = natives[0].position if natives else len(frames)
-    calls = natives_out + found if first_native < first_text else found + natives_out
-    used_names = {name for name, _ in calls}
-    used = [t for t in offered if t.name in used_names]
-    return Expectation(calls, visible.strip(), used, warnings)
-
-
 # --------------------------------------------------------------------------- the scenario mapping
 
 
@@ -216,12 +108,13 @@ class ReviewNotes:
 
 
 def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str, Any]:
+    dialect = capture.dialect
     if capture.request is not None:
         request = dict(capture.request)
-        declared = {t.name for t in tools_from_request(request)}
+        declared = {t.name for t in declared_tools(request, dialect)}
         missing = [name for name, _ in exp.calls if name not in declared]
         if missing:
-            extra = [inferred_tool(n, a) for n, a in _first_calls(exp.calls, missing)]
+            extra = [inferred_tool(n, a, dialect) for n, a in _first_calls(exp.calls, missing)]
             request["tools"] = [*(request.get("tools") or []), *extra]
             names = ", ".join(dict.fromkeys(missing))
             notes.checks.append(
@@ -230,14 +123,14 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
             )
             notes.client_comment.append(f"tools {names} added by the import (inferred from the calls seen)")
     else:
-        request = {
-            "model": capture.model or "imported-model",
-            "stream": capture.streamed,
-            "messages": [{"role": "user", "content": PLACEHOLDER_MESSAGE}],
-        }
+        request = {"model": capture.model or "imported-model"}
+        if dialect == "anthropic":
+            request["max_tokens"] = PLACEHOLDER_MAX_TOKENS
+        request["stream"] = capture.streamed
+        request["messages"] = [{"role": "user", "content": PLACEHOLDER_MESSAGE}]
         used = [t.name for t in exp.tools_used]
         if used:
-            request["tools"] = [inferred_tool(n, a) for n, a in _first_calls(exp.calls, used)]
+            request["tools"] = [inferred_tool(n, a, dialect) for n, a in _first_calls(exp.calls, used)]
         notes.checks.append(
             "client.request was not captured: messages holds a placeholder; paste the conversation the client sent"
         )
@@ -252,11 +145,13 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
                 "tool definitions if it sent any, then re-check expect"
             )
         notes.client_comment.append("request not captured: placeholder message, tools inferred from the calls seen")
-    client: dict[str, Any] = {}
+    client: dict[str, Any] = {"profile": "anthropic"} if dialect == "anthropic" else {}
     agent = capture.headers.get("User-Agent") or next(
         (v for k, v in capture.headers.items() if k.lower() == "user-agent"), None
     )
-    if agent:
+    if agent and dialect == "anthropic":
+        client["headers"] = {"User-Agent": agent}  # an anthropic case runs under its own profile only
+    elif agent:
         if any(p in agent.lower() for p in VTC_AGENTS):
             notes.warnings.append(
                 f"{capture.origin}: the client identified itself as {agent!r} (an XML-reading, vtc-style client); "
@@ -271,9 +166,7 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
     return client
 
 
-def _first_calls(
-    calls: Sequence[tuple[str, dict[str, Any]]], names: Sequence[str]
-) -> list[tuple[str, dict[str, Any] | None]]:
+def _first_calls(calls: Sequence[Call], names: Sequence[str]) -> list[tuple[str, dict[str, Any] | None]]:
     out: list[tuple[str, dict[str, Any] | None]] = []
     for name in dict.fromkeys(names):
         out.append((name, next((a for n, a in calls if n == name), None)))
@@ -281,7 +174,7 @@ def _first_calls(
 
 
 def _backend(capture: Capture, request: Mapping[str, Any], notes: ReviewNotes) -> dict[str, Any]:
-    backend: dict[str, Any] = {"dialect": "openai"}
+    backend: dict[str, Any] = {"dialect": capture.dialect}
     asked = request.get("stream") is True
     if capture.streamed != asked:
         backend["stream"] = capture.streamed
@@ -291,6 +184,8 @@ def _backend(capture: Capture, request: Mapping[str, Any], notes: ReviewNotes) -
         )
     if capture.model:
         backend["model"] = capture.model
+    if capture.ping:
+        backend["ping"] = True
     backend["frames"] = list(capture.frames)
     if capture.finish_reason:
         backend["finish_reason"] = capture.finish_reason
@@ -317,34 +212,35 @@ def scenario_mapping(
 ) -> tuple[dict[str, Any], ReviewNotes]:
     """The scenario as plain data, plus what the author must check."""
     notes = ReviewNotes(warnings=list(capture.warnings))
-    tools = tools_from_request(capture.request) if capture.request is not None else None
+    tools = parser_tools(capture.request, capture.dialect) if capture.request is not None else None
     exp = expectation(capture, tools, rescue)
     notes.warnings.extend(f"{capture.origin}: {w}" for w in exp.warnings)
     client = _client(capture, exp, notes)
     backend = _backend(capture, client["request"], notes)
     frames = len(capture.frames)
+    anthropic = capture.dialect == "anthropic"
     if capture.truncated:
         notes.checks.append(
-            f"backend: the capture stops after frame {frames} with no finish_reason. If the backend really "
+            f"backend: the capture stops after frame {frames} with no {'stop_reason' if anthropic else 'finish_reason'}. "
+            "If the backend really "
             f"stopped there, add `fault: {{kind: drop, after_frame: {frames}}}` to backend and say in expect "
             "what the client must get; if only the capture was cut short, the case replays a complete answer"
         )
     elif not capture.terminated:
         notes.checks.append(
-            "backend: the stream ended without 'data: [DONE]'. If the backend really omits it, add "
+            f"backend: the stream ended without {'message_stop' if anthropic else repr('data: [DONE]')}. "
+            "If the backend really omits it, add "
             "`fault: {kind: no_terminator}` to backend"
         )
     expect: dict[str, Any] = {
         "tool_calls": [{"name": n, "arguments": a} for n, a in exp.calls],
         "content": exp.content,
     }
-    if exp.calls:
-        expect["finish_reason"] = "tool_calls"
-    elif capture.finish_reason:
-        expect["finish_reason"] = capture.finish_reason
+    if exp.finish_reason:
+        expect["finish_reason"] = exp.finish_reason
     when = f" on {options.imported_on}" if options.imported_on else ""
     model = f", model {capture.model}" if capture.model else ""
-    source = f"imported from {capture.origin} ({FORMAT_NAMES[capture.format]}{model}){when}"
+    source = f"imported from {capture.origin} ({format_name(capture.format, capture.dialect)}{model}){when}"
     mapping: dict[str, Any] = {
         "id": options.id or default_id(capture, options.family),
         "title": options.title or _title(capture, exp),
@@ -419,7 +315,12 @@ def _frame(frame: Frame) -> Any:
         return _Quoted(frame.content)
     if isinstance(frame, RawFrame):
         return _FlowMap({"raw": _Quoted(frame.raw)})
-    if not isinstance(frame, ToolCallFrame):  # other dialects' frames: never read from an OpenAI capture
+    if isinstance(frame, ToolUseFrame):
+        use: dict[str, Any] = {} if frame.id is None else {"id": frame.id}
+        use["name"] = frame.name
+        use["input_json"] = _FlowList([_Quoted(f) for f in frame.input_json])
+        return _FlowMap({"tool_use": _FlowMap(use)})
+    if not isinstance(frame, ToolCallFrame):
         return frame_to_mapping(frame)
     call: dict[str, Any] = {"index": frame.index}
     for key in ("id", "type", "name"):
@@ -469,6 +370,19 @@ def review_checks(notes: ReviewNotes) -> list[str]:
     ]
 
 
+_ABOUT_FRAMES: Mapping[tuple[str, bool], tuple[str, ...]] = {
+    ("openai", True): ("The backend's answer as captured: one frame per event, split where the backend split it.",),
+    ("openai", False): (
+        "The backend's answer as captured: its content as one frame, each native call as one frame.",
+    ),
+    ("anthropic", True): (
+        "The backend's answer as captured: one frame per text_delta, split where the backend split it;",
+        "each tool_use block one frame, its input_json fragments as split.",
+    ),
+    ("anthropic", False): ("The backend's answer as captured: each text block and each tool_use block one frame.",),
+}
+
+
 def render_yaml(
     mapping: Mapping[str, Any], notes: ReviewNotes, *, origin: str, streamed: bool = True,
     tool: str = "toolcall-conformance import",
@@ -493,12 +407,8 @@ def render_yaml(
     backend["frames"] = [_frame(f) for f in backend["frames"]]
     if "usage" in backend:
         backend["usage"] = _FlowMap(backend["usage"])
-    about = (
-        "The backend's answer as captured: one frame per event, split where the backend split it."
-        if streamed
-        else "The backend's answer as captured: its content as one frame, each native call as one frame."
-    )
-    out.append(_comment([about]) + _dump("backend", backend))
+    about = _ABOUT_FRAMES[mapping["backend"]["dialect"], streamed]
+    out.append(_comment(about) + _dump("backend", backend))
     client = {k: _compact(v) for k, v in mapping["client"].items()}
     client["request"] = {k: _compact(v) for k, v in mapping["client"]["request"].items()}
     out.append(_comment(notes.client_comment) + _dump("client", client))

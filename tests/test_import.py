@@ -1,6 +1,6 @@
-"""``toolcall-conformance import``: captures of every format become valid scenarios whose
-frames are exactly the captured deltas, with no secret left, and bad input fails in
-one line.
+"""``toolcall-conformance import``: captures of every format and both dialects become
+valid scenarios whose frames are exactly the captured deltas, with no secret left, that
+the reference proxy passes unchanged; bad input fails in one line.
 
 Expected frames and calls are written out by hand from the capture files in
 ``tests/captures/``; the replay test compares what the mock streams back with the
@@ -10,7 +10,8 @@ capture file itself, read by a small independent reader below.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,14 @@ from harness.captures import CaptureError, read_captures
 from harness.import_command import import_command
 from harness.importer import PLACEHOLDER_MESSAGE, ImportOptions, import_capture
 from harness.nonce import NONCE_HEADER, place_nonce
-from harness.scenario import load_scenario, validate_paths
-from harness.servers import RunningServer
+from harness.profiles import choose_profile
+from harness.runner import RunSettings, play
+from harness.scenario import Scenario, load_scenario, validate_paths
+from harness.servers import RunningServer, serve
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
+from reference_proxy.app import create_app as create_reference_proxy
+from reference_proxy.config import ProxyConfig
 
 CAPTURES = Path(__file__).parent / "captures"
 WORKED = "vllm-qwen-tool-call.sse"
@@ -43,6 +48,11 @@ SECRETS = (
     "zz9988776655",  # session.har: Set-Cookie
     "sk-log-0123456789abcdef",  # proxy-log.jsonl: Authorization
     "azure-abcdef0123456789",  # proxy-log.jsonl: api-key
+    "sk-ant-api03-HarSecret0123456789abcdef",  # anthropic.har: x-api-key
+    "cookie0123456789value",  # anthropic.har: Cookie
+    "sk-ant-api03-Pasted9Key8In7Chat6Ab",  # anthropic.har: pasted in a message
+    "sk-ant-log-0123456789abcdef",  # anthropic-log.jsonl: x-api-key
+    "sk-ant-oat01-LogBearer0123456789",  # anthropic-log.jsonl: Authorization
 )
 
 
@@ -63,6 +73,10 @@ def capture_args(args: tuple[str, ...]) -> list[str]:
 
 def tc(**fields: Any) -> dict[str, Any]:
     return {"tool_call": fields}
+
+
+def tu(**fields: Any) -> dict[str, Any]:
+    return {"tool_use": fields}
 
 
 # --------------------------------------------------------------------------- one case per capture
@@ -86,6 +100,8 @@ class Case:
     warnings: tuple[str, ...] = ()  # in the command's output and in the file's comments
     checks: tuple[str, ...] = ()  # in the file's review checklist
     backend_stream: Any = "auto"
+    profile: str = "openai"  # the client's; anthropic for a Messages capture
+    ping: bool = False  # the Messages stream carried ping events
 
 
 WORKED_TOKENS = [
@@ -232,6 +248,95 @@ CASES = [
         "stop",
         model="gpt-4o-mini",
     ),
+    Case(
+        "messages-sse-curl-i-crlf-leaked-invoke-and-native",
+        ("@anthropic.sse", "--request", "@anthropic.request.json"),
+        ["I'll look at the failing test", " first.\n\n<function", '_calls>\n<invoke name="Re',
+         'ad">\n<parameter name="file_path">tests/test_', "parser.py</parameter>\n</invoke>\n</function_calls>",
+         tu(id="toolu_01T1x1fJ34qAmk2tNTrN7Up6", name="Grep",
+            input_json=["", '{"pattern": "def spl', 'it", "path": "src"}'])],
+        [{"name": "Read", "arguments": {"file_path": "tests/test_parser.py"}},
+         {"name": "Grep", "arguments": {"pattern": "def split", "path": "src"}}],
+        "I'll look at the failing test first.",
+        "tool_use",
+        backend_finish="tool_use",
+        request={"stream": True, "max_tokens": 8192, "tool_choice": {"type": "auto"}, "system": [
+            {"type": "text", "text": "You are a coding assistant working in the user's repository. Use the tools "
+                                     "to read and search files."}]},
+        tools=("Read", "Grep"),
+        usage={"input_tokens": 1532, "output_tokens": 87},
+        model="claude-sonnet-4-5-20250929",
+        profile="anthropic",
+        ping=True,
+    ),
+    Case(
+        "messages-json-native-duplicate-no-request",
+        ("@anthropic-message.json",),
+        ['Listing the migrations first.\n\n<function_calls>\n<invoke name="Glob">\n'
+         '<parameter name="pattern">db/migrations/*.sql</parameter>\n</invoke>\n</function_calls>',
+         tu(id="toolu_01GlobMigrations8Qz", name="Glob", input_json=['{"pattern": "db/migrations/*.sql"}'])],
+        [{"name": "Glob", "arguments": {"pattern": "db/migrations/*.sql"}}],
+        "Listing the migrations first.",
+        "tool_use",
+        backend_finish="tool_use",
+        request={"stream": False, "max_tokens": 4096},
+        tools=("Glob",),
+        inferred=True,
+        usage={"input_tokens": 412, "output_tokens": 58},
+        model="claude-3-5-haiku-20241022",
+        warnings=("the native call Glob repeats a call written in the text",),
+        profile="anthropic",
+    ),
+    Case(
+        "messages-har-claude-code",
+        ("@anthropic.har", "--entry", "2"),
+        ["Running the", " tests to see the failure.",
+         tu(id="toolu_01BashPytest5Kd", name="Bash", input_json=[
+             "", '{"command": ', '"pytest -x tests/", "description": "Run the tests, stop at the first failure"}'])],
+        [{"name": "Bash", "arguments": {"command": "pytest -x tests/",
+                                        "description": "Run the tests, stop at the first failure"}}],
+        "Running the tests to see the failure.",
+        "tool_use",
+        backend_finish="tool_use",
+        request={"messages": [
+            {"role": "user", "content": "The tests fail since the last merge. My key is [redacted], don't log it."},
+        ]},
+        headers={"User-Agent": "claude-cli/2.0.14 (external, cli)"},
+        tools=("Bash",),
+        usage={"input_tokens": 2210, "output_tokens": 64},
+        warnings=("dropped credential header(s) Cookie, X-Api-Key", "redacted 1 secret-looking"),
+        profile="anthropic",
+        ping=True,
+    ),
+    Case(
+        "messages-jsonl-sse-leaked-invoke",
+        ("@anthropic-log.jsonl", "--entry", "2"),
+        ["Checking the ", 'lockfile.\n<function_calls><invoke name="Read"><parameter name="file_',
+         'path">poetry.lock</parameter></invoke></function_calls>'],
+        [{"name": "Read", "arguments": {"file_path": "poetry.lock"}}],
+        "Checking the lockfile.",
+        "tool_use",
+        backend_finish="end_turn",
+        headers={"User-Agent": "Anthropic/Python 0.40.0"},
+        tools=("Read",),
+        usage={"input_tokens": 640, "output_tokens": 41},
+        model="claude-sonnet-4-5-20250929",
+        warnings=("dropped credential header(s) X-Api-Key",),
+        profile="anthropic",
+    ),
+    Case(
+        "messages-jsonl-aliases-whole-answer",
+        ("@anthropic-log.jsonl", "--entry", "3"),
+        ["Hello! How can I help with your code today?"],
+        [],
+        "Hello! How can I help with your code today?",
+        "end_turn",
+        backend_finish="end_turn",
+        request={"stream": False},
+        usage={"input_tokens": 9, "output_tokens": 13},
+        warnings=("dropped credential header(s) Authorization",),
+        profile="anthropic",
+    ),
 ]
 
 
@@ -267,7 +372,12 @@ def test_capture_becomes_scenario(case: Case, tmp_path: Path) -> None:
         assert request[key] == value, key
     assert scenario.client.tool_names == case.tools
     assert dict(scenario.client.headers) == dict(case.headers)
-    assert (scenario.client.profiles == ("openai",)) == bool(case.headers)
+    assert scenario.backend.dialect == case.profile and scenario.client.profile == case.profile
+    assert scenario.backend.ping == case.ping
+    if case.profile == "anthropic":  # a Messages case runs under its own profile, User-Agent or not
+        assert scenario.client.profiles == ("anthropic",)
+    else:  # a captured User-Agent overrides the vtc profile's
+        assert (scenario.client.profiles == ("openai",)) == bool(case.headers)
     if case.inferred:
         assert request["messages"] == [{"role": "user", "content": PLACEHOLDER_MESSAGE}]
         assert "messages holds a placeholder" in text
@@ -289,14 +399,33 @@ def test_capture_becomes_scenario(case: Case, tmp_path: Path) -> None:
 # --------------------------------------------------------------------------- several exchanges, stdout, overwrite
 
 
-def test_every_entry_of_a_har_becomes_its_own_file(tmp_path: Path) -> None:
-    result = run(CAPTURES / "session.har", "-o", tmp_path / "all")
+SEVERAL = [
+    ("session.har", ["imported-session-3.yaml", "imported-session-4.yaml"],
+     ["skipped session.har entry 5: the answer is HTTP 500"]),
+    ("anthropic.har", ["imported-anthropic-2.yaml"], []),
+    ("proxy-log.jsonl", ["imported-proxy-log-1.yaml", "imported-proxy-log-2.yaml", "imported-proxy-log-3.yaml"],
+     ["skipped proxy-log.jsonl line 4: http://127.0.0.1:8000/v1/embeddings is not a chat-completions"]),
+    ("anthropic-log.jsonl", ["imported-anthropic-log-2.yaml", "imported-anthropic-log-3.yaml"],
+     ["skipped anthropic-log.jsonl line 1: not valid JSON",
+      "skipped anthropic-log.jsonl line 4: http://127.0.0.1:4000/v1/messages/count_tokens is not a chat-completions"]),
+]
+
+
+@pytest.mark.parametrize("capture, files, skipped", SEVERAL, ids=[s[0] for s in SEVERAL])
+def test_every_exchange_of_a_file_becomes_its_own_file(
+    capture: str, files: list[str], skipped: list[str], tmp_path: Path
+) -> None:
+    """Every importable exchange is written; an entry or line that cannot be (another
+    request, an error answer, a line broken in the log) is skipped with a warning naming it."""
+    result = run(CAPTURES / capture, "-o", f"{tmp_path / 'all'}/")
     assert result.exit_code == 0, result.stderr
-    written = sorted(p.name for p in (tmp_path / "all").iterdir())
-    assert written == ["imported-session-3.yaml", "imported-session-4.yaml"]
-    assert "skipped session.har entry 5: the answer is HTTP 500" in result.stderr
+    assert sorted(p.name for p in (tmp_path / "all").iterdir()) == files
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: skipped ")]
+    assert len(warnings) == len(skipped)
+    for line, fragment in zip(warnings, skipped):
+        assert fragment in line
     scenarios, problems = validate_paths([tmp_path / "all"])
-    assert problems == [] and len(scenarios) == 2
+    assert problems == [] and len(scenarios) == len(files)
     for secret in SECRETS:
         assert all(secret not in p.read_text("utf-8") for p in (tmp_path / "all").iterdir())
 
@@ -320,24 +449,35 @@ def test_one_exchange_goes_to_stdout_and_files_are_not_overwritten(tmp_path: Pat
 
 
 def stream_deltas(raw: bytes) -> list[dict[str, Any]]:
-    """The text and tool-call deltas of an OpenAI SSE body, one per ``data:`` line, in
-    order; the role delta's and finish chunk's empty content left out."""
+    """The text and tool deltas of an SSE body of either dialect, one per ``data:`` line,
+    in order: OpenAI content and tool_calls entries (the role delta's and finish chunk's
+    empty content left out), Messages text deltas, tool_use block starts and their
+    input_json fragments."""
     out: list[dict[str, Any]] = []
     for line in raw.decode("utf-8").replace("\r\n", "\n").split("\n"):
         if not line.startswith("data: ") or line == "data: [DONE]":
             continue
-        for choice in json.loads(line[6:]).get("choices") or ():
+        data = json.loads(line[6:])
+        for choice in data.get("choices") or ():
             delta = choice.get("delta") or {}
             if delta.get("content"):
                 out.append({"content": delta["content"]})
             for call in delta.get("tool_calls") or ():
                 out.append({"tool_call": call})
+        block, delta = data.get("content_block") or {}, data.get("delta") or {}
+        if block.get("type") == "tool_use":
+            out.append({"tool_use": {"id": block["id"], "name": block["name"]}})
+        if delta.get("type") == "text_delta":
+            out.append({"content": delta["text"]})
+        if delta.get("type") == "input_json_delta":
+            out.append({"input_json": delta["partial_json"]})
     return out
 
 
 @pytest.mark.parametrize(
     "capture, request_file",
-    [(WORKED, WORKED_REQUEST), ("native-tools.sse", "native-tools.request.json"), ("edge-crlf.sse", None)],
+    [(WORKED, WORKED_REQUEST), ("native-tools.sse", "native-tools.request.json"), ("edge-crlf.sse", None),
+     ("anthropic.sse", "anthropic.request.json")],
 )
 def test_imported_scenario_replays_with_the_original_split_points(
     capture: str, request_file: str | None, servers: Callable[[Any], RunningServer], tmp_path: Path
@@ -350,16 +490,55 @@ def test_imported_scenario_replays_with_the_original_split_points(
     assert problems == []
 
     url = servers(create_app()).url
+    route = "messages" if scenario.client.dialect == "anthropic" else "chat/completions"
     with MockControl(url) as control:
         nonce = control.arm(scenario)
-        body = place_nonce(scenario.client.request, nonce)
+        body = place_nonce(scenario.client.request, nonce, scenario.client.dialect)
         with httpx.Client(timeout=10) as http:
-            response = http.post(f"{url}/v1/chat/completions", json=body, headers={NONCE_HEADER: nonce})
+            response = http.post(f"{url}/v1/{route}", json=body, headers={NONCE_HEADER: nonce})
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/event-stream")
     original = stream_deltas((CAPTURES / capture).read_bytes())
     assert len(original) >= 6
     assert stream_deltas(response.content) == original
+
+
+# --------------------------------------------------------------------------- played through the harness
+
+
+@pytest.fixture(scope="module")
+def reference_rig() -> Iterator[tuple[str, str, frozenset[str]]]:
+    """A mock and the reference proxy in front of it: (mock URL, proxy URL, the proxy's features)."""
+    with ExitStack() as stack:
+        mock_url = stack.enter_context(serve(create_app())).url
+        config = ProxyConfig(upstream=f"{mock_url}/v1", log_level="warning")
+        proxy_url = stack.enter_context(serve(create_reference_proxy(config))).url
+        yield mock_url, f"{proxy_url}/v1", config.features()
+
+
+def _profiles(scenario: Scenario, features: frozenset[str]) -> list[Any]:
+    return [p for p in scenario.client.profiles if choose_profile(scenario, p, features)[1] is None]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_imported_scenario_runs_in_the_suite_unchanged(
+    case: Case, tmp_path: Path, reference_rig: tuple[str, str, frozenset[str]]
+) -> None:
+    """The file the import writes, review comments and all, is played by the harness as
+    the plugin plays a library case (every profile it is meaningful for, streamed and
+    not), and the reference proxy breaks no rule of it."""
+    path, _ = _written(tmp_path, case)
+    scenario = load_scenario(path)
+    mock_url, proxy_url, features = reference_rig
+    settings = RunSettings(proxy_url=proxy_url, features=features, timeout=10)
+    profiles = _profiles(scenario, features)
+    assert profiles
+    for profile in profiles:
+        with MockControl(mock_url) as mock:
+            played = play(scenario, settings=settings, mock=mock, profile=profile)
+        assert played.attempts
+        failures = [f"{a.label}: {f}" for a, f in played.failures]
+        assert not failures, f"{case.id} under {profile}:\n" + "\n".join(failures)
 
 
 # --------------------------------------------------------------------------- bad input: one line, exit status 2
@@ -372,21 +551,27 @@ BAD = [
     ("empty", ("@empty.sse",), "empty.sse: the file is empty"),
     ("truncated-before-first-chunk", ("@cut-first-event.sse",), "cut-first-event.sse: truncated SSE"),
     ("http-error-status", ("@http-error.sse",), "'HTTP/1.1 400 Bad Request', not a successful answer"),
-    ("har-without-chat", ("@no-chat.har",), "no-chat.har: no chat-completions entry among 1 HAR entries"),
-    ("har-entry-not-chat", ("@session.har", "--entry", "2"), "entry 2 is not a chat-completions request"),
+    ("har-without-chat", ("@no-chat.har",), "no-chat.har: no chat-completions or Messages entry among 1 HAR entries"),
+    ("har-entry-not-chat", ("@session.har", "--entry", "2"), "entry 2 is not a chat-completions or Messages request"),
+    ("har-entry-count-tokens", ("@anthropic.har", "--entry", "3"),
+     "entry 3 is not a chat-completions or Messages request; the entries to import are 2"),
     ("har-entry-missing", ("@session.har", "--entry", "9"), "entry 9 does not exist (5 entries)"),
     ("har-entry-failed", ("@session.har", "--entry", "5"), "session.har entry 5: the answer is HTTP 500"),
     ("har-several-to-stdout", ("@session.har",), "2 exchanges found (session.har entry 3, session.har entry 4)"),
-    ("anthropic-sse", ("@anthropic.sse",), "anthropic.sse: Anthropic Messages captures are not supported yet"),
-    ("anthropic-json", ("@anthropic-message.json",), "Anthropic Messages captures are not supported yet"),
-    ("anthropic-har", ("@anthropic.har",), "anthropic.har: Anthropic Messages captures are not supported yet"),
+    ("responses-api", ("@responses-api.json",), "responses-api.json: OpenAI Responses API captures are not supported"),
+    ("request-of-the-other-dialect", ("@anthropic.sse", "--request", "@completion.request.json"),
+     "the request is a chat-completions request but the response is a Messages answer"),
     ("request-not-json", ("@" + WORKED, "--request", "@not-a-request.json"),
      "not-a-request.json: the request is not valid JSON"),
     ("request-missing", ("@" + WORKED, "--request", "@nowhere.json"), "nowhere.json: cannot read: No such file"),
     ("capture-missing", ("@nowhere.sse",), "nowhere.sse: cannot read: No such file"),
     ("forced-wrong-format", ("--format", "json", "@" + WORKED), "vllm-qwen-tool-call.sse: not valid JSON"),
     ("forced-har", ("--format", "har", "@completion.json"), "completion.json: not a HAR file"),
-    ("jsonl-entry-not-chat", ("@proxy-log.jsonl", "--entry", "4"), "/v1/embeddings is not a chat-completions request"),
+    ("jsonl-entry-not-chat", ("@proxy-log.jsonl", "--entry", "4"),
+     "/v1/embeddings is not a chat-completions or Messages request"),
+    ("jsonl-entry-broken-line", ("@anthropic-log.jsonl", "--entry", "1"), "anthropic-log.jsonl line 1: not valid JSON"),
+    ("jsonl-nothing-usable", ("@unusable-log.jsonl",),
+     "unusable-log.jsonl: none of the 2 line(s) could be imported; first: unusable-log.jsonl line 1: "),
     ("entry-on-single", ("@completion.json", "--entry", "1"), "--entry applies to HAR and JSON-lines files"),
     ("request-with-har", ("@session.har", "--request", "@completion.request.json"),
      "a HAR file carries its own requests"),
@@ -436,15 +621,33 @@ _CHUNK = st.fixed_dictionaries({}, optional={
         "finish_reason": _ANY,
     })), max_size=2)),
 })
+_BLOCK = st.fixed_dictionaries({}, optional={
+    "type": _maybe(st.sampled_from(["text", "tool_use", "thinking"])), "text": _ANY, "id": _ANY,
+    "name": _maybe(st.sampled_from(["f", ""])), "input": _maybe(st.just({"a": 1})),
+})
+_EVENT = st.fixed_dictionaries({}, optional={
+    "type": _maybe(st.sampled_from(["message_start", "content_block_start", "content_block_delta",
+                                    "content_block_stop", "message_delta", "message_stop", "ping", "error"])),
+    "index": _maybe(st.integers(0, 2)), "content_block": _maybe(_BLOCK),
+    "delta": _maybe(st.fixed_dictionaries({}, optional={
+        "type": _maybe(st.sampled_from(["text_delta", "input_json_delta", "thinking_delta"])),
+        "text": _maybe(st.text(max_size=6)), "partial_json": _maybe(st.sampled_from(['{"a":', "1}", ""])),
+        "stop_reason": _ANY,
+    })),
+    "message": _maybe(st.fixed_dictionaries({}, optional={"model": _ANY, "usage": _ANY, "content": _ANY})),
+    "usage": _ANY, "error": _ANY,
+})
+_MESSAGE = st.fixed_dictionaries({"type": st.just("message"), "content": st.lists(_maybe(_BLOCK), max_size=3)},
+                                 optional={"stop_reason": _ANY, "usage": _ANY, "model": _ANY})
 _REQUEST = st.fixed_dictionaries({"messages": _maybe(st.lists(_ANY, max_size=2))}, optional={
     "tools": _maybe(st.lists(_maybe(st.fixed_dictionaries({"type": _ANY, "function": _ANY})), max_size=2)),
     "stream": _ANY, "model": _ANY, "system": _ANY,
 })
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
-    chunks=st.lists(_CHUNK, max_size=4),
+    chunks=st.one_of(st.lists(_CHUNK, max_size=4), st.lists(_EVENT, max_size=6), st.lists(_MESSAGE, max_size=1)),
     request=st.one_of(st.none(), _REQUEST),
     shape=st.sampled_from(["sse", "json", "list", "jsonl"]),
     junk=st.binary(max_size=12),
@@ -452,11 +655,13 @@ _REQUEST = st.fixed_dictionaries({"messages": _maybe(st.lists(_ANY, max_size=2))
 def test_core_rejects_anything_with_capture_errors_only(
     chunks: list[Any], request: Any, shape: str, junk: bytes
 ) -> None:
-    """Whatever the bytes, the core answers with captures or a CaptureError, and every
-    scenario it builds is valid and loads back to the captured frames."""
+    """Whatever the bytes, in either dialect, the core answers with captures or a
+    CaptureError, and every scenario it builds is valid and loads back to the captured
+    frames."""
     body = json.dumps(request).encode() if request is not None and shape != "jsonl" else None
     if shape == "sse":
-        data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + junk
+        named = (f"event: {c['type']}\n" if isinstance(c.get("type"), str) else "" for c in chunks)
+        data = "".join(f"{name}data: {json.dumps(c)}\n\n" for name, c in zip(named, chunks)).encode() + junk
     elif shape == "json":
         data = json.dumps(chunks[0] if chunks else {}).encode()
     elif shape == "list":
@@ -484,18 +689,55 @@ _TEXT = st.text(
 )
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
-@given(contents=st.lists(_TEXT, min_size=1, max_size=5), arguments=_TEXT, words=_TEXT)
-def test_yaml_keeps_every_character_of_every_frame(contents: list[str], arguments: str, words: str) -> None:
+def _chat_sse(contents: list[str], fragments: list[str]) -> str:
     chunks = [{"choices": [{"index": 0, "delta": {"content": c}}]} for c in contents]
     chunks.append({"choices": [{"index": 0, "finish_reason": "stop", "delta": {"tool_calls": [
-        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": arguments}}]}}]})
-    sse = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
-    request = {"model": words, "stream": True, "messages": [{"role": "user", "content": words}],
-               "tools": [{"type": "function", "function": {"name": "f", "description": words}}]}
-    (capture,) = read_captures(sse.encode(), "text.sse", request=json.dumps(request).encode()).captures
+        {"index": 0, "id": "call_1", "type": "function", "function": {"name": "f", "arguments": "".join(fragments)}}]}}]})
+    return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+
+
+def _messages_sse(contents: list[str], fragments: list[str]) -> str:
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": []}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        *({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": c}} for c in contents),
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "f",
+                                                                       "input": {}}},
+        *({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": f}}
+          for f in fragments),
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 1}},
+        {"type": "message_stop"},
+    ]
+    return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
+# dialect: the SSE writer, the request's tool (its description given), the tool frame's text
+# pieces as read back from the YAML, and the pieces expected (a chat capture sends the arguments whole)
+DIALECTS: dict[str, tuple[Callable[[list[str], list[str]], str], Callable[[str], dict[str, Any]],
+                          Callable[[Any], list[str]], Callable[[list[str]], list[str]]]] = {
+    "openai": (_chat_sse, lambda d: {"type": "function", "function": {"name": "f", "description": d}},
+               lambda frame: [frame["tool_call"]["arguments"]], lambda fragments: ["".join(fragments)]),
+    "anthropic": (_messages_sse, lambda d: {"name": "f", "description": d, "input_schema": {"type": "object"}},
+                  lambda frame: frame["tool_use"]["input_json"], lambda fragments: fragments),
+}
+
+
+@pytest.mark.parametrize("dialect", list(DIALECTS))
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(contents=st.lists(_TEXT, min_size=1, max_size=5), fragments=st.lists(_TEXT, min_size=1, max_size=3), words=_TEXT)
+def test_yaml_keeps_every_character_of_every_frame(
+    dialect: str, contents: list[str], fragments: list[str], words: str
+) -> None:
+    write, tool, read_pieces, expected_pieces = DIALECTS[dialect]
+    request = {"model": words, "max_tokens": 64, "stream": True, "messages": [{"role": "user", "content": words}],
+               "tools": [tool(words)]}
+    (capture,) = read_captures(write(contents, fragments).encode(), "text.sse",
+                               request=json.dumps(request).encode()).captures
     imported = import_capture(capture, ImportOptions(imported_on="2025-01-01"))
     data = yaml.safe_load(imported.text)
     assert data["backend"]["frames"][:-1] == contents
-    assert data["backend"]["frames"][-1]["tool_call"]["arguments"] == arguments
+    assert read_pieces(data["backend"]["frames"][-1]) == expected_pieces(fragments)
     assert data["client"]["request"]["messages"][0]["content"] == words
+    assert data["client"]["request"]["tools"][0] == tool(words)

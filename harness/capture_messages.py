@@ -1,0 +1,297 @@
+"""Anthropic Messages captures read into frames: a streamed answer's events, or one whole ``message``.
+
+The frames are what the mock replays as the same answer: one text frame per
+``text_delta``, one ``tool_use`` frame per tool_use block with its ``input_json_delta``
+fragments exactly as split, and anything the scenario format has no frame for (an
+``error`` event, an unknown event, a broken one) kept verbatim as a raw frame. The
+model, ``stop_reason``, usage and a ``ping`` are kept for the backend to report.
+
+Pure: parsed events or objects in, ``MessagesParts`` out; problems are ``CaptureError``
+lines or warnings naming the capture.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from harness.capture_errors import CaptureError
+from harness.scenario import ContentFrame, Frame, RawFrame, ToolUseFrame
+from harness.sse import SSEStream
+
+MESSAGES_EVENTS = frozenset({
+    "message_start", "message_delta", "message_stop",
+    "content_block_start", "content_block_delta", "content_block_stop",
+})
+
+
+def sse_text(payload: Mapping[str, Any]) -> str:
+    """One event as the API writes it, for an event kept verbatim that came without its framing."""
+    return f"event: {payload.get('type')}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+@dataclass
+class _OpenTool:
+    position: int  # of its frame in ``frames``
+    fragments: list[str]
+
+
+@dataclass
+class MessagesParts:
+    """What a Messages answer said, gathered event by event."""
+
+    frames: list[Frame] = field(default_factory=list)
+    finish_reason: str | None = None  # the stop_reason
+    usage: dict[str, int] | None = None
+    model: str | None = None
+    events: int = 0
+    done: bool = False  # message_stop seen
+    cut: bool = False  # the last event was cut off and dropped
+    ping: bool = False
+    started: bool = False  # message_start seen (or a whole message read)
+    warnings: list[str] = field(default_factory=list)
+    dropped_blocks: Counter[str] = field(default_factory=Counter)
+    prefilled: int = 0  # tool_use blocks that started with a non-empty input
+    _open: dict[int, _OpenTool | str] = field(default_factory=dict)  # open blocks: a tool, or the kind
+
+    def _usage(self, usage: Any, *names: str) -> None:
+        if not isinstance(usage, Mapping):
+            return
+        counts = {n: v for n in names if (v := _int(usage.get(n))) is not None}
+        if counts:
+            self.usage = {**(self.usage or {}), **counts}
+
+    def _raw(self, raw: str, label: str, origin: str, why: str) -> None:
+        self.frames.append(RawFrame(raw))
+        self.warnings.append(f"{origin}: {label} {why}; kept verbatim as a raw frame")
+
+    def event(self, payload: Any, raw: str, label: str, origin: str) -> None:
+        """One event's parsed data (anything JSON gave), and its text for a raw frame."""
+        kind = payload.get("type") if isinstance(payload, dict) else None
+        if not isinstance(payload, dict) or not isinstance(kind, str):
+            self._raw(raw, label, origin, "is not a Messages event")
+        elif kind == "error":
+            error = payload.get("error")
+            message = error.get("message") if isinstance(error, dict) else error
+            self._raw(raw, label, origin, f"is an error ({message!s:.120})")
+        elif kind == "ping":
+            self.ping = True
+        elif kind == "message_start":
+            self._start(payload, label, origin)
+        elif kind == "content_block_start":
+            self._block_start(payload, raw, label, origin)
+        elif kind == "content_block_delta":
+            self._block_delta(payload, raw, label, origin)
+        elif kind == "content_block_stop":
+            index = payload.get("index")
+            self._close(index if isinstance(index, int) else -1)
+        elif kind == "message_delta":
+            delta = payload.get("delta")
+            reason = delta.get("stop_reason") if isinstance(delta, dict) else None
+            if isinstance(reason, str) and reason:
+                self.finish_reason = reason
+            self._usage(payload.get("usage"), "output_tokens")
+        elif kind == "message_stop":
+            self.done = True
+        else:
+            self._raw(raw, label, origin, f"is an event of unknown type {kind!r}")
+
+    def _start(self, payload: Mapping[str, Any], label: str, origin: str) -> None:
+        if self.started:
+            self.warnings.append(f"{origin}: {label} is a second message_start; ignored")
+            return
+        self.started = True
+        message = payload.get("message")
+        if isinstance(message, dict):
+            model = message.get("model")
+            if isinstance(model, str) and model:
+                self.model = model
+            self._usage(message.get("usage"), "input_tokens")
+
+    def _block_start(self, payload: Mapping[str, Any], raw: str, label: str, origin: str) -> None:
+        index, block = payload.get("index"), payload.get("content_block")
+        if not isinstance(index, int) or not isinstance(block, dict):
+            self._raw(raw, label, origin, "is a content_block_start without an index and a block")
+            return
+        kind = block.get("type")
+        if kind == "text":
+            self._open[index] = "text"
+            text = block.get("text")
+            if isinstance(text, str) and text:
+                self.frames.append(ContentFrame(text))
+        elif kind == "tool_use":
+            name, ident, given = block.get("name"), block.get("id"), block.get("input")
+            fragments = [json.dumps(given, ensure_ascii=False)] if isinstance(given, dict) and given else []
+            self.prefilled += bool(fragments)
+            self._open[index] = _OpenTool(len(self.frames), fragments)
+            self.frames.append(
+                ToolUseFrame(name if isinstance(name, str) else "", ident if isinstance(ident, str) else None)
+            )
+        else:
+            self._open[index] = str(kind)
+            self.dropped_blocks[str(kind)] += 1
+
+    def _block_delta(self, payload: Mapping[str, Any], raw: str, label: str, origin: str) -> None:
+        index, delta = payload.get("index"), payload.get("delta")
+        block = self._open.get(index) if isinstance(index, int) else None
+        if block is None or not isinstance(delta, dict):
+            self._raw(raw, label, origin, "is a delta outside any open block")
+            return
+        kind = delta.get("type")
+        if block == "text" and kind == "text_delta" and isinstance(delta.get("text"), str):
+            self.frames.append(ContentFrame(delta["text"]))
+        elif isinstance(block, _OpenTool) and kind == "input_json_delta" and isinstance(delta.get("partial_json"), str):
+            block.fragments.append(delta["partial_json"])
+        elif (isinstance(block, str) and block in self.dropped_blocks) or kind == "citations_delta":
+            pass  # a delta of a block kind left out (thinking...), or citations the frames cannot carry
+        else:
+            self._raw(raw, label, origin, f"is a {kind!r} delta its {block if isinstance(block, str) else 'tool_use'} "
+                      "block cannot take")
+
+    def _close(self, index: int) -> None:
+        block = self._open.pop(index, None)
+        if isinstance(block, _OpenTool):
+            frame = self.frames[block.position]
+            assert isinstance(frame, ToolUseFrame)
+            self.frames[block.position] = replace(frame, input_json=tuple(block.fragments))
+
+    def close(self, origin: str) -> None:
+        """The end of the capture: a tool_use block still open keeps the input that came."""
+        for index, block in list(self._open.items()):
+            if isinstance(block, _OpenTool):
+                self.warnings.append(
+                    f"{origin}: tool_use block {index} was never closed; its input is kept as far as it came"
+                )
+            self._close(index)
+
+    def message(self, obj: Mapping[str, Any]) -> None:
+        """A whole ``message``: each text block one frame, each tool_use block one frame with its input."""
+        self.events += 1
+        self.started = True
+        model = obj.get("model")
+        if isinstance(model, str) and model:
+            self.model = model
+        self._usage(obj.get("usage"), "input_tokens", "output_tokens")
+        content = obj.get("content")
+        for block in content if isinstance(content, list) else ():
+            if not isinstance(block, dict):
+                continue
+            kind = block.get("type")
+            if kind == "text" and isinstance(block.get("text"), str):
+                self.frames.append(ContentFrame(block["text"]))
+            elif kind == "tool_use":
+                name, ident, given = block.get("name"), block.get("id"), block.get("input")
+                fragments = (json.dumps(given, ensure_ascii=False),) if given not in (None, {}) else ()
+                self.frames.append(
+                    ToolUseFrame(name if isinstance(name, str) else "", ident if isinstance(ident, str) else None,
+                                 fragments)
+                )
+            else:
+                self.dropped_blocks[str(kind)] += 1
+        reason = obj.get("stop_reason")
+        if isinstance(reason, str) and reason:
+            self.finish_reason = reason
+
+    def summary_warnings(self, origin: str) -> list[str]:
+        out = list(self.warnings)
+        for kind, count in sorted(self.dropped_blocks.items()):
+            out.append(f"{origin}: dropped {count} {kind} block(s): scenarios have no frame for them")
+        if self.prefilled:
+            out.append(
+                f"{origin}: {self.prefilled} tool_use block(s) started with their input filled in; it became "
+                "their first input_json fragment"
+            )
+        return out
+
+
+def read_messages_sse(body: bytes, stream: SSEStream, origin: str) -> MessagesParts:
+    """A Messages SSE transcript (the HTTP head already removed), as parsed by ``harness.sse``."""
+    parts = MessagesParts(events=len(stream.events))
+    last = len(stream.events) - 1
+    for event in stream.events:
+        label = f"event {event.index + 1}"
+        if parts.done:
+            parts.warnings.append(f"{origin}: {label} comes after message_stop; ignored")
+            continue
+        verbatim = body[event.byte_offset : event.end_offset].decode("utf-8", "replace")
+        raw = verbatim if verbatim.endswith(("\n\n", "\r\n\r\n", "\r\r")) else verbatim + "\n\n"
+        try:
+            payload = json.loads(event.data)
+        except (ValueError, RecursionError):
+            if event.index == last:
+                parts.cut = True
+                parts.warnings.append(
+                    f"{origin}: the stream is cut off inside {label} ({event.data[:60]!r}...); dropped it"
+                )
+                continue
+            payload = None
+        parts.event(payload, raw, label, origin)
+    parts.close(origin)
+    if not parts.started:
+        if parts.cut and not parts.frames:
+            raise CaptureError(f"{origin}: truncated SSE: the stream is cut off before its message_start")
+        raise CaptureError(f"{origin}: no message_start among {len(stream.events)} Messages event(s)")
+    _truncation_warnings(parts, origin)
+    return parts
+
+
+def read_messages_events(items: Sequence[Any], origin: str) -> MessagesParts:
+    """A list of Messages event objects, as some logs keep a stream."""
+    parts = MessagesParts(events=len(items))
+    for position, item in enumerate(items):
+        raw = sse_text(item) if isinstance(item, dict) else f"data: {json.dumps(item, ensure_ascii=False)}\n\n"
+        parts.event(item, raw, f"event {position + 1}", origin)
+    parts.close(origin)
+    if not parts.started:
+        raise CaptureError(f"{origin}: no message_start among {len(items)} Messages event(s)")
+    _truncation_warnings(parts, origin)
+    return parts
+
+
+def read_message_object(obj: Mapping[str, Any], origin: str) -> MessagesParts:
+    """A non-streaming Messages answer."""
+    parts = MessagesParts()
+    parts.message(obj)
+    if parts.finish_reason is None:
+        parts.warnings.append(f"{origin}: no stop_reason in the response")
+    return parts
+
+
+def _truncation_warnings(parts: MessagesParts, origin: str) -> None:
+    if parts.finish_reason is None:
+        parts.warnings.append(
+            f"{origin}: no stop_reason (no message_delta): the stream looks truncated; imported what is there"
+        )
+    elif not parts.done:
+        parts.warnings.append(f"{origin}: no message_stop at the end: the capture may be incomplete")
+
+
+def is_messages_payload(obj: Any) -> bool:
+    """Whether a parsed payload is a Messages event or a whole ``message``."""
+    if not isinstance(obj, dict):
+        return False
+    kind = obj.get("type")
+    if not isinstance(kind, str):
+        return False
+    return kind in MESSAGES_EVENTS or (kind == "message" and isinstance(obj.get("content"), list))
+
+
+def is_messages_stream(stream: SSEStream) -> bool:
+    """Whether a transcript is of Messages events: an ``event:`` name or a payload type says so."""
+    for event in stream.events:
+        if event.event in MESSAGES_EVENTS:
+            return True
+        try:
+            payload = json.loads(event.data)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(payload, dict) and ("choices" in payload or is_messages_payload(payload)):
+            return is_messages_payload(payload)
+    return False
