@@ -39,7 +39,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 def load_yaml(text: str, where: str) -> Any:
     """The document in ``text``; ``ScenarioError`` with file, line and reason when it is not valid YAML."""
     try:
-        return yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_UniqueKeyLoader)  # a SafeLoader: no arbitrary objects
     except yaml.reader.ReaderError as exc:
         line = text.count("\n", 0, exc.position) + 1
         what = f"unacceptable character #x{exc.character:04x}" if isinstance(exc.character, int) else "bad input"
