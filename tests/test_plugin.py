@@ -205,7 +205,8 @@ def test_failure_text_names_rule_statement_and_replay(pytester: pytest.Pytester,
         _statement("SSE-004"),
         "  the stream has no 'data: [DONE]' terminator",
         "  answer as received (HTTP 200, * bytes, byte * marked; *",
-        "    >> * | data: {…,\"choices\":[[]{\"index\":0,\"delta\":{},*\"finish_reason\":\"tool_calls\"}]}",
+        "    >> * | data: {…,\"choices\":[[]{\"index\":0,\"delta\":{\"content\":\"\"},*\"finish_reason\":\"tool_calls\","
+        "\"stop_reason\":null}]}",
         f"reproduce: toolcall-conformance replay plain-native-single --proxy-url {proxy_url} "
         f"--mock-url {mock_url} --scenarios {folder} --strict",
         "FAILED conformance::plain-native-single - rules broken: SSE-004*",
