@@ -117,14 +117,25 @@ def parse_event(block: str) -> SSEEvent | None:
 
 
 class Rewriter:
-    """Rewrites one answer of the reference proxy; a fresh instance per request.
+    """Rewrites one exchange with the reference proxy; a fresh instance per request.
 
     The default changes nothing: override what the mutant breaks. Setting ``hang``
     makes the wrapper send nothing more and never end the answer (it lets go when
     the client hangs up)."""
 
     hang = False
-    request = b""  # the client's request body, as the proxy read it
+    request = b""  # the client's request body, as the client sent it
+    attempts = 1  # how often the proxy handles the request; only the last answer reaches the client
+    drop_headers: tuple[str, ...] = ()  # answer headers (lower case) the client never gets
+    pause = 0.0  # seconds to wait before a whole answer goes out (set it in ``on_whole``)
+
+    def refusal(self) -> tuple[int, str, bytes] | None:
+        """An answer (status, Content-Type, body) given without asking the proxy; None asks it."""
+        return None
+
+    def on_request(self, body: bytes) -> bytes:
+        """The request body the proxy reads."""
+        return body
 
     def on_event(self, event: SSEEvent) -> Iterable[SSEEvent]:
         """What to send for one event of the stream."""
@@ -205,6 +216,13 @@ class RewritingApp:
             await self.inner(scope, receive, send)
             return
         rewriter = self.rewriter()
+        refused = rewriter.refusal()
+        if refused is not None:
+            status, content_type, body = refused
+            headers = [(b"content-type", content_type.encode("latin-1")), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": body, "more_body": False})
+            return
         hung_up = asyncio.Event()
         start: Message | None = None
         streaming = False
@@ -219,12 +237,28 @@ class RewritingApp:
                 rewriter.request += message.get("body", b"")
             return message
 
+        proxy_receive: Receive = receive_watching
+        if rewriter.attempts > 1 or type(rewriter).on_request is not Rewriter.on_request:
+            # The body is read whole first: to rewrite it, or to hand it to the proxy more than once.
+            while True:
+                message = await receive_watching()
+                if message["type"] != "http.request" or not message.get("more_body", False):
+                    break
+            forwarded = rewriter.on_request(rewriter.request)
+            length = str(len(forwarded)).encode()
+            scope = {**scope, "headers": [*((k, v) for k, v in scope["headers"] if k != b"content-length"),
+                                          (b"content-length", length)]}
+            for _ in range(rewriter.attempts - 1):
+                await self.inner(scope, _replayed(forwarded, None), _discarded)
+            proxy_receive = _replayed(forwarded, receive_watching)
+
         async def send_rewritten(message: Message) -> None:
             nonlocal start, streaming, pending
             if message["type"] == "http.response.start":
                 streaming = "text/event-stream" in _content_type(list(message.get("headers", [])))
                 if streaming:  # the length changes with the events: sent chunked
-                    headers = [(k, v) for k, v in message.get("headers", []) if k.lower() != b"content-length"]
+                    dropped = (b"content-length", *(h.encode("latin-1") for h in rewriter.drop_headers))
+                    headers = [(k, v) for k, v in message.get("headers", []) if k.lower() not in dropped]
                     await send({**message, "headers": headers})
                 else:
                     start = message  # held until the body is known
@@ -261,13 +295,37 @@ class RewritingApp:
             elif not more:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
-        await self.inner(scope, receive_watching, send_rewritten)
+        await self.inner(scope, proxy_receive, send_rewritten)
+
+
+def _replayed(body: bytes, then: Receive | None) -> Receive:
+    """A receive that gives ``body`` as the whole request, then what ``then`` gives
+    (or, for an answer nobody reads, waits until the proxy stops listening)."""
+    given = False
+
+    async def receive() -> Message:
+        nonlocal given
+        if not given:
+            given = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        if then is None:
+            await asyncio.Event().wait()
+        assert then is not None
+        return await then()
+
+    return receive
+
+
+async def _discarded(message: Message) -> None:
+    """Where an answer nobody reads goes."""
 
 
 async def _send_whole(send: Send, start: Message, rewriter: Rewriter, body: bytes) -> None:
     headers: Headers = list(start.get("headers", []))
     status, content_type, body = rewriter.on_whole(int(start["status"]), _content_type(headers), body)
-    headers = [(k, v) for k, v in headers if k.lower() not in (b"content-length", b"content-type")]
+    dropped = (b"content-length", b"content-type", *(h.encode("latin-1") for h in rewriter.drop_headers))
+    headers = [(k, v) for k, v in headers if k.lower() not in dropped]
+    await asyncio.sleep(rewriter.pause)
     headers += [(b"content-length", str(len(body)).encode()), (b"content-type", content_type.encode("latin-1"))]
     await send({**start, "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body, "more_body": False})

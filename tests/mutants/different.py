@@ -7,14 +7,21 @@ the reference proxy's answers:
 * tool-call arguments sent in the same delta as the name (calls whose name has an even
   length) or in many small deltas (the others);
 * text and arguments cut into fragments of 1, 2 and 3 characters (then the rest);
-* unknown fields on every chunk and choice, and on whole answers;
+* no ``role`` at all;
+* unknown fields on every chunk, choice and delta, on every ``tool_calls[]`` entry and
+  its ``function``, and on whole answers;
 * other id formats: ``gen-…`` chunk ids, ``fc_…`` call ids;
-* ``data:`` without the space, CRLF line endings, ``: keep-alive`` comments;
+* ``data:`` without the space, CRLF line endings, ``: keep-alive`` comments, one of them
+  before the first event;
 * network writes cut at arbitrary bytes (inside events and UTF-8 characters).
+
+Every one of them is legal by the specification too, so the proxy passes with
+``--strict`` as well.
 """
 
 from __future__ import annotations
 
+import copy
 import json
 import uuid
 from collections.abc import Iterable
@@ -23,6 +30,8 @@ from typing import Any
 from mutants.base import ChunkRewriter, Mutant, SSEEvent, rewritten, tool_calls, wire
 
 EXTRA = {"system_fingerprint": "fp_gateway", "x_gateway": {"region": "test", "retries": 0}}
+DELTA_EXTRA = {"x_reasoning": None}
+CALL_EXTRA = {"x_call": {"source": "gateway"}}
 
 
 def pieces(text: str) -> list[str]:
@@ -44,10 +53,25 @@ class Different(ChunkRewriter):
     # ------------------------------------------------------------------ chunks
 
     def on_chunk(self, chunk: dict[str, Any]) -> Iterable[dict[str, Any]]:
-        chunk["id"] = self.chunk_id
-        chunk.update(EXTRA)
+        return [self._extras(c) for c in self._split(chunk)]
+
+    def _extras(self, chunk: dict[str, Any]) -> dict[str, Any]:
+        """Unknown fields at every level a client reads; no role anywhere."""
+        chunk = copy.deepcopy(chunk)
         for choice in chunk.get("choices") or ():
             choice["x_choice_meta"] = {"seq": self.events}
+            delta = choice.get("delta")
+            if isinstance(delta, dict):
+                delta.pop("role", None)
+                delta.update(DELTA_EXTRA)
+        for call in tool_calls(chunk):
+            call.update(CALL_EXTRA)
+            call.get("function", {}).update(CALL_EXTRA)
+        return chunk
+
+    def _split(self, chunk: dict[str, Any]) -> Iterable[dict[str, Any]]:
+        chunk["id"] = self.chunk_id
+        chunk.update(EXTRA)
         calls = tool_calls(chunk)
         if calls and "id" in calls[0]:
             calls[0]["id"] = call_id()
@@ -76,7 +100,7 @@ class Different(ChunkRewriter):
 
     def encode(self, event: SSEEvent) -> bytes:
         self.events += 1
-        comment = b": keep-alive\r\n\r\n" if self.events % 3 == 0 else b""
+        comment = b": keep-alive\r\n\r\n" if self.events % 3 == 1 else b""
         lines = "".join(f"data:{line}\r\n" for line in event.data.split("\n"))
         return comment + wire(f"{lines}\r\n")
 
@@ -97,8 +121,12 @@ class Different(ChunkRewriter):
         answer.update(EXTRA)
         for choice in answer.get("choices") or ():
             choice["x_choice_meta"] = {"seq": 0}
-            for call in (choice.get("message") or {}).get("tool_calls") or ():
+            message = choice.get("message") or {}
+            message.update(DELTA_EXTRA)
+            for call in message.get("tool_calls") or ():
                 call["id"] = call_id()
+                call.update(CALL_EXTRA)
+                call.get("function", {}).update(CALL_EXTRA)
         return status, content_type, json.dumps(answer, ensure_ascii=False, indent=1).encode()
 
 

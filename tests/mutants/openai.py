@@ -11,6 +11,7 @@ import html
 import json
 import secrets
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -18,14 +19,19 @@ from mutants.base import (
     DONE,
     ChunkRewriter,
     Mutant,
+    RewritingApp,
     SSEEvent,
     deltas,
     finish_reason,
     rebinding,
+    reference,
     rewritten,
     substituted,
     tool_calls,
+    wire,
 )
+from reference_proxy.config import ProxyConfig
+from starlette.types import ASGIApp
 from reference_proxy.pipeline import RescuerFactory, RescuerLike, StreamPipeline, _Choice
 from reference_proxy.rescue import Event, Rescuer, Text, ToolSpec
 from reference_proxy.rescue.families import FAMILIES
@@ -315,6 +321,345 @@ class LengthBecomesStop(ChunkRewriter):
         return (chunk,)
 
 
+# --------------------------------------------------------------------------- wire: framing
+
+
+class PayloadLineWithoutField(ChunkRewriter):
+    """Writes the first chunk as a bare JSON line, without the `data:` field."""
+
+    def __init__(self) -> None:
+        self.first = True
+
+    def encode(self, event: SSEEvent) -> bytes:
+        if self.first and event.payload is not None:
+            self.first = False
+            return wire(f"{event.data}\n\n")
+        return super().encode(event)
+
+
+class TwoChunksPerEvent(ChunkRewriter):
+    """Sends chunks in pairs, both in one event (the blank line between them left out)."""
+
+    def __init__(self) -> None:
+        self.held: SSEEvent | None = None
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        event = SSEEvent.of(chunk)
+        if self.held is None:
+            self.held = event
+            return ()
+        held, self.held = self.held, None
+        return (SSEEvent(f"{held.data}\n{event.data}"),)
+
+    def on_done(self) -> Out:
+        held, self.held = self.held, None
+        return (*(() if held is None else (held,)), DONE)
+
+
+class ChunkAfterDone(Envelope):
+    def on_done(self) -> Out:
+        return (DONE, {**self.envelope, "choices": [{"index": 0, "delta": {}, "finish_reason": None}]})
+
+
+class InvalidUtf8(ChunkRewriter):
+    """Writes a byte that is not UTF-8 into the role chunk."""
+
+    def writes(self, body: bytes) -> Iterable[bytes]:
+        return (body.replace(b'"role":"assistant"', b'"role":"assistant","x_note":"\xff"', 1),)
+
+
+class LastChunkUnterminated(ChunkRewriter):
+    """Ends the stream inside the finish chunk's event: no blank line after it, no `[DONE]`."""
+
+    def encode(self, event: SSEEvent) -> bytes:
+        payload = event.payload
+        if payload is not None and finish_reason(payload):
+            return wire(f"data: {event.data}\n")
+        return super().encode(event)
+
+    def on_done(self) -> Out:
+        return ()
+
+
+# --------------------------------------------------------------------------- wire: chunks
+
+
+class NotJsonKeepAlive(ChunkRewriter):
+    """Sends `data: keep-alive` before the first chunk."""
+
+    def __init__(self) -> None:
+        self.sent = False
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        if self.sent:
+            return (chunk,)
+        self.sent = True
+        return (SSEEvent("keep-alive"), chunk)
+
+
+class HeartbeatWithoutChoices(Envelope):
+    """Sends a heartbeat chunk (the envelope, no `choices`) after the first chunk."""
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        first = self.envelope.get("id") == "chatcmpl-mutant"
+        super().on_chunk(chunk)
+        return (chunk, dict(self.envelope)) if first else (chunk,)
+
+
+class EmptyToolCallsOnText(ChunkRewriter):
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for delta in deltas(chunk):
+            if "content" in delta:
+                delta["tool_calls"] = []
+        return (chunk,)
+
+
+class EmptyRole(ChunkRewriter):
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for delta in deltas(chunk):
+            if "role" in delta:
+                delta["role"] = ""
+        return (chunk,)
+
+
+class RoleOnSecondChunk(ChunkRewriter):
+    """Sends the role on the chunk after the first."""
+
+    def __init__(self) -> None:
+        self.chunks = 0
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        self.chunks += 1
+        for delta in deltas(chunk):
+            if self.chunks == 1:
+                delta.pop("role", None)
+            elif self.chunks == 2:
+                delta["role"] = "assistant"
+        return (chunk,)
+
+
+class EmptyChunkAfterFinish(ChunkRewriter):
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        if not finish_reason(chunk):
+            return (chunk,)
+        after = {**chunk, "choices": [{**choice, "delta": {}, "finish_reason": None} for choice in chunk["choices"]]}
+        return (chunk, after)
+
+
+class StopThenToolCalls(ChunkRewriter):
+    """Sends a finish chunk with "stop" before the one with "tool_calls"."""
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        if finish_reason(chunk) != "tool_calls":
+            return (chunk,)
+        stop = {**chunk, "choices": [{**choice, "finish_reason": "stop"} for choice in chunk["choices"]]}
+        return (stop, chunk)
+
+
+class UnaskedUsage(Envelope):
+    """Sends a usage chunk though the client did not ask for one."""
+
+    def on_done(self) -> Out:
+        usage = {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13}
+        return ({**self.envelope, "choices": [], "usage": usage}, DONE)
+
+
+class CallIdsPerAnswer(ChunkRewriter):
+    """Numbers the calls of every answer from call_0, so each request reuses the same ids."""
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for call in tool_calls(chunk):
+            if "id" in call:
+                call["id"] = f"call_{call['index']}"
+        return (chunk,)
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        answer = json.loads(body) if status == 200 else None
+        if not isinstance(answer, dict):
+            return status, content_type, body
+        for choice in answer.get("choices") or ():
+            for i, call in enumerate((choice.get("message") or {}).get("tool_calls") or ()):
+                call["id"] = f"call_{i}"
+        return status, content_type, json.dumps(answer).encode()
+
+
+class DropsConnectionAtTheEnd(ChunkRewriter):
+    """Breaks the connection where the finish chunk was due: no complete answer arrives."""
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        if finish_reason(chunk):
+            raise ConnectionAbortedError("the mutant drops the connection")
+        return (chunk,)
+
+
+class DropsText(ChunkRewriter):
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for delta in deltas(chunk):
+            delta.pop("content", None)
+        return (chunk,)
+
+
+# --------------------------------------------------------------------------- wire: whole answers and status
+
+
+class CompletionWithoutCreated(ChunkRewriter):
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        answer = json.loads(body) if status == 200 else None
+        if not isinstance(answer, dict):
+            return status, content_type, body
+        answer.pop("created", None)
+        return status, content_type, json.dumps(answer).encode()
+
+
+class DeltaInWholeAnswer(ChunkRewriter):
+    """Writes a whole answer's message as a `delta`, as if it were one chunk."""
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        answer = json.loads(body) if status == 200 else None
+        if not isinstance(answer, dict):
+            return status, content_type, body
+        for choice in answer.get("choices") or ():
+            choice["delta"] = choice.pop("message", {})
+        return status, content_type, json.dumps(answer).encode()
+
+
+class WholeAnswerAsText(ChunkRewriter):
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        return status, "text/plain; charset=utf-8", body
+
+
+class WholeAnswerForStream(Envelope):
+    """Answers a streaming request with one chat.completion body, as if it had not asked to stream."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.content: list[str] = []
+        self.calls: dict[int, dict[str, Any]] = {}
+        self.reason: str | None = None
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        super().on_chunk(chunk)
+        for delta in deltas(chunk):
+            self.content.append(delta.get("content") or "")
+        for call in tool_calls(chunk):
+            whole = self.calls.setdefault(call["index"], {"id": "", "type": "function",
+                                                          "function": {"name": "", "arguments": ""}})
+            whole["id"] = call.get("id", whole["id"])
+            for key in ("name", "arguments"):
+                whole["function"][key] += call.get("function", {}).get(key) or ""
+        self.reason = finish_reason(chunk) or self.reason
+        return ()
+
+    def on_done(self) -> Out:
+        message: dict[str, Any] = {"role": "assistant", "content": "".join(self.content) or None}
+        if self.calls:
+            message["tool_calls"] = [self.calls[i] for i in sorted(self.calls)]
+        answer = {**self.envelope, "object": "chat.completion",
+                  "choices": [{"index": 0, "message": message, "finish_reason": self.reason}]}
+        return (SSEEvent(json.dumps(answer)),)
+
+    def encode(self, event: SSEEvent) -> bytes:
+        return event.data.encode()
+
+
+class ServerErrorForText(ChunkRewriter):
+    """Answers a whole text answer with status 500."""
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        if status != 200:
+            return status, content_type, body
+        error = {"error": {"message": "internal error", "type": "server_error", "param": None, "code": None}}
+        return 500, "application/json", json.dumps(error).encode()
+
+
+class StringErrorInStream(ChunkRewriter):
+    def on_error(self, payload: dict[str, Any]) -> Out:
+        return ({"error": str(payload["error"].get("message", "upstream error"))},)
+
+
+class DetailErrorBody(ChunkRewriter):
+    """Passes an upstream error status on with a `{"detail": …}` body (a web framework's default)."""
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        if status < 400:
+            return status, content_type, body
+        return status, "application/json", json.dumps({"detail": "upstream error"}).encode()
+
+
+class HtmlErrorPage(ChunkRewriter):
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        if status < 400:
+            return status, content_type, body
+        page = f"<!DOCTYPE html><html><body><h1>{status} Bad Gateway</h1></body></html>"
+        return 502, "text/html; charset=utf-8", page.encode()
+
+
+class DropsRetryAfter(ChunkRewriter):
+    drop_headers = ("retry-after",)
+
+
+class SlowOnUpstreamError(ChunkRewriter):
+    """Waits six seconds before passing an upstream error on (retrying with back-off, say)."""
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        if status >= 500:
+            self.pause = 6.0
+        return status, content_type, body
+
+
+# --------------------------------------------------------------------------- wire: upstream
+
+
+class ToolResultsCut(ChunkRewriter):
+    """Cuts every tool result it forwards to ten characters."""
+
+    def on_request(self, body: bytes) -> bytes:
+        request = json.loads(body)
+        for message in request.get("messages") or ():
+            if message.get("role") == "tool" and isinstance(message.get("content"), str):
+                message["content"] = message["content"][:10]
+        return json.dumps(request).encode()
+
+
+class AsksUpstreamTwice(ChunkRewriter):
+    """Sends every request upstream twice (a retry that was not needed) and answers the second."""
+
+    attempts = 2
+
+
+@dataclass
+class Outage:
+    """Whether a proxy has seen its upstream fail (shared by the requests of one app)."""
+
+    failed: bool = False
+
+
+class StopsServingAfterAFailure(ChunkRewriter):
+    """Answers 503 to every request once its upstream has failed."""
+
+    def __init__(self, outage: Outage) -> None:
+        self.outage = outage
+
+    def refusal(self) -> tuple[int, str, bytes] | None:
+        if not self.outage.failed:
+            return None
+        error = {"error": {"message": "service unavailable", "type": "server_error", "param": None, "code": None}}
+        return 503, "application/json", json.dumps(error).encode()
+
+    def on_error(self, payload: dict[str, Any]) -> Out:
+        self.outage.failed = True
+        return (payload,)
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        self.outage.failed = self.outage.failed or status >= 500
+        return status, content_type, body
+
+
+def stops_serving_after_a_failure(config: ProxyConfig) -> ASGIApp:
+    outage = Outage()
+    return RewritingApp(reference(config), lambda: StopsServingAfterAFailure(outage))
+
+
 # --------------------------------------------------------------------------- behaviour
 
 
@@ -402,6 +747,7 @@ def entity_escaped_xml(name: str, arguments: str) -> str:
 
 NATIVE = "plain-native-single"
 PARALLEL = "plain-native-parallel"
+NOT_STREAMED = "plain-text-non-stream"
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("whole-call-without-index", "Sends each tool call as one delta entry with no `index`.",
@@ -413,8 +759,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("held-tag-lost-at-end", "Drops the text it held back as a possible tag when the stream ends.",
            ("TEXT-001",), ("faults-openai-unterminated-tool-call",),
            substituted(StreamPipeline=with_rescuer(ForgetsHeldTextAtEnd))),
-    Mutant("stop-with-tool-calls", 'Sends `finish_reason: "stop"` after tool calls.',
-           ("TOOL-009", "CALLS-002"), (NATIVE,), rewritten(StopWithToolCalls)),
+    Mutant("stop-with-tool-calls", 'Sends `finish_reason: "stop"` after tool calls (a whole answer keeps "tool_calls").',
+           ("TOOL-009", "CALLS-002", "EQ-001"), (NATIVE,), rewritten(StopWithToolCalls)),
     Mutant("no-done", "Ends the stream without `data: [DONE]`.",
            ("SSE-004",), (NATIVE,), rewritten(NoDone), strict=True),
     Mutant("done-twice", "Sends `data: [DONE]` twice.",
@@ -438,7 +784,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("vtc-gets-tool-calls", "Gives an XML-reading client (Cline) structured `tool_calls` instead of XML.",
            ("VTC-001", "VTC-002", "VTC-004"), ("cline-xml-backend-native", "hermes-single"),
            substituted(is_vtc_client=never_vtc), profile="vtc"),
-    # upstream faults (issue 6)
+    # upstream faults
     Mutant("hangs-on-upstream-failure", "Never ends the client's stream when the upstream connection drops.",
            ("HTTP-002",), ("faults-openai-drop-between-events",), rewritten(HangsOnUpstreamFailure), timeout=2.0),
     Mutant("swallows-stream-error", "Ends the stream as if complete when the upstream drops mid-answer.",
@@ -477,4 +823,65 @@ MUTANTS: tuple[Mutant, ...] = (
            ("BODY-003",), (NATIVE,), rewritten(ArgumentsAsObject)),
     Mutant("length-becomes-stop", 'Reports an answer cut off by the token limit as `finish_reason: "stop"`.',
            ("CALLS-002",), ("plain-length-cutoff",), rewritten(LengthBecomesStop)),
+    # framing
+    Mutant("payload-line-without-data", "Writes the first chunk as a bare JSON line, without `data:`.",
+           ("SSE-001",), (NATIVE,), rewritten(PayloadLineWithoutField)),
+    Mutant("two-chunks-per-event", "Sends two chunks in one event, the blank line between them left out.",
+           ("SSE-002", "CHUNK-001", "SDK-001"), (NATIVE,), rewritten(TwoChunksPerEvent)),
+    Mutant("chunk-after-done", "Sends one more chunk after `data: [DONE]`.",
+           ("SSE-006",), (NATIVE,), rewritten(ChunkAfterDone)),
+    Mutant("invalid-utf8", "Writes a byte that is not UTF-8 into a chunk.",
+           ("SSE-008", "SDK-001"), (NATIVE,), rewritten(InvalidUtf8)),
+    Mutant("last-event-unterminated", "Ends the stream inside its last event: no blank line after it, no `[DONE]`.",
+           ("SSE-009",), (NATIVE,), rewritten(LastChunkUnterminated)),
+    # chunks
+    Mutant("not-json-keep-alive", "Sends `data: keep-alive`, which is not JSON, before the first chunk.",
+           ("CHUNK-001", "SDK-001"), (NATIVE,), rewritten(NotJsonKeepAlive)),
+    Mutant("heartbeat-without-choices", "Sends a heartbeat chunk without `choices`.",
+           ("CHUNK-002", "SDK-001"), (NATIVE,), rewritten(HeartbeatWithoutChoices)),
+    Mutant("empty-tool-calls-on-text", "Adds `tool_calls: []` to every text delta.",
+           ("CHUNK-003",), ("plain-text-multibyte",), rewritten(EmptyToolCallsOnText), strict=True),
+    Mutant("empty-role", 'Sends `role: ""`.', ("CHUNK-005",), (NATIVE,), rewritten(EmptyRole)),
+    Mutant("chunk-after-finish", "Sends one more (empty) chunk for a choice after its finish chunk.",
+           ("CHUNK-009",), (NATIVE,), rewritten(EmptyChunkAfterFinish), strict=True),
+    Mutant("role-on-second-chunk", "Sends the role on the second chunk of the stream, not the first.",
+           ("CHUNK-010",), (NATIVE,), rewritten(RoleOnSecondChunk), strict=True),
+    Mutant("stop-then-tool-calls", 'Sends `finish_reason: "stop"`, then a second finish chunk with "tool_calls".',
+           ("CHUNK-011",), (NATIVE,), rewritten(StopThenToolCalls)),
+    Mutant("unasked-usage", "Sends a usage chunk though the client did not ask for one.",
+           ("USAGE-002",), (NATIVE,), rewritten(UnaskedUsage), strict=True),
+    Mutant("call-ids-per-answer", "Numbers the calls of every answer from `call_0`, so the ids repeat across requests.",
+           ("TOOL-010",), (NATIVE, "hermes-single"), rewritten(CallIdsPerAnswer)),
+    Mutant("connection-dropped", "Breaks the connection before the stream ends.",
+           ("HTTP-001",), (NATIVE,), rewritten(DropsConnectionAtTheEnd)),
+    Mutant("text-dropped", "Sends no text at all.", ("TEXT-002",), ("features-loop-guard",), rewritten(DropsText)),
+    # whole answers and status
+    Mutant("whole-answer-as-text", "Gives a whole answer the Content-Type `text/plain`.",
+           ("HTTP-004",), (NOT_STREAMED,), rewritten(WholeAnswerAsText), strict=True),
+    Mutant("whole-answer-for-stream", "Answers a streaming request with one JSON body.",
+           ("HTTP-005",), (NATIVE,), rewritten(WholeAnswerForStream)),
+    Mutant("whole-answer-with-delta", "Writes a whole answer's message as a `delta`, as in a chunk.",
+           ("BODY-001",), (NOT_STREAMED,), rewritten(DeltaInWholeAnswer)),
+    Mutant("whole-answer-without-created", "Leaves `created` out of a whole answer.",
+           ("BODY-002",), (NOT_STREAMED,), rewritten(CompletionWithoutCreated), strict=True),
+    Mutant("server-error-for-text", "Answers a plain question with status 500.",
+           ("HTTP-003",), (NOT_STREAMED,), rewritten(ServerErrorForText)),
+    # errors and faults
+    Mutant("string-error-in-stream", 'Reports an upstream failure inside the stream as `{"error": "a string"}`.',
+           ("ERR-001",), ("faults-openai-drop-between-events",), rewritten(StringErrorInStream)),
+    Mutant("detail-error-body", 'Passes an upstream error status on with a `{"detail": …}` body.',
+           ("ERR-002", "FAULT-003"), ("faults-openai-http-500",), rewritten(DetailErrorBody), strict=True),
+    Mutant("html-error-page", "Answers an upstream error with an HTML 502 page.",
+           ("FAULT-003",), ("faults-openai-http-500",), rewritten(HtmlErrorPage)),
+    Mutant("retry-after-dropped", "Drops the `Retry-After` header of an upstream 429.",
+           ("FAULT-005",), ("faults-openai-http-429-retry-after",), rewritten(DropsRetryAfter), strict=True),
+    Mutant("slow-on-upstream-error", "Waits six seconds before passing an upstream error on.",
+           ("HTTP-006",), ("faults-openai-http-500",), rewritten(SlowOnUpstreamError), timeout=9.0),
+    Mutant("stops-serving-after-a-failure", "Answers 503 to every request once its upstream has failed.",
+           ("FAULT-007",), ("faults-openai-http-500",), stops_serving_after_a_failure),
+    # what reaches the backend
+    Mutant("tool-results-cut", "Cuts the tool results it forwards upstream to ten characters.",
+           ("UP-001",), ("features-tool-results-forwarded",), rewritten(ToolResultsCut)),
+    Mutant("asks-upstream-twice", "Sends every request upstream twice.",
+           ("UP-002",), ("features-tool-results-forwarded",), rewritten(AsksUpstreamTwice)),
 )
