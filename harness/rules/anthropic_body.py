@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from harness.compare import render, shorten
 from harness.rules.context import Context
 from harness.rules.registry import ANTHROPIC, Violation, rule_group
-from harness.rules.schemas import described, schema_problems
+from harness.rules.schemas import schema_violation
 
 rule = rule_group("anthropic_body", "ABODY")
 
@@ -58,10 +58,9 @@ def message_shape(ctx: Context) -> Iterator[Violation]:
 def message_schema(ctx: Context) -> Iterator[Violation]:
     body = ctx.body[0]
     if isinstance(body, Mapping) and body.get("type") != "error" and "error" not in body:
-        problems = schema_problems(body, "anthropic_message")
-        if problems:
-            errors = described(problems)
-            yield Violation("; ".join(errors), {"actual": errors, "json_path": problems[0][0]})
+        found = schema_violation(body, "anthropic_message")
+        if found is not None:
+            yield found
 
 
 @rule(

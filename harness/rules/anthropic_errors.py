@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from harness.compare import render
 from harness.rules.context import Context
 from harness.rules.registry import ANTHROPIC, Violation, rule_group
-from harness.rules.schemas import described, schema_errors, schema_problems
+from harness.rules.schemas import schema_errors, schema_violation
 
 rule = rule_group("anthropic_errors", "AERR")
 
@@ -53,7 +53,6 @@ def error_body_shape(ctx: Context) -> Iterator[Violation]:
     if problem is not None:
         yield Violation(f"status {status} with a body that is not JSON: {excerpt!r}", {"excerpt": excerpt})
         return
-    problems = schema_problems(body, "anthropic_error")
-    if problems:
-        yield Violation(f"status {status} error body: " + "; ".join(described(problems)),
-                        {"excerpt": excerpt, "json_path": problems[0][0]})
+    found = schema_violation(body, "anthropic_error", f"status {status} error body: ", excerpt=excerpt)
+    if found is not None:
+        yield found

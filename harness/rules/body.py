@@ -8,7 +8,7 @@ from typing import Any
 from harness.compare import render, shown
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
-from harness.rules.schemas import described, schema_problems
+from harness.rules.schemas import schema_violation
 
 rule = rule_group("body", "BODY")
 
@@ -64,10 +64,9 @@ def body_shape(ctx: Context) -> Iterator[Violation]:
 def body_schema(ctx: Context) -> Iterator[Violation]:
     body = ctx.body[0]
     if isinstance(body, Mapping) and "error" not in body:
-        problems = schema_problems(body, "chat_completion")
-        if problems:
-            errors = described(problems)
-            yield Violation("; ".join(errors), {"actual": errors, "json_path": problems[0][0]})
+        found = schema_violation(body, "chat_completion")
+        if found is not None:
+            yield found
 
 
 @rule(

@@ -6,7 +6,7 @@ from collections.abc import Iterator, Mapping
 
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
-from harness.rules.schemas import described, schema_errors, schema_problems
+from harness.rules.schemas import schema_errors, schema_violation
 
 rule = rule_group("errors", "ERR")
 
@@ -44,7 +44,6 @@ def error_body_shape(ctx: Context) -> Iterator[Violation]:
     if problem is not None:
         yield Violation(f"status {status} with a body that is not JSON: {excerpt!r}", {"excerpt": excerpt})
         return
-    problems = schema_problems(body, "openai_error")
-    if problems:
-        yield Violation(f"status {status} error body: " + "; ".join(described(problems)),
-                        {"excerpt": excerpt, "json_path": problems[0][0]})
+    found = schema_violation(body, "openai_error", f"status {status} error body: ", excerpt=excerpt)
+    if found is not None:
+        yield found

@@ -18,7 +18,7 @@ from harness.compare import fold_ws, shorten
 from harness.rules import locate
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, OPENAI_PROFILES, Violation, rule_group
-from harness.rules.schemas import described, schema_problems
+from harness.rules.schemas import schema_violation
 
 rule = rule_group("faults", "FAULT")
 
@@ -128,12 +128,10 @@ def error_body_dialect(ctx: Context) -> Iterator[Violation]:
         yield Violation(
             f"status {status}: the body holds a server traceback: {text[at : at + 160]!r}", {"excerpt": excerpt}
         )
-    problems = schema_problems(body, "anthropic_error" if ctx.dialect == "anthropic" else "openai_error")
-    if problems:
-        yield Violation(
-            f"status {status}: the body is not a {ctx.dialect} error: " + "; ".join(described(problems)),
-            {"excerpt": excerpt, "json_path": problems[0][0]},
-        )
+    found = schema_violation(body, "anthropic_error" if ctx.dialect == "anthropic" else "openai_error",
+                             f"status {status}: the body is not a {ctx.dialect} error: ", excerpt=excerpt)
+    if found is not None:
+        yield found
 
 
 @rule(

@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 import jsonschema
 
+from harness.rules.registry import Violation
+
 SchemaName = Literal[
     "chat_completion_chunk",
     "chat_completion",
@@ -46,3 +48,13 @@ def schema_errors(instance: Any, name: SchemaName, limit: int = 3) -> list[str]:
 def described(problems: list[tuple[str, str]]) -> list[str]:
     """Schema problems as readable lines (the root written ``/``)."""
     return [f"{where or '/'}: {message}" for where, message in problems]
+
+
+def schema_violation(instance: Any, name: SchemaName, lead: str = "", **evidence: Any) -> Violation | None:
+    """The problems of a whole body against schema ``name`` as one finding, placed at
+    the first problem's JSON pointer; None when it validates."""
+    problems = schema_problems(instance, name)
+    if not problems:
+        return None
+    errors = described(problems)
+    return Violation(lead + "; ".join(errors), {"actual": errors, **evidence, "json_path": problems[0][0]})

@@ -42,6 +42,26 @@ Out = Iterable[dict[str, Any] | SSEEvent]
 # --------------------------------------------------------------------------- wire: tool calls
 
 
+class AnswerRewriter(ChunkRewriter):
+    """Rewrites a whole (non-streaming) answer of status 200 as data."""
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        answer = json.loads(body) if status == 200 else None
+        if not isinstance(answer, dict):
+            return status, content_type, body
+        self.on_answer(answer)
+        return status, content_type, json.dumps(answer).encode()
+
+    def on_answer(self, answer: dict[str, Any]) -> None:
+        """Change ``answer`` in place."""
+
+
+def answer_calls(answer: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every tool call of a whole answer, in order."""
+    messages = [choice.get("message") or {} for choice in answer.get("choices") or ()]
+    return [call for message in messages for call in message.get("tool_calls") or ()]
+
+
 class WholeCallWithoutIndex(ChunkRewriter):
     """Sends each call as one entry (id, name and arguments together) with no ``index``."""
 
@@ -300,17 +320,12 @@ class ErrorStatusAsStream(Envelope):
         return 200, "text/event-stream", b"".join(self.encode(e) for e in events)
 
 
-class ArgumentsAsObject(ChunkRewriter):
+class ArgumentsAsObject(AnswerRewriter):
     """In a whole (non-streaming) answer, writes each call's arguments as a JSON object, not a string."""
 
-    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
-        answer = json.loads(body) if status == 200 else None
-        if not isinstance(answer, dict):
-            return status, content_type, body
-        for choice in answer.get("choices") or ():
-            for call in (choice.get("message") or {}).get("tool_calls") or ():
-                call["function"]["arguments"] = json.loads(call["function"]["arguments"])
-        return status, content_type, json.dumps(answer).encode()
+    def on_answer(self, answer: dict[str, Any]) -> None:
+        for call in answer_calls(answer):
+            call["function"]["arguments"] = json.loads(call["function"]["arguments"])
 
 
 class LengthBecomesStop(ChunkRewriter):
@@ -464,7 +479,7 @@ class UnaskedUsage(Envelope):
         return ({**self.envelope, "choices": [], "usage": usage}, DONE)
 
 
-class CallIdsPerAnswer(ChunkRewriter):
+class CallIdsPerAnswer(AnswerRewriter):
     """Numbers the calls of every answer from call_0, so each request reuses the same ids."""
 
     def on_chunk(self, chunk: dict[str, Any]) -> Out:
@@ -473,14 +488,9 @@ class CallIdsPerAnswer(ChunkRewriter):
                 call["id"] = f"call_{call['index']}"
         return (chunk,)
 
-    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
-        answer = json.loads(body) if status == 200 else None
-        if not isinstance(answer, dict):
-            return status, content_type, body
-        for choice in answer.get("choices") or ():
-            for i, call in enumerate((choice.get("message") or {}).get("tool_calls") or ()):
-                call["id"] = f"call_{i}"
-        return status, content_type, json.dumps(answer).encode()
+    def on_answer(self, answer: dict[str, Any]) -> None:
+        for i, call in enumerate(answer_calls(answer)):
+            call["id"] = f"call_{i}"
 
 
 class DropsConnectionAtTheEnd(ChunkRewriter):
@@ -502,25 +512,17 @@ class DropsText(ChunkRewriter):
 # --------------------------------------------------------------------------- wire: whole answers and status
 
 
-class CompletionWithoutCreated(ChunkRewriter):
-    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
-        answer = json.loads(body) if status == 200 else None
-        if not isinstance(answer, dict):
-            return status, content_type, body
+class CompletionWithoutCreated(AnswerRewriter):
+    def on_answer(self, answer: dict[str, Any]) -> None:
         answer.pop("created", None)
-        return status, content_type, json.dumps(answer).encode()
 
 
-class DeltaInWholeAnswer(ChunkRewriter):
+class DeltaInWholeAnswer(AnswerRewriter):
     """Writes a whole answer's message as a `delta`, as if it were one chunk."""
 
-    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
-        answer = json.loads(body) if status == 200 else None
-        if not isinstance(answer, dict):
-            return status, content_type, body
+    def on_answer(self, answer: dict[str, Any]) -> None:
         for choice in answer.get("choices") or ():
             choice["delta"] = choice.pop("message", {})
-        return status, content_type, json.dumps(answer).encode()
 
 
 class WholeAnswerAsText(ChunkRewriter):
@@ -759,7 +761,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("held-tag-lost-at-end", "Drops the text it held back as a possible tag when the stream ends.",
            ("TEXT-001",), ("faults-openai-unterminated-tool-call",),
            substituted(StreamPipeline=with_rescuer(ForgetsHeldTextAtEnd))),
-    Mutant("stop-with-tool-calls", 'Sends `finish_reason: "stop"` after tool calls (a whole answer keeps "tool_calls").',
+    Mutant("stop-with-tool-calls", 'Sends `finish_reason: "stop"` after tool calls (whole answers keep "tool_calls").',
            ("TOOL-009", "CALLS-002", "EQ-001"), (NATIVE,), rewritten(StopWithToolCalls)),
     Mutant("no-done", "Ends the stream without `data: [DONE]`.",
            ("SSE-004",), (NATIVE,), rewritten(NoDone), strict=True),
