@@ -9,6 +9,7 @@ value. Differences are rendered as short, readable lines for failure messages.
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -47,14 +48,7 @@ def first_difference(expected: str, actual: str, *, exact: bool = False) -> int 
     """The offset in ``actual`` where it stops matching ``expected`` as ``content_equal``
     compares (its length when it matches a part of it only); None when they are equal."""
     if exact:
-        if expected == actual:
-            return None
-        same = 0
-        for a, b in zip(expected, actual):
-            if a != b:
-                break
-            same += 1
-        return same
+        return None if expected == actual else len(os.path.commonprefix([expected, actual]))
     want, got = folded_units(expected), folded_units(actual)
     for (w, _), (g, offset) in zip(want, got):
         if w != g:
