@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.scenario import ContentFrame, Scenario, ToolCallFrame, load_library
+from harness.scenario import ContentFrame, RawFrame, Scenario, ToolCallFrame, load_library
 from reference_proxy.rescue import scanner
 from reference_proxy.rescue import (
     ArgumentsDelta,
@@ -321,6 +321,38 @@ CASES = [
         [("read_file", {"path": "a"})],
     ),
     Case("invoke-prose-count", "I count 3 apples, <b>bold</b>, a < b, and <invoked> it; count\n<br>", None),
+    # "count" is the wrapper only where the tag stood: a line start, glued to the text before
+    # it, or glued to the <invoke>; after a blank mid-line it is the word.
+    Case(
+        "invoke-count-is-a-word-after-a-blank",
+        "Lines to count\n" + invoke("read_file", path="a"),
+        "Lines to count\n",
+        [("read_file", {"path": "a"})],
+    ),
+    Case(
+        "invoke-count-glued-to-invoke",
+        "Lines to count" + invoke("read_file", path="a"),
+        "Lines to ",
+        [("read_file", {"path": "a"})],
+    ),
+    Case(
+        "invoke-count-indented-line",
+        "Checking.\n  count\n" + invoke("read_file", path="a"),
+        "Checking.\n  ",
+        [("read_file", {"path": "a"})],
+    ),
+    Case(
+        "invoke-count-word-then-tab",
+        "we count\t" + invoke("read_file", path="a"),
+        "we count\t",
+        [("read_file", {"path": "a"})],
+    ),
+    Case(
+        "invoke-count-with-colon-is-prose",
+        "count: 3\n" + invoke("read_file", path="a"),
+        "count: 3\n",
+        [("read_file", {"path": "a"})],
+    ),
     Case(
         "invoke-account-is-a-word",
         "Check the account\n" + invoke("read_file", path="a"),
@@ -484,12 +516,12 @@ def test_marker_longer_than_cap_is_released_and_scanning_goes_on() -> None:
     long_call = hermes("read_file", {"path": "x" * 300})
     later = invoke("list_files", path=".")
     text = "before " + long_call + " middle " + later + " after"
-    for size in (1, 7, 64):
+    for size in (1, 7, 64, 100, 101, len(text)):
         frames = [text[i : i + size] for i in range(0, len(text), size)]
         rescuer, events = feed_frames(frames, ALL, buffer_cap=100)
         check_events(events)
         visible, calls = outcome(events)
-        assert rescuer.overflowed
+        assert rescuer.overflowed, size
         assert calls == [("list_files", {"path": "."})]
         assert visible == "before " + long_call + " middle " + " after"
 
@@ -509,11 +541,71 @@ def test_cap_applies_within_one_big_frame() -> None:
     assert collect(rescuer.finish())[0] == ""
 
 
+@pytest.mark.parametrize(
+    ("text", "cap", "overflowed"),
+    [
+        # The call ends exactly at the cap: recognised, in one piece or many.
+        (hermes("read_file", {"path": "x" * 60}), len(hermes("read_file", {"path": "x" * 60})), False),
+        (hermes("read_file", {"path": "x" * 60}), len(hermes("read_file", {"path": "x" * 60})) - 1, True),
+        # Each call of an invoke run restarts the count, as do the lines of a code block.
+        ("<function_calls>\n" + "\n".join([invoke("read_file", path="x" * 40)] * 20), 150, False),
+        ("```python\n" + "print('x')\n" * 100 + "```", 64, False),
+    ],
+    ids=["call-at-the-cap", "call-one-past-the-cap", "invoke-run", "code-block"],
+)
+def test_cap_counts_positions_not_pieces(text: str, cap: int, overflowed: bool) -> None:
+    """The cap decides by where a marker's text lies, never by how it was split: whole,
+    in 1-character frames and in random frames, the answer is the same."""
+    whole_rescuer, whole = feed_frames([text], ALL, buffer_cap=cap)
+    assert whole_rescuer.overflowed is overflowed
+    rng = random.Random(text)
+    for frames in (list(text), random_frames(text, rng, max_size=200), random_frames(text, rng, max_size=2)):
+        rescuer, events = feed_frames(frames, ALL, buffer_cap=cap)
+        check_events(events)
+        assert (outcome(events), rescuer.overflowed) == (outcome(whole), overflowed)
+
+
 def test_call_within_cap_is_recognised() -> None:
     call = hermes("read_file", {"path": "x" * 60})
     rescuer, events = feed_frames(list(call), ALL, buffer_cap=len(call))
     assert not rescuer.overflowed
     assert outcome(events)[1] == [("read_file", {"path": "x" * 60})]
+
+
+# --------------------------------------------------------------------------- linear cost
+
+
+class CountedText(str):
+    """A piece that counts the characters ``find`` looks at: a search from a marker's
+    start that is not bounded shows up as work growing with the square of the text."""
+
+    examined = 0
+
+    def find(self, sub: str, start: Any = None, end: Any = None, /) -> int:  # type: ignore[override]
+        lo = 0 if start is None else start
+        hi = len(self) if end is None else min(end, len(self))
+        found = str.find(self, sub, lo, hi)
+        CountedText.examined += max((found + len(sub) if found >= 0 else hi) - lo, 0)
+        return found
+
+
+def _examined(text: str) -> int:
+    CountedText.examined = 0
+    rescuer = Rescuer(ALL)
+    rescuer.feed(CountedText(text))
+    rescuer.finish()
+    return CountedText.examined
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["<invoke ", '<invoke name="', "<tool_call>\n<function=", "<tool_call><function=x", "```", "```tool_code", "<parameter "],
+)
+def test_markers_cost_the_same_wherever_they_start(unit: str) -> None:
+    """Markers that begin again and again in one piece: twice the text, twice the work
+    (a search from each start to the end of the piece would make it four times)."""
+    small, large = _examined(unit * 1000), _examined(unit * 2000)
+    assert large <= 2.2 * small + 100, (small, large)
 
 
 # --------------------------------------------------------------------------- scenario library
@@ -536,15 +628,29 @@ def _delivered(scenario: Scenario) -> list[str]:
     """The content frames that reach the proxy's parser, which the expectation
     describes. An upstream HTTP error sends none; a drop ends the upstream after
     ``after_frame`` frames (the half event of a mid-event drop cannot be parsed, so none
-    of it is used) and the parser is then finished, as when the upstream ends. A stall
-    or a missing terminator still delivers every frame."""
+    of it is used) and the parser is then finished, as when the upstream ends; so does
+    an error event written in the stream. A stall or a missing terminator still
+    delivers every frame."""
     frames = scenario.backend.frames
     fault = scenario.backend.fault
     if fault is not None and fault.kind == "http_error":
         frames = ()
     elif fault is not None and fault.kind == "drop":
         frames = frames[: fault.after_frame or 0]
-    return [f.content for f in frames if isinstance(f, ContentFrame)]
+    stop = next((k for k, f in enumerate(frames) if isinstance(f, RawFrame) and _is_error_event(f.raw)), len(frames))
+    return [f.content for f in frames[:stop] if isinstance(f, ContentFrame)]
+
+
+def _is_error_event(raw: str) -> bool:
+    for line in raw.splitlines():
+        if line.startswith("data:"):
+            try:
+                data = json.loads(line[5:])
+            except ValueError:
+                continue
+            if isinstance(data, dict) and "error" in data:
+                return True
+    return False
 
 
 @pytest.mark.parametrize("scenario", LIBRARY, ids=[s.id for s in LIBRARY])
@@ -563,14 +669,11 @@ def test_scenario_library(scenario: Scenario) -> None:
             assert folded(text) == folded(scenario.expect.content)
     if scenario.expect.content_regex is not None:
         assert re.search(scenario.expect.content_regex, text, re.DOTALL), text
-    if rescuer.overflowed:
-        # Past the buffer cap a stream releases the held text as it is, while a whole
-        # body (already in memory) is parsed without a cap: the two answers differ by
-        # design, and the scenario must say so.
-        assert not scenario.stream_equivalence, "the stream passed the buffer cap"
-    else:
-        whole = rescue_text("".join(frames), tools)
-        assert (whole[0], [(c.name, json.loads(c.arguments)) for c in whole[1]]) == (text, calls)
+    # The buffer cap counts positions, so a whole body (the non-streaming path) gets the
+    # same answer as the stream, past the cap too.
+    whole_rescuer, whole = feed_frames(["".join(frames)], tools)
+    assert outcome(whole) == (text, calls)
+    assert whole_rescuer.overflowed == rescuer.overflowed
 
 
 def test_library_has_rescue_scenarios() -> None:

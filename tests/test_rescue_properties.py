@@ -8,7 +8,9 @@ import re
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from reference_proxy.rescue import Rescuer, Text, ToolSpec, rescue_text
+from harness.scenario import ContentFrame, Scenario, load_library
+from reference_proxy.request_shaping import anthropic_tools
+from reference_proxy.rescue import Rescuer, Text, ToolSpec, rescue_text, tools_from_request
 from test_rescue import CASES, Case, coder, hermes, invoke
 from test_rescue_support import ALL, check_events, feed_frames, outcome, split_at
 
@@ -17,7 +19,7 @@ NEAR_MISSES = [
     "<", ">", "/", "<tools>", "</tools>", "<tool_call>", "</tool_call>", "<tool_c", "<function=", "<parameter=",
     "</parameter>", "</function>", "<function_calls>", "</function_calls>", "<invoke", "</invoke>", "<parameter",
     ' name="', '">', "count", "count\n", "c", "co", "cou", "ac", "`", "```", "```tool_code", "```tool_code\n",
-    "```bash\n", "{", "}", "[", "]", '"', "\\", ":", ",", '"name"', '"arguments"', '"parameters"', '"tool"',
+    "```bash\n", "``", "```\n", "\n```\n", "`x`", "` <", "{", "}", "[", "]", '"', "\\", ":", ",", '"name"', '"arguments"', '"parameters"', '"tool"',
     '"nope"', "null", "true", "1.5", "\n", "\r\n", " ", "   ", "\t", "a", "word", "Über", "世界", "🚀",
 ]
 EMPTY_MARKER = re.compile(r"<tool_call>\s*</tool_call>|<tools>\s*</tools>|<function_calls>\s*</function_calls>")
@@ -33,6 +35,9 @@ CALLS = [
     "count\n" + invoke("ns:tool:run", flag="true"),
     invoke("list_files", path="/"),
     '```tool_code\n{"tool": "read_file", "path": "t"}\n```',
+    "\n```xml\n" + invoke("read_file", path="f") + "\n```\n",
+    '\n```json\n{"name": "run", "arguments": {}}\n```\n',
+    "`" + invoke("run", x="inline") + "`",
     '\n{"name": "get_weather", "arguments": {"city": "Rome"}}\n',
     '\n[{"name": "run", "arguments": {"n": 1}}] {"name": "run"}\n',
 ]
@@ -107,3 +112,85 @@ def test_plain_text_is_never_held(text: str, points: list[int]) -> None:
         assert "".join(e.text for e in events if isinstance(e, Text)) == frame
         assert all(isinstance(e, Text) for e in events)
     assert rescuer.finish() == []
+
+
+# --------------------------------------------------------------------------- the buffer cap
+
+CAP = 300
+OVERSIZED = [
+    hermes("read_file", {"path": "p" * 400}),
+    '<tools>{"name": "read_file", "arguments": {"path": "' + "p" * 400 + '"}}</tools>',
+    coder("run", script="s\n" * 200),
+    "<function_calls>\n" + invoke("run", script="s" * 400) + "\n</function_calls>",
+    "count\n" + invoke("read_file", path="p" * 400),
+    '```tool_code\n{"tool": "read_file", "path": "' + "p" * 400 + '"}\n```',
+    "```\n" + hermes("read_file", {"path": "p" * 400}) + "\n```",
+    '\n{"name": "read_file", "arguments": {"path": "' + "p" * 400 + '"}}\n',
+    "<tool_call>\n" + " " * 400,
+]
+around = st.lists(st.sampled_from(NEAR_MISSES + CALLS), max_size=6).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.sampled_from(OVERSIZED), around, around, cuts)
+def test_an_oversized_marker_gives_one_answer_for_any_split(marker: str, before: str, after: str, points: list[int]) -> None:
+    """Past the cap too, the answer depends on the text only: whole (as a non-streaming
+    body is fed), in any split, and one character at a time."""
+    text = before + marker + after
+    whole_rescuer, whole = feed_frames([text], ALL, buffer_cap=CAP)
+    split_rescuer, split = feed_frames(split_at(text, points), ALL, buffer_cap=CAP)
+    check_events(split)
+    assert (outcome(split), split_rescuer.overflowed) == (outcome(whole), whole_rescuer.overflowed)
+    single_rescuer, single = feed_frames(list(text), ALL, buffer_cap=CAP)
+    assert (outcome(single), single_rescuer.overflowed) == (outcome(whole), whole_rescuer.overflowed)
+
+
+# --------------------------------------------------------------------------- the scenario library
+
+
+def _tools(scenario: Scenario) -> list[ToolSpec]:
+    request = scenario.client.request
+    return list(anthropic_tools(request) if scenario.client.profile == "anthropic" else tools_from_request(request))
+
+
+def _text_runs(scenario: Scenario) -> tuple[str, list[int], list[str]]:
+    """The content text, where other frames (native calls, raw events) stand in it, and
+    the text frames as the author wrote them."""
+    text: list[str] = []
+    others: list[int] = []
+    written: list[str] = []
+    length = 0
+    for frame in scenario.backend.frames:
+        if isinstance(frame, ContentFrame):
+            text.append(frame.content)
+            written.append(frame.content)
+            length += len(frame.content)
+        else:
+            others.append(length)
+    return "".join(text), others, written
+
+
+TEXT_SCENARIOS = [s for s in load_library() if any(isinstance(f, ContentFrame) and f.content for f in s.backend.frames)]
+
+
+def test_the_library_has_text_scenarios_of_both_dialects() -> None:
+    assert {s.client.profile for s in TEXT_SCENARIOS} >= {"openai", "anthropic"}
+
+
+@settings(max_examples=120, deadline=None)
+@given(st.sampled_from(TEXT_SCENARIOS), cuts, st.integers(min_value=0))
+def test_the_library_read_in_any_split(scenario: Scenario, points: list[int], stretch: int) -> None:
+    """Each library scenario's text, re-split anywhere (other frames kept where they
+    stand), gives the calls and text of the split its author wrote, and so does the
+    whole text, as the non-streaming path reads it."""
+    tools = _tools(scenario)
+    text, others, written = _text_runs(scenario)
+    scale = max(len(text) // 2000, 1)  # cut the long scenarios all along their text
+    rescuer, events = feed_frames(written, tools)
+    expected = (outcome(events), rescuer.overflowed)
+    resplit = split_at(text, [p * scale + stretch % scale for p in points] + others)
+    split_rescuer, split = feed_frames(resplit, tools)
+    check_events(split)
+    assert (outcome(split), split_rescuer.overflowed) == expected, resplit
+    whole_rescuer, whole = feed_frames([text], tools)
+    assert (outcome(whole), whole_rescuer.overflowed) == expected

@@ -4,7 +4,8 @@ A family names the literal openers that start one of its markers; the scanner fi
 them and then hands the text, piece by piece from the opener's first character on,
 to a fresh parser of each family that claims that opener. The parser answers with a
 ``Verdict`` whenever it knows something: calls found (and how much of the text was
-their markup), or that the marker is over (and where ordinary scanning resumes).
+their markup), text it lets through as it is, or that the marker is over (and where
+ordinary scanning resumes).
 
 Positions in verdicts count characters from the opener's first character.
 """
@@ -15,7 +16,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from reference_proxy.rescue.coercion import compact_json
 from reference_proxy.rescue.toolbox import Toolbox
@@ -37,14 +38,17 @@ class Call:
         return text
 
 
-@dataclass(frozen=True, slots=True)
-class Verdict:
-    """What a parser learned from the text fed so far.
+class Verdict(NamedTuple):
+    """What a parser learned from the text fed so far (a named tuple: parsers make one
+    for nearly every marker, and a tuple is made several times faster than a frozen
+    dataclass).
 
     ``markup_end`` set: ``calls`` (possibly none, for an empty wrapper) are complete and
     the text before ``markup_end`` is their markup. ``done``: the marker is over; text
     between the last markup and ``resume`` is ordinary text, and scanning for openers
-    resumes at ``resume``.
+    resumes at ``resume``. Neither (``passing``): the text before ``resume`` is ordinary
+    text that this parser keeps to itself (no opener in it counts), and the marker goes
+    on; it is sent at once instead of being held until the marker ends.
     """
 
     calls: tuple[Call, ...] = ()
@@ -66,6 +70,26 @@ def emit(calls: tuple[Call, ...], end: int) -> Verdict:
 def reject(at: int) -> Verdict:
     """No call (more): the text before ``at`` is ordinary text; rescan from ``at``."""
     return Verdict((), None, True, max(at, 1))
+
+
+def passing(end: int) -> Verdict:
+    """The text before ``end`` is ordinary text, never scanned for openers; more follows."""
+    return Verdict((), None, False, end)
+
+
+class Context(NamedTuple):
+    """Where an opener was found, for the families whose rules depend on it (a named
+    tuple: one is made for every marker, and it is the cheapest immutable record)."""
+
+    line_start: bool
+    """Only blanks precede the opener on its line."""
+    before: str
+    """The character right before the opener; '' at the start of the text or right after markup."""
+
+    @property
+    def after_blank(self) -> bool:
+        """The opener follows a blank in the middle of a line: prose, most likely."""
+        return not self.line_start and self.before in (" ", "\t")
 
 
 class MarkerParser(ABC):
@@ -93,6 +117,10 @@ class Opener:
     """Only where a word may start: not right after an ASCII letter or digit."""
     then: str = ""
     """If set: the first non-blank character after the literal must be one of these."""
+    plain: str = ""
+    """If set: a regular expression for what may follow the literal to make text that the
+    family knows holds no marker (an inline code span without a ``<``). Such text is sent
+    at once, without a parser: common syntax costs no more than prose."""
 
 
 class Family(ABC):
@@ -102,15 +130,17 @@ class Family(ABC):
     openers: ClassVar[tuple[Opener, ...]]
 
     @abstractmethod
-    def parser(self, opener: str, tools: Toolbox) -> MarkerParser:
-        """A parser for a marker starting with ``opener``."""
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        """A parser for a marker starting with ``opener`` found at ``context``."""
 
 
 # --------------------------------------------------------------------------- helpers for parsers
 
 WS = re.compile(r"[ \t\r\n]*")
 MAX_TAG = 512
-"""Longest opening tag (with its attributes) a parser waits for before giving up."""
+"""Longest opening tag (with its attributes) a parser waits for before giving up. Every
+search a parser starts from a marker's beginning stops this far from it, so markers that
+begin again and again in one piece cost a bounded amount each, never the whole piece."""
 
 
 def skip_ws(s: str, i: int) -> int:

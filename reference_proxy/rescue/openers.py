@@ -37,6 +37,9 @@ def _pattern(opener: Opener) -> str:
         # Decided by what follows; a short blank run at the end of the text is held as a
         # trailing piece instead (see ``Openers.hold``), a long one starts the marker.
         out += rf"(?=[ \t\r\n]*[{re.escape(opener.then)}]|[ \t\r\n]{{{THEN_BLANKS},}}\Z)"
+    if opener.plain:
+        # After the literal, so the pattern keeps its literal start (searched at C speed).
+        out += f"(?:(?P<plain>{opener.plain})|)"
     return out
 
 
@@ -57,6 +60,9 @@ class Openers:
         by_first: dict[str, list[Opener]] = {}
         for opener in anywhere:
             by_first.setdefault(opener.literal[0], []).append(opener)
+        for group in by_first.values():
+            if sum(1 for o in group if o.plain) > 1:
+                raise ValueError(f"openers {[o.literal for o in group]} hold more than one plain pattern")
         self.group_by_first = {
             first: re.compile("|".join(_pattern(o) for o in sorted(group, key=lambda o: -len(o.literal))))
             for first, group in sorted(by_first.items())
@@ -154,8 +160,10 @@ class Cursor:
         self._next: list[re.Match[str] | None] = [None] * len(openers.groups)
         self._known = [False] * len(openers.groups)
 
-    def find(self, i: int, line_blank: bool, before: str) -> tuple[int, str] | None:
-        """The first opener at or after ``i``: (its position, its literal).
+    def find(self, i: int, line_blank: bool, before: str) -> tuple[int, str, int] | None:
+        """The first opener at or after ``i``: (its position, its literal, 0); or the
+        first plain text an opener's family knows (``Opener.plain``): (its position, '',
+        where it ends).
 
         ``line_blank``: ``s[i]`` starts a line (only blanks before it on its line);
         ``before``: the character before ``s[0]`` ('' at the start of the text).
@@ -165,20 +173,26 @@ class Cursor:
         if line_blank:
             here = openers.line_here.match(s, i)
             if here is not None:
-                return here.start(1), here.group(1)
-        best: tuple[int, str] | None = None
+                return here.start(1), here.group(1), 0
+        best: tuple[int, str, int] | None = None
+        line_group = len(openers.groups) - 1
         for g, pattern in enumerate(openers.groups):
             m = self._next[g]
             if not self._known[g] or (m is not None and m.start() < i):
                 m = pattern.search(s, i)
-                if m is not None and m.start() == 0 and not m.lastindex and _word_blocked(openers, m, before):
+                if m is not None and m.start() == 0 and g != line_group and _word_blocked(openers, m, before):
                     m = pattern.search(s, 1)
                 self._next[g] = m
                 self._known[g] = True
             if m is None:
                 continue
             # A line opener after a newline starts at its group, anything else at the match.
-            hit = (m.start(1), m.group(1)) if m.lastindex else (m.start(), m.group())
+            if g == line_group:
+                hit = (m.start(1), m.group(1), 0)
+            elif m.lastgroup == "plain":
+                hit = (m.start(), "", m.end())
+            else:
+                hit = (m.start(), m.group(), 0)
             if best is None or hit[0] < best[0]:
                 best = hit
         return best
@@ -186,4 +200,5 @@ class Cursor:
 
 def _word_blocked(openers: Openers, m: re.Match[str], before: str) -> bool:
     """A word opener at the very start of a string right after a word character."""
-    return openers.specs[m.group()].word and is_word_char(before)
+    spec = openers.specs.get(m.group())
+    return spec is not None and spec.word and is_word_char(before)

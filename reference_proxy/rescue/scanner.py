@@ -30,12 +30,14 @@ from reference_proxy.rescue.events import (
     collect,
 )
 from reference_proxy.rescue.families import FAMILIES
-from reference_proxy.rescue.family import Family, MarkerParser, Verdict
+from reference_proxy.rescue.family import Context, MarkerParser, Verdict
 from reference_proxy.rescue.openers import WORD_CHARS as _WORD_CHARS
 from reference_proxy.rescue.openers import Cursor, Openers
 from reference_proxy.rescue.toolbox import Toolbox
 
 _OPENERS = Openers(FAMILIES)
+_FIRST_LOOK = 1024
+"""How much of a longer piece a marker's parsers are shown at first (``_advance_in_steps``)."""
 # ``Rescuer.feed`` and ``Rescuer._feed`` have shortcuts for plain text written for
 # today's openers (a chain of ``in`` tests is several times cheaper than any general
 # search on short pieces). If the families change so that they no longer fit, the
@@ -84,8 +86,17 @@ class Rescuer:
 
     Feed text as it arrives, in pieces of any size; call ``finish`` at the end of the
     stream. Only calls to tools in ``tools`` are extracted; with no tools everything is
-    passed through untouched. A marker still open when more than ``buffer_cap``
-    characters are held is given up: its text is released and ``overflowed`` is set.
+    passed through untouched.
+
+    A marker may hold at most ``buffer_cap`` characters: one that is not settled within
+    ``buffer_cap`` characters of where it (or its last call) began is given up, its first
+    ``buffer_cap`` characters are released as text, scanning goes on after them, and
+    ``overflowed`` is set. The parsers are never shown text past that point, so the
+    outcome depends on positions only: a marker is overflowed or not whatever the size
+    of the pieces, streamed or whole.
+
+    ``openers`` replaces the default families (the code family scans the inside of a
+    fenced block with the others); the plain-text shortcuts are then off.
     """
 
     __slots__ = (
@@ -103,17 +114,22 @@ class Rescuer:
         "_held",
         "_held_start",
         "_fed",
+        "_given",
         "_cut",
         "_resume",
+        "_fast",
     )
 
-    def __init__(self, tools: Sequence[ToolSpec], *, buffer_cap: int = 65536) -> None:
+    def __init__(
+        self, tools: Sequence[ToolSpec] | Toolbox, *, buffer_cap: int = 65536, openers: Openers | None = None
+    ) -> None:
         self.buffer_cap = buffer_cap
         self.overflowed = False
         self.calls_emitted = 0
-        self._tools = Toolbox(tools)
+        self._tools = tools if isinstance(tools, Toolbox) else Toolbox(tools)
         self._passthrough = not self._tools
-        self._openers = _OPENERS
+        self._openers = _OPENERS if openers is None else openers
+        self._fast = SHORTCUTS and openers is None
         # Text mode: a held trailing piece that may start an opener, and whether the
         # current line holds only blanks so far (a line opener may come next).
         self._pending = ""
@@ -125,12 +141,18 @@ class Rescuer:
         self._held: list[str] = []
         self._held_start = 0
         self._fed = 0
+        self._given = 0  # the parsers have seen the marker's text before this
         self._cut = 0  # text before this is released or consumed as markup
         self._resume = 0  # furthest resume point of parsers that gave up
         # Fast path allowed: shortcuts on, tools declared, nothing held, not at a line start.
         self._plain = False
 
     # ------------------------------------------------------------------ public
+
+    @property
+    def in_marker(self) -> bool:
+        """Whether a marker is open (text fed since its opener is held, undecided)."""
+        return bool(self._parsers)
 
     def feed(self, text: str) -> list[Event]:
         """Events for the next piece of text (any split of the stream gives the same result)."""
@@ -153,11 +175,13 @@ class Rescuer:
                 start = text.rfind("c")  # where the "c".."coun" ending starts
                 if start > 0:
                     if text[start - 1] not in _WORD_CHARS:
-                        # A word start: hold the ending. (The line state needs no update:
-                        # a piece starting with a letter cannot begin a line opener.)
+                        # A word start: hold the ending. The word's context is the line
+                        # state after the text released before it.
                         self._pending = text[start:]
                         self._plain = False
                         text = text[:start]
+                        if "\n" in text:
+                            self._line_blank = not text[text.rfind("\n") + 1 :].strip(" \t")
                     self._last = text
                     event = _NEW_TEXT(Text)
                     _SET_TEXT(event, text)
@@ -199,6 +223,7 @@ class Rescuer:
             s = self._pending + text if self._pending else text
             if (
                 _WORD_OPENER is not None
+                and self._fast
                 and "<" not in s
                 and "`" not in s
                 and ("count" not in s or _WORD_OPENER(s) is None)
@@ -219,9 +244,7 @@ class Rescuer:
             else:
                 self._pending = ""
                 self._scan(s, out)
-        if self._parsers and self._fed - self._cut > self.buffer_cap:
-            self._overflow(out)
-        self._plain = SHORTCUTS and not (self._parsers or self._pending or self._line_blank)
+        self._plain = self._fast and not (self._parsers or self._pending or self._line_blank)
         return _merged(out)
 
     def _release(self, text: str, out: list[Event]) -> None:
@@ -249,13 +272,19 @@ class Rescuer:
                 self._release(s[i:hold], out)
                 self._pending = s[hold:]
                 return
-            start, opener = hit
+            start, opener, plain_end = hit
+            if plain_end:
+                self._release(s[i:plain_end], out)
+                i = plain_end
+                continue
             self._release(s[i:start], out)
             # The marker is ``s[start:]``; positions in it count from ``start``.
-            self._parsers = [family.parser(opener, self._tools) for family in openers.families[opener]]
+            context = Context(self._line_blank, self._last[-1:])
+            self._parsers = [family.parser(opener, self._tools, context) for family in openers.families[opener]]
             self._held = [s]
             self._held_start = -start
             self._fed = len(s) - start
+            self._given = 0
             self._cut = 0
             self._resume = 0
             resume = self._advance(s, start, out)
@@ -267,10 +296,21 @@ class Rescuer:
     # ------------------------------------------------------------------ marker mode
 
     def _held_text(self, a: int, b: int) -> str:
-        """The held text between marker positions ``a`` and ``b``."""
+        """The held text between marker positions ``a`` and ``b`` (only the pieces that
+        overlap it are sliced, so a long first piece is not copied again and again)."""
         held = self._held
-        joined = held[0] if len(held) == 1 else "".join(held)
-        return joined[a - self._held_start : b - self._held_start]
+        start = self._held_start
+        if len(held) == 1:
+            return held[0][a - start : b - start]
+        parts: list[str] = []
+        for piece in held:
+            end = start + len(piece)
+            if end > a:
+                parts.append(piece[max(a - start, 0) : b - start])
+            start = end
+            if start >= b:
+                break
+        return "".join(parts)
 
     def _rest(self, resume: int) -> str:
         """The held text from ``resume`` on, to scan again; the marker's buffer is dropped."""
@@ -309,6 +349,38 @@ class Rescuer:
     def _advance(self, text: str | None, start: int, out: list[Event]) -> int | None:
         """Feed the live parsers ``text[start:]`` (``None``: the stream ended) and act on
         their verdicts. Once the marker is over, returns where scanning resumes."""
+        if text is not None:
+            size = len(text) - start
+            if size > self._cut + self.buffer_cap - self._given:
+                return self._advance_in_steps(text, start, out)
+        return self._verdicts(text, start, out)
+
+    def _advance_in_steps(self, text: str, start: int, out: list[Event]) -> int | None:
+        """``_advance`` for a piece reaching more than ``buffer_cap`` characters past the
+        cut: the parsers are never shown more than that. If that much settles nothing,
+        the marker is overflowed; if it moves the cut (a call, text let through), the
+        rest follows the same way. They are shown it in growing steps, as most markers
+        are settled in the first: parsers give the same verdicts however their text is
+        split, so the steps change nothing but the cost, and the slices copy at most
+        twice what the parsers needed to see."""
+        step = _FIRST_LOOK
+        while True:
+            room = self._cut + self.buffer_cap - self._given
+            if room <= 0:
+                return self._overflow(out)
+            end = start + min(step, room)
+            if end >= len(text):
+                return self._verdicts(text, start, out)
+            resume = self._verdicts(text[start:end], 0, out)
+            if resume is not None:
+                return resume
+            start = end
+            step *= 2
+
+    def _verdicts(self, text: str | None, start: int, out: list[Event]) -> int | None:
+        """The live parsers' verdicts on one piece (``None``: the end); see ``_advance``."""
+        if text is not None:
+            self._given += len(text) - start
         survivors: list[MarkerParser] = []
         for parser in self._parsers:
             verdict = parser.feed(text, start) if text is not None else parser.finish()
@@ -320,6 +392,10 @@ class Rescuer:
                 if not verdict.done:
                     return None
                 return self._close(verdict.resume, out)
+            elif not verdict.done:  # passing: this parser owns the marker and lets text through
+                self._parsers = [parser]
+                self._pass(verdict.resume, out)
+                return None
             else:  # given up
                 self._resume = max(self._resume, verdict.resume)
         self._parsers = survivors
@@ -336,11 +412,20 @@ class Rescuer:
         self._parsers = []
         return resume
 
-    def _overflow(self, out: list[Event]) -> None:
-        self._release(self._held_text(self._cut, self._fed), out)
-        self._parsers = []
-        self._held = []
+    def _pass(self, end: int, out: list[Event]) -> None:
+        """Release the marker's text before ``end`` as ordinary text; the marker goes on."""
+        self._resume = 0
+        end = min(end, self._fed)
+        if end > self._cut:
+            self._release(self._held_text(self._cut, end), out)
+            self._drop_held_before(end)
+            self._cut = end
+
+    def _overflow(self, out: list[Event]) -> int:
+        """The marker needs more than ``buffer_cap`` characters past the cut: the text up
+        to the cap is released, and scanning resumes there."""
         self.overflowed = True
+        return self._close(self._given, out)
 
 
 def rescue_text(text: str, tools: Sequence[ToolSpec]) -> tuple[str, list[RescuedCall]]:

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from reference_proxy.rescue.families.json_calls import CALL_KEYS, CallWatcher, calls_from_values
-from reference_proxy.rescue.family import Carry, Family, MarkerParser, Opener, Verdict, accept, reject
+from reference_proxy.rescue.family import Carry, Context, Family, MarkerParser, Opener, Verdict, accept, reject
 from reference_proxy.rescue.jsonscan import JsonScanner, Status
 from reference_proxy.rescue.toolbox import Toolbox
 
@@ -78,5 +78,5 @@ class BareJson(Family):
     name = "bare-json"
     openers = (Opener("{", line_start=True), Opener("[", line_start=True))
 
-    def parser(self, opener: str, tools: Toolbox) -> MarkerParser:
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return BareJsonParser(tools)

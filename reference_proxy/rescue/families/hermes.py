@@ -11,7 +11,7 @@ from typing import Any
 
 from reference_proxy.rescue.families.json_calls import CallWatcher, calls_from_values
 from reference_proxy.rescue.families.tagged_json import TaggedJsonParser
-from reference_proxy.rescue.family import Call, Family, MarkerParser, Opener
+from reference_proxy.rescue.family import Call, Context, Family, MarkerParser, Opener
 from reference_proxy.rescue.jsonscan import Watcher
 from reference_proxy.rescue.toolbox import Toolbox
 
@@ -30,5 +30,5 @@ class Hermes(Family):
     name = "hermes"
     openers = (Opener("<tool_call>"),)
 
-    def parser(self, opener: str, tools: Toolbox) -> MarkerParser:
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return HermesParser(opener, tools)

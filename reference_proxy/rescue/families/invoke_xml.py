@@ -3,7 +3,11 @@
 ``<function_calls>`` wraps one or more ``<invoke name="NAME">`` elements, each holding
 ``<parameter name="P">VALUE</parameter>`` children. The wrapper may be missing, or
 corrupted to the plain word ``count`` right before the first ``<invoke``; a closing
-``</function_calls>`` after the last invoke belongs to the markup either way. Each call
+``</function_calls>`` after the last invoke belongs to the markup either way. ``count``
+is taken for the wrapper only where the tag plausibly stood: at the start of a line, or
+glued to the text before it (``now.count``), with only blanks before the ``<invoke``; or
+glued to the ``<invoke`` itself. After a blank in the middle of a line (``Lines to
+count``) it is the English word, and the ``<invoke`` after it starts a bare call. Each call
 is emitted as soon as its ``</invoke>`` arrives. Names may carry a namespace
 (``ns:tool:f``); values are raw text (never entity-unescaped, white space kept), typed by
 the tool's schema or the seed-004 literal rule.
@@ -19,6 +23,7 @@ from reference_proxy.rescue.family import (
     MAX_TAG,
     Call,
     Carry,
+    Context,
     Family,
     MarkerParser,
     Opener,
@@ -47,9 +52,11 @@ _CORRUPT, _WRAPPER, _TAG, _PARAMS, _PARAM_TAG, _VALUE, _AFTER = range(7)
 
 
 class InvokeXmlParser(MarkerParser):
-    def __init__(self, opener: str, tools: Toolbox) -> None:
+    def __init__(self, opener: str, tools: Toolbox, context: Context) -> None:
         self._tools = tools
         self._carry = Carry()
+        # "count" after a blank mid-line is prose unless "<invoke" follows it at once.
+        self._glued = opener == CORRUPT_WRAPPER and context.after_blank
         if opener == WRAPPER:
             self._skip, self._state = len(WRAPPER), _WRAPPER
         elif opener == CORRUPT_WRAPPER:
@@ -87,7 +94,7 @@ class InvokeXmlParser(MarkerParser):
         after = i + len(literal)
         if after < len(s) and s[after] not in _SPACE:
             return -1, None
-        j = s.find(">", i + max(self._searched, len(literal)))
+        j = s.find(">", i + max(self._searched, len(literal)), i + MAX_TAG + 1)
         if j < 0:
             if len(s) - i > MAX_TAG:
                 return -1, None
@@ -139,7 +146,8 @@ class InvokeXmlParser(MarkerParser):
                     self._state = _VALUE
                 i = j
                 continue
-            i = skip_ws(s, i)
+            if not (state == _CORRUPT and self._glued):
+                i = skip_ws(s, i)
             if i >= n:
                 break
             if state == _PARAMS:
@@ -192,5 +200,5 @@ class InvokeXml(Family):
     name = "invoke-xml"
     openers = (Opener(WRAPPER), Opener(CORRUPT_WRAPPER, word=True, then="<"), Opener(INVOKE))
 
-    def parser(self, opener: str, tools: Toolbox) -> MarkerParser:
-        return InvokeXmlParser(opener, tools)
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return InvokeXmlParser(opener, tools, context)

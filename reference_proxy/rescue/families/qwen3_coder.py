@@ -15,6 +15,7 @@ from reference_proxy.rescue.coercion import typed_value
 from reference_proxy.rescue.family import (
     Call,
     Carry,
+    Context,
     Family,
     MarkerParser,
     Opener,
@@ -83,7 +84,8 @@ class Qwen3CoderParser(MarkerParser):
                 self._state = _VALUE
                 continue
             if state in (_NAME, _PARAM_NAME):
-                j = s.find(">", i + self._searched)
+                # Bounded: a name that has not ended within _MAX_NAME characters is none.
+                j = s.find(">", i + self._searched, i + _MAX_NAME + 1)
                 if j < 0:
                     if n - i > _MAX_NAME:
                         return reject(carry.base + i)
@@ -141,5 +143,5 @@ class Qwen3Coder(Family):
     name = "qwen3-coder"
     openers = (Opener("<tool_call>"),)
 
-    def parser(self, opener: str, tools: Toolbox) -> MarkerParser:
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return Qwen3CoderParser(opener, tools)

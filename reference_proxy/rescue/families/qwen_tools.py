@@ -6,7 +6,7 @@ from typing import Any
 
 from reference_proxy.rescue.families.json_calls import CallWatcher, calls_from_values
 from reference_proxy.rescue.families.tagged_json import TaggedJsonParser
-from reference_proxy.rescue.family import Call, Family, MarkerParser, Opener
+from reference_proxy.rescue.family import Call, Context, Family, MarkerParser, Opener
 from reference_proxy.rescue.jsonscan import Watcher
 from reference_proxy.rescue.toolbox import Toolbox
 
@@ -26,5 +26,5 @@ class QwenTools(Family):
     name = "qwen-tools"
     openers = (Opener("<tools>"),)
 
-    def parser(self, opener: str, tools: Toolbox) -> MarkerParser:
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return QwenToolsParser(opener, tools)

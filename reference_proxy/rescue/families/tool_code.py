@@ -12,7 +12,7 @@ from typing import Any
 from reference_proxy.rescue.coercion import compact_json
 from reference_proxy.rescue.families.json_calls import CallWatcher
 from reference_proxy.rescue.families.tagged_json import TaggedJsonParser
-from reference_proxy.rescue.family import Call, Family, MarkerParser, Opener
+from reference_proxy.rescue.family import Call, Context, Family, MarkerParser, Opener
 from reference_proxy.rescue.jsonscan import Watcher
 from reference_proxy.rescue.toolbox import Toolbox
 
@@ -42,5 +42,5 @@ class ToolCode(Family):
     name = "tool-code"
     openers = (Opener(FENCE + "tool_code"),)
 
-    def parser(self, opener: str, tools: Toolbox) -> MarkerParser:
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return ToolCodeParser(opener, tools)
