@@ -367,16 +367,99 @@ CASES = [
         "Let me look:\n\n\nok",
         [("list_files", {"path": ".", "recursive": False})],
     ),
+    Case(
+        "tool-code-mid-line",
+        'Let me look: ```tool_code\n{"tool": "read_file", "path": "a"}\n``` ok',
+        "Let me look:  ok",
+        [("read_file", {"path": "a"})],
+    ),
     Case("tool-code-malformed", '```tool_code\n{"tool": "list_files", "path": .}\n```', None),
     Case("tool-code-undeclared", '```tool_code\n{"tool": "rm_rf", "path": "/"}\n```', None),
     Case("tool-code-not-json", '```tool_code\nprint(list_files("."))\n```', None),
+    # A failed tool_code block ends at its own fence: the next fence opens a new block.
+    Case(
+        "tool-code-malformed-then-fenced-call",
+        '```tool_code\n{"tool": "list_files", path: .}\n```\n```\n' + hermes("read_file", {"path": "a"}) + "\n```",
+        '```tool_code\n{"tool": "list_files", path: .}\n```\n',
+        [("read_file", {"path": "a"})],
+    ),
+    Case(
+        "tool-code-unclosed-call-inside",
+        '```tool_code\n{"tool": "list_files",\n```\n' + hermes("read_file", {"path": "a"}),
+        '```tool_code\n{"tool": "list_files",\n```\n',
+        [("read_file", {"path": "a"})],
+    ),
+    # ---------------------------------------------------------------- code: no calls in examples
     Case("fence-bash", "Run:\n```bash\nnpm test\n```\n", None),
     Case("fence-json-call-like", '```json\n{"tool": "list_files", "path": "."}\n```', None),
-    # A line that is a call object is a call, inside a ```json fence too (the bare-JSON rule).
+    Case("fence-empty", "a\n```\n\n```\nb", None),
+    Case("fence-unclosed-code", "```python\nprint('<tools>')\n", None),
+    Case("inline-invoke", 'Write `<invoke name="read_file"><parameter name="path">a</parameter></invoke>` to read.', None),
+    Case("inline-hermes-one-line", 'Like `<tool_call>{"name": "read_file", "arguments": {}}</tool_call>` here', None),
+    Case("inline-double-backticks", "Use ``a ` <invoke name=\"run\"></invoke> b`` here", None),
+    Case(
+        "inline-unclosed-backtick-then-call",
+        "A stray ` here\n" + hermes("read_file", {"path": "a"}),
+        "A stray ` here\n",
+        [("read_file", {"path": "a"})],
+    ),
+    Case(
+        "inline-call-across-lines-is-no-span",
+        "`" + hermes("read_file", {"path": "a"}) + "`",
+        "``",
+        [("read_file", {"path": "a"})],
+    ),
+    Case(
+        "inline-span-too-long-for-a-span",
+        "`" + "x" * 300 + invoke("read_file", path="a") + "`",
+        "`" + "x" * 300 + "`",
+        [("read_file", {"path": "a"})],
+    ),
+    Case("fence-comment-and-call", "```xml\n<!-- like this -->\n" + invoke("read_file", path="a") + "\n```", None),
+    Case("fence-call-then-prose", "```xml\n" + invoke("read_file", path="a") + "\nthen this\n```", None),
+    Case("fence-prose-then-call", "```\nexample:\n" + hermes("read_file", {"path": "a"}) + "\n```", None),
+    Case("fence-call-unclosed", "```xml\n" + invoke("read_file", path="a") + "\n", None),
+    Case("fence-info-with-backtick", "```a`b\n" + invoke("read_file", path="a"), "```a`b\n", [("read_file", {"path": "a"})]),
+    Case("fence-no-call-only-empty-markup", "```\n<tool_call></tool_call>\n```", None),
+    # A fence holding nothing but calls is the calls' markup, fences included.
     Case(
         "fence-json-with-call-line",
         '```json\n{"name": "read_file", "arguments": {"path": "a"}}\n```',
-        "```json\n```",
+        "",
+        [("read_file", {"path": "a"})],
+    ),
+    Case(
+        "fence-only-calls",
+        "Reading both.\n\n```xml\n<function_calls>\n" + invoke("read_file", path="a") + "\n"
+        + invoke("list_files", path="b") + "\n</function_calls>\n```\nDone.",
+        "Reading both.\n\n\nDone.",
+        [("read_file", {"path": "a"}), ("list_files", {"path": "b"})],
+    ),
+    Case(
+        "fence-only-calls-of-two-families",
+        "  ```\n  " + hermes("read_file", {"path": "a"}) + "\n\n  " + invoke("run", x="1") + "\n  ```",
+        "  ",
+        [("read_file", {"path": "a"}), ("run", {"x": 1})],
+    ),
+    Case(
+        "fence-call-holding-fences",
+        "````xml\n" + invoke("run", script="```bash\nls\n```") + "\n````",
+        "",
+        [("run", {"script": "```bash\nls\n```"})],
+    ),
+    # A fence ends at its first closing line, as Markdown shows it: a call holding one
+    # needs a longer outer fence (above).
+    Case("fence-value-with-a-fence-line", "```xml\n" + invoke("run", script="a\n```\nb") + "\n```", None),
+    Case(
+        "fence-failed-call-ends-at-first-fence",
+        "```xml\n<invoke name=\"run\"><parameter name=\"x\">a\n```\n" + hermes("read_file", {"path": "a"}),
+        "```xml\n<invoke name=\"run\"><parameter name=\"x\">a\n```\n",
+        [("read_file", {"path": "a"})],
+    ),
+    Case(
+        "code-then-call-after-the-fence",
+        "```python\nx = '<tool_call>'\n```\n" + hermes("read_file", {"path": "a"}),
+        "```python\nx = '<tool_call>'\n```\n",
         [("read_file", {"path": "a"})],
     ),
     # ---------------------------------------------------------------- mixed and edges
@@ -428,6 +511,21 @@ def test_general_scanner_agrees_with_shortcuts(case: Case, monkeypatch: pytest.M
         assert visible == case.visible and same_calls(calls, case.calls), frames
 
 
+BACKTICK_CASES = [c for c in CASES if "`" in c.text] + [
+    Case("inline-then-tool-code", '` ```tool_code{"tool": "read_file", "path": "a"}\n```', "` ", [("read_file", {"path": "a"})]),
+    Case("inline-pair-then-fence-run", "`a` ```` `b`\n", None),
+]
+
+
+@pytest.mark.parametrize("case", BACKTICK_CASES, ids=[c.id for c in BACKTICK_CASES])
+def test_every_cut_of_code_gives_the_same_result(case: Case) -> None:
+    """Backtick runs are decided by what follows them: no cut may change that."""
+    whole = _run(case, [case.text])
+    assert whole == (case.visible, whole[1]) and same_calls(whole[1], case.calls)
+    for k in range(1, len(case.text)):
+        assert _run(case, [case.text[:k], case.text[k:]]) == whole, k
+
+
 def test_case_ids_are_unique() -> None:
     assert len({c.id for c in CASES}) == len(CASES)
 
@@ -452,9 +550,15 @@ HOLDING = [
     Holding("account-not-held", ["the account", " is"], ["the account", " is"]),
     Holding("brace-mid-line-not-held", ["a {", "b}"], ["a {", "b}"]),
     Holding("brace-at-line-start-held", ["x\n", "{", " hi"], ["x\n", "", "{ hi"]),
-    Holding("fence-held-until-language", ["`", "``", "bash\n"], ["", "", "```bash\n"]),
+    # A fence is held until its content shows it is code, then let through as it comes.
+    Holding(
+        "fence-held-until-its-content-is-code",
+        ["`", "``", "bash\n", "\n", "npm test\n", "npm run lint\n", "``", "`\n"],
+        ["", "", "", "", "```bash\n\nnpm test\n", "npm run lint\n", "", "```\n"],
+    ),
     Holding("inline-code-released", ["use `git` ", "now"], ["use `git` ", "now"]),
-    Holding("trailing-backtick-held", ["use `", "git`"], ["use ", "`git"]),
+    Holding("inline-code-held-to-its-close", ["use `", "git", " status` now"], ["use ", "", "`git status` now"]),
+    Holding("lone-backtick-released-at-line-end", ["a ` b", " c\n", "d"], ["a ", "` b c\n", "d"]),
     Holding(
         "text-before-call-sent-before-it-completes",
         ["Let me check. <tool_call>\n", '{"name": "read_file", ', '"arguments": {}}\n</tool_call>', " ok"],
@@ -550,8 +654,10 @@ def test_cap_applies_within_one_big_frame() -> None:
         # Each call of an invoke run restarts the count, as do the lines of a code block.
         ("<function_calls>\n" + "\n".join([invoke("read_file", path="x" * 40)] * 20), 150, False),
         ("```python\n" + "print('x')\n" * 100 + "```", 64, False),
+        # A fence holding only calls is held whole, so all of it counts.
+        ("```\n" + "\n".join([invoke("read_file", path="x" * 40)] * 20) + "\n```", 400, True),
     ],
-    ids=["call-at-the-cap", "call-one-past-the-cap", "invoke-run", "code-block"],
+    ids=["call-at-the-cap", "call-one-past-the-cap", "invoke-run", "code-block", "fenced-calls"],
 )
 def test_cap_counts_positions_not_pieces(text: str, cap: int, overflowed: bool) -> None:
     """The cap decides by where a marker's text lies, never by how it was split: whole,

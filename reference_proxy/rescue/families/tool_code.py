@@ -1,8 +1,8 @@
-"""Roo-style fenced blocks: ```` ```tool_code\\n{"tool": "NAME", "k": v}\\n``` ```` (seed 003).
+"""Roo-style blocks: ```` ```tool_code\\n{"tool": "NAME", "k": v}\\n``` ```` (seed 003).
 
-The ``tool`` key names the tool, every other key is an argument. Other fences
-(```` ```bash ````, ```` ```json ````) are never calls, and a block whose JSON is
-malformed stays text as a whole.
+The ``tool`` key names the tool, every other key is an argument. The block is a fenced
+code block, so the ``code`` family finds it and hands it to this parser; whatever is
+not a valid call (malformed JSON, an undeclared tool) stays text as a whole there.
 """
 
 from __future__ import annotations
@@ -12,14 +12,16 @@ from typing import Any
 from reference_proxy.rescue.coercion import compact_json
 from reference_proxy.rescue.families.json_calls import CallWatcher
 from reference_proxy.rescue.families.tagged_json import TaggedJsonParser
-from reference_proxy.rescue.family import Call, Context, Family, MarkerParser, Opener
+from reference_proxy.rescue.family import Call
 from reference_proxy.rescue.jsonscan import Watcher
-from reference_proxy.rescue.toolbox import Toolbox
 
 FENCE = "```"
+LANGUAGE = "tool_code"
 
 
 class ToolCodeParser(TaggedJsonParser):
+    """Fed from the opening fence on; the opener is the fence and ``tool_code``."""
+
     closer = FENCE
     empty_is_markup = False
     value_starts = "{"
@@ -36,11 +38,3 @@ class ToolCodeParser(TaggedJsonParser):
         if name is None or compact_json(arguments) is None:
             return None
         return (Call(name, arguments),)
-
-
-class ToolCode(Family):
-    name = "tool-code"
-    openers = (Opener(FENCE + "tool_code"),)
-
-    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
-        return ToolCodeParser(opener, tools)

@@ -1,0 +1,313 @@
+"""Markdown code: inline code spans and fenced blocks, Roo's ``tool_code`` blocks among them.
+
+A model explaining how a call is written must not set it off, yet some models do wrap
+their real calls in a fence. The rules:
+
+- An inline code span (a run of backticks, closed by a run of the same length on the
+  same line) is text, and nothing in it starts a marker. A run with no closing run on
+  its line, or none within ``MAX_SPAN`` characters, is a backtick like any other.
+- A fenced block (three or more backticks at the start of a line, an info string, and
+  a closing run at least as long on a line of its own) holds calls only when it holds
+  nothing else: its content is blanks and complete markers of the other families, at
+  least one a call. Then the whole block, fences included, is the markup of those calls.
+  Anything else (one line of code, a comment, a marker that turns out to be no call)
+  makes the whole block text, calls and all; its text is let through as it arrives, and
+  no opener inside it counts. The block ends at its first closing line, as Markdown
+  shows it, even inside a call (a call holding a fence line needs a longer outer
+  fence); one that is never closed is code to the end.
+- A ``tool_code`` block (seed 003) holds one JSON object, ``{"tool": NAME, ...}``: the
+  call. It opens at a line start or anywhere else (```` ```tool_code ```` names itself);
+  a block that is not a valid call is text as a whole.
+
+The content of a fence is scanned by a nested rescuer with the other families, which
+keeps this module to the fences themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from reference_proxy.rescue.coercion import loads_json
+from reference_proxy.rescue.events import Event, Text, collect
+from reference_proxy.rescue.families.tool_code import LANGUAGE, ToolCodeParser
+from reference_proxy.rescue.family import (
+    Call,
+    Carry,
+    Context,
+    Family,
+    MarkerParser,
+    Opener,
+    Verdict,
+    accept,
+    passing,
+    reject,
+    starts,
+)
+from reference_proxy.rescue.openers import Openers
+from reference_proxy.rescue.toolbox import Toolbox
+
+if TYPE_CHECKING:
+    from reference_proxy.rescue.scanner import Rescuer
+
+BACKTICK = "`"
+FENCE_RUN = 3
+MAX_SPAN = 250
+"""Longest inline code span, in characters from its opening run: below the smallest
+buffer cap, so a stray backtick never holds text long enough to overflow."""
+MAX_INFO = 128
+"""Longest info string of a fence (``python``, ``tool_code``) waited for."""
+MAX_FENCE_LINE = 64
+"""Longest line start (blanks and backticks) held while it may still be a closing fence."""
+
+_RUN = re.compile(r"`*")
+_SPAN_STOP = re.compile(r"`+|\n")
+_FENCE_LINE = re.compile(r"([ \t\r]*)(`*)[ \t\r]*")
+# A line worth a look (it may close the fence): its first non-blank is a backtick, or
+# the piece ends before showing it.
+_CANDIDATE = re.compile(r"\n(?=[ \t\r]*(?:`|\Z))")
+
+# States. _OPEN: reading the opening run; _SPAN: an inline span; _INFO: a fence's first
+# line; _PROBE: the content so far is blanks and calls; _TOOL_CODE: a tool_code block
+# whose parser has not decided; _CODE: the block is text up to its closing fence.
+_OPEN, _SPAN, _INFO, _PROBE, _TOOL_CODE, _CODE = range(6)
+
+
+class CodeParser(MarkerParser):
+    # A fence's content state: class defaults, set when a fence opens, so that the many
+    # inline spans cost no more than they need.
+    _at_line = True  # the next character of the content starts a line
+    _inner: Rescuer | None = None  # scans the content, from its first non-blank character
+    _calls: tuple[Call, ...] = ()
+    _tool_code: ToolCodeParser | None = None
+
+    def __init__(self, family: Code, tools: Toolbox, context: Context) -> None:
+        self._family = family
+        self._tools = tools
+        self._line_start = context.line_start
+        self._carry = Carry()
+        self._state = _OPEN
+        self._run = 0  # backticks in the opening run
+
+    # ------------------------------------------------------------------ feeding
+
+    def feed(self, text: str, start: int = 0) -> Verdict | None:
+        carry = self._carry
+        if self._tool_code is not None:
+            verdict = self._tool_code_verdict(self._tool_code.feed(text, start))
+            if verdict is not None:
+                return verdict
+        s, i = carry.join(text, start)
+        opener = -carry.base  # index of the opener in ``s`` (negative once it was dropped)
+        state = self._state
+        if state == _OPEN:
+            i = self._open(s, i, opener)
+            state = self._state
+            if state == _OPEN:
+                carry.keep(s, opener)
+                return None
+        if state == _INFO:
+            i = self._info(s, i, opener)
+            if i < 0:  # the info string is too long: no fence
+                return reject(self._run)
+            state = self._state
+            if state == _INFO:  # waiting for the end of the info line
+                carry.keep(s, opener)
+                return None
+            if state == _TOOL_CODE:
+                assert self._tool_code is not None
+                verdict = self._tool_code_verdict(self._tool_code.feed(s, opener))
+                if verdict is not None:
+                    return verdict
+        if state == _SPAN:
+            return self._span(s, i, opener)
+        verdict = self._content(s, i)
+        if verdict is not None:
+            return verdict
+        return passing(carry.pos) if self._state == _CODE else None
+
+    def finish(self) -> Verdict:
+        carry = self._carry
+        end = carry.end
+        if self._state == _SPAN:
+            return reject(self._run)
+        if self._state in (_PROBE, _TOOL_CODE, _CODE) and carry.text:
+            # The last line may be the closing fence, with no newline after it.
+            m = _FENCE_LINE.fullmatch(carry.text)
+            if m is not None and len(m.group(2)) >= self._run:
+                return self._closing(carry.text, end)
+        return reject(end)  # never closed: code to the end
+
+    # ------------------------------------------------------------------ the opening
+
+    def _open(self, s: str, i: int, opener: int) -> int:
+        """The opening run: sets the next state (stays _OPEN to wait); the index after it."""
+        j = _RUN.match(s, i).end()  # type: ignore[union-attr]
+        if j == len(s):
+            return i
+        run = j - opener
+        if run >= FENCE_RUN and not self._line_start:  # mid-line, only tool_code opens a block
+            named = starts(s, j, LANGUAGE)
+            if named is None:
+                return i
+        else:
+            named = run >= FENCE_RUN
+        self._run = run
+        self._state = _INFO if named else _SPAN
+        return j
+
+    def _span(self, s: str, i: int, opener: int) -> Verdict | None:
+        """Inline code: look for the closing run on the same line."""
+        carry = self._carry
+        n = len(s)
+        limit = opener + MAX_SPAN
+        while True:
+            stop = min(n, limit)
+            m = _SPAN_STOP.search(s, i, stop)
+            if m is None:
+                if stop == limit:
+                    return reject(self._run)  # too long for a span: a plain backtick
+                carry.keep(s, n)
+                return None
+            if m.group() == "\n":
+                return reject(self._run)
+            if m.end() == stop:  # the run may go on
+                if stop == limit:
+                    return reject(self._run)
+                carry.keep(s, m.start())
+                return None
+            if m.end() - m.start() == self._run:
+                return reject(carry.base + m.end())  # the whole span is text
+            i = m.end()
+
+    def _info(self, s: str, i: int, opener: int) -> int:
+        """The fence's info string: sets the next state (stays _INFO to wait); the index
+        after its line, or -1 when it is too long to be one."""
+        after_run = opener + self._run
+        k = s.find("\n", i, after_run + MAX_INFO + 1)
+        if k < 0:
+            return -1 if len(s) - after_run > MAX_INFO else i
+        info = s[after_run:k]
+        if self._line_start and BACKTICK in info:
+            self._state = _SPAN  # a backtick in the info string: an inline span (CommonMark)
+            return after_run
+        if info.startswith(LANGUAGE):
+            self._tool_code = ToolCodeParser(BACKTICK * self._run + LANGUAGE, self._tools)
+            self._state = _TOOL_CODE
+        else:
+            self._state = _PROBE
+        return k + 1
+
+    def _tool_code_verdict(self, verdict: Verdict | None) -> Verdict | None:
+        """The call, or None (the block is code once the parser gave up). The parser
+        decides by the closing fence at the latest: a JSON string holds no line break,
+        and a backtick anywhere else in the object is an error."""
+        if verdict is None:
+            return None
+        if verdict.markup_end is not None:
+            return verdict
+        self._tool_code = None
+        self._state = _CODE
+        return None
+
+    # ------------------------------------------------------------------ the content
+
+    def _content(self, s: str, i: int) -> Verdict | None:
+        """Fence content from ``s[i]``, line by line where a line may close the fence."""
+        carry = self._carry
+        n = len(s)
+        while i < n:
+            if self._at_line:
+                m = _FENCE_LINE.match(s, i)
+                assert m is not None
+                j = m.end()
+                if j == n and j - i <= MAX_FENCE_LINE:
+                    break  # may still be the closing fence
+                if len(m.group(2)) >= self._run and j < n and s[j] == "\n":
+                    return self._closing(s[i:j], carry.base + j)
+                self._at_line = False
+            m = _CANDIDATE.search(s, i)
+            j = m.end() if m is not None else n
+            if self._state == _PROBE:
+                self._probe(s[i:j])
+            i = j
+            self._at_line = m is not None
+        carry.keep(s, i)
+        return None
+
+    def _closing(self, line: str, end: int) -> Verdict:
+        """The closing fence ``line``, ending at ``end``, ends the block, as Markdown
+        renders it: a call still open across it makes the block code."""
+        inner = self._inner
+        if inner is not None and self._state == _PROBE:
+            if inner.in_marker:
+                # The open marker may end at the fence (an invoke waiting for a next one):
+                # if all it leaves is blanks and the fence line, its calls stand.
+                events = inner.feed(line)
+                text, _ = collect(events)
+                if inner.in_marker or not text.endswith(line) or text[: -len(line)].strip(" \t\r\n"):
+                    self._to_code()
+                else:
+                    self._take([e for e in events if not isinstance(e, Text)])
+            if self._state == _PROBE:
+                self._take(inner.finish())
+        if self._state == _PROBE and self._calls:
+            return accept(self._calls, end)
+        return reject(end)
+
+    def _probe(self, text: str) -> None:
+        """More content while it may hold only calls."""
+        inner = self._inner
+        if inner is None:
+            text = text.lstrip(" \t\r\n")
+            if not text:
+                return
+            if text[0] not in self._family.call_starts:  # cannot begin a call: code
+                self._to_code()
+                return
+            inner = self._inner = _nested(self._tools, self._family.call_openers)
+        self._take(inner.feed(text))
+
+    def _take(self, events: Sequence[Event]) -> None:
+        """What the nested rescuer said: calls are kept; any text but blanks makes the block code."""
+        text, calls = collect(events)
+        if text.strip(" \t\r\n"):
+            self._to_code()
+            return
+        for call in calls:
+            arguments = loads_json(call.arguments)
+            assert isinstance(arguments, dict)
+            self._calls += (Call(call.name, arguments),)
+
+    def _to_code(self) -> None:
+        self._state = _CODE
+        self._inner = None
+        self._calls = ()
+
+
+class Code(Family):
+    """Backtick runs; ``calls`` are the families whose calls a fence may hold."""
+
+    name = "code"
+    # A one-backtick span on one line with no "<" in it can hold no marker of any family
+    # (each needs a "<", or a line start): it is plain text, found without a parser. The
+    # character after it must be there and not a backtick, or the run might go on; and
+    # the span is one the parser would take too (its end and that character within
+    # MAX_SPAN), so a cut anywhere changes nothing.
+    openers = (Opener(BACKTICK, plain=f"(?!`)[^`\\n<]{{0,{MAX_SPAN - 3}}}`(?=[^`])"),)
+
+    def __init__(self, calls: Sequence[Family]) -> None:
+        self.call_openers = Openers(calls)
+        self.call_starts = frozenset(literal[0] for literal in self.call_openers.specs)
+
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return CodeParser(self, tools, context)
+
+
+def _nested(tools: Toolbox, openers: Openers) -> Rescuer:
+    """A rescuer for a fence's content, without a cap of its own (the outer rescuer's holds)."""
+    # The scanner imports every family, this one included, so it is imported on first use.
+    from reference_proxy.rescue.scanner import Rescuer
+
+    return Rescuer(tools, buffer_cap=1 << 62, openers=openers)
