@@ -411,6 +411,20 @@ def test_stream_pipeline(case: StreamCase) -> None:
     assert folded.message["model"] in ("up-model", "asked-model")
 
 
+@pytest.mark.parametrize(
+    ("case_id", "upstream_id_kept"),
+    [("native-duplicate-of-rescued-dropped", False), ("rescued-duplicate-of-native-dropped", True)],
+)
+def test_the_first_copy_of_a_call_keeps_its_id(case_id: str, upstream_id_kept: bool) -> None:
+    """A leaked call sent before its native twin keeps the proxy's id; the twin, and the
+    upstream's id with it, is dropped. A native call sent first keeps the upstream's."""
+    (case,) = [c for c in STREAM_CASES if c.id == case_id]
+    _, text = run_pipeline(case)
+    (block,) = [b for b in check_and_fold(text).blocks if b["type"] == "tool_use"]
+    assert (block["id"] == "toolu_01UpstreamNative") is upstream_id_kept
+    assert re.fullmatch(r"toolu_\w+", block["id"])
+
+
 def test_text_leaves_with_the_event_that_carried_it() -> None:
     pipeline = AnthropicStreamPipeline(tools=TOOLS, request_model="m", rescuer_factory=factory())
     first = parse_events(pipeline.feed(start()) + pipeline.feed(text_block(0, "Hello")[0]) + pipeline.feed(text_block(0, "Hello")[1]))
