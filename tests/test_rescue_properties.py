@@ -86,11 +86,10 @@ def test_visible_text_is_the_input_minus_call_markup(text: str, points: list[int
     in order (checked as a subsequence), and without calls it is the input itself."""
     _, events = feed_frames(split_at(text, points), ALL)
     pieces = [e.text for e in events if isinstance(e, Text)]
-    position = 0
-    for piece in pieces:
-        found = text.find(piece, position)
-        assert found >= 0, f"{piece!r} is not in the input after {position}"
-        position = found + len(piece)
+    # Characters, not pieces: the text on both sides of markup of no call (an empty
+    # wrapper) leaves as one piece.
+    rest = iter(text)
+    assert all(ch in rest for ch in "".join(pieces)), "the visible text is not the input with pieces cut out"
     if len(pieces) == len(events) and not EMPTY_MARKER.search(text):
         assert "".join(pieces) == text
 
