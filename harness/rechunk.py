@@ -35,6 +35,7 @@ from harness.scenario import ContentFrame, Frame, RawFrame, Scenario, ToolCallFr
 
 STRATEGIES: Final[tuple[str, ...]] = ("per-char", "tags", "random", "multibyte", "native-per-char", "native-json")
 DEFAULT_SHRINK_BUDGET: Final[int] = 30
+MAX_TORN_WRITES: Final[int] = 1000
 
 # Markup openers and closers whose insides a proxy must be able to receive in pieces.
 _TAG = re.compile(r"</?[A-Za-z_][^<>]*>|</?")
@@ -246,7 +247,9 @@ def make_variant(lay: Layout, scenario_id: str, seed: int, index: int) -> Varian
         if any(ord(ch) > 0x7F for ch in lay.text):
             split_multibyte = True
         else:
-            write_bytes = rng.choice((1, 2, 3, 5, 7))
+            # Tiny writes of a long answer would take minutes (the mock pauses between
+            # writes so they leave separately): at most about a thousand per answer.
+            write_bytes = max(rng.choice((1, 2, 3, 5, 7)), -(-len(lay.text) // MAX_TORN_WRITES))
     return Variant(index, strategy, seed, tuple(sorted(splits)), write_bytes, split_multibyte)
 
 
