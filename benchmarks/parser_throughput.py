@@ -1,8 +1,9 @@
 """Throughput of the rescue parser, in MB/s of input text, by text size and frame size.
 
-Two texts: plain prose (paragraphs of common English words, no markup at all) and a mixed answer
+Three texts: plain prose (paragraphs of common English words, no markup at all), a mixed answer
 (prose with tool calls of every family, plus near misses: ``a < b``, inline code,
-braces, the word "count", non-call JSON and shell fences). Each is fed to a fresh
+braces, the word "count", non-call JSON and shell fences), and an adversarial one made
+only of openers that never become calls (``<invoke `` repeated). Each is fed to a fresh
 ``Rescuer`` in frames of 1, 16 and 1024 characters and in one piece, then finished; the
 best of a few runs is reported, as CPU time of this process (``time.process_time``), so
 other work on the machine disturbs the figures less. Run: ``.venv/bin/python benchmarks/parser_throughput.py``.
@@ -126,6 +127,12 @@ def mixed_answer(size: int, seed: int = 2) -> str:
     return "".join(parts)[:size]
 
 
+def opener_spam(size: int) -> str:
+    """An adversarial text: marker openers that never become a call ("<invoke " over and
+    over). Every one starts a parser; the cost must still grow linearly with the text."""
+    return ("<invoke " * (size // 8 + 1))[:size]
+
+
 def frames_of(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
@@ -188,6 +195,9 @@ def main() -> None:
         print(line)
     print()
     for line in table(mixed_answer, "mixed answer"):
+        print(line)
+    print()
+    for line in table(opener_spam, "opener spam"):
         print(line)
 
 
