@@ -52,9 +52,8 @@ from reference_proxy.request_shaping import (
     parse_messages_request,
     system_to_user,
 )
-from reference_proxy.sse_reader import SSEReader
 from reference_proxy.tool_choice import emulate_tool_choice
-from reference_proxy.upstream import Upstream, describe, is_event_stream, read_json
+from reference_proxy.upstream import Upstream, describe, events, is_event_stream, read_json
 from reference_proxy.vtc import is_vtc_client
 
 log = logging.getLogger("reference_proxy")
@@ -253,16 +252,11 @@ class ProxyApp:
         return Response(to_wire(dumps(body)), media_type="application/json")
 
     async def _accumulate(self, upstream: httpx.Response, accumulator: EventSink) -> None:
-        reader = SSEReader()
         try:
-            async for piece in upstream.aiter_bytes():
-                for event, data in reader.feed(piece):
-                    accumulator.feed_event(event, data)
+            async for event, data in events(upstream):
+                accumulator.feed_event(event, data)
                 if accumulator.done:
                     break
-            else:
-                for event, data in reader.close():
-                    accumulator.feed_event(event, data)
         except httpx.TimeoutException as exc:
             raise upstream_timeout(f"reading the stream: {describe(exc)}") from None
         except httpx.HTTPError as exc:

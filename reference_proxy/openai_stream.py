@@ -25,6 +25,14 @@ def dumps(value: Any) -> str:
     return _encode(value)
 
 
+def string_literal(text: str) -> str:
+    """``dumps`` of a string; printable text without quotes or backslashes, most of
+    what a model writes, is its own JSON literal between quotes (nothing to escape)."""
+    if '"' not in text and "\\" not in text and text.isprintable():
+        return f'"{text}"'
+    return _encode(text)
+
+
 def to_wire(text: str) -> bytes:
     """UTF-8 bytes of SSE text. A lone surrogate (from a ``\\udXXX`` escape upstream)
     can only sit inside a JSON string, so writing it back as that escape is exact."""
@@ -75,7 +83,7 @@ class ChunkEmitter:
         return self._delta(choice, '{"role":"assistant"}')
 
     def content(self, text: str, choice: int = 0) -> str:
-        return self._delta(choice, f'{{"content":{dumps(text)}}}')
+        return self._delta(choice, f'{{"content":{string_literal(text)}}}')
 
     def tool_start(self, index: int, call_id: str, name: str, choice: int = 0) -> str:
         """A call's first delta: index, id, type and the whole name, empty arguments."""

@@ -221,8 +221,17 @@ class StreamPipeline:
         frame = self._frame
         if frame is not None and data.startswith(frame.prefix) and data.endswith(frame.suffix) and len(data) > frame.size:
             # Same envelope as a chunk seen before: only the delta between needs parsing.
+            raw = data[len(frame.prefix) : len(data) - len(frame.suffix)]
+            if raw.startswith('{"content":"') and raw.endswith('"}') and "\\" not in raw:
+                # The commonest delta, a string with no escape in it, needs no parsing either:
+                # without a backslash a JSON string's text is what stands between its quotes.
+                text = raw[12:-2]
+                if '"' not in text and text.isprintable():
+                    choice = self._choices.get(frame.choice)
+                    if choice is not None and not choice.finished:
+                        return self._content(choice, text)
             try:
-                delta = json.loads(data[len(frame.prefix) : len(data) - len(frame.suffix)])
+                delta = json.loads(raw)
             except ValueError:
                 delta = None
             if isinstance(delta, dict):
@@ -283,10 +292,7 @@ class StreamPipeline:
             if isinstance(delta, Mapping):
                 text = delta.get("content")
                 if isinstance(text, str) and text:
-                    if choice.rescuer is None:
-                        self._text(choice, text, out)
-                    else:
-                        self._events(choice, choice.rescuer.feed(text), out)
+                    out.append(self._content(choice, text))
                 calls = delta.get("tool_calls")
                 if isinstance(calls, list) and calls:
                     self._native_deltas(choice, calls, out)
@@ -353,6 +359,17 @@ class StreamPipeline:
         choice = self._choices[index] = _Choice(index, rescuer)
         out.append(emitter.role(index))
         return choice
+
+    def _content(self, choice: _Choice, text: str) -> str:
+        """The output for content text of an open choice."""
+        if not text:
+            return ""
+        out: list[str] = []
+        if choice.rescuer is None:
+            self._text(choice, text, out)
+        else:
+            self._events(choice, choice.rescuer.feed(text), out)
+        return out[0] if len(out) == 1 else "".join(out)
 
     def _text(self, choice: _Choice, text: str, out: list[str]) -> None:
         assert self._emitter is not None

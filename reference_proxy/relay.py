@@ -25,8 +25,7 @@ from starlette.types import Receive, Scope, Send
 
 from reference_proxy.errors import SERVER_ERROR, UPSTREAM_ERROR, error_body
 from reference_proxy.openai_stream import to_wire
-from reference_proxy.sse_reader import SSEReader
-from reference_proxy.upstream import describe, error_from_event
+from reference_proxy.upstream import describe, error_from_event, events
 
 log = logging.getLogger("reference_proxy.relay")
 
@@ -88,33 +87,28 @@ class RelayResponse(Response):
     async def _pump(self) -> None:
         """Read the upstream and feed the pipeline; never raises."""
         pipeline = self.pipeline
-        reader = SSEReader()
-        pieces = self.upstream.aiter_bytes()
+        received = events(self.upstream)
         stopped_early = False
         first = True
         try:
             try:
-                async for piece in pieces:
-                    for event, data in reader.feed(piece):
-                        self._handle(event, data)
-                        if pipeline.closed:
-                            break
-                        if first and getattr(pipeline, "answered", False):
-                            # The first content leaves at once, even from the middle of a burst.
-                            first = False
-                            self._wake.set()
-                            await asyncio.sleep(0)
-                    if self._outbox:
-                        self._wake.set()
+                async for event, data in received:
+                    self._handle(event, data)
                     if pipeline.closed:
                         stopped_early = True
                         break
+                    if self._outbox:
+                        # The writer runs once this task waits for the network, so the
+                        # events of one read still leave in one write...
+                        self._wake.set()
+                        if first and getattr(pipeline, "answered", False):
+                            # ...except the first content, which leaves at once, even
+                            # from the middle of a burst.
+                            first = False
+                            await asyncio.sleep(0)
                     if not self._room.is_set():
                         await self._room.wait()
                 else:
-                    for event, data in reader.close():
-                        if not pipeline.closed:
-                            self._handle(event, data)
                     self._put(pipeline.close())  # the body ended without [DONE]: a normal end
             except httpx.TimeoutException as exc:
                 message = f"upstream read timed out: {describe(exc)}"
@@ -127,7 +121,7 @@ class RelayResponse(Response):
                 self._put(pipeline.fail(error_body("internal proxy error", type=SERVER_ERROR, code="internal_error")["error"]))
             self._end_output()
             if stopped_early:
-                await _drain(pieces)
+                await _drain(received)
         finally:
             self._end_output()
             await self.upstream.aclose()
@@ -179,12 +173,12 @@ class RelayResponse(Response):
                     raise
 
 
-async def _drain(pieces: AsyncIterator[bytes]) -> None:
+async def _drain(received: AsyncIterator[tuple[str, str]]) -> None:
     """Read what follows ``[DONE]`` (the end of the chunked body) so the connection goes
     back to the pool instead of being closed; bounded, the client is already answered."""
     try:
         async with asyncio.timeout(DRAIN_SECONDS):
-            async for _ in pieces:
+            async for _ in received:
                 pass
     except (TimeoutError, httpx.HTTPError):
         pass

@@ -5,10 +5,11 @@ the upstream's own status for its 4xx/5xx answers)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 import httpx
+from httpx_sse import EventSource
 
 from reference_proxy.config import ProxyConfig
 from reference_proxy.errors import (
@@ -114,6 +115,16 @@ async def read_json(response: httpx.Response) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise upstream_bad_response(f"expected a JSON object, got {type(body).__name__}")
     return body
+
+
+async def events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
+    """The ``(event name, data)`` of each event of an SSE body, decoded by httpx-sse as
+    the network delivers it (a UTF-8 character or a CRLF cut between two reads arrives
+    whole). Events without data carry nothing to relay and are left out; an event the
+    body ends in before its blank line is not dispatched (the SSE rule)."""
+    async for event in EventSource(response).aiter_sse():
+        if event.data:
+            yield event.event, event.data
 
 
 def is_event_stream(response: httpx.Response) -> bool:

@@ -65,6 +65,22 @@ STREAMS = {
         '{"choices":[{"index":0,"delta":{"content":"c"}},{"index":1,"delta":{"content":"d"}}]}',
     ],
     "error": [chunk('{"content":"a"}'), '{"error":{"message":"boom"},"choices":[{"index":0,"delta":{"content":"a"}}]}'],
+    "content strings that need a parse": [
+        chunk('{"role":"assistant","content":""}'),
+        chunk('{"content":""}'),
+        chunk('{"content":"plain é 😀"}'),
+        chunk('{"content":"say \\"hi\\""}'),
+        chunk('{"content":"a\\\\b"}'),
+        chunk('{"content":"line\\nnext"}'),
+        chunk('{"content":"raw\tcontrol"}'),  # invalid JSON: skipped either way
+        chunk('{"content":"zero\u200bwidth"}'),
+        chunk('{"content":"a","x":"b"}'),
+        chunk('{"content":"a"} ,"y":1'),
+        chunk('{"content":"<to"}'),
+        chunk('{"content":"ols>{}"}'),
+        ENVELOPE + '{},"logprobs":null,"finish_reason":"stop"}]}',
+        chunk('{"content":"after the finish"}'),
+    ],
 }
 
 

@@ -7,12 +7,14 @@ what the proxy does with events, independently of how the parser finds calls.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -30,7 +32,7 @@ from reference_proxy.request_shaping import (
 )
 from reference_proxy.rescue import ArgumentsDelta, Event, Text, ToolCallEnd, ToolCallStart, ToolSpec
 from reference_proxy.errors import ProxyError
-from reference_proxy.sse_reader import SSEReader
+from reference_proxy.upstream import events
 from reference_proxy.vtc import call_to_xml, is_vtc_client
 
 CALL_ID = re.compile(r"^call_[A-Za-z0-9]{24}$")
@@ -757,40 +759,44 @@ EVENTS_TEXT = (
     b"id: 7\nretry: 10\ndata: line1\ndata: line2\r\r"
     b"data: [DONE]\n\n"
 )
-EXPECTED_EVENTS = [
-    ("", '{"a": "é"}'),
-    ("", '{"b":1}'),
+EXPECTED_EVENTS = [  # an event without a name is a "message", as the SSE standard has it
+    ("message", '{"a": "é"}'),
+    ("message", '{"b":1}'),
     ("error", '{"error": {"message": "x"}}'),
-    ("", "line1\nline2"),
-    ("", "[DONE]"),
+    ("message", "line1\nline2"),
+    ("message", "[DONE]"),
 ]
+
+
+class Pieces(httpx.AsyncByteStream):
+    def __init__(self, pieces: Sequence[bytes]) -> None:
+        self.pieces = pieces
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for piece in self.pieces:
+            yield piece
+
+
+def read_events(pieces: Sequence[bytes]) -> list[tuple[str, str]]:
+    """The events the proxy reads from an upstream SSE body delivered in ``pieces``."""
+    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Pieces(pieces))
+
+    async def collect() -> list[tuple[str, str]]:
+        return [event async for event in events(response)]
+
+    return asyncio.run(collect())
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.integers(min_value=0, max_value=len(EVENTS_TEXT)), max_size=12))
-def test_sse_reader_any_split(cuts: list[int]) -> None:
+def test_upstream_events_whatever_the_network_split(cuts: list[int]) -> None:
     """Whatever the network boundaries (inside CRLF, inside a UTF-8 character), the same events."""
     points = sorted(set(cuts))
-    pieces = [EVENTS_TEXT[a:b] for a, b in zip([0, *points], [*points, len(EVENTS_TEXT)])]
-    reader = SSEReader()
-    events = [e for piece in pieces for e in reader.feed(piece)] + reader.close()
-    assert events == EXPECTED_EVENTS
+    assert read_events([EVENTS_TEXT[a:b] for a, b in zip([0, *points], [*points, len(EVENTS_TEXT)])]) == EXPECTED_EVENTS
 
 
-def test_sse_reader_last_event_without_blank_line() -> None:
-    reader = SSEReader()
-    assert reader.feed(b"data: a\n\ndata: [DONE]") == [("", "a")]
-    assert reader.close() == [("", "[DONE]")]
-
-
-def test_sse_reader_linear_on_byte_by_byte_lines() -> None:
-    """A long line delivered one byte at a time is joined once, not rebuilt per byte."""
-    line = b"data: " + b"x" * 200_000 + b"\n\n"
-    reader = SSEReader()
-    events: list[tuple[str, str]] = []
-    for i in range(len(line)):
-        events += reader.feed(line[i : i + 1])
-    assert events == [("", "x" * 200_000)]
+def test_upstream_events_leave_out_events_without_data_and_an_unfinished_last_one() -> None:
+    assert read_events([b"event: ping\n\ndata:\n\ndata: a\n\ndata: [DONE]"]) == [("message", "a")]
 
 
 ERROR_SHAPES = [
