@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
+from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import httpx
@@ -52,11 +53,14 @@ class Upstream:
             # never through an HTTP(S)_PROXY meant for the machine's outbound traffic.
             # The lean transport decodes each network read in one go instead of one
             # event per HTTP chunk (an upstream writes a chunk per token); see http1.py.
+            # The cookie jar refuses every cookie: one client's upstream session must
+            # never ride along on another client's requests.
             self._client = httpx.AsyncClient(
                 timeout=timeout,
                 transport=LeanTransport(max_connections=MAX_CONNECTIONS, max_keepalive=MAX_KEEPALIVE),
                 trust_env=False,
                 follow_redirects=False,
+                cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
             )
         return self._client
 
