@@ -20,12 +20,13 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol
 
 import httpx
+from httpx_sse import EventSource, ServerSentEvent
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from reference_proxy.errors import SERVER_ERROR, UPSTREAM_ERROR, error_body
 from reference_proxy.openai_stream import to_wire
-from reference_proxy.upstream import describe, error_from_event, events
+from reference_proxy.upstream import describe, error_from_event
 
 log = logging.getLogger("reference_proxy.relay")
 
@@ -87,13 +88,15 @@ class RelayResponse(Response):
     async def _pump(self) -> None:
         """Read the upstream and feed the pipeline; never raises."""
         pipeline = self.pipeline
-        received = events(self.upstream)
+        received = EventSource(self.upstream).aiter_sse()  # not ``upstream.events``: one generator less per event
         stopped_early = False
         first = True
         try:
             try:
-                async for event, data in received:
-                    self._handle(event, data)
+                async for sse in received:
+                    if not sse.data:
+                        continue
+                    self._handle(sse.event, sse.data)
                     if pipeline.closed:
                         stopped_early = True
                         break
@@ -173,7 +176,7 @@ class RelayResponse(Response):
                     raise
 
 
-async def _drain(received: AsyncIterator[tuple[str, str]]) -> None:
+async def _drain(received: AsyncIterator[ServerSentEvent]) -> None:
     """Read what follows ``[DONE]`` (the end of the chunked body) so the connection goes
     back to the pool instead of being closed; bounded, the client is already answered."""
     try:
