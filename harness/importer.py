@@ -364,7 +364,8 @@ def review_checks(notes: ReviewNotes) -> list[str]:
         "They are what the reference parser found in the text plus the native calls; drop a call the model "
         "only talked about, add one the parser missed.",
         "expect.content: the text the user should see once the calls are taken out.",
-        "source: say where you saw this: backend and model, proxy, client, with versions.",
+        "source: say where you saw this: backend and model, proxy, client, with versions (a case for the "
+        "bundled library keeps its capture under tests/captures/ and names it here).",
         *notes.checks,
         "id, title, tags: name the case after what it shows.",
     ]
