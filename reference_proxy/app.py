@@ -253,8 +253,8 @@ class ProxyApp:
 
     async def _accumulate(self, upstream: httpx.Response, accumulator: EventSink) -> None:
         try:
-            async for event, data in events(upstream):
-                accumulator.feed_event(event, data)
+            async for sse in events(upstream):
+                accumulator.feed_event(sse.event, sse.data)
                 if accumulator.done:
                     break
         except httpx.TimeoutException as exc:

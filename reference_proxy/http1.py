@@ -96,8 +96,11 @@ class _Response:
 
     # ------------------------------------------------------------------ parser callbacks
 
+    # Once the response is complete, whatever the parser still reports (bytes after it,
+    # maybe a whole second response) only means the connection is not clean.
+
     def on_message_begin(self) -> None:
-        if self.complete:  # bytes after the response: the connection is not clean
+        if self.complete:
             self.keep_alive = False
             return
         self.reason = b""
@@ -105,13 +108,16 @@ class _Response:
         self.interim = False
 
     def on_status(self, reason: bytes) -> None:
-        self.reason += reason
+        if not self.complete:
+            self.reason += reason
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if not self.head_done:
             self.headers.append((name, value))
 
     def on_headers_complete(self) -> None:
+        if self.complete:
+            return
         status = self.parser.get_status_code()
         if 100 <= status < 200 and status != 101:
             self.interim = True
@@ -130,7 +136,7 @@ class _Response:
             self.body.append(data)
 
     def on_message_complete(self) -> None:
-        if not self.interim and self.head_done:
+        if not self.interim and self.head_done and not self.complete:
             self.complete = True
 
     # ------------------------------------------------------------------ input

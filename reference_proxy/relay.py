@@ -20,13 +20,13 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Protocol
 
 import httpx
-from httpx_sse import EventSource, ServerSentEvent
+from httpx_sse import ServerSentEvent
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from reference_proxy.errors import SERVER_ERROR, UPSTREAM_ERROR, error_body
 from reference_proxy.openai_stream import to_wire
-from reference_proxy.upstream import describe, error_from_event
+from reference_proxy.upstream import describe, error_from_event, events
 
 log = logging.getLogger("reference_proxy.relay")
 
@@ -88,14 +88,12 @@ class RelayResponse(Response):
     async def _pump(self) -> None:
         """Read the upstream and feed the pipeline; never raises."""
         pipeline = self.pipeline
-        received = EventSource(self.upstream).aiter_sse()  # not ``upstream.events``: one generator less per event
+        received = events(self.upstream)
         stopped_early = False
         first = True
         try:
             try:
                 async for sse in received:
-                    if not sse.data:
-                        continue
                     self._handle(sse.event, sse.data)
                     if pipeline.closed:
                         stopped_early = True
@@ -149,6 +147,7 @@ class RelayResponse(Response):
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         pump = asyncio.ensure_future(self._pump())
         watcher = asyncio.ensure_future(self._watch(receive, pump))
+        answered = False
         try:
             await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
             outbox = self._outbox
@@ -160,13 +159,17 @@ class RelayResponse(Response):
                     outbox.clear()
                     self._outbox_size = 0
                     await send({"type": "http.response.body", "body": data, "more_body": True})
-                    self._room.set()
+                    if self._outbox_size <= OUTBOX_LIMIT:
+                        self._room.set()
                 if self._output_done and not outbox:
                     await send({"type": "http.response.body", "body": b"", "more_body": False})
+                    answered = True
                     break
         except OSError:
             self._abort(pump)  # the client went away while we were writing
         finally:
+            if not answered:  # the writer stopped early (hang-up, server shutdown): so does the reader
+                self._abort(pump)
             watcher.cancel()
             self.on_done(self._hung_up)
             try:

@@ -10,7 +10,7 @@ from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource
+from httpx_sse import EventSource, ServerSentEvent
 
 from reference_proxy.config import ProxyConfig
 from reference_proxy.errors import (
@@ -121,14 +121,33 @@ async def read_json(response: httpx.Response) -> dict[str, Any]:
     return body
 
 
-async def events(response: httpx.Response) -> AsyncIterator[tuple[str, str]]:
-    """The ``(event name, data)`` of each event of an SSE body, decoded by httpx-sse as
-    the network delivers it (a UTF-8 character or a CRLF cut between two reads arrives
-    whole). Events without data carry nothing to relay and are left out; an event the
-    body ends in before its blank line is not dispatched (the SSE rule)."""
-    async for event in EventSource(response).aiter_sse():
+class _EventsEnded(httpx.AsyncByteStream):
+    """An SSE body with a blank line added at its clean end, so that an event the body
+    ends in before its own blank line is dispatched too: a backend that closes right
+    after its last ``data:`` line has still said it, and nothing it said is dropped."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self._response = response
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for piece in self._response.aiter_bytes():
+            yield piece
+        yield b"\n\n"
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+
+async def events(response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
+    """Each event of an SSE body that carries data, decoded by httpx-sse as the network
+    delivers it (a UTF-8 character or a CRLF cut between two reads arrives whole)."""
+    body = httpx.Response(
+        response.status_code, headers={"content-type": response.headers.get("content-type", "")},
+        stream=_EventsEnded(response),
+    )
+    async for event in EventSource(body).aiter_sse():
         if event.data:
-            yield event.event, event.data
+            yield event
 
 
 def is_event_stream(response: httpx.Response) -> bool:

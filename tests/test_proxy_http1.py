@@ -160,6 +160,8 @@ async def test_broken_bodies_are_protocol_errors(wire: bytes) -> None:
         (b"HTTP/1.0 200 OK\r\nconnection: keep-alive\r\ncontent-length: 2\r\n\r\nok", True),
         (b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok", False),
         (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokEXTRA", False),  # bytes nobody asked for
+        # a whole second response nobody asked for: neither its status nor its keep-alive counts
+        (b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nokHTTP/1.1 503 Nope\r\ncontent-length: 0\r\n\r\n", False),
         (b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok", True),
     ],
 )

@@ -64,3 +64,37 @@ async def test_a_client_that_stops_reading_stops_the_upstream_reads() -> None:
     delivered = b"".join(bodies)
     assert delivered.count(b'"content":"' + b"x" * 200) == PIECES * 50
     assert delivered.endswith(b"data: [DONE]\n\n")
+
+
+async def test_a_write_that_fails_ends_the_upstream_reading_too() -> None:
+    """A send that raises (the server shutting down) while the reader waits for room:
+    the response ends with that error instead of waiting forever for the reader."""
+    stream = CountingStream()
+    upstream = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=stream)
+    pipeline = StreamPipeline(tools=(), vtc=False, include_usage=False, request_model="m")
+    relay = RelayResponse(upstream, pipeline, lambda hung_up: None)
+    reading = asyncio.Event()
+    writes = 0
+
+    async def send(message: Message) -> None:
+        nonlocal writes
+        if message["type"] == "http.response.body":
+            writes += 1
+            if writes == 2:
+                await reading.wait()
+            elif writes == 3:
+                raise RuntimeError("the server is shutting down")
+
+    async def receive() -> Message:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    task = asyncio.ensure_future(relay({"type": "http"}, receive, send))
+    for _ in range(200):
+        await asyncio.sleep(0)
+    reading.set()
+    for _ in range(500):
+        await asyncio.sleep(0)
+    assert task.done(), "the response still waits for its reader"
+    assert isinstance(task.exception(), RuntimeError)
+    assert stream.sent < PIECES  # the upstream was not read to the end

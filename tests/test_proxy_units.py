@@ -782,7 +782,7 @@ def read_events(pieces: Sequence[bytes]) -> list[tuple[str, str]]:
     response = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Pieces(pieces))
 
     async def collect() -> list[tuple[str, str]]:
-        return [event async for event in events(response)]
+        return [(event.event, event.data) async for event in events(response)]
 
     return asyncio.run(collect())
 
@@ -795,8 +795,14 @@ def test_upstream_events_whatever_the_network_split(cuts: list[int]) -> None:
     assert read_events([EVENTS_TEXT[a:b] for a, b in zip([0, *points], [*points, len(EVENTS_TEXT)])]) == EXPECTED_EVENTS
 
 
-def test_upstream_events_leave_out_events_without_data_and_an_unfinished_last_one() -> None:
-    assert read_events([b"event: ping\n\ndata:\n\ndata: a\n\ndata: [DONE]"]) == [("message", "a")]
+def test_upstream_events_leave_out_events_without_data_and_keep_an_unfinished_last_one() -> None:
+    """A backend that closes right after its last data line has still said it."""
+    assert read_events([b"event: ping\n\ndata:\n\ndata: a\n\ndata: b\r"]) == [("message", "a"), ("message", "b")]
+
+
+def test_upstream_events_of_a_long_line_delivered_byte_by_byte() -> None:
+    line = b"data: " + "é".encode() * 20_000 + b"\n\n"
+    assert read_events([line[i : i + 1] for i in range(len(line))]) == [("message", "é" * 20_000)]
 
 
 ERROR_SHAPES = [
