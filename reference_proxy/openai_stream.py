@@ -25,12 +25,15 @@ def dumps(value: Any) -> str:
     return _encode(value)
 
 
+def is_plain(text: str) -> bool:
+    """Printable text without quotes or backslashes, most of what a model writes: the
+    same between the quotes of a JSON string literal (nothing to escape or unescape)."""
+    return '"' not in text and "\\" not in text and text.isprintable()
+
+
 def string_literal(text: str) -> str:
-    """``dumps`` of a string; printable text without quotes or backslashes, most of
-    what a model writes, is its own JSON literal between quotes (nothing to escape)."""
-    if '"' not in text and "\\" not in text and text.isprintable():
-        return f'"{text}"'
-    return _encode(text)
+    """``dumps`` of a string, without the encoder for plain text."""
+    return f'"{text}"' if is_plain(text) else _encode(text)
 
 
 def to_wire(text: str) -> bytes:

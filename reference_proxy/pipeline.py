@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 from reference_proxy.dedup import CallLedger
 from reference_proxy.errors import as_openai_error
-from reference_proxy.openai_stream import DONE, ChunkEmitter, dumps, error_event, new_call_id
+from reference_proxy.openai_stream import DONE, ChunkEmitter, dumps, error_event, is_plain, new_call_id
 from reference_proxy.rescue import ArgumentsDelta, Event, Rescuer, Text, ToolCallEnd, ToolCallStart, ToolSpec
 from reference_proxy.vtc import call_to_xml
 
@@ -222,11 +222,10 @@ class StreamPipeline:
         if frame is not None and data.startswith(frame.prefix) and data.endswith(frame.suffix) and len(data) > frame.size:
             # Same envelope as a chunk seen before: only the delta between needs parsing.
             raw = data[len(frame.prefix) : len(data) - len(frame.suffix)]
-            if raw.startswith('{"content":"') and raw.endswith('"}') and "\\" not in raw:
-                # The commonest delta, a string with no escape in it, needs no parsing either:
-                # without a backslash a JSON string's text is what stands between its quotes.
+            if raw.startswith('{"content":"') and raw.endswith('"}'):
+                # The commonest delta, a plain string, needs no parsing either.
                 text = raw[12:-2]
-                if '"' not in text and text.isprintable():
+                if is_plain(text):
                     choice = self._choices.get(frame.choice)
                     if choice is not None and not choice.finished:
                         return self._content(choice, text)
