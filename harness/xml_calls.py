@@ -10,6 +10,7 @@ them hands the client ``&lt;`` instead of ``<``.
 
 from __future__ import annotations
 
+import bisect
 import html
 import json
 import re
@@ -43,6 +44,15 @@ class XmlCall:
 class XmlParse:
     calls: tuple[XmlCall, ...]
     outside: str  # the text around the calls, <function_calls> wrappers removed
+    runs: tuple[tuple[int, int], ...]  # each unbroken piece of ``outside``: (its start there, its start in the text)
+
+    def text_offset(self, outside_offset: int) -> int:
+        """Where character ``outside_offset`` of ``outside`` sits in the parsed text."""
+        at = bisect.bisect_right(self.runs, outside_offset, key=lambda run: run[0]) - 1
+        if at < 0:
+            return 0
+        start, origin = self.runs[at]
+        return origin + outside_offset - start
 
 
 def tool_vocabulary(request: Mapping[str, Any]) -> dict[str, frozenset[str]]:
@@ -171,12 +181,14 @@ def parse_xml_calls(text: str, tools: Mapping[str, Collection[str]]) -> XmlParse
     opener = _opener(tuple(sorted(tools, key=len, reverse=True)))
     calls: list[XmlCall] = []
     segments: list[str] = []
+    spans: list[tuple[int, int]] = []  # [start, end) in ``text`` of each segment
     pos = 0
     while pos <= len(text):
         m = opener.search(text, pos)
         if m is None:
             break
         segments.append(text[pos : m.start()])
+        spans.append((pos, m.start()))
         if m.group(3) is not None:
             call = _cline_call(text, m.group(3), tools.get(m.group(3), ()), m.start(), m.end())
         else:
@@ -185,7 +197,31 @@ def parse_xml_calls(text: str, tools: Mapping[str, Collection[str]]) -> XmlParse
         calls.append(call)
         pos = call.end
     segments.append(text[pos:])
+    spans.append((pos, len(text)))
     outside = "".join(segments)
-    if any(c.style == "invoke" for c in calls):
+    wrappers = [m.span() for m in _WRAPPER.finditer(outside)] if any(c.style == "invoke" for c in calls) else []
+    if wrappers:
         outside = _WRAPPER.sub("", outside)
-    return XmlParse(tuple(calls), outside)
+    return XmlParse(tuple(calls), outside, _runs(spans, wrappers))
+
+
+def _runs(spans: list[tuple[int, int]], removed: list[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """The unbroken pieces of the joined ``spans`` once the ``removed`` ranges (offsets
+    into the joined text) are cut out: (start in the result, start in the parsed text)."""
+    joined: list[tuple[int, int, int]] = []  # (start in the joined text, start in the parsed text, length)
+    at = 0
+    for start, end in spans:
+        if end > start:
+            joined.append((at, start, end - start))
+            at += end - start
+    bounds = [0, *(edge for span in removed for edge in span), at]
+    kept = list(zip(bounds[::2], bounds[1::2]))  # the ranges between the removed ones
+    out: list[tuple[int, int]] = []
+    size = 0
+    for lo, hi in kept:
+        for start, origin, length in joined:
+            a, b = max(lo, start), min(hi, start + length)
+            if a < b:
+                out.append((size, origin + a - start))
+                size += b - a
+    return tuple(out)

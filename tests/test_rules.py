@@ -24,10 +24,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.assemble import answer_from_exchange
-from harness.compare import fold_ws, json_equal
+from harness.compare import fold_ws, json_equal, shorten
 from harness.exchange import Exchange, RecordedRequest
 from harness.rules import RULES, Options, compare_answers, compare_item, evaluate, rules_markdown
-from harness.rules.context import Context
+from harness.rules import locate
+from harness.rules.context import Context, effective_options
 from harness.rules.registry import ENTRIES, Violation
 from harness.scenario import PROFILES, Profile, Scenario, ToolCallFrame, parse_scenario
 from harness.sse import parse_events
@@ -292,6 +293,8 @@ XML_WRITE = (
     "<write_to_file>\n<path>a.html</path>\n<content>\n<p>1 < 2 & \"x\"</p>\n</content>\ndone\n</content>\n"
     "<line_count>3</line_count>\n</write_to_file>"
 )
+
+INVOKE_READ = '<function_calls><invoke name="read_file"><parameter name="path">src/main.py</parameter></invoke></function_calls>'
 
 
 def vtc_stream(text: str, finish: str = "stop", split: int = 7) -> str:
@@ -693,6 +696,14 @@ BROKEN: list[Case] = [
     ),
     case("vtc-004-finish-tool-calls", S_VTC, vtc_stream(XML_READ, finish="tool_calls"), {"VTC-004"}, profile="vtc"),
     case("vtc-text-001-text-lost", S_VTC, vtc_stream(XML_READ.replace("I will read it.", "")), {"TEXT-001"}, profile="vtc"),
+    case(
+        "vtc-text-003-stray-closing-tag",  # the call's own </parameter> comes first in the content
+        S_VTC,
+        sse(ROLE, chunk({"content": "I will read it.\n\n"}), chunk({"content": INVOKE_READ}),
+            chunk({"content": " </parameter>"}), chunk(finish="stop")),
+        {"TEXT-001", "TEXT-003"},
+        profile="vtc",
+    ),
     # upstream
     case(
         "up-001-assertions-fail",
@@ -859,8 +870,8 @@ UNPLACED = frozenset({"HTTP-001", "HTTP-002", "HTTP-003", "HTTP-004", "HTTP-005"
 
 def _may_be_unplaced(exchange: Exchange, rule_id: str) -> bool:
     """Findings that may name no place: the rules above; an error status (the whole
-    body is the finding); the text outside the XML calls of a vtc answer."""
-    return rule_id in UNPLACED or exchange.status != 200 or (rule_id == "TEXT-001" and exchange.profile == "vtc")
+    body is the finding)."""
+    return rule_id in UNPLACED or exchange.status != 200
 
 
 def test_every_finding_that_has_a_place_names_it() -> None:
@@ -901,6 +912,9 @@ LOCATED = [
     ("usage-001-missing", "USAGE-001", "[DONE]"),
     ("vtc-004-finish-tool-calls", "VTC-004", '"finish_reason": "tool_calls"'),
     ("vtc-002-wrong-path", "VTC-002", "<rea"),
+    ("vtc-text-001-text-lost", "TEXT-001", '"finish_reason": "stop"'),
+    ("vtc-text-003-stray-closing-tag", "TEXT-003", '"content": " </parameter>"'),
+    ("vtc-text-003-stray-closing-tag", "TEXT-001", '"content": "I will read it.'),
     ("atool-001-shared-id", "ATOOL-001", '"type": "tool_use"'),
     ("atool-003-end-turn-after-tool-use", "ATOOL-003", '"stop_reason": "end_turn"'),
     ("abody-003-input-as-string", "ABODY-003", "json:/content/1/input"),
@@ -920,6 +934,37 @@ def test_evidence_points_at_the_offending_place(case_id: str, rule_id: str, wher
         assert position.event_index is not None
         event = parse_events(c.exchange.raw).events[position.event_index]
         assert where in event.data and position.byte_offset == event.byte_offset
+
+
+POSITION_KEYS = frozenset({"event_index", "byte_offset", "text_offset", "json_path"})
+
+
+def test_locating_names_a_position_only() -> None:
+    """What ``locate`` returns joins a rule's own evidence: it may add position keys
+    only, never replace what the rule said (its excerpt, expected, actual)."""
+    for _, broken, options in FAMILIES.values():
+        for c in broken:
+            ctx = Context(c.scenario, c.exchange, effective_options(options(c), c.exchange))
+            for offset in (0, 3, len(ctx.visible_text)):
+                for where in (locate.content(ctx, offset), locate.visible(ctx, offset), locate.finish(ctx),
+                              locate.call(ctx, offset), locate.received_call(ctx, offset)):
+                    assert set(where) <= POSITION_KEYS, (c.id, where)
+
+
+# (case, rule, the excerpt the rule itself gives)
+OWN_EXCERPTS = [
+    ("text-003-leaked-closing-tag", "TEXT-003", "</tools>"),
+    ("vtc-text-003-stray-closing-tag", "TEXT-003", "I will read it.\n\n </parameter>"),
+    ("vtc-002-wrong-path", "VTC-002", shorten(XML_READ.replace("main.py", "main.rs"), 300)),
+]
+
+
+@pytest.mark.parametrize(("case_id", "rule_id", "excerpt"), OWN_EXCERPTS, ids=[f"{c}-{r}" for c, r, _ in OWN_EXCERPTS])
+def test_a_located_finding_keeps_its_own_excerpt(case_id: str, rule_id: str, excerpt: str) -> None:
+    c = next(c for c in BROKEN if c.id == case_id)
+    failure = next(f for f in evaluate(c.scenario, c.exchange, _options(c, True)) if f.rule_id == rule_id)
+    assert failure.evidence["excerpt"] == excerpt
+    assert Position.of(failure.evidence).event_index is not None
 
 
 def test_spec_rules_only_when_strict() -> None:
@@ -1002,6 +1047,7 @@ XML_CASES = [
     ("undeclared-param-ignored", "<read_file><mode>x</mode><path>p</path></read_file>", [("read_file", {"path": "p"})], "", True),
     ("unclosed", "text <read_file>\n<path>a", [("read_file", {"path": "a"})], "text", False),
     ("one-edge-newline-only", "<read_file><path>\n\n a \n\n</path></read_file>", [("read_file", {"path": "\n a \n"})], "", True),
+    ("invoke-wrapped", f"a {INVOKE_READ} b", [("read_file", {"path": "src/main.py"})], "a b", True),
 ]
 
 
@@ -1011,6 +1057,7 @@ def test_xml_calls(name: str, text: str, calls: list[tuple[str, dict[str, str]]]
     assert [(c.name, dict(c.params)) for c in parsed.calls] == calls
     assert fold_ws(parsed.outside) == outside
     assert all(c.complete for c in parsed.calls) == complete
+    assert [text[parsed.text_offset(i)] for i in range(len(parsed.outside))] == list(parsed.outside)
 
 
 @pytest.mark.parametrize(

@@ -65,9 +65,8 @@ def no_markup_leak(ctx: Context) -> Iterator[Violation]:
     for leak in find_leaks(text, (*DEFAULT_MARKERS, *ctx.expect.markers), ctx.allowed_markup):
         around = text[max(0, leak.offset - 30) : leak.offset + 50]
         allowed = f", {leak.allowed} expected" if leak.allowed else ""
-        in_content = ctx.answer.content.find(leak.marker)
-        where = locate.visible(ctx, leak.offset) or (locate.content(ctx, in_content) if in_content >= 0 else {})
         yield Violation(
             f"{leak.marker!r} appears {leak.found} time(s) in the text{allowed}: …{shorten(around, 100)}…",
-            {"marker": leak.marker, "found": leak.found, "allowed": leak.allowed, "excerpt": around, **where},
+            {"marker": leak.marker, "found": leak.found, "allowed": leak.allowed, "excerpt": around,
+             **locate.visible(ctx, leak.offset)},
         )

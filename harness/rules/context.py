@@ -239,10 +239,11 @@ class Context:
         return self.at_event(payload.event, **extra)
 
     def at_event(self, event: SSEEvent, **extra: Any) -> dict[str, Any]:
-        """Evidence locating one dispatched SSE event."""
-        return {
-            "event_index": event.index,
-            "byte_offset": event.byte_offset,
-            "excerpt": shorten(event.data, 200),
-            **extra,
-        }
+        """Evidence locating one dispatched SSE event, with an excerpt of its data."""
+        return {**position(event), "excerpt": shorten(event.data, 200), **extra}
+
+
+def position(event: SSEEvent) -> dict[str, Any]:
+    """Where one dispatched SSE event sits, and nothing else: evidence a rule can add
+    to its own without any key of its own being replaced."""
+    return {"event_index": event.index, "byte_offset": event.byte_offset}

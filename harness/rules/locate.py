@@ -5,8 +5,9 @@ Rules judge the assembled ``Answer`` (text, calls, finish reason); these functio
 map a place in that answer back to what the client received: the stream event that
 delivered a character of the text, started a call or carried the finish reason, or,
 for a single JSON body, the JSON pointer of that member. Every function returns
-evidence (``event_index``/``byte_offset``, or ``json_path``), empty when the place
-cannot be named, and reads the exchange in the client's dialect.
+position keys only (``event_index``/``byte_offset``/``text_offset``, or ``json_path``
+and ``text_offset``), so a rule's own evidence (its ``excerpt``) is never replaced;
+empty when the place cannot be named. The exchange is read in the client's dialect.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 from harness.anthropic_events import client_events, collect_blocks
 from harness.assemble import first_choice
-from harness.rules.context import Context
+from harness.rules.context import Context, position
 from harness.sse import SSEEvent
 
 Evidence = dict[str, Any]
@@ -93,7 +94,7 @@ def _sources(ctx: Context) -> _Sources:
 
 
 def _at(ctx: Context, event: SSEEvent | None) -> Evidence:
-    return ctx.at_event(event) if event is not None else end_of_stream(ctx)
+    return position(event) if event is not None else end_of_stream(ctx)
 
 
 def end_of_stream(ctx: Context) -> Evidence:
@@ -156,7 +157,7 @@ def call(ctx: Context, index: int) -> Evidence:
     if ctx.kind != "sse":
         return {}
     events = ctx.derived(_sources).call_events
-    return ctx.at_event(events[index]) if index < len(events) else finish(ctx)
+    return position(events[index]) if index < len(events) else finish(ctx)
 
 
 def received_call(ctx: Context, index: int) -> Evidence:
@@ -182,10 +183,15 @@ def content(ctx: Context, offset: int) -> Evidence:
     if not sources.text_starts or offset >= len(ctx.answer.content):
         return finish(ctx)
     at = bisect.bisect_right(sources.text_starts, offset) - 1
-    return {**ctx.at_event(sources.text_events[max(at, 0)]), "text_offset": offset}
+    return {**position(sources.text_events[max(at, 0)]), "text_offset": offset}
 
 
 def visible(ctx: Context, offset: int) -> Evidence:
-    """``content`` for an offset into the visible text, which is the content itself
-    except for the vtc profile (there the text outside the XML calls: no place)."""
-    return content(ctx, offset) if ctx.options.profile != "vtc" else {}
+    """``content`` for an offset into the visible text: the content itself, or for the
+    vtc profile the text outside the XML calls (mapped back into the content; its end
+    is where the answer ends)."""
+    if ctx.options.profile != "vtc":
+        return content(ctx, offset)
+    if offset >= len(ctx.visible_text):
+        return content(ctx, len(ctx.answer.content))
+    return content(ctx, ctx.xml.text_offset(offset))
