@@ -388,28 +388,31 @@ _MD_CELLS = {"pass": "✅", "FAIL": "❌", "xfail": "⚠️", "skip": "⏭️", 
 
 
 def _verdict(summary: Summary) -> str:
-    """One sentence on the run as a whole, or "" when the table says it."""
+    """One sentence on the run as a whole, or "" when the table says it. Only items
+    that passed count as passing: an error, or a known failure that no longer fails,
+    broke no rule but did not pass either."""
     ran = summary.total.ran
     if summary.nothing_checked:
         reason, count = summary.skip_reason()
         return (f"nothing was checked: all {len(summary.items)} scenario(s) were skipped; "
                 f"most often ({count} of them): {reason}")
-    if not summary.broken_rules and ran:
+    clean = sum(1 for i in summary.items if i.outcome == "passed" and not i.failures)
+    if clean and clean == ran:
         return f"every rule passes for every scenario that ran ({ran})"
-    others = ran - len(summary.failing_items)
-    return f"the other {others} scenario(s) that ran pass every rule" if others > 0 else ""
+    return f"the other {clean} scenario(s) that ran pass every rule" if clean else ""
 
 
-def _left_out(summary: Summary) -> list[str]:
-    """What the table does not show: skips, errors, items failed for a stale known failure, notes."""
-    out: list[str] = []
+def _left_out(summary: Summary) -> list[tuple[str, str]]:
+    """What the table does not show, as (scenario, what): skips, errors, items failed
+    for a stale known failure, notes. Both reports list exactly these."""
+    out: list[tuple[str, str]] = []
     for item in summary.items:
         if item.outcome in ("skipped", "error"):
-            out.append(f"{item.scenario}: {item.outcome}: {item.reason}")
+            out.append((item.scenario, f"{item.outcome}: {item.reason}"))
         elif item.outcome == "failed" and not item.failures:
-            out.append(f"{item.scenario}: failed: listed as a known failure, but no longer fails")
+            out.append((item.scenario, "failed: listed as a known failure, but no longer fails"))
     for item in summary.items:
-        out.extend(f"{item.scenario}: {note}" for note in item.notes)
+        out.extend((item.scenario, note) for note in item.notes)
     return out
 
 
@@ -430,7 +433,8 @@ def render_text(summary: Summary) -> str:
     rules, rows = summary.broken_rules, summary.failing_items
     if rules:
         id_width = max(len(i.scenario) for i in rows)
-        out.append("rules failed per scenario (F fail, x known failure; scenarios without a failure left out):")
+        out.append("rules failed per scenario (F fail, x known failure, . pass; scenarios without a failure left "
+                   "out):")
         out.append(f"  {'':<{id_width}}  " + "  ".join(rules))
         for item in rows:
             cells = "  ".join(f"{_TEXT_CELLS[summary.rule_cell(item, r)]:^{len(r)}}" for r in rules)
@@ -438,7 +442,7 @@ def render_text(summary: Summary) -> str:
     verdict = _verdict(summary)
     if verdict:
         out.append(verdict)
-    out.extend(f"  {line}" for line in _left_out(summary))
+    out.extend(f"  {scenario}: {what}" for scenario, what in _left_out(summary))
     return "\n".join(out)
 
 
@@ -468,22 +472,15 @@ def render_markdown(summary: Summary) -> str:
     if verdict:
         sentence = verdict[0].upper() + verdict[1:] + "."
         out += ["", f"**{sentence}**" if summary.nothing_checked else sentence]
-    failing = [i for i in summary.items if i.failures or i.notes or i.outcome in ("skipped", "error")]
-    if failing:
-        out += ["", "<details><summary>Failures, skips and checks left out</summary>", ""]
-        for item in failing:
-            if item.outcome == "skipped":
-                out.append(f"- `{item.scenario}` skipped: {item.reason}")
-                continue
-            for f in item.failures:
-                flag = " (known)" if f.expected else ""
-                out.append(f"- `{item.scenario}` **{f.rule}**{flag} [{f.severity}] in {f.attempt}: "
-                           f"{f.message.splitlines()[0] if f.message else ''}")
-            if item.outcome == "error":
-                out.append(f"- `{item.scenario}` error: {item.reason}")
-        for item in summary.items:
-            out.extend(f"- `{item.scenario}` {note}" for note in item.notes)
-        out += ["", "</details>"]
+    details = [
+        f"- `{item.scenario}` **{f.rule}**{' (known)' if f.expected else ''} [{f.severity}] in {f.attempt}: "
+        f"{f.message.splitlines()[0] if f.message else ''}"
+        for item in summary.failing_items
+        for f in item.failures
+    ]
+    details += [f"- `{scenario}` {what}" for scenario, what in _left_out(summary)]
+    if details:
+        out += ["", "<details><summary>Failures, skips and checks left out</summary>", "", *details, "", "</details>"]
     return "\n".join(out) + "\n"
 
 

@@ -133,7 +133,9 @@ def test_summary_scores_and_the_scenario_by_rule_table() -> None:
     lines = render_text(summary).splitlines()
     words = [line.split() for line in lines]
     assert ["qwen-tools", "0/1", "1", "failed"] in words and ["total", "1/2"] in words
-    header = lines.index("rules failed per scenario (F fail, x known failure; scenarios without a failure left out):")
+    header = lines.index(
+        "rules failed per scenario (F fail, x known failure, . pass; scenarios without a failure left out):"
+    )
     assert lines[header + 1].split() == ["SSE-004", "CALLS-001"]  # only the rules something failed
     assert lines[header + 2].split() == [SINGLE.id, "x", "F"]  # only the scenarios that failed something
     assert lines[header + 3:] == [
@@ -177,6 +179,33 @@ def test_a_run_without_failures_says_so_in_one_line(outcomes: list[str], text: s
     md = render_markdown(summary)
     assert markdown in md.splitlines() and "| scenario |" not in md
     assert render_json(summary)["checked"] is (not summary.nothing_checked)
+
+
+STALE = "failed: listed as a known failure, but no longer fails"
+
+
+@pytest.mark.parametrize(("outcomes", "verdict"), [
+    (["passed", "error", "failed"], "the other 1 scenario(s) that ran pass every rule"),
+    (["error", "failed", "failed"], None),
+    (["passed", "passed", "error"], "the other 2 scenario(s) that ran pass every rule"),
+])
+def test_items_that_broke_no_rule_but_did_not_pass_are_not_passing(outcomes: list[str], verdict: str | None) -> None:
+    """An error, or a known failure that no longer fails, breaks no rule of the table:
+    it is listed in both reports, and never counted among the scenarios that pass."""
+    ids = ["hermes-single", "plain-native-single", "qwen-tools-single-call"]
+    records = [item_record(LIBRARY[i], "openai", o, reason="boom" if o == "error" else "", run=None)
+               for i, o in zip(ids, outcomes)]
+    summary = summarize(records)
+    text, md = render_text(summary), render_markdown(summary)
+    assert "every rule passes" not in text and "every rule passes" not in md.lower()
+    if verdict is None:
+        assert "pass every rule" not in text and "pass every rule" not in md
+    else:
+        assert verdict in text.splitlines() and verdict[0].upper() + verdict[1:] + "." in md.splitlines()
+    for i, outcome in zip(ids, outcomes):
+        what = {"error": "error: boom", "failed": STALE}.get(outcome)
+        if what is not None:
+            assert f"  {i}: {what}" in text.splitlines() and f"- `{i}` {what}" in md.splitlines()
 
 
 # --------------------------------------------------------------------------- item output
