@@ -30,7 +30,7 @@ from harness.rules import RULES, Options, compare_answers, compare_item, evaluat
 from harness.rules import locate
 from harness.rules.context import Context, effective_options
 from harness.rules.registry import ENTRIES, Violation
-from harness.scenario import PROFILES, Profile, Scenario, ToolCallFrame, parse_scenario
+from harness.scenario import PROFILES, Profile, RawFrame, Scenario, ToolCallFrame, parse_scenario
 from harness.sse import parse_events
 from harness.transcript import Position
 from harness.xml_calls import parse_xml_calls, tool_vocabulary
@@ -1148,6 +1148,19 @@ A_TWO_IDS = test_rules_anthropic.TWO_STREAM  # toolu_01 and toolu_02
 A_OTHER = test_rules_anthropic.message([test_rules_anthropic.TEXT_CONTENT, {**test_rules_anthropic.PARIS_USE, "id": "toolu_99"}])
 A_SAME = test_rules_anthropic.message([test_rules_anthropic.TEXT_CONTENT, test_rules_anthropic.PARIS_USE])
 
+
+def _raw_backend(sc: Scenario, *events: Mapping[str, Any]) -> Scenario:
+    """``sc`` with a backend that sends ``events`` as raw frames."""
+    frames = tuple(RawFrame(f"event: x\ndata: {json.dumps(e)}\n\n") for e in events)
+    return replace(sc, backend=replace(sc.backend, frames=frames))
+
+
+S_RAW_ID = _raw_backend(S_CALL, chunk(start(args=PARIS_ARGS)))
+A_RAW_ID = _raw_backend(
+    test_rules_anthropic.S_TEXT_CALL,
+    {"type": "content_block_start", "index": 1, "content_block": {**test_rules_anthropic.PARIS_USE, "input": {}}},
+)
+
 # (id, scenario, [(request overrides, raw answer, status)], profile, whether TOOL-010 fails)
 ITEMS: list[tuple[str, Scenario, list[tuple[dict[str, Any], str, int]], Profile, bool]] = [
     ("same-id-streamed-and-not", S_CALL, [({}, CALL_STREAM, 200), (PLAIN, completion(PARIS_MESSAGE), 200)], "openai", True),
@@ -1156,10 +1169,14 @@ ITEMS: list[tuple[str, Scenario, list[tuple[dict[str, Any], str, int]], Profile,
      "openai", True),
     ("the-backends-own-id-passed-on", S_NATIVE_ID, [({}, CALL_STREAM, 200), (PLAIN, completion(PARIS_MESSAGE), 200)],
      "openai", False),
+    ("the-backends-own-id-in-a-raw-frame", S_RAW_ID, [({}, CALL_STREAM, 200), (PLAIN, completion(PARIS_MESSAGE), 200)],
+     "openai", False),
     ("an-error-answer-takes-no-part", S_CALL, [({}, CALL_STREAM, 200), (PLAIN, completion(PARIS_MESSAGE), 500)],
      "openai", False),
     ("anthropic-same-tool-use-id", test_rules_anthropic.S_TEXT_CALL,
      [({}, A_TWO_IDS, 200), (PLAIN, A_SAME, 200)], "anthropic", True),
+    ("anthropic-backends-own-id-in-a-raw-frame", A_RAW_ID,
+     [({}, A_TWO_IDS, 200), (PLAIN, A_SAME, 200)], "anthropic", False),
     ("anthropic-other-tool-use-id", test_rules_anthropic.S_TEXT_CALL,
      [({}, A_TWO_IDS, 200), (PLAIN, A_OTHER, 200)], "anthropic", False),
 ]

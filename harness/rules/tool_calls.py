@@ -13,7 +13,8 @@ from harness.rules import locate
 from harness.rules.chunks import choices_of
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
-from harness.scenario import Scenario, ToolCallFrame, ToolUseFrame
+from harness.scenario import RawFrame, Scenario, ToolCallFrame, ToolUseFrame
+from harness.sse import parse_events
 
 rule = rule_group("tool_calls", "TOOL")
 
@@ -322,10 +323,37 @@ def ids_unique_across_requests(answers: Sequence[tuple[str, Context]]) -> Iterat
 
 
 def backend_call_ids(scenario: Scenario) -> frozenset[str]:
-    """The call ids the mock backend sends for ``scenario``: a proxy may pass them on."""
-    return frozenset(
-        f.id for f in scenario.backend.frames if isinstance(f, (ToolCallFrame, ToolUseFrame)) and f.id is not None
-    )
+    """The call ids the mock backend sends for ``scenario``, from its native frames and
+    from the tool_use blocks and tool_calls entries of its raw frames: a proxy may pass
+    them on."""
+    ids: set[str] = set()
+    for frame in scenario.backend.frames:
+        if isinstance(frame, (ToolCallFrame, ToolUseFrame)) and frame.id is not None:
+            ids.add(frame.id)
+        elif isinstance(frame, RawFrame):
+            for event in parse_events(frame.raw.encode("utf-8", "replace")).events:
+                try:
+                    ids.update(_call_ids(json.loads(event.data)))
+                except (ValueError, RecursionError):
+                    continue
+    return frozenset(ids)
+
+
+def _call_ids(value: Any) -> Iterator[str]:
+    """The ids of every tool_use block and tool_calls entry anywhere in a parsed event."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if item.get("type") == "tool_use" and isinstance(item.get("id"), str):
+                yield item["id"]
+            entries = item.get("tool_calls")
+            for entry in entries if isinstance(entries, list) else ():
+                if isinstance(entry, dict) and isinstance(entry.get("id"), str):
+                    yield entry["id"]
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 @rule(
