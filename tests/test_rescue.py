@@ -16,6 +16,7 @@ import pytest
 
 from harness.scenario import ContentFrame, RawFrame, Scenario, ToolCallFrame, load_library
 from reference_proxy.rescue import scanner
+from reference_proxy.rescue.families.code import MAX_FENCE_LINE
 from reference_proxy.rescue import (
     ArgumentsDelta,
     Rescuer,
@@ -462,6 +463,16 @@ CASES = [
         "```python\nx = '<tool_call>'\n```\n",
         [("read_file", {"path": "a"})],
     ),
+    # A closing line is short: a longer one (backticks or blanks) is code, newline or not.
+    Case(
+        "fence-closing-line-at-the-limit",
+        "```\nx\n" + "`" * MAX_FENCE_LINE + "\n" + hermes("read_file", {"path": "a"}),
+        "```\nx\n" + "`" * MAX_FENCE_LINE + "\n",
+        [("read_file", {"path": "a"})],
+    ),
+    Case("fence-closing-line-too-long", "```\nx\n" + "`" * (MAX_FENCE_LINE + 1) + "\n" + hermes("read_file", {"path": "a"}), None),
+    Case("fence-closing-line-indented-too-far", "```\nx\n" + " " * (MAX_FENCE_LINE - 2) + "```\n" + hermes("run", {}), None),
+    Case("fence-opened-by-a-run-too-long-to-close", "`" * (MAX_FENCE_LINE + 1) + "\n" + hermes("run", {}) + "\n" + "`" * (MAX_FENCE_LINE + 1), None),
     # ---------------------------------------------------------------- mixed and edges
     Case(
         "mixed-families-in-order",

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from harness.scenario import ContentFrame, Scenario, load_library
 from reference_proxy.request_shaping import anthropic_tools
+from reference_proxy.rescue.families.code import MAX_FENCE_LINE
 from reference_proxy.rescue import Rescuer, Text, ToolSpec, rescue_text, tools_from_request
 from test_rescue import CASES, Case, coder, hermes, invoke
 from test_rescue_support import ALL, check_events, feed_frames, outcome, split_at
@@ -111,6 +112,38 @@ def test_plain_text_is_never_held(text: str, points: list[int]) -> None:
         assert "".join(e.text for e in events if isinstance(e, Text)) == frame
         assert all(isinstance(e, Text) for e in events)
     assert rescuer.finish() == []
+
+
+# --------------------------------------------------------------------------- fence lines
+
+AFTER_FENCE = hermes("read_file", {"path": "t"})
+FENCE_CONTENT = {"code": "x\n", "call": AFTER_FENCE + "\n", "nothing": ""}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(sorted(FENCE_CONTENT)),
+    st.integers(min_value=0, max_value=MAX_FENCE_LINE + 4),
+    st.integers(min_value=1, max_value=MAX_FENCE_LINE + 4),
+    st.sampled_from(["", " ", "\t\r"]),
+    st.lists(st.integers(min_value=0, max_value=300), max_size=12),
+)
+def test_a_fence_line_of_any_length_closes_alike_in_any_split(
+    content: str, indent: int, run: int, trailing: str, points: list[int]
+) -> None:
+    """A line of blanks and backticks closes the fence when its backticks are enough
+    and it is at most ``MAX_FENCE_LINE`` characters long, whether it arrives whole, cut
+    anywhere, or a character at a time; the call after the fence is rescued exactly then."""
+    line = " " * indent + "`" * run + trailing
+    text = "```\n" + FENCE_CONTENT[content] + line + "\n" + AFTER_FENCE
+    closes = run >= 3 and len(line) <= MAX_FENCE_LINE
+    fenced = [("read_file", {"path": "t"})] if content == "call" else []
+    _, whole = feed_frames([text], ALL)
+    assert outcome(whole)[1] == ([*fenced, ("read_file", {"path": "t"})] if closes else [])
+    for frames in (split_at(text, points), list(text)):
+        _, split = feed_frames(frames, ALL)
+        check_events(split)
+        assert outcome(split) == outcome(whole), frames
 
 
 # --------------------------------------------------------------------------- the buffer cap

@@ -165,9 +165,9 @@ class Carry:
 
     __slots__ = ("text", "pos", "base")
 
-    def __init__(self) -> None:
+    def __init__(self, origin: int = 0) -> None:
         self.text = ""  # kept from earlier pieces
-        self.pos = 0  # marker position of ``text[0]``
+        self.pos = origin  # marker position of ``text[0]``; of the first piece fed, at first
         self.base = 0  # marker position of index 0 of the string ``join`` returned
 
     def join(self, text: str, start: int) -> tuple[str, int]:

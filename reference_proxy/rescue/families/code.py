@@ -14,7 +14,10 @@ their real calls in a fence. The rules:
   makes the whole block text, calls and all; its text is let through as it arrives, and
   no opener inside it counts. The block ends at its first closing line, as Markdown
   shows it, even inside a call (a call holding a fence line needs a longer outer
-  fence); one that is never closed is code to the end.
+  fence); one that is never closed is code to the end. A closing line is short: its
+  blanks and backticks are at most ``MAX_FENCE_LINE`` characters, newline excluded, so
+  it is recognised without holding a long line (and a fence opened by a longer run
+  never closes).
 - A ``tool_code`` block (seed 003) holds one JSON object, ``{"tool": NAME, ...}``: the
   call. It opens at a line start or anywhere else (```` ```tool_code ```` names itself);
   a block that is not a valid call is text as a whole.
@@ -59,7 +62,9 @@ buffer cap, so a stray backtick never holds text long enough to overflow."""
 MAX_INFO = 128
 """Longest info string of a fence (``python``, ``tool_code``) waited for."""
 MAX_FENCE_LINE = 64
-"""Longest line start (blanks and backticks) held while it may still be a closing fence."""
+"""Longest closing fence line (blanks and backticks, without its newline). A longer line
+never closes a fence, whether or not its end has arrived: held no further than this, a
+line start gets the same answer in any split."""
 
 _RUN = re.compile(r"`*")
 _SPAN_STOP = re.compile(r"`+|\n")
@@ -99,25 +104,28 @@ class CodeParser(MarkerParser):
             if verdict is not None:
                 return verdict
         s, i = carry.join(text, start)
-        opener = -carry.base  # index of the opener in ``s`` (negative once it was dropped)
+        # Index of the opener in ``s``: negative once consumed. The opening run is counted,
+        # never kept, so a long run costs each piece only its new backticks.
+        opener = -carry.base
         state = self._state
         if state == _OPEN:
             i = self._open(s, i, opener)
             state = self._state
             if state == _OPEN:
-                carry.keep(s, opener)
+                carry.keep(s, i)
                 return None
         if state == _INFO:
-            i = self._info(s, i, opener)
+            after_run = opener + self._run
+            i = self._info(s, i, after_run)
             if i < 0:  # the info string is too long: no fence
                 return reject(self._run)
             state = self._state
             if state == _INFO:  # waiting for the end of the info line
-                carry.keep(s, opener)
+                carry.keep(s, after_run)
                 return None
             if state == _TOOL_CODE:
                 assert self._tool_code is not None
-                verdict = self._tool_code_verdict(self._tool_code.feed(s, opener))
+                verdict = self._tool_code_verdict(self._tool_code.feed(s, after_run))
                 if verdict is not None:
                     return verdict
         if state == _SPAN:
@@ -135,22 +143,23 @@ class CodeParser(MarkerParser):
         if self._state in (_PROBE, _TOOL_CODE, _CODE) and carry.text:
             # The last line may be the closing fence, with no newline after it.
             m = _FENCE_LINE.fullmatch(carry.text)
-            if m is not None and len(m.group(2)) >= self._run:
+            if m is not None and self._closes(m):
                 return self._closing(carry.text, end)
         return reject(end)  # never closed: code to the end
 
     # ------------------------------------------------------------------ the opening
 
     def _open(self, s: str, i: int, opener: int) -> int:
-        """The opening run: sets the next state (stays _OPEN to wait); the index after it."""
+        """The opening run: sets the next state (stays _OPEN to wait); the index after
+        the run (or after as much of it as has arrived)."""
         j = _RUN.match(s, i).end()  # type: ignore[union-attr]
         if j == len(s):
-            return i
+            return j
         run = j - opener
         if run >= FENCE_RUN and not self._line_start:  # mid-line, only tool_code opens a block
             named = starts(s, j, LANGUAGE)
             if named is None:
-                return i
+                return j
         else:
             named = run >= FENCE_RUN
         self._run = run
@@ -181,10 +190,9 @@ class CodeParser(MarkerParser):
                 return reject(carry.base + m.end())  # the whole span is text
             i = m.end()
 
-    def _info(self, s: str, i: int, opener: int) -> int:
-        """The fence's info string: sets the next state (stays _INFO to wait); the index
-        after its line, or -1 when it is too long to be one."""
-        after_run = opener + self._run
+    def _info(self, s: str, i: int, after_run: int) -> int:
+        """The fence's info string, from ``s[after_run]``: sets the next state (stays
+        _INFO to wait); the index after its line, or -1 when it is too long to be one."""
         k = s.find("\n", i, after_run + MAX_INFO + 1)
         if k < 0:
             return -1 if len(s) - after_run > MAX_INFO else i
@@ -193,7 +201,7 @@ class CodeParser(MarkerParser):
             self._state = _SPAN  # a backtick in the info string: an inline span (CommonMark)
             return after_run
         if info.startswith(LANGUAGE):
-            self._tool_code = ToolCodeParser(BACKTICK * self._run + LANGUAGE, self._tools)
+            self._tool_code = ToolCodeParser(LANGUAGE, self._tools, origin=self._run)
             self._state = _TOOL_CODE
         else:
             self._state = _PROBE
@@ -222,10 +230,11 @@ class CodeParser(MarkerParser):
                 m = _FENCE_LINE.match(s, i)
                 assert m is not None
                 j = m.end()
-                if j == n and j - i <= MAX_FENCE_LINE:
-                    break  # may still be the closing fence
-                if len(m.group(2)) >= self._run and j < n and s[j] == "\n":
-                    return self._closing(s[i:j], carry.base + j)
+                if j - i <= MAX_FENCE_LINE:
+                    if j == n:
+                        break  # may still be the closing fence
+                    if s[j] == "\n" and self._closes(m):
+                        return self._closing(s[i:j], carry.base + j)
                 self._at_line = False
             m = _CANDIDATE.search(s, i)
             j = m.end() if m is not None else n
@@ -235,6 +244,10 @@ class CodeParser(MarkerParser):
             self._at_line = m is not None
         carry.keep(s, i)
         return None
+
+    def _closes(self, line: re.Match[str]) -> bool:
+        """Whether a whole line matched by ``_FENCE_LINE`` is a closing fence."""
+        return line.end() - line.start() <= MAX_FENCE_LINE and len(line.group(2)) >= self._run
 
     def _closing(self, line: str, end: int) -> Verdict:
         """The closing fence ``line``, ending at ``end``, ends the block, as Markdown

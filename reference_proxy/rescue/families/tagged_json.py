@@ -29,9 +29,10 @@ class TaggedJsonParser(MarkerParser):
     """An empty marker (opener, blanks, closer) is swallowed as markup of no call."""
     value_starts = "{["
 
-    def __init__(self, opener: str, tools: Toolbox) -> None:
+    def __init__(self, opener: str, tools: Toolbox, *, origin: int = 0) -> None:
+        """``origin``: the marker position of the first piece's ``start`` (its opener)."""
         self._tools = tools
-        self._carry = Carry()
+        self._carry = Carry(origin)
         self._skip = len(opener)
         self._state = _BODY
         self._json: JsonScanner | None = None
