@@ -22,6 +22,7 @@ cases stay timing cases.
 
 from __future__ import annotations
 
+import bisect
 import copy
 import dataclasses
 import hashlib
@@ -29,9 +30,12 @@ import random
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Final
 
 from harness.scenario import ContentFrame, Frame, RawFrame, Scenario, ToolCallFrame, ToolUseFrame, frame_to_mapping
+from mock_backends import anthropic_replay, openai_replay
+from mock_backends.wire import Event
 
 STRATEGIES: Final[tuple[str, ...]] = ("per-char", "tags", "random", "multibyte", "native-per-char", "native-json")
 DEFAULT_SHRINK_BUDGET: Final[int] = 30
@@ -79,19 +83,22 @@ class Layout:
     fixed: frozenset[int]  # boundaries every variant keeps (delayed content frames start there)
     delays: Mapping[int, float]  # offset -> delay_ms of the piece starting there
     original: tuple[int, ...]  # the scenario's own content boundaries
-    native: str = ""  # the argument text of every native frame, joined in frame order
-    native_spans: tuple[tuple[int, int], ...] = ()  # per anchor: its [start, end) in ``native``
-    native_fixed: frozenset[int] = frozenset()  # the author's boundaries in ``native``
+    native: str  # the argument text of every native frame, joined in frame order
+    native_spans: tuple[tuple[int, int], ...]  # per anchor: its [start, end) in ``native``
+    native_fixed: frozenset[int]  # the author's boundaries in ``native``
 
     @property
     def whole(self) -> str:
         """What split offsets index: the content text, then the native text."""
         return self.text + self.native
 
-    def native_cuts(self) -> list[int]:
+    @cached_property
+    def native_cuts(self) -> frozenset[int]:
         """Every offset of ``whole`` that cuts the native text where its author did not."""
         n = len(self.text)
-        return [n + k for start, end in self.native_spans for k in range(start + 1, end) if k not in self.native_fixed]
+        return frozenset(
+            n + k for start, end in self.native_spans for k in range(start + 1, end) if k not in self.native_fixed
+        )
 
     def frames(self, splits: Iterable[int]) -> tuple[Frame, ...]:
         """The frames for ``splits``: content cut at every split and fixed point, native
@@ -100,13 +107,17 @@ class Layout:
         wanted = set(splits)
         cuts = sorted({s for s in wanted if 0 < s < n} | {s for s in self.fixed if 0 < s < n})
         native_cuts = sorted(s - n for s in wanted if s > n)
+
+        def inside(start: int, end: int) -> list[int]:
+            return native_cuts[bisect.bisect_right(native_cuts, start) : bisect.bisect_left(native_cuts, end)]
+
         anchors_at: dict[int, list[Frame]] = {}
-        for (offset, frame), (first, last) in zip(self.anchors, self.native_spans):
+        for (offset, frame), (first, last) in zip(self.anchors, self.native_spans, strict=True):
             frames = [frame]
-            if any(first < c < last for c in native_cuts):
+            if inside(first, last):
                 pieces: list[str] = []
                 for a, piece in zip(_starts(first, native_pieces(frame)), native_pieces(frame)):
-                    inner = [c for c in native_cuts if a < c < a + len(piece)]
+                    inner = inside(a, a + len(piece))
                     pieces += [self.native[x:y] for x, y in zip([a, *inner], [*inner, a + len(piece)])]
                 frames = _resplit(frame, pieces)
             anchors_at.setdefault(offset, []).extend(frames)
@@ -221,19 +232,47 @@ def _random_cuts(n: int, rng: random.Random) -> set[int]:
     return set(rng.sample(range(1, n), k=min(k, n - 1)))
 
 
-def make_variant(lay: Layout, scenario_id: str, seed: int, index: int) -> Variant:
+def wire_events(scenario: Scenario) -> list[Event]:
+    """The events the mock streams for ``scenario``, envelopes, native and raw frames
+    included: what torn network writes cut."""
+    backend, request = scenario.backend, scenario.client.request
+    if backend.dialect == "anthropic":
+        replay = anthropic_replay.prepare(backend)
+        reply = anthropic_replay.plan_reply(replay, request, message_id="msg_" + "0" * 24)
+        return anthropic_replay.stream_events(replay, reply)
+    chat = openai_replay.prepare(backend)
+    planned = openai_replay.plan_reply(chat, request, completion_id="chatcmpl-" + "0" * 32, created=10**9)
+    return openai_replay.stream_events(chat, planned)
+
+
+def torn_write_size(sizes: Sequence[int]) -> int:
+    """The smallest write size that tears events of ``sizes`` bytes into at most
+    ``MAX_TORN_WRITES`` writes (every event is at least one write, so with more events
+    than that, one write each)."""
+    lo, hi = 1, max(sizes, default=1)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if sum(-(-size // mid) for size in sizes) <= MAX_TORN_WRITES:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def make_variant(lay: Layout, scenario_id: str, seed: int, index: int, *, sizes: Sequence[int]) -> Variant:
+    """Variant ``index``; ``sizes`` are the byte sizes of the scenario's ``wire_events``."""
     rng = variant_random(seed, scenario_id, index)
     strategy = STRATEGIES[index % len(STRATEGIES)]
     n = len(lay.text)
     write_bytes: int | None = None
     split_multibyte = False
-    if strategy.startswith("native-") and not lay.native_cuts():
+    if strategy.startswith("native-") and not lay.native_cuts:
         strategy = "random"  # no native arguments to cut: the content is re-split instead
     if strategy == "native-per-char":  # the content as written, the arguments one character at a time
-        splits: set[int] = set(lay.original) | set(lay.native_cuts())
+        splits: set[int] = set(lay.original) | lay.native_cuts
     elif strategy == "native-json":  # the content as written, cuts inside every JSON string of the arguments
         inside = tag_splits(lay.native, rng) | _random_cuts(len(lay.native), rng)
-        splits = set(lay.original) | ({n + c for c in inside} & set(lay.native_cuts()))
+        splits = set(lay.original) | ({n + c for c in inside} & lay.native_cuts)
     elif strategy == "per-char":
         splits = set(range(1, n))
     elif strategy == "tags":
@@ -249,14 +288,15 @@ def make_variant(lay: Layout, scenario_id: str, seed: int, index: int) -> Varian
         else:
             # Tiny writes of a long answer would take minutes (the mock pauses between
             # writes so they leave separately): at most about a thousand per answer.
-            write_bytes = max(rng.choice((1, 2, 3, 5, 7)), -(-len(lay.text) // MAX_TORN_WRITES))
+            write_bytes = max(rng.choice((1, 2, 3, 5, 7)), torn_write_size(sizes))
     return Variant(index, strategy, seed, tuple(sorted(splits)), write_bytes, split_multibyte)
 
 
 def variants(scenario: Scenario, count: int, seed: int) -> list[Variant]:
     """``count`` variants, cycling through the strategies in ``STRATEGIES`` order."""
     lay = layout(scenario.backend.frames)
-    return [make_variant(lay, scenario.id, seed, i) for i in range(count)]
+    sizes = [len(event.data) for event in wire_events(scenario)]
+    return [make_variant(lay, scenario.id, seed, i, sizes=sizes) for i in range(count)]
 
 
 def apply_split(

@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.rechunk import (
+    MAX_TORN_WRITES,
     STRATEGIES,
     Layout,
     apply_variant,
@@ -23,6 +24,7 @@ from harness.rechunk import (
     tag_splits,
     variant_random,
     variants,
+    wire_events,
 )
 from harness.scenario import (
     ContentFrame,
@@ -33,6 +35,7 @@ from harness.scenario import (
     load_library,
     parse_scenario,
 )
+from mock_backends.wire import writes
 
 LIBRARY = load_library()
 
@@ -137,7 +140,7 @@ def test_delayed_frames_keep_their_start_and_delay() -> None:
 
 
 def test_per_char_is_one_character_per_frame() -> None:
-    variant = make_variant(layout(MIXED.backend.frames), MIXED.id, 1, STRATEGIES.index("per-char"))
+    variant = make_variant(layout(MIXED.backend.frames), MIXED.id, 1, STRATEGIES.index("per-char"), sizes=())
     content = [f for f in apply_variant(MIXED, variant).backend.frames if isinstance(f, ContentFrame)]
     assert {len(f.content) for f in content} == {1}
 
@@ -168,6 +171,23 @@ def test_multibyte_strategy_tears_network_writes() -> None:
     plain = variants(ascii_only, index + 1, seed=9)[index]
     assert not plain.split_multibyte and plain.write_bytes in (1, 2, 3, 5, 7)
     assert apply_variant(ascii_only, plain).to_mapping()["backend"]["write_bytes"] == plain.write_bytes
+
+
+TORN = STRATEGIES.index("multibyte")
+STREAMED = [s for s in LIBRARY if s.streams]
+
+
+@pytest.mark.parametrize("scenario", [MIXED, *STREAMED], ids=["mixed", *(s.id for s in STREAMED)])
+def test_torn_writes_of_an_answer_are_at_most_about_a_thousand(scenario: Scenario) -> None:
+    """The mock pauses between torn writes, so a long answer in tiny writes would take
+    minutes: every event counts (envelopes, native and raw frames), not only the text."""
+    variant = variants(scenario, TORN + 1, seed=4)[TORN]
+    torn = apply_variant(scenario, variant)
+    events = wire_events(torn)
+    made = sum(len(writes(e, write_bytes=variant.write_bytes, split_multibyte=variant.split_multibyte))
+               for e in events)
+    limit = 2 * len(events) if variant.split_multibyte else max(MAX_TORN_WRITES, len(events))
+    assert len(events) < made <= limit
 
 
 def test_same_seed_same_variants_other_seed_other_variants() -> None:
