@@ -689,42 +689,6 @@ def test_call_within_cap_is_recognised() -> None:
     assert outcome(events)[1] == [("read_file", {"path": "x" * 60})]
 
 
-# --------------------------------------------------------------------------- linear cost
-
-
-class CountedText(str):
-    """A piece that counts the characters ``find`` looks at: a search from a marker's
-    start that is not bounded shows up as work growing with the square of the text."""
-
-    examined = 0
-
-    def find(self, sub: str, start: Any = None, end: Any = None, /) -> int:  # type: ignore[override]
-        lo = 0 if start is None else start
-        hi = len(self) if end is None else min(end, len(self))
-        found = str.find(self, sub, lo, hi)
-        CountedText.examined += max((found + len(sub) if found >= 0 else hi) - lo, 0)
-        return found
-
-
-def _examined(text: str) -> int:
-    CountedText.examined = 0
-    rescuer = Rescuer(ALL)
-    rescuer.feed(CountedText(text))
-    rescuer.finish()
-    return CountedText.examined
-
-
-@pytest.mark.parametrize(
-    "unit",
-    ["<invoke ", '<invoke name="', "<tool_call>\n<function=", "<tool_call><function=x", "```", "```tool_code", "<parameter "],
-)
-def test_markers_cost_the_same_wherever_they_start(unit: str) -> None:
-    """Markers that begin again and again in one piece: twice the text, twice the work
-    (a search from each start to the end of the piece would make it four times)."""
-    small, large = _examined(unit * 1000), _examined(unit * 2000)
-    assert large <= 2.2 * small + 100, (small, large)
-
-
 # --------------------------------------------------------------------------- scenario library
 
 
