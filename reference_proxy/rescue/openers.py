@@ -76,6 +76,8 @@ class Openers:
         else:
             self.line_after_newline = self.line_here = never
             self.line_risk = re.compile(r"\n[ \t]*\Z")
+        # Searched with the others, but its match starts at the newline before the opener.
+        self.line_group = len(self.groups)
         self.groups.append(self.line_after_newline)
         # Trailing pieces to hold: proper prefixes of openers; those that only begin word
         # openers are held only at a word start.
@@ -175,7 +177,7 @@ class Cursor:
             if here is not None:
                 return here.start(1), here.group(1), 0
         best: tuple[int, str, int] | None = None
-        line_group = len(openers.groups) - 1
+        line_group = openers.line_group
         for g, pattern in enumerate(openers.groups):
             m = self._next[g]
             if not self._known[g] or (m is not None and m.start() < i):

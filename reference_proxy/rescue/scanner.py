@@ -30,7 +30,7 @@ from reference_proxy.rescue.events import (
     collect,
 )
 from reference_proxy.rescue.families import FAMILIES
-from reference_proxy.rescue.family import Context, MarkerParser, Verdict
+from reference_proxy.rescue.family import Call, Context, MarkerParser, Verdict
 from reference_proxy.rescue.openers import WORD_CHARS as _WORD_CHARS
 from reference_proxy.rescue.openers import Cursor, Openers
 from reference_proxy.rescue.toolbox import Toolbox
@@ -96,7 +96,9 @@ class Rescuer:
     of the pieces, streamed or whole.
 
     ``openers`` replaces the default families (the code family scans the inside of a
-    fenced block with the others); the plain-text shortcuts are then off.
+    fenced block with the others); the plain-text shortcuts are then off. With
+    ``keep_calls``, the calls recognised are also kept as ``Call``s for ``take_calls``
+    (the code family takes a fence's calls so, without reading their JSON back).
     """
 
     __slots__ = (
@@ -118,10 +120,16 @@ class Rescuer:
         "_cut",
         "_resume",
         "_fast",
+        "_kept",
     )
 
     def __init__(
-        self, tools: Sequence[ToolSpec] | Toolbox, *, buffer_cap: int = 65536, openers: Openers | None = None
+        self,
+        tools: Sequence[ToolSpec] | Toolbox,
+        *,
+        buffer_cap: int = 65536,
+        openers: Openers | None = None,
+        keep_calls: bool = False,
     ) -> None:
         self.buffer_cap = buffer_cap
         self.overflowed = False
@@ -130,6 +138,7 @@ class Rescuer:
         self._passthrough = not self._tools
         self._openers = _OPENERS if openers is None else openers
         self._fast = SHORTCUTS and openers is None
+        self._kept: list[Call] | None = [] if keep_calls else None
         # Text mode: a held trailing piece that may start an opener, and whether the
         # current line holds only blanks so far (a line opener may come next).
         self._pending = ""
@@ -153,6 +162,15 @@ class Rescuer:
     def in_marker(self) -> bool:
         """Whether a marker is open (text fed since its opener is held, undecided)."""
         return bool(self._parsers)
+
+    def take_calls(self) -> tuple[Call, ...]:
+        """The calls recognised since the last take (``keep_calls`` only)."""
+        kept = self._kept
+        if kept is None:
+            raise ValueError("take_calls needs a Rescuer made with keep_calls=True")
+        calls = tuple(kept)
+        kept.clear()
+        return calls
 
     def feed(self, text: str) -> list[Event]:
         """Events for the next piece of text (any split of the stream gives the same result)."""
@@ -331,6 +349,8 @@ class Rescuer:
             self._held_start = start
 
     def _emit(self, verdict: Verdict, out: list[Event]) -> None:
+        if self._kept is not None:
+            self._kept += verdict.calls
         for call in verdict.calls:
             index = self.calls_emitted
             self.calls_emitted += 1

@@ -32,7 +32,6 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from reference_proxy.rescue.coercion import loads_json
 from reference_proxy.rescue.events import Event, Text, collect
 from reference_proxy.rescue.families.tool_code import LANGUAGE, ToolCodeParser
 from reference_proxy.rescue.family import (
@@ -262,7 +261,7 @@ class CodeParser(MarkerParser):
                 if inner.in_marker or not text.endswith(line) or text[: -len(line)].strip(" \t\r\n"):
                     self._to_code()
                 else:
-                    self._take([e for e in events if not isinstance(e, Text)])
+                    self._take(())
             if self._state == _PROBE:
                 self._take(inner.finish())
         if self._state == _PROBE and self._calls:
@@ -283,15 +282,12 @@ class CodeParser(MarkerParser):
         self._take(inner.feed(text))
 
     def _take(self, events: Sequence[Event]) -> None:
-        """What the nested rescuer said: calls are kept; any text but blanks makes the block code."""
-        text, calls = collect(events)
-        if text.strip(" \t\r\n"):
+        """What the nested rescuer said: its calls are kept; any text but blanks makes the block code."""
+        if any(isinstance(e, Text) and e.text.strip(" \t\r\n") for e in events):
             self._to_code()
             return
-        for call in calls:
-            arguments = loads_json(call.arguments)
-            assert isinstance(arguments, dict)
-            self._calls += (Call(call.name, arguments),)
+        assert self._inner is not None
+        self._calls += self._inner.take_calls()
 
     def _to_code(self) -> None:
         self._state = _CODE
@@ -323,4 +319,4 @@ def _nested(tools: Toolbox, openers: Openers) -> Rescuer:
     # The scanner imports every family, this one included, so it is imported on first use.
     from reference_proxy.rescue.scanner import Rescuer
 
-    return Rescuer(tools, buffer_cap=1 << 62, openers=openers)
+    return Rescuer(tools, buffer_cap=1 << 62, openers=openers, keep_calls=True)
