@@ -11,6 +11,7 @@ such a value is written raw anyway and logged, since every alternative is worse.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import re
@@ -46,7 +47,13 @@ def is_vtc_client(user_agent: str | None, patterns: Sequence[str]) -> bool:
     if not user_agent or not patterns:
         return False
     agent = words(user_agent)
-    return any(_joins(agent, "".join(words(p))) for p in patterns)
+    return any(_joins(agent, target) for target in _targets(tuple(patterns)))
+
+
+@functools.lru_cache(maxsize=16)
+def _targets(patterns: tuple[str, ...]) -> tuple[str, ...]:
+    """Each pattern's words joined: worked out once per configuration, not per request."""
+    return tuple("".join(words(p)) for p in patterns)
 
 
 def _joins(agent: list[str], target: str) -> bool:

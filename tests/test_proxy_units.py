@@ -33,6 +33,7 @@ from reference_proxy.request_shaping import (
 from reference_proxy.rescue import ArgumentsDelta, Event, Text, ToolCallEnd, ToolCallStart, ToolSpec
 from reference_proxy.errors import ProxyError
 from reference_proxy.upstream import events
+from reference_proxy import vtc
 from reference_proxy.vtc import call_to_xml, is_vtc_client
 
 CALL_ID = re.compile(r"^call_[A-Za-z0-9]{24}$")
@@ -645,6 +646,17 @@ DEFAULT_VTC = ("cline", "kilo", "roo")
 )
 def test_vtc_detection(agent: str | None, patterns: tuple[str, ...], expected: bool) -> None:
     assert is_vtc_client(agent, patterns) is expected
+
+
+def test_vtc_patterns_are_split_into_words_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A configuration's patterns are split once, not on every request; the User-Agent each time."""
+    split: list[str] = []
+    real = vtc.words
+    monkeypatch.setattr(vtc, "words", lambda text: split.append(text) or real(text))
+    patterns = ("Cline", "split-once-test")  # not seen by any other test, so not split yet
+    agents = ["Split-Once-Test/1", "Cline/3", "curl/8"]
+    assert [is_vtc_client(agent, patterns) for agent in agents] == [True, True, False]
+    assert sorted(split) == sorted([*patterns, *agents])
 
 
 REQUEST_ERRORS = [
