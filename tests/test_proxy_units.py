@@ -653,7 +653,8 @@ def test_vtc_patterns_are_split_into_words_once(monkeypatch: pytest.MonkeyPatch)
     split: list[str] = []
     real = vtc.words
     monkeypatch.setattr(vtc, "words", lambda text: split.append(text) or real(text))
-    patterns = ("Cline", "split-once-test")  # not seen by any other test, so not split yet
+    vtc._targets.cache_clear()
+    patterns = ("Cline", "split-once-test")
     agents = ["Split-Once-Test/1", "Cline/3", "curl/8"]
     assert [is_vtc_client(agent, patterns) for agent in agents] == [True, True, False]
     assert sorted(split) == sorted([*patterns, *agents])

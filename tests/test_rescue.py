@@ -17,6 +17,7 @@ import pytest
 from harness.scenario import ContentFrame, RawFrame, Scenario, ToolCallFrame, load_library
 from reference_proxy.rescue import scanner
 from reference_proxy.rescue.families.code import MAX_FENCE_LINE
+from reference_proxy.rescue.family import Call
 from reference_proxy.rescue import (
     ArgumentsDelta,
     Rescuer,
@@ -615,6 +616,18 @@ def test_call_events_come_whole_and_in_order() -> None:
     deltas = [e for e in events if isinstance(e, ArgumentsDelta)]
     assert [(d.index, d.fragment) for d in deltas] == [(0, '{"path":"x"}'), (1, "{}")]
     assert [e.index for e in events if isinstance(e, ToolCallEnd)] == [0, 1]
+
+
+def test_kept_calls_are_taken_once() -> None:
+    """A rescuer made with ``keep_calls`` hands each call over once, as recognised; one
+    made without says it keeps none."""
+    rescuer = Rescuer(ALL, keep_calls=True)
+    rescuer.feed(hermes("read_file", {"path": "x"}) + " and " + invoke("run", a="1"))
+    rescuer.finish()
+    assert rescuer.take_calls() == (Call("read_file", {"path": "x"}), Call("run", {"a": "1"}))
+    assert rescuer.take_calls() == ()
+    with pytest.raises(ValueError, match="keep_calls"):
+        Rescuer(ALL).take_calls()
 
 
 def test_counters() -> None:
