@@ -40,7 +40,20 @@ def _int(value: Any) -> int | None:
 @dataclass
 class _OpenTool:
     position: int  # of its frame in ``frames``
-    fragments: list[str]
+    given: tuple[str, ...]  # the input the block started with, as one fragment (none when empty)
+    fragments: list[str]  # the input_json_delta fragments
+
+
+def _given_input(value: Any) -> tuple[str, ...]:
+    """A tool_use block's own ``input`` as a fragment; none when it is empty."""
+    return () if value is None or value == {} else (json.dumps(value, ensure_ascii=False),)
+
+
+def _input_json(given: tuple[str, ...], deltas: Sequence[str]) -> tuple[str, ...]:
+    """The input fragments a frame replays, read as the SDK reads a block (see
+    ``harness.anthropic_events.tool_arguments``): the deltas when any carried text,
+    else the input the block came with."""
+    return tuple(deltas) if "".join(deltas) else (*given, *deltas)
 
 
 @dataclass
@@ -58,7 +71,8 @@ class MessagesParts:
     started: bool = False  # message_start seen (or a whole message read)
     warnings: list[str] = field(default_factory=list)
     dropped_blocks: Counter[str] = field(default_factory=Counter)
-    prefilled: int = 0  # tool_use blocks that started with a non-empty input
+    prefilled: int = 0  # tool_use blocks whose starting input is their whole input
+    overridden: int = 0  # tool_use blocks whose starting input gave way to input_json_delta fragments
     _open: dict[int, _OpenTool | str] = field(default_factory=dict)  # open blocks: a tool, or the kind
 
     def _usage(self, usage: Any, *names: str) -> None:
@@ -127,10 +141,8 @@ class MessagesParts:
             if isinstance(text, str) and text:
                 self.frames.append(ContentFrame(text))
         elif kind == "tool_use":
-            name, ident, given = block.get("name"), block.get("id"), block.get("input")
-            fragments = [json.dumps(given, ensure_ascii=False)] if isinstance(given, dict) and given else []
-            self.prefilled += bool(fragments)
-            self._open[index] = _OpenTool(len(self.frames), fragments)
+            name, ident = block.get("name"), block.get("id")
+            self._open[index] = _OpenTool(len(self.frames), _given_input(block.get("input")), [])
             self.frames.append(
                 ToolUseFrame(name if isinstance(name, str) else "", ident if isinstance(ident, str) else None)
             )
@@ -160,7 +172,11 @@ class MessagesParts:
         if isinstance(block, _OpenTool):
             frame = self.frames[block.position]
             assert isinstance(frame, ToolUseFrame)
-            self.frames[block.position] = replace(frame, input_json=tuple(block.fragments))
+            if block.given and "".join(block.fragments):
+                self.overridden += 1
+            elif block.given:
+                self.prefilled += 1
+            self.frames[block.position] = replace(frame, input_json=_input_json(block.given, block.fragments))
 
     def close(self, origin: str) -> None:
         """The end of the capture: a tool_use block still open keeps the input that came."""
@@ -187,11 +203,10 @@ class MessagesParts:
             if kind == "text" and isinstance(block.get("text"), str):
                 self.frames.append(ContentFrame(block["text"]))
             elif kind == "tool_use":
-                name, ident, given = block.get("name"), block.get("id"), block.get("input")
-                fragments = (json.dumps(given, ensure_ascii=False),) if given not in (None, {}) else ()
+                name, ident = block.get("name"), block.get("id")
                 self.frames.append(
                     ToolUseFrame(name if isinstance(name, str) else "", ident if isinstance(ident, str) else None,
-                                 fragments)
+                                 _input_json(_given_input(block.get("input")), ()))
                 )
             else:
                 self.dropped_blocks[str(kind)] += 1
@@ -205,8 +220,13 @@ class MessagesParts:
             out.append(f"{origin}: dropped {count} {kind} block(s): scenarios have no frame for them")
         if self.prefilled:
             out.append(
-                f"{origin}: {self.prefilled} tool_use block(s) started with their input filled in; it became "
-                "their first input_json fragment"
+                f"{origin}: {self.prefilled} tool_use block(s) started with their input filled in and no "
+                "input_json_delta followed; that input became their one input fragment"
+            )
+        if self.overridden:
+            out.append(
+                f"{origin}: {self.overridden} tool_use block(s) started with their input filled in, then got "
+                "input_json_delta fragments; the fragments are kept (clients read those), the starting input is not"
             )
         return out
 

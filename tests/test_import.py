@@ -30,7 +30,7 @@ from harness.importer import PLACEHOLDER_MESSAGE, ImportOptions, import_capture
 from harness.nonce import NONCE_HEADER, place_nonce
 from harness.profiles import choose_profile
 from harness.runner import RunSettings, play
-from harness.scenario import Scenario, load_scenario, validate_paths
+from harness.scenario import Scenario, ToolUseFrame, load_scenario, validate_paths
 from harness.servers import RunningServer, serve
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
@@ -696,14 +696,15 @@ def _chat_sse(contents: list[str], fragments: list[str]) -> str:
     return "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
 
 
-def _messages_sse(contents: list[str], fragments: list[str]) -> str:
+def _messages_sse(contents: list[str], fragments: list[str], given: Any = None) -> str:
+    """A Messages stream: text, then one tool_use block starting with input ``given`` ({} by default)."""
     events: list[dict[str, Any]] = [
         {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "content": []}},
         {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
         *({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": c}} for c in contents),
         {"type": "content_block_stop", "index": 0},
         {"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "f",
-                                                                       "input": {}}},
+                                                                       "input": {} if given is None else given}},
         *({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": f}}
           for f in fragments),
         {"type": "content_block_stop", "index": 1},
@@ -711,6 +712,33 @@ def _messages_sse(contents: list[str], fragments: list[str]) -> str:
         {"type": "message_stop"},
     ]
     return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
+# the input a tool_use block starts with, its input_json_delta fragments, and the fragments its frame replays
+STARTING_INPUTS: list[tuple[Any, list[str], list[str]]] = [
+    ({}, ['{"a": ', "1}"], ['{"a": ', "1}"]),
+    ({"a": 1}, [], ['{"a": 1}']),
+    ({"a": 1}, ['{"b": ', "2}"], ['{"b": ', "2}"]),  # clients read the fragments, not the starting input
+    ({"a": 1}, [""], ['{"a": 1}', ""]),
+    ("text", [], ['"text"']),
+]
+
+
+@pytest.mark.parametrize(("given", "fragments", "replayed"), STARTING_INPUTS)
+def test_a_tool_use_blocks_input_is_what_a_client_reads(given: Any, fragments: list[str], replayed: list[str]) -> None:
+    """Streamed or whole, a block's input becomes the frame's fragments the way the SDK
+    reads the block: its starting input only when no fragment carries any text."""
+    stream = _messages_sse(["Hi"], fragments, given).encode()
+    (streamed,) = read_captures(stream, "stream.sse").captures
+    whole = {"id": "msg_1", "type": "message", "role": "assistant", "model": "m", "stop_reason": "tool_use",
+             "content": [{"type": "tool_use", "id": "toolu_1", "name": "f", "input": given}]}
+    (message,) = read_captures(json.dumps(whole).encode(), "message.json").captures
+    assert [list(f.input_json) for f in streamed.frames if isinstance(f, ToolUseFrame)] == [replayed]
+    assert [list(f.input_json) for f in message.frames if isinstance(f, ToolUseFrame)] == [
+        [] if given == {} else [json.dumps(given)]]
+    if given != {}:
+        said = "no input_json_delta followed" if not "".join(fragments) else "the starting input is not"
+        assert any(said in w for w in streamed.warnings)
 
 
 # dialect: the SSE writer, the request's tool (its description given), the tool frame's text
