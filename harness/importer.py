@@ -40,6 +40,7 @@ from harness.scenario import (
     ToolUseFrame,
     frame_to_mapping,
     parse_scenario,
+    scenario_schema,
 )
 from reference_proxy.rescue import rescue_text
 
@@ -47,8 +48,6 @@ DEFAULT_FAMILY = "imported"
 PLACEHOLDER_MESSAGE = "(not captured: paste the user message that led to this answer)"
 PLACEHOLDER_MAX_TOKENS = 4096  # a Messages request must name one
 VTC_AGENTS = ("cline", "kilo", "roo")
-_ID_RE = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
-_FAMILY_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,13 +82,18 @@ def default_id(capture: Capture, family: str = DEFAULT_FAMILY) -> str:
     return f"{base}-{capture.entry}" if capture.entry is not None else base
 
 
+def _schema_accepts(field: str, value: str) -> bool:
+    """Whether the scenario schema's pattern for top-level ``field`` accepts ``value``."""
+    return re.search(scenario_schema()["properties"][field]["pattern"], value) is not None
+
+
 def check_names(options: ImportOptions) -> None:
     """Reject an id or family the schema would refuse, before any work."""
-    if options.id is not None and not _ID_RE.match(options.id):
+    if options.id is not None and not _schema_accepts("id", options.id):
         raise CaptureError(
             f"--id {options.id!r}: use lower-case letters, digits, '.', '_' and '-' (start with a letter or digit)"
         )
-    if not _FAMILY_RE.match(options.family):
+    if not _schema_accepts("family", options.family):
         raise CaptureError(
             f"--family {options.family!r}: use lower-case letters, digits and '-' (start with a letter or digit)"
         )

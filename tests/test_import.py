@@ -577,6 +577,8 @@ BAD = [
      "a HAR file carries its own requests"),
     ("bad-id", ("@completion.json", "--id", "Not An Id"), "--id 'Not An Id': use lower-case letters"),
     ("bad-family", ("@completion.json", "--family", "Mixed_Case"), "--family 'Mixed_Case'"),
+    ("id-with-a-line-break", ("@completion.json", "--id", "an-id\n"), "--id 'an-id\\n': use lower-case letters"),
+    ("family-with-a-line-break", ("@completion.json", "--family", "fam\n"), "--family 'fam\\n'"),
 ]
 
 

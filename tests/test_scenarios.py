@@ -103,6 +103,7 @@ BAD_CASES: list[BadCase] = [
     _case("control-character.yaml", 7, "(yaml)", "unacceptable character #x0007"),
     _case("tools-not-a-list.yaml", 13, "client.request.tools", "is not of type 'array'"),  # and nothing else
     _case("multi-line-title.yaml", 2, "title", "a title is one non-empty line"),
+    _case("tag-with-newline.yaml", 4, "tags[0]", "a tag is one line of lower-case letters"),
     _case("undeclared-native-tool-call.yaml", 7, "backend.frames[0].tool_call.name",
           "the native call's tool 'get_wether' is not among the request's tools"),
     _case("undeclared-native-tool-use.yaml", 7, "backend.frames[0].tool_use.name",
