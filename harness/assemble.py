@@ -122,14 +122,19 @@ class _CallAcc:
         return AssembledCall(index, call_id, "".join(self.name), "".join(self.arguments))
 
 
-def first_choice(chunk: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    choices = chunk.get("choices")
-    if not isinstance(choices, list):
-        return None
-    for choice in choices:
+def choice_zero(choices: Any) -> tuple[int, Mapping[str, Any]] | None:
+    """The choice a client reads from a ``choices`` array (the first with index 0, or
+    with no index), and its position there; None when there is none."""
+    for position, choice in enumerate(choices if isinstance(choices, list) else ()):
         if isinstance(choice, Mapping) and choice.get("index", 0) == 0:
-            return choice
+            return position, choice
     return None
+
+
+def first_choice(chunk: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """Choice 0 of a chunk or body."""
+    found = choice_zero(chunk.get("choices"))
+    return found[1] if found is not None else None
 
 
 def assemble_stream(payloads: Sequence[Payload]) -> Answer:
@@ -189,10 +194,7 @@ def answer_from_body(body: Any) -> Answer:
     err = body.get("error")
     error = (err if isinstance(err, Mapping) else {"message": str(err)}) if err is not None else None
     usage = body.get("usage") if isinstance(body.get("usage"), Mapping) else None
-    choices = body.get("choices")
-    choice = None
-    if isinstance(choices, list):
-        choice = next((c for c in choices if isinstance(c, Mapping) and c.get("index", 0) == 0), None)
+    choice = first_choice(body)
     if choice is None:
         return Answer("", (), None, usage, error)
     finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+from harness.assemble import first_choice
 from harness.capture_errors import CaptureError as CaptureError
 from harness.capture_errors import UnsupportedDialect as UnsupportedDialect
 from harness.capture_messages import (
@@ -431,9 +432,8 @@ class _Response:
         self.chunks += 1
         self.note_model(obj)
         self.note_usage(obj)
-        choices = [c for c in _list(obj.get("choices")) if isinstance(c, dict)]
-        first = next((c for c in choices if c.get("index", 0) == 0), None)
-        self.other_choices = len(choices) - (first is not None)
+        first = first_choice(obj)
+        self.other_choices = sum(isinstance(c, dict) for c in _list(obj.get("choices"))) - (first is not None)
         if first is None:
             return
         message = _obj(first.get("message"))

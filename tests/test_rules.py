@@ -524,6 +524,16 @@ BROKEN: list[Case] = [
         {"BODY-003", "BODY-002"},
     ),
     case(
+        "body-003-choice-zero-listed-second",  # the client reads choice 0, wherever it sits
+        S_SINGLE,
+        json.dumps({**json.loads(completion(PARIS_MESSAGE)), "choices": [
+            {"index": 1, "message": PARIS_MESSAGE, "finish_reason": "tool_calls"},
+            {"index": 0, "message": {**PARIS_MESSAGE, "tool_calls": [{**PARIS_MESSAGE["tool_calls"][0], "id": ""}]},
+             "finish_reason": "tool_calls"},
+        ]}),
+        {"BODY-003", "BODY-002"},
+    ),
+    case(
         "body-003-no-id",
         S_SINGLE,
         completion({**PARIS_MESSAGE, "tool_calls": [{"type": "function", "function": {"name": "get_weather", "arguments": PARIS_ARGS}}]}),
@@ -905,6 +915,7 @@ LOCATED = [
     ("calls-001-duplicated-call", "CALLS-001", '"id": "call_2"'),
     ("calls-001-call-vanished", "CALLS-001", '"finish_reason": "stop"'),
     ("body-003-arguments-object", "BODY-003", "json:/choices/0/message/tool_calls/0"),
+    ("body-003-choice-zero-listed-second", "BODY-003", "json:/choices/1/message/tool_calls/0"),
     ("body-002-missing-created", "BODY-002", "json:"),
     ("body-001-no-choices", "CALLS-002", "json:/choices"),
     ("tool-008-empty-arguments-single", "CALLS-001", "json:/choices/0/message/tool_calls/0"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from harness.assemble import choice_zero
 from harness.compare import render, shown
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
@@ -14,14 +15,12 @@ rule = rule_group("body", "BODY")
 
 
 def _message(ctx: Context) -> tuple[str, Mapping[str, Any]] | None:
-    """The first message of a single answer, and its JSON pointer."""
+    """The message of choice 0 of a single answer (the one a client reads), and its JSON pointer."""
     body = ctx.body[0]
-    if not isinstance(body, Mapping) or not isinstance(body.get("choices"), list):
+    found = choice_zero(body.get("choices")) if isinstance(body, Mapping) else None
+    if found is None or not isinstance(found[1].get("message"), Mapping):
         return None
-    for i, choice in enumerate(body["choices"]):
-        if isinstance(choice, Mapping) and isinstance(choice.get("message"), Mapping):
-            return f"/choices/{i}/message", choice["message"]
-    return None
+    return f"/choices/{found[0]}/message", found[1]["message"]
 
 
 @rule(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.anthropic_events import client_events, collect_blocks
-from harness.assemble import first_choice
+from harness.assemble import choice_zero, first_choice
 from harness.rules.context import Context, position
 from harness.sse import SSEEvent
 
@@ -106,11 +106,8 @@ def _in_choice(ctx: Context, member: str) -> str:
     """The JSON pointer of ``member`` of choice 0 in a chat.completion body (of the
     choices themselves when there is no choice 0)."""
     body = ctx.body[0]
-    choices = body.get("choices") if isinstance(body, Mapping) else None
-    for i, choice in enumerate(choices if isinstance(choices, list) else ()):
-        if isinstance(choice, Mapping) and choice.get("index", 0) == 0:
-            return f"/choices/{i}/{member}"
-    return "/choices"
+    found = choice_zero(body.get("choices")) if isinstance(body, Mapping) else None
+    return f"/choices/{found[0]}/{member}" if found is not None else "/choices"
 
 
 def _blocks(ctx: Context, kind: str) -> list[tuple[int, Mapping[str, Any]]]:
