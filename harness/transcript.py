@@ -10,7 +10,7 @@ differs shows. Pure: an ``Exchange`` and a ``Position`` in, lines out.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,16 +35,13 @@ class Position:
 
     @classmethod
     def of(cls, evidence: Mapping[str, Any]) -> Position:
-        def number(*keys: str) -> int | None:
-            for key in keys:
-                value = evidence.get(key)
-                if isinstance(value, int) and not isinstance(value, bool):
-                    return value
-            return None
+        def number(key: str) -> int | None:
+            value = evidence.get(key)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
 
         path = evidence.get("json_path")
-        return cls(number("event_index", "event"), number("byte_offset", "offset"),
-                   path if isinstance(path, str) else None, number("text_offset"))
+        return cls(number("event_index"), number("byte_offset"), path if isinstance(path, str) else None,
+                   number("text_offset"))
 
     @property
     def known(self) -> bool:
@@ -87,8 +84,9 @@ class JsonLine:
     value: Any  # the member's value when the line holds all of it
 
 
-def _escape(key: str) -> str:
-    return key.replace("~", "~0").replace("/", "~1")
+def json_pointer(parts: Iterable[str | int]) -> str:
+    """The JSON pointer (RFC 6901) of the member reached through ``parts``."""
+    return "".join("/" + str(part).replace("~", "~0").replace("/", "~1") for part in parts)
 
 
 def json_lines(value: Any, *, omit: Sequence[str] = ()) -> list[JsonLine]:
@@ -104,7 +102,7 @@ def json_lines(value: Any, *, omit: Sequence[str] = ()) -> list[JsonLine]:
             out.append(JsonLine(pointer, f"{pad}{prefix}{opener}", None))
             for i, (k, x) in enumerate(items):
                 key = f"{json.dumps(k, ensure_ascii=False)}: " if isinstance(v, dict) else ""
-                emit(x, f"{pointer}/{_escape(str(k))}", depth + 1, key, "," if i < len(items) - 1 else "")
+                emit(x, pointer + json_pointer([k]), depth + 1, key, "," if i < len(items) - 1 else "")
             out.append(JsonLine(pointer, f"{pad}{closer}{comma}", None))
         else:
             out.append(JsonLine(pointer, f"{pad}{prefix}{json.dumps(v, ensure_ascii=False)}{comma}", v))

@@ -22,7 +22,7 @@ from harness.report import (
     summarize,
 )
 from harness.rules import Options, evaluate
-from harness.transcript import Position, transcript
+from harness.transcript import Position, json_pointer, transcript
 from harness.runner import Attempt, ScenarioRun
 from harness.scenario import load_library
 
@@ -287,6 +287,16 @@ def test_a_json_pointer_marks_its_member(path: str, offset: int | None, marked: 
     assert line.endswith(marked) if offset is None else marked in line
     if offset is not None:
         assert "<tools>" in line and len(line) < 200
+
+
+def test_a_pointer_through_keys_with_slash_and_tilde_marks_its_member() -> None:
+    """Rules (schema problems) and the transcript write pointers one way (RFC 6901)."""
+    pointer = json_pointer(["a/b", "m~n", 0])
+    assert pointer == "/a~1b/m~0n/0"
+    exchange = Exchange(PLAIN.id, "openai", False, {}, {}, 200, {"content-type": "application/json"},
+                        json.dumps({"a/b": {"m~n": ["x"]}}).encode())
+    (line,) = [line for line in transcript(exchange, Position(json_path=pointer)) if line.lstrip().startswith(">>")]
+    assert line.endswith('"x"')
 
 
 def test_a_body_that_is_not_json_is_shown_as_lines() -> None:

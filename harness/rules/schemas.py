@@ -10,6 +10,7 @@ from typing import Any, Literal
 import jsonschema
 
 from harness.rules.registry import Violation
+from harness.transcript import json_pointer
 
 SchemaName = Literal[
     "chat_completion_chunk",
@@ -32,7 +33,7 @@ def schema_problems(instance: Any, name: SchemaName, limit: int = 3) -> list[tup
     """Up to ``limit`` problems of ``instance`` against schema ``name``: (JSON pointer, message)."""
     out: list[tuple[str, str]] = []
     for error in sorted(validator(name).iter_errors(instance), key=lambda e: list(map(str, e.absolute_path))):
-        where = "".join("/" + str(p).replace("~", "~0").replace("/", "~1") for p in error.absolute_path)
+        where = json_pointer(error.absolute_path)
         message = error.message if len(error.message) <= 160 else error.message[:159] + "…"
         out.append((where, message))
         if len(out) >= limit:
@@ -42,10 +43,10 @@ def schema_problems(instance: Any, name: SchemaName, limit: int = 3) -> list[tup
 
 def schema_errors(instance: Any, name: SchemaName, limit: int = 3) -> list[str]:
     """Up to ``limit`` readable problems of ``instance`` against schema ``name``."""
-    return described(schema_problems(instance, name, limit))
+    return _described(schema_problems(instance, name, limit))
 
 
-def described(problems: list[tuple[str, str]]) -> list[str]:
+def _described(problems: list[tuple[str, str]]) -> list[str]:
     """Schema problems as readable lines (the root written ``/``)."""
     return [f"{where or '/'}: {message}" for where, message in problems]
 
@@ -56,5 +57,5 @@ def schema_violation(instance: Any, name: SchemaName, lead: str = "", **evidence
     problems = schema_problems(instance, name)
     if not problems:
         return None
-    errors = described(problems)
+    errors = _described(problems)
     return Violation(lead + "; ".join(errors), {"actual": errors, **evidence, "json_path": problems[0][0]})
