@@ -17,6 +17,7 @@ import pytest
 from harness.exchange import Profile
 from harness.profiles import choose_profile
 from harness.rules import RULES
+from harness.rules.registry import ANTHROPIC, ENTRIES
 from harness.runner import RunSettings, play, run_exchange
 from harness.scenario import load_library
 from harness.servers import serve
@@ -26,6 +27,7 @@ from mutants import ALL, MUTANTS, anthropic, openai
 from mutants.base import Mutant, Rewriter, parse_event, proxy_config, reference
 from mutants.coverage import unproven
 from mutants.different import CORRECT_BUT_DIFFERENT
+from reference_proxy.rescue import ToolSpec, collect, rescue_text
 
 ServeFn = Callable[[Any], Any]
 LIBRARY = {s.id: s for s in load_library()}
@@ -73,7 +75,6 @@ def failed_rules(proxy_url: str, mock_url: str, scenario_ids: Iterable[str], *, 
 def test_the_catalogue_is_sound() -> None:
     """Mutant ids are unique, and every rule and scenario a mutant names exists."""
     assert len(openai.MUTANTS) >= 15 + 4  # fifteen kinds of breakage, and four ways to mishandle a fault
-    assert len(anthropic.MUTANTS) >= 6
     assert len({m.id for m in ALL}) == len(ALL)
     for mutant in MUTANTS:
         assert mutant.rules and mutant.scenarios and mutant.breaks, mutant.id
@@ -93,6 +94,35 @@ def test_every_rule_is_proven_against_a_live_broken_proxy() -> None:
     on the allow-list with its reason; an allow-listed rule a mutant now proves leaves it."""
     assert set(UNPROVEN) <= set(RULES) and all(UNPROVEN.values())
     assert set(unproven()) == set(UNPROVEN)
+
+
+def test_every_messages_rule_is_proven_by_a_messages_mutant() -> None:
+    """A rule only the Messages profile applies is named by a mutant of the Messages
+    catalogue (or allow-listed above): a chat-completion mutant cannot break it."""
+    messages_only = {rule_id for rule_id in RULES if ENTRIES[rule_id].profiles == ANTHROPIC}
+    named = {rule for mutant in anthropic.MUTANTS for rule in mutant.rules}
+    assert messages_only, "no rule is for the Messages profile alone"
+    assert sorted(messages_only - named - set(UNPROVEN)) == []
+
+
+HERMES_CALL = '<tool_call>\n{"name": "read_file", "arguments": {"path": "a"}}\n</tool_call>'
+INVOKE_CALL = '<invoke name="read_file">\n<parameter name="path">a</parameter>\n</invoke>'
+
+
+@pytest.mark.parametrize(("family", "call"), [("hermes", HERMES_CALL), ("invoke-xml", INVOKE_CALL)])
+def test_a_rescuer_without_a_family_misses_its_calls_in_fences_too(family: str, call: str) -> None:
+    """The rescue mutants switch a family off everywhere, a fenced block included,
+    where the reference rescues the call; the other families still work."""
+    tools = [ToolSpec("read_file")]
+    fenced = "```\n" + call + "\n```\n"
+    other = INVOKE_CALL if family == "hermes" else HERMES_CALL
+    for text, calls in ((fenced, 0), (other, 1)):
+        rescuer = openai.without_family(family)(tools, 65536)
+        visible, rescued = collect(rescuer.feed(text) + rescuer.finish())
+        assert len(rescued) == calls and (calls or visible == text), (text, visible, rescued)
+        assert len(rescue_text(text, tools)[1]) == 1
+    with pytest.raises(ValueError, match="no rescue family"):
+        openai.without_family("no-such-family")
 
 
 @pytest.mark.parametrize("mutant", MUTANTS, ids=[m.id for m in MUTANTS])

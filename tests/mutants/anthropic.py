@@ -13,39 +13,42 @@ from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any
 
-from mutants.base import Mutant, Rewriter, SSEEvent, rewritten, substituted, wire
+from mutants import base
+from mutants.base import Mutant, Out, SSEEvent, WholeAnswerRewriter, failing_after, rewritten, substituted, wire
 from mutants.different import pieces
 from mutants.openai import without_family
 from reference_proxy.anthropic_stream import AnthropicStreamPipeline, _NativeCall, _TextBlock
 from reference_proxy.request_shaping import MessagesRequest, parse_messages_request
 
-Out = Iterable[dict[str, Any] | SSEEvent]
-
-
-class EventRewriter(Rewriter):
+class EventRewriter(WholeAnswerRewriter):
     """A rewriter of Messages streams, event by event; a payload returned as a dict is
-    sent with an ``event:`` line naming its type, as the API does."""
+    sent with an ``event:`` line naming its type, as the API does. A whole answer
+    (a ``message`` object) goes to ``on_answer``."""
 
     def on_event(self, event: SSEEvent) -> Iterable[SSEEvent]:
         payload = event.payload
-        out: Out = (event,) if payload is None else self.on_payload(payload)
+        if payload is None:
+            out: Out = (event,)
+        else:
+            out = self.on_error(payload) if payload.get("type") == "error" else self.on_payload(payload)
         return [SSEEvent.of(item, item.get("type")) if isinstance(item, Mapping) else item for item in out]
 
     def on_payload(self, payload: dict[str, Any]) -> Out:
         return (payload,)
 
-    def on_whole_message(self, message: dict[str, Any]) -> dict[str, Any]:
-        """A whole (non-streaming) Messages answer."""
-        return message
+    def on_error(self, payload: dict[str, Any]) -> Out:
+        """An error event goes to ``on_payload`` too, unless a rewriter handles errors."""
+        return self.on_payload(payload)
 
-    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
-        try:
-            message = json.loads(body)
-        except ValueError:
-            return status, content_type, body
-        if not (isinstance(message, dict) and message.get("type") == "message"):
-            return status, content_type, body
-        return status, content_type, json.dumps(self.on_whole_message(message), ensure_ascii=False).encode()
+    def completed(self) -> Out:
+        return (
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+             "usage": {"output_tokens": 0}},
+            {"type": "message_stop"},
+        )
+
+    def is_answer(self, status: int, answer: dict[str, Any]) -> bool:
+        return answer.get("type") == "message"
 
 
 def block_kind(payload: Mapping[str, Any]) -> str | None:
@@ -162,21 +165,14 @@ class NoMessageStop(EventRewriter):
 class InputAsString(EventRewriter):
     """Gives a whole answer's tool_use ``input`` as a string of JSON."""
 
-    def on_whole_message(self, message: dict[str, Any]) -> dict[str, Any]:
-        for block in message.get("content") or ():
+    def on_answer(self, answer: dict[str, Any]) -> None:
+        for block in answer.get("content") or ():
             if block.get("type") == "tool_use":
                 block["input"] = json.dumps(block["input"])
-        return message
 
 
-class HangsOnUpstreamFailure(EventRewriter):
+class HangsOnUpstreamFailure(base.HangsOnUpstreamFailure, EventRewriter):
     """Sends nothing more, and never ends the stream, once the upstream failed."""
-
-    def on_payload(self, payload: dict[str, Any]) -> Out:
-        if payload.get("type") == "error":
-            self.hang = True
-            return ()
-        return (payload,)
 
 
 class MessageStartTwice(EventRewriter):
@@ -241,35 +237,24 @@ class NamespacedToolNames(EventRewriter):
             payload["content_block"]["name"] = "functions." + payload["content_block"]["name"]
         return (payload,)
 
-    def on_whole_message(self, message: dict[str, Any]) -> dict[str, Any]:
-        for block in message.get("content") or ():
+    def on_answer(self, answer: dict[str, Any]) -> None:
+        for block in answer.get("content") or ():
             if block.get("type") == "tool_use":
                 block["name"] = "functions." + block["name"]
-        return message
 
 
 class NoUsageInWholeMessage(EventRewriter):
     """Leaves ``usage`` out of a whole answer."""
 
-    def on_whole_message(self, message: dict[str, Any]) -> dict[str, Any]:
-        message.pop("usage", None)
-        return message
+    def on_answer(self, answer: dict[str, Any]) -> None:
+        answer.pop("usage", None)
 
 
 # --------------------------------------------------------------------------- wire: upstream faults
 
 
-class SwallowsStreamError(EventRewriter):
+class SwallowsStreamError(base.SwallowsStreamError, EventRewriter):
     """Ends the message as if complete (``message_delta``, ``message_stop``) when the upstream failed."""
-
-    def on_payload(self, payload: dict[str, Any]) -> Out:
-        if payload.get("type") != "error":
-            return (payload,)
-        return (
-            {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-             "usage": {"output_tokens": 0}},
-            {"type": "message_stop"},
-        )
 
 
 class ErrorWithStatus200(EventRewriter):
@@ -315,14 +300,14 @@ class CompletesToolUseOnFailure(AnthropicStreamPipeline):
         return "".join(out) + super().fail(error)
 
 
-class ForgetsHeldTextOnFailure(AnthropicStreamPipeline):
+def forget_held_text(pipeline: AnthropicStreamPipeline) -> None:
     """Drops the text its rescuers hold (a possible tag's start) when the upstream fails."""
+    for index, block in list(pipeline._blocks.items()):
+        if isinstance(block, _TextBlock):
+            del pipeline._blocks[index]
 
-    def fail(self, error: Mapping[str, Any]) -> str:
-        for index, block in list(self._blocks.items()):
-            if isinstance(block, _TextBlock):
-                del self._blocks[index]
-        return super().fail(error)
+
+ForgetsHeldTextOnFailure = failing_after(AnthropicStreamPipeline, forget_held_text)
 
 
 # --------------------------------------------------------------------------- correct but different
@@ -363,13 +348,12 @@ class DifferentMessages(EventRewriter):
         cut = len(body) // 3 + 1
         return [part for part in (body[:cut], body[cut:]) if part]
 
-    def on_whole_message(self, message: dict[str, Any]) -> dict[str, Any]:
-        message["id"] = f"msg_gw_{uuid.uuid4().hex}"
-        message["x_gateway"] = {"region": "test"}
-        for block in message.get("content") or ():
+    def on_answer(self, answer: dict[str, Any]) -> None:
+        answer["id"] = f"msg_gw_{uuid.uuid4().hex}"
+        answer["x_gateway"] = {"region": "test"}
+        for block in answer.get("content") or ():
             if block.get("type") == "tool_use":
                 block["id"] = f"call-{uuid.uuid4()}"
-        return message
 
 
 CORRECT_BUT_DIFFERENT_MESSAGES = Mutant(

@@ -25,7 +25,7 @@ import sys
 import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import reference_proxy.app as proxy_app
 from harness.exchange import Profile
@@ -90,6 +90,8 @@ class SSEEvent:
 
 
 DONE = SSEEvent("[DONE]")
+Out = Iterable[dict[str, Any] | SSEEvent]
+"""What a dialect's rewriter sends for one event: payloads (sent as its events) or events."""
 
 
 def wire(text: str) -> bytes:
@@ -159,6 +161,37 @@ class Rewriter:
         """A whole (non-SSE) answer: its status, Content-Type and body."""
         return status, content_type, body
 
+    # A dialect's rewriter calls these; the breakage both dialects share overrides them.
+
+    def on_error(self, payload: dict[str, Any]) -> Out:
+        """What to send for the error event of a started stream (the upstream failed)."""
+        return (payload,)
+
+    def completed(self) -> Out:
+        """The events that end a stream as a complete answer ends it."""
+        raise NotImplementedError(f"{type(self).__name__} does not say how its dialect ends a stream")
+
+
+class WholeAnswerRewriter(Rewriter):
+    """Rewrites a whole (non-streaming) answer as data: a JSON object the dialect takes
+    for an answer (``is_answer``) is changed by ``on_answer`` and sent again."""
+
+    def is_answer(self, status: int, answer: dict[str, Any]) -> bool:
+        return True
+
+    def on_answer(self, answer: dict[str, Any]) -> None:
+        """Change ``answer`` in place."""
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            return status, content_type, body
+        if not isinstance(answer, dict) or not self.is_answer(status, answer):
+            return status, content_type, body
+        self.on_answer(answer)
+        return status, content_type, json.dumps(answer, ensure_ascii=False).encode()
+
 
 class ChunkRewriter(Rewriter):
     """A rewriter of OpenAI chat-completion streams, chunk by chunk."""
@@ -175,14 +208,11 @@ class ChunkRewriter(Rewriter):
             out = (event,)
         return [SSEEvent.of(item) if isinstance(item, Mapping) else item for item in out]
 
-    def on_chunk(self, chunk: dict[str, Any]) -> Iterable[dict[str, Any] | SSEEvent]:
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
         return (chunk,)
 
-    def on_done(self) -> Iterable[dict[str, Any] | SSEEvent]:
+    def on_done(self) -> Out:
         return (DONE,)
-
-    def on_error(self, payload: dict[str, Any]) -> Iterable[dict[str, Any] | SSEEvent]:
-        return (payload,)
 
 
 def deltas(chunk: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -336,6 +366,26 @@ def rewritten(rewriter: Callable[[], Rewriter]) -> AppFactory:
     return lambda config: RewritingApp(reference(config), rewriter)
 
 
+# --------------------------------------------------------------------------- wire: breakage of both dialects
+# Mixed in before a dialect's rewriter, which says what an error event is and how a
+# complete stream ends.
+
+
+class HangsOnUpstreamFailure(Rewriter):
+    """Sends nothing more, and never ends the stream, once the upstream failed."""
+
+    def on_error(self, payload: dict[str, Any]) -> Out:
+        self.hang = True
+        return ()
+
+
+class SwallowsStreamError(Rewriter):
+    """Ends the stream as if the answer were complete when the upstream failed."""
+
+    def on_error(self, payload: dict[str, Any]) -> Out:
+        return self.completed()
+
+
 # --------------------------------------------------------------------------- behaviour
 
 
@@ -359,6 +409,24 @@ def rebinding(cls: type[T], **names: object) -> type[T]:
         raise AssertionError(f"{cls.__module__} has no global {', '.join(unknown)}: update the mutant")
     methods = {k: _rebound(v, names) for k, v in vars(cls).items() if isinstance(v, types.FunctionType)}
     return type(f"Rebound{cls.__name__}", (cls,), methods)
+
+
+class FailingPipeline(Protocol):
+    def fail(self, error: Any) -> str: ...
+
+
+P = TypeVar("P", bound=FailingPipeline)
+
+
+def failing_after(pipeline: type[P], first: Callable[[P], None]) -> type[P]:
+    """A subclass of a stream pipeline (of either dialect) that, when the upstream
+    fails, runs ``first`` on itself, then fails as the pipeline does."""
+
+    def fail(self: P, error: Any) -> str:
+        first(self)
+        return pipeline.fail(self, error)
+
+    return type(f"Failing{pipeline.__name__}", (pipeline,), {"fail": fail, "__doc__": first.__doc__})
 
 
 def substituted(**names: object) -> AppFactory:

@@ -15,13 +15,17 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from mutants import base
 from mutants.base import (
     DONE,
     ChunkRewriter,
     Mutant,
+    Out,
     RewritingApp,
     SSEEvent,
+    WholeAnswerRewriter,
     deltas,
+    failing_after,
     finish_reason,
     rebinding,
     reference,
@@ -34,26 +38,19 @@ from reference_proxy.config import ProxyConfig
 from starlette.types import ASGIApp
 from reference_proxy.pipeline import RescuerFactory, RescuerLike, StreamPipeline, _Choice
 from reference_proxy.rescue import Event, Rescuer, Text, ToolSpec
-from reference_proxy.rescue.families import FAMILIES
+from reference_proxy.rescue.families import CALLS, FAMILIES
+from reference_proxy.rescue.families.code import Code
+from reference_proxy.rescue.family import Family
 from reference_proxy.rescue.openers import Openers
-
-Out = Iterable[dict[str, Any] | SSEEvent]
 
 # --------------------------------------------------------------------------- wire: tool calls
 
 
-class AnswerRewriter(ChunkRewriter):
-    """Rewrites a whole (non-streaming) answer of status 200 as data."""
+class AnswerRewriter(WholeAnswerRewriter, ChunkRewriter):
+    """Rewrites a whole (non-streaming) answer of status 200 as data (``on_answer``)."""
 
-    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
-        answer = json.loads(body) if status == 200 else None
-        if not isinstance(answer, dict):
-            return status, content_type, body
-        self.on_answer(answer)
-        return status, content_type, json.dumps(answer).encode()
-
-    def on_answer(self, answer: dict[str, Any]) -> None:
-        """Change ``answer`` in place."""
+    def is_answer(self, status: int, answer: dict[str, Any]) -> bool:
+        return status == 200
 
 
 def answer_calls(answer: dict[str, Any]) -> list[dict[str, Any]]:
@@ -201,20 +198,16 @@ class Envelope(ChunkRewriter):
     def finish(self, reason: str) -> dict[str, Any]:
         return {**self.envelope, "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]}
 
+    def completed(self) -> Out:
+        return (self.finish("stop"),)  # the reference's [DONE] follows
 
-class HangsOnUpstreamFailure(ChunkRewriter):
+
+class HangsOnUpstreamFailure(base.HangsOnUpstreamFailure, ChunkRewriter):
     """Waits for an upstream that is gone: sends nothing more, never ends the answer."""
 
-    def on_error(self, payload: dict[str, Any]) -> Out:
-        self.hang = True
-        return ()
 
-
-class SwallowsStreamError(Envelope):
+class SwallowsStreamError(base.SwallowsStreamError, Envelope):
     """Ends the stream as if the answer were complete when the upstream broke off."""
-
-    def on_error(self, payload: dict[str, Any]) -> Out:
-        return (self.finish("stop"),)
 
 
 class SwallowsHttpError(Envelope):
@@ -665,12 +658,12 @@ def stops_serving_after_a_failure(config: ProxyConfig) -> ASGIApp:
 # --------------------------------------------------------------------------- behaviour
 
 
-class RescuerWithout(Rescuer):
-    """The rescuer with one text format family switched off."""
-
-    def __init__(self, family: str, tools: Sequence[ToolSpec], buffer_cap: int) -> None:
-        super().__init__(tools, buffer_cap=buffer_cap)
-        self._openers = Openers([f for f in FAMILIES if f.name != family])
+def families_without(family: str) -> tuple[Family, ...]:
+    """The rescuer's families with ``family`` switched off, inside fenced blocks too."""
+    if family not in {f.name for f in FAMILIES}:
+        raise ValueError(f"no rescue family {family!r}")
+    calls = tuple(f for f in CALLS if f.name != family)
+    return tuple(Code(calls) if isinstance(f, Code) else f for f in FAMILIES if f.name != family)
 
 
 class ForgetsHeldTextAtEnd:
@@ -695,8 +688,11 @@ def with_rescuer(factory: RescuerFactory) -> partial[StreamPipeline]:
 
 
 def without_family(family: str) -> RescuerFactory:
+    """Rescuers that do not know ``family``, made as the proxy makes its own."""
+    openers = Openers(families_without(family))
+
     def factory(tools: Sequence[ToolSpec], buffer_cap: int) -> RescuerLike:
-        return RescuerWithout(family, tools, buffer_cap)
+        return Rescuer(tools, buffer_cap=buffer_cap, openers=openers)
 
     return factory
 
@@ -724,13 +720,13 @@ class CompletesCallsOnFailure(StreamPipeline):
         super()._end_choice(choice, out, complete_natives=True)
 
 
-class ForgetsHeldTextOnFailure(StreamPipeline):
+def forget_held_text(pipeline: StreamPipeline) -> None:
     """Drops the text its rescuers hold when the upstream fails."""
+    for choice in pipeline._choices.values():
+        choice.rescuer = None
 
-    def fail(self, error: Any) -> str:
-        for choice in self._choices.values():
-            choice.rescuer = None
-        return super().fail(error)
+
+ForgetsHeldTextOnFailure = failing_after(StreamPipeline, forget_held_text)
 
 
 def never_vtc(user_agent: str | None, patterns: Sequence[str]) -> bool:
