@@ -31,11 +31,6 @@ from reference_proxy.rescue import (
 )
 from test_rescue_support import (
     ALL,
-    LIST,
-    READ,
-    RUN,
-    TYPED,
-    WEATHER,
     Calls,
     check_events,
     feed_frames,
