@@ -16,21 +16,18 @@ import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from harness.capture_errors import CaptureError
-from harness.scenario import ContentFrame, Frame, RawFrame, ToolUseFrame
+from harness.capture_stream import StreamParts, data_line, read_stream
+from harness.scenario import ContentFrame, RawFrame, ToolUseFrame
 from harness.sse import SSEStream
+from mock_backends.anthropic_replay import sse_event
 
 MESSAGES_EVENTS = frozenset({
     "message_start", "message_delta", "message_stop",
     "content_block_start", "content_block_delta", "content_block_stop",
 })
-
-
-def sse_text(payload: Mapping[str, Any]) -> str:
-    """One event as the API writes it, for an event kept verbatim that came without its framing."""
-    return f"event: {payload.get('type')}\ndata: {json.dumps(payload, ensure_ascii=False)}\n\n"
 
 
 def _int(value: Any) -> int | None:
@@ -57,19 +54,15 @@ def _input_json(given: tuple[str, ...], deltas: Sequence[str]) -> tuple[str, ...
 
 
 @dataclass
-class MessagesParts:
-    """What a Messages answer said, gathered event by event."""
+class MessagesParts(StreamParts):
+    """What a Messages answer said, gathered event by event (its finish_reason is the
+    stop_reason; it is done once message_stop came)."""
 
-    frames: list[Frame] = field(default_factory=list)
-    finish_reason: str | None = None  # the stop_reason
-    usage: dict[str, int] | None = None
-    model: str | None = None
-    events: int = 0
-    done: bool = False  # message_stop seen
-    cut: bool = False  # the last event was cut off and dropped
+    FINISH: ClassVar[str] = "stop_reason (no message_delta)"
+    END: ClassVar[str] = "message_stop"
+
     ping: bool = False
     started: bool = False  # message_start seen (or a whole message read)
-    warnings: list[str] = field(default_factory=list)
     dropped_blocks: Counter[str] = field(default_factory=Counter)
     prefilled: int = 0  # tool_use blocks whose starting input is their whole input
     overridden: int = 0  # tool_use blocks whose starting input gave way to input_json_delta fragments
@@ -231,34 +224,17 @@ class MessagesParts:
         return out
 
 
-def read_messages_sse(body: bytes, stream: SSEStream, origin: str) -> MessagesParts:
-    """A Messages SSE transcript (the HTTP head already removed), as parsed by ``harness.sse``."""
+def read_messages_sse(body: bytes, stream: SSEStream, parsed: Sequence[Any], origin: str) -> MessagesParts:
+    """A Messages SSE transcript (the HTTP head already removed), as parsed by ``harness.sse``,
+    each event's data parsed (``capture_stream.parse_data``)."""
     parts = MessagesParts(events=len(stream.events))
-    last = len(stream.events) - 1
-    for event in stream.events:
-        label = f"event {event.index + 1}"
-        if parts.done:
-            parts.warnings.append(f"{origin}: {label} comes after message_stop; ignored")
-            continue
-        verbatim = body[event.byte_offset : event.end_offset].decode("utf-8", "replace")
-        raw = verbatim if verbatim.endswith(("\n\n", "\r\n\r\n", "\r\r")) else verbatim + "\n\n"
-        try:
-            payload = json.loads(event.data)
-        except (ValueError, RecursionError):
-            if event.index == last:
-                parts.cut = True
-                parts.warnings.append(
-                    f"{origin}: the stream is cut off inside {label} ({event.data[:60]!r}...); dropped it"
-                )
-                continue
-            payload = None
-        parts.event(payload, raw, label, origin)
+    read_stream(parts, body, stream, parsed, origin)
     parts.close(origin)
     if not parts.started:
         if parts.cut and not parts.frames:
             raise CaptureError(f"{origin}: truncated SSE: the stream is cut off before its message_start")
         raise CaptureError(f"{origin}: no message_start among {len(stream.events)} Messages event(s)")
-    _truncation_warnings(parts, origin)
+    parts.truncation_warnings(origin)
     return parts
 
 
@@ -266,12 +242,13 @@ def read_messages_events(items: Sequence[Any], origin: str) -> MessagesParts:
     """A list of Messages event objects, as some logs keep a stream."""
     parts = MessagesParts(events=len(items))
     for position, item in enumerate(items):
-        raw = sse_text(item) if isinstance(item, dict) else f"data: {json.dumps(item, ensure_ascii=False)}\n\n"
+        named = isinstance(item, dict) and "type" in item
+        raw = sse_event(item).decode("utf-8") if named else data_line(item)
         parts.event(item, raw, f"event {position + 1}", origin)
     parts.close(origin)
     if not parts.started:
         raise CaptureError(f"{origin}: no message_start among {len(items)} Messages event(s)")
-    _truncation_warnings(parts, origin)
+    parts.truncation_warnings(origin)
     return parts
 
 
@@ -284,15 +261,6 @@ def read_message_object(obj: Mapping[str, Any], origin: str) -> MessagesParts:
     return parts
 
 
-def _truncation_warnings(parts: MessagesParts, origin: str) -> None:
-    if parts.finish_reason is None:
-        parts.warnings.append(
-            f"{origin}: no stop_reason (no message_delta): the stream looks truncated; imported what is there"
-        )
-    elif not parts.done:
-        parts.warnings.append(f"{origin}: no message_stop at the end: the capture may be incomplete")
-
-
 def is_messages_payload(obj: Any) -> bool:
     """Whether a parsed payload is a Messages event or a whole ``message``."""
     if not isinstance(obj, dict):
@@ -303,15 +271,12 @@ def is_messages_payload(obj: Any) -> bool:
     return kind in MESSAGES_EVENTS or (kind == "message" and isinstance(obj.get("content"), list))
 
 
-def is_messages_stream(stream: SSEStream) -> bool:
-    """Whether a transcript is of Messages events: an ``event:`` name or a payload type says so."""
-    for event in stream.events:
+def is_messages_stream(stream: SSEStream, parsed: Sequence[Any]) -> bool:
+    """Whether a transcript is of Messages events: an ``event:`` name or a payload type
+    (``parsed``: each event's data, ``capture_stream.parse_data``) says so."""
+    for event, payload in zip(stream.events, parsed, strict=True):
         if event.event in MESSAGES_EVENTS:
             return True
-        try:
-            payload = json.loads(event.data)
-        except (ValueError, RecursionError):
-            continue
         if isinstance(payload, dict) and ("choices" in payload or is_messages_payload(payload)):
             return is_messages_payload(payload)
     return False

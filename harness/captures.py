@@ -22,7 +22,7 @@ import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlsplit
 
 from harness.assemble import first_choice
@@ -36,6 +36,7 @@ from harness.capture_messages import (
     read_messages_events,
     read_messages_sse,
 )
+from harness.capture_stream import NOT_JSON, StreamParts, data_line, loads, parse_data, read_stream
 from harness.scenario import ContentFrame, Frame, RawFrame, ToolCallFrame
 from harness.sse import is_done_like, parse_events
 
@@ -324,7 +325,7 @@ def detect_format(data: bytes, origin: str) -> CaptureFormat:
 
 def _has_jsonl_pair(text: str, lines: int = 20) -> bool:
     """Whether one of the first ``lines`` lines is a JSON request/response pair."""
-    for line in text.splitlines()[:lines]:
+    for line in text.split("\n", lines)[:lines]:  # the rest of a large file stays unsplit
         if not line.lstrip().startswith("{"):
             continue
         try:
@@ -344,18 +345,13 @@ def _jsonl_keys(obj: Mapping[str, Any]) -> bool:
 
 
 @dataclass
-class _Response:
-    """What a response said, gathered chunk by chunk."""
+class _Response(StreamParts):
+    """What a chat-completions response said, gathered chunk by chunk."""
 
-    frames: list[Frame] = field(default_factory=list)
-    finish_reason: str | None = None
-    usage: dict[str, int] | None = None
-    model: str | None = None
-    events: int = 0
+    FINISH: ClassVar[str] = "finish_reason"
+    END: ClassVar[str] = "'data: [DONE]'"
+
     chunks: int = 0
-    done: bool = False
-    cut: bool = False  # the last event was cut off and dropped
-    warnings: list[str] = field(default_factory=list)
     reasoning: int = 0
     other_choices: int = 0
     multi_call_deltas: int = 0
@@ -468,24 +464,37 @@ class _Response:
         return out
 
 
+    def event(self, payload: Any, raw: str, label: str, origin: str) -> None:
+        """One event's parsed data: a chunk, or something kept verbatim as a raw frame."""
+        if isinstance(payload, dict):
+            _check_response_dialect(origin, payload)
+            if "error" in payload and "choices" not in payload:
+                err = payload["error"]
+                message = err.get("message") if isinstance(err, dict) else err
+                self.frames.append(RawFrame(raw))
+                self.warnings.append(f"{origin}: {label} is an error ({message!s:.120}); kept verbatim as a raw frame")
+                return
+            if isinstance(payload.get("choices"), list) or payload.get("object") == "chat.completion.chunk":
+                self.chunk(payload)
+                return
+        self.frames.append(RawFrame(raw))
+        self.warnings.append(f"{origin}: {label} is not a chat.completion.chunk; kept verbatim as a raw frame")
+
+    def ends(self, data: str) -> bool:
+        return is_done_like(data)
+
+    def pieces(self, data: str, parsed: Any, raw: str) -> list[tuple[str, Any, str]]:
+        """Chunks glued without blank lines (one ``data:`` line each) are events of their own."""
+        lines = data.split("\n")
+        if parsed is not NOT_JSON or len(lines) == 1:
+            return [(data, parsed, raw)]
+        values = [loads(line) for line in lines]
+        if any(v is NOT_JSON and not is_done_like(line) for line, v in zip(lines, values)):
+            return [(data, parsed, raw)]
+        return [(line, value, f"data: {line}\n\n") for line, value in zip(lines, values)]
+
+
 Answer = _Response | MessagesParts  # an answer read in its dialect
-
-
-def _payload(resp: _Response, obj: Any, raw: str, label: str, origin: str) -> None:
-    """One event's parsed data: a chunk, or something kept verbatim as a raw frame."""
-    if isinstance(obj, dict):
-        _check_response_dialect(origin, obj)
-        if "error" in obj and "choices" not in obj:
-            err = obj["error"]
-            message = err.get("message") if isinstance(err, dict) else err
-            resp.frames.append(RawFrame(raw))
-            resp.warnings.append(f"{origin}: {label} is an error ({message!s:.120}); kept verbatim as a raw frame")
-            return
-        if isinstance(obj.get("choices"), list) or obj.get("object") == "chat.completion.chunk":
-            resp.chunk(obj)
-            return
-    resp.frames.append(RawFrame(raw))
-    resp.warnings.append(f"{origin}: {label} is not a chat.completion.chunk; kept verbatim as a raw frame")
 
 
 def read_sse(data: bytes, origin: str) -> Answer:
@@ -494,61 +503,19 @@ def read_sse(data: bytes, origin: str) -> Answer:
     body = _http_head(data, origin)
     _text(body, origin)  # invalid UTF-8 is an error, not replacement characters in the frames
     stream = parse_events(body)
-    if is_messages_stream(stream):
-        return read_messages_sse(body, stream, origin)
+    parsed = parse_data(stream)
+    if is_messages_stream(stream, parsed):
+        return read_messages_sse(body, stream, parsed, origin)
     resp = _Response(events=len(stream.events))
-    last = len(stream.events) - 1
-    for event in stream.events:
-        label = f"event {event.index + 1}"
-        if resp.done:
-            if not event.is_done:
-                resp.warnings.append(f"{origin}: {label} comes after [DONE]; ignored")
-            continue
-        verbatim = body[event.byte_offset : event.end_offset].decode("utf-8", "replace")
-        lines = event.data.split("\n")
-        pieces: list[tuple[str, str]]
-        if len(lines) > 1 and all(is_done_like(x) or _parses(x) for x in lines):
-            pieces = [(x, f"data: {x}\n\n") for x in lines]  # events glued without blank lines
-        else:
-            pieces = [(event.data, verbatim)]
-        for data_text, raw in pieces:
-            if is_done_like(data_text):
-                resp.done = True
-                continue
-            try:
-                obj = json.loads(data_text)
-            except (ValueError, RecursionError):
-                if event.index == last and not resp.done:
-                    resp.cut = True
-                    resp.warnings.append(
-                        f"{origin}: the stream is cut off inside {label} ({data_text[:60]!r}...); dropped it"
-                    )
-                    continue
-                obj = None
-            _payload(resp, obj, raw if raw.endswith(("\n\n", "\r\n\r\n", "\r\r")) else raw + "\n\n", label, origin)
+    read_stream(resp, body, stream, parsed, origin)
     if not resp.chunks:
         if not stream.events:
             raise CaptureError(f"{origin}: no complete SSE event ('data: ...' followed by a blank line)")
         if resp.cut:
             raise CaptureError(f"{origin}: truncated SSE: the stream is cut off before its first complete chunk")
         raise CaptureError(f"{origin}: no chat.completion.chunk event among {len(stream.events)} SSE event(s)")
-    _truncation_warnings(resp, origin)
+    resp.truncation_warnings(origin)
     return resp
-
-
-def _truncation_warnings(resp: _Response, origin: str) -> None:
-    if resp.finish_reason is None:
-        resp.warnings.append(f"{origin}: no finish_reason: the stream looks truncated; imported what is there")
-    elif not resp.done:
-        resp.warnings.append(f"{origin}: no 'data: [DONE]' at the end: the capture may be incomplete")
-
-
-def _parses(text: str) -> bool:
-    try:
-        json.loads(text)
-    except (ValueError, RecursionError):
-        return False
-    return True
 
 
 def read_chunks(items: Sequence[Any], origin: str) -> Answer:
@@ -570,11 +537,11 @@ def read_chunks(items: Sequence[Any], origin: str) -> Answer:
             except (ValueError, RecursionError):
                 resp.warnings.append(f"{origin}: {label} is not JSON ({text[:60]!r}); dropped")
                 continue
-        _payload(resp, item, f"data: {json.dumps(item, ensure_ascii=False)}\n\n", label, origin)
+        resp.event(item, data_line(item), label, origin)
     if not resp.chunks:
         raise CaptureError(f"{origin}: no chat.completion.chunk among {len(items)} item(s)")
     resp.done = True  # a list has no terminator to miss
-    _truncation_warnings(resp, origin)
+    resp.truncation_warnings(origin)
     return resp
 
 
@@ -621,22 +588,29 @@ def _read_response_text(data: bytes, origin: str) -> Answer:
 # --------------------------------------------------------------------------- requests
 
 
-def read_request(body: Any, origin: str, secrets: _Secrets) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class _Request:
+    """A captured request body, secrets redacted, and the dialect it says it is in."""
+
+    body: dict[str, Any]
+    dialect: Dialect | None
+
+
+def read_request(body: Any, origin: str, secrets: _Secrets) -> _Request:
     """A chat-completions or Messages request body, with secrets redacted."""
     if not isinstance(body, dict):
         raise CaptureError(f"{origin}: the request is not a JSON object (got a JSON {type(body).__name__})")
-    request_dialect(origin, body)
+    dialect = request_dialect(origin, body)
     if not isinstance(body.get("messages"), list):
         raise CaptureError(
             f"{origin}: the request has no 'messages' list: not a chat-completions or Messages request"
         )
     if "tools" in body and not isinstance(body["tools"], (list, type(None))):
         raise CaptureError(f"{origin}: the request's 'tools' is not a list")
-    scrubbed: dict[str, Any] = secrets.scrub(body)
-    return scrubbed
+    return _Request(secrets.scrub(body), dialect)
 
 
-def _request_from_text(data: bytes, origin: str, secrets: _Secrets) -> dict[str, Any]:
+def _request_from_text(data: bytes, origin: str, secrets: _Secrets) -> _Request:
     text = _text(data, origin).strip()
     if not text:
         raise CaptureError(f"{origin}: the request file is empty")
@@ -649,14 +623,14 @@ def _capture(
     origin: str,
     fmt: CaptureFormat,
     streamed: bool,
-    request: Mapping[str, Any] | None,
+    request: _Request | None,
     headers: Mapping[str, str],
     secrets: _Secrets,
     file: str,
     entry: int | None = None,
 ) -> Capture:
     dialect: Dialect = "anthropic" if isinstance(resp, MessagesParts) else "openai"
-    asked = request_dialect(origin, request) if request is not None else None
+    asked = request.dialect if request is not None else None
     if asked is not None and asked != dialect:
         raise CaptureError(
             f"{origin}: the request is a {DIALECT_NAMES[asked]} request but the response is a "
@@ -674,7 +648,7 @@ def _capture(
         file=file,
         origin=origin,
         format=fmt,
-        request=request,
+        request=request.body if request is not None else None,
         headers=dict(headers),
         streamed=streamed,
         frames=tuple(resp.frames),

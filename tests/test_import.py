@@ -30,7 +30,7 @@ from harness.importer import PLACEHOLDER_MESSAGE, ImportOptions, import_capture
 from harness.nonce import NONCE_HEADER, place_nonce
 from harness.profiles import choose_profile
 from harness.runner import RunSettings, play
-from harness.scenario import Scenario, ToolUseFrame, load_scenario, validate_paths
+from harness.scenario import ContentFrame, Scenario, ToolUseFrame, load_scenario, validate_paths
 from harness.servers import RunningServer, serve
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
@@ -714,6 +714,30 @@ def _messages_sse(contents: list[str], fragments: list[str], given: Any = None) 
         {"type": "message_stop"},
     ]
     return "".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n" for e in events)
+
+
+_CHAT = _chat_sse(["Hi"], ["{}"])
+_MESSAGES = _messages_sse(["Hi"], ["{}"])
+_MESSAGE_STOP = 'event: message_stop\ndata: {"type": "message_stop"}\n\n'
+
+# a transcript of either dialect, and a warning its import must give
+STREAM_ENDS = [
+    ("openai-after-done", _CHAT + 'data: {"choices": []}\n\n', "event 4 comes after 'data: [DONE]'; ignored"),
+    ("anthropic-after-stop", _MESSAGES + 'event: ping\ndata: {"type": "ping"}\n\n', "comes after message_stop; ignored"),
+    ("openai-cut-off", _CHAT.removesuffix("data: [DONE]\n\n") + 'data: {"choi\n\n', "cut off inside event 3"),
+    ("anthropic-cut-off", _MESSAGES.removesuffix(_MESSAGE_STOP) + 'data: {"ty\n\n', "cut off inside event 9"),
+    ("openai-no-end", _CHAT.removesuffix("data: [DONE]\n\n"), "no 'data: [DONE]' at the end"),
+    ("anthropic-no-end", _MESSAGES.removesuffix(_MESSAGE_STOP), "no message_stop at the end"),
+    ("openai-glued", _CHAT.removesuffix("data: [DONE]\n\n").replace("\n\ndata: ", "\ndata: "),
+     "no 'data: [DONE]' at the end"),
+]
+
+
+@pytest.mark.parametrize(("transcript", "warning"), [c[1:] for c in STREAM_ENDS], ids=[c[0] for c in STREAM_ENDS])
+def test_a_transcripts_end_is_read_alike_in_both_dialects(transcript: str, warning: str) -> None:
+    (capture,) = read_captures(transcript.encode(), "stream.sse").captures
+    assert any(warning in w for w in capture.warnings), capture.warnings
+    assert [f.content for f in capture.frames if isinstance(f, ContentFrame)] == ["Hi"]
 
 
 # the input a tool_use block starts with, its input_json_delta fragments, and the fragments its frame replays
