@@ -35,27 +35,38 @@ def folded_units(text: str) -> list[tuple[str, int]]:
     return units
 
 
+_SPACE = re.compile(r"\s+")
+
+
 def fold_ws(text: str) -> str:
     """``text`` folded as ``folded_units`` says, as one string."""
-    return "".join(unit for unit, _ in folded_units(text))
+    return _SPACE.sub(lambda m: "\n" if "\n" in m.group() or "\r" in m.group() else " ", text.strip())
 
 
 def content_equal(expected: str, actual: str, *, exact: bool = False) -> bool:
     return expected == actual if exact else fold_ws(expected) == fold_ws(actual)
 
 
+def matched_prefix(expected: str, actual: str, *, exact: bool = False) -> tuple[int, int]:
+    """How far ``expected`` and ``actual`` agree as ``content_equal`` compares: the
+    offsets in each where they part (a text's length where it ends first)."""
+    if exact:
+        same = len(os.path.commonprefix([expected, actual]))
+        return same, same
+    want, got = folded_units(expected), folded_units(actual)
+    for (w, w_at), (g, g_at) in zip(want, got):
+        if w != g:
+            return w_at, g_at
+    common = min(len(want), len(got))
+    return (want[common][1] if common < len(want) else len(expected),
+            got[common][1] if common < len(got) else len(actual))
+
+
 def first_difference(expected: str, actual: str, *, exact: bool = False) -> int | None:
     """The offset in ``actual`` where it stops matching ``expected`` as ``content_equal``
     compares (its length when it matches a part of it only); None when they are equal."""
-    if exact:
-        return None if expected == actual else len(os.path.commonprefix([expected, actual]))
-    want, got = folded_units(expected), folded_units(actual)
-    for (w, _), (g, offset) in zip(want, got):
-        if w != g:
-            return offset
-    if len(want) == len(got):
-        return None
-    return got[len(want)][1] if len(got) > len(want) else len(actual)
+    at_expected, at_actual = matched_prefix(expected, actual, exact=exact)
+    return None if (at_expected, at_actual) == (len(expected), len(actual)) else at_actual
 
 
 def json_equal(a: Any, b: Any) -> bool:

@@ -24,7 +24,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harness.assemble import answer_from_exchange
-from harness.compare import fold_ws, json_equal, shorten
+from harness.compare import (
+    content_equal,
+    first_difference,
+    fold_ws,
+    folded_units,
+    json_equal,
+    matched_prefix,
+    shorten,
+)
 from harness.exchange import Exchange, RecordedRequest
 from harness.rules import RULES, Options, compare_answers, compare_item, evaluate, rules_markdown
 from harness.rules import locate
@@ -1085,6 +1093,33 @@ def test_xml_calls(name: str, text: str, calls: list[tuple[str, dict[str, str]]]
 )
 def test_json_equal(a: Any, b: Any, equal: bool) -> None:
     assert json_equal(a, b) is equal and json_equal(b, a) is equal
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=" \t\r\n\u00a0\u2028ab<", max_size=30))
+def test_folded_text_is_its_folded_units(text: str) -> None:
+    assert fold_ws(text) == "".join(unit for unit, _ in folded_units(text))
+
+
+# expected, actual, exact: where they part in each (None: they are equal)
+PARTINGS: list[tuple[str, str, bool, tuple[int, int] | None]] = [
+    ("Hello world", "Hello world", False, None),
+    ("Hello  world", " Hello world\n", False, None),
+    ("Hello  world", "Hello", False, (5, 5)),  # the expected text goes on: missing from its character 5
+    ("Hello", "Hello there", False, (5, 5)),
+    ("a\n\nb", "a b", False, (1, 1)),  # a line break is not a space
+    ("Hi <fu", "Hi", False, (2, 2)),
+    ("ab", "ab ", True, (2, 2)),
+    ("ab", "ab", True, None),
+]
+
+
+@pytest.mark.parametrize(("expected", "actual", "exact", "parting"), PARTINGS)
+def test_where_two_texts_part(expected: str, actual: str, exact: bool, parting: tuple[int, int] | None) -> None:
+    assert content_equal(expected, actual, exact=exact) is (parting is None)
+    assert first_difference(expected, actual, exact=exact) == (None if parting is None else parting[1])
+    if parting is not None:
+        assert matched_prefix(expected, actual, exact=exact) == parting
 
 
 # --------------------------------------------------------------------------- stream vs non-stream

@@ -11,10 +11,9 @@ time limit is HTTP-006's.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 
-from harness.compare import fold_ws, shorten
+from harness.compare import fold_ws, matched_prefix, shorten
 from harness.rules import locate
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, OPENAI_PROFILES, Violation, rule_group
@@ -196,14 +195,14 @@ def text_flushed(ctx: Context) -> Iterator[Violation]:
     want, got = (expected, ctx.visible_text) if exact else (fold_ws(expected), fold_ws(ctx.visible_text))
     if len(got) >= len(want):
         return  # a different text of full length is TEXT-001's finding
-    same = len(os.path.commonprefix([want, got]))
+    same = matched_prefix(expected, ctx.visible_text, exact=exact)[0]
     yield Violation(
         f"the client got {len(got)} of the {len(want)} characters sent before the fault; missing from "
-        f"character {same}: {shorten(want[same:], 160)}",
+        f"character {same}: {shorten(expected[same:], 160)}",
         {
             "expected": expected,
             "actual": ctx.visible_text,
-            "missing": want[same:],
+            "missing": expected[same:],
             **locate.visible(ctx, len(ctx.visible_text)),
         },
     )
