@@ -21,18 +21,21 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 NONCE_HEADER = "X-Conformance-Nonce"
-NONCE_RE = re.compile(rb"tcc-[0-9a-f]{32}")
-_NONCE_TEXT = re.compile(r"tcc-[0-9a-f]{32}")
-_LINE_RE = re.compile(r"\[conformance run tcc-[0-9a-f]{32}\]")
+_PREFIX = "tcc-"
+_NONCE = re.escape(_PREFIX) + "[0-9a-f]{32}"  # 16 random bytes, in hex
+_LINE_HEAD, _LINE_TAIL = "[conformance run ", "]"  # around the nonce in a user message
+NONCE_RE = re.compile(_NONCE.encode())
+_NONCE_TEXT = re.compile(_NONCE)
+_LINE_RE = re.compile(re.escape(_LINE_HEAD) + _NONCE + re.escape(_LINE_TAIL))
 
 
 def new_nonce() -> str:
-    return "tcc-" + secrets.token_hex(16)
+    return _PREFIX + secrets.token_hex(16)
 
 
 def nonce_line(nonce: str) -> str:
     """The text placed in user messages."""
-    return f"[conformance run {nonce}]"
+    return _LINE_HEAD + nonce + _LINE_TAIL
 
 
 def place_nonce(body: Mapping[str, Any], nonce: str, dialect: str = "openai") -> dict[str, Any]:

@@ -105,3 +105,13 @@ def test_content_that_is_not_text_is_left_as_written() -> None:
 def test_find_nonce_prefers_an_armed_run(headers: dict[str, str], body: bytes, armed: set[str] | None,
                                          found: str | None) -> None:
     assert find_nonce(headers, body, None if armed is None else armed.__contains__) == found
+
+
+def test_a_new_nonce_and_its_line_are_what_the_patterns_find() -> None:
+    """The nonce, the line holding it and the patterns that find them are built from one
+    pattern: what the harness writes is what the mock and a rerun recognise."""
+    nonce = new_nonce()
+    assert NONCE_RE.fullmatch(nonce.encode())
+    line = nonce_line(nonce)
+    again = place_nonce({"messages": [{"role": "user", "content": f"Q\n\n{line}"}]}, NEW)
+    assert again["messages"][0]["content"] == f"Q\n\n{nonce_line(NEW)}"  # found as a line: replaced, not added
