@@ -9,6 +9,7 @@ know a character position, are given a line too.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
+from functools import cached_property
 from typing import Any
 
 import yaml
@@ -52,10 +53,22 @@ def load_yaml(text: str, where: str) -> Any:
 
 
 class Lines:
-    """Maps a JSON path inside a YAML document to the line it was written on."""
+    """Maps a JSON path inside a YAML document to the line it was written on.
+
+    Only a problem needs a line, so the text is composed into nodes on the first
+    question, never for a file that loads cleanly."""
 
     def __init__(self, text: str | None) -> None:
-        self._root = yaml.compose(text) if text is not None else None
+        self._text = text
+
+    @cached_property
+    def _root(self) -> yaml.Node | None:
+        if self._text is None:
+            return None
+        try:
+            return yaml.compose(self._text, Loader=yaml.SafeLoader)
+        except yaml.YAMLError:
+            return None
 
     def line(self, path: Sequence[str | int], *, key: bool = False) -> int | None:
         node = self._root

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from harness.cli import main
@@ -49,7 +50,7 @@ MINIMUM_PER_FAMILY = {"anthropic": 12, "faults": 12, "bad-input": 6}
 # Families about things going wrong: every case also checks the proxy survives it.
 TROUBLE_FAMILIES = {"faults", "bad-input"}
 ANTHROPIC_STOP_REASONS = {"end_turn", "max_tokens", "tool_use"}
-# The documents the project grew from (/work/shared/seeds/000_*.txt ... 004_*.txt), as sources cite them.
+# The seeds a source may cite, by number: public write-ups of proxies whose behaviour a case imitates.
 SEEDS = ("000", "001", "002", "003", "004")
 CAPTURES = Path(__file__).parent / "captures"
 
@@ -141,6 +142,17 @@ def test_bad_scenario_reports_one_problem(case: BadCase) -> None:
     scenarios, problems = _problems(case)
     assert len(problems) == 1, [str(p) for p in problems]
     assert len(scenarios) == len(case.files) - 1
+
+
+def test_a_clean_file_is_read_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lines are only needed to place a problem: a file that validates is parsed once."""
+
+    def compose(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("composed a second time")
+
+    monkeypatch.setattr(yaml, "compose", compose)
+    scenarios, problems = validate_paths([LIBRARY / "plain"])
+    assert scenarios and problems == []
 
 
 def test_every_bad_file_is_in_the_table() -> None:
