@@ -1,8 +1,8 @@
 """A proxy that is correct but differs from the reference in every way clients accept.
 
-``/work/shared/docs/client-expectations.md`` lists the variations no client minds: the
-harness must not fail them by default. This rewriter applies all of them at once to
-the reference proxy's answers:
+Clients accept many variations of a correct answer, and the harness must not fail them
+by default. This rewriter applies all of them at once to the reference proxy's
+answers:
 
 * tool-call arguments sent in the same delta as the name (calls whose name has an even
   length) or in many small deltas (the others);
