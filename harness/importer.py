@@ -160,7 +160,7 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
             notes.warnings.append(
                 f"{capture.origin}: the client identified itself as {agent!r} (an XML-reading, vtc-style client); "
                 "the User-Agent is not kept so the case runs under both profiles (the harness sends a Cline "
-                "User-Agent under --profile vtc)"
+                "User-Agent under --client-profile vtc)"
             )
         else:
             client["profiles"] = ["openai"]

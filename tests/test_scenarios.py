@@ -291,6 +291,20 @@ def _documented_families() -> dict[str, str]:
     return dict(re.findall(r"^\| `([a-z-]+)` \| (.+) \|$", section, re.MULTILINE))
 
 
+@pytest.mark.parametrize("doc", ["scenarios.md", "harness.md", "importing.md", "rules.md"])
+def test_docs_table_rows_are_one_line_each(doc: str) -> None:
+    """A line break inside a Markdown table row ends the table there."""
+    lines = (Path(__file__).parent.parent / "docs" / doc).read_text("utf-8").splitlines()
+    in_table = False
+    for number, line in enumerate(lines, 1):
+        if re.match(r"\|\s*:?-{3}", line):
+            in_table = True
+        elif not line.strip():
+            in_table = False
+        elif in_table:
+            assert line.startswith("|"), f"docs/{doc}:{number}: a table row is cut: {line[:60]!r}"
+
+
 def test_the_docs_family_table_is_the_library() -> None:
     assert set(_documented_families()) == FAMILIES == set(REQUIRED)
 
