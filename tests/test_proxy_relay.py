@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 
@@ -33,11 +33,24 @@ class CountingStream(httpx.AsyncByteStream):
         yield b"data: [DONE]\n\n"
 
 
-async def test_a_client_that_stops_reading_stops_the_upstream_reads() -> None:
-    stream = CountingStream()
+Send = Callable[[Message], Awaitable[None]]
+
+
+def start_relay(stream: CountingStream, send: Send) -> tuple[RelayResponse, asyncio.Future[None]]:
+    """A relay of ``stream`` to a client that writes with ``send`` and never hangs up."""
     upstream = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=stream)
     pipeline = StreamPipeline(tools=(), vtc=False, include_usage=False, request_model="m")
     relay = RelayResponse(upstream, pipeline, lambda hung_up: None)
+
+    async def receive() -> Message:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    return relay, asyncio.ensure_future(relay({"type": "http"}, receive, send))
+
+
+async def test_a_client_that_stops_reading_stops_the_upstream_reads() -> None:
+    stream = CountingStream()
     reading = asyncio.Event()  # the client reads again once this is set
     bodies: list[bytes] = []
 
@@ -47,11 +60,7 @@ async def test_a_client_that_stops_reading_stops_the_upstream_reads() -> None:
             if len(bodies) == 2:
                 await reading.wait()  # a slow client: this write does not complete
 
-    async def receive() -> Message:
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
-
-    task = asyncio.ensure_future(relay({"type": "http"}, receive, send))
+    relay, task = start_relay(stream, send)
     for _ in range(200):
         await asyncio.sleep(0)
     stalled_at = stream.sent
@@ -70,9 +79,6 @@ async def test_a_write_that_fails_ends_the_upstream_reading_too() -> None:
     """A send that raises (the server shutting down) while the reader waits for room:
     the response ends with that error instead of waiting forever for the reader."""
     stream = CountingStream()
-    upstream = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=stream)
-    pipeline = StreamPipeline(tools=(), vtc=False, include_usage=False, request_model="m")
-    relay = RelayResponse(upstream, pipeline, lambda hung_up: None)
     reading = asyncio.Event()
     writes = 0
 
@@ -85,11 +91,7 @@ async def test_a_write_that_fails_ends_the_upstream_reading_too() -> None:
             elif writes == 3:
                 raise RuntimeError("the server is shutting down")
 
-    async def receive() -> Message:
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
-
-    task = asyncio.ensure_future(relay({"type": "http"}, receive, send))
+    _, task = start_relay(stream, send)
     for _ in range(200):
         await asyncio.sleep(0)
     reading.set()
