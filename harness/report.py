@@ -384,7 +384,7 @@ def summarize(records: Iterable[ItemRecord], context: Mapping[str, Any] | None =
 
 
 _TEXT_CELLS = {"pass": ".", "FAIL": "F", "xfail": "x", "skip": "s", "error": "E"}
-_MD_CELLS = {"pass": "✅", "FAIL": "❌", "xfail": "⚠️", "skip": "⏭️", "error": "💥"}
+_MD_CELLS = {"pass": " ", "FAIL": "❌", "xfail": "⚠️", "skip": "⏭️", "error": "💥"}
 
 
 def _verdict(summary: Summary) -> str:
@@ -433,8 +433,8 @@ def render_text(summary: Summary) -> str:
     rules, rows = summary.broken_rules, summary.failing_items
     if rules:
         id_width = max(len(i.scenario) for i in rows)
-        out.append("rules failed per scenario (F fail, x known failure, . pass; scenarios without a failure left "
-                   "out):")
+        out.append("rules failed per scenario (F fail, x known failure, . not broken; "
+                   "scenarios without a failure left out):")
         out.append(f"  {'':<{id_width}}  " + "  ".join(rules))
         for item in rows:
             cells = "  ".join(f"{_TEXT_CELLS[summary.rule_cell(item, r)]:^{len(r)}}" for r in rules)
@@ -467,7 +467,8 @@ def render_markdown(summary: Summary) -> str:
         for item in summary.failing_items:
             cells = " | ".join(_MD_CELLS[summary.rule_cell(item, r)] for r in rules)
             out.append(f"| `{item.scenario}` | {cells} |")
-        out += ["", "✅ pass · ❌ fail · ⚠️ known failure; scenarios without a failure left out."]
+        out += ["", "❌ fail · ⚠️ known failure · empty: not broken (passed, or the rule does not apply); "
+                "scenarios without a failure left out."]
     verdict = _verdict(summary)
     if verdict:
         sentence = verdict[0].upper() + verdict[1:] + "."

@@ -134,7 +134,7 @@ def test_summary_scores_and_the_scenario_by_rule_table() -> None:
     words = [line.split() for line in lines]
     assert ["qwen-tools", "0/1", "1", "failed"] in words and ["total", "1/2"] in words
     header = lines.index(
-        "rules failed per scenario (F fail, x known failure, . pass; scenarios without a failure left out):"
+        "rules failed per scenario (F fail, x known failure, . not broken; scenarios without a failure left out):"
     )
     assert lines[header + 1].split() == ["SSE-004", "CALLS-001"]  # only the rules something failed
     assert lines[header + 2].split() == [SINGLE.id, "x", "F"]  # only the scenarios that failed something

@@ -361,7 +361,7 @@ def test_case_ids_unique() -> None:
         ("fault-002-status-where-stream-error-required", "requires it inside a started stream"),
         ("fault-003-html-traceback-page", "with an HTML page"),
         ("fault-003-traceback-in-json", "the body holds a server traceback"),
-        ("fault-003-anthropic-gets-openai-shape", "the body is not a anthropic error"),
+        ("fault-003-anthropic-gets-openai-shape", "the body is not an anthropic error"),
         ("fault-004-no-done-after-error", "is not followed by 'data: [DONE]'"),
         ("fault-005-retry-after-dropped", "carried Retry-After: 7; the client's 429 has none"),
         ("fault-006-held-back-text-lost", "missing from character 11: ' <fu'"),

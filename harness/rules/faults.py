@@ -128,7 +128,7 @@ def error_body_dialect(ctx: Context) -> Iterator[Violation]:
             f"status {status}: the body holds a server traceback: {text[at : at + 160]!r}", {"excerpt": excerpt}
         )
     found = schema_violation(body, "anthropic_error" if ctx.dialect == "anthropic" else "openai_error",
-                             f"status {status}: the body is not a {ctx.dialect} error: ", excerpt=excerpt)
+                             f"status {status}: the body is not an {ctx.dialect} error: ", excerpt=excerpt)
     if found is not None:
         yield found
 
