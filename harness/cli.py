@@ -99,8 +99,14 @@ def run(proxy_url: str | None, pytest_args: tuple[str, ...]) -> None:
     import pytest
 
     # This process imported the harness (and httpx's anyio) before pytest started, so
-    # pytest cannot assertion-rewrite them; nothing here relies on that.
-    args = ["--conformance-only", "-W", "ignore::pytest.PytestAssertRewriteWarning"]
+    # pytest cannot assertion-rewrite them; nothing here relies on that. Only scenarios
+    # are collected, so a pytest-asyncio installed beside the harness has nothing to run:
+    # its warning about a setting the user's folder leaves unset is noise here.
+    args = [
+        "--conformance-only",
+        "-W", "ignore::pytest.PytestAssertRewriteWarning",
+        "-W", 'ignore:The configuration option "asyncio_default_fixture_loop_scope" is unset',
+    ]
     if proxy_url:
         args += ["--proxy-url", proxy_url]
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):

@@ -7,6 +7,7 @@ import asyncio
 import json
 import shutil
 import socket
+import warnings
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -336,15 +337,20 @@ def test_run_command_prints_the_score_card_and_fails_on_failure(pytester: pytest
     mock_url = servers(create_mock()).url
     proxy_url = servers(passthrough(mock_url, drop_done)).url + "/v1"
     (pytester.path / "test_unrelated.py").write_text("def test_other():\n    assert False\n")
+    pytester.makeini("[pytest]\n")  # a user's folder that says nothing of pytest-asyncio
     pytester.chdir()
-    result = CliRunner().invoke(main, ["run", "--proxy-url", proxy_url, "--mock-url", mock_url,
-                                       "--scenarios", str(folder), "--strict", "-p", "no:cacheprovider"])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = CliRunner().invoke(main, ["run", "--proxy-url", proxy_url, "--mock-url", mock_url,
+                                           "--scenarios", str(folder), "--strict", "-p", "no:cacheprovider"])
     assert result.exit_code == 1, result.output
     pytest.LineMatcher(result.output.splitlines()).fnmatch_lines([
         "*tool-call conformance*", "  plain * 0/1  1 failed",
         "FAILED conformance::plain-native-single - rules broken: SSE-004*", "*= 1 failed in *",
     ])
     assert "test_other" not in result.output  # only the conformance suite is collected
+    # pytest-asyncio, installed beside the harness but with nothing to run, does not warn
+    assert not [w for w in caught if "is unset" in str(w.message)]
 
 
 def test_an_explicit_vtc_profile_claims_the_vtc_feature(pytester: pytest.Pytester, servers: ServeFn) -> None:
