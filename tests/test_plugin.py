@@ -287,7 +287,7 @@ def test_a_hanging_proxy_fails_by_the_timeout(pytester: pytest.Pytester, servers
     proxy_url = servers(Starlette(routes=[Route("/v1/chat/completions", never_answers, methods=["POST"])])).url
     result = pytester.runpytest("--proxy-url", proxy_url + "/v1", "--scenarios", str(folder), "--timeout", "0.4")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([_statement("HTTP-002"), "  the run gave up after 0.4 s with no response",
+    result.stdout.fnmatch_lines([_statement("HTTP-002"), "  the run gave up after 0.4 s with no response; no request for it had reached the mock backend",
                                  "*--timeout 0.4*"])
 
 

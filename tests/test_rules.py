@@ -782,6 +782,19 @@ def test_rule_case(c: Case) -> None:
         assert isinstance(f.evidence, dict)
 
 
+@pytest.mark.parametrize(("upstream", "said"), [
+    ((), "no request for it had reached the mock backend"),
+    ((upstream_request(GOOD_UPSTREAM),), "1 request(s) for it had reached the mock backend"),
+], ids=["proxy-stuck-before-the-backend", "backend-reached"])
+def test_a_timeout_says_whether_the_proxy_reached_the_backend(upstream: tuple[RecordedRequest, ...], said: str) -> None:
+    """A proxy stuck as a whole (busy with an earlier exchange) never reaches the backend;
+    one stuck on this exchange usually has: the message tells them apart."""
+    ex = exchange(S_TEXT, sse(ROLE, done=""), timed_out=True, elapsed=30.0, upstream=upstream)
+    found = [f for f in evaluate(S_TEXT, ex, Options(profile="openai")) if f.rule_id == "HTTP-002"]
+    assert len(found) == 1 and found[0].message.endswith(said), found
+    assert found[0].evidence["upstream_requests"] == len(upstream)
+
+
 # Every family of rule cases: (correct answers, broken answers, the strict options a
 # case is judged under). The Anthropic Messages and fault cases live in their own
 # files, which judge them case by case; here they count towards rule coverage.

@@ -36,9 +36,14 @@ def within_timeout(ctx: Context) -> Iterator[Violation]:
     ex = ctx.exchange
     if ex.timed_out:
         got = f"{len(ex.raw)} body byte(s)" if ex.status is not None else "no response"
+        # Whether the proxy got as far as the backend tells a proxy stuck on this
+        # exchange from one that is stuck as a whole (busy with an earlier one).
+        calls = len(ex.upstream)
+        reached = (f"{calls} request(s) for it had reached the mock backend" if calls
+                   else "no request for it had reached the mock backend")
         yield Violation(
-            f"the run gave up after {ex.elapsed:.1f} s with {got}",
-            {"elapsed": ex.elapsed, "status": ex.status, "bytes": len(ex.raw)},
+            f"the run gave up after {ex.elapsed:.1f} s with {got}; {reached}",
+            {"elapsed": ex.elapsed, "status": ex.status, "bytes": len(ex.raw), "upstream_requests": calls},
         )
 
 
