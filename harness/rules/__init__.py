@@ -12,7 +12,7 @@ Anthropic rules and the dialect-neutral ones, never by the chat-completion ones.
 from __future__ import annotations
 
 import traceback
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -74,21 +74,34 @@ def _run(entry: Entry, produce: Iterable[Violation]) -> ConformanceFailure | Non
     return _failure(entry.rule, violations) if violations else None
 
 
+def _judge(options: Options, start: Callable[[Entry], Iterable[Violation] | None]) -> list[ConformanceFailure]:
+    """Every rule ``options`` ask for, in table order, one failure per rule broken;
+    ``start`` runs an entry's check, or gives None where the entry has no say."""
+    failures: list[ConformanceFailure] = []
+    for rule_id in ordered_ids():
+        entry = ENTRIES[rule_id]
+        if not entry.enabled(options):
+            continue
+        produce = start(entry)
+        if produce is None:
+            continue
+        failure = _run(entry, produce)
+        if failure is not None:
+            failures.append(failure)
+    return failures
+
+
 def evaluate(scenario: Scenario, exchange: Exchange, options: Options) -> list[ConformanceFailure]:
     """Every applicable rule broken by ``exchange``, one failure per rule, in table order."""
     options = effective_options(options, exchange)
     ctx = Context(scenario, exchange, options)
-    failures: list[ConformanceFailure] = []
-    for rule_id in ordered_ids():
-        entry = ENTRIES[rule_id]
-        if entry.check is None or not entry.enabled(options) or not ctx.in_stage(entry.stage):
-            continue
-        if entry.ending and ctx.error_accepted:
-            continue
-        failure = _run(entry, entry.check(ctx))
-        if failure is not None:
-            failures.append(failure)
-    return failures
+
+    def start(entry: Entry) -> Iterable[Violation] | None:
+        if entry.check is None or not ctx.in_stage(entry.stage) or (entry.ending and ctx.error_accepted):
+            return None
+        return entry.check(ctx)
+
+    return _judge(options, start)
 
 
 def compare_answers(
@@ -102,15 +115,7 @@ def compare_answers(
     a, b = Context(scenario, streamed, options), Context(scenario, plain, options)
     if not (a.in_stage("answer") and b.in_stage("answer")):
         return []
-    failures: list[ConformanceFailure] = []
-    for rule_id in ordered_ids():
-        entry = ENTRIES[rule_id]
-        if entry.pair_check is None or not entry.enabled(options):
-            continue
-        failure = _run(entry, entry.pair_check(a, b))
-        if failure is not None:
-            failures.append(failure)
-    return failures
+    return _judge(options, lambda entry: None if entry.pair_check is None else entry.pair_check(a, b))
 
 
 def compare_item(
@@ -125,12 +130,4 @@ def compare_item(
                if (ctx := Context(scenario, exchange, options)).in_stage("answer")]
     if len(answers) < 2:
         return []
-    failures: list[ConformanceFailure] = []
-    for rule_id in ordered_ids():
-        entry = ENTRIES[rule_id]
-        if entry.item_check is None or not entry.enabled(options):
-            continue
-        failure = _run(entry, entry.item_check(answers))
-        if failure is not None:
-            failures.append(failure)
-    return failures
+    return _judge(options, lambda entry: None if entry.item_check is None else entry.item_check(answers))
