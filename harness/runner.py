@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ import h11
 import httpx
 
 from harness.errors import ConformanceFailure, MockError, ProxyUnreachable
-from harness.exchange import Exchange, Profile
+from harness.exchange import BackendActivity, Exchange, Profile
 from harness.nonce import NONCE_HEADER, place_nonce
 from harness.profiles import ENDPOINTS, PROFILE_FEATURES, request_headers
 from harness.rechunk import DEFAULT_SHRINK_BUDGET, Shrunk, Variant, apply_variant, shrink, variants
@@ -209,25 +209,60 @@ async def _receive_truncated(url: str, body: bytes, headers: Mapping[str, str], 
         writer.close()
 
 
-def _fetch(url: str, body: bytes, headers: Mapping[str, str], timeout: float, *, truncate: bool) -> _Received:
-    """Send one request and read the answer as it comes, under one overall deadline."""
+def deadline(start: float, timeout: float, backend: BackendActivity | None) -> float:
+    """When an exchange that began at ``start`` counts as hanging: ``timeout`` seconds of
+    the proxy's own time, plus the time the backend spent answering it as the mock measured
+    it (a stall or a slow drip is the backend's time, however slowly a loaded machine plays
+    it). A proxy retrying forever gains only the mock's short answers: it still times out."""
+    return start + timeout + (backend.busy_seconds if backend is not None else 0.0)
+
+
+BusyProbe = Callable[[], BackendActivity | None]
+
+
+def _fetch(url: str, body: bytes, headers: Mapping[str, str], timeout: float, *, truncate: bool,
+           backend: BusyProbe = lambda: None) -> _Received:
+    """Send one request and read the answer as it comes, until ``deadline``: asked of the
+    mock (``backend``) each time the deadline known so far is reached."""
     got = _Received()
     start = time.monotonic()
 
     async def fetch() -> None:
+        task = asyncio.ensure_future((_receive_truncated if truncate else _receive)(url, body, headers, got, start))
+        until = deadline(start, timeout, None)
         try:
-            async with asyncio.timeout(timeout):
-                await (_receive_truncated if truncate else _receive)(url, body, headers, got, start)
-        except TimeoutError:
-            got.timed_out = True
+            while True:
+                done, _ = await asyncio.wait((task,), timeout=max(0.0, until - time.monotonic()))
+                if done:
+                    task.result()
+                    return
+                later = deadline(start, timeout, await asyncio.to_thread(backend))
+                if later <= time.monotonic():
+                    got.timed_out = True
+                    return
+                until = later
         except (httpx.ConnectError, ConnectionRefusedError):
             raise
         except (httpx.HTTPError, OSError) as exc:
             got.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
 
     asyncio.run(fetch())
     got.elapsed = time.monotonic() - start
     return got
+
+
+def _activity(mock: MockControl, nonce: str) -> BusyProbe:
+    def probe() -> BackendActivity | None:
+        try:
+            return mock.activity(nonce)
+        except MockError:
+            return None  # the mock cannot say: the proxy gets no more time
+
+    return probe
 
 
 def run_exchange(
@@ -256,13 +291,15 @@ def run_exchange(
         url = f"{proxy_url.rstrip('/')}{ENDPOINTS[profile]}"
         payload, recorded_body = _payload(scenario, body)
         try:
-            got = _fetch(url, payload, headers, timeout, truncate=scenario.client.truncate_body)
+            got = _fetch(url, payload, headers, timeout, truncate=scenario.client.truncate_body,
+                         backend=_activity(mock, nonce))
         except (httpx.ConnectError, ConnectionRefusedError) as exc:
             raise ProxyUnreachable(
                 f"cannot connect to the proxy under test at {proxy_url} ({exc or 'connection refused'}); "
                 "is it running, and is --proxy-url right?"
             ) from exc
-        upstream = tuple(mock.recorded(nonce))
+        recorded, activity = mock.state(nonce)
+        upstream = tuple(recorded)
     finally:
         try:
             mock.disarm(nonce)
@@ -289,6 +326,7 @@ def run_exchange(
         transport_error=got.error,
         timed_out=got.timed_out,
         upstream=upstream,
+        backend_seconds=activity.busy_seconds,
         survived=survived,
         survival_detail=detail,
     )

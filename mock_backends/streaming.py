@@ -13,8 +13,9 @@ import asyncio
 from collections.abc import Mapping, Sequence
 
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
+from mock_backends.registry import AnswerLog
 from mock_backends.wire import SPLIT_PAUSE, Event, writes
 
 
@@ -109,3 +110,31 @@ class DroppedResponse(Response):
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         if self.part:
             await send({"type": "http.response.body", "body": self.part, "more_body": True})
+
+
+class Logged(Response):
+    """Any response, with what it sends written to ``log`` and its end marked (however
+    it ends: complete, dropped on purpose, or cut short by the client hanging up)."""
+
+    def __init__(self, response: Response, log: AnswerLog) -> None:
+        self.status_code = response.status_code
+        self.background = None
+        self.raw_headers = response.raw_headers
+        self.response = response
+        self.log = log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        log = self.log
+
+        async def logged(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                log.start(int(message["status"]), {k.decode("latin-1").lower(): v.decode("latin-1")
+                                                   for k, v in message.get("headers", ())})
+            elif message["type"] == "http.response.body":
+                log.write(bytes(message.get("body", b"")))
+            await send(message)
+
+        try:
+            await self.response(scope, receive, logged)
+        finally:
+            log.end()

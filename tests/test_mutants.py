@@ -174,14 +174,15 @@ def test_events_survive_parsing_and_encoding(block: str) -> None:
 
 
 def test_the_wrapper_streams_rather_than_buffering(servers: ServeFn, rig: Rig) -> None:
-    """Text sent before a 3 s upstream stall reaches the client before the stall ends,
+    """Text sent before a 3 s upstream stall reaches the client before the stall starts,
     through the rewriting wrapper: a wire mutant streams like the proxy it wraps."""
     scenario = LIBRARY["faults-openai-stall-mid-call"]
     url = serve_mutant(servers, CORRECT_BUT_DIFFERENT, rig)
     with MockControl(rig.mock_url) as mock:
         ex = run_exchange(scenario, proxy_url=url, mock=mock, stream=True, profile="openai", model=None,
                           proxy_headers={}, timeout=10)
-    assert ex.first_byte is not None and ex.first_byte < 1.5 and ex.elapsed >= 3
+    # The first byte came at least the stall before the end (lower bounds only: load only delays things).
+    assert ex.first_byte is not None and ex.elapsed - ex.first_byte >= 3 * 0.9
 
 
 # --------------------------------------------------------------------------- what users read
