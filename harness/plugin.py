@@ -21,13 +21,13 @@ import shlex
 import socket
 from collections.abc import Generator, Iterator
 from dataclasses import dataclass
-from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from harness.errors import ConformanceError, ProxyUnreachable
+from harness.options import BY_NAME, DEFAULT_TIMEOUT, OPTIONS, replay_args
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
     from harness.scenario import Scenario
     from mock_backends.control import MockControl
 
-DEFAULT_TIMEOUT = 10.0
 WORKER_KEY = "toolcall_conformance"
 SESSION_PLUGIN = "toolcall-conformance-session"
 # Marks pytest gives a meaning to: a family or tag by these names gets a "tag-" prefix.
@@ -52,49 +51,34 @@ _RESERVED_MARKS = frozenset(
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--conformance`` switches the suite on; every setting is ``--conformance-<name>``
+    (``harness.options``), so no option of a user's own conftest can collide."""
     group = parser.getgroup("toolcall-conformance", "tool-call proxy conformance (toolcall-conformance)")
-    group.addoption("--proxy-url", metavar="URL",
-                    help="Base URL of the proxy under test, e.g. http://localhost:8000/v1 (implies --conformance).")
     group.addoption("--conformance", action="store_true", default=False,
-                    help="Run the conformance suite (against the bundled reference proxy unless --proxy-url).")
+                    help="Run the conformance suite (against the bundled reference proxy unless "
+                         "--conformance-proxy-url).")
     group.addoption("--conformance-only", action="store_true", default=False,
                     help="Like --conformance, and collect nothing else (what 'toolcall-conformance run' passes).")
-    group.addoption("--scenarios", action="append", default=[], metavar="DIR",
-                    help="Scenario folder or file (repeatable); default: the bundled library.")
-    group.addoption("--mock-host", default="127.0.0.1", metavar="HOST",
-                    help="Interface the mock backend listens on (default 127.0.0.1).")
-    group.addoption("--mock-port", type=int, default=0, metavar="PORT",
-                    help="Port of the mock backend (default: a free port, printed in the header).")
-    group.addoption("--mock-url", metavar="URL", help="Use a mock backend that is already running at URL.")
-    group.addoption("--client-profile", choices=("openai", "vtc", "anthropic"), default=None,
-                    help="Run every scenario under this client profile (default: each scenario's own).")
-    group.addoption("--rechunk", type=int, default=0, metavar="N",
-                    help="Also run N re-chunked variants of every streaming scenario.")
-    group.addoption("--rechunk-seed", type=int, default=None, metavar="S",
-                    help="Seed of the re-chunked variants (default: random, printed).")
-    group.addoption("--conformance-strict", action="store_true", default=False,
-                    help="Also enforce 'spec' severity rules (pytest's own --strict does this too).")
-    group.addoption("--features", action="append", default=[], metavar="A,B",
-                    help="Optional features your proxy has (repeatable or comma separated), e.g. vtc,loop-guard.")
-    timeout_help = f"Seconds one exchange may take before it counts as hanging (default {DEFAULT_TIMEOUT:g})."
-    names = ["--conformance-timeout"]
-    if find_spec("pytest_timeout") is None:  # pytest-timeout owns --timeout when installed
-        names.insert(0, "--timeout")
-    group.addoption(*names, dest="conformance_timeout", type=float, default=None, metavar="SECONDS",
-                    help=timeout_help)
-    group.addoption("--model", action="append", default=[], metavar="[FAMILY=]NAME",
-                    help="Model name sent to the proxy, for all scenarios or one family (repeatable).")
-    group.addoption("--proxy-header", action="append", default=[], metavar="'NAME: VALUE'",
-                    help="Extra header sent to the proxy, e.g. auth (repeatable).")
-    group.addoption("--expect-failures", metavar="FILE",
-                    help="YAML file of known failures (scenario, rule, reason); they are reported as expected.")
-    group.addoption("--report-json", metavar="PATH", help="Write the results as JSON.")
-    group.addoption("--report-md", metavar="PATH", help="Write the results as Markdown (for CI job summaries).")
+    for option in OPTIONS:
+        kwargs: dict[str, Any] = {"dest": option.dest, "help": option.help}
+        if option.kind == "flag":
+            kwargs.update(action="store_true", default=bool(option.default))
+        elif option.kind == "multiple":
+            kwargs.update(action="append", default=[], metavar=option.metavar)
+        else:
+            kwargs.update(type=option.type, default=option.default, metavar=option.metavar)
+            if option.choices:
+                kwargs.update(choices=option.choices)
+        group.addoption(option.pytest_flag, **kwargs)
+
+
+def _opt(config: pytest.Config, name: str) -> Any:
+    return config.getoption(BY_NAME[name].dest)
 
 
 def _enabled(config: pytest.Config) -> bool:
     return bool(
-        config.getoption("proxy_url")
+        _opt(config, "proxy-url")
         or config.getoption("conformance")
         or config.getoption("conformance_only")
     )
@@ -152,20 +136,24 @@ class ConformanceSession:
         from harness.scenario import FEATURES, bundled_scenarios_dir, validate_paths
 
         self.config = config
-        opt = config.getoption
-        self.only = bool(opt("conformance_only"))
-        self.user_proxy_url: str | None = (opt("proxy_url") or "").rstrip("/") or None
-        self.user_mock_url: str | None = (opt("mock_url") or "").rstrip("/") or None
-        self.mock_host: str = opt("mock_host")
-        self.mock_port: int = opt("mock_port")
+
+        def opt(name: str) -> Any:
+            return _opt(config, name)
+
+        self.only = bool(config.getoption("conformance_only"))
+        self.user_proxy_url: str | None = (opt("proxy-url") or "").rstrip("/") or None
+        self.user_mock_url: str | None = (opt("mock-url") or "").rstrip("/") or None
+        self.mock_host: str = opt("mock-host")
+        self.mock_port: int = opt("mock-port")
         self.dirs: list[str] = list(opt("scenarios"))
-        self.timeout: float = opt("conformance_timeout") or DEFAULT_TIMEOUT
+        self.timeout: float = opt("timeout") or DEFAULT_TIMEOUT
         self.rechunk: int = opt("rechunk")
-        self.strict = bool(opt("conformance_strict") or getattr(config.option, "strict", False))
+        self.strict = bool(opt("strict"))
         try:
-            self.client_profile: Profile | None = parse_profile(opt("client_profile")) if opt("client_profile") else None
+            profile = opt("client-profile")
+            self.client_profile: Profile | None = parse_profile(profile) if profile else None
             self.models: ModelChoice = parse_models(opt("model"))
-            self.proxy_headers = parse_headers(opt("proxy_header"))
+            self.proxy_headers = parse_headers(opt("proxy-header"))
         except ValueError as exc:
             raise _usage(str(exc)) from exc
         self.claimed = parse_features(opt("features")) if opt("features") else None
@@ -182,13 +170,13 @@ class ConformanceSession:
             raise _usage("invalid scenarios:\n" + "\n".join(map(str, problems)))
         self.scenarios: list[Scenario] = scenarios
         self.known: KnownFailures | None = None
-        if opt("expect_failures"):
+        if opt("expect-failures"):
             try:
-                self.known = load_known_failures(opt("expect_failures"), known_rules=set(rules_by_id()))
+                self.known = load_known_failures(opt("expect-failures"), known_rules=set(rules_by_id()))
             except ConformanceError as exc:
                 raise _usage(str(exc)) from exc
-        self.report_json: str | None = opt("report_json")
-        self.report_md: str | None = opt("report_md")
+        self.report_json: str | None = opt("report-json")
+        self.report_md: str | None = opt("report-md")
         self.embedded: EmbeddedServers | None = None
         self.shared: Shared | None = None
         self._mock: MockControl | None = None
@@ -210,7 +198,7 @@ class ConformanceSession:
                 raise _usage("toolcall-conformance: this xdist worker got no server URLs from the controller")
             self.shared = Shared.from_json(data)
             return
-        seed = self.config.getoption("rechunk_seed")
+        seed = _opt(self.config, "rechunk-seed")
         if seed is None:
             seed = random.SystemRandom().randrange(1, 1_000_000)
         embedded_proxy = self.user_proxy_url is None
@@ -309,12 +297,9 @@ class ConformanceSession:
         if self.worker or shared is None or shared.embedded_proxy or self.config.option.collectonly:
             return
         problem = _unreachable(shared.proxy_url, min(self.timeout, 5.0))
-        if problem is not None:
-            pytest.exit(
-                f"cannot connect to the proxy under test at {shared.proxy_url} ({problem}); "
-                "is it running, and is --proxy-url right?",
-                returncode=pytest.ExitCode.USAGE_ERROR,
-            )
+        if problem is not None:  # a usage error is printed once, as one line
+            raise _usage(f"cannot connect to the proxy under test at {shared.proxy_url} ({problem}); "
+                         "is it running, and is --proxy-url right?")
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, pytest.CollectReport,
@@ -388,32 +373,29 @@ class ConformanceSession:
     # ------------------------------------------------------------------ reproduction
 
     def reproduce(self, scenario: Scenario, profile: Profile, attempt: Attempt) -> str:
+        """The replay command for one exchange, written from the option table."""
         shared = self.shared
         assert shared is not None
-        args = ["toolcall-conformance", "replay", scenario.id]
+        values: dict[str, Any] = {"scenarios": self.dirs, "strict": self.strict, "model": self.models.as_options(),
+                                  "timeout": self.timeout}
         if not shared.embedded_proxy:
-            args += ["--proxy-url", shared.proxy_url]
+            values["proxy-url"] = shared.proxy_url
             if shared.mock_served:
                 host, _, port = shared.mock_url.removeprefix("http://").rpartition(":")
-                args += ["--mock-host", host, "--mock-port", port]
+                values.update({"mock-host": host, "mock-port": int(port)})
             else:
-                args += ["--mock-url", shared.mock_url]
-        for d in self.dirs:
-            args += ["--scenarios", d]
+                values["mock-url"] = shared.mock_url
         if profile != scenario.client.profile:
-            args += ["--client-profile", profile]
+            values["client-profile"] = profile
+        if self.claimed is not None:
+            values["features"] = [",".join(sorted(self.claimed)) or ","]
+        if attempt.variant is not None:
+            values["rechunk-seed"] = attempt.variant.seed
+        args = ["toolcall-conformance", "replay", scenario.id, *replay_args(values)]
         if attempt.kind in ("non-stream", "equivalence") and scenario.streams:
             args.append("--no-stream")
-        if self.claimed is not None:
-            args += ["--features", ",".join(sorted(self.claimed)) or ","]
-        if self.strict:
-            args.append("--strict")
-        for model in self.models.as_options():
-            args += ["--model", model]
-        if self.timeout != DEFAULT_TIMEOUT:
-            args += ["--timeout", f"{self.timeout:g}"]
         if attempt.variant is not None:
-            args += ["--rechunk-seed", str(attempt.variant.seed), "--rechunk-variant", str(attempt.variant.index)]
+            args += ["--rechunk-variant", str(attempt.variant.index)]
         command = shlex.join(args)
         if self.proxy_headers:
             command += "  # plus your --proxy-header options"
@@ -535,14 +517,19 @@ class ScenarioItem(pytest.Item):
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
+        """Honours ``--tb``: ``line`` gives one line, ``long`` (and ``native``) the raw
+        answer around every finding, every other style the compact view."""
         exc = excinfo.value
+        tbstyle = style or self.config.getoption("tbstyle", "auto")
+        if isinstance(exc, ConformanceError) and tbstyle == "line":
+            return _one_line(self, str(exc))
         if isinstance(exc, ItemFailed):
-            return self._render(exc)
+            return self._render(exc, full=tbstyle in ("long", "native"))
         if isinstance(exc, ConformanceError):
             return f"{type(exc).__name__}: {exc}"
         return super().repr_failure(excinfo, style=style)
 
-    def _render(self, exc: ItemFailed) -> str:
+    def _render(self, exc: ItemFailed, *, full: bool) -> str:
         session = self.conformance
         run, judgement = exc.run, exc.judgement
         known = {rule: entry.reason for rule, entry in judgement.expected.items()}
@@ -552,8 +539,18 @@ class ScenarioItem(pytest.Item):
         if run.failures:
             notes = self.record.notes if self.record is not None else ()
             text = render_failures(run, reproduce=lambda a: session.reproduce(run.scenario, run.profile, a),
-                                   known=known, notes=notes)
+                                   known=known, notes=notes, full=full)
         if judgement.stale:
             path = session.known.path if session.known else "the known-failures file"
             text = (text + "\n\n" if text else "") + judgement.xpass_message(path)
         return text
+
+
+def _one_line(item: ScenarioItem, message: str) -> TerminalRepr:
+    """What ``--tb=line`` prints: the scenario file and the failure, on one line (kept
+    whole also when pytest-xdist sends the report from a worker)."""
+    from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTraceback
+
+    path, _, _ = item.reportinfo()
+    first = message.splitlines()[0] if message else ""
+    return ReprExceptionInfo(ReprTraceback([], None, "line"), ReprFileLocation(str(path), 1, first))

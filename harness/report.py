@@ -136,10 +136,13 @@ def render_failures(
     reproduce: Callable[[Attempt], str],
     known: Mapping[str, str] | None = None,
     notes: Sequence[str] = (),
+    full: bool = True,
 ) -> str:
     """Every failure of one item, grouped by exchange, with a command to replay each.
 
-    ``known`` maps rule ids listed in the known-failures file to their reason."""
+    ``known`` maps rule ids listed in the known-failures file to their reason. Without
+    ``full``, each finding says where in the answer it is instead of showing the raw
+    answer around it (``--tb=long`` shows it)."""
     rules = rules_by_id()
     known = known or {}
     scenario = run.scenario
@@ -175,12 +178,14 @@ def render_failures(
                 continue
             if not position.known:
                 unplaced = True
+            elif not full:
+                out.append(f"  at {position.describe()}")
             elif position in shown:
                 out.append(f"  at {position.describe()}, marked above")
             else:
                 shown.add(position)
                 out.extend("  " + line for line in transcript(attempt.exchange, position))
-        if unplaced and attempt.exchange is not None:
+        if unplaced and attempt.exchange is not None and full:
             out.append("")
             out.extend(transcript(attempt.exchange))
         if attempt.variant is not None:
@@ -188,6 +193,8 @@ def render_failures(
             out.extend(_variant_lines(attempt))
         out.append("")
         out.append(f"reproduce: {reproduce(attempt)}")
+    if not full:
+        out += ["", "the raw answer around each finding: --tb=long"]
     return "\n".join(out)
 
 

@@ -30,7 +30,7 @@ from harness.scenario import Fault, Scenario, parse_scenario
 from mock_backends import anthropic_replay
 from mock_backends.openai_replay import completion, error_body, plan_reply, stream_events
 from mock_backends.registry import AnswerLog, Registry, Run, RunNotFound, Selection, UnknownScenario
-from mock_backends.streaming import DroppedResponse, Logged, ReplayStream
+from mock_backends.streaming import DroppedResponse, Logged, ReplayStream, quiet_deliberate_drops
 from mock_backends.validation import check_anthropic, check_openai
 from mock_backends.wire import ErrorAnswer, Event, dumps
 
@@ -149,6 +149,7 @@ def _parse_body(raw: bytes) -> tuple[Any, str | None, str | None]:
 def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
     """The mock backend; ``scenarios`` are preloaded so runs can be armed by id."""
     registry = Registry(scenarios)
+    quiet_deliberate_drops()
     created = int(time.time())
     app = FastAPI(
         title="toolcall-conformance mock backend", docs_url=None, redoc_url=None, openapi_url=None

@@ -105,6 +105,7 @@ def proxy(
 def serve_forever(config: ProxyConfig) -> None:
     import uvicorn
 
+    from harness.servers import listen_socket
     from reference_proxy.app import create_app
 
     logging.basicConfig(
@@ -113,15 +114,22 @@ def serve_forever(config: ProxyConfig) -> None:
     # One line per request is ours; httpx would add a second one for the upstream call.
     logging.getLogger("httpx").setLevel(max(logging.WARNING, python_log_level(config)))
     features = ", ".join(sorted(config.features())) or "none"
-    click.echo(
-        f"reference proxy on http://{config.host}:{config.port} -> {config.upstream} (features: {features})", err=True
-    )
-    uvicorn.run(
+    # Bound before the banner: a busy port is one line of error, not a banner and a traceback.
+    try:
+        sock = listen_socket(config.host, config.port)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}") from None
+    port = sock.getsockname()[1]
+    click.echo(f"reference proxy on http://{config.host}:{port} -> {config.upstream} (features: {features})", err=True)
+    server = uvicorn.Server(uvicorn.Config(
         create_app(config),
-        host=config.host,
-        port=config.port,
         log_level=config.log_level,
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=5,
-    )
+    ))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+

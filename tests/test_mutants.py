@@ -210,7 +210,8 @@ def test_a_mutant_fails_a_pytest_run_with_the_text_users_read(
     mutant = next(m for m in MUTANTS if m.id == "stop-with-tool-calls")
     folder = scenario_folder("plain-native-single")
     proxy_url, mock_url = serve_mutant(servers, mutant, rig), rig.mock_url
-    result = pytester.runpytest("--proxy-url", proxy_url, "--mock-url", mock_url, "--scenarios", folder)
+    result = pytester.runpytest("--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url,
+                                "--conformance-scenarios", folder, "--tb=long")
     result.assert_outcomes(failed=1)
     statements = [f"rule {r} [{RULES[r].severity}, {RULES[r].group}]: {RULES[r].statement}" for r in mutant.rules]
     result.stdout.fnmatch_lines([
@@ -227,7 +228,7 @@ def test_a_mutant_fails_a_pytest_run_with_the_text_users_read(
         '  finish_reason is "stop", expected "tool_calls"',
         "  at event 3, byte *, marked above",
         f"reproduce: toolcall-conformance replay plain-native-single --proxy-url {proxy_url} "
-        f"--mock-url {mock_url} --scenarios {folder}",
+        f"--scenarios {folder} --mock-url {mock_url}",
         "*plain * 0/1  1 failed",
         "rules failed per scenario *",
         "* TOOL-009  CALLS-002  EQ-001",

@@ -168,8 +168,8 @@ def test_reference_proxy_passes_and_reports(pytester: pytest.Pytester) -> None:
     folder = _library(pytester, *STREAMED, NOT_STREAMED, NEEDS_LOOP_GUARD)
     report_json, report_md = pytester.path / "out" / "r.json", pytester.path / "out" / "r.md"
     result = pytester.runpytest(
-        "--conformance", "--scenarios", str(folder), "--features", "vtc", "-rs", "-v",
-        "--report-json", str(report_json), "--report-md", str(report_md),
+        "--conformance", "--conformance-scenarios", str(folder), "--conformance-features", "vtc", "-rs", "-v",
+        "--conformance-report-json", str(report_json), "--conformance-report-md", str(report_md),
     )
     result.assert_outcomes(passed=3, skipped=1)
     result.stdout.fnmatch_lines([
@@ -196,8 +196,8 @@ def test_failure_text_names_rule_statement_and_replay(pytester: pytest.Pytester,
     folder = _library(pytester, STREAMED[0])
     mock_url = servers(create_mock()).url
     proxy_url = servers(passthrough(mock_url, drop_done)).url + "/v1"
-    result = pytester.runpytest("--proxy-url", proxy_url, "--mock-url", mock_url, "--scenarios", str(folder),
-                                "--strict")
+    result = pytester.runpytest("--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url,
+                                "--conformance-scenarios", str(folder), "--conformance-strict", "--tb=long")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "rules broken: SSE-004 (profile openai)",
@@ -209,9 +209,34 @@ def test_failure_text_names_rule_statement_and_replay(pytester: pytest.Pytester,
         "    >> * | data: {…,\"choices\":[[]{\"index\":0,\"delta\":{\"content\":\"\"},*\"finish_reason\":\"tool_calls\","
         "\"stop_reason\":null}]}",
         f"reproduce: toolcall-conformance replay plain-native-single --proxy-url {proxy_url} "
-        f"--mock-url {mock_url} --scenarios {folder} --strict",
+        f"--scenarios {folder} --mock-url {mock_url} --strict",
         "FAILED conformance::plain-native-single - rules broken: SSE-004*",
     ])
+
+
+@pytest.mark.parametrize("style", ["auto", "short", "line", "no"])
+def test_every_tb_style_is_honoured(pytester: pytest.Pytester, servers: ServeFn, style: str) -> None:
+    """The default view is compact (each finding and where it is, no raw answer);
+    ``--tb=line`` is one line per failure, ``--tb=no`` nothing; ``--tb=long`` (above)
+    adds the raw answer around every finding."""
+    folder = _library(pytester, STREAMED[0])
+    mock_url = servers(create_mock()).url
+    proxy_url = servers(passthrough(mock_url, drop_done)).url + "/v1"
+    result = pytester.runpytest("--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url,
+                                "--conformance-scenarios", str(folder), "--conformance-strict", f"--tb={style}")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "answer as received" not in out and "rule SSE-004" not in out or style in ("auto", "short")
+    if style in ("auto", "short"):
+        result.stdout.fnmatch_lines([_statement("SSE-004"), "  the stream has no 'data: [DONE]' terminator",
+                                     "  at byte *", "reproduce: toolcall-conformance replay plain-native-single *",
+                                     "the raw answer around each finding: --tb=long"])
+        assert "answer as received" not in out
+    elif style == "line":
+        result.stdout.fnmatch_lines([f"{folder}/plain/native-single.yaml:1: plain-native-single: SSE-004"])
+        assert "rule SSE-004" not in out
+    else:
+        assert "rule SSE-004" not in out and "native-single.yaml" not in out
 
 
 def test_selection_rerun_and_junit_with_the_harness_serving_the_mock(
@@ -220,9 +245,9 @@ def test_selection_rerun_and_junit_with_the_harness_serving_the_mock(
     folder = _library(pytester, *STREAMED, NOT_STREAMED)
     port = _free_port()
     proxy_url = servers(passthrough(f"http://127.0.0.1:{port}", drop_done)).url + "/v1"
-    common = ["--proxy-url", proxy_url, "--mock-port", str(port), "--scenarios", str(folder), "-v"]
+    common = ["--conformance-proxy-url", proxy_url, "--conformance-mock-port", str(port), "--conformance-scenarios", str(folder), "-v"]
     junit = pytester.path / "junit.xml"
-    first = pytester.runpytest(*common, "--strict", f"--junitxml={junit}")
+    first = pytester.runpytest(*common, "--conformance-strict", f"--junitxml={junit}")
     first.assert_outcomes(passed=1, failed=2)
     first.stdout.fnmatch_lines([
         f"conformance: mock backend at http://127.0.0.1:{port} -- configure your proxy's upstream as "
@@ -232,7 +257,7 @@ def test_selection_rerun_and_junit_with_the_harness_serving_the_mock(
     assert f'classname="conformance" name="{NOT_STREAMED}"' in xml
     assert xml.count("<failure") == 2 and "SSE-004" in xml
 
-    rerun = pytester.runpytest(*common, "--strict", "--lf")
+    rerun = pytester.runpytest(*common, "--conformance-strict", "--lf")
     rerun.assert_outcomes(failed=2, deselected=1)
     rerun.stdout.fnmatch_lines(["conformance::plain-native-single FAILED*", "conformance::plain-text-multibyte FAILED*"])
 
@@ -248,8 +273,8 @@ def test_xdist_workers_share_the_controllers_servers(pytester: pytest.Pytester) 
     folder = _library(pytester, STREAMED[0], "qwen-tools-single-call")
     report = pytester.path / "r.json"
     port = _free_port()  # a worker starting its own mock on this port would fail to bind
-    result = pytester.runpytest("-n", "2", "--conformance", "--mock-port", str(port), "--scenarios", str(folder),
-                                "--report-json", str(report))
+    result = pytester.runpytest("-n", "2", "--conformance", "--conformance-mock-port", str(port), "--conformance-scenarios", str(folder),
+                                "--conformance-report-json", str(report))
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([f"conformance: mock backend at http://127.0.0.1:{port}", "created: 2/2 workers",
                                  "*tool-call conformance*"])
@@ -266,8 +291,8 @@ def test_known_failures_expected_stale_and_invalid(pytester: pytest.Pytester, se
         "- {scenario: plain-native-single, rule: SSE-004, reason: we drop the terminator}\n"
         f"- {{scenario: {NOT_STREAMED}, reason: thought to be broken}}\n"
     )
-    common = ["--proxy-url", proxy_url, "--mock-url", mock_url, "--scenarios", str(folder), "--strict", "-rxf"]
-    result = pytester.runpytest(*common, "--expect-failures", str(known))
+    common = ["--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url, "--conformance-scenarios", str(folder), "--conformance-strict", "-rxf"]
+    result = pytester.runpytest(*common, "--conformance-expect-failures", str(known))
     result.assert_outcomes(xfailed=1, failed=2)
     result.stdout.fnmatch_lines([
         "[[]XPASS(strict)] listed in * but no longer failing:",
@@ -277,7 +302,7 @@ def test_known_failures_expected_stale_and_invalid(pytester: pytest.Pytester, se
         "FAILED conformance::plain-text-multibyte - rules broken: SSE-004*",
     ])
     known.write_text("- {scenario: plain-native-single, rule: SSE-4, reason: r}\n")
-    bad = pytester.runpytest(*common, "--expect-failures", str(known))
+    bad = pytester.runpytest(*common, "--conformance-expect-failures", str(known))
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*invalid known-failures file:*", "*known.yaml:1: entry 1: unknown rule 'SSE-4'*"])
 
@@ -285,7 +310,7 @@ def test_known_failures_expected_stale_and_invalid(pytester: pytest.Pytester, se
 def test_a_hanging_proxy_fails_by_the_timeout(pytester: pytest.Pytester, servers: ServeFn) -> None:
     folder = _library(pytester, STREAMED[0])
     proxy_url = servers(Starlette(routes=[Route("/v1/chat/completions", never_answers, methods=["POST"])])).url
-    result = pytester.runpytest("--proxy-url", proxy_url + "/v1", "--scenarios", str(folder), "--timeout", "0.4")
+    result = pytester.runpytest("--conformance-proxy-url", proxy_url + "/v1", "--conformance-scenarios", str(folder), "--conformance-timeout", "0.4")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([_statement("HTTP-002"), "  the run gave up after 0.4 s with no response; no request for it had reached the mock backend",
                                  "*--timeout 0.4*"])
@@ -295,8 +320,8 @@ def test_rechunk_shrinks_to_the_boundary_the_proxy_breaks_on(pytester: pytest.Py
     folder = _library(pytester, extra={"less-than.yaml": LESS_THAN})
     mock_url = servers(create_mock()).url
     proxy_url = servers(passthrough(mock_url, lose_trailing_less_than)).url + "/v1"
-    common = ["--proxy-url", proxy_url, "--mock-url", mock_url, "--scenarios", str(folder)]
-    result = pytester.runpytest(*common, "--rechunk", "1", "--rechunk-seed", "7")
+    common = ["--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url, "--conformance-scenarios", str(folder)]
+    result = pytester.runpytest(*common, "--conformance-rechunk", "1", "--conformance-rechunk-seed", "7")
     result.assert_outcomes(failed=1)
     assert "=== streaming, as the scenario's request says ===" not in result.stdout.str()  # as written: fine
     cut = "Use a <".__len__()
@@ -319,9 +344,10 @@ def test_unreachable_proxy_stops_the_run_with_its_url(pytester: pytest.Pytester)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-        result = pytester.runpytest("--proxy-url", url, "--scenarios", str(folder))
+        result = pytester.runpytest("--conformance-proxy-url", url, "--conformance-scenarios", str(folder))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines([f"*cannot connect to the proxy under test at {url} (*); is it running*"])
+    result.stderr.fnmatch_lines([f"ERROR: cannot connect to the proxy under test at {url} (*); is it running*"])
+    assert (result.stdout.str() + result.stderr.str()).count("cannot connect") == 1  # said once
 
 
 def test_bundled_library_is_the_default(pytester: pytest.Pytester) -> None:
@@ -359,8 +385,8 @@ def test_an_explicit_vtc_profile_claims_the_vtc_feature(pytester: pytest.Pyteste
     folder = _library(pytester, *STREAMED)
     mock_url = servers(create_mock()).url
     proxy_url = servers(create_proxy(ProxyConfig(upstream=f"{mock_url}/v1", log_level="warning"))).url + "/v1"
-    result = pytester.runpytest("--proxy-url", proxy_url, "--mock-url", mock_url, "--scenarios", str(folder),
-                                "--client-profile", "vtc")
+    result = pytester.runpytest("--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url, "--conformance-scenarios", str(folder),
+                                "--conformance-client-profile", "vtc")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([
         "conformance: claimed features: vtc (vtc implied by --client-profile vtc); client profile: vtc; *",
@@ -372,7 +398,7 @@ def test_a_run_that_checks_nothing_fails_and_says_why(pytester: pytest.Pytester)
     """Every scenario skipped is not a pass: the exit status is non-zero and the score
     card names the most common reason instead of saying that everything passes."""
     folder = _library(pytester, *STREAMED, NEEDS_LOOP_GUARD)
-    result = pytester.runpytest("--conformance", "--scenarios", str(folder), "--client-profile", "anthropic")
+    result = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder), "--conformance-client-profile", "anthropic")
     result.assert_outcomes(skipped=3)
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     result.stdout.fnmatch_lines([
@@ -392,8 +418,8 @@ def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(pytes
     (--strict), every streaming case also re-split five ways, on two xdist workers:
     nothing fails, and nothing is skipped but the cases listed above."""
     report = pytester.path / "r.json"
-    result = pytester.runpytest("-n", "2", "--conformance", "--strict", "--rechunk", "5", "--rechunk-seed",
-                                "20261123", "-p", "no:cacheprovider", "--report-json", str(report))
+    result = pytester.runpytest("-n", "2", "--conformance", "--conformance-strict", "--conformance-rechunk", "5", "--conformance-rechunk-seed",
+                                "20261123", "-p", "no:cacheprovider", "--conformance-report-json", str(report))
     data = json.loads(report.read_text())
     broken = {s["scenario"]: s["failures"] for s in data["scenarios"] if s["outcome"] not in ("passed", "skipped")}
     assert not broken, json.dumps(broken, indent=1)[:4000]
