@@ -91,6 +91,10 @@ OPTIONS: tuple[Option, ...] = (
            replay=True),
     Option("expect-failures", "YAML file of known failures (scenario, rule, reason); they are reported as "
            "expected.", metavar="FILE"),
+    Option("write-known-failures", "After the run, write every failure of it to FILE as a known-failures list "
+           "(an existing entry's reason is kept), to commit and pass as --expect-failures.", metavar="FILE"),
+    Option("update-known-failures", "Use FILE as --expect-failures, then drop from it the entries that pass "
+           "now and list them (new failures still fail the run).", metavar="FILE"),
     Option("report-json", "Write the results as JSON.", metavar="PATH"),
     Option("report-md", "Write the results as Markdown (for CI job summaries).", metavar="PATH"),
 )

@@ -20,7 +20,7 @@ import random
 import shlex
 import socket
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -170,11 +170,18 @@ class ConformanceSession:
             raise _usage("invalid scenarios:\n" + "\n".join(map(str, problems)))
         self.scenarios: list[Scenario] = scenarios
         self.known: KnownFailures | None = None
-        if opt("expect-failures"):
+        self.write_known: str | None = opt("write-known-failures")
+        self.update_known: str | None = opt("update-known-failures")
+        expect = opt("expect-failures")
+        if self.update_known and expect and Path(expect).resolve() != Path(self.update_known).resolve():
+            raise _usage("--update-known-failures FILE reads FILE as the known failures: leave out --expect-failures "
+                         f"{expect}, or name the same file")
+        if self.update_known or expect:
             try:
-                self.known = load_known_failures(opt("expect-failures"), known_rules=set(rules_by_id()))
+                self.known = load_known_failures(self.update_known or expect, known_rules=set(rules_by_id()))
             except ConformanceError as exc:
                 raise _usage(str(exc)) from exc
+        self.known_note: list[str] = []  # what writing the known-failures file did, for the summary
         self.report_json: str | None = opt("report-json")
         self.report_md: str | None = opt("report-md")
         self.embedded: EmbeddedServers | None = None
@@ -337,13 +344,47 @@ class ConformanceSession:
         summary = summarize(self.records.values(), self.context())
         if summary.nothing_checked and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED  # every scenario skipped: nothing was checked
+        self._write_known_failures()
         if self.report_json:
             _write(self.report_json, json.dumps(render_json(summary), indent=2, ensure_ascii=False) + "\n")
         if self.report_md:
             _write(self.report_md, render_markdown(summary))
 
+    def _write_known_failures(self) -> None:
+        """``--write-known-failures``: this run's failures as a file; ``--update-known-failures``:
+        the file without the entries that pass now (an entry that still covers a failure
+        of some scenario, a glob say, is kept)."""
+        from datetime import date
+
+        from harness.known_failures import entries_from_failures, pruned, render_known_failures
+
+        records = sorted(self.records.values(), key=lambda r: r.scenario)
+        origin = f"Written by toolcall-conformance on {date.today().isoformat()}"
+        if self.update_known and self.known is not None:
+            used = {n for r in records for n in r.known_entries}
+            dropped = {n for r in records for n in r.stale_entries} - used
+            kept = pruned(self.known, dropped)
+            name = Path(self.update_known).name
+            _write(self.update_known, render_known_failures(kept, name=name, origin=origin + " (updated)."))
+            gone = [e for e in self.known.entries if e.number in dropped]
+            self.known_note.append(f"{self.update_known}: {len(gone)} entr{'y' if len(gone) == 1 else 'ies'} "
+                                   f"that pass now dropped, {len(kept)} kept")
+            self.known_note += [f"  dropped {e.describe()}" for e in gone]
+        if self.write_known:
+            failures = [(r.scenario, f.rule, f.message.splitlines()[0] if f.message else f.rule)
+                        for r in records if r.outcome in ("failed", "xfailed") for f in r.failures]
+            entries = entries_from_failures(failures, self.known)
+            name = Path(self.write_known).name
+            _write(self.write_known, render_known_failures(entries, name=name, origin=origin + "; reword each "
+                                                                                               "reason."))
+            self.known_note.append(f"{len(entries)} known failure(s) written to {self.write_known}")
+
     def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
-        if self.worker or not self.records:
+        if self.worker:
+            return
+        if not self.records:
+            for line in self.known_note:
+                terminalreporter.write_line(line)
             return
         from harness.report import render_text, summarize
 
@@ -356,6 +397,8 @@ class ConformanceSession:
         for label, path in (("JSON", self.report_json), ("Markdown", self.report_md)):
             if path:
                 tr.write_line(f"{label} report written to {path}")
+        for line in self.known_note:
+            tr.write_line(line)
 
     def context(self) -> dict[str, Any]:
         shared = self.shared
@@ -505,8 +548,14 @@ class ScenarioItem(pytest.Item):
             raise
         session.reached = True
         judgement = judge(scenario.id, run.failed_rules, session.known)
+        stale = tuple(e.number for e in judgement.stale)
+        if session.update_known and stale and not judgement.unexpected:
+            # updating the file: an entry that passes now is dropped from it, not a failure
+            judgement = replace(judgement, outcome="xfailed" if judgement.expected else "passed", stale=())
         self.record = item_record(scenario, profile, judgement.outcome, run=run,
                                   expected_rules=judgement.expected, notes=notes)
+        self.record = replace(self.record, known_entries=tuple(e.number for e in judgement.expected.values()),
+                              stale_entries=stale)
         for note in notes:
             self.user_properties.append(("conformance-note", note))
         if judgement.outcome == "xfailed":

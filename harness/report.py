@@ -241,6 +241,8 @@ class ItemRecord:
     reason: str = ""
     failures: tuple[FailureRecord, ...] = ()
     notes: tuple[str, ...] = ()
+    known_entries: tuple[int, ...] = ()  # known-failure entries (by number) that covered a failure here
+    stale_entries: tuple[int, ...] = ()  # entries for this scenario whose failure did not happen
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -251,6 +253,8 @@ class ItemRecord:
             "reason": self.reason,
             "failures": [f.__dict__ for f in self.failures],
             "notes": list(self.notes),
+            "known_entries": list(self.known_entries),
+            "stale_entries": list(self.stale_entries),
         }
 
     @classmethod
@@ -263,6 +267,8 @@ class ItemRecord:
             reason=data.get("reason", ""),
             failures=tuple(FailureRecord(**f) for f in data.get("failures", ())),
             notes=tuple(data.get("notes", ())),
+            known_entries=tuple(int(n) for n in data.get("known_entries", ())),
+            stale_entries=tuple(int(n) for n in data.get("stale_entries", ())),
         )
 
 

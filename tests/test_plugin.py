@@ -16,6 +16,7 @@ import httpcore._backends.anyio  # noqa: F401  (see below)
 import httpcore._backends.sync  # noqa: F401
 import httpx
 import pytest
+import yaml
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -427,3 +428,40 @@ def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(pytes
     assert len(data["scenarios"]) == len(LIBRARY)
     skipped = {s["scenario"]: s["reason"] for s in data["scenarios"] if s["outcome"] == "skipped"}
     assert skipped == JUSTIFIED_SKIPS
+
+
+def test_known_failures_written_from_a_run_then_pruned_when_fixed(pytester: pytest.Pytester,
+                                                                 servers: ServeFn) -> None:
+    """The gate without a script: a run writes its failures as the known-failures file;
+    with that file the same proxy passes; an edited reason survives a rewrite; once the
+    proxy is fixed, the update mode drops the entries that pass now and says which."""
+    folder = _library(pytester, *STREAMED, NOT_STREAMED)
+    mock_url = servers(create_mock()).url
+    proxy_url = servers(passthrough(mock_url, drop_done)).url + "/v1"
+    known, again = pytester.path / "ci" / "known.yaml", pytester.path / "again.yaml"
+    broken = ["--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url, "--conformance-strict",
+              "--conformance-scenarios", str(folder)]
+    first = pytester.runpytest(*broken, "--conformance-write-known-failures", str(known))
+    first.assert_outcomes(passed=1, failed=2)
+    first.stdout.fnmatch_lines([f"2 known failure(s) written to {known}"])
+    entries = yaml.safe_load(known.read_text())
+    assert [(e["scenario"], e["rule"]) for e in entries] == [(s, "SSE-004") for s in sorted(STREAMED)]
+    assert all(e["reason"].startswith("fails: ") for e in entries)
+
+    gated = pytester.runpytest(*broken, "--conformance-expect-failures", str(known))
+    gated.assert_outcomes(passed=1, xfailed=2)
+    assert gated.ret == pytest.ExitCode.OK
+
+    known.write_text(yaml.safe_dump([{**entries[0], "reason": "we drop the terminator"}, entries[1]]))
+    rewritten = pytester.runpytest(*broken, "--conformance-expect-failures", str(known),
+                                   "--conformance-write-known-failures", str(again))
+    assert rewritten.ret == pytest.ExitCode.OK
+    assert [e["reason"] for e in yaml.safe_load(again.read_text())][0] == "we drop the terminator"
+
+    fixed = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder), "--conformance-strict",
+                               "--conformance-update-known-failures", str(known))
+    fixed.assert_outcomes(passed=3)
+    fixed.stdout.fnmatch_lines([f"{known}: 2 entries that pass now dropped, 0 kept",
+                                f"  dropped entry 1 (scenario {sorted(STREAMED)[0]}, rule SSE-004: *)",
+                                f"  dropped entry 2 (scenario {sorted(STREAMED)[1]}, rule SSE-004: *)"])
+    assert yaml.safe_load(known.read_text()) == []
