@@ -68,6 +68,8 @@ OPTIONS: tuple[Option, ...] = (
            "reference proxy).", metavar="URL", replay=True),
     Option("scenarios", "Scenario folder or file (repeatable); default: the bundled library.", kind="multiple",
            metavar="PATH", replay=True),
+    Option("wait-for-proxy", "Wait up to SECONDS for the proxy under test to accept connections (a proxy started "
+           "just before the run, in CI) instead of stopping at once.", type=float, default=0.0, metavar="SECONDS"),
     Option("mock-host", "Interface the mock backend listens on.", default="127.0.0.1", metavar="HOST",
            replay=True),
     Option("mock-port", "Port of the mock backend (default: a free port, printed in the header).", type=int,

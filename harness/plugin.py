@@ -303,9 +303,11 @@ class ConformanceSession:
         shared = self.shared
         if self.worker or shared is None or shared.embedded_proxy or self.config.option.collectonly:
             return
-        problem = _unreachable(shared.proxy_url, min(self.timeout, 5.0))
+        patience = float(_opt(self.config, "wait-for-proxy") or 0.0)
+        problem = wait_for_listener(shared.proxy_url, patience, connect_timeout=min(self.timeout, 5.0))
         if problem is not None:  # a usage error is printed once, as one line
-            raise _usage(f"cannot connect to the proxy under test at {shared.proxy_url} ({problem}); "
+            waited = f" after waiting {patience:g} s" if patience > 0 else ""
+            raise _usage(f"cannot connect to the proxy under test at {shared.proxy_url} ({problem}){waited}; "
                          "is it running, and is --proxy-url right?")
 
     @pytest.hookimpl(wrapper=True)
@@ -473,6 +475,19 @@ def _unreachable(url: str, timeout: float) -> str | None:
             return None
     except OSError as exc:
         return exc.strerror or str(exc) or type(exc).__name__
+
+
+def wait_for_listener(url: str, seconds: float, *, connect_timeout: float) -> str | None:
+    """Like ``_unreachable``, but tries again until ``seconds`` have passed: a proxy a CI
+    job has just started takes a moment to listen."""
+    import time
+
+    give_up = time.monotonic() + max(seconds, 0.0)
+    while True:
+        problem = _unreachable(url, connect_timeout)
+        if problem is None or problem.startswith("not ") or time.monotonic() >= give_up:
+            return problem  # reachable, not a URL at all, or out of patience
+        time.sleep(min(0.2, max(0.0, give_up - time.monotonic())))
 
 
 def _write(path: str, text: str) -> None:
