@@ -15,7 +15,7 @@ import click
 
 from harness.errors import ConformanceError
 from harness.options import BY_NAME, OPTIONS, closest, unknown_long_options
-from harness.scenario import bundled_scenarios_dir, validate_paths
+from harness.scenario import awaiting_review, bundled_scenarios_dir, review_note, validate_paths
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -32,7 +32,11 @@ def validate(paths: tuple[Path, ...]) -> None:
     scenarios, problems = validate_paths(paths or (bundled_scenarios_dir(),))
     for problem in problems:
         click.echo(str(problem), err=True)
-    click.echo(f"{len(scenarios)} valid, {len(problems)} problem(s)")
+    pending = awaiting_review(scenarios)
+    for scenario in pending:
+        click.echo(f"warning: {review_note(scenario)}", err=True)
+    waiting = f", {len(pending)} awaiting review" if pending else ""
+    click.echo(f"{len(scenarios)} valid, {len(problems)} problem(s){waiting}")
     if problems:
         sys.exit(1)
 

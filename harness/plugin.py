@@ -281,6 +281,12 @@ class ConformanceSession:
             return []
         who = "the bundled reference proxy" if shared.embedded_proxy else "your proxy"
         lines = [f"conformance: {len(self.scenarios)} scenario(s); proxy under test: {shared.proxy_url} ({who})"]
+        from harness.scenario import awaiting_review
+
+        pending = awaiting_review(self.scenarios)
+        if pending:
+            lines.append(f"conformance: warning: {len(pending)} scenario(s) marked 'review: required' (an import's "
+                         f"unchecked proposal): {', '.join(s.id for s in pending)}")
         if shared.mock_served and not shared.embedded_proxy:
             lines.append(f"conformance: mock backend at {shared.mock_url} -- configure your proxy's upstream as "
                          f"{shared.mock_url}/v1 (fix the port with --mock-port)")
@@ -396,6 +402,10 @@ class ConformanceSession:
         if self.known is not None:
             for entry in self.known.unmatched(s.id for s in self.scenarios):
                 tr.write_line(f"warning: {self.known.path}: {entry.describe()} matches no scenario")
+        from harness.scenario import awaiting_review, review_note
+
+        for scenario in awaiting_review(self.scenarios):
+            tr.write_line(f"warning: {review_note(scenario)}")
         for label, path in (("JSON", self.report_json), ("Markdown", self.report_md)):
             if path:
                 tr.write_line(f"{label} report written to {path}")

@@ -695,6 +695,18 @@ def validate_paths(paths: Iterable[str | Path]) -> tuple[list[Scenario], list[Sc
     return scenarios, problems
 
 
+def awaiting_review(scenarios: Iterable[Scenario]) -> list[Scenario]:
+    """Scenarios still marked ``review: required``: their expectation is an import's
+    proposal that no person has checked yet."""
+    return [s for s in scenarios if s.review == "required"]
+
+
+def review_note(scenario: Scenario) -> str:
+    where = scenario.path or scenario.id
+    return (f"{where}: review: required: the expectation of {scenario.id} is the import's proposal; check it "
+            "(see the comments at the top of the file), then delete the line")
+
+
 def load_library(paths: Iterable[str | Path] | None = None) -> list[Scenario]:
     """All scenarios below ``paths`` (default: the bundled library); raises on any problem."""
     scenarios, problems = validate_paths(paths if paths is not None else [bundled_scenarios_dir()])
