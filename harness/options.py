@@ -98,6 +98,9 @@ OPTIONS: tuple[Option, ...] = (
     Option("update-known-failures", "Use FILE as --expect-failures, then drop from it the entries that pass "
            "now and list them (new failures still fail the run).", metavar="FILE"),
     Option("report-json", "Write the results as JSON.", metavar="PATH"),
+    Option("record", "Write every exchange as a HAR file (client to proxy, proxy to mock, both answers) to "
+           "DIR/har/, and DIR/report.html: the score card, the rules and each failure's transcript in one file.",
+           metavar="DIR"),
     Option("report-md", "Write the results as Markdown (for CI job summaries).", metavar="PATH"),
 )
 

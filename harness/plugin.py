@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from harness.embedded import EmbeddedServers
     from harness.exchange import Profile
     from harness.known_failures import Judgement, KnownFailures
-    from harness.report import ItemRecord
+    from harness.report import ItemRecord, Summary
     from harness.runner import Attempt, ModelChoice, RunSettings, ScenarioRun
     from harness.scenario import Scenario
     from mock_backends.control import MockControl
@@ -182,6 +182,7 @@ class ConformanceSession:
             except ConformanceError as exc:
                 raise _usage(str(exc)) from exc
         self.known_note: list[str] = []  # what writing the known-failures file did, for the summary
+        self.record_dir: Path | None = Path(opt("record")) if opt("record") else None
         self.report_json: str | None = opt("report-json")
         self.report_md: str | None = opt("report-md")
         self.embedded: EmbeddedServers | None = None
@@ -353,10 +354,43 @@ class ConformanceSession:
         if summary.nothing_checked and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED  # every scenario skipped: nothing was checked
         self._write_known_failures()
+        if self.record_dir is not None:
+            self._write_record(summary)
         if self.report_json:
             _write(self.report_json, json.dumps(render_json(summary), indent=2, ensure_ascii=False) + "\n")
         if self.report_md:
             _write(self.report_md, render_markdown(summary))
+
+    def _write_record(self, summary: Summary) -> None:
+        """``--record``: the HTML report over what the items wrote (HAR files, transcripts)."""
+        from harness.record import html_report
+        from harness.report import render_text, rules_by_id
+
+        assert self.record_dir is not None
+        failures = []
+        for record in sorted(self.records.values(), key=lambda r: r.scenario):
+            text_file = self.record_dir / "failures" / f"{record.scenario}.txt"
+            if record.outcome in ("failed", "error"):
+                text = text_file.read_text("utf-8") if text_file.is_file() else record.reason
+                failures.append((record.scenario, record.outcome, text))
+        report = self.record_dir / "report.html"
+        _write(str(report), html_report(title="Tool-call conformance", context=self.context(),
+                                        score_card=render_text(summary), failures=failures, rules=rules_by_id()))
+        hars = len(list((self.record_dir / "har").glob("*.har")))
+        self.known_note.append(f"record: {hars} HAR file(s) in {self.record_dir / 'har'}; report {report}")
+
+    def record_item(self, item: ScenarioItem, run: ScenarioRun, failure: str | None) -> None:
+        """An item's exchanges as a HAR file, and its failure's full transcript (the
+        worker that played it writes them; the controller reads them at the end)."""
+        from harness.profiles import ENDPOINTS
+        from harness.record import har
+
+        assert self.record_dir is not None and self.shared is not None
+        exchanges = [(a.label, a.exchange) for a in run.attempts if a.exchange is not None and a.kind != "equivalence"]
+        data = har(exchanges, proxy_url=self.shared.proxy_url, endpoint=ENDPOINTS, mock_url=self.shared.mock_url)
+        _write(str(self.record_dir / "har" / f"{run.scenario.id}.har"), json.dumps(data, indent=1, ensure_ascii=False))
+        if failure is not None:
+            _write(str(self.record_dir / "failures" / f"{run.scenario.id}.txt"), failure)
 
     def _write_known_failures(self) -> None:
         """``--write-known-failures``: this run's failures as a file; ``--update-known-failures``:
@@ -583,6 +617,9 @@ class ScenarioItem(pytest.Item):
                               stale_entries=stale)
         for note in notes:
             self.user_properties.append(("conformance-note", note))
+        if session.record_dir is not None:
+            failure = self._render(ItemFailed(run, judgement), full=True) if judgement.outcome == "failed" else None
+            session.record_item(self, run, failure)
         if judgement.outcome == "xfailed":
             pytest.xfail(judgement.xfail_reason)
         if judgement.outcome == "failed":

@@ -465,3 +465,31 @@ def test_known_failures_written_from_a_run_then_pruned_when_fixed(pytester: pyte
                                 f"  dropped entry 1 (scenario {sorted(STREAMED)[0]}, rule SSE-004: *)",
                                 f"  dropped entry 2 (scenario {sorted(STREAMED)[1]}, rule SSE-004: *)"])
     assert yaml.safe_load(known.read_text()) == []
+
+
+def test_record_writes_har_files_and_one_html_report(pytester: pytest.Pytester, servers: ServeFn) -> None:
+    """``--record DIR``: each item's exchanges as HAR (the client's request and the
+    proxy's answer, then what reached the mock and what it sent back), and one HTML
+    file with the score card, the failure's transcript and linked rule ids."""
+    folder = _library(pytester, STREAMED[0], NOT_STREAMED)
+    mock_url = servers(create_mock()).url
+    proxy_url = servers(passthrough(mock_url, drop_done)).url + "/v1"
+    record = pytester.path / "record"
+    result = pytester.runpytest("--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url,
+                                "--conformance-scenarios", str(folder), "--conformance-strict",
+                                "--conformance-record", str(record))
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([f"record: 2 HAR file(s) in {record / 'har'}; report {record / 'report.html'}"])
+    log = json.loads((record / "har" / f"{STREAMED[0]}.har").read_text())["log"]
+    client, upstream = log["entries"][0], log["entries"][1]
+    assert client["request"]["url"] == f"{proxy_url}/chat/completions"
+    assert json.loads(client["request"]["postData"]["text"])["stream"] is True
+    assert "data: {" in client["response"]["content"]["text"] and "[DONE]" not in client["response"]["content"]["text"]
+    assert upstream["request"]["url"] == f"{mock_url}/v1/chat/completions"
+    assert upstream["response"]["status"] == 200 and "data: [DONE]" in upstream["response"]["content"]["text"]
+    assert len(log["entries"]) == 4  # streamed and not, each with its upstream request
+    page = (record / "report.html").read_text()
+    assert f"<b>{STREAMED[0]}</b> failed" in page and "the stream has no &#x27;data: [DONE]&#x27; terminator" in page
+    assert '<a href="#rule-SSE-004">SSE-004</a>' in page and '<tr id="rule-SSE-004">' in page
+    assert "answer as received" in page  # the full transcript, whatever --tb says
+    assert "<script" not in page and "<link" not in page and "src=" not in page  # nothing to fetch
