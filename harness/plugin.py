@@ -15,12 +15,13 @@ score card and write the JSON / Markdown reports.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import shlex
 import socket
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from mock_backends.control import MockControl
 
 DEFAULT_TIMEOUT = 10.0
+UPSTREAM_MODES = ("natural", "openai", "anthropic", "all")
 WORKER_KEY = "toolcall_conformance"
 SESSION_PLUGIN = "toolcall-conformance-session"
 # Marks pytest gives a meaning to: a family or tag by these names gets a "tag-" prefix.
@@ -68,6 +70,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--mock-url", metavar="URL", help="Use a mock backend that is already running at URL.")
     group.addoption("--client-profile", choices=("openai", "vtc", "anthropic"), default=None,
                     help="Run every scenario under this client profile (default: each scenario's own).")
+    group.addoption("--conformance-upstream-dialect", choices=UPSTREAM_MODES, default=None,
+                    help="The dialect the proxy calls upstream: openai or anthropic (every scenario's backend is "
+                         "served in it), natural (each scenario's own; the default with --proxy-url) or all (every "
+                         "pair, with the bundled reference proxies; their default).")
     group.addoption("--rechunk", type=int, default=0, metavar="N",
                     help="Also run N re-chunked variants of every streaming scenario.")
     group.addoption("--rechunk-seed", type=int, default=None, metavar="S",
@@ -110,6 +116,7 @@ class Shared:
     seed: int
     embedded_proxy: bool  # the reference proxy is the proxy under test
     mock_served: bool  # this run serves the mock (not --mock-url)
+    proxy_urls: dict[str, str] = field(default_factory=dict)  # bundled proxies by the upstream dialect they call
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -117,7 +124,11 @@ class Shared:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Shared:
         return cls(data["proxy_url"], data["mock_url"], tuple(data["features"]), int(data["seed"]),
-                   bool(data["embedded_proxy"]), bool(data["mock_served"]))
+                   bool(data["embedded_proxy"]), bool(data["mock_served"]), dict(data.get("proxy_urls") or {}))
+
+    def proxy_for(self, upstream: str | None) -> str:
+        """The proxy that plays an item whose backend is served in ``upstream`` (None: its own)."""
+        return self.proxy_urls.get(upstream or "native") or self.proxy_urls.get("native") or self.proxy_url
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -161,6 +172,13 @@ class ConformanceSession:
         self.dirs: list[str] = list(opt("scenarios"))
         self.timeout: float = opt("conformance_timeout") or DEFAULT_TIMEOUT
         self.rechunk: int = opt("rechunk")
+        mode = opt("conformance_upstream_dialect") or ("natural" if self.user_proxy_url else "all")
+        if mode == "all" and self.user_proxy_url:
+            raise _usage("--conformance-upstream-dialect all plays the bundled reference proxies; a proxy under test "
+                         "calls one upstream dialect: name it (openai or anthropic), or natural")
+        self.upstream_mode: str = mode
+        # The upstream dialect of each item of a scenario (None: the scenario's own).
+        self.upstreams: tuple[str | None, ...] = {"natural": (None,), "all": ("openai", "anthropic")}.get(mode, (mode,))
         self.strict = bool(opt("conformance_strict") or getattr(config.option, "strict", False))
         try:
             self.client_profile: Profile | None = parse_profile(opt("client_profile")) if opt("client_profile") else None
@@ -223,8 +241,10 @@ class ConformanceSession:
             self.shared = Shared(self.user_proxy_url or "", self.user_mock_url, self._features(frozenset()),
                                  seed, False, False)
             return
+        proxies = ("native",) if self.upstream_mode == "natural" else tuple(u for u in self.upstreams if u)
         self.embedded = EmbeddedServers(
-            mock_host=self.mock_host, mock_port=self.mock_port, with_proxy=embedded_proxy, mock_url=self.user_mock_url
+            mock_host=self.mock_host, mock_port=self.mock_port, with_proxy=embedded_proxy, mock_url=self.user_mock_url,
+            upstream_dialects=proxies,
         )
         try:
             urls = self.embedded.start()
@@ -233,7 +253,7 @@ class ConformanceSession:
         proxy_url = urls.proxy_url if embedded_proxy else self.user_proxy_url
         assert proxy_url is not None
         self.shared = Shared(proxy_url, urls.mock_url, self._features(urls.proxy_features), seed, embedded_proxy,
-                             self.user_mock_url is None)
+                             self.user_mock_url is None, dict(urls.proxy_urls))
 
     def _features(self, proxy_default: frozenset[str]) -> tuple[str, ...]:
         """The features the run claims: ``--features`` (else the reference proxy's, or
@@ -295,7 +315,8 @@ class ConformanceSession:
         source = " (the reference proxy's)" if shared.embedded_proxy and self.claimed is None else ""
         if self.implied:
             source += f" ({', '.join(sorted(self.implied))} implied by --client-profile {self.client_profile})"
-        profile = self.client_profile or "each scenario's own"
+        profile = self.client_profile or ("openai" if self.user_proxy_url else "each scenario's own")
+        lines.append(f"conformance: upstream dialect: {self.pairs_label()}")
         lines.append(f"conformance: claimed features: {features}{source}; client profile: "
                      f"{profile}; strict: {'yes' if self.strict else 'no'}; "
                      f"timeout {self.timeout:g} s")
@@ -372,10 +393,19 @@ class ConformanceSession:
             if path:
                 tr.write_line(f"{label} report written to {path}")
 
+    def pairs_label(self) -> str:
+        """The dialect pairs the run plays, as the header and report name them."""
+        if self.upstream_mode == "all":
+            return "every pair (openai and anthropic upstreams, each scenario's client dialect)"
+        if self.upstream_mode == "natural":
+            return "each scenario's own (natural)"
+        return self.upstream_mode
+
     def context(self) -> dict[str, Any]:
         shared = self.shared
         return {
             "proxy": shared.proxy_url if shared else None,
+            "upstream dialect": self.pairs_label(),
             "reference proxy": bool(shared and shared.embedded_proxy),
             "features": list(shared.features) if shared else [],
             "client profile": self.client_profile or "each scenario's own",
@@ -387,10 +417,12 @@ class ConformanceSession:
 
     # ------------------------------------------------------------------ reproduction
 
-    def reproduce(self, scenario: Scenario, profile: Profile, attempt: Attempt) -> str:
+    def reproduce(self, scenario: Scenario, profile: Profile, attempt: Attempt, upstream: str | None = None) -> str:
         shared = self.shared
         assert shared is not None
         args = ["toolcall-conformance", "replay", scenario.id]
+        if upstream is not None:
+            args += ["--upstream-dialect", upstream]
         if not shared.embedded_proxy:
             args += ["--proxy-url", shared.proxy_url]
             if shared.mock_served:
@@ -466,13 +498,19 @@ class ConformanceSuite(pytest.Collector):
 
     def collect(self) -> Iterator[pytest.Item]:
         for scenario in self.conformance.scenarios:
-            item = ScenarioItem.from_parent(self, name=scenario.id)
-            item.scenario = scenario
-            item.conformance = self.conformance
-            item.add_marker("conformance")
-            for name in dict.fromkeys((scenario.family, *scenario.tags)):
-                item.add_marker(mark_name(name))
-            yield item
+            for upstream in self.conformance.upstreams:
+                yield self._item(scenario, upstream)
+
+    def _item(self, scenario: Scenario, upstream: str | None) -> ScenarioItem:
+        crossed = upstream is not None and upstream != scenario.backend.dialect
+        item = ScenarioItem.from_parent(self, name=f"{scenario.id}[{upstream}-upstream]" if crossed else scenario.id)
+        item.scenario = scenario
+        item.upstream = upstream
+        item.conformance = self.conformance
+        item.add_marker("conformance")
+        for name in dict.fromkeys((scenario.family, *scenario.tags)):
+            item.add_marker(mark_name(name))
+        return item
 
 
 class ItemFailed(ConformanceError):
@@ -487,6 +525,7 @@ class ItemFailed(ConformanceError):
 class ScenarioItem(pytest.Item):
     scenario: Scenario
     conformance: ConformanceSession
+    upstream: str | None = None  # the dialect the backend is served in (None: the scenario's own)
     record: ItemRecord | None = None
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -499,12 +538,25 @@ class ScenarioItem(pytest.Item):
         from harness.report import item_record
         from harness.runner import play
 
+        from harness.dialects import NotPortable
+        from harness.dialects.script import serve_as
+
         session = self.conformance
         scenario = self.scenario
-        settings = session.settings
+        upstream = self.upstream or scenario.backend.dialect
+        assert session.shared is not None
+        settings = dataclasses.replace(session.settings, proxy_url=session.shared.proxy_for(self.upstream))
         profile, skip = choose_profile(scenario, session.client_profile, settings.features)
+        if skip is None and session.user_proxy_url and session.client_profile is None and profile == "anthropic":
+            skip = ("an Anthropic client's scenario, and the proxy's clients are taken to speak openai "
+                    "(pass --client-profile anthropic to test its Messages API)")
+        if skip is None:
+            try:
+                scenario = serve_as(scenario, upstream)
+            except NotPortable as exc:
+                skip = f"only meaningful with its own upstream dialect, {scenario.backend.dialect}: {exc}"
         if skip is not None:
-            self.record = item_record(scenario, profile, "skipped", reason=skip)
+            self.record = item_record(scenario, profile, "skipped", reason=skip, upstream=upstream)
             pytest.skip(skip)
         notes = [
             f"upstream check {a.path} {a.op} not checked: {feature_skip_reason(missing, what='it')}"
@@ -514,17 +566,17 @@ class ScenarioItem(pytest.Item):
         try:
             run = play(scenario, settings=settings, mock=session.mock, profile=profile)
         except ProxyUnreachable as exc:
-            self.record = item_record(scenario, profile, "error", reason=str(exc))
+            self.record = item_record(scenario, profile, "error", reason=str(exc), upstream=upstream)
             if not session.reached:
                 self.session.shouldstop = str(exc)
             raise
         except ConformanceError as exc:
-            self.record = item_record(scenario, profile, "error", reason=str(exc))
+            self.record = item_record(scenario, profile, "error", reason=str(exc), upstream=upstream)
             raise
         session.reached = True
         judgement = judge(scenario.id, run.failed_rules, session.known)
         self.record = item_record(scenario, profile, judgement.outcome, run=run,
-                                  expected_rules=judgement.expected, notes=notes)
+                                  expected_rules=judgement.expected, notes=notes, upstream=upstream)
         for note in notes:
             self.user_properties.append(("conformance-note", note))
         if judgement.outcome == "xfailed":
@@ -551,7 +603,8 @@ class ScenarioItem(pytest.Item):
         text = ""
         if run.failures:
             notes = self.record.notes if self.record is not None else ()
-            text = render_failures(run, reproduce=lambda a: session.reproduce(run.scenario, run.profile, a),
+            crossed = self.upstream if self.upstream not in (None, self.scenario.backend.dialect) else None
+            text = render_failures(run, reproduce=lambda a: session.reproduce(run.scenario, run.profile, a, crossed),
                                    known=known, notes=notes)
         if judgement.stale:
             path = session.known.path if session.known else "the known-failures file"

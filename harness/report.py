@@ -234,12 +234,26 @@ class ItemRecord:
     reason: str = ""
     failures: tuple[FailureRecord, ...] = ()
     notes: tuple[str, ...] = ()
+    upstream: str = ""  # the dialect the backend was served in
+
+    @property
+    def pair(self) -> str:
+        """The dialect pair played, client → upstream."""
+        client = "anthropic" if self.profile == "anthropic" else "openai"
+        return f"{client} → {self.upstream or '?'}"
+
+    @property
+    def label(self) -> str:
+        """The scenario id, with the pair when the backend was served in another dialect than the client's."""
+        client = "anthropic" if self.profile == "anthropic" else "openai"
+        return self.scenario if self.upstream in ("", client) else f"{self.scenario} [{self.pair}]"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "scenario": self.scenario,
             "family": self.family,
             "profile": self.profile,
+            "upstream": self.upstream,
             "outcome": self.outcome,
             "reason": self.reason,
             "failures": [f.__dict__ for f in self.failures],
@@ -256,6 +270,7 @@ class ItemRecord:
             reason=data.get("reason", ""),
             failures=tuple(FailureRecord(**f) for f in data.get("failures", ())),
             notes=tuple(data.get("notes", ())),
+            upstream=data.get("upstream", ""),
         )
 
 
@@ -268,6 +283,7 @@ def item_record(
     reason: str = "",
     expected_rules: Iterable[str] = (),
     notes: Iterable[str] = (),
+    upstream: str = "",
 ) -> ItemRecord:
     rules = rules_by_id()
     known = set(expected_rules)
@@ -284,7 +300,8 @@ def item_record(
                 expected=failure.rule_id in known,
             )
         )
-    return ItemRecord(scenario.id, scenario.family, profile, outcome, reason, tuple(failures), tuple(notes))
+    return ItemRecord(scenario.id, scenario.family, profile, outcome, reason, tuple(failures), tuple(notes),
+                      upstream or scenario.backend.dialect)
 
 
 @dataclass
@@ -316,6 +333,15 @@ class Summary:
         out: dict[str, FamilyScore] = {}
         for item in sorted(self.items, key=lambda i: i.family):
             score = out.setdefault(item.family, FamilyScore())
+            setattr(score, item.outcome, getattr(score, item.outcome) + 1)
+        return out
+
+    @property
+    def pairs(self) -> dict[str, FamilyScore]:
+        """Scores per dialect pair (client → upstream)."""
+        out: dict[str, FamilyScore] = {}
+        for item in sorted(self.items, key=lambda i: i.pair):
+            score = out.setdefault(item.pair, FamilyScore())
             setattr(score, item.outcome, getattr(score, item.outcome) + 1)
         return out
 
@@ -408,11 +434,11 @@ def _left_out(summary: Summary) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for item in summary.items:
         if item.outcome in ("skipped", "error"):
-            out.append((item.scenario, f"{item.outcome}: {item.reason}"))
+            out.append((item.label, f"{item.outcome}: {item.reason}"))
         elif item.outcome == "failed" and not item.failures:
-            out.append((item.scenario, "failed: listed as a known failure, but no longer fails"))
+            out.append((item.label, "failed: listed as a known failure, but no longer fails"))
     for item in summary.items:
-        out.extend((item.scenario, note) for note in item.notes)
+        out.extend((item.label, note) for note in item.notes)
     return out
 
 
@@ -427,18 +453,26 @@ def render_text(summary: Summary) -> str:
         out.append(f"  {family:<{width}}  {score.score:>7}  {', '.join(extra)}".rstrip())
     total = summary.total
     out.append(f"  {'total':<{width}}  {total.score:>7}")
+    pairs = summary.pairs
+    if len(pairs) > 1 or any(not p.endswith("?") for p in pairs):
+        out.append("scores per dialect pair (client → upstream):")
+        pw = max(len(p) for p in pairs)
+        for pair, score in pairs.items():
+            extra = [f"{n} {k}" for k, n in (("failed", score.failed), ("known", score.xfailed),
+                                               ("skipped", score.skipped)) if n]
+            out.append(f"  {pair:<{pw}}  {score.score:>7}  {', '.join(extra)}".rstrip())
     if not summary.items:
         return "\n".join(out)
     out.append("")
     rules, rows = summary.broken_rules, summary.failing_items
     if rules:
-        id_width = max(len(i.scenario) for i in rows)
+        id_width = max(len(i.label) for i in rows)
         out.append("rules failed per scenario (F fail, x known failure, . not broken; "
                    "scenarios without a failure left out):")
         out.append(f"  {'':<{id_width}}  " + "  ".join(rules))
         for item in rows:
             cells = "  ".join(f"{_TEXT_CELLS[summary.rule_cell(item, r)]:^{len(r)}}" for r in rules)
-            out.append(f"  {item.scenario:<{id_width}}  {cells}")
+            out.append(f"  {item.label:<{id_width}}  {cells}")
     verdict = _verdict(summary)
     if verdict:
         out.append(verdict)
@@ -466,7 +500,7 @@ def render_markdown(summary: Summary) -> str:
         out += ["", "| scenario | " + " | ".join(rules) + " |", "| --- | " + " | ".join(":---:" for _ in rules) + " |"]
         for item in summary.failing_items:
             cells = " | ".join(_MD_CELLS[summary.rule_cell(item, r)] for r in rules)
-            out.append(f"| `{item.scenario}` | {cells} |")
+            out.append(f"| `{item.label}` | {cells} |")
         out += ["", "❌ fail · ⚠️ known failure · empty: not broken (passed, or the rule does not apply); "
                 "scenarios without a failure left out."]
     verdict = _verdict(summary)
@@ -474,7 +508,7 @@ def render_markdown(summary: Summary) -> str:
         sentence = verdict[0].upper() + verdict[1:] + "."
         out += ["", f"**{sentence}**" if summary.nothing_checked else sentence]
     details = [
-        f"- `{item.scenario}` **{f.rule}**{' (known)' if f.expected else ''} [{f.severity}] in {f.attempt}: "
+        f"- `{item.label}` **{f.rule}**{' (known)' if f.expected else ''} [{f.severity}] in {f.attempt}: "
         f"{f.message.splitlines()[0] if f.message else ''}"
         for item in summary.failing_items
         for f in item.failures

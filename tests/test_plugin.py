@@ -37,6 +37,7 @@ from reference_proxy.config import ProxyConfig
 
 ServeFn = Callable[[Any], Any]
 LIBRARY = {s.id: s for s in load_library()}
+LIBRARY_DIALECTS = {i: s.backend.dialect for i, s in LIBRARY.items()}
 STREAMED = ("plain-native-single", "plain-text-multibyte")  # a pass-through proxy is right for these
 NOT_STREAMED = "plain-text-non-stream"
 NEEDS_LOOP_GUARD = "features-loop-guard"
@@ -169,12 +170,13 @@ def test_reference_proxy_passes_and_reports(pytester: pytest.Pytester) -> None:
     report_json, report_md = pytester.path / "out" / "r.json", pytester.path / "out" / "r.md"
     result = pytester.runpytest(
         "--conformance", "--scenarios", str(folder), "--features", "vtc", "-rs", "-v",
-        "--report-json", str(report_json), "--report-md", str(report_md),
+        "--conformance-upstream-dialect", "natural", "--report-json", str(report_json), "--report-md", str(report_md),
     )
     result.assert_outcomes(passed=3, skipped=1)
     result.stdout.fnmatch_lines([
         "conformance: 4 scenario(s); proxy under test: http://127.0.0.1:*/v1 (the bundled reference proxy)",
         "conformance: mock backend at http://127.0.0.1:*",
+        "conformance: upstream dialect: each scenario's own (natural)",
         "conformance: claimed features: vtc; *",
         "conformance::plain-native-single PASSED*",
         "*tool-call conformance*",
@@ -249,7 +251,7 @@ def test_xdist_workers_share_the_controllers_servers(pytester: pytest.Pytester) 
     report = pytester.path / "r.json"
     port = _free_port()  # a worker starting its own mock on this port would fail to bind
     result = pytester.runpytest("-n", "2", "--conformance", "--mock-port", str(port), "--scenarios", str(folder),
-                                "--report-json", str(report))
+                                "--conformance-upstream-dialect", "natural", "--report-json", str(report))
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([f"conformance: mock backend at http://127.0.0.1:{port}", "created: 2/2 workers",
                                  "*tool-call conformance*"])
@@ -325,11 +327,16 @@ def test_unreachable_proxy_stops_the_run_with_its_url(pytester: pytest.Pytester)
 
 
 def test_bundled_library_is_the_default(pytester: pytest.Pytester) -> None:
+    """Without --proxy-url every scenario is played in both upstream dialects: under its
+    own id with its own, and as ``id[<other>-upstream]`` with the other."""
     result = pytester.runpytest("--conformance", "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
     collected = [line.removeprefix("conformance::") for line in result.stdout.lines if line.startswith("conformance::")]
-    assert sorted(collected) == sorted(s.id for s in load_library())
-    assert len(collected) == len(list(bundled_scenarios_dir().rglob("*.yaml")))
+    other = {"openai": "anthropic", "anthropic": "openai"}
+    library = load_library()
+    assert sorted(collected) == sorted([s.id for s in library] +
+                                       [f"{s.id}[{other[s.backend.dialect]}-upstream]" for s in library])
+    assert len(library) == len(list(bundled_scenarios_dir().rglob("*.yaml")))
 
 
 def test_run_command_prints_the_score_card_and_fails_on_failure(pytester: pytest.Pytester, servers: ServeFn) -> None:
@@ -372,7 +379,8 @@ def test_a_run_that_checks_nothing_fails_and_says_why(pytester: pytest.Pytester)
     """Every scenario skipped is not a pass: the exit status is non-zero and the score
     card names the most common reason instead of saying that everything passes."""
     folder = _library(pytester, *STREAMED, NEEDS_LOOP_GUARD)
-    result = pytester.runpytest("--conformance", "--scenarios", str(folder), "--client-profile", "anthropic")
+    result = pytester.runpytest("--conformance", "--scenarios", str(folder), "--client-profile", "anthropic",
+                                "--conformance-upstream-dialect", "natural")
     result.assert_outcomes(skipped=3)
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     result.stdout.fnmatch_lines([
@@ -393,7 +401,8 @@ def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(pytes
     nothing fails, and nothing is skipped but the cases listed above."""
     report = pytester.path / "r.json"
     result = pytester.runpytest("-n", "2", "--conformance", "--strict", "--rechunk", "5", "--rechunk-seed",
-                                "20261123", "-p", "no:cacheprovider", "--report-json", str(report))
+                                "20261123", "-p", "no:cacheprovider", "--report-json", str(report),
+                                "--conformance-upstream-dialect", "natural")
     data = json.loads(report.read_text())
     broken = {s["scenario"]: s["failures"] for s in data["scenarios"] if s["outcome"] not in ("passed", "skipped")}
     assert not broken, json.dumps(broken, indent=1)[:4000]
@@ -401,3 +410,24 @@ def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(pytes
     assert len(data["scenarios"]) == len(LIBRARY)
     skipped = {s["scenario"]: s["reason"] for s in data["scenarios"] if s["outcome"] == "skipped"}
     assert skipped == JUSTIFIED_SKIPS
+
+
+def test_whole_library_passes_the_translating_reference_proxies(pytester: pytest.Pytester) -> None:
+    """Every scenario served in the other upstream dialect than its own (an Anthropic client
+    in front of an OpenAI upstream, and the reverse), through the reference proxy that
+    translates, with every rule enforced: nothing fails, and what is skipped is a scenario
+    that cannot be said in the other dialect, with that reason."""
+    report = pytester.path / "r.json"
+    result = pytester.runpytest("-n", "2", "--conformance", "--strict", "-p", "no:cacheprovider", "-k", "upstream]",
+                                "--report-json", str(report))
+    data = json.loads(report.read_text())
+    broken = {s["scenario"]: s["failures"] for s in data["scenarios"] if s["outcome"] not in ("passed", "skipped")}
+    assert not broken, json.dumps(broken, indent=1)[:4000]
+    assert result.ret == pytest.ExitCode.OK
+    assert len(data["scenarios"]) == len(LIBRARY)
+    assert {s["upstream"] for s in data["scenarios"]} == {"openai", "anthropic"}
+    for s in data["scenarios"]:
+        assert s["upstream"] != LIBRARY_DIALECTS[s["scenario"]]
+        if s["outcome"] == "skipped":
+            assert s["reason"].startswith("only meaningful with its own upstream dialect"), s
+    assert sum(s["outcome"] == "passed" for s in data["scenarios"]) >= len(LIBRARY) * 3 // 4
