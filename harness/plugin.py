@@ -213,6 +213,9 @@ class ConformanceSession:
         self.records: dict[str, ItemRecord] = {}
         self.reached = False  # some item got an answer from the proxy
         self.implied: frozenset[str] = frozenset()  # features claimed only through --client-profile
+        from harness.health import Health
+
+        self.health = Health()  # this process's view of the proxy between scenarios
         self.worker = hasattr(config, "workerinput")
         for name in {"conformance", *(s.family for s in scenarios), *(t for s in scenarios for t in s.tags)}:
             config.addinivalue_line("markers", f"{mark_name(name)}: toolcall-conformance family or tag")
@@ -336,6 +339,22 @@ class ConformanceSession:
                 "is it running, and is --proxy-url right?",
                 returncode=pytest.ExitCode.USAGE_ERROR,
             )
+        self._preflight(shared)
+
+    def _preflight(self, shared: Shared) -> None:
+        """One plain exchange per client dialect in use: a request that never reaches the mock
+        stops the run with a diagnosis instead of failing every scenario the same way."""
+        from harness.health import plain_scenario, preflight
+
+        profile: Profile = self.client_profile or "openai"
+        dialect = "anthropic" if profile == "anthropic" else "openai"
+        upstream = self.upstream_mode if self.upstream_mode in ("openai", "anthropic") else dialect
+        result = preflight(plain_scenario(profile, upstream), proxy_url=shared.proxy_url, mock=self.mock,
+                           profile=profile, model=self.models.default, proxy_headers=self.proxy_headers,
+                           timeout=self.timeout)
+        if not result.reached_mock:
+            pytest.exit(result.diagnosis(shared.mock_url, mock_served=shared.mock_served),
+                        returncode=pytest.ExitCode.USAGE_ERROR)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, pytest.CollectReport,
@@ -455,6 +474,17 @@ class ConformanceSession:
         return command
 
 
+def _common_cause(run: ScenarioRun, proxy_url: str) -> str:
+    """A cause many failing scenarios may share: an HTTP error status on a case that expects
+    none (a route the proxy does not have, a model it does not know, a locked-out backend)."""
+    first = run.attempts[0].exchange if run.attempts else None
+    if first is None or run.scenario.expect.error is not None or first.status in (None, 200):
+        return ""
+    from harness.profiles import ENDPOINTS
+
+    return f"HTTP {first.status} from POST {proxy_url.rstrip('/')}{ENDPOINTS[run.profile]}"
+
+
 def mark_name(name: str) -> str:
     return f"tag-{name}" if name in _RESERVED_MARKS and name != "conformance" else name
 
@@ -563,6 +593,12 @@ class ScenarioItem(pytest.Item):
             for a in scenario.expect.upstream
             if (missing := missing_features(a.requires, settings.features))
         ]
+        health = session.health
+        if health.hangs and not session.shared.embedded_proxy:
+            # The proxy no longer answers even a plain request: playing this case would only cost the timeout.
+            cause = health.cause()
+            self.record = item_record(scenario, profile, "error", reason=cause, upstream=upstream, cause=cause)
+            raise ConformanceError(cause)
         try:
             run = play(scenario, settings=settings, mock=session.mock, profile=profile)
         except ProxyUnreachable as exc:
@@ -575,8 +611,16 @@ class ScenarioItem(pytest.Item):
             raise
         session.reached = True
         judgement = judge(scenario.id, run.failed_rules, session.known)
+        cause = ""
+        if judgement.outcome == "failed" and run.failures:
+            health.check(scenario, proxy_url=settings.proxy_url, mock=session.mock, profile=profile,
+                         model=settings.models.for_family(scenario.family), proxy_headers=settings.proxy_headers,
+                         timeout=settings.timeout)
+            cause = health.cause() if health.unhealthy else _common_cause(run, settings.proxy_url)
+        elif health.unhealthy and judgement.outcome == "passed":
+            health.since = None  # it answers again
         self.record = item_record(scenario, profile, judgement.outcome, run=run,
-                                  expected_rules=judgement.expected, notes=notes, upstream=upstream)
+                                  expected_rules=judgement.expected, notes=notes, upstream=upstream, cause=cause)
         for note in notes:
             self.user_properties.append(("conformance-note", note))
         if judgement.outcome == "xfailed":

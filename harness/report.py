@@ -235,6 +235,7 @@ class ItemRecord:
     failures: tuple[FailureRecord, ...] = ()
     notes: tuple[str, ...] = ()
     upstream: str = ""  # the dialect the backend was served in
+    cause: str = ""  # a cause the failure may share with others (an HTTP status, an unhealthy proxy)
 
     @property
     def pair(self) -> str:
@@ -254,6 +255,7 @@ class ItemRecord:
             "family": self.family,
             "profile": self.profile,
             "upstream": self.upstream,
+            "cause": self.cause,
             "outcome": self.outcome,
             "reason": self.reason,
             "failures": [f.__dict__ for f in self.failures],
@@ -271,6 +273,7 @@ class ItemRecord:
             failures=tuple(FailureRecord(**f) for f in data.get("failures", ())),
             notes=tuple(data.get("notes", ())),
             upstream=data.get("upstream", ""),
+            cause=data.get("cause", ""),
         )
 
 
@@ -284,6 +287,7 @@ def item_record(
     expected_rules: Iterable[str] = (),
     notes: Iterable[str] = (),
     upstream: str = "",
+    cause: str = "",
 ) -> ItemRecord:
     rules = rules_by_id()
     known = set(expected_rules)
@@ -301,7 +305,7 @@ def item_record(
             )
         )
     return ItemRecord(scenario.id, scenario.family, profile, outcome, reason, tuple(failures), tuple(notes),
-                      upstream or scenario.backend.dialect)
+                      upstream or scenario.backend.dialect, cause)
 
 
 @dataclass
@@ -366,6 +370,15 @@ class Summary:
     def failing_items(self) -> list[ItemRecord]:
         """The items with a broken rule: the rows of the scenario × rule table."""
         return [i for i in self.items if i.failures]
+
+    @property
+    def causes(self) -> list[tuple[str, int]]:
+        """Causes several failed or errored items share, most common first, each said once."""
+        counts: dict[str, int] = {}
+        for item in self.items:
+            if item.cause and item.outcome in ("failed", "error"):
+                counts[item.cause] = counts.get(item.cause, 0) + 1
+        return sorted(((c, n) for c, n in counts.items() if n > 1), key=lambda cn: -cn[1])
 
     @property
     def nothing_checked(self) -> bool:
@@ -476,6 +489,7 @@ def render_text(summary: Summary) -> str:
     verdict = _verdict(summary)
     if verdict:
         out.append(verdict)
+    out.extend(f"{n} scenario(s): {cause}" for cause, n in summary.causes)
     out.extend(f"  {scenario}: {what}" for scenario, what in _left_out(summary))
     return "\n".join(out)
 

@@ -284,13 +284,55 @@ def test_known_failures_expected_stale_and_invalid(pytester: pytest.Pytester, se
     bad.stderr.fnmatch_lines(["*invalid known-failures file:*", "*known.yaml:1: entry 1: unknown rule 'SSE-4'*"])
 
 
-def test_a_hanging_proxy_fails_by_the_timeout(pytester: pytest.Pytester, servers: ServeFn) -> None:
-    folder = _library(pytester, STREAMED[0])
-    proxy_url = servers(Starlette(routes=[Route("/v1/chat/completions", never_answers, methods=["POST"])])).url
-    result = pytester.runpytest("--proxy-url", proxy_url + "/v1", "--scenarios", str(folder), "--timeout", "0.4")
-    result.assert_outcomes(failed=1)
+def _answers_once(mock_url: str) -> Starlette:
+    """A proxy that relays its first request (the preflight) to the mock, then never answers again."""
+    seen: list[int] = []
+
+    async def chat(request: Request) -> Response:
+        seen.append(1)
+        if len(seen) > 1:
+            return await never_answers(request)
+        async with httpx.AsyncClient(timeout=30) as client:
+            answer = await client.post(f"{mock_url}/v1/chat/completions", content=await request.body(),
+                                       headers={"content-type": "application/json",
+                                                NONCE_HEADER: request.headers.get(NONCE_HEADER, "")})
+        return Response(answer.content, status_code=answer.status_code, media_type="application/json")
+
+    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+
+def test_a_hanging_proxy_fails_by_the_timeout_once(pytester: pytest.Pytester, servers: ServeFn) -> None:
+    """The first scenario costs the timeout; the health probe after it hangs too, so the
+    later scenarios get that verdict at once, and the summary says the cause once."""
+    folder = _library(pytester, *STREAMED, NOT_STREAMED)
+    mock_url = servers(create_mock()).url
+    proxy_url = servers(_answers_once(mock_url)).url
+    result = pytester.runpytest("--proxy-url", proxy_url + "/v1", "--mock-url", mock_url, "--scenarios", str(folder),
+                                "--timeout", "0.4", "-p", "no:randomly")
+    result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines([_statement("HTTP-002"), "  the run gave up after 0.4 s with no response; no request for it had reached the mock backend",
                                  "*--timeout 0.4*"])
+    result.stdout.fnmatch_lines(["3 scenario(s): proxy unhealthy since scenario plain-native-single "
+                                 "(the health probe hangs)"])
+
+
+def test_a_miswired_run_stops_at_the_preflight_with_a_diagnosis(pytester: pytest.Pytester, servers: ServeFn) -> None:
+    folder = _library(pytester, *STREAMED)
+
+    async def not_found(request: Request) -> Response:
+        return Response('{"detail":"Not Found"}', status_code=404, media_type="application/json")
+
+    proxy_url = servers(Starlette(routes=[Route("/{path:path}", not_found, methods=["POST"])])).url + "/v1"
+    port = _free_port()
+    result = pytester.runpytest("--proxy-url", proxy_url, "--mock-port", str(port), "--scenarios", str(folder))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = result.stdout.str() + result.stderr.str()
+    for line in ("preflight: a plain request through the proxy never reached the mock backend (0 requests received)",
+                 f"  posted to: POST {proxy_url}/chat/completions",
+                 """  received: HTTP 404 '{"detail":"Not Found"}'""",
+                 f"  the proxy's upstream should be the mock backend: http://127.0.0.1:{port}/v1",
+                 "--mock-port PORT"):
+        assert line in output, output
 
 
 def test_rechunk_shrinks_to_the_boundary_the_proxy_breaks_on(pytester: pytest.Pytester, servers: ServeFn) -> None:
