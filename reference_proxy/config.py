@@ -20,7 +20,8 @@ from harness.errors import ConformanceError
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 UPSTREAM_DIALECTS = ("native", "openai", "anthropic")
-MIN_BUFFER_CAP = 256  # below this, every marker would overflow before it could be recognised
+MIN_BUFFER_CAP = 256
+HOLD_BACK_CAP = 65536  # the cap the hold-back-cap scenarios are written for  # below this, every marker would overflow before it could be recognised
 
 
 class ConfigError(ConformanceError):
@@ -63,6 +64,9 @@ class ProxyConfig:
         if self.system_to_user:
             out.add("system-to-user")
         out.add("tool-choice")  # Messages tool_choice is always emulated
+        if self.buffer_cap <= HOLD_BACK_CAP:
+            out.add("hold-back-cap")  # a possible call longer than the cap is released as text
+        out.add("body-timeout")  # a client that stalls while sending its body gets 408
         return frozenset(out)
 
     def calls_upstream(self, client_api: str) -> str:

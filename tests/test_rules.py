@@ -1283,3 +1283,35 @@ def test_rules_table_is_complete_and_ids_are_well_formed() -> None:
 
 def test_docs_rules_md_is_generated() -> None:
     assert (ROOT / "docs" / "rules.md").read_text("utf-8") == rules_markdown()
+
+
+# --------------------------------------------------------------------------- relayed upstream output
+
+S_NOARGS_NATIVE = replace(
+    S_NOARGS,
+    backend=replace(S_NOARGS.backend, frames=(ToolCallFrame(0, "c", "function", "get_time", ""),)),
+)
+
+
+@pytest.mark.parametrize(
+    ("label", "sc", "raw", "rule"),
+    [
+        # Azure OpenAI's prompt-filter chunk, relayed unchanged: the official SDKs skip it.
+        ("azure-prompt-filter-chunk", S_TEXT,
+         sse({"id": "", "object": "", "created": 0, "model": "", "choices": [],
+              "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}]},
+             ROLE, chunk({"content": "Hello"}), chunk({"content": " world"}), chunk(finish="stop")), "CHUNK-002"),
+        # A later delta repeating type "function" (some backends do): clients ignore it.
+        ("type-function-repeated", S_CALL,
+         sse(ROLE, chunk(start()), chunk({"tool_calls": [{"index": 0, "type": "function",
+                                                          "function": {"arguments": PARIS_ARGS}}]}),
+             chunk(finish="tool_calls")), "TOOL-003"),
+        # The backend's own native call had "" as its arguments, and the proxy relayed it unchanged.
+        ("empty-arguments-relayed", S_NOARGS_NATIVE,
+         sse(ROLE, chunk(start(name="get_time", args="")), chunk(finish="tool_calls")), "TOOL-008"),
+    ],
+)
+def test_valid_upstream_output_relayed_unchanged_breaks_no_client_rule(label: str, sc: Scenario, raw: str,
+                                                                         rule: str) -> None:
+    c = case(label, sc, raw)
+    assert rule not in {f.rule_id for f in evaluate(c.scenario, c.exchange, Options())}

@@ -49,6 +49,21 @@ def call_deltas(ctx: Context) -> list[CallDelta]:
     return out
 
 
+def _natives_without_arguments(scenario: Scenario) -> set[str]:
+    """Names of the backend's own native calls whose arguments are empty (joined over their frames)."""
+    names: dict[tuple[str, int], str] = {}
+    arguments: dict[tuple[str, int], str] = {}
+    for position, frame in enumerate(scenario.backend.frames):
+        if isinstance(frame, ToolCallFrame):
+            key = ("call", frame.index)
+            names[key] = names.get(key, "") + (frame.name or "")
+            arguments[key] = arguments.get(key, "") + (frame.arguments or "")
+        elif isinstance(frame, ToolUseFrame):
+            key = ("use", position)
+            names[key], arguments[key] = frame.name, "".join(frame.input_json)
+    return {names[k] for k, text in arguments.items() if not text.strip()}
+
+
 def _fn(entry: Any) -> dict[str, Any]:
     fn = entry.get("function") if isinstance(entry, dict) else None
     return fn if isinstance(fn, dict) else {}
@@ -120,7 +135,8 @@ def first_delta_complete(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "TOOL-003",
-    "Later deltas of a call never send `id`, `type` or `function.name` again, not even as null.",
+    "Later deltas of a call never send `id` or `function.name` again, not even as null (clients concatenate "
+    "a repeated name; a repeated `type: \"function\"` is harmless and allowed).",
     severity="client",
     stage="stream",
 )
@@ -128,7 +144,7 @@ def no_repeats(ctx: Context) -> Iterator[Violation]:
     for d in call_deltas(ctx):
         if d.first or d.index is None or not isinstance(d.entry, dict):
             continue
-        repeated = [k for k in ("id", "type") if k in d.entry]
+        repeated = [k for k in ("id", "type") if k in d.entry and not (k == "type" and d.entry[k] == "function")]
         if "name" in _fn(d.entry):
             repeated.append("function.name")
         if repeated:
@@ -283,13 +299,15 @@ def no_complete_prefix(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "TOOL-008",
-    'A call without arguments sends `"{}"`, not an empty string.',
+    'A call without arguments sends `"{}"`, not an empty string (unless the backend sent that empty string '
+    'for its own native call: relaying it unchanged is not the proxy\'s defect).',
     severity="client",
     stage="answer",
 )
 def empty_arguments(ctx: Context) -> Iterator[Violation]:
+    relayed = _natives_without_arguments(ctx.scenario)
     for position, call in enumerate(ctx.answer.tool_calls):
-        if not call.arguments.strip():
+        if not call.arguments.strip() and call.name not in relayed:
             yield Violation(
                 f"call {call.index} ({call.name}) has arguments {call.arguments!r}; a call without arguments "
                 'sends "{}"',
