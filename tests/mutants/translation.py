@@ -1,0 +1,40 @@
+"""Translation mutants: the reference proxy translating between the two APIs (a Messages
+client in front of an OpenAI upstream, a chat-completions client in front of a Messages
+upstream), with one thing a translating proxy gets wrong. Each is played with its
+scenarios' backends served in the other dialect (``Mutant.upstream``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mutants.anthropic import NATIVE as MESSAGES_NATIVE
+from mutants.anthropic import WHOLE as MESSAGES_WHOLE
+from mutants.anthropic import EndTurnWithToolUse, EventRewriter, InputAsString
+from mutants.base import Mutant, Out, rewritten
+from mutants.openai import NATIVE as CHAT_NATIVE
+from mutants.openai import StopWithToolCalls
+
+
+class BlockStoppedTwice(EventRewriter):
+    """Closes every content block twice, as a translator does that closes a block both when the
+    next one starts and when the upstream's call ends."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if payload.get("type") == "content_block_stop":
+            return (payload, dict(payload))
+        return (payload,)
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("translated-input-as-string", "Translating a chat completion, gives a tool_use input as a string of JSON.",
+           ("ABODY-003",), (MESSAGES_WHOLE,), rewritten(InputAsString), upstream="openai"),
+    Mutant("translated-tool-turn-ends-end-turn",
+           'Translating a chat stream, ends a turn of tool_use blocks with `stop_reason: "end_turn"`.',
+           ("ATOOL-003", "ATOOL-004"), (MESSAGES_NATIVE,), rewritten(EndTurnWithToolUse), upstream="openai"),
+    Mutant("translated-block-stopped-twice", "Translating a chat stream, sends two `content_block_stop` for one block.",
+           ("AEV-006",), (MESSAGES_NATIVE,), rewritten(BlockStoppedTwice), upstream="openai"),
+    Mutant("translated-stop-with-tool-calls",
+           'Translating a Messages stream, sends `finish_reason: "stop"` after the tool calls.',
+           ("TOOL-009", "CALLS-002", "EQ-001"), (CHAT_NATIVE,), rewritten(StopWithToolCalls), upstream="anthropic"),
+)
