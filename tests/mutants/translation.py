@@ -6,12 +6,13 @@ scenarios' backends served in the other dialect (``Mutant.upstream``).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from mutants.anthropic import NATIVE as MESSAGES_NATIVE
 from mutants.anthropic import WHOLE as MESSAGES_WHOLE
 from mutants.anthropic import EndTurnWithToolUse, EventRewriter, InputAsString
-from mutants.base import Mutant, Out, rewritten
+from mutants.base import Mutant, Out, Rewriter, rewritten
 from mutants.openai import NATIVE as CHAT_NATIVE
 from mutants.openai import StopWithToolCalls
 
@@ -26,7 +27,25 @@ class BlockStoppedTwice(EventRewriter):
         return (payload,)
 
 
+class SamplingRewritten(Rewriter):
+    """Sends every request upstream with ``temperature: 1.0`` and without the client's seed, as a
+    translator seen in the field did (it rebuilt the body from the fields it knew)."""
+
+    def on_request(self, body: bytes) -> bytes:
+        try:
+            request = json.loads(body)
+        except ValueError:
+            return body
+        if not isinstance(request, dict):
+            return body
+        request["temperature"] = 1.0
+        request.pop("seed", None)
+        return json.dumps(request).encode()
+
+
 MUTANTS: tuple[Mutant, ...] = (
+    Mutant("request-sampling-rewritten", "Sends `temperature: 1.0` upstream whatever the client asked, and drops its seed.",
+           ("UP-003",), ("plain-sampling-forwarded", CHAT_NATIVE), rewritten(SamplingRewritten), strict=True),
     Mutant("translated-input-as-string", "Translating a chat completion, gives a tool_use input as a string of JSON.",
            ("ABODY-003",), (MESSAGES_WHOLE,), rewritten(InputAsString), upstream="openai"),
     Mutant("translated-tool-turn-ends-end-turn",
