@@ -90,8 +90,11 @@ def run_main() -> None:
     "(see docs/harness.md or 'pytest --help').",
 )
 @click.option("--proxy-url", metavar="URL", help="The proxy under test (default: the bundled reference proxy).")
+@click.option("--upstream-dialect", type=click.Choice(["natural", "openai", "anthropic", "all"]), default=None,
+              help="The dialect the proxy calls upstream (default: all with the bundled reference proxies, "
+                   "natural with --proxy-url).")
 @click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
-def run(proxy_url: str | None, pytest_args: tuple[str, ...]) -> None:
+def run(proxy_url: str | None, upstream_dialect: str | None, pytest_args: tuple[str, ...]) -> None:
     """Run the conformance suite (pytest with the plugin) and print the score card;
     exit status non-zero on any failure."""
     import os
@@ -109,6 +112,8 @@ def run(proxy_url: str | None, pytest_args: tuple[str, ...]) -> None:
     ]
     if proxy_url:
         args += ["--proxy-url", proxy_url]
+    if upstream_dialect:
+        args += ["--conformance-upstream-dialect", upstream_dialect]
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         args += ["-p", "harness.plugin"]
     sys.exit(int(pytest.main([*args, *pytest_args])))
@@ -124,6 +129,8 @@ def run(proxy_url: str | None, pytest_args: tuple[str, ...]) -> None:
 @click.option("--split", "split", metavar="OFFSETS", help="Content split points, e.g. 17,40 (from a shrunk failure).")
 @click.option("--client-profile", type=click.Choice(["openai", "vtc", "anthropic"]), default=None,
               help="Replay under this client profile (default: the scenario's own).")
+@click.option("--upstream-dialect", type=click.Choice(["openai", "anthropic"]), default=None,
+              help="Serve the scenario's backend in this dialect (default: its own).")
 @click.option("--features", multiple=True, help="Features your proxy has (comma separated, repeatable).")
 @click.option("--strict", is_flag=True, help="Also enforce 'spec' severity rules.")
 @click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds before the exchange counts as hanging.")
@@ -141,6 +148,7 @@ def replay(
     rechunk_variant: int,
     split: str | None,
     client_profile: str | None,
+    upstream_dialect: str | None,
     features: tuple[str, ...],
     strict: bool,
     timeout: float,
@@ -170,6 +178,14 @@ def replay(
         hint = f"; did you mean {', '.join(close)}?" if close else " (see 'toolcall-conformance list')"
         raise click.UsageError(f"no scenario {scenario_id!r}{hint}")
     scenario = by_id[scenario_id]
+    if upstream_dialect is not None:
+        from harness.dialects import NotPortable
+        from harness.dialects.script import serve_as
+
+        try:
+            scenario = serve_as(scenario, upstream_dialect)
+        except NotPortable as exc:
+            raise click.UsageError(f"{scenario_id} cannot be served by a {upstream_dialect} upstream: {exc}") from exc
     try:
         model_choice = parse_models(models)
         proxy_headers = parse_headers(headers)
@@ -178,7 +194,7 @@ def replay(
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     servers = EmbeddedServers(mock_host=mock_host, mock_port=mock_port, with_proxy=proxy_url is None,
-                              mock_url=mock_url)
+                              mock_url=mock_url, upstream_dialects=(upstream_dialect or "native",))
     with servers as urls:
         target = proxy_url.rstrip("/") if proxy_url else urls.proxy_url
         assert target is not None
