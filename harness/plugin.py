@@ -74,6 +74,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="The dialect the proxy calls upstream: openai or anthropic (every scenario's backend is "
                          "served in it), natural (each scenario's own; the default with --proxy-url) or all (every "
                          "pair, with the bundled reference proxies; their default).")
+    group.addoption("--conformance-formats", action="append", default=[], metavar="A,B",
+                    help="The text formats (scenario families) your proxy rescues; the cases of the others are "
+                         "reported as not claimed, in the coverage line (default: every format).")
     group.addoption("--rechunk", type=int, default=0, metavar="N",
                     help="Also run N re-chunked variants of every streaming scenario.")
     group.addoption("--rechunk-seed", type=int, default=None, metavar="S",
@@ -172,6 +175,9 @@ class ConformanceSession:
         self.dirs: list[str] = list(opt("scenarios"))
         self.timeout: float = opt("conformance_timeout") or DEFAULT_TIMEOUT
         self.rechunk: int = opt("rechunk")
+        from harness.coverage import parse_formats
+
+        self.formats = parse_formats(opt("conformance_formats"))
         mode = opt("conformance_upstream_dialect") or ("natural" if self.user_proxy_url else "all")
         if mode == "all" and self.user_proxy_url:
             raise _usage("--conformance-upstream-dialect all plays the bundled reference proxies; a proxy under test "
@@ -425,6 +431,7 @@ class ConformanceSession:
         return {
             "proxy": shared.proxy_url if shared else None,
             "upstream dialect": self.pairs_label(),
+            "formats": sorted(self.formats) if self.formats is not None else "every format",
             "reference proxy": bool(shared and shared.embedded_proxy),
             "features": list(shared.features) if shared else [],
             "client profile": self.client_profile or "each scenario's own",
@@ -576,7 +583,11 @@ class ScenarioItem(pytest.Item):
         upstream = self.upstream or scenario.backend.dialect
         assert session.shared is not None
         settings = dataclasses.replace(session.settings, proxy_url=session.shared.proxy_for(self.upstream))
+        from harness.coverage import unclaimed_reason
+
         profile, skip = choose_profile(scenario, session.client_profile, settings.features)
+        if skip is None:
+            skip = unclaimed_reason(scenario.family, session.formats)
         if skip is None and session.user_proxy_url and session.client_profile is None and profile == "anthropic":
             skip = ("an Anthropic client's scenario, and the proxy's clients are taken to speak openai "
                     "(pass --client-profile anthropic to test its Messages API)")

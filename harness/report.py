@@ -350,6 +350,19 @@ class Summary:
         return out
 
     @property
+    def coverage(self) -> str:
+        """The coverage line: how many of the run's text formats the proxy claims to rescue."""
+        from harness.coverage import NOT_CLAIMED, coverage_line, format_families
+
+        formats = set(format_families())
+        seen: dict[str, bool] = {}
+        for item in self.items:
+            if item.family in formats:
+                claimed = not (item.outcome == "skipped" and item.reason.startswith(NOT_CLAIMED))
+                seen[item.family] = seen.get(item.family, False) or claimed
+        return coverage_line(sorted(seen.items()))
+
+    @property
     def total(self) -> FamilyScore:
         total = FamilyScore()
         for score in self.families.values():
@@ -474,6 +487,9 @@ def render_text(summary: Summary) -> str:
             extra = [f"{n} {k}" for k, n in (("failed", score.failed), ("known", score.xfailed),
                                                ("skipped", score.skipped)) if n]
             out.append(f"  {pair:<{pw}}  {score.score:>7}  {', '.join(extra)}".rstrip())
+    coverage = summary.coverage
+    if coverage:
+        out.append(coverage)
     if not summary.items:
         return "\n".join(out)
     out.append("")

@@ -473,3 +473,16 @@ def test_whole_library_passes_the_translating_reference_proxies(pytester: pytest
         if s["outcome"] == "skipped":
             assert s["reason"].startswith("only meaningful with its own upstream dialect"), s
     assert sum(s["outcome"] == "passed" for s in data["scenarios"]) >= len(LIBRARY) * 3 // 4
+
+
+def test_formats_a_proxy_does_not_claim_are_coverage_not_failures(pytester: pytest.Pytester) -> None:
+    """--conformance-formats hermes: the other format's cases are not played, not failed and not
+    passed; the score card says how many formats the proxy rescues."""
+    folder = _library(pytester, "hermes-arguments-as-string", "qwen-tools-single-call", STREAMED[0])
+    result = pytester.runpytest("--conformance", "--scenarios", str(folder), "--conformance-upstream-dialect",
+                                "natural", "--conformance-formats", "hermes", "-rs")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines([
+        "coverage: rescues 1 of 2 formats (hermes); not claimed: qwen-tools",
+        "*qwen-tools-single-call: skipped: not claimed: the proxy does not claim to rescue the qwen-tools format*",
+    ])

@@ -49,21 +49,6 @@ def call_deltas(ctx: Context) -> list[CallDelta]:
     return out
 
 
-def _natives_without_arguments(scenario: Scenario) -> set[str]:
-    """Names of the backend's own native calls whose arguments are empty (joined over their frames)."""
-    names: dict[tuple[str, int], str] = {}
-    arguments: dict[tuple[str, int], str] = {}
-    for position, frame in enumerate(scenario.backend.frames):
-        if isinstance(frame, ToolCallFrame):
-            key = ("call", frame.index)
-            names[key] = names.get(key, "") + (frame.name or "")
-            arguments[key] = arguments.get(key, "") + (frame.arguments or "")
-        elif isinstance(frame, ToolUseFrame):
-            key = ("use", position)
-            names[key], arguments[key] = frame.name, "".join(frame.input_json)
-    return {names[k] for k, text in arguments.items() if not text.strip()}
-
-
 def _fn(entry: Any) -> dict[str, Any]:
     fn = entry.get("function") if isinstance(entry, dict) else None
     return fn if isinstance(fn, dict) else {}
@@ -299,15 +284,13 @@ def no_complete_prefix(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "TOOL-008",
-    'A call without arguments sends `"{}"`, not an empty string (unless the backend sent that empty string '
-    'for its own native call: relaying it unchanged is not the proxy\'s defect).',
+    'A call without arguments sends `"{}"`, not an empty string.',
     severity="client",
     stage="answer",
 )
 def empty_arguments(ctx: Context) -> Iterator[Violation]:
-    relayed = _natives_without_arguments(ctx.scenario)
     for position, call in enumerate(ctx.answer.tool_calls):
-        if not call.arguments.strip() and call.name not in relayed:
+        if not call.arguments.strip():
             yield Violation(
                 f"call {call.index} ({call.name}) has arguments {call.arguments!r}; a call without arguments "
                 'sends "{}"',
