@@ -557,6 +557,8 @@ def render_json(summary: Summary) -> dict[str, Any]:
         "totals": {**summary.total.__dict__, "score": summary.total.score},
         "checked": not summary.nothing_checked,
         "families": {f: {**s.__dict__, "score": s.score} for f, s in summary.families.items()},
+        "pairs": {p: {**s.__dict__, "score": s.score} for p, s in summary.pairs.items()},
+        "coverage": summary.coverage,
         "groups": summary.groups,
         "failed_rules": broken,
         "scenarios": [
