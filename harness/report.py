@@ -332,22 +332,21 @@ class Summary:
     context: Mapping[str, Any] = field(default_factory=dict)
     rules: list[str] = field(default_factory=list)  # every rule id, in catalogue order
 
-    @property
-    def families(self) -> dict[str, FamilyScore]:
+    def _scores(self, key: Callable[[ItemRecord], str]) -> dict[str, FamilyScore]:
         out: dict[str, FamilyScore] = {}
-        for item in sorted(self.items, key=lambda i: i.family):
-            score = out.setdefault(item.family, FamilyScore())
+        for item in sorted(self.items, key=key):
+            score = out.setdefault(key(item), FamilyScore())
             setattr(score, item.outcome, getattr(score, item.outcome) + 1)
         return out
 
     @property
+    def families(self) -> dict[str, FamilyScore]:
+        return self._scores(lambda i: i.family)
+
+    @property
     def pairs(self) -> dict[str, FamilyScore]:
         """Scores per dialect pair (client → upstream)."""
-        out: dict[str, FamilyScore] = {}
-        for item in sorted(self.items, key=lambda i: i.pair):
-            score = out.setdefault(item.pair, FamilyScore())
-            setattr(score, item.outcome, getattr(score, item.outcome) + 1)
-        return out
+        return self._scores(lambda i: i.pair)
 
     @property
     def coverage(self) -> str:
@@ -468,25 +467,24 @@ def _left_out(summary: Summary) -> list[tuple[str, str]]:
     return out
 
 
+def _score_line(name: str, score: FamilyScore, width: int) -> str:
+    extra = [f"{n} {k}" for k, n in (("failed", score.failed), ("known", score.xfailed), ("skipped", score.skipped)) if n]
+    return f"  {name:<{width}}  {score.score:>7}  {', '.join(extra)}".rstrip()
+
+
 def render_text(summary: Summary) -> str:
     """Scores per family and the scenario × rule table of failures, for the terminal."""
     out = ["scores per family (passed/ran; known failures and skips not counted as passed):"]
     fams = summary.families
     width = max([len(f) for f in fams] + [5])
-    for family, score in fams.items():
-        extra = [f"{n} {k}" for k, n in (("failed", score.failed), ("known", score.xfailed),
-                                           ("skipped", score.skipped)) if n]
-        out.append(f"  {family:<{width}}  {score.score:>7}  {', '.join(extra)}".rstrip())
+    out.extend(_score_line(family, score, width) for family, score in fams.items())
     total = summary.total
     out.append(f"  {'total':<{width}}  {total.score:>7}")
     pairs = summary.pairs
     if len(pairs) > 1 or any(not p.endswith("?") for p in pairs):
         out.append("scores per dialect pair (client → upstream):")
         pw = max(len(p) for p in pairs)
-        for pair, score in pairs.items():
-            extra = [f"{n} {k}" for k, n in (("failed", score.failed), ("known", score.xfailed),
-                                               ("skipped", score.skipped)) if n]
-            out.append(f"  {pair:<{pw}}  {score.score:>7}  {', '.join(extra)}".rstrip())
+        out.extend(_score_line(pair, score, pw) for pair, score in pairs.items())
     coverage = summary.coverage
     if coverage:
         out.append(coverage)
