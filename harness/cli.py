@@ -209,6 +209,11 @@ def replay(
     mock_port: int = value("mock-port")
     mock_url: str | None = value("mock-url")
     rechunk_seed: int | None = value("rechunk-seed")
+    upstream_dialect: str | None = value("upstream-dialect")
+    if upstream_dialect == "natural":
+        upstream_dialect = None
+    elif upstream_dialect == "all":
+        raise click.UsageError("replay plays one exchange: --upstream-dialect takes openai, anthropic or natural")
 
     from harness.embedded import EmbeddedServers
     from harness.profiles import choose_profile, parse_profile
@@ -227,6 +232,14 @@ def replay(
         hint = f"; did you mean {', '.join(close)}?" if close else " (see 'toolcall-conformance list')"
         raise click.UsageError(f"no scenario {scenario_id!r}{hint}")
     scenario = by_id[scenario_id]
+    if upstream_dialect is not None:
+        from harness.dialects import NotPortable
+        from harness.dialects.script import serve_as
+
+        try:
+            scenario = serve_as(scenario, upstream_dialect)
+        except NotPortable as exc:
+            raise click.UsageError(f"{scenario_id} cannot be served by a {upstream_dialect} upstream: {exc}") from exc
     try:
         model_choice = parse_models(models)
         proxy_headers = parse_headers(headers)
@@ -235,7 +248,7 @@ def replay(
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     servers = EmbeddedServers(mock_host=mock_host, mock_port=mock_port, with_proxy=proxy_url is None,
-                              mock_url=mock_url)
+                              mock_url=mock_url, upstream_dialects=(upstream_dialect or "native",))
     with servers as urls:
         target = proxy_url.rstrip("/") if proxy_url else urls.proxy_url
         assert target is not None

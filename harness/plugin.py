@@ -15,12 +15,13 @@ score card and write the JSON / Markdown reports.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import shlex
 import socket
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -94,6 +95,7 @@ class Shared:
     seed: int
     embedded_proxy: bool  # the reference proxy is the proxy under test
     mock_served: bool  # this run serves the mock (not --mock-url)
+    proxy_urls: dict[str, str] = field(default_factory=dict)  # bundled proxies by the upstream dialect they call
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -101,7 +103,11 @@ class Shared:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Shared:
         return cls(data["proxy_url"], data["mock_url"], tuple(data["features"]), int(data["seed"]),
-                   bool(data["embedded_proxy"]), bool(data["mock_served"]))
+                   bool(data["embedded_proxy"]), bool(data["mock_served"]), dict(data.get("proxy_urls") or {}))
+
+    def proxy_for(self, upstream: str | None) -> str:
+        """The proxy that plays an item whose backend is served in ``upstream`` (None: its own)."""
+        return self.proxy_urls.get(upstream or "native") or self.proxy_urls.get("native") or self.proxy_url
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -148,6 +154,16 @@ class ConformanceSession:
         self.dirs: list[str] = list(opt("scenarios"))
         self.timeout: float = opt("timeout") or DEFAULT_TIMEOUT
         self.rechunk: int = opt("rechunk")
+        from harness.coverage import parse_formats
+
+        self.formats = parse_formats(opt("formats"))
+        mode = opt("upstream-dialect") or ("natural" if self.user_proxy_url else "all")
+        if mode == "all" and self.user_proxy_url:
+            raise _usage("--conformance-upstream-dialect all plays the bundled reference proxies; a proxy under test "
+                         "calls one upstream dialect: name it (openai or anthropic), or natural")
+        self.upstream_mode: str = mode
+        # The upstream dialect of each item of a scenario (None: the scenario's own).
+        self.upstreams: tuple[str | None, ...] = {"natural": (None,), "all": ("openai", "anthropic")}.get(mode, (mode,))
         self.strict = bool(opt("strict"))
         try:
             profile = opt("client-profile")
@@ -191,6 +207,9 @@ class ConformanceSession:
         self.records: dict[str, ItemRecord] = {}
         self.reached = False  # some item got an answer from the proxy
         self.implied: frozenset[str] = frozenset()  # features claimed only through --client-profile
+        from harness.health import Health
+
+        self.health = Health()  # this process's view of the proxy between scenarios
         self.worker = hasattr(config, "workerinput")
         for name in {"conformance", *(s.family for s in scenarios), *(t for s in scenarios for t in s.tags)}:
             config.addinivalue_line("markers", f"{mark_name(name)}: toolcall-conformance family or tag")
@@ -219,8 +238,10 @@ class ConformanceSession:
             self.shared = Shared(self.user_proxy_url or "", self.user_mock_url, self._features(frozenset()),
                                  seed, False, False)
             return
+        proxies = ("native",) if self.upstream_mode == "natural" else tuple(u for u in self.upstreams if u)
         self.embedded = EmbeddedServers(
-            mock_host=self.mock_host, mock_port=self.mock_port, with_proxy=embedded_proxy, mock_url=self.user_mock_url
+            mock_host=self.mock_host, mock_port=self.mock_port, with_proxy=embedded_proxy, mock_url=self.user_mock_url,
+            upstream_dialects=proxies,
         )
         try:
             urls = self.embedded.start()
@@ -229,7 +250,7 @@ class ConformanceSession:
         proxy_url = urls.proxy_url if embedded_proxy else self.user_proxy_url
         assert proxy_url is not None
         self.shared = Shared(proxy_url, urls.mock_url, self._features(urls.proxy_features), seed, embedded_proxy,
-                             self.user_mock_url is None)
+                             self.user_mock_url is None, dict(urls.proxy_urls))
 
     def _features(self, proxy_default: frozenset[str]) -> tuple[str, ...]:
         """The features the run claims: ``--features`` (else the reference proxy's, or
@@ -297,7 +318,8 @@ class ConformanceSession:
         source = " (the reference proxy's)" if shared.embedded_proxy and self.claimed is None else ""
         if self.implied:
             source += f" ({', '.join(sorted(self.implied))} implied by --client-profile {self.client_profile})"
-        profile = self.client_profile or "each scenario's own"
+        profile = self.client_profile or ("openai" if self.user_proxy_url else "each scenario's own")
+        lines.append(f"conformance: upstream dialect: {self.pairs_label()}")
         lines.append(f"conformance: claimed features: {features}{source}; client profile: "
                      f"{profile}; strict: {'yes' if self.strict else 'no'}; "
                      f"timeout {self.timeout:g} s")
@@ -316,6 +338,22 @@ class ConformanceSession:
             waited = f" after waiting {patience:g} s" if patience > 0 else ""
             raise _usage(f"cannot connect to the proxy under test at {shared.proxy_url} ({problem}){waited}; "
                          "is it running, and is --proxy-url right?")
+        self._preflight(shared)
+
+    def _preflight(self, shared: Shared) -> None:
+        """One plain exchange per client dialect in use: a request that never reaches the mock
+        stops the run with a diagnosis instead of failing every scenario the same way."""
+        from harness.health import plain_scenario, preflight
+
+        profile: Profile = self.client_profile or "openai"
+        dialect = "anthropic" if profile == "anthropic" else "openai"
+        upstream = self.upstream_mode if self.upstream_mode in ("openai", "anthropic") else dialect
+        result = preflight(plain_scenario(profile, upstream), proxy_url=shared.proxy_url, mock=self.mock,
+                           profile=profile, model=self.models.default, proxy_headers=self.proxy_headers,
+                           timeout=self.timeout)
+        if not result.reached_mock:
+            pytest.exit(result.diagnosis(shared.mock_url, mock_served=shared.mock_served),
+                        returncode=pytest.ExitCode.USAGE_ERROR)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, pytest.CollectReport,
@@ -446,10 +484,20 @@ class ConformanceSession:
         for line in self.known_note:
             tr.write_line(line)
 
+    def pairs_label(self) -> str:
+        """The dialect pairs the run plays, as the header and report name them."""
+        if self.upstream_mode == "all":
+            return "every pair (openai and anthropic upstreams, each scenario's client dialect)"
+        if self.upstream_mode == "natural":
+            return "each scenario's own (natural)"
+        return self.upstream_mode
+
     def context(self) -> dict[str, Any]:
         shared = self.shared
         return {
             "proxy": shared.proxy_url if shared else None,
+            "upstream dialect": self.pairs_label(),
+            "formats": sorted(self.formats) if self.formats is not None else "every format",
             "reference proxy": bool(shared and shared.embedded_proxy),
             "features": list(shared.features) if shared else [],
             "client profile": self.client_profile or "each scenario's own",
@@ -461,7 +509,7 @@ class ConformanceSession:
 
     # ------------------------------------------------------------------ reproduction
 
-    def reproduce(self, scenario: Scenario, profile: Profile, attempt: Attempt) -> str:
+    def reproduce(self, scenario: Scenario, profile: Profile, attempt: Attempt, upstream: str | None = None) -> str:
         """The replay command for one exchange, written from the option table."""
         shared = self.shared
         assert shared is not None
@@ -476,6 +524,8 @@ class ConformanceSession:
                 values["mock-url"] = shared.mock_url
         if profile != scenario.client.profile:
             values["client-profile"] = profile
+        if upstream is not None:
+            values["upstream-dialect"] = upstream
         if self.claimed is not None:
             values["features"] = [",".join(sorted(self.claimed)) or ","]
         if attempt.variant is not None:
@@ -492,6 +542,17 @@ class ConformanceSession:
             command += "\nreproduce the smallest split: " + shlex.join(
                 [*args, "--split", ",".join(map(str, attempt.shrunk.splits))])
         return command
+
+
+def _common_cause(run: ScenarioRun, proxy_url: str) -> str:
+    """A cause many failing scenarios may share: an HTTP error status on a case that expects
+    none (a route the proxy does not have, a model it does not know, a locked-out backend)."""
+    first = run.attempts[0].exchange if run.attempts else None
+    if first is None or run.scenario.expect.error is not None or first.status in (None, 200):
+        return ""
+    from harness.profiles import ENDPOINTS
+
+    return f"HTTP {first.status} from POST {proxy_url.rstrip('/')}{ENDPOINTS[run.profile]}"
 
 
 def mark_name(name: str) -> str:
@@ -550,13 +611,19 @@ class ConformanceSuite(pytest.Collector):
 
     def collect(self) -> Iterator[pytest.Item]:
         for scenario in self.conformance.scenarios:
-            item = ScenarioItem.from_parent(self, name=scenario.id)
-            item.scenario = scenario
-            item.conformance = self.conformance
-            item.add_marker("conformance")
-            for name in dict.fromkeys((scenario.family, *scenario.tags)):
-                item.add_marker(mark_name(name))
-            yield item
+            for upstream in self.conformance.upstreams:
+                yield self._item(scenario, upstream)
+
+    def _item(self, scenario: Scenario, upstream: str | None) -> ScenarioItem:
+        crossed = upstream is not None and upstream != scenario.backend.dialect
+        item = ScenarioItem.from_parent(self, name=f"{scenario.id}[{upstream}-upstream]" if crossed else scenario.id)
+        item.scenario = scenario
+        item.upstream = upstream
+        item.conformance = self.conformance
+        item.add_marker("conformance")
+        for name in dict.fromkeys((scenario.family, *scenario.tags)):
+            item.add_marker(mark_name(name))
+        return item
 
 
 class ItemFailed(ConformanceError):
@@ -571,6 +638,7 @@ class ItemFailed(ConformanceError):
 class ScenarioItem(pytest.Item):
     scenario: Scenario
     conformance: ConformanceSession
+    upstream: str | None = None  # the dialect the backend is served in (None: the scenario's own)
     record: ItemRecord | None = None
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -583,27 +651,50 @@ class ScenarioItem(pytest.Item):
         from harness.report import item_record
         from harness.runner import play
 
+        from harness.dialects import NotPortable
+        from harness.dialects.script import serve_as
+
         session = self.conformance
         scenario = self.scenario
-        settings = session.settings
+        upstream = self.upstream or scenario.backend.dialect
+        assert session.shared is not None
+        settings = dataclasses.replace(session.settings, proxy_url=session.shared.proxy_for(self.upstream))
+        from harness.coverage import unclaimed_reason
+
         profile, skip = choose_profile(scenario, session.client_profile, settings.features)
+        if skip is None:
+            skip = unclaimed_reason(scenario.family, session.formats)
+        if skip is None and session.user_proxy_url and session.client_profile is None and profile == "anthropic":
+            skip = ("an Anthropic client's scenario, and the proxy's clients are taken to speak openai "
+                    "(pass --client-profile anthropic to test its Messages API)")
+        if skip is None:
+            try:
+                scenario = serve_as(scenario, upstream)
+            except NotPortable as exc:
+                skip = f"only meaningful with its own upstream dialect, {scenario.backend.dialect}: {exc}"
         if skip is not None:
-            self.record = item_record(scenario, profile, "skipped", reason=skip)
+            self.record = item_record(scenario, profile, "skipped", reason=skip, upstream=upstream)
             pytest.skip(skip)
         notes = [
             f"upstream check {a.path} {a.op} not checked: {feature_skip_reason(missing, what='it')}"
             for a in scenario.expect.upstream
             if (missing := missing_features(a.requires, settings.features))
         ]
+        health = session.health
+        if health.hangs and not session.shared.embedded_proxy:
+            # The proxy no longer answers even a plain request: playing this case would only cost the timeout.
+            cause = health.cause()
+            self.record = item_record(scenario, profile, "error", reason=cause, upstream=upstream, cause=cause)
+            raise ConformanceError(cause)
         try:
             run = play(scenario, settings=settings, mock=session.mock, profile=profile)
         except ProxyUnreachable as exc:
-            self.record = item_record(scenario, profile, "error", reason=str(exc))
+            self.record = item_record(scenario, profile, "error", reason=str(exc), upstream=upstream)
             if not session.reached:
                 self.session.shouldstop = str(exc)
             raise
         except ConformanceError as exc:
-            self.record = item_record(scenario, profile, "error", reason=str(exc))
+            self.record = item_record(scenario, profile, "error", reason=str(exc), upstream=upstream)
             raise
         session.reached = True
         judgement = judge(scenario.id, run.failed_rules, session.known)
@@ -611,8 +702,16 @@ class ScenarioItem(pytest.Item):
         if session.update_known and stale and not judgement.unexpected:
             # updating the file: an entry that passes now is dropped from it, not a failure
             judgement = replace(judgement, outcome="xfailed" if judgement.expected else "passed", stale=())
+        cause = ""
+        if judgement.outcome == "failed" and run.failures:
+            health.check(scenario, proxy_url=settings.proxy_url, mock=session.mock, profile=profile,
+                         model=settings.models.for_family(scenario.family), proxy_headers=settings.proxy_headers,
+                         timeout=settings.timeout)
+            cause = health.cause() if health.unhealthy else _common_cause(run, settings.proxy_url)
+        elif health.unhealthy and judgement.outcome == "passed":
+            health.since = None  # it answers again
         self.record = item_record(scenario, profile, judgement.outcome, run=run,
-                                  expected_rules=judgement.expected, notes=notes)
+                                  expected_rules=judgement.expected, notes=notes, upstream=upstream, cause=cause)
         self.record = replace(self.record, known_entries=tuple(e.number for e in judgement.expected.values()),
                               stale_entries=stale)
         for note in notes:
@@ -649,7 +748,8 @@ class ScenarioItem(pytest.Item):
         text = ""
         if run.failures:
             notes = self.record.notes if self.record is not None else ()
-            text = render_failures(run, reproduce=lambda a: session.reproduce(run.scenario, run.profile, a),
+            crossed = self.upstream if self.upstream not in (None, self.scenario.backend.dialect) else None
+            text = render_failures(run, reproduce=lambda a: session.reproduce(run.scenario, run.profile, a, crossed),
                                    known=known, notes=notes, full=full)
         if judgement.stale:
             path = session.known.path if session.known else "the known-failures file"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -136,12 +137,24 @@ def build_request(scenario: Scenario, *, stream: bool, model: str | None, nonce:
     return place_nonce(body, nonce, scenario.client.dialect)
 
 
-def _payload(scenario: Scenario, body: Mapping[str, Any]) -> tuple[bytes, Mapping[str, Any]]:
+_MODEL_FIELD = re.compile(r'("model"\s*:\s*)"(?:[^"\\]|\\.)*"')
+
+
+def with_model(raw: str, model: str | None) -> str:
+    """A raw body with the model the user chose in place of its own (its first ``"model": "…"``),
+    so a model-routing proxy routes a malformed request as it would a good one."""
+    if model is None:
+        return raw
+    return _MODEL_FIELD.sub(lambda m: m.group(1) + json.dumps(model), raw, count=1)
+
+
+def _payload(scenario: Scenario, body: Mapping[str, Any], model: str | None = None) -> tuple[bytes, Mapping[str, Any]]:
     """The bytes to send and the body as recorded: a misbehaving client's raw bytes
     (recorded parsed when they are a JSON object) or the JSON request."""
     raw = scenario.client.raw_body
     if raw is None:
         return json.dumps(body, ensure_ascii=False).encode("utf-8"), body
+    raw = with_model(raw, model)
     try:
         parsed = json.loads(raw)
     except ValueError:
@@ -289,7 +302,7 @@ def run_exchange(
         headers = request_headers(profile, scenario.client.headers, proxy_headers)
         headers = {**{k: v for k, v in headers.items() if k.lower() != NONCE_HEADER.lower()}, NONCE_HEADER: nonce}
         url = f"{proxy_url.rstrip('/')}{ENDPOINTS[profile]}"
-        payload, recorded_body = _payload(scenario, body)
+        payload, recorded_body = _payload(scenario, body, model)
         try:
             got = _fetch(url, payload, headers, timeout, truncate=scenario.client.truncate_body,
                          backend=_activity(mock, nonce))

@@ -26,7 +26,8 @@ from harness.scenario_yaml import Lines, load_yaml
 Profile = Literal["openai", "vtc", "anthropic"]
 PROFILES: tuple[Profile, ...] = ("openai", "vtc", "anthropic")
 OPENAI_PROFILES: tuple[Profile, ...] = ("openai", "vtc")
-FEATURES: tuple[str, ...] = ("force-non-stream", "system-to-user", "loop-guard", "vtc", "tool-choice")
+FEATURES: tuple[str, ...] = ("force-non-stream", "system-to-user", "loop-guard", "vtc", "tool-choice", "hold-back-cap",
+                             "body-timeout")
 
 
 # --------------------------------------------------------------------------- model

@@ -59,6 +59,12 @@ def _env_help(name: str) -> str:
     help=f"Move system messages into the first user message (default off). {_env_help('system_to_user')}",
 )
 @click.option(
+    "--upstream-dialect",
+    type=click.Choice(["native", "openai", "anthropic"], case_sensitive=False),
+    help="The API the upstream speaks: native (each client's own; default), or openai / anthropic, to which "
+    f"requests of the other API are translated. {_env_help('upstream_dialect')}",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["critical", "error", "warning", "info", "debug"], case_sensitive=False),
     help=f"Default info. {_env_help('log_level')}",
@@ -77,6 +83,7 @@ def proxy(
     loop_guard: str | None,
     system_to_user: bool | None,
     log_level: str | None,
+    upstream_dialect: str | None,
 ) -> None:
     """Run the reference proxy: a streaming OpenAI-compatible proxy that rescues tool calls
     written as text into structured tool_calls (or Cline-style XML for XML-reading clients)."""
@@ -92,6 +99,7 @@ def proxy(
         "system_to_user": system_to_user,
         "loop_guard_max_tool_messages": loop_guard,
         "log_level": log_level.lower() if log_level else None,
+        "upstream_dialect": upstream_dialect.lower() if upstream_dialect else None,
     }
     if vtc_patterns is not None:
         cli["vtc_patterns"] = tuple(p.strip() for p in vtc_patterns.split(",") if p.strip())

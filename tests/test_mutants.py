@@ -19,6 +19,7 @@ from harness.profiles import choose_profile
 from harness.rules import RULES
 from harness.rules.registry import ANTHROPIC, ENTRIES
 from harness.runner import RunSettings, play, run_exchange
+from harness.dialects.script import serve_as
 from harness.scenario import load_library
 from harness.servers import serve
 from mock_backends.app import create_app as create_mock
@@ -56,12 +57,13 @@ def serve_mutant(servers: ServeFn, mutant: Mutant, rig: Rig) -> str:
 
 
 def failed_rules(proxy_url: str, mock_url: str, scenario_ids: Iterable[str], *, profile: Profile | None,
+                 upstream: str | None = None,
                  strict: bool = False, timeout: float = 5.0, workers: int = 1) -> dict[str, list[str]]:
     """Each scenario played through the harness as one test item plays it: the rules it broke."""
     settings = RunSettings(proxy_url=proxy_url, features=FEATURES, strict=strict, timeout=timeout)
 
     def one(scenario_id: str) -> list[str]:
-        scenario = LIBRARY[scenario_id]
+        scenario = LIBRARY[scenario_id] if upstream is None else serve_as(LIBRARY[scenario_id], upstream)
         chosen, skip = choose_profile(scenario, profile, FEATURES)
         assert skip is None, f"{scenario_id}: {skip}"
         with MockControl(mock_url) as mock:
@@ -130,9 +132,12 @@ def test_the_harness_catches_the_mutant(mutant: Mutant, servers: ServeFn, rig: R
     """Every listed scenario fails the mutant with every listed rule, and passes the reference."""
     def play_all(url: str) -> dict[str, list[str]]:
         return failed_rules(url, rig.mock_url, mutant.scenarios, profile=mutant.profile, strict=mutant.strict,
-                            timeout=mutant.timeout)
+                            timeout=mutant.timeout, upstream=mutant.upstream)
 
-    assert play_all(rig.reference_url) == {s: [] for s in mutant.scenarios}
+    reference_url = rig.reference_url
+    if mutant.upstream is not None:  # the reference proxy translating as the mutant does
+        reference_url = f"{servers(reference(proxy_config(f'{rig.mock_url}/v1', mutant.upstream))).url}/v1"
+    assert play_all(reference_url) == {s: [] for s in mutant.scenarios}
     caught = play_all(serve_mutant(servers, mutant, rig))
     missed = {s: [r for r in mutant.rules if r not in rules] for s, rules in caught.items()}
     assert not any(missed.values()), f"{mutant.id} ({mutant.breaks}): rules not reported {missed}; got {caught}"

@@ -38,6 +38,7 @@ from reference_proxy.config import ProxyConfig
 
 ServeFn = Callable[[Any], Any]
 LIBRARY = {s.id: s for s in load_library()}
+LIBRARY_DIALECTS = {i: s.backend.dialect for i, s in LIBRARY.items()}
 STREAMED = ("plain-native-single", "plain-text-multibyte")  # a pass-through proxy is right for these
 NOT_STREAMED = "plain-text-non-stream"
 NEEDS_LOOP_GUARD = "features-loop-guard"
@@ -170,12 +171,13 @@ def test_reference_proxy_passes_and_reports(pytester: pytest.Pytester) -> None:
     report_json, report_md = pytester.path / "out" / "r.json", pytester.path / "out" / "r.md"
     result = pytester.runpytest(
         "--conformance", "--conformance-scenarios", str(folder), "--conformance-features", "vtc", "-rs", "-v",
-        "--conformance-report-json", str(report_json), "--conformance-report-md", str(report_md),
+        "--conformance-upstream-dialect", "natural", "--conformance-report-json", str(report_json), "--conformance-report-md", str(report_md),
     )
     result.assert_outcomes(passed=3, skipped=1)
     result.stdout.fnmatch_lines([
         "conformance: 4 scenario(s); proxy under test: http://127.0.0.1:*/v1 (the bundled reference proxy)",
         "conformance: mock backend at http://127.0.0.1:*",
+        "conformance: upstream dialect: each scenario's own (natural)",
         "conformance: claimed features: vtc; *",
         "conformance::plain-native-single PASSED*",
         "*tool-call conformance*",
@@ -275,7 +277,7 @@ def test_xdist_workers_share_the_controllers_servers(pytester: pytest.Pytester) 
     report = pytester.path / "r.json"
     port = _free_port()  # a worker starting its own mock on this port would fail to bind
     result = pytester.runpytest("-n", "2", "--conformance", "--conformance-mock-port", str(port), "--conformance-scenarios", str(folder),
-                                "--conformance-report-json", str(report))
+                                "--conformance-upstream-dialect", "natural", "--conformance-report-json", str(report))
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([f"conformance: mock backend at http://127.0.0.1:{port}", "created: 2/2 workers",
                                  "*tool-call conformance*"])
@@ -308,13 +310,55 @@ def test_known_failures_expected_stale_and_invalid(pytester: pytest.Pytester, se
     bad.stderr.fnmatch_lines(["*invalid known-failures file:*", "*known.yaml:1: entry 1: unknown rule 'SSE-4'*"])
 
 
-def test_a_hanging_proxy_fails_by_the_timeout(pytester: pytest.Pytester, servers: ServeFn) -> None:
-    folder = _library(pytester, STREAMED[0])
-    proxy_url = servers(Starlette(routes=[Route("/v1/chat/completions", never_answers, methods=["POST"])])).url
-    result = pytester.runpytest("--conformance-proxy-url", proxy_url + "/v1", "--conformance-scenarios", str(folder), "--conformance-timeout", "0.4")
-    result.assert_outcomes(failed=1)
+def _answers_once(mock_url: str) -> Starlette:
+    """A proxy that relays its first request (the preflight) to the mock, then never answers again."""
+    seen: list[int] = []
+
+    async def chat(request: Request) -> Response:
+        seen.append(1)
+        if len(seen) > 1:
+            return await never_answers(request)
+        async with httpx.AsyncClient(timeout=30) as client:
+            answer = await client.post(f"{mock_url}/v1/chat/completions", content=await request.body(),
+                                       headers={"content-type": "application/json",
+                                                NONCE_HEADER: request.headers.get(NONCE_HEADER, "")})
+        return Response(answer.content, status_code=answer.status_code, media_type="application/json")
+
+    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+
+def test_a_hanging_proxy_fails_by_the_timeout_once(pytester: pytest.Pytester, servers: ServeFn) -> None:
+    """The first scenario costs the timeout; the health probe after it hangs too, so the
+    later scenarios get that verdict at once, and the summary says the cause once."""
+    folder = _library(pytester, *STREAMED, NOT_STREAMED)
+    mock_url = servers(create_mock()).url
+    proxy_url = servers(_answers_once(mock_url)).url
+    result = pytester.runpytest("--conformance-proxy-url", proxy_url + "/v1", "--conformance-mock-url", mock_url, "--conformance-scenarios", str(folder),
+                                "--conformance-timeout", "0.4", "-p", "no:randomly")
+    result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines([_statement("HTTP-002"), "  the run gave up after 0.4 s with no response; no request for it had reached the mock backend",
                                  "*--timeout 0.4*"])
+    result.stdout.fnmatch_lines(["3 scenario(s): proxy unhealthy since scenario plain-native-single "
+                                 "(the health probe hangs)"])
+
+
+def test_a_miswired_run_stops_at_the_preflight_with_a_diagnosis(pytester: pytest.Pytester, servers: ServeFn) -> None:
+    folder = _library(pytester, *STREAMED)
+
+    async def not_found(request: Request) -> Response:
+        return Response('{"detail":"Not Found"}', status_code=404, media_type="application/json")
+
+    proxy_url = servers(Starlette(routes=[Route("/{path:path}", not_found, methods=["POST"])])).url + "/v1"
+    port = _free_port()
+    result = pytester.runpytest("--conformance-proxy-url", proxy_url, "--conformance-mock-port", str(port), "--conformance-scenarios", str(folder))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = result.stdout.str() + result.stderr.str()
+    for line in ("preflight: a plain request through the proxy never reached the mock backend (0 requests received)",
+                 f"  posted to: POST {proxy_url}/chat/completions",
+                 """  received: HTTP 404 '{"detail":"Not Found"}'""",
+                 f"  the proxy's upstream should be the mock backend: http://127.0.0.1:{port}/v1",
+                 "--mock-port PORT"):
+        assert line in output, output
 
 
 def test_rechunk_shrinks_to_the_boundary_the_proxy_breaks_on(pytester: pytest.Pytester, servers: ServeFn) -> None:
@@ -352,11 +396,16 @@ def test_unreachable_proxy_stops_the_run_with_its_url(pytester: pytest.Pytester)
 
 
 def test_bundled_library_is_the_default(pytester: pytest.Pytester) -> None:
+    """Without --proxy-url every scenario is played in both upstream dialects: under its
+    own id with its own, and as ``id[<other>-upstream]`` with the other."""
     result = pytester.runpytest("--conformance", "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
     collected = [line.removeprefix("conformance::") for line in result.stdout.lines if line.startswith("conformance::")]
-    assert sorted(collected) == sorted(s.id for s in load_library())
-    assert len(collected) == len(list(bundled_scenarios_dir().rglob("*.yaml")))
+    other = {"openai": "anthropic", "anthropic": "openai"}
+    library = load_library()
+    assert sorted(collected) == sorted([s.id for s in library] +
+                                       [f"{s.id}[{other[s.backend.dialect]}-upstream]" for s in library])
+    assert len(library) == len(list(bundled_scenarios_dir().rglob("*.yaml")))
 
 
 def test_run_command_prints_the_score_card_and_fails_on_failure(pytester: pytest.Pytester, servers: ServeFn) -> None:
@@ -399,7 +448,8 @@ def test_a_run_that_checks_nothing_fails_and_says_why(pytester: pytest.Pytester)
     """Every scenario skipped is not a pass: the exit status is non-zero and the score
     card names the most common reason instead of saying that everything passes."""
     folder = _library(pytester, *STREAMED, NEEDS_LOOP_GUARD)
-    result = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder), "--conformance-client-profile", "anthropic")
+    result = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder), "--conformance-client-profile", "anthropic",
+                                "--conformance-upstream-dialect", "natural")
     result.assert_outcomes(skipped=3)
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     result.stdout.fnmatch_lines([
@@ -420,7 +470,8 @@ def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(pytes
     nothing fails, and nothing is skipped but the cases listed above."""
     report = pytester.path / "r.json"
     result = pytester.runpytest("-n", "2", "--conformance", "--conformance-strict", "--conformance-rechunk", "5", "--conformance-rechunk-seed",
-                                "20261123", "-p", "no:cacheprovider", "--conformance-report-json", str(report))
+                                "20261123", "-p", "no:cacheprovider", "--conformance-report-json", str(report),
+                                "--conformance-upstream-dialect", "natural")
     data = json.loads(report.read_text())
     broken = {s["scenario"]: s["failures"] for s in data["scenarios"] if s["outcome"] not in ("passed", "skipped")}
     assert not broken, json.dumps(broken, indent=1)[:4000]
@@ -493,3 +544,35 @@ def test_record_writes_har_files_and_one_html_report(pytester: pytest.Pytester, 
     assert '<a href="#rule-SSE-004">SSE-004</a>' in page and '<tr id="rule-SSE-004">' in page
     assert "answer as received" in page  # the full transcript, whatever --tb says
     assert "<script" not in page and "<link" not in page and "src=" not in page  # nothing to fetch
+def test_whole_library_passes_the_translating_reference_proxies(pytester: pytest.Pytester) -> None:
+    """Every scenario served in the other upstream dialect than its own (an Anthropic client
+    in front of an OpenAI upstream, and the reverse), through the reference proxy that
+    translates, with every rule enforced: nothing fails, and what is skipped is a scenario
+    that cannot be said in the other dialect, with that reason."""
+    report = pytester.path / "r.json"
+    result = pytester.runpytest("-n", "2", "--conformance", "--conformance-strict", "-p", "no:cacheprovider", "-k", "upstream]",
+                                "--conformance-report-json", str(report))
+    data = json.loads(report.read_text())
+    broken = {s["scenario"]: s["failures"] for s in data["scenarios"] if s["outcome"] not in ("passed", "skipped")}
+    assert not broken, json.dumps(broken, indent=1)[:4000]
+    assert result.ret == pytest.ExitCode.OK
+    assert len(data["scenarios"]) == len(LIBRARY)
+    assert {s["upstream"] for s in data["scenarios"]} == {"openai", "anthropic"}
+    for s in data["scenarios"]:
+        assert s["upstream"] != LIBRARY_DIALECTS[s["scenario"]]
+        if s["outcome"] == "skipped":
+            assert s["reason"].startswith("only meaningful with its own upstream dialect"), s
+    assert sum(s["outcome"] == "passed" for s in data["scenarios"]) >= len(LIBRARY) * 3 // 4
+
+
+def test_formats_a_proxy_does_not_claim_are_coverage_not_failures(pytester: pytest.Pytester) -> None:
+    """--conformance-formats hermes: the other format's cases are not played, not failed and not
+    passed; the score card says how many formats the proxy rescues."""
+    folder = _library(pytester, "hermes-arguments-as-string", "qwen-tools-single-call", STREAMED[0])
+    result = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder), "--conformance-upstream-dialect",
+                                "natural", "--conformance-formats", "hermes", "-rs")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines([
+        "coverage: rescues 1 of 2 formats (hermes); not claimed: qwen-tools",
+        "*qwen-tools-single-call: skipped: not claimed: the proxy does not claim to rescue the qwen-tools format*",
+    ])

@@ -32,6 +32,7 @@ from harness.runner import (
     parse_models,
     play,
     run_exchange,
+    with_model,
 )
 from harness.scenario import Scenario, load_library, parse_scenario
 from mock_backends.app import create_app as create_mock
@@ -364,3 +365,17 @@ def test_replay_prints_the_answer_and_the_verdicts(servers: ServeFn) -> None:
 
     unknown = runner.invoke(main, ["replay", "plain-native-singel"])
     assert unknown.exit_code == 2 and "did you mean plain-native-single" in unknown.output
+
+
+@pytest.mark.parametrize(
+    ("raw", "model", "sent"),
+    [
+        ('{"model": "qwen", "messages": [', "gpt-x", '{"model": "gpt-x", "messages": ['),
+        ('{"model":"a\\"b","model":"c"}', "m", '{"model":"m","model":"c"}'),
+        ('{"messages": [}', "m", '{"messages": [}'),
+        ('{"model": "qwen"}', None, '{"model": "qwen"}'),
+    ],
+)
+def test_raw_bodies_carry_the_users_model(raw: str, model: str | None, sent: str) -> None:
+    """--model reaches malformed bodies too, so a model-routing proxy does not answer them 404."""
+    assert with_model(raw, model) == sent
