@@ -21,7 +21,7 @@ from typing import Any, Literal
 from harness.formats import FORMATS, Call
 from harness.markup import DEFAULT_MARKERS
 
-Profile = Literal["openai", "anthropic"]
+Profile = Literal["openai", "vtc", "anthropic"]
 SEPARATOR = "\n"  # what a model writes between prose and a call block
 
 
@@ -140,11 +140,11 @@ class Case:
         dialect = "anthropic" if self.profile == "anthropic" else "openai"
         backend: dict[str, Any] = {"dialect": dialect, "frames": self.frames(), "finish_reason": self.finish}
         client: dict[str, Any] = {"request": self.request()}
-        if self.profile == "anthropic":
-            client = {"profile": "anthropic", **client}
-        else:
-            client = {"profiles": ["openai"], **client}
-        return {"backend": backend, "client": client, "expect": self.expect()}
+        client = {"profile": self.profile, "profiles": [self.profile], **client}
+        data: dict[str, Any] = {"backend": backend, "client": client, "expect": self.expect()}
+        if self.profile == "vtc":
+            data = {"requires": ["vtc"], **data}
+        return data
 
     def describe(self) -> str:
         what = f"{len(self.calls)} call(s)"

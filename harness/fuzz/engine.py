@@ -23,7 +23,7 @@ from hypothesis.errors import Flaky
 
 from harness.errors import ProxyUnreachable
 from harness.fuzz.case import Case, Profile, scenario_data
-from harness.fuzz.strategies import NATIVE, cases
+from harness.fuzz.strategies import NATIVE, cases, profiles_for
 from harness.fuzz.yaml_out import dump_scenario
 from harness.runner import RunSettings, ScenarioRun, play
 from harness.scenario import parse_scenario
@@ -40,6 +40,8 @@ class FuzzSettings:
     examples: int = 100  # per format
     seed: int = 0
     max_time: float | None = None  # seconds for the whole run
+    shrink_budget: int = 100  # cases played while shrinking one failure (each is a few exchanges)
+    shrink_seconds: float = 60.0  # and at most this long
     database: Path | None = None
     out: Path = Path("conformance-findings")
 
@@ -106,7 +108,12 @@ def _broken(rule_id: str) -> type[_Broken]:
 
 
 class _Stop(BaseException):
-    """Generation stops at once (time is up, the proxy is gone): not a failure to shrink."""
+    """Generation stops at once (time is up, the proxy is gone): not a failure to shrink.
+    When shrinking ran out of budget it carries the smallest failure found so far."""
+
+    def __init__(self, best: _Broken | None = None) -> None:
+        super().__init__()
+        self.best = best
 
 
 def judge(case: Case, settings: RunSettings, mock: MockControl) -> ScenarioRun:
@@ -143,10 +150,20 @@ def fuzz_format(
 ) -> FormatResult:
     result = FormatResult(format_id)
     formats = [] if format_id == NATIVE else [format_id]
-    strategy = cases(formats, config.profiles, native=format_id == NATIVE)
+    profiles = profiles_for(format_id, config.profiles)
+    missing = sorted({"vtc"} - config.run.features) if "vtc" in profiles else []
+    if missing:
+        result.stopped = f"skipped: its client profile needs feature {', '.join(missing)} (--features vtc)"
+        return result
+    strategy = cases(formats, profiles, native=format_id == NATIVE)
     first: list[_Broken] = []
     unreachable: list[ProxyUnreachable] = []
     start = time.monotonic()
+
+    seen: dict[str, _Broken | None] = {}  # every case played while shrinking, by its repr
+    shrinking = [0]  # cases played while shrinking
+    shrink_until = [0.0]
+    best: list[_Broken] = []  # the latest (so smallest) failure of the first failure's rule
 
     def check(case: Case) -> None:
         if not first:
@@ -155,15 +172,35 @@ def fuzz_format(
                 raise _Stop()
             result.examples += 1
         case = _with_seed(case, config.seed)
+        key = repr(case)
+        if first:
+            # Shrinking: a case played before gives its verdict again (hypothesis replays
+            # the smallest one at the end); past the budget the smallest failure so far
+            # is the finding.
+            if key in seen:
+                known = seen[key]
+                if known is not None:
+                    raise known
+                return
+            if not shrinking[0]:
+                shrink_until[0] = time.monotonic() + config.shrink_seconds
+            if shrinking[0] >= config.shrink_budget or time.monotonic() > shrink_until[0]:
+                raise _Stop(best[-1] if best else first[0])
+            shrinking[0] += 1
         try:
             run = judge(case, config.run, mock)
         except ProxyUnreachable as exc:
             unreachable.append(exc)
             raise _Stop() from exc
-        if run.failed_rules:
-            broken = _broken(run.failed_rules[0])(case, run)
+        broken = _broken(run.failed_rules[0])(case, run) if run.failed_rules else None
+        if first:
+            seen[key] = broken
+        if broken is not None:
             if not first:
                 first.append(broken)
+                seen[key] = broken
+            if type(broken) is type(first[0]):
+                best.append(broken)
             raise broken
 
     test = given(strategy)(check)
@@ -181,13 +218,13 @@ def fuzz_format(
     test = seed(config.seed)(test)
     # One database key per format and dialect set: a stored failure is replayed where it was found.
     test.hypothesis.inner_test._hypothesis_internal_add_digest = (  # type: ignore[attr-defined]
-        f"{format_id}:{','.join(config.profiles)}".encode())
+        f"{format_id}:{','.join(profiles)}".encode())
     broken: _Broken | None = None
     shrunk = True
     try:
         test()
-    except _Stop:
-        pass
+    except _Stop as stop:
+        broken = stop.best
     except _Broken as exc:
         broken = exc
     except Flaky:

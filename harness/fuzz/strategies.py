@@ -21,10 +21,18 @@ from harness.fuzz import prose, values
 from harness.fuzz.case import Case, Profile, Tool
 
 NATIVE = "native"  # the answer's calls come as structured calls (no text format)
-# Tiny network writes cost the mock a pause each (so that they leave separately): only
-# answers whose events stay under this many writes are torn into them.
-TEAR_LIMIT = 400
-EVENT_BYTES = 160  # about what one chunk's envelope and a short delta take on the wire
+# Where a format's calls sit differs from the default (prose around each block, any
+# client dialect of the run) for two formats: bare JSON is a call only as the whole
+# answer (with prose around it, it is prose quoting JSON), and Cline XML is what a
+# vtc client reads itself, so it is played to that profile only.
+ALONE: frozenset[str] = frozenset({"bare-json"})
+CLIENT_SIDE: dict[str, tuple[Profile, ...]] = {"cline-xml": ("vtc",)}
+
+
+def profiles_for(format_id: str, profiles: Sequence[Profile]) -> tuple[Profile, ...]:
+    """The client profiles a format is played to in a run covering ``profiles``."""
+    return CLIENT_SIDE.get(format_id, tuple(profiles))
+PER_CHARACTER = 200  # characters: longer answers are not sent one character per frame (an event each)
 
 
 @st.composite
@@ -96,9 +104,9 @@ def cuts(draw: st.DrawFn, text: str, native: str, delimiters: Sequence[str]) -> 
     for start, end in interesting_offsets(text, delimiters):
         low, high = max(1, start if end - start == 1 else start + 1), min(end if end - start == 1 else end - 1,
                                                                           len(text) - 1)
-        if low <= high and draw(st.integers(0, 2)) == 0:
-            chosen.add(draw(st.integers(low, high)))
-    if draw(st.integers(0, 5)) == 0:  # now and then: every character its own frame
+        if low <= high and draw(st.booleans()):
+            chosen.add(draw(st.sampled_from(range(low, high + 1))))
+    if len(text) <= PER_CHARACTER and draw(st.integers(0, 5)) == 0:  # now and then: a frame per character
         chosen.update(range(1, len(text)))
     return tuple(sorted(c for c in chosen if 0 < c < whole and c != len(text)))
 
@@ -108,23 +116,29 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
           native: bool = True) -> Case:
     """A whole case: request, answer and frames."""
     profile = draw(st.sampled_from(list(profiles)))
+    stream = draw(st.integers(0, 3)) > 0  # a streamed case is also played without streaming
+    # Now and then a short streamed answer whose every event is torn into writes of one
+    # or two bytes: a character of three or four bytes then arrives in three reads or
+    # more (the mock pauses between writes, so the case stays short to stay fast).
+    tear = stream and draw(st.integers(0, 7)) == 0
     offered = draw(tools())
     kinds = [*formats, *([NATIVE] if native else [])]
     kind = draw(st.sampled_from(kinds))
-    found = draw(calls(offered))
+    found = draw(calls(offered, max_calls=1 if tear else 3))
     format_id = None if kind == NATIVE else kind
     breaks = draw(st.lists(st.booleans(), min_size=len(found), max_size=len(found)))
     blocks = _blocks(found, breaks) if format_id is not None else ()
     native_calls = found if format_id is None else ()
-    stretches = [draw(prose.segments()) for _ in range(len(blocks) + 1)]
-    if format_id is not None and found and draw(st.booleans()):
+    alone = format_id in ALONE and bool(found)
+    stretches = ["" if alone else draw(prose.segments(max_tokens=4 if tear else 12))
+                 for _ in range(len(blocks) + 1)]
+    if format_id is not None and found and not alone and not tear and draw(st.booleans()):
         stretches[-1] += (" " if stretches[-1] else "") + draw(prose.mentions(FORMATS[format_id].delimiters))
-    anthropic = profile == "anthropic"
+    anthropic = profile == "anthropic"  # the backend speaks the client's dialect
     if found:
         finish = draw(st.sampled_from(["end_turn", "tool_use"] if anthropic else ["stop", "tool_calls"]))
     else:
         finish = draw(st.sampled_from(["end_turn", "max_tokens"] if anthropic else ["stop", "length"]))
-    stream = draw(st.booleans())
     case = Case(profile=profile, tools=offered, format_id=format_id, prose=tuple(stretches), blocks=blocks,
                 native=native_calls, finish=finish, stream=stream,
                 tool_choice=draw(tool_choices(profile, offered, found)))
@@ -134,9 +148,9 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
     delimiters = FORMATS[format_id].delimiters if format_id is not None else ()
     splits = draw(cuts(case.text, native_text, delimiters))
     write_bytes = None
-    size = (len(splits) + len(native_calls) + 4) * EVENT_BYTES + len(case.text.encode()) + len(native_text)
-    if draw(st.integers(0, 9)) == 0:
-        write_bytes = next((n for n in draw(st.permutations([1, 2, 3])) if size // n <= TEAR_LIMIT), None)
+    if tear:
+        splits = splits[:2]
+        write_bytes = draw(st.sampled_from([2, 1]))
     split_multibyte = write_bytes is None and draw(st.booleans())
     return Case(profile=profile, tools=offered, format_id=format_id, prose=tuple(stretches), blocks=blocks,
                 native=native_calls, finish=finish, stream=stream, tool_choice=case.tool_choice, splits=splits,

@@ -9,7 +9,11 @@ import yaml
 
 
 class _Dumper(yaml.SafeDumper):
-    """Multi-line strings as literal blocks where YAML allows it, so frames read as text."""
+    """Multi-line strings as literal blocks where YAML allows it, so frames read as text;
+    no anchors (a schema repeated in two places is written twice)."""
+
+    def ignore_aliases(self, data: object) -> bool:
+        return True
 
 
 def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -17,8 +17,9 @@ from typing import Any
 import httpx
 from httpx_sse import ServerSentEvent
 
-from mutants.base import Mutant, substituted
+from mutants.base import Mutant, rebinding, substituted
 from mutants.openai import with_rescuer
+from reference_proxy.relay import RelayResponse
 from reference_proxy.rescue import ArgumentsDelta, Event, Rescuer, ToolCallEnd, ToolSpec
 
 
@@ -103,7 +104,8 @@ async def events_losing_three_way_tears(response: httpx.Response) -> AsyncIterat
     buffer = ""
     async for piece in response.aiter_bytes():
         if skip:
-            piece, skip = piece.lstrip(_CONTINUATION), False
+            piece = piece.lstrip(_CONTINUATION)
+            skip = not piece  # a read holding only the dropped character's bytes
         data = pending + piece
         try:
             text, pending = data.decode("utf-8"), b""
@@ -146,7 +148,8 @@ FUZZ_ONLY: tuple[Mutant, ...] = (
     Mutant("loses-split-opener", "loses a <tool_call> opener whose frame ends right after '<tool_cal'",
            ("CALLS-001",), (), substituted(StreamPipeline=with_rescuer(LosesSplitOpener))),
     Mutant("loses-three-way-torn-character", "drops a UTF-8 character whose bytes arrive in three reads",
-           ("TEXT-001",), (), substituted(events=events_losing_three_way_tears)),
+           ("TEXT-001",), (), substituted(events=events_losing_three_way_tears,
+                                          RelayResponse=rebinding(RelayResponse, events=events_losing_three_way_tears))),
     Mutant("retypes-nested-integers", "turns integer-looking strings inside nested arguments into numbers",
            ("CALLS-001",), (), substituted(StreamPipeline=with_rescuer(RetypesNestedIntegers))),
 )
