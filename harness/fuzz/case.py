@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -122,11 +123,12 @@ class Case:
         markers = tuple(FORMATS[self.format_id].delimiters) if self.format_id is not None and self.blocks else ()
         # Only a delimiter that is markup on its own counts as a leak marker (a bare '>' is prose too).
         own = [m for m in markers if len(m.strip()) > 2 and m.strip() not in DEFAULT_MARKERS]
-        expect: dict[str, Any] = {
-            "tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in self.calls],
-            "content": self.visible,
-            "finish_reason": self.expected_finish,
-        }
+        expect: dict[str, Any] = {"tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in self.calls]}
+        if self.profile == "anthropic" and self.blocks:
+            expect["content_regex"] = seams_pattern(self.prose)
+        else:
+            expect["content"] = self.visible
+        expect["finish_reason"] = self.expected_finish
         if own:
             expect["markers"] = [m.strip() for m in own]
         return expect
@@ -153,6 +155,19 @@ class Case:
         elif self.native:
             what += " as native calls"
         return f"{what}, {len(self.splits)} cut(s), {'streaming' if self.stream else 'non-streaming'}"
+
+
+def seams_pattern(stretches: Sequence[str]) -> str:
+    """A pattern for the stretches of prose in order, with any white space (or none)
+    where a call block sat between them. A Messages answer puts the text before and
+    after a tool_use into separate text blocks, which the client shows apart and the
+    harness reads joined: a proxy may trim each block, so the seams cannot demand a
+    line break there."""
+    parts = []
+    for stretch in stretches:
+        pieces = stretch.split()
+        parts.append(r"\s+".join(re.escape(p) for p in pieces))
+    return r"\A\s*" + r"\s*".join(p for p in parts if p) + r"\s*\Z"
 
 
 def scenario_data(case: Case, *, rules: Sequence[str] = (), command: str | None = None) -> dict[str, Any]:

@@ -1,0 +1,231 @@
+"""Generated cases: the strategies cover every format and make valid scenarios, the
+reference proxy and a correct-but-different proxy pass a fixed-seed budget, and each
+fuzz-only mutant (which passes the whole hand-written library) is caught within a
+stated budget, shrunk to a scenario file that ``validate`` accepts and that fails the
+same mutant through the ordinary run."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+
+from harness.cli import main
+from harness.formats import FORMATS
+from harness.fuzz.case import Case, scenario_data, seams_pattern
+from harness.fuzz.command import all_formats, parse_duration, parse_formats
+from harness.fuzz.engine import FuzzReport, FuzzSettings, fuzz
+from harness.fuzz.strategies import NATIVE, cases, profiles_for
+from harness.fuzz.yaml_out import dump_scenario
+from harness.profiles import choose_profile
+from harness.runner import RunSettings, play
+from harness.scenario import ContentFrame, load_library, load_scenario, parse_scenario, validate_paths
+from harness.servers import serve
+from mock_backends.app import create_app as create_mock
+from mock_backends.control import MockControl
+from mutants.base import Mutant, proxy_config, reference
+from mutants.different import CORRECT_BUT_DIFFERENT
+from mutants.fuzz_only import FUZZ_ONLY
+
+FEATURES = proxy_config("http://127.0.0.1:1/v1").features()
+SEED = 20261125
+# Scenario folders that hold no text format of their own.
+NOT_FORMATS = frozenset({"plain", "features", "anthropic", "faults", "bad-input"})
+
+
+@dataclass(frozen=True)
+class Rig:
+    mock_url: str
+    reference_url: str
+
+
+@pytest.fixture(scope="module")
+def rig() -> Iterator[Rig]:
+    with ExitStack() as stack:
+        mock_url = stack.enter_context(serve(create_mock())).url
+        reference_url = stack.enter_context(serve(reference(proxy_config(f"{mock_url}/v1")))).url
+        yield Rig(mock_url, f"{reference_url}/v1")
+
+
+def run_fuzz(proxy_url: str, mock_url: str, formats: tuple[str, ...], examples: int, out: Path, *,
+             profiles: tuple[str, ...] = ("openai",), seed: int = SEED, database: Path | None = None,
+             shrink_budget: int = 15) -> FuzzReport:
+    config = FuzzSettings(run=RunSettings(proxy_url=proxy_url, features=FEATURES, timeout=5), formats=formats,
+                          profiles=profiles, examples=examples, seed=seed, database=database, out=out,  # type: ignore[arg-type]
+                          shrink_budget=shrink_budget)
+    with MockControl(mock_url) as mock:
+        return fuzz(config, mock, replay_command=lambda scenario_id: f"toolcall-conformance replay {scenario_id}")
+
+
+# --------------------------------------------------------------------------- what is generated
+
+
+def test_every_text_format_of_the_library_has_a_writer() -> None:
+    """Each scenario family holding a text format is some writer's family, and a run
+    covers every writer (and native calls) unless told otherwise."""
+    families = {s.family for s in load_library()} - NOT_FORMATS
+    assert families and families <= {f.family for f in FORMATS.values()}
+    assert all_formats() == [*FORMATS, NATIVE] and parse_formats(()) == tuple(all_formats())
+
+
+@pytest.mark.parametrize("format_id", list(FORMATS))
+def test_each_format_is_generated_through_its_writer(format_id: str) -> None:
+    """Cases of a format hold its writer's blocks, delimiters and all."""
+    written: list[Case] = []
+
+    @settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(cases([format_id], profiles_for(format_id, ("openai",)), native=False))
+    def draw(case: Case) -> None:
+        assert case.format_id == format_id and not case.native
+        for block in case.blocks:
+            assert FORMATS[format_id].write(block) in case.text
+        if any(call.arguments for call in case.calls):
+            written.append(case)
+
+    draw()
+    assert written, f"no {format_id} case with arguments in 25 examples"
+    assert any(all(d in case.text for d in FORMATS[format_id].delimiters) for case in written)
+
+
+@settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases([*FORMATS], ("openai", "anthropic")))
+def test_a_generated_case_is_a_valid_scenario_file(case: Case) -> None:
+    """The file written for a case loads back to the same scenario; its frames carry
+    the generated text, cut as drawn; the expectation is the generator's own parts."""
+    data = scenario_data(case, rules=["TEXT-001"])
+    reloaded = yaml.safe_load(dump_scenario(data, ["a comment"]))
+    assert reloaded == data
+    scenario = parse_scenario(reloaded, family=case.family)
+    assert scenario.id.startswith(f"{case.family}-generated-") and "generated" in scenario.tags
+    assert scenario.backend.text == case.text
+    if case.stream:
+        assert len([f for f in scenario.backend.frames if isinstance(f, ContentFrame)]) >= min(1, len(case.text))
+    assert [(c.name, dict(c.arguments)) for c in scenario.expect.tool_calls] == \
+        [(c.name, dict(c.arguments)) for c in case.calls]
+    if scenario.expect.content is not None:
+        assert scenario.expect.content == "\n".join(case.prose)
+    else:
+        assert re.search(scenario.expect.content_regex or "", "".join(case.prose), re.DOTALL)
+
+
+def test_seams_between_messages_text_blocks_take_any_white_space() -> None:
+    pattern = seams_pattern(["Checking. ", "", "\nDone now"])
+    for text in ("Checking.Done now", "Checking.\n\nDone  now", " Checking. Done\nnow "):
+        assert re.search(pattern, text, re.DOTALL), text
+    assert not re.search(pattern, "Checking.Donenow", re.DOTALL)
+
+
+def test_options_of_the_command() -> None:
+    assert parse_duration("90") == 90 and parse_duration("10m") == 600 and parse_duration("1.5h") == 5400
+    with pytest.raises(ValueError, match="max-time"):
+        parse_duration("ten minutes")
+    assert parse_formats(["hermes,native", "hermes"]) == ("hermes", NATIVE)
+    with pytest.raises(ValueError, match="unknown format"):
+        parse_formats(["klingon"])
+
+
+# --------------------------------------------------------------------------- correct proxies
+
+
+def test_the_reference_proxy_passes_a_fixed_seed_budget(rig: Rig, tmp_path: Path) -> None:
+    """Every format and native calls, both client dialects (Cline XML to vtc clients)."""
+    report = run_fuzz(rig.reference_url, rig.mock_url, tuple(all_formats()), 12, tmp_path,
+                      profiles=("openai", "anthropic"))
+    assert [r.format_id for r in report.results] == all_formats()
+    assert {r.format_id: r.examples for r in report.results} == {f: 12 for f in all_formats()}
+    assert report.findings == [] and not list(tmp_path.rglob("*.yaml"))
+
+
+def test_a_correct_but_different_proxy_passes_a_fixed_seed_budget(rig: Rig, servers: object, tmp_path: Path) -> None:
+    url = f"{servers(CORRECT_BUT_DIFFERENT.app(f'{rig.mock_url}/v1')).url}/v1"  # type: ignore[operator]
+    report = run_fuzz(url, rig.mock_url, tuple(all_formats()), 8, tmp_path, seed=SEED + 1)
+    assert report.findings == []
+
+
+# --------------------------------------------------------------------------- fuzz-only mutants
+
+# How each fuzz-only mutant is caught: the formats played and the example budget.
+BUDGET: dict[str, tuple[tuple[str, ...], int]] = {
+    "loses-split-opener": (("hermes",), 150),
+    "loses-three-way-torn-character": (("hermes",), 150),
+    "retypes-nested-integers": (("hermes",), 200),
+}
+
+
+def _library_rules(proxy_url: str, mock_url: str) -> dict[str, list[str]]:
+    """Every scenario of the library, as its own test item plays it: the rules broken."""
+    settings_ = RunSettings(proxy_url=proxy_url, features=FEATURES, timeout=5)
+    library = load_library()
+
+    def one(index: int) -> tuple[str, list[str]]:
+        scenario = library[index]
+        profile, skip = choose_profile(scenario, None, FEATURES)
+        if skip is not None:
+            return scenario.id, []
+        with MockControl(mock_url) as mock:
+            return scenario.id, play(scenario, settings=settings_, mock=mock, profile=profile).failed_rules
+
+    with ThreadPoolExecutor(2) as pool:
+        return dict(pool.map(one, range(len(library))))
+
+
+@pytest.mark.parametrize("mutant", FUZZ_ONLY, ids=[m.id for m in FUZZ_ONLY])
+def test_only_generation_catches_the_mutant(mutant: Mutant, rig: Rig, servers: object, tmp_path: Path) -> None:
+    url = f"{servers(mutant.app(f'{rig.mock_url}/v1')).url}/v1"  # type: ignore[operator]
+    broken = {s: rules for s, rules in _library_rules(url, rig.mock_url).items() if rules}
+    assert broken == {}, f"{mutant.id} is caught by hand-written scenarios: {broken}"
+
+    formats, budget = BUDGET[mutant.id]
+    report = run_fuzz(url, rig.mock_url, formats, budget, tmp_path)
+    assert len(report.findings) == 1, f"{mutant.id} ({mutant.breaks}) not caught in {budget} examples"
+    finding = report.findings[0]
+    assert set(mutant.rules) <= set(finding.rules)
+    scenarios, problems = validate_paths([tmp_path])
+    assert problems == [] and [s.id for s in scenarios] == [finding.scenario_id]
+    header = finding.path.read_text("utf-8").splitlines()[:3]
+    assert header[0].startswith(f"# generated by toolcall-conformance fuzz --seed {SEED}")
+    assert header[1].startswith("# breaks: ") and header[2].startswith("# replay: toolcall-conformance replay")
+
+    scenario = load_scenario(finding.path)
+    with MockControl(rig.mock_url) as mock:
+        on_mutant = play(scenario, settings=RunSettings(proxy_url=url, features=FEATURES, timeout=5), mock=mock,
+                         profile=scenario.client.profile)
+        on_reference = play(scenario, settings=RunSettings(proxy_url=rig.reference_url, features=FEATURES,
+                                                           timeout=5), mock=mock, profile=scenario.client.profile)
+    assert set(mutant.rules) <= set(on_mutant.failed_rules)
+    assert on_reference.failed_rules == []
+
+
+def test_the_example_database_and_the_seed_reproduce_a_finding(rig: Rig, servers: object, tmp_path: Path) -> None:
+    """The same seed finds the same case; a run with the database replays it first."""
+    mutant = next(m for m in FUZZ_ONLY if m.id == "retypes-nested-integers")
+    url = f"{servers(mutant.app(f'{rig.mock_url}/v1')).url}/v1"  # type: ignore[operator]
+    database = tmp_path / "db"
+    first = run_fuzz(url, rig.mock_url, ("hermes",), 200, tmp_path / "a", database=database, shrink_budget=5)
+    again = run_fuzz(url, rig.mock_url, ("hermes",), 200, tmp_path / "b", shrink_budget=5)
+    replayed = run_fuzz(url, rig.mock_url, ("hermes",), 200, tmp_path / "c", seed=SEED + 7, database=database,
+                        shrink_budget=5)
+    assert first.findings and again.findings and replayed.findings
+    assert again.findings[0].scenario_id == first.findings[0].scenario_id
+    assert again.results[0].examples == first.results[0].examples
+    assert replayed.results[0].examples == 1
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def test_the_command_runs_every_format_and_prints_its_rate(tmp_path: Path) -> None:
+    result = CliRunner().invoke(main, ["fuzz", "--examples", "2", "--seed", "3", "--no-database",
+                                       "--formats", "hermes,native", "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "seed 3 (reproduce with --seed 3)" in result.output
+    assert re.search(r"hermes +2 example\(s\) .* examples/s  no failure", result.output)
+    assert re.search(r"fuzz: 4 example\(s\) in .* examples/s\); no failure", result.output)
