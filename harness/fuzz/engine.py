@@ -203,7 +203,9 @@ def fuzz_format(
                 best.append(broken)
             raise broken
 
-    test = given(strategy)(check)
+    # The seed first: hypothesis's seed decorator turns the database off, and the
+    # settings applied over it turn it back on (a seed and a database together).
+    test = seed(config.seed)(given(strategy)(check))
     test = settings(
         max_examples=config.examples,
         deadline=None,
@@ -215,7 +217,6 @@ def fuzz_format(
         suppress_health_check=[HealthCheck.too_slow],
         phases=tuple(Phase),
     )(test)
-    test = seed(config.seed)(test)
     # One database key per format and dialect set: a stored failure is replayed where it was found.
     test.hypothesis.inner_test._hypothesis_internal_add_digest = (  # type: ignore[attr-defined]
         f"{format_id}:{','.join(profiles)}".encode())

@@ -35,16 +35,19 @@ FENCES: tuple[str, ...] = (
 )
 
 
-def tokens() -> st.SearchStrategy[str]:
+def tokens(wide: bool = False) -> st.SearchStrategy[str]:
+    """Words, Unicode, escapes and look-alikes; ``wide``: mostly multi-byte characters."""
+    if wide:
+        return st.one_of(st.sampled_from(UNICODE), st.sampled_from(UNICODE), st.sampled_from(WORDS))
     return st.one_of(
         st.sampled_from(WORDS), st.sampled_from(UNICODE), st.sampled_from(ESCAPES), st.sampled_from(LOOKALIKES),
     )
 
 
 @st.composite
-def segments(draw: st.DrawFn, max_tokens: int = 12) -> str:
+def segments(draw: st.DrawFn, max_tokens: int = 12, wide: bool = False) -> str:
     """One stretch of prose between calls (may be empty)."""
-    parts = draw(st.lists(tokens(), max_size=max_tokens))
+    parts = draw(st.lists(tokens(wide), max_size=max_tokens))
     seps = draw(st.lists(st.sampled_from([" ", " ", " ", "\n", "\n\n", ""]), min_size=len(parts), max_size=len(parts)))
     text = "".join(p + s for p, s in zip(parts, seps))
     if draw(st.integers(0, 5)) == 0:

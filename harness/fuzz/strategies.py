@@ -119,8 +119,9 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
     stream = draw(st.integers(0, 3)) > 0  # a streamed case is also played without streaming
     # Now and then a short streamed answer whose every event is torn into writes of one
     # or two bytes: a character of three or four bytes then arrives in three reads or
-    # more (the mock pauses between writes, so the case stays short to stay fast).
-    tear = stream and draw(st.integers(0, 7)) == 0
+    # more (the mock pauses between writes, so the case stays short to stay fast, and
+    # its prose is mostly such characters).
+    tear = stream and draw(st.integers(0, 4)) == 0
     offered = draw(tools())
     kinds = [*formats, *([NATIVE] if native else [])]
     kind = draw(st.sampled_from(kinds))
@@ -130,7 +131,7 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
     blocks = _blocks(found, breaks) if format_id is not None else ()
     native_calls = found if format_id is None else ()
     alone = format_id in ALONE and bool(found)
-    stretches = ["" if alone else draw(prose.segments(max_tokens=4 if tear else 12))
+    stretches = ["" if alone else draw(prose.segments(max_tokens=4, wide=True) if tear else prose.segments())
                  for _ in range(len(blocks) + 1)]
     if format_id is not None and found and not alone and not tear and draw(st.booleans()):
         stretches[-1] += (" " if stretches[-1] else "") + draw(prose.mentions(FORMATS[format_id].delimiters))

@@ -48,7 +48,8 @@ def _plain_strings() -> st.SearchStrategy[str]:
 
 
 def strings() -> st.SearchStrategy[str]:
-    return st.one_of(st.sampled_from(CONFUSABLE), _plain_strings())
+    """Two in three strings are confusable ones."""
+    return st.one_of(st.sampled_from(CONFUSABLE), st.sampled_from(CONFUSABLE), _plain_strings())
 
 
 def integers() -> st.SearchStrategy[int]:
@@ -62,7 +63,7 @@ def numbers() -> st.SearchStrategy[float | int]:
 def leaf_schemas() -> st.SearchStrategy[JsonSchema]:
     enum = st.lists(strings(), min_size=1, max_size=4, unique=True).map(lambda e: {"type": "string", "enum": e})
     return st.one_of(
-        st.sampled_from([{"type": t} for t in ("string", "integer", "number", "boolean", "null")]), enum
+        st.sampled_from([{"type": t} for t in ("string", "string", "integer", "number", "boolean", "null")]), enum
     )
 
 

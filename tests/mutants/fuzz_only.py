@@ -146,7 +146,7 @@ def _parse(block: str) -> ServerSentEvent | None:
 
 FUZZ_ONLY: tuple[Mutant, ...] = (
     Mutant("loses-split-opener", "loses a <tool_call> opener whose frame ends right after '<tool_cal'",
-           ("CALLS-001",), (), substituted(StreamPipeline=with_rescuer(LosesSplitOpener))),
+           ("TEXT-001",), (), substituted(StreamPipeline=with_rescuer(LosesSplitOpener))),
     Mutant("loses-three-way-torn-character", "drops a UTF-8 character whose bytes arrive in three reads",
            ("TEXT-001",), (), substituted(events=events_losing_three_way_tears,
                                           RelayResponse=rebinding(RelayResponse, events=events_losing_three_way_tears))),
