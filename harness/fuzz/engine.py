@@ -128,12 +128,15 @@ def fuzz(
     *,
     replay_command: Callable[[str], str],
     progress: Callable[[FormatResult], None] | None = None,
+    observe: Callable[[Case], None] | None = None,
 ) -> FuzzReport:
-    """Every format in turn, ``config.examples`` examples each (fewer when time runs out)."""
+    """Every format in turn, ``config.examples`` examples each (fewer when time runs out);
+    ``observe`` sees every case before it is played."""
     report = FuzzReport()
     deadline = None if config.max_time is None else time.monotonic() + config.max_time
     for format_id in config.formats:
-        result = fuzz_format(format_id, config, mock, deadline=deadline, replay_command=replay_command)
+        result = fuzz_format(format_id, config, mock, deadline=deadline, replay_command=replay_command,
+                             observe=observe)
         report.results.append(result)
         if progress is not None:
             progress(result)
@@ -147,6 +150,7 @@ def fuzz_format(
     *,
     deadline: float | None,
     replay_command: Callable[[str], str],
+    observe: Callable[[Case], None] | None = None,
 ) -> FormatResult:
     result = FormatResult(format_id)
     formats = [] if format_id == NATIVE else [format_id]
@@ -187,6 +191,8 @@ def fuzz_format(
             if shrinking[0] >= config.shrink_budget or time.monotonic() > shrink_until[0]:
                 raise _Stop(best[-1] if best else first[0])
             shrinking[0] += 1
+        if observe is not None:
+            observe(case)
         try:
             run = judge(case, config.run, mock)
         except ProxyUnreachable as exc:
