@@ -90,6 +90,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="YAML file of known failures (scenario, rule, reason); they are reported as expected.")
     group.addoption("--report-json", metavar="PATH", help="Write the results as JSON.")
     group.addoption("--report-md", metavar="PATH", help="Write the results as Markdown (for CI job summaries).")
+    from harness.fuzz.items import add_options
+
+    add_options(group)
 
 
 def _enabled(config: pytest.Config) -> bool:
@@ -97,6 +100,7 @@ def _enabled(config: pytest.Config) -> bool:
         config.getoption("proxy_url")
         or config.getoption("conformance")
         or config.getoption("conformance_only")
+        or config.getoption("conformance_fuzz")
     )
 
 
@@ -299,6 +303,11 @@ class ConformanceSession:
         lines.append(f"conformance: claimed features: {features}{source}; client profile: "
                      f"{profile}; strict: {'yes' if self.strict else 'no'}; "
                      f"timeout {self.timeout:g} s")
+        if config.getoption("conformance_fuzz"):
+            fuzz_seed = config.getoption("conformance_fuzz_seed")
+            fuzz_seed = shared.seed if fuzz_seed is None else fuzz_seed
+            lines.append(f"conformance: {config.getoption('conformance_fuzz')} generated case(s) per format, seed "
+                         f"{fuzz_seed} (reproduce with --conformance-fuzz-seed {fuzz_seed})")
         if self.rechunk:
             lines.append(f"conformance: {self.rechunk} re-chunked variant(s) per streaming scenario, "
                          f"seed {shared.seed} (reproduce with --rechunk-seed {shared.seed})")
@@ -473,6 +482,9 @@ class ConformanceSuite(pytest.Collector):
             for name in dict.fromkeys((scenario.family, *scenario.tags)):
                 item.add_marker(mark_name(name))
             yield item
+        from harness.fuzz.items import collect
+
+        yield from collect(self, self.conformance)
 
 
 class ItemFailed(ConformanceError):

@@ -250,3 +250,16 @@ def test_the_command_runs_every_format_and_prints_its_rate(tmp_path: Path) -> No
     assert "seed 3 (reproduce with --seed 3)" in result.output
     assert re.search(r"hermes +2 example\(s\) .* examples/s  no failure", result.output)
     assert re.search(r"fuzz: 4 example\(s\) in .* examples/s\); no failure", result.output)
+
+
+def test_the_plugin_plays_generated_cases_per_format(pytester: pytest.Pytester) -> None:
+    """``--conformance-fuzz N`` adds one item per format next to the scenarios."""
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    result = pytester.runpytest("--conformance-only", "--conformance-fuzz", "2", "--conformance-fuzz-seed", "5",
+                                "--conformance-fuzz-formats", "hermes,native", "-k", "fuzz", "-v")
+    result.assert_outcomes(passed=2)
+    result.stdout.fnmatch_lines([
+        "conformance: 2 generated case(s) per format, seed 5 (reproduce with --conformance-fuzz-seed 5)",
+        "*conformance::fuzz?hermes? PASSED*",
+        "*conformance::fuzz?native? PASSED*",
+    ])
