@@ -144,6 +144,13 @@ def _parse(block: str) -> ServerSentEvent | None:
     return ServerSentEvent(event=name or "message", data="\n".join(data)) if data else None
 
 
+class EveryFuzzOnlyRescue(RetypesNestedIntegers):
+    """Both rescuer breakages at once."""
+
+    def feed(self, text: str) -> list[Event]:
+        return super().feed(text[: -len(LosesSplitOpener.PREFIX)] if text.endswith(LosesSplitOpener.PREFIX) else text)
+
+
 FUZZ_ONLY: tuple[Mutant, ...] = (
     Mutant("loses-split-opener", "loses a <tool_call> opener whose frame ends right after '<tool_cal'",
            ("TEXT-001",), (), substituted(StreamPipeline=with_rescuer(LosesSplitOpener))),
@@ -152,4 +159,12 @@ FUZZ_ONLY: tuple[Mutant, ...] = (
                                           RelayResponse=rebinding(RelayResponse, events=events_losing_three_way_tears))),
     Mutant("retypes-nested-integers", "turns integer-looking strings inside nested arguments into numbers",
            ("CALLS-001",), (), substituted(StreamPipeline=with_rescuer(RetypesNestedIntegers))),
+)
+
+# Every breakage above at once: it passing the hand-written library shows that no case of
+# the library sets off any of them (each fires on its own condition), at a third of the cost.
+ALL_AT_ONCE = Mutant(
+    "every-fuzz-only-breakage", "all the fuzz-only breakages above together", ("TEXT-001", "CALLS-001"), (),
+    substituted(StreamPipeline=with_rescuer(EveryFuzzOnlyRescue), events=events_losing_three_way_tears,
+                RelayResponse=rebinding(RelayResponse, events=events_losing_three_way_tears)),
 )
