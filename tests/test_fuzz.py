@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 
 from harness.cli import main
 from harness.formats import FORMATS
-from harness.fuzz.case import Case, scenario_data, seams_pattern
+from harness.fuzz.case import NATIVE, Case, scenario_data, seams_pattern
 from harness.fuzz.command import all_formats, parse_duration, parse_formats
 from harness.fuzz.engine import FuzzReport, FuzzSettings, fuzz
-from harness.fuzz.strategies import NATIVE, cases, profiles_for
+from harness.fuzz.strategies import cases, profiles_for
 from harness.fuzz.yaml_out import dump_scenario
 from harness.profiles import choose_profile
 from harness.rules import Options, evaluate

@@ -24,6 +24,7 @@ from harness.markup import DEFAULT_MARKERS
 
 Profile = Literal["openai", "vtc", "anthropic"]
 SEPARATOR = "\n"  # what a model writes between prose and a call block
+NATIVE = "native"  # the format id of answers whose calls come as structured calls
 
 
 @dataclass(frozen=True)

@@ -8,11 +8,14 @@ import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from harness.fuzz.engine import Finding, FormatResult, FuzzSettings, fuzz
-from harness.fuzz.strategies import NATIVE
+from harness.fuzz.case import NATIVE
+
+if TYPE_CHECKING:
+    from harness.fuzz.engine import Finding, FormatResult
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
 DEFAULT_DATABASE = Path(".hypothesis") / "conformance-fuzz"
@@ -120,6 +123,7 @@ def fuzz_command(
     smallest failing case as a scenario file."""
     from harness.embedded import EmbeddedServers
     from harness.fuzz.case import Profile
+    from harness.fuzz.engine import FuzzSettings, fuzz
     from harness.runner import RunSettings, parse_features, parse_headers
     from mock_backends.control import MockControl
 

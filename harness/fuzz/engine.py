@@ -22,8 +22,8 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 
 from harness.errors import ProxyUnreachable
-from harness.fuzz.case import Case, Profile, scenario_data
-from harness.fuzz.strategies import NATIVE, cases, profiles_for
+from harness.fuzz.case import NATIVE, Case, Profile, scenario_data
+from harness.fuzz.strategies import cases, profiles_for
 from harness.fuzz.yaml_out import dump_scenario
 from harness.runner import RunSettings, ScenarioRun, play
 from harness.scenario import parse_scenario

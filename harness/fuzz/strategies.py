@@ -18,9 +18,8 @@ from hypothesis import strategies as st
 
 from harness.formats import FORMATS, Call
 from harness.fuzz import prose, values
-from harness.fuzz.case import Case, Profile, Tool
+from harness.fuzz.case import NATIVE, Case, Profile, Tool
 
-NATIVE = "native"  # the answer's calls come as structured calls (no text format)
 # Where a format's calls sit differs from the default (prose around each block, any
 # client dialect of the run) for two formats: bare JSON is a call only as the whole
 # answer (with prose around it, it is prose quoting JSON), and Cline XML is what a
