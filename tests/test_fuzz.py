@@ -7,10 +7,7 @@ same mutant through the ordinary run."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,31 +26,16 @@ from harness.profiles import choose_profile
 from harness.rules import Options, evaluate
 from harness.runner import RunSettings, play, run_exchange
 from harness.scenario import ContentFrame, Scenario, load_library, load_scenario, parse_scenario, validate_paths
-from harness.servers import serve
-from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
-from mutants.base import Mutant, proxy_config, reference
+from mutants.base import Mutant, proxy_config
 from mutants.different import CORRECT_BUT_DIFFERENT
 from mutants.fuzz_only import ALL_AT_ONCE, FUZZ_ONLY
+from test_mutants import Rig, rig  # noqa: F401  (the module's mock and reference proxy)
 
 FEATURES = proxy_config("http://127.0.0.1:1/v1").features()
 SEED = 20261125
 # Scenario folders that hold no text format of their own.
 NOT_FORMATS = frozenset({"plain", "features", "anthropic", "faults", "bad-input"})
-
-
-@dataclass(frozen=True)
-class Rig:
-    mock_url: str
-    reference_url: str
-
-
-@pytest.fixture(scope="module")
-def rig() -> Iterator[Rig]:
-    with ExitStack() as stack:
-        mock_url = stack.enter_context(serve(create_mock())).url
-        reference_url = stack.enter_context(serve(reference(proxy_config(f"{mock_url}/v1")))).url
-        yield Rig(mock_url, f"{reference_url}/v1")
 
 
 def run_fuzz(proxy_url: str, mock_url: str, formats: tuple[str, ...], examples: int, out: Path, *,

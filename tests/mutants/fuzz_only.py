@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 from httpx_sse import ServerSentEvent
 
-from mutants.base import Mutant, rebinding, substituted
+from mutants.base import Mutant, parse_event, rebinding, substituted
 from mutants.openai import with_rescuer
 from reference_proxy.relay import RelayResponse
 from reference_proxy.rescue import ArgumentsDelta, Event, Rescuer, ToolCallEnd, ToolSpec
@@ -132,16 +132,8 @@ _CONTINUATION = bytes(range(0x80, 0xC0))
 
 
 def _parse(block: str) -> ServerSentEvent | None:
-    data: list[str] = []
-    name = ""
-    for line in block.replace("\r\n", "\n").split("\n"):
-        field, _, value = line.partition(":")
-        value = value[1:] if value.startswith(" ") else value
-        if field == "data":
-            data.append(value)
-        elif field == "event":
-            name = value
-    return ServerSentEvent(event=name or "message", data="\n".join(data)) if data else None
+    event = parse_event(block.replace("\r\n", "\n").strip("\n"))
+    return None if event is None or not event.data else ServerSentEvent(event=event.event or "message", data=event.data)
 
 
 class EveryFuzzOnlyRescue(RetypesNestedIntegers):
