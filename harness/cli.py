@@ -66,6 +66,7 @@ def list_(dirs: tuple[Path, ...], tags: tuple[str, ...], families: tuple[str, ..
 
 
 def _attach_server_commands() -> None:
+    from harness.fuzz.command import fuzz_command
     from harness.import_command import import_command
     from mock_backends.cli import mock
     from reference_proxy.cli import proxy
@@ -73,6 +74,7 @@ def _attach_server_commands() -> None:
     main.add_command(mock)
     main.add_command(proxy)
     main.add_command(import_command)
+    main.add_command(fuzz_command)
 
 
 _attach_server_commands()

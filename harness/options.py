@@ -104,6 +104,15 @@ OPTIONS: tuple[Option, ...] = (
            "(an existing entry's reason is kept), to commit and pass as --expect-failures.", metavar="FILE"),
     Option("update-known-failures", "Use FILE as --expect-failures, then drop from it the entries that pass "
            "now and list them (new failures still fail the run).", metavar="FILE"),
+    Option("fuzz", "Also play N generated cases per text format (and native calls); implies --conformance.",
+           type=int, default=0, metavar="N"),
+    Option("fuzz-seed", "Seed of the generated cases (default: the run's seed, printed in the header).", type=int,
+           metavar="S"),
+    Option("fuzz-formats", "Formats to generate (default: every format and 'native').", kind="multiple",
+           metavar="A,B"),
+    Option("fuzz-max-time", "Stop generating a format after this long (e.g. 90s, 10m).", metavar="DURATION"),
+    Option("fuzz-out", "Folder the minimal failing cases are written to.", default="conformance-findings",
+           metavar="DIR"),
     Option("report-json", "Write the results as JSON.", metavar="PATH"),
     Option("record", "Write every exchange as a HAR file (client to proxy, proxy to mock, both answers) to "
            "DIR/har/, and DIR/report.html: the score card, the rules and each failure's transcript in one file.",

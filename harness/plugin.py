@@ -82,6 +82,7 @@ def _enabled(config: pytest.Config) -> bool:
         _opt(config, "proxy-url")
         or config.getoption("conformance")
         or config.getoption("conformance_only")
+        or config.getoption("conformance_fuzz")
     )
 
 
@@ -323,6 +324,11 @@ class ConformanceSession:
         lines.append(f"conformance: claimed features: {features}{source}; client profile: "
                      f"{profile}; strict: {'yes' if self.strict else 'no'}; "
                      f"timeout {self.timeout:g} s")
+        if config.getoption("conformance_fuzz"):
+            fuzz_seed = config.getoption("conformance_fuzz_seed")
+            fuzz_seed = shared.seed if fuzz_seed is None else fuzz_seed
+            lines.append(f"conformance: {config.getoption('conformance_fuzz')} generated case(s) per format, seed "
+                         f"{fuzz_seed} (reproduce with --conformance-fuzz-seed {fuzz_seed})")
         if self.rechunk:
             lines.append(f"conformance: {self.rechunk} re-chunked variant(s) per streaming scenario, "
                          f"seed {shared.seed} (reproduce with --rechunk-seed {shared.seed})")
@@ -613,6 +619,9 @@ class ConformanceSuite(pytest.Collector):
         for scenario in self.conformance.scenarios:
             for upstream in self.conformance.upstreams:
                 yield self._item(scenario, upstream)
+        from harness.fuzz.items import collect
+
+        yield from collect(self, self.conformance)
 
     def _item(self, scenario: Scenario, upstream: str | None) -> ScenarioItem:
         crossed = upstream is not None and upstream != scenario.backend.dialect

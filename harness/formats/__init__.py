@@ -1,0 +1,29 @@
+"""How models write tool calls as text, one writer per format.
+
+``FORMATS`` maps each format's stable id to its writer. Scenario generators and the
+hypothesis strategies build model answers from these writers, never from a proxy's
+parser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from harness.formats.base import Call, FormatError, TextFormat
+from harness.formats.json_formats import BareJson, Hermes, QwenTools, ToolCode
+from harness.formats.xml_formats import ClineXml, InvokeXml, QwenCoder
+
+_ALL: tuple[TextFormat, ...] = (
+    QwenTools(),
+    Hermes(),
+    QwenCoder(),
+    InvokeXml(),
+    ToolCode(),
+    ClineXml(),
+    BareJson(),
+)
+
+FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})
+
+__all__ = ["FORMATS", "Call", "FormatError", "TextFormat"]

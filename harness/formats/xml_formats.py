@@ -1,0 +1,87 @@
+"""Formats that write each argument as bare text between tags, typed back by the schema."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.formats.base import Call, bare_value, require_calls
+
+
+class QwenCoder:
+    """Qwen3-Coder's chat template: ``<tool_call>\\n<function=NAME>\\n<parameter=P>\\nVALUE\\n
+    </parameter>\\n</function>\\n</tool_call>``, one block per call. The newline after
+    the opening and before the closing parameter tag belongs to the markup."""
+
+    id = "qwen-coder"
+    family = "qwen-coder"
+    model = "qwen3-coder-30b-a3b-instruct"
+    delimiters: tuple[str, ...] = (
+        "<tool_call>",
+        "<function=",
+        "<parameter=",
+        "</parameter>",
+        "</function>",
+        "</tool_call>",
+    )
+
+    def write(self, calls: Sequence[Call]) -> str:
+        require_calls(calls)
+        blocks = []
+        for call in calls:
+            params = "".join(
+                f"<parameter={key}>\n{bare_value(value)}\n</parameter>\n" for key, value in call.arguments.items()
+            )
+            blocks.append(f"<tool_call>\n<function={call.name}>\n{params}</function>\n</tool_call>")
+        return "\n".join(blocks)
+
+
+class InvokeXml:
+    """Anthropic-style calls leaked into text (seeds 000, 004): ``<function_calls>`` around
+    one ``<invoke name="f">`` per call, each with ``<parameter name="p">value</parameter>``
+    lines; values raw, never entity-escaped."""
+
+    id = "invoke-xml"
+    family = "invoke-xml"
+    model = "claude-sonnet-4"
+    delimiters: tuple[str, ...] = (
+        "<function_calls>",
+        "<invoke name=",
+        "<parameter name=",
+        "</parameter>",
+        "</invoke>",
+        "</function_calls>",
+    )
+
+    def write(self, calls: Sequence[Call]) -> str:
+        require_calls(calls)
+        invokes = []
+        for call in calls:
+            params = "".join(
+                f'<parameter name="{key}">{bare_value(value)}</parameter>\n' for key, value in call.arguments.items()
+            )
+            invokes.append(f'<invoke name="{call.name}">\n{params}</invoke>\n')
+        return "<function_calls>\n" + "".join(invokes) + "</function_calls>"
+
+
+class ClineXml:
+    """Cline / Roo / Kilo XML (seeds 000, 003): ``<tool>\\n<param>value</param>\\n</tool>``,
+    tag names are the tool's and its parameters'; one block per call, separated by a
+    blank line; values raw, multi-line ones on their own lines."""
+
+    id = "cline-xml"
+    family = "cline-xml"
+    model = "qwen3-coder-30b-a3b-instruct"
+    delimiters: tuple[str, ...] = ("<", "</", ">")
+
+    def write(self, calls: Sequence[Call]) -> str:
+        require_calls(calls)
+        blocks = []
+        for call in calls:
+            params = []
+            for key, value in call.arguments.items():
+                text = bare_value(value)
+                if "\n" in text:
+                    text = f"\n{text}\n"
+                params.append(f"<{key}>{text}</{key}>\n")
+            blocks.append(f"<{call.name}>\n{''.join(params)}</{call.name}>")
+        return "\n\n".join(blocks)

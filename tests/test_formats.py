@@ -1,0 +1,118 @@
+"""The text-format writers: byte-exact samples, and what a reader makes of their text.
+
+The samples pin what each writer emits (as its public chat template renders it); the
+round trips check that an independent reader (the reference proxy's rescuer, or the
+XML reader Cline-style clients use) gets the same calls back, typed by the schema.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from harness.formats import FORMATS, Call, FormatError, TextFormat
+from harness.xml_calls import parse_xml_calls
+from reference_proxy.rescue import ToolSpec, rescue_text
+
+READ = Call("read_file", {"path": "src/a.py"})
+EDIT = Call("edit", {"path": "b.txt", "line": 3, "dry_run": False, "tags": ["x"], "note": None})
+
+SAMPLES: dict[str, str] = {
+    "qwen-tools": '<tools>\n{"name": "read_file", "arguments": {"path": "src/a.py"}}\n'
+    '{"name": "edit", "arguments": {"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}}\n'
+    "</tools>",
+    "hermes": '<tool_call>\n{"name": "read_file", "arguments": {"path": "src/a.py"}}\n</tool_call>\n'
+    '<tool_call>\n{"name": "edit", "arguments": {"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], '
+    '"note": null}}\n</tool_call>',
+    "bare-json": '{"name": "read_file", "arguments": {"path": "src/a.py"}}\n'
+    '{"name": "edit", "arguments": {"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}}',
+    "tool-code": '```tool_code\n{"tool": "read_file", "path": "src/a.py"}\n```\n\n'
+    '```tool_code\n{"tool": "edit", "path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}\n```',
+    "qwen-coder": "<tool_call>\n<function=read_file>\n<parameter=path>\nsrc/a.py\n</parameter>\n</function>\n"
+    "</tool_call>\n<tool_call>\n<function=edit>\n<parameter=path>\nb.txt\n</parameter>\n<parameter=line>\n3\n"
+    "</parameter>\n<parameter=dry_run>\nfalse\n</parameter>\n<parameter=tags>\n[\"x\"]\n</parameter>\n"
+    "<parameter=note>\nnull\n</parameter>\n</function>\n</tool_call>",
+    "invoke-xml": '<function_calls>\n<invoke name="read_file">\n<parameter name="path">src/a.py</parameter>\n'
+    '</invoke>\n<invoke name="edit">\n<parameter name="path">b.txt</parameter>\n<parameter name="line">3'
+    '</parameter>\n<parameter name="dry_run">false</parameter>\n<parameter name="tags">["x"]</parameter>\n'
+    '<parameter name="note">null</parameter>\n</invoke>\n</function_calls>',
+    "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
+    '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
+}
+
+TOOLS = (
+    ToolSpec("read_file", {"type": "object", "properties": {"path": {"type": "string"}}}),
+    ToolSpec(
+        "edit",
+        {
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "line": {"type": "integer"},
+                "dry_run": {"type": "boolean"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+                "note": {"type": ["integer", "null"]},
+                "ticket": {"type": "string"},
+            },
+        },
+    ),
+)
+
+# Formats the reference proxy rescues from an upstream's text; Cline XML is what
+# XML-reading clients parse, read back here the way they read it.
+RESCUED = sorted(set(FORMATS) - {"cline-xml"})
+
+
+def test_every_format_has_a_sample() -> None:
+    assert sorted(SAMPLES) == sorted(FORMATS)
+
+
+@pytest.mark.parametrize("format_id", sorted(FORMATS))
+def test_interface(format_id: str) -> None:
+    fmt: TextFormat = FORMATS[format_id]
+    assert fmt.id == format_id
+    assert fmt.family and fmt.model and fmt.delimiters
+    text = fmt.write([READ, EDIT])
+    missing = [d for d in fmt.delimiters if d not in text]
+    assert not missing, f"{format_id}: delimiters it never writes: {missing}"
+
+
+@pytest.mark.parametrize("format_id", sorted(FORMATS))
+def test_sample(format_id: str) -> None:
+    assert FORMATS[format_id].write([READ, EDIT]) == SAMPLES[format_id]
+
+
+@pytest.mark.parametrize("format_id", sorted(FORMATS))
+def test_no_calls_is_refused(format_id: str) -> None:
+    with pytest.raises(FormatError):
+        FORMATS[format_id].write([])
+
+
+def test_tool_code_refuses_an_argument_named_tool() -> None:
+    with pytest.raises(FormatError, match="tool"):
+        FORMATS["tool-code"].write([Call("run", {"tool": "x"})])
+
+
+NESTED = Call("edit", {"path": "é/日本.txt 🎉", "line": 0, "dry_run": True, "tags": [], "note": None, "ticket": "0042"})
+
+
+@pytest.mark.parametrize("format_id", RESCUED)
+@pytest.mark.parametrize("calls", [[READ], [READ, EDIT], [NESTED]], ids=["one", "two", "unicode"])
+def test_rescued_back(format_id: str, calls: list[Call]) -> None:
+    text = "Let me look.\n\n" + FORMATS[format_id].write(calls)
+    visible, rescued = rescue_text(text, TOOLS)
+    assert visible.strip() == "Let me look."
+    assert [(c.name, json.loads(c.arguments)) for c in rescued] == [(c.name, dict(c.arguments)) for c in calls]
+
+
+@pytest.mark.parametrize("calls", [[READ], [READ, EDIT]], ids=["one", "two"])
+def test_cline_xml_read_back(calls: list[Call]) -> None:
+    text = FORMATS["cline-xml"].write(calls)
+    vocabulary = {t.name: frozenset((t.parameters or {}).get("properties", {})) for t in TOOLS}
+    parsed = parse_xml_calls(text, vocabulary)
+    got: list[tuple[str, dict[str, Any]]] = [(c.name, dict(c.params)) for c in parsed.calls]
+    expected = [(c.name, {k: v if isinstance(v, str) else json.dumps(v) for k, v in c.arguments.items()}) for c in calls]
+    assert got == expected
+    assert parsed.outside.strip() == ""
