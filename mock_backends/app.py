@@ -29,6 +29,7 @@ from harness.nonce import find_nonce
 from harness.scenario import Fault, Scenario, parse_scenario
 from mock_backends import anthropic_replay
 from mock_backends.openai_replay import completion, error_body, plan_reply, stream_events
+from mock_backends.lockstep import DEFAULT_PATIENCE, Lockstep
 from mock_backends.registry import Registry, Run, RunNotFound, Selection, UnknownScenario
 from mock_backends.streaming import DroppedResponse, ReplayStream
 from mock_backends.validation import check_anthropic, check_openai
@@ -102,13 +103,13 @@ def _speaks_anthropic(request: Request) -> bool:
 
 
 async def _deliver(replay: _Replay, stream: bool, events: Callable[[], list[Event]],
-                   whole: Callable[[], Any]) -> Response:
-    """Put an answer on the wire: ``events`` as a stream, or ``whole`` as one JSON body
-    once the whole answer would have been generated."""
+                   whole: Callable[[], Any], lockstep: Lockstep | None = None) -> Response:
+    """Put an answer on the wire: ``events`` as a stream (in step with its lockstep group,
+    if any), or ``whole`` as one JSON body once the whole answer would have been generated."""
     fault = replay.fault
     if stream:
         return ReplayStream(events(), write_bytes=replay.write_bytes, split_multibyte=replay.split_multibyte,
-                            write_pause=replay.write_pause, abort=replay.drops)
+                            write_pause=replay.write_pause, abort=replay.drops, lockstep=lockstep)
     wait = replay.total_delay
     if fault is not None and fault.kind == "stall":
         wait += fault.seconds or 0.0
@@ -144,6 +145,18 @@ def _parse_body(raw: bytes) -> tuple[Any, str | None, str | None]:
     if not isinstance(body, dict):
         return body, None, f"the request body must be a JSON object, not {type(body).__name__}"
     return body, None, None
+
+
+def _lockstep(registry: Registry, spec: Any) -> tuple[Lockstep | None, str | None]:
+    """The group ``{"group": NAME, "size": N[, "patience": SECONDS]}`` asks a run to join."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("group"), str) or not spec["group"]:
+        return None, '"lockstep" must be {"group": <name>, "size": <members>} (optionally "patience": <seconds>)'
+    size, patience = spec.get("size"), spec.get("patience", DEFAULT_PATIENCE)
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= 1024:
+        return None, '"lockstep.size" must be an integer from 1 to 1024'
+    if not isinstance(patience, (int, float)) or isinstance(patience, bool) or not 0 < patience <= 600:
+        return None, '"lockstep.patience" must be a number of seconds above 0 and at most 600'
+    return registry.lockstep.join(spec["group"], size, float(patience)), None
 
 
 def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
@@ -183,6 +196,9 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
         body, _, problem = _parse_body(await request.body())
         if problem is None and ("scenario" in body) == ("scenario_id" in body):
             problem = 'give exactly one of "scenario" (a scenario mapping) or "scenario_id" (a preloaded id)'
+        lockstep: Lockstep | None = None
+        if problem is None and "lockstep" in body:
+            lockstep, problem = _lockstep(registry, body["lockstep"])
         if problem is not None:
             _log("POST", path, 400)
             return _error(400, problem, "invalid_request")
@@ -191,9 +207,9 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
                 if not isinstance(body["scenario_id"], str):
                     _log("POST", path, 400)
                     return _error(400, '"scenario_id" must be a string', "invalid_request", param="scenario_id")
-                run = registry.arm_id(body["scenario_id"])
+                run = registry.arm_id(body["scenario_id"], lockstep)
             else:
-                run = registry.arm(parse_scenario(body["scenario"], where="scenario"))
+                run = registry.arm(parse_scenario(body["scenario"], where="scenario"), lockstep)
         except UnknownScenario as exc:
             _log("POST", path, 404, scenario=str(body["scenario_id"]))
             return _error(404, str(exc), "scenario_not_found", param="scenario_id")
@@ -322,7 +338,7 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
         kind = "stream" if stream else "json"
         _log("POST", path, 200, nonce=shown, scenario=scenario_id,
              kind=(f"{kind} fault {fault.kind}" if fault else kind) + took)
-        return named(await _deliver(replay, stream, events, whole))
+        return named(await _deliver(replay, stream, events, whole, run.lockstep))
 
     async def models(request: Request) -> Response:
         _log("GET", request.url.path, 200, kind="models")

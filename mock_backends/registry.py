@@ -21,6 +21,7 @@ from harness.nonce import NONCE_HEADER, new_nonce
 from harness.scenario import Scenario
 from mock_backends import anthropic_replay, openai_replay
 from mock_backends.anthropic_replay import AnthropicReplay
+from mock_backends.lockstep import Lockstep, LockstepGroups
 from mock_backends.openai_replay import DEFAULT_MODEL, OpenAIReplay
 
 MAX_RUNS = 10_000
@@ -54,6 +55,7 @@ class Run:
     requests: deque[RecordedRequest] = field(default_factory=lambda: deque(maxlen=MAX_RECORDED))
     received: int = 0  # all requests, also those no longer kept
     claimed: bool = False  # a request was tied to it: it has left the queue of waiting runs
+    lockstep: Lockstep | None = None  # streamed answers released event by event with its group's
 
     @property
     def scenario(self) -> Scenario:
@@ -101,6 +103,7 @@ class Registry:
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self._max_runs = max_runs
         self._lock = threading.Lock()
+        self.lockstep = LockstepGroups()
 
     @property
     def preloaded(self) -> tuple[str, ...]:
@@ -109,20 +112,20 @@ class Registry:
     def __len__(self) -> int:
         return len(self._runs)
 
-    def arm(self, scenario: Scenario) -> Run:
-        return self._add(prepare_scenario(scenario))
+    def arm(self, scenario: Scenario, lockstep: Lockstep | None = None) -> Run:
+        return self._add(prepare_scenario(scenario), lockstep)
 
-    def arm_id(self, scenario_id: str) -> Run:
+    def arm_id(self, scenario_id: str, lockstep: Lockstep | None = None) -> Run:
         prepared = self._preloaded.get(scenario_id)
         if prepared is None:
             raise UnknownScenario(
                 f"no preloaded scenario '{scenario_id}' ({len(self._preloaded)} preloaded); "
                 'arm it by content instead: {"scenario": <mapping>}'
             )
-        return self._add(prepared)
+        return self._add(prepared, lockstep)
 
-    def _add(self, prepared: Prepared) -> Run:
-        run = Run(new_nonce(), prepared)
+    def _add(self, prepared: Prepared, lockstep: Lockstep | None = None) -> Run:
+        run = Run(new_nonce(), prepared, lockstep=lockstep)
         with self._lock:
             self._runs[run.nonce] = run
             while len(self._runs) > self._max_runs:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from mock_backends.lockstep import Lockstep
 from mock_backends.wire import SPLIT_PAUSE, Event, writes
 
 
@@ -62,8 +63,10 @@ class ReplayStream(Response):
         write_pause: float = SPLIT_PAUSE,
         abort: bool = False,
         headers: Mapping[str, str] | None = None,
+        lockstep: Lockstep | None = None,
     ) -> None:
         self.status_code = 200
+        self.lockstep = lockstep
         self.background = None
         self.events = events
         self.write_bytes = write_bytes
@@ -76,8 +79,13 @@ class ReplayStream(Response):
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         plain = not self.split_multibyte and self.write_bytes is None
         pauses = _Pauses(receive)
+        group = self.lockstep
+        reached = -1  # the last lockstep step this answer arrived at
         try:
-            for event in self.events:
+            for step, event in enumerate(self.events):
+                if group is not None:
+                    await group.step(step)
+                    reached = step
                 if event.delay > 0 and not await pauses.wait(event.delay):
                     return
                 if plain:
@@ -93,6 +101,8 @@ class ReplayStream(Response):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             pauses.close()
+            if group is not None:
+                group.leave(reached + 1)
 
 
 class DroppedResponse(Response):

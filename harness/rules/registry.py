@@ -51,6 +51,8 @@ Check = Callable[["Context"], Iterable[Violation]]
 PairCheck = Callable[["Context", "Context"], Iterable[Violation]]
 # Judges every answer of one test item together: (label of the exchange, its reading).
 ItemCheck = Callable[[Sequence[tuple[str, "Context"]]], Iterable[Violation]]
+# Judges a round of exchanges played one after another and at once (``harness.rules.isolation.Round``).
+RoundCheck = Callable[[Any], Iterable[Violation]]
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,7 @@ class Entry:
     check: Check | None = None
     pair_check: PairCheck | None = None
     item_check: ItemCheck | None = None
+    round_check: RoundCheck | None = None
     # Judges how a complete answer ends (a finish reason, a usage chunk): not applied
     # to a stream that ended with an error the scenario accepts.
     ending: bool = False
@@ -184,6 +187,32 @@ class RuleGroup:
                     frozenset(profiles),
                     frozenset(),
                     item_check=check,
+                )
+            )
+            return check
+
+        return register
+
+
+    def round(
+        self,
+        rule_id: str,
+        statement: str,
+        *,
+        severity: Severity,
+        profiles: Iterable[Profile] = EVERY_PROFILE,
+    ) -> Callable[[RoundCheck], RoundCheck]:
+        """A rule judging a round of exchanges of one scenario, played one after another
+        and at once (``harness.isolation``)."""
+
+        def register(check: RoundCheck) -> RoundCheck:
+            _register(
+                Entry(
+                    self._rule(rule_id, statement, severity),
+                    "answer",
+                    frozenset(profiles),
+                    frozenset(),
+                    round_check=check,
                 )
             )
             return check
