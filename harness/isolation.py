@@ -20,7 +20,7 @@ from __future__ import annotations
 import copy
 import secrets
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -34,6 +34,7 @@ TAG = "isolation"  # the scenario tag that asks for a round
 LABEL = "many clients: in a row, at once in lockstep, after exchanges cut off mid-call"
 CONCURRENCY = 4  # clients at once
 REPEATS = 3  # plays in a row
+MIN_PAUSE, MAX_PAUSE = 0.002, 0.05  # seconds between lockstep steps
 # An event cut off inside its JSON, in each backend dialect.
 MALFORMED_EVENT = {
     "openai": 'data: {"choices": [{"index": 0, "delta": {"content": "\n\n',
@@ -97,6 +98,14 @@ def breakers(scenario: Scenario, timeout: float) -> list[tuple[str, Scenario, bo
     ]
 
 
+def step_pause(scenario: Scenario, alone: Sequence[Played]) -> float:
+    """The pause between lockstep steps: what the proxy took per event when played alone
+    (the quickest of the plays in a row), so each step is taken in before the next comes."""
+    events = len(scenario.backend.frames) + 3  # the head, the finish and the terminator
+    quickest = min((p.exchange.elapsed for p in alone), default=0.0)
+    return min(MAX_PAUSE, max(MIN_PAUSE, quickest / events))
+
+
 def play_round(scenario: Scenario, play: PlayFn, options: Options, profile: Profile, timeout: float) -> Round:
     """Every exchange of a round, judged one by one; the isolation rules judge the round."""
 
@@ -108,7 +117,8 @@ def play_round(scenario: Scenario, play: PlayFn, options: Options, profile: Prof
         return Played(label, token, tagged, exchange, failures)
 
     alone = tuple(played(f"play {i + 1} of {REPEATS} in a row", scenario) for i in range(REPEATS))
-    group = Lockstep(f"iso-{uuid.uuid4().hex}", CONCURRENCY, patience=max(1.0, timeout / 4))
+    group = Lockstep(f"iso-{uuid.uuid4().hex}", CONCURRENCY, patience=max(1.0, timeout / 4),
+                     pause=step_pause(scenario, alone))
     with ThreadPoolExecutor(CONCURRENCY) as pool:
         together = tuple(pool.map(
             lambda i: played(f"client {i + 1} of {CONCURRENCY} at once", scenario, lockstep=group),

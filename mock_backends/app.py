@@ -148,15 +148,18 @@ def _parse_body(raw: bytes) -> tuple[Any, str | None, str | None]:
 
 
 def _lockstep(registry: Registry, spec: Any) -> tuple[Lockstep | None, str | None]:
-    """The group ``{"group": NAME, "size": N[, "patience": SECONDS]}`` asks a run to join."""
+    """The group ``{"group": NAME, "size": N[, "patience": S][, "pause": S]}`` asks a run to join."""
     if not isinstance(spec, dict) or not isinstance(spec.get("group"), str) or not spec["group"]:
-        return None, '"lockstep" must be {"group": <name>, "size": <members>} (optionally "patience": <seconds>)'
-    size, patience = spec.get("size"), spec.get("patience", DEFAULT_PATIENCE)
+        return None, ('"lockstep" must be {"group": <name>, "size": <members>} (optionally "patience" and "pause", '
+                      "in seconds)")
+    size, patience, pause = spec.get("size"), spec.get("patience", DEFAULT_PATIENCE), spec.get("pause", 0.0)
     if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= 1024:
         return None, '"lockstep.size" must be an integer from 1 to 1024'
     if not isinstance(patience, (int, float)) or isinstance(patience, bool) or not 0 < patience <= 600:
         return None, '"lockstep.patience" must be a number of seconds above 0 and at most 600'
-    return registry.lockstep.join(spec["group"], size, float(patience)), None
+    if not isinstance(pause, (int, float)) or isinstance(pause, bool) or not 0 <= pause <= 10:
+        return None, '"lockstep.pause" must be a number of seconds from 0 to 10'
+    return registry.lockstep.join(spec["group"], size, float(patience), float(pause)), None
 
 
 def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:

@@ -19,14 +19,16 @@ from harness.scenario import Scenario
 
 @dataclass(frozen=True)
 class Lockstep:
-    """A lockstep group to arm runs in: ``size`` members, each step waiting at most ``patience`` s."""
+    """A lockstep group to arm runs in: ``size`` members, each step waiting at most ``patience`` s
+    for the slowest, then ``pause`` s before its events are written."""
 
     group: str
     size: int
     patience: float = 2.0
+    pause: float = 0.0
 
     def to_json(self) -> dict[str, Any]:
-        return {"group": self.group, "size": self.size, "patience": self.patience}
+        return {"group": self.group, "size": self.size, "patience": self.patience, "pause": self.pause}
 
 
 class MockControl:

@@ -6,6 +6,12 @@ every run: frame k of each exchange reaches the proxy, then frame k+1. A proxy w
 requests share state mixes them in that order each time, which makes the failure
 reproducible instead of a matter of scheduling.
 
+Every member of a group pauses ``pause`` seconds after each step is released, before
+writing that step's event: time for the proxy to take in what the step sent, so that
+its handling of the answers interleaves as their events do (without it, a proxy that
+reads fast enough sees each answer's events already queued and may handle one answer
+whole before the next).
+
 A group waits for its members to arrive at each step. A member whose stream ends
 (finished, dropped, or its client hung up) leaves the group, so the others never wait
 for it again. A step nobody completes within ``patience`` seconds (a proxy that holds
@@ -31,6 +37,7 @@ class Lockstep:
     name: str
     size: int
     patience: float = DEFAULT_PATIENCE
+    pause: float = 0.0
     broken: bool = False
     _arrived: dict[int, int] = field(default_factory=dict)
     _left_before: list[int] = field(default_factory=list)  # for each member that left: the step it never reached
@@ -51,6 +58,13 @@ class Lockstep:
         self._wake()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.patience
+        try:
+            await self._released(step, loop, deadline)
+        finally:
+            if self.pause > 0:
+                await asyncio.sleep(self.pause)
+
+    async def _released(self, step: int, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
         while not self._ready(step):
             if self._changed is None:
                 self._changed = asyncio.Event()
@@ -78,11 +92,11 @@ class LockstepGroups:
         self._groups: OrderedDict[str, Lockstep] = OrderedDict()
         self._lock = threading.Lock()
 
-    def join(self, name: str, size: int, patience: float = DEFAULT_PATIENCE) -> Lockstep:
+    def join(self, name: str, size: int, patience: float = DEFAULT_PATIENCE, pause: float = 0.0) -> Lockstep:
         with self._lock:
             group = self._groups.get(name)
-            if group is None or group.size != size or group.patience != patience:
-                group = self._groups[name] = Lockstep(name, size, patience)
+            if group is None or (group.size, group.patience, group.pause) != (size, patience, pause):
+                group = self._groups[name] = Lockstep(name, size, patience, pause)
                 while len(self._groups) > MAX_GROUPS:
                     self._groups.popitem(last=False)
             return group

@@ -246,8 +246,27 @@ def choices_rescued_apart(ctx: Context) -> Iterator[Violation]:
             yield Violation(
                 f"choice {index}: " + "; ".join(lines),
                 {"choice": index, "expected": [{"name": n_, "arguments": dict(a)} for n_, a in expected],
-                 "actual": [{"name": c.name, "arguments": c.raw} for c in received]},
+                 "actual": [{"name": c.name, "arguments": c.raw} for c in received], **_choice_calls_at(ctx, index)},
             )
+
+
+def _choice_calls_at(ctx: Context, index: int) -> dict[str, Any]:
+    """Where choice ``index``'s calls begin: its first call delta, its message's calls, or the end."""
+    if ctx.kind == "json":
+        body = parse_body(ctx.exchange.raw)[0]
+        choices = body.get("choices") if isinstance(body, Mapping) else None
+        for i, choice in enumerate(choices if isinstance(choices, list) else ()):
+            if isinstance(choice, Mapping) and choice.get("index") == index:
+                return {"json_path": f"/choices/{i}/message"}
+        return {"json_path": "/choices"}
+    for payload in ctx.payloads:
+        chunk = payload.chunk
+        choices = chunk.get("choices") if chunk is not None else None
+        for choice in choices if isinstance(choices, list) else ():
+            delta = choice.get("delta") if isinstance(choice, Mapping) else None
+            if choice.get("index") == index and isinstance(delta, Mapping) and delta.get("tool_calls"):
+                return ctx.at(payload)
+    return {"byte_offset": ctx.stream.size}
 
 
 __all__ = ["CHOICE_MARK", "EXCHANGE_MARK", "Played", "Round", "reading"]

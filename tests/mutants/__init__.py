@@ -6,13 +6,14 @@ harness must report, the scenarios that expose it, and how it is built from the
 reference proxy (``base.rewritten`` with a ``Rewriter`` for wire breakage,
 ``base.substituted`` for a swapped piece of behaviour). Chat-completion mutants live
 in ``mutants.openai``, Messages mutants (rewriters of ``SSEEvent``s with their
-``event:`` names) in ``mutants.anthropic``.
+``event:`` names) in ``mutants.anthropic``, proxies whose state is shared between
+exchanges or choices in ``mutants.isolation``.
 """
 
-from mutants import anthropic, openai
+from mutants import anthropic, isolation, openai
 from mutants.base import Mutant
 from mutants.different import CORRECT_BUT_DIFFERENT
 
-MUTANTS: tuple[Mutant, ...] = (*openai.MUTANTS, *anthropic.MUTANTS)
+MUTANTS: tuple[Mutant, ...] = (*openai.MUTANTS, *anthropic.MUTANTS, *isolation.MUTANTS)
 CORRECT: tuple[Mutant, ...] = (CORRECT_BUT_DIFFERENT, anthropic.CORRECT_BUT_DIFFERENT_MESSAGES)
 ALL: tuple[Mutant, ...] = (*MUTANTS, *CORRECT)
