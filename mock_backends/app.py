@@ -29,6 +29,7 @@ from harness.nonce import find_nonce
 from harness.scenario import Fault, Scenario, parse_scenario
 from mock_backends import anthropic_replay
 from mock_backends.openai_replay import completion, error_body, plan_reply, stream_events
+from mock_backends.fault_rate import FaultRate
 from mock_backends.lockstep import DEFAULT_PATIENCE, Lockstep
 from mock_backends.registry import Registry, Run, RunNotFound, Selection, UnknownScenario
 from mock_backends.streaming import DroppedResponse, ReplayStream
@@ -45,6 +46,7 @@ ROUTES_HELP = (
 
 # Every answer tied to a run names it, so a request that reached the mock without a nonce can be traced.
 RUN_HEADER = "X-Conformance-Run"
+FAULT_HEADER = "X-Conformance-Fault"  # the kind of a fault drawn by the fault rate
 SELECTED_BY_HEADER = "X-Conformance-Selected-By"
 _TOOK = {"queue": " (no nonce: oldest waiting run)", "only": " (no nonce: the only armed run)"}
 
@@ -162,8 +164,10 @@ def _lockstep(registry: Registry, spec: Any) -> tuple[Lockstep | None, str | Non
     return registry.lockstep.join(spec["group"], size, float(patience), float(pause)), None
 
 
-def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
-    """The mock backend; ``scenarios`` are preloaded so runs can be armed by id."""
+def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | None = None) -> FastAPI:
+    """The mock backend; ``scenarios`` are preloaded so runs can be armed by id. With
+    ``fault_rate``, that share of requests to runs without a fault of their own get one
+    (``mock_backends.fault_rate``)."""
     registry = Registry(scenarios)
     created = int(time.time())
     app = FastAPI(
@@ -286,6 +290,8 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
             run.record(RecordedRequest("POST", path, scope["query_string"].decode("latin-1"), headers, body,
                                        raw_text, now))
 
+        drawn: str | None = None
+
         def named(response: Response) -> Response:
             """Tell whoever reads the answer which run it came from and how that run was chosen;
             a Messages answer also carries the API's request-id."""
@@ -294,6 +300,8 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
                 response.headers[SELECTED_BY_HEADER] = selection.by
             if dialect == "anthropic":
                 response.headers.setdefault("request-id", "req_" + os.urandom(12).hex())
+            if drawn is not None:
+                response.headers[FAULT_HEADER] = drawn
             return response
 
         def refuse(status: int, kind: str, message: str, code: str, *, param: str | None = None,
@@ -317,17 +325,22 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
         if invalid is not None:
             return refuse(400, "invalid request", invalid.message, invalid.code or "invalid_request",
                           param=invalid.param, api_type="invalid_request_error")
+        prepared = run.prepared
+        if fault_rate is not None and prepared.scenario.backend.fault is None:
+            drawn = fault_rate.decide(run.nonce, run.received - 1)
+            if drawn is not None:
+                prepared = run.with_fault(drawn, fault_rate.fault(drawn, len(prepared.scenario.backend.frames)))
         replay: _Replay
         events: Callable[[], list[Event]]
         whole: Callable[[], Any]
         if dialect == "openai":
-            openai = run.prepared.openai
+            openai = prepared.openai
             assert openai is not None
             reply = plan_reply(openai, body, completion_id="chatcmpl-" + os.urandom(16).hex(), created=int(now))
             replay, stream = openai, reply.stream
             events, whole = partial(stream_events, openai, reply), partial(completion, openai, reply)
         else:
-            anthropic = run.prepared.anthropic
+            anthropic = prepared.anthropic
             assert anthropic is not None
             areply = anthropic_replay.plan_reply(anthropic, body, message_id="msg_" + os.urandom(12).hex())
             replay, stream = anthropic, areply.stream

@@ -9,6 +9,7 @@ oldest armed run that has not received a request yet takes it.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict, deque
 from collections.abc import Iterable
@@ -18,7 +19,7 @@ from typing import Literal
 from harness.errors import MockError
 from harness.exchange import RecordedRequest
 from harness.nonce import NONCE_HEADER, new_nonce
-from harness.scenario import Scenario
+from harness.scenario import Fault, Scenario
 from mock_backends import anthropic_replay, openai_replay
 from mock_backends.anthropic_replay import AnthropicReplay
 from mock_backends.lockstep import Lockstep, LockstepGroups
@@ -56,10 +57,20 @@ class Run:
     received: int = 0  # all requests, also those no longer kept
     claimed: bool = False  # a request was tied to it: it has left the queue of waiting runs
     lockstep: Lockstep | None = None  # streamed answers released event by event with its group's
+    faulted: dict[str, Prepared] = field(default_factory=dict)  # its replay with each rate fault, made once
 
     @property
     def scenario(self) -> Scenario:
         return self.prepared.scenario
+
+    def with_fault(self, kind: str, fault: Fault) -> Prepared:
+        """The run's replay with ``fault`` injected (a fault drawn by the mock's fault rate)."""
+        found = self.faulted.get(kind)
+        if found is None:
+            scenario = self.scenario
+            backend = dataclasses.replace(scenario.backend, fault=fault)
+            found = self.faulted[kind] = prepare_scenario(dataclasses.replace(scenario, backend=backend))
+        return found
 
     def record(self, request: RecordedRequest) -> None:
         self.requests.append(request)
