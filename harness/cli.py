@@ -61,9 +61,11 @@ def list_(dirs: tuple[Path, ...], tags: tuple[str, ...], families: tuple[str, ..
 def _attach_server_commands() -> None:
     from harness.import_command import import_command
     from mock_backends.cli import mock
+    from harness.soak import soak
     from reference_proxy.cli import proxy
 
     main.add_command(mock)
+    main.add_command(soak)
     main.add_command(proxy)
     main.add_command(import_command)
 
