@@ -27,6 +27,7 @@ import requests
 from locust import User, constant, events, task
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
+from locust.util.timespan import parse_timespan
 
 from harness.exchange import Exchange, Profile
 from harness.isolation import new_token, tag
@@ -62,6 +63,9 @@ def _options(parser: Any) -> None:
     group.add_argument("--exchange-timeout", type=float, default=30.0, help="Seconds one exchange may take.")
     group.add_argument("--proxy-pid", type=int, default=0, help="Sample this process's RSS (Linux).")
     group.add_argument("--progress-every", type=float, default=5.0, help="Seconds between progress lines.")
+    group.add_argument("--soak-duration", default="",
+                       help="Stop after this long from the first user on (30s, 10m, 1h30m); unlike --run-time, the "
+                            "time this file takes to load the library does not count.")
 
 
 @dataclass(frozen=True)
@@ -211,6 +215,18 @@ def _progress(environment: Environment, every: float, pid: int) -> None:
         print(current(environment).progress(elapsed, users), flush=True)
 
 
+def _init(environment: Environment, **_: Any) -> None:
+    """Read the library, build the cases and judge one made-up answer before any user starts:
+    the rules import the SDKs on first use, which would stall every user at once."""
+    if environment.parsed_options is not None and not isinstance(environment.runner, MasterRunner):
+        soak = settings(environment)
+        case = soak.cases[0]
+        warm = Exchange(scenario_id=case.scenario.id, profile=case.scenario.client.profile, stream=True,
+                        request_body={}, request_headers={}, status=200,
+                        response_headers={"content-type": "text/event-stream"}, raw=b"data: [DONE]\n\n")
+        judge(case, new_token(), case.scenario, warm, soak.options[case.scenario.client.profile], None)
+
+
 def _start(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
@@ -221,6 +237,9 @@ def _start(environment: Environment, **_: Any) -> None:
         if kb is not None:
             RSS.append((0.0, kb))
     gevent.spawn(_progress, environment, float(getattr(opts, "progress_every", 5.0)), pid)
+    duration = str(getattr(opts, "soak_duration", "") or "")
+    if duration and environment.runner is not None:
+        gevent.spawn_later(parse_timespan(duration), environment.runner.quit)
 
 
 def _summary(environment: Environment, **_: Any) -> None:
@@ -237,5 +256,6 @@ def _summary(environment: Environment, **_: Any) -> None:
 
 # Locust's listener registration is untyped.
 for hook, listener in ((events.init_command_line_parser, _options), (events.report_to_master, _report),
-                       (events.worker_report, _gather), (events.test_start, _start), (events.quitting, _summary)):
+                       (events.worker_report, _gather), (events.init, _init), (events.test_start, _start),
+                       (events.quitting, _summary)):
     hook.add_listener(listener)  # type: ignore[no-untyped-call]

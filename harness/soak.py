@@ -26,7 +26,8 @@ LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 @click.option("--users", type=click.IntRange(1), default=32, show_default=True, help="Concurrent clients.")
 @click.option("--spawn-rate", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Clients started per second (default: all within about a second, at most 100 a second).")
-@click.option("--duration", default="1m", show_default=True, help="How long, as Locust reads it: 30s, 10m, 1h30m.")
+@click.option("--duration", default="1m", show_default=True,
+              help="How long, from the first client on, as Locust reads it: 30s, 10m, 1h30m.")
 @click.option("--fault-rate", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
               help="Share of upstream requests the mock faults (drop, stall, 503, 429 with Retry-After).")
 @click.option("--fault-seed", type=int, default=None, help="Seed of the faulted requests (default: random, printed).")
@@ -56,7 +57,14 @@ def soak(proxy_url: str | None, users: int, spawn_rate: float | None, duration: 
     p50/p99, and the proxy's RSS over time (with --proxy-pid). docs/soak.md shows the same
     locustfile on Locust's own master and workers.
     """
+    from locust.util.timespan import parse_timespan
+
     from harness.processes import free_port, running
+
+    try:
+        parse_timespan(duration)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--duration") from exc
 
     seed = fault_seed if fault_seed is not None else random.SystemRandom().randrange(1, 1_000_000)
     port = mock_port or free_port()
@@ -81,7 +89,7 @@ def soak(proxy_url: str | None, users: int, spawn_rate: float | None, duration: 
         rate = spawn_rate or float(min(users, 100))
         command = [
             sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--only-summary",
-            "--users", str(users), "--spawn-rate", f"{rate:g}", "--run-time", duration,
+            "--users", str(users), "--spawn-rate", f"{rate:g}", "--soak-duration", duration,
             "--host", proxy_url.rstrip("/"), "--stop-timeout", f"{timeout:g}", "--loglevel", "WARNING",
             "--mock-url", mock_url, "--fault-rate", str(fault_rate), "--fault-seed", str(seed),
             "--fault-stall", str(fault_stall), "--exchange-timeout", f"{timeout:g}",
