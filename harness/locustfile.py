@@ -3,7 +3,7 @@
 Run it headless on one machine with ``toolcall-conformance soak``, or give this file to
 Locust itself, on one machine or on a master and its workers (``docs/soak.md``)::
 
-    locust -f "$(python -c 'import harness.locustfile as f; print(f.__file__)')" \\
+    locust -f "$(python -c 'import importlib.util as u; print(u.find_spec("harness.locustfile").origin)')" \\
         --host http://127.0.0.1:8000/v1 --mock-url http://127.0.0.1:9100 --fault-rate 0.05 --fault-seed 1
 
 Each task is one exchange: arm a run of a scenario tagged for this exchange alone, send
@@ -16,6 +16,10 @@ requests the mock faulted from the run's nonce.
 
 from __future__ import annotations
 
+# Locust first: importing it patches the standard library for gevent, which must happen
+# before anything imports ssl or socket (requests, httpx).
+from locust import User, constant, events, task  # isort: skip
+
 import json
 import random
 import time
@@ -24,7 +28,6 @@ from typing import Any
 
 import gevent  # type: ignore[import-untyped]
 import requests
-from locust import User, constant, events, task
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 from locust.util.timespan import parse_timespan
@@ -43,6 +46,7 @@ from mock_backends.fault_rate import FaultRate
 TALLY = Tally()  # this process's exchanges (a worker's since its last report)
 OVERALL = Tally()  # on a master: every worker's, merged
 RSS: list[tuple[float, int]] = []
+_PROGRESS: list[Any] = []  # the greenlet printing progress lines, stopped before the summary
 
 
 class RuleFailure(Exception):
@@ -131,9 +135,15 @@ class ConformanceUser(User):
         case = self.rng.choice(soak.cases)
         token = new_token()
         played = tag(case.scenario, token)
-        armed = self.http.post(f"{soak.mock_url}/_mock/runs", json={"scenario": played.to_mapping()}, timeout=30)
-        armed.raise_for_status()
-        nonce: str = armed.json()["nonce"]
+        try:
+            armed = self.http.post(f"{soak.mock_url}/_mock/runs", json={"scenario": played.to_mapping()}, timeout=30)
+            armed.raise_for_status()
+            nonce: str = armed.json()["nonce"]
+        except (requests.RequestException, ValueError, KeyError) as exc:
+            self.environment.events.request.fire(
+                request_type="ARM", name=f"the mock at {soak.mock_url}", response_time=0, response_length=0,
+                exception=exc, context={})
+            return
         try:
             self._play(case, token, played, nonce)
         finally:
@@ -228,6 +238,10 @@ def _init(environment: Environment, **_: Any) -> None:
 
 
 def _start(environment: Environment, **_: Any) -> None:
+    global _SETTINGS
+    if not isinstance(environment.runner, MasterRunner):
+        _SETTINGS = None  # a worker has just received the master's options: read them again
+        settings(environment)
     if isinstance(environment.runner, WorkerRunner):
         return
     opts = environment.parsed_options
@@ -236,7 +250,7 @@ def _start(environment: Environment, **_: Any) -> None:
         kb = rss_kb(pid)
         if kb is not None:
             RSS.append((0.0, kb))
-    gevent.spawn(_progress, environment, float(getattr(opts, "progress_every", 5.0)), pid)
+    _PROGRESS.append(gevent.spawn(_progress, environment, float(getattr(opts, "progress_every", 5.0)), pid))
     duration = str(getattr(opts, "soak_duration", "") or "")
     if duration and environment.runner is not None:
         gevent.spawn_later(parse_timespan(duration), environment.runner.quit)
@@ -245,6 +259,8 @@ def _start(environment: Environment, **_: Any) -> None:
 def _summary(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
+    for greenlet in _PROGRESS:
+        greenlet.kill()
     opts = environment.parsed_options
     pid = int(getattr(opts, "proxy_pid", 0) or 0) if opts is not None else 0
     if pid:
