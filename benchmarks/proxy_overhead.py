@@ -47,18 +47,14 @@ import json
 import os
 import platform
 import re
-import signal
 import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import yaml
 
@@ -66,12 +62,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from harness.processes import ServerProcess as Server  # noqa: E402
+from harness.processes import free_port, running  # noqa: E402
 from parser_throughput import cpu_model, plain_prose  # noqa: E402
 
 NONCE_HEADER = "X-Conformance-Nonce"
-CLI = "from harness.cli import run_main; run_main()"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-START_TIMEOUT = 20.0
 REQUEST_TIMEOUT = 30.0
 
 
@@ -126,87 +121,6 @@ def request_body(scenario: dict[str, Any]) -> bytes:
 
 
 # --------------------------------------------------------------------------- servers
-
-
-@dataclass
-class Server:
-    name: str
-    process: subprocess.Popen[bytes]
-    port: int
-    log: IO[bytes]
-
-    def cpu_seconds(self) -> float:
-        """User + system CPU so far of the server process and its children (uvicorn's workers)."""
-        pids = [self.process.pid, *children(self.process.pid)]
-        return sum(process_cpu(pid) for pid in pids)
-
-
-def process_cpu(pid: int) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-
-def children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (Linux)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
-                    found.append(int(entry.name))
-            except (OSError, ValueError, IndexError):
-                continue
-    return found
-
-    def log_tail(self) -> str:
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read().decode("utf-8", "replace")[-2000:]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def wait_http(port: int, path: str, server: Server) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"{server.name} exited with {server.process.returncode}:\n{server.log_tail()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-                sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
-                if sock.recv(100).startswith(b"HTTP/1.1 200"):
-                    return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError(f"{server.name} did not answer on port {port} within {START_TIMEOUT:.0f} s:\n{server.log_tail()}")
-
-
-@contextmanager
-def running(name: str, args: Sequence[str], port: int, health: str) -> Iterator[Server]:
-    log = tempfile.TemporaryFile()
-    process = subprocess.Popen([sys.executable, "-c", CLI, *args], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-    server = Server(name, process, port, log)
-    try:
-        wait_http(port, health, server)
-        yield server
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
-        log.close()
 
 
 def arm(mock_port: int, scenario: dict[str, Any]) -> str:

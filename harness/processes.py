@@ -7,6 +7,7 @@ server answers ``health`` with 200, and always stops it (SIGINT, then SIGKILL).
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -22,6 +23,7 @@ from typing import IO
 from harness.errors import ConformanceError
 
 CLI = "from harness.cli import run_main; run_main()"
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 START_TIMEOUT = 20.0  # seconds a server may take to answer its first health check
 
 
@@ -36,10 +38,36 @@ class ServerProcess:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
+    def cpu_seconds(self) -> float:
+        """User + system CPU so far of the server process and its children (uvicorn's workers)."""
+        return sum(process_cpu(pid) for pid in (self.process.pid, *children(self.process.pid)))
+
     def log_tail(self, size: int = 2000) -> str:
         self.log.flush()
         self.log.seek(0)
         return self.log.read().decode("utf-8", "replace")[-size:]
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux; 0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
 
 
 def free_port() -> int:

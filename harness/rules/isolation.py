@@ -21,7 +21,7 @@ conversation, or loses its own: severity ``client``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -153,6 +153,22 @@ def _differs(p: Played, first: Played, options: Options) -> tuple[Reading, Readi
     return None
 
 
+def _compared(round_: Round, played: Iterable[tuple[Played, str]]) -> Iterator[Violation]:
+    """Each exchange's answer against the first one played alone; ``where`` says when it was played."""
+    if not round_.alone:
+        return
+    first = round_.alone[0]
+    for p, where in played:
+        found = _differs(p, first, round_.options)
+        if found is not None:
+            a, b = found
+            yield Violation(
+                f"{p.label}{where} got {b.describe()} instead of {a.describe()} (as {first.label})"
+                + _rules_said(p, first),
+                {"exchange": p.label, "expected": a.describe(), "actual": b.describe()},
+            )
+
+
 @rule.round(
     "ISO-003",
     "The same scenario played several times in a row gets the same answer each time: the same calls on the same "
@@ -160,18 +176,7 @@ def _differs(p: Played, first: Played, options: Options) -> tuple[Reading, Readi
     severity="client",
 )
 def same_answer_in_a_row(round_: Round) -> Iterator[Violation]:
-    if not round_.alone:
-        return
-    first = round_.alone[0]
-    for p in round_.alone[1:]:
-        found = _differs(p, first, round_.options)
-        if found is not None:
-            a, b = found
-            yield Violation(
-                f"{p.label} got a different answer than {first.label}: {b.describe()} instead of {a.describe()}"
-                + _rules_said(p, first),
-                {"exchange": p.label, "expected": a.describe(), "actual": b.describe()},
-            )
+    yield from _compared(round_, ((p, "") for p in round_.alone[1:]))
 
 
 @rule.round(
@@ -181,18 +186,7 @@ def same_answer_in_a_row(round_: Round) -> Iterator[Violation]:
     severity="client",
 )
 def unaffected_after_broken_exchange(round_: Round) -> Iterator[Violation]:
-    if not round_.alone:
-        return
-    first = round_.alone[0]
-    for broken, p in round_.after:
-        found = _differs(p, first, round_.options)
-        if found is not None:
-            a, b = found
-            yield Violation(
-                f"{p.label}, right after {broken.label}, got {b.describe()} instead of {a.describe()}"
-                + _rules_said(p, first),
-                {"exchange": p.label, "after": broken.label, "expected": a.describe(), "actual": b.describe()},
-            )
+    yield from _compared(round_, ((p, f", right after {broken.label},") for broken, p in round_.after))
 
 
 def _rules_said(p: Played, first: Played) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
     from harness.rules.context import Context
@@ -53,6 +53,7 @@ PairCheck = Callable[["Context", "Context"], Iterable[Violation]]
 ItemCheck = Callable[[Sequence[tuple[str, "Context"]]], Iterable[Violation]]
 # Judges a round of exchanges played one after another and at once (``harness.rules.isolation.Round``).
 RoundCheck = Callable[[Any], Iterable[Violation]]
+C = TypeVar("C", PairCheck, ItemCheck, RoundCheck)
 
 
 @dataclass(frozen=True)
@@ -152,21 +153,7 @@ class RuleGroup:
         features: Iterable[str] = (),
     ) -> Callable[[PairCheck], PairCheck]:
         """A rule judging two exchanges of one scenario (streamed and not)."""
-
-        def register(check: PairCheck) -> PairCheck:
-            _register(
-                Entry(
-                    self._rule(rule_id, statement, severity),
-                    "answer",
-                    frozenset(profiles),
-                    frozenset(features),
-                    pair_check=check,
-                )
-            )
-            return check
-
-        return register
-
+        return self._answers(rule_id, statement, severity, profiles, features, "pair_check")
 
     def item(
         self,
@@ -178,21 +165,7 @@ class RuleGroup:
     ) -> Callable[[ItemCheck], ItemCheck]:
         """A rule judging all the answers of one test item together (as written, without
         streaming, re-chunked)."""
-
-        def register(check: ItemCheck) -> ItemCheck:
-            _register(
-                Entry(
-                    self._rule(rule_id, statement, severity),
-                    "answer",
-                    frozenset(profiles),
-                    frozenset(),
-                    item_check=check,
-                )
-            )
-            return check
-
-        return register
-
+        return self._answers(rule_id, statement, severity, profiles, (), "item_check")
 
     def round(
         self,
@@ -204,17 +177,18 @@ class RuleGroup:
     ) -> Callable[[RoundCheck], RoundCheck]:
         """A rule judging a round of exchanges of one scenario, played one after another
         and at once (``harness.isolation``)."""
+        return self._answers(rule_id, statement, severity, profiles, (), "round_check")
 
-        def register(check: RoundCheck) -> RoundCheck:
-            _register(
-                Entry(
-                    self._rule(rule_id, statement, severity),
-                    "answer",
-                    frozenset(profiles),
-                    frozenset(),
-                    round_check=check,
-                )
-            )
+    def _answers(self, rule_id: str, statement: str, severity: Severity, profiles: Iterable[Profile],
+                 features: Iterable[str], kind: str) -> Callable[[C], C]:
+        """Register a rule on several answers (its check goes in the entry's ``kind`` field)."""
+
+        def register(check: C) -> C:
+            given: Any = check  # one of the three kinds, told apart by ``kind``
+            _register(Entry(self._rule(rule_id, statement, severity), "answer", frozenset(profiles),
+                            frozenset(features), pair_check=given if kind == "pair_check" else None,
+                            item_check=given if kind == "item_check" else None,
+                            round_check=given if kind == "round_check" else None))
             return check
 
         return register
