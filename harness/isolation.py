@@ -29,7 +29,7 @@ from harness.rules import Options, evaluate
 from harness.rules.isolation import EXCHANGE_MARK, Played, Round
 from harness.scenario import Scenario, parse_scenario
 from harness.scenario import _build as build_scenario
-from mock_backends.control import Lockstep, MockControl
+from mock_backends.control import Lockstep
 
 TAG = "isolation"  # the scenario tag that asks for a round
 LABEL = "many clients: in a row, at once in lockstep, after exchanges cut off mid-call"

@@ -259,7 +259,7 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
                                             "features-loop-guard")},
     "isolation": {
         "many clients at once": ("isolation-hermes-in-flight", "isolation-qwen-coder-in-flight",
-                                 "isolation-native-in-flight"),
+                                 "isolation-native-in-flight", "isolation-anthropic-invoke-in-flight"),
         "several choices": ("isolation-n-choices",),
     },
     "anthropic": {

@@ -16,12 +16,14 @@ from itertools import count
 from typing import Any
 
 from mutants.base import Mutant, substituted
+from reference_proxy.anthropic_stream import AnthropicStreamPipeline
 from reference_proxy.config import ProxyConfig
 from reference_proxy.pipeline import StreamPipeline, _Choice
 from reference_proxy.rescue import Event, Rescuer, ToolSpec
 from starlette.types import ASGIApp
 
 IN_FLIGHT = "isolation-hermes-in-flight"
+INVOKE_IN_FLIGHT = "isolation-anthropic-invoke-in-flight"
 CODER_IN_FLIGHT = "isolation-qwen-coder-in-flight"
 N_CHOICES = "isolation-n-choices"
 
@@ -60,7 +62,9 @@ class SharedRescuer:
 
 
 def module_level_parser(config: ProxyConfig) -> ASGIApp:
-    return substituted(StreamPipeline=partial(StreamPipeline, rescuer_factory=SharedRescuer()))(config)
+    shared = SharedRescuer()  # one for both APIs' streams, as a module-level parser would be
+    return substituted(StreamPipeline=partial(StreamPipeline, rescuer_factory=shared),
+                       AnthropicStreamPipeline=partial(AnthropicStreamPipeline, rescuer_factory=shared))(config)
 
 
 def call_counter_from_start_up(config: ProxyConfig) -> ASGIApp:
@@ -108,6 +112,8 @@ def buffer_by_model(config: ProxyConfig) -> ASGIApp:
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("module-level-parser", "Keeps one rescuer for every stream of the process, reset when any stream ends.",
            ("ISO-001", "ISO-002"), (IN_FLIGHT,), module_level_parser),
+    Mutant("module-level-parser-messages", "The same, played by Messages clients (leaked invoke XML in text deltas).",
+           ("ISO-002", "ISO-004"), (INVOKE_IN_FLIGHT,), module_level_parser),
     Mutant("call-counter-from-start-up", "Numbers streamed calls from a counter set at start-up, not per answer.",
            ("ISO-003",), (CODER_IN_FLIGHT,), call_counter_from_start_up),
     Mutant("parser-shared-by-choices", "Feeds every choice of an `n` > 1 answer into one rescuer.",
