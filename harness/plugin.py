@@ -390,7 +390,10 @@ class ConformanceSession:
     def reproduce(self, scenario: Scenario, profile: Profile, attempt: Attempt) -> str:
         shared = self.shared
         assert shared is not None
-        args = ["toolcall-conformance", "replay", scenario.id]
+        # A round of many exchanges is played by the run, not by replay: the item alone, again.
+        round_ = attempt.kind == "isolation"
+        args = ["toolcall-conformance", "run", "-k", scenario.id] if round_ else ["toolcall-conformance", "replay",
+                                                                                 scenario.id]
         if not shared.embedded_proxy:
             args += ["--proxy-url", shared.proxy_url]
             if shared.mock_served:
