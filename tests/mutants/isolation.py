@@ -26,6 +26,7 @@ IN_FLIGHT = "isolation-hermes-in-flight"
 INVOKE_IN_FLIGHT = "isolation-anthropic-invoke-in-flight"
 CODER_IN_FLIGHT = "isolation-qwen-coder-in-flight"
 N_CHOICES = "isolation-n-choices"
+NATIVE_IN_FLIGHT = "isolation-native-in-flight"
 
 
 class SharedRescuer:
@@ -109,6 +110,24 @@ def buffer_by_model(config: ProxyConfig) -> ASGIApp:
     return substituted(StreamPipeline=ByModel)(config)
 
 
+def native_calls_shared(config: ProxyConfig) -> ASGIApp:
+    """Buffers native call fragments in one table for every stream, by call index, emptied
+    when a stream finishes: one client at a time never notices."""
+    table: dict[int, Any] = {}
+
+    class SharedNatives(StreamPipeline):
+        def _open_choice(self, index: int, emitter: Any, out: list[str]) -> _Choice:
+            choice = super()._open_choice(index, emitter, out)
+            choice.native = table
+            return choice
+
+        def _finish(self, choice: _Choice, upstream_reason: str | None, out: list[str]) -> None:
+            super()._finish(choice, upstream_reason, out)
+            table.clear()
+
+    return substituted(StreamPipeline=SharedNatives)(config)
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("module-level-parser", "Keeps one rescuer for every stream of the process, reset when any stream ends.",
            ("ISO-001", "ISO-002"), (IN_FLIGHT,), module_level_parser),
@@ -118,6 +137,8 @@ MUTANTS: tuple[Mutant, ...] = (
            ("ISO-003",), (CODER_IN_FLIGHT,), call_counter_from_start_up),
     Mutant("parser-shared-by-choices", "Feeds every choice of an `n` > 1 answer into one rescuer.",
            ("ISO-005",), (N_CHOICES,), substituted(StreamPipeline=ChoicesShareOneParser)),
+    Mutant("native-calls-shared", "Buffers native call fragments in one table for every stream, by call index.",
+           ("ISO-001", "ISO-002", "ISO-004"), (NATIVE_IN_FLIGHT,), native_calls_shared),
     Mutant("buffer-by-model", "Keeps the rescue buffer under the model name, across requests.",
            ("ISO-001", "ISO-004"), (IN_FLIGHT,), buffer_by_model),
 )
