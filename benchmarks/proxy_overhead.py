@@ -23,7 +23,12 @@ Printed figures:
   arrives alone, as from a real model);
 * throughput: streams per second with 1, 16 and 64 concurrent clients (each with its
   own keep-alive connection), direct vs through the proxy, the ratio, and the CPU
-  each process spent per stream (from ``/proc``), so a saturated client or mock shows.
+  each process spent per stream (from ``/proc``), so a saturated client or mock shows;
+* many streams: ``--many`` clients (default 256) each streaming paced answers back to
+  back (``--many-frames`` frames ``--many-delay-ms`` apart, as a model generates them),
+  direct and then through the proxy: first-content p50/p99 and what the proxy adds, and
+  the CPU-seconds the mock and the proxy spend per 1,000 relayed events (a paced answer
+  of F frames is F + 3 events: the role chunk, the frames, the finish chunk, ``[DONE]``).
 
 The client is raw asyncio streams: it reads whatever the socket holds (up to 64 KB),
 spots the first content delta and the end of the chunked body by byte search, and
@@ -42,18 +47,14 @@ import json
 import os
 import platform
 import re
-import signal
 import socket
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import yaml
 
@@ -61,12 +62,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from harness.processes import ServerProcess as Server  # noqa: E402
+from harness.processes import free_port, running  # noqa: E402
 from parser_throughput import cpu_model, plain_prose  # noqa: E402
 
 NONCE_HEADER = "X-Conformance-Nonce"
-CLI = "from harness.cli import run_main; run_main()"
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-START_TIMEOUT = 20.0
 REQUEST_TIMEOUT = 30.0
 
 
@@ -121,66 +121,6 @@ def request_body(scenario: dict[str, Any]) -> bytes:
 
 
 # --------------------------------------------------------------------------- servers
-
-
-@dataclass
-class Server:
-    name: str
-    process: subprocess.Popen[bytes]
-    port: int
-    log: IO[bytes]
-
-    def cpu_seconds(self) -> float:
-        """User + system CPU of the server process so far."""
-        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / CLK_TCK
-
-    def log_tail(self) -> str:
-        self.log.flush()
-        self.log.seek(0)
-        return self.log.read().decode("utf-8", "replace")[-2000:]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
-def wait_http(port: int, path: str, server: Server) -> None:
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"{server.name} exited with {server.process.returncode}:\n{server.log_tail()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-                sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
-                if sock.recv(100).startswith(b"HTTP/1.1 200"):
-                    return
-        except OSError:
-            pass
-        time.sleep(0.05)
-    raise RuntimeError(f"{server.name} did not answer on port {port} within {START_TIMEOUT:.0f} s:\n{server.log_tail()}")
-
-
-@contextmanager
-def running(name: str, args: Sequence[str], port: int, health: str) -> Iterator[Server]:
-    log = tempfile.TemporaryFile()
-    process = subprocess.Popen([sys.executable, "-c", CLI, *args], stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
-    server = Server(name, process, port, log)
-    try:
-        wait_http(port, health, server)
-        yield server
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGINT)
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
-        log.close()
 
 
 def arm(mock_port: int, scenario: dict[str, Any]) -> str:
@@ -383,6 +323,55 @@ async def throughput(target: Target, clients: int, seconds: float, warmup: float
     return result
 
 
+@dataclass
+class Many:
+    firsts: list[float] = field(default_factory=list)  # seconds to first content, streams that ended in the window
+    streams: int = 0
+    seconds: float = 0.0
+    server_cpu: dict[str, float] = field(default_factory=dict)
+
+
+async def many_streams(target: Target, clients: int, seconds: float, warmup: float,
+                       servers: Sequence[Server]) -> Many:
+    """``clients`` connections streaming paced answers back to back; a stream counts when
+    it both starts and ends inside the measuring window."""
+    result = Many()
+    window: list[float] = [float("inf"), float("inf")]
+    stop = False
+
+    async def worker(delay: float) -> None:
+        await asyncio.sleep(delay)  # spread the starts over the warm-up, as clients arrive
+        connection = Connection(target)
+        try:
+            while not stop:
+                started = time.perf_counter()
+                timing = await asyncio.wait_for(connection.stream(), REQUEST_TIMEOUT)
+                if window[0] <= started and time.perf_counter() <= window[1]:
+                    result.firsts.append(timing.first_content)
+                    result.streams += 1
+        finally:
+            connection.close()
+
+    tasks = [asyncio.ensure_future(worker(warmup * i / clients)) for i in range(clients)]
+    try:
+        await asyncio.sleep(warmup * 1.5)
+        before = [s.cpu_seconds() for s in servers], time.perf_counter()
+        window[0] = before[1]
+        window[1] = before[1] + seconds
+        done, _ = await asyncio.wait(tasks, timeout=seconds, return_when=asyncio.FIRST_EXCEPTION)
+        after = [s.cpu_seconds() for s in servers], time.perf_counter()
+        for task in done:
+            task.result()
+        result.seconds = after[1] - before[1]
+        result.server_cpu = {s.name: a - b for s, a, b in zip(servers, after[0], before[0])}
+    finally:
+        stop = True
+        await asyncio.wait(tasks, timeout=REQUEST_TIMEOUT)
+        for task in tasks:
+            task.cancel()
+    return result
+
+
 # --------------------------------------------------------------------------- report
 
 
@@ -419,7 +408,38 @@ def print_throughput(name: str, rows: list[tuple[int, Throughput, Throughput]]) 
         print(f"  {clients:>7}{direct.rate:>12.1f}{proxied.rate:>12.1f}{ratio:>7.0%}   {cpu(direct):>22}   {cpu(proxied):>22}")
 
 
+def print_many(args: argparse.Namespace, direct: Many, proxied: Many, events: int) -> None:
+    print(f"many streams: {args.many} clients, {args.many_frames} frames {args.many_delay_ms:g} ms apart "
+          f"({events} events per answer), {args.many_seconds:g} s window")
+    print(f"  {'':<8}{'streams':>9}{'first content p50':>20}{'p99':>10}   {'CPU s per 1,000 events':>26}")
+    for label, many in (("direct", direct), ("proxy", proxied)):
+        frames = max(many.streams * events, 1)
+        cpu = "  ".join(f"{name} {value / frames * 1000:.3f}" for name, value in many.server_cpu.items())
+        print(f"  {label:<8}{many.streams:>9}{ms(percentile(many.firsts, 50)):>20}{ms(percentile(many.firsts, 99)):>10}"
+              f"   {cpu}")
+    added = [percentile(proxied.firsts, p) - percentile(direct.firsts, p) for p in (50, 99)]
+    mock_cpu = proxied.server_cpu.get("mock", 0.0)
+    ratio = proxied.server_cpu.get("proxy", 0.0) / mock_cpu if mock_cpu else 0.0
+    print(f"  added first content: p50 {ms(added[0]).strip()} ms, p99 {ms(added[1]).strip()} ms; "
+          f"proxy CPU per event = {ratio:.2f}x the mock's (same run)")
+
+
+async def measure_many(args: argparse.Namespace, mock: Server, proxy: Server) -> None:
+    scenario = text_scenario(args.many_frames, args.many_delay_ms)
+    nonce = arm(mock.port, scenario)
+    body = request_body(scenario)
+    direct = Target("direct", mock.port, "/v1/chat/completions", nonce, body)
+    proxied = Target("proxy", proxy.port, "/v1/chat/completions", nonce, body)
+    d = await many_streams(direct, args.many, args.many_seconds, args.warmup_many, [mock])
+    p = await many_streams(proxied, args.many, args.many_seconds, args.warmup_many, [mock, proxy])
+    print_many(args, d, p, args.many_frames + 3)
+    print()
+
+
 async def measure(args: argparse.Namespace, mock: Server, proxy: Server) -> None:
+    if args.many and args.only_many:
+        await measure_many(args, mock, proxy)
+        return
     answers = {
         "text": (text_scenario(args.frames, 0.0), text_scenario(args.delay_frames, args.delay_ms)),
         "rescue": (rescue_scenario(args.frames, 0.0), rescue_scenario(args.delay_frames, args.delay_ms)),
@@ -469,6 +489,8 @@ async def measure(args: argparse.Namespace, mock: Server, proxy: Server) -> None
             rows.append((clients, d, p))
         print_throughput(name, rows)
         print()
+    if args.many:
+        await measure_many(args, mock, proxy)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -483,10 +505,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=5.0, help="measuring window per throughput cell (default 5)")
     parser.add_argument("--warmup", type=float, default=1.0, help="warm-up before each window (default 1)")
     parser.add_argument("--proxy-log-level", default="info", help="the proxy's --log-level (default info)")
+    parser.add_argument("--proxy-workers", type=int, default=1, help="the proxy's --workers (default 1)")
+    parser.add_argument("--many", type=int, default=256, help="clients of the many-streams run (0: skip it; default 256)")
+    parser.add_argument("--many-frames", type=int, default=40, help="frames of its paced answer (default 40)")
+    parser.add_argument("--many-delay-ms", type=float, default=20.0, help="pause before each of them (default 20)")
+    parser.add_argument("--many-seconds", type=float, default=10.0, help="its measuring window (default 10)")
+    parser.add_argument("--warmup-many", type=float, default=2.0, help="time over which its clients start (default 2)")
+    parser.add_argument("--only-many", action="store_true", help="run only the many-streams measurement")
     args = parser.parse_args(argv)
     if args.quick:
         args.frames, args.delay_frames, args.requests = min(args.frames, 60), min(args.delay_frames, 5), 10
         args.latency_seconds, args.seconds, args.warmup, args.clients = 2.0, 0.5, 0.2, [1, 4]
+        args.many, args.many_frames, args.many_seconds, args.warmup_many = min(args.many, 8), 5, 0.5, 0.2
     return args
 
 
@@ -497,7 +527,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     mock_port, proxy_port = free_port(), free_port()
     mock_args = ["mock", "--host", "127.0.0.1", "--port", str(mock_port), "--quiet"]
     proxy_args = ["proxy", "--upstream", f"http://127.0.0.1:{mock_port}/v1", "--host", "127.0.0.1",
-                  "--port", str(proxy_port), "--log-level", args.proxy_log_level]
+                  "--port", str(proxy_port), "--log-level", args.proxy_log_level, "--workers", str(args.proxy_workers)]
     print(f"mock:    toolcall-conformance {' '.join(mock_args)}")
     print(f"proxy:   toolcall-conformance {' '.join(proxy_args)}")
     print()

@@ -137,8 +137,19 @@ def first_choice(chunk: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return found[1] if found is not None else None
 
 
-def assemble_stream(payloads: Sequence[Payload]) -> Answer:
-    """Fold the chunks of choice 0 into one answer."""
+def choice_at(chunk: Mapping[str, Any], index: int) -> Mapping[str, Any] | None:
+    """The choice with ``index`` of a chunk or body (choice 0 as ``first_choice`` reads it)."""
+    if index == 0:
+        return first_choice(chunk)
+    choices = chunk.get("choices")
+    for choice in choices if isinstance(choices, list) else ():
+        if isinstance(choice, Mapping) and choice.get("index") == index:
+            return choice
+    return None
+
+
+def assemble_stream(payloads: Sequence[Payload], choice_index: int = 0) -> Answer:
+    """Fold the chunks of choice ``choice_index`` (0 unless the request asked for several) into one answer."""
     content: list[str] = []
     calls: dict[int, _CallAcc] = {}
     finish: str | None = None
@@ -153,7 +164,7 @@ def assemble_stream(payloads: Sequence[Payload]) -> Answer:
             continue
         if isinstance(chunk.get("usage"), Mapping):
             usage = chunk["usage"]
-        choice = first_choice(chunk)
+        choice = choice_at(chunk, choice_index)
         if choice is None:
             continue
         if isinstance(choice.get("finish_reason"), str):
@@ -187,14 +198,14 @@ def assemble_stream(payloads: Sequence[Payload]) -> Answer:
     return Answer("".join(content), tool_calls, finish, usage, error)
 
 
-def answer_from_body(body: Any) -> Answer:
-    """Read a ``chat.completion`` (or an ``{"error": ...}``) body."""
+def answer_from_body(body: Any, choice_index: int = 0) -> Answer:
+    """Read choice ``choice_index`` of a ``chat.completion`` (or an ``{"error": ...}``) body."""
     if not isinstance(body, Mapping):
         return Answer("", (), None, None, None)
     err = body.get("error")
     error = (err if isinstance(err, Mapping) else {"message": str(err)}) if err is not None else None
     usage = body.get("usage") if isinstance(body.get("usage"), Mapping) else None
-    choice = first_choice(body)
+    choice = choice_at(body, choice_index)
     if choice is None:
         return Answer("", (), None, usage, error)
     finish = choice.get("finish_reason") if isinstance(choice.get("finish_reason"), str) else None

@@ -69,9 +69,11 @@ def _attach_server_commands() -> None:
     from harness.fuzz.command import fuzz_command
     from harness.import_command import import_command
     from mock_backends.cli import mock
+    from harness.soak import soak
     from reference_proxy.cli import proxy
 
     main.add_command(mock)
+    main.add_command(soak)
     main.add_command(proxy)
     main.add_command(import_command)
     main.add_command(fuzz_command)

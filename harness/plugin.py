@@ -536,7 +536,11 @@ class ConformanceSession:
             values["features"] = [",".join(sorted(self.claimed)) or ","]
         if attempt.variant is not None:
             values["rechunk-seed"] = attempt.variant.seed
-        args = ["toolcall-conformance", "replay", scenario.id, *replay_args(values)]
+        # A round of many exchanges is played by the run, not by replay: the item alone, again.
+        if attempt.kind == "isolation":
+            args = ["toolcall-conformance", "run", "-k", scenario.id, *replay_args(values)]
+        else:
+            args = ["toolcall-conformance", "replay", scenario.id, *replay_args(values)]
         if attempt.kind in ("non-stream", "equivalence") and scenario.streams:
             args.append("--no-stream")
         if attempt.variant is not None:

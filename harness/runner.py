@@ -26,9 +26,10 @@ from harness.exchange import BackendActivity, Exchange, Profile
 from harness.nonce import NONCE_HEADER, place_nonce
 from harness.profiles import ENDPOINTS, PROFILE_FEATURES, request_headers
 from harness.rechunk import DEFAULT_SHRINK_BUDGET, Shrunk, Variant, apply_variant, shrink, variants
-from harness.rules import Options, compare_answers, compare_item, evaluate
+from harness import isolation
+from harness.rules import Options, compare_answers, compare_item, compare_round, evaluate
 from harness.scenario import Scenario, parse_scenario
-from mock_backends.control import MockControl
+from mock_backends.control import Lockstep, MockControl
 
 # --------------------------------------------------------------------------- user settings
 
@@ -179,13 +180,16 @@ class _Received:
             self.chunks.append(chunk)
 
 
-async def _receive(url: str, body: bytes, headers: Mapping[str, str], got: _Received, start: float) -> None:
+async def _receive(url: str, body: bytes, headers: Mapping[str, str], got: _Received, start: float,
+                   hang_up: bool = False) -> None:
     async with httpx.AsyncClient(timeout=None, trust_env=False) as client:
         async with client.stream("POST", url, content=body, headers=dict(headers)) as response:
             got.status = response.status_code
             got.headers = {k.lower(): v for k, v in response.headers.items()}
             async for chunk in response.aiter_bytes():
                 got.add(chunk, start)
+                if hang_up and chunk:
+                    return  # a client that goes away mid-answer: the connection closes here
 
 
 async def _receive_truncated(url: str, body: bytes, headers: Mapping[str, str], got: _Received, start: float) -> None:
@@ -234,14 +238,17 @@ BusyProbe = Callable[[], BackendActivity | None]
 
 
 def _fetch(url: str, body: bytes, headers: Mapping[str, str], timeout: float, *, truncate: bool,
-           backend: BusyProbe = lambda: None) -> _Received:
+           backend: BusyProbe = lambda: None, hang_up: bool = False) -> _Received:
     """Send one request and read the answer as it comes, until ``deadline``: asked of the
-    mock (``backend``) each time the deadline known so far is reached."""
+    mock (``backend``) each time the deadline known so far is reached (or, with
+    ``hang_up``, only until its first bytes)."""
     got = _Received()
     start = time.monotonic()
 
     async def fetch() -> None:
-        task = asyncio.ensure_future((_receive_truncated if truncate else _receive)(url, body, headers, got, start))
+        receiving = (_receive_truncated(url, body, headers, got, start) if truncate
+                     else _receive(url, body, headers, got, start, hang_up))
+        task = asyncio.ensure_future(receiving)
         until = deadline(start, timeout, None)
         try:
             while True:
@@ -288,6 +295,8 @@ def run_exchange(
     model: str | None,
     proxy_headers: Mapping[str, str],
     timeout: float,
+    lockstep: Lockstep | None = None,
+    hang_up: bool = False,
 ) -> Exchange:
     """Play ``scenario`` once through the proxy at ``proxy_url`` (e.g. ``http://host:8000/v1``).
 
@@ -295,8 +304,10 @@ def run_exchange(
     the ``Exchange``. Raises ``ProxyUnreachable`` when nothing listens at the URL and
     ``MockError`` when the mock itself fails. When the case expects the proxy to
     survive it, one plain request follows and ``Exchange.survived`` says how it went.
+    ``lockstep`` arms the run in a lockstep group of the mock (``harness.isolation``);
+    ``hang_up`` closes the connection once the first bytes of the answer arrived.
     """
-    nonce = mock.arm(scenario)
+    nonce = mock.arm(scenario, lockstep=lockstep)
     try:
         body = build_request(scenario, stream=stream, model=model, nonce=nonce)
         headers = request_headers(profile, scenario.client.headers, proxy_headers)
@@ -305,7 +316,7 @@ def run_exchange(
         payload, recorded_body = _payload(scenario, body, model)
         try:
             got = _fetch(url, payload, headers, timeout, truncate=scenario.client.truncate_body,
-                         backend=_activity(mock, nonce))
+                         backend=_activity(mock, nonce), hang_up=hang_up)
         except (httpx.ConnectError, ConnectionRefusedError) as exc:
             raise ProxyUnreachable(
                 f"cannot connect to the proxy under test at {proxy_url} ({exc or 'connection refused'}); "
@@ -418,7 +429,7 @@ class RunSettings:
 class Attempt:
     """One exchange of an item (or the comparison of two) and what it broke."""
 
-    kind: str  # "stream", "non-stream", "equivalence", "rechunk", "item" (all the answers together)
+    kind: str  # "stream", "non-stream", "equivalence", "rechunk", "item" (all the answers together), "isolation"
     label: str
     scenario: Scenario  # as played (re-chunked variants differ from the file)
     exchange: Exchange | None
@@ -468,6 +479,9 @@ def play(
     """Every exchange of one item; all failures are collected, none stops the others."""
     options = Options(profile=profile, strict=settings.strict, features=settings.features)
     attempts: list[Attempt] = []
+    template = scenario
+    if isolation.wants_round(scenario):
+        scenario = isolation.tag(scenario, isolation.new_token())
     streamed = _exchange(scenario, settings, mock, profile, scenario.streams)
     kind = "stream" if scenario.streams else "non-stream"
     label = f"{'streaming' if scenario.streams else 'non-streaming'}, as the scenario's request says"
@@ -508,7 +522,16 @@ def play(
     together = tuple(compare_item(answers, options))
     if together:
         attempts.append(Attempt("item", "all the answers of this item together", scenario, None, together))
-    return ScenarioRun(scenario, profile, tuple(attempts))
+    if isolation.wants_round(template):
+        def one(tagged: Scenario, **how: Any) -> Exchange:
+            return run_exchange(tagged, proxy_url=settings.proxy_url, mock=mock, stream=tagged.streams, profile=profile,
+                                model=settings.models.for_family(tagged.family), proxy_headers=settings.proxy_headers,
+                                timeout=settings.timeout, **how)
+
+        round_ = isolation.play_round(template, one, options, profile, settings.timeout)
+        failures = tuple(compare_round(round_, options))
+        attempts.append(Attempt("isolation", isolation.LABEL, scenario, None, failures))
+    return ScenarioRun(template, profile, tuple(attempts))
 
 
 def _shrink(

@@ -29,6 +29,8 @@ from harness.nonce import find_nonce
 from harness.scenario import Fault, Scenario, parse_scenario
 from mock_backends import anthropic_replay
 from mock_backends.openai_replay import completion, error_body, plan_reply, stream_events
+from mock_backends.fault_rate import FaultRate
+from mock_backends.lockstep import DEFAULT_PATIENCE, Lockstep
 from mock_backends.registry import AnswerLog, Registry, Run, RunNotFound, Selection, UnknownScenario
 from mock_backends.streaming import DroppedResponse, Logged, ReplayStream, quiet_deliberate_drops
 from mock_backends.validation import check_anthropic, check_openai
@@ -44,6 +46,7 @@ ROUTES_HELP = (
 
 # Every answer tied to a run names it, so a request that reached the mock without a nonce can be traced.
 RUN_HEADER = "X-Conformance-Run"
+FAULT_HEADER = "X-Conformance-Fault"  # the kind of a fault drawn by the fault rate
 SELECTED_BY_HEADER = "X-Conformance-Selected-By"
 _TOOK = {"queue": " (no nonce: oldest waiting run)", "only": " (no nonce: the only armed run)"}
 
@@ -102,13 +105,13 @@ def _speaks_anthropic(request: Request) -> bool:
 
 
 async def _deliver(replay: _Replay, stream: bool, events: Callable[[], list[Event]],
-                   whole: Callable[[], Any]) -> Response:
-    """Put an answer on the wire: ``events`` as a stream, or ``whole`` as one JSON body
-    once the whole answer would have been generated."""
+                   whole: Callable[[], Any], lockstep: Lockstep | None = None) -> Response:
+    """Put an answer on the wire: ``events`` as a stream (in step with its lockstep group,
+    if any), or ``whole`` as one JSON body once the whole answer would have been generated."""
     fault = replay.fault
     if stream:
         return ReplayStream(events(), write_bytes=replay.write_bytes, split_multibyte=replay.split_multibyte,
-                            write_pause=replay.write_pause, abort=replay.drops)
+                            write_pause=replay.write_pause, abort=replay.drops, lockstep=lockstep)
     wait = replay.total_delay
     if fault is not None and fault.kind == "stall":
         wait += fault.seconds or 0.0
@@ -146,8 +149,25 @@ def _parse_body(raw: bytes) -> tuple[Any, str | None, str | None]:
     return body, None, None
 
 
-def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
-    """The mock backend; ``scenarios`` are preloaded so runs can be armed by id."""
+def _lockstep(registry: Registry, spec: Any) -> tuple[Lockstep | None, str | None]:
+    """The group ``{"group": NAME, "size": N[, "patience": S][, "pause": S]}`` asks a run to join."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("group"), str) or not spec["group"]:
+        return None, ('"lockstep" must be {"group": <name>, "size": <members>} (optionally "patience" and "pause", '
+                      "in seconds)")
+    size, patience, pause = spec.get("size"), spec.get("patience", DEFAULT_PATIENCE), spec.get("pause", 0.0)
+    if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= 1024:
+        return None, '"lockstep.size" must be an integer from 1 to 1024'
+    if not isinstance(patience, (int, float)) or isinstance(patience, bool) or not 0 < patience <= 600:
+        return None, '"lockstep.patience" must be a number of seconds above 0 and at most 600'
+    if not isinstance(pause, (int, float)) or isinstance(pause, bool) or not 0 <= pause <= 10:
+        return None, '"lockstep.pause" must be a number of seconds from 0 to 10'
+    return registry.lockstep.join(spec["group"], size, float(patience), float(pause)), None
+
+
+def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | None = None) -> FastAPI:
+    """The mock backend; ``scenarios`` are preloaded so runs can be armed by id. With
+    ``fault_rate``, that share of requests to runs without a fault of their own get one
+    (``mock_backends.fault_rate``)."""
     registry = Registry(scenarios)
     quiet_deliberate_drops()
     created = int(time.time())
@@ -184,6 +204,9 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
         body, _, problem = _parse_body(await request.body())
         if problem is None and ("scenario" in body) == ("scenario_id" in body):
             problem = 'give exactly one of "scenario" (a scenario mapping) or "scenario_id" (a preloaded id)'
+        lockstep: Lockstep | None = None
+        if problem is None and "lockstep" in body:
+            lockstep, problem = _lockstep(registry, body["lockstep"])
         if problem is not None:
             _log("POST", path, 400)
             return _error(400, problem, "invalid_request")
@@ -192,9 +215,9 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
                 if not isinstance(body["scenario_id"], str):
                     _log("POST", path, 400)
                     return _error(400, '"scenario_id" must be a string', "invalid_request", param="scenario_id")
-                run = registry.arm_id(body["scenario_id"])
+                run = registry.arm_id(body["scenario_id"], lockstep)
             else:
-                run = registry.arm(parse_scenario(body["scenario"], where="scenario"))
+                run = registry.arm(parse_scenario(body["scenario"], where="scenario"), lockstep)
         except UnknownScenario as exc:
             _log("POST", path, 404, scenario=str(body["scenario_id"]))
             return _error(404, str(exc), "scenario_not_found", param="scenario_id")
@@ -270,6 +293,8 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
             log = run.record(RecordedRequest("POST", path, scope["query_string"].decode("latin-1"), headers, body,
                                              raw_text, now))
 
+        drawn: str | None = None
+
         def named(response: Response) -> Response:
             """Tell whoever reads the answer which run it came from and how that run was chosen;
             a Messages answer also carries the API's request-id. The answer is logged as sent."""
@@ -278,6 +303,8 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
                 response.headers[SELECTED_BY_HEADER] = selection.by
             if dialect == "anthropic":
                 response.headers.setdefault("request-id", "req_" + os.urandom(12).hex())
+            if drawn is not None:
+                response.headers[FAULT_HEADER] = drawn
             return response if log is None else Logged(response, log)
 
         def refuse(status: int, kind: str, message: str, code: str, *, param: str | None = None,
@@ -301,17 +328,22 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
         if invalid is not None:
             return refuse(400, "invalid request", invalid.message, invalid.code or "invalid_request",
                           param=invalid.param, api_type="invalid_request_error")
+        prepared = run.prepared
+        if fault_rate is not None and prepared.scenario.backend.fault is None:
+            drawn = fault_rate.decide(run.nonce, run.received - 1)
+            if drawn is not None:
+                prepared = run.with_fault(drawn, fault_rate.fault(drawn, len(prepared.scenario.backend.frames)))
         replay: _Replay
         events: Callable[[], list[Event]]
         whole: Callable[[], Any]
         if dialect == "openai":
-            openai = run.prepared.openai
+            openai = prepared.openai
             assert openai is not None
             reply = plan_reply(openai, body, completion_id="chatcmpl-" + os.urandom(16).hex(), created=int(now))
             replay, stream = openai, reply.stream
             events, whole = partial(stream_events, openai, reply), partial(completion, openai, reply)
         else:
-            anthropic = run.prepared.anthropic
+            anthropic = prepared.anthropic
             assert anthropic is not None
             areply = anthropic_replay.plan_reply(anthropic, body, message_id="msg_" + os.urandom(12).hex())
             replay, stream = anthropic, areply.stream
@@ -326,7 +358,7 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
         _log("POST", path, 200, nonce=shown, scenario=scenario_id,
              kind=(f"{kind} fault {fault.kind}" if fault else kind) + took)
         try:
-            delivered = await _deliver(replay, stream, events, whole)
+            delivered = await _deliver(replay, stream, events, whole, run.lockstep)
         except BaseException:
             assert log is not None
             log.end()  # a client that hung up during the wait: the answer is over

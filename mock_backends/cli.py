@@ -14,6 +14,7 @@ from harness.nonce import NONCE_HEADER
 from harness.scenario import bundled_scenarios_dir, validate_paths
 from harness.servers import listen_socket
 from mock_backends.app import create_app, logger
+from mock_backends.fault_rate import FaultRate
 
 
 def _one_line(text: str) -> str:
@@ -33,7 +34,13 @@ def _one_line(text: str) -> str:
     help="Scenario folder or file to preload, so runs can be armed by id (repeatable; default: the bundled library).",
 )
 @click.option("--quiet", is_flag=True, help="Do not log a line per request.")
-def mock(host: str, port: int, paths: tuple[Path, ...], quiet: bool) -> None:
+@click.option("--fault-rate", type=click.FloatRange(0.0, 1.0), default=0.0, show_default=True,
+              help="Share of requests answered with an upstream fault (drop, stall, 503, 429), drawn from --fault-seed.")
+@click.option("--fault-seed", type=int, default=0, show_default=True, help="Seed the faulted requests are drawn from.")
+@click.option("--fault-stall", type=click.FloatRange(0.0), default=2.0, show_default=True,
+              help="Seconds a drawn stall lasts.")
+def mock(host: str, port: int, paths: tuple[Path, ...], quiet: bool, fault_rate: float, fault_seed: int,
+         fault_stall: float) -> None:
     """Run the mock OpenAI-compatible backend that replays scenarios to a proxy.
 
     Point the proxy's upstream at http://HOST:PORT with any path prefix (/v1, /openai/v1, or a full
@@ -47,7 +54,8 @@ def mock(host: str, port: int, paths: tuple[Path, ...], quiet: bool) -> None:
     if problems:
         more = f" (and {len(problems) - 1} more; run 'toolcall-conformance validate')" if len(problems) > 1 else ""
         raise click.ClickException(f"cannot load scenarios: {_one_line(str(problems[0]))}{more}")
-    app = create_app(scenarios)
+    rate = FaultRate(fault_rate, fault_seed, fault_stall) if fault_rate > 0 else None
+    app = create_app(scenarios, fault_rate=rate)
     try:
         sock = listen_socket(host, port)
     except OSError as exc:
@@ -63,6 +71,9 @@ def mock(host: str, port: int, paths: tuple[Path, ...], quiet: bool) -> None:
     click.echo(f"  then send the returned nonce in the {NONCE_HEADER} header, the 'user' field or a user message;")
     click.echo("  a request without one takes the oldest armed run that has received none (one client at a time)")
     click.echo(f"  recorded requests: GET {url}/_mock/runs/<nonce>")
+    if rate is not None:
+        click.echo(f"  faults: {rate.rate:.1%} of requests (drop, stall {rate.stall_seconds:g} s, 503, 429), "
+                   f"seed {rate.seed}")
     if not quiet:
         handler = logging.StreamHandler(sys.stdout)
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", datefmt="%H:%M:%S"))

@@ -6,6 +6,7 @@ Every failure (unreachable mock, invalid scenario, unknown nonce) becomes one
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
@@ -14,6 +15,20 @@ import httpx
 from harness.errors import MockError
 from harness.exchange import BackendActivity, RecordedRequest
 from harness.scenario import Scenario
+
+
+@dataclass(frozen=True)
+class Lockstep:
+    """A lockstep group to arm runs in: ``size`` members, each step waiting at most ``patience`` s
+    for the slowest, then ``pause`` s before its events are written."""
+
+    group: str
+    size: int
+    patience: float = 2.0
+    pause: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"group": self.group, "size": self.size, "patience": self.patience, "pause": self.pause}
 
 
 class MockControl:
@@ -55,9 +70,14 @@ class MockControl:
             raise MockError(f"{response.request.url}: expected a JSON object, got {type(data).__name__}")
         return data
 
-    def arm(self, scenario: Scenario) -> str:
-        """Arm a run of ``scenario`` (sent whole, so it needs no preloading); returns its nonce."""
-        return self._nonce(self._call("POST", "/_mock/runs", json={"scenario": scenario.to_mapping()}, expect=201))
+    def arm(self, scenario: Scenario, *, lockstep: Lockstep | None = None) -> str:
+        """Arm a run of ``scenario`` (sent whole, so it needs no preloading); returns its nonce.
+        With ``lockstep``, its streamed answer advances event by event with the other runs
+        of that group (``docs/mock-backend.md``)."""
+        body: dict[str, Any] = {"scenario": scenario.to_mapping()}
+        if lockstep is not None:
+            body["lockstep"] = lockstep.to_json()
+        return self._nonce(self._call("POST", "/_mock/runs", json=body, expect=201))
 
     def arm_id(self, scenario_id: str) -> str:
         """Arm a run of a scenario the mock preloaded; returns its nonce."""

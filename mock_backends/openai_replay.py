@@ -82,6 +82,19 @@ class Reply:
     include_usage: bool
     completion_id: str
     created: int
+    choices: int = 1  # the request's ``n``
+
+
+# In an answer with several choices, choice 0 is the scenario as written and each further
+# choice i has this mark in its frames replaced by i: each choice says something of its own.
+CHOICE_MARK = "{{choice}}"
+MAX_CHOICES = 16
+
+
+def asked_choices(body: Mapping[str, Any]) -> int:
+    """The request's ``n`` when it is a sensible number of choices, else 1."""
+    n = body.get("n")
+    return n if isinstance(n, int) and not isinstance(n, bool) and 1 <= n <= MAX_CHOICES else 1
 
 
 def _tool_call_delta(frame: ToolCallFrame) -> dict[str, Any]:
@@ -172,11 +185,15 @@ def plan_reply(replay: OpenAIReplay, body: Mapping[str, Any], *, completion_id: 
     include_usage = isinstance(options, Mapping) and options.get("include_usage") is True
     requested = body.get("model")
     model = replay.model or (requested if isinstance(requested, str) and requested else DEFAULT_MODEL)
-    return Reply(stream, model, include_usage, completion_id, created)
+    return Reply(stream, model, include_usage, completion_id, created, asked_choices(body))
 
 
 def stream_events(replay: OpenAIReplay, reply: Reply) -> list[Event]:
-    """Every SSE event of the answer, in order: role, one per frame, finish, usage, [DONE]."""
+    """Every SSE event of the answer, in order: role, one per frame, finish, usage, [DONE].
+    With several choices (the request's ``n``), each of those steps is one event per
+    choice, choice 0 first: frame k of every choice before frame k+1 of any."""
+    if reply.choices > 1:
+        return _several_choices(replay, reply)
     envelope = (
         b'{"id":' + dumps(reply.completion_id) + b',"object":"chat.completion.chunk","created":'
         + str(reply.created).encode() + b',"model":' + dumps(reply.model)
@@ -203,24 +220,63 @@ def stream_events(replay: OpenAIReplay, reply: Reply) -> list[Event]:
     return with_fault(events, replay.fault, at=at, terminator=1)
 
 
+def _several_choices(replay: OpenAIReplay, reply: Reply) -> list[Event]:
+    """The stream of an answer with ``reply.choices`` choices, interleaved step by step;
+    choice 0 is the scenario as written, and ``{{choice}}`` in a frame of choice i > 0
+    becomes i. Network cuts apply per event."""
+    envelope = (
+        b'data: {"id":' + dumps(reply.completion_id) + b',"object":"chat.completion.chunk","created":'
+        + str(reply.created).encode() + b',"model":' + dumps(reply.model)
+    )
+    heads = [envelope + b',"choices":[{"index":' + str(i).encode() + b',"delta":' for i in range(reply.choices)]
+    mark = CHOICE_MARK.encode()
+
+    def own(data: bytes, i: int) -> bytes:
+        return data.replace(mark, str(i).encode()) if i else data
+
+    def event(data: bytes, delay: float = 0.0) -> Event:
+        return Event(data, delay, multibyte_cut(data) if replay.split_multibyte else None)
+
+    events = [event(head + _ROLE_DELTA + _OPEN_TAIL) for head in heads]
+    for piece in replay.pieces:
+        for i, head in enumerate(heads):
+            data = own(piece.data, i) if piece.raw else head + own(piece.data, i) + _OPEN_TAIL
+            events.append(event(data, piece.delay if i == 0 else 0.0))
+    events += [event(head + _FINISH_DELTA + replay.finish_json + _FINISH_TAIL) for head in heads]
+    if reply.include_usage:
+        events.append(event(envelope + b',"choices":[],"usage":' + replay.usage_json + b"}\n\n"))
+    events.append(Event(_DONE))
+    at = ((replay.fault.after_frame or 0) + 1) * reply.choices if replay.fault is not None else 0
+    return with_fault(events, replay.fault, at=at, terminator=1)
+
+
+def _own(text: str | None, i: int) -> str | None:
+    return text if text is None or not i else text.replace(CHOICE_MARK, str(i))
+
+
 def completion(replay: OpenAIReplay, reply: Reply) -> dict[str, Any]:
-    """The non-streaming ``chat.completion`` answer."""
-    message: dict[str, Any] = {"role": "assistant", "content": replay.content}
-    if replay.tool_calls:
-        message["tool_calls"] = [
-            {
-                "id": call.id if call.id is not None else f"call_{reply.completion_id[-24:]}_{call.index}",
-                "type": "function",
-                "function": {"name": call.name, "arguments": call.arguments},
-            }
-            for call in replay.tool_calls
-        ]
+    """The non-streaming ``chat.completion`` answer (one choice per ``n``, as streamed)."""
+    several = reply.choices > 1
+    choices = []
+    for i in range(reply.choices):
+        message: dict[str, Any] = {"role": "assistant", "content": _own(replay.content, i)}
+        if replay.tool_calls:
+            suffix = f"_{i}" if several else ""
+            message["tool_calls"] = [
+                {
+                    "id": call.id if call.id is not None else f"call_{reply.completion_id[-24:]}_{call.index}{suffix}",
+                    "type": "function",
+                    "function": {"name": _own(call.name, i), "arguments": _own(call.arguments, i)},
+                }
+                for call in replay.tool_calls
+            ]
+        choices.append({"index": i, "message": message, "logprobs": None, "finish_reason": replay.finish_reason})
     return {
         "id": reply.completion_id,
         "object": "chat.completion",
         "created": reply.created,
         "model": reply.model,
-        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": replay.finish_reason}],
+        "choices": choices,
         "usage": dict(replay.usage),
     }
 

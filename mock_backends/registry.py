@@ -9,6 +9,7 @@ oldest armed run that has not received a request yet takes it.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import OrderedDict, deque
@@ -19,9 +20,10 @@ from typing import Literal
 from harness.errors import MockError
 from harness.exchange import BackendActivity, RecordedAnswer, RecordedRequest
 from harness.nonce import NONCE_HEADER, new_nonce
-from harness.scenario import Scenario
+from harness.scenario import Fault, Scenario
 from mock_backends import anthropic_replay, openai_replay
 from mock_backends.anthropic_replay import AnthropicReplay
+from mock_backends.lockstep import Lockstep, LockstepGroups
 from mock_backends.openai_replay import DEFAULT_MODEL, OpenAIReplay
 
 MAX_RUNS = 10_000
@@ -84,10 +86,21 @@ class Run:
     answers: deque[AnswerLog] = field(default_factory=lambda: deque(maxlen=MAX_RECORDED))
     received: int = 0  # all requests, also those no longer kept
     claimed: bool = False  # a request was tied to it: it has left the queue of waiting runs
+    lockstep: Lockstep | None = None  # streamed answers released event by event with its group's
+    faulted: dict[str, Prepared] = field(default_factory=dict)  # its replay with each rate fault, made once
 
     @property
     def scenario(self) -> Scenario:
         return self.prepared.scenario
+
+    def with_fault(self, kind: str, fault: Fault) -> Prepared:
+        """The run's replay with ``fault`` injected (a fault drawn by the mock's fault rate)."""
+        found = self.faulted.get(kind)
+        if found is None:
+            scenario = self.scenario
+            backend = dataclasses.replace(scenario.backend, fault=fault)
+            found = self.faulted[kind] = prepare_scenario(dataclasses.replace(scenario, backend=backend))
+        return found
 
     def record(self, request: RecordedRequest) -> AnswerLog:
         """Keep ``request``; the returned log is filled in as its answer is sent."""
@@ -154,6 +167,7 @@ class Registry:
         self._runs: OrderedDict[str, Run] = OrderedDict()
         self._max_runs = max_runs
         self._lock = threading.Lock()
+        self.lockstep = LockstepGroups()
 
     @property
     def preloaded(self) -> tuple[str, ...]:
@@ -162,20 +176,20 @@ class Registry:
     def __len__(self) -> int:
         return len(self._runs)
 
-    def arm(self, scenario: Scenario) -> Run:
-        return self._add(prepare_scenario(scenario))
+    def arm(self, scenario: Scenario, lockstep: Lockstep | None = None) -> Run:
+        return self._add(prepare_scenario(scenario), lockstep)
 
-    def arm_id(self, scenario_id: str) -> Run:
+    def arm_id(self, scenario_id: str, lockstep: Lockstep | None = None) -> Run:
         prepared = self._preloaded.get(scenario_id)
         if prepared is None:
             raise UnknownScenario(
                 f"no preloaded scenario '{scenario_id}' ({len(self._preloaded)} preloaded); "
                 'arm it by content instead: {"scenario": <mapping>}'
             )
-        return self._add(prepared)
+        return self._add(prepared, lockstep)
 
-    def _add(self, prepared: Prepared) -> Run:
-        run = Run(new_nonce(), prepared)
+    def _add(self, prepared: Prepared, lockstep: Lockstep | None = None) -> Run:
+        run = Run(new_nonce(), prepared, lockstep=lockstep)
         with self._lock:
             self._runs[run.nonce] = run
             while len(self._runs) > self._max_runs:

@@ -18,6 +18,7 @@ from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
 from mock_backends.registry import AnswerLog
+from mock_backends.lockstep import Lockstep
 from mock_backends.wire import SPLIT_PAUSE, Event, writes
 
 
@@ -86,8 +87,10 @@ class ReplayStream(Response):
         write_pause: float = SPLIT_PAUSE,
         abort: bool = False,
         headers: Mapping[str, str] | None = None,
+        lockstep: Lockstep | None = None,
     ) -> None:
         self.status_code = 200
+        self.lockstep = lockstep
         self.background = None
         self.events = events
         self.write_bytes = write_bytes
@@ -100,8 +103,13 @@ class ReplayStream(Response):
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         plain = not self.split_multibyte and self.write_bytes is None
         pauses = _Pauses(receive)
+        group = self.lockstep
+        reached = -1  # the last lockstep step this answer arrived at
         try:
-            for event in self.events:
+            for step, event in enumerate(self.events):
+                if group is not None:
+                    await group.step(step)
+                    reached = step
                 if event.delay > 0 and not await pauses.wait(event.delay):
                     return
                 if plain:
@@ -119,6 +127,8 @@ class ReplayStream(Response):
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             pauses.close()
+            if group is not None:
+                group.leave(reached + 1)
 
 
 class DroppedResponse(Response):

@@ -9,7 +9,15 @@ from typing import Any
 
 import click
 
-from reference_proxy.config import CONFIG_FILE_ENV, ENV_VARS, ConfigError, ProxyConfig, load_config, python_log_level
+from reference_proxy.config import (
+    CONFIG_FILE_ENV,
+    ENV_VARS,
+    ConfigError,
+    ProxyConfig,
+    load_config,
+    python_log_level,
+    to_env,
+)
 
 
 def _env_help(name: str) -> str:
@@ -69,6 +77,8 @@ def _env_help(name: str) -> str:
     type=click.Choice(["critical", "error", "warning", "info", "debug"], case_sensitive=False),
     help=f"Default info. {_env_help('log_level')}",
 )
+@click.option("--workers", type=click.IntRange(1), default=1, show_default=True,
+              help="Worker processes (uvicorn's own): each serves requests on its own core; no state is shared.")
 def proxy(
     upstream: str | None,
     host: str | None,
@@ -84,6 +94,7 @@ def proxy(
     system_to_user: bool | None,
     log_level: str | None,
     upstream_dialect: str | None,
+    workers: int,
 ) -> None:
     """Run the reference proxy: a streaming OpenAI-compatible proxy that rescues tool calls
     written as text into structured tool_calls (or Cline-style XML for XML-reading clients)."""
@@ -107,21 +118,45 @@ def proxy(
         config = load_config(cli, os.environ, config_file)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
-    serve_forever(config)
+    serve_forever(config, workers=workers)
 
 
-def serve_forever(config: ProxyConfig) -> None:
-    import uvicorn
-
-    from harness.servers import listen_socket
-    from reference_proxy.app import create_app
-
+def _logging(config: ProxyConfig) -> None:
     logging.basicConfig(
         level=python_log_level(config), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     # One line per request is ours; httpx would add a second one for the upstream call.
     logging.getLogger("httpx").setLevel(max(logging.WARNING, python_log_level(config)))
+
+
+def app_from_environment() -> Any:
+    """The app of one worker process: its settings come from the environment its parent set."""
+    from reference_proxy.app import create_app
+
+    config = load_config({}, os.environ)
+    _logging(config)
+    return create_app(config)
+
+
+def serve_forever(config: ProxyConfig, *, workers: int = 1) -> None:
+    import uvicorn
+
+    from harness.servers import listen_socket
+    from reference_proxy.app import create_app
+
+    _logging(config)
     features = ", ".join(sorted(config.features())) or "none"
+    common: dict[str, Any] = dict(log_level=config.log_level, access_log=False, lifespan="on",
+                                  timeout_graceful_shutdown=5)
+    if workers > 1:
+        click.echo(f"reference proxy on http://{config.host}:{config.port} -> {config.upstream} "
+                   f"(features: {features}; {workers} worker processes)", err=True)
+        # Each worker builds its own app from the settings resolved here, passed in the environment.
+        os.environ.pop(CONFIG_FILE_ENV, None)
+        os.environ.update(to_env(config))
+        uvicorn.run("reference_proxy.cli:app_from_environment", factory=True, workers=workers, host=config.host,
+                    port=config.port, **common)
+        return
     # Bound before the banner: a busy port is one line of error, not a banner and a traceback.
     try:
         sock = listen_socket(config.host, config.port)
@@ -129,13 +164,7 @@ def serve_forever(config: ProxyConfig) -> None:
         raise click.ClickException(f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}") from None
     port = sock.getsockname()[1]
     click.echo(f"reference proxy on http://{config.host}:{port} -> {config.upstream} (features: {features})", err=True)
-    server = uvicorn.Server(uvicorn.Config(
-        create_app(config),
-        log_level=config.log_level,
-        access_log=False,
-        lifespan="on",
-        timeout_graceful_shutdown=5,
-    ))
+    server = uvicorn.Server(uvicorn.Config(create_app(config), **common))
     try:
         server.run(sockets=[sock])
     finally:

@@ -202,6 +202,23 @@ _ENV_PARSERS: dict[str, Callable[[str, str], Any]] = {
 }
 
 
+def to_env(config: ProxyConfig) -> dict[str, str]:
+    """The environment that gives ``config`` back through ``from_env`` (how worker
+    processes started by uvicorn get the settings their parent resolved)."""
+    out: dict[str, str] = {}
+    for name, var in ENV_VARS.items():
+        value = getattr(config, name)
+        if value is None:  # "off" where a word says unset; else empty, which counts as unset
+            out[var] = "off" if _ENV_PARSERS[name] is _parse_guard else ""
+        elif isinstance(value, bool):
+            out[var] = "true" if value else "false"
+        elif isinstance(value, tuple):
+            out[var] = ",".join(value) if value else "off"
+        else:
+            out[var] = str(value)
+    return out
+
+
 def from_env(env: Mapping[str, str]) -> dict[str, Any]:
     """The settings the environment gives (empty variables count as unset)."""
     out: dict[str, Any] = {}

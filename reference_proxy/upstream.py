@@ -10,7 +10,7 @@ from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
 import httpx
-from httpx_sse import EventSource, ServerSentEvent
+from httpx_sse import ServerSentEvent
 
 from reference_proxy.config import ProxyConfig
 from reference_proxy.errors import (
@@ -21,6 +21,7 @@ from reference_proxy.errors import (
     upstream_unreachable,
 )
 from reference_proxy.http1 import LeanTransport
+from reference_proxy.sse_decode import SSEDecoder
 
 #: Upstream error bodies larger than this are cut (an error page is never that big).
 MAX_ERROR_BODY = 256 * 1024
@@ -121,31 +122,17 @@ async def read_json(response: httpx.Response) -> dict[str, Any]:
     return body
 
 
-class _EventsEnded(httpx.AsyncByteStream):
-    """An SSE body with a blank line added at its clean end, so that an event the body
-    ends in before its own blank line is dispatched too: a backend that closes right
-    after its last ``data:`` line has still said it, and nothing it said is dropped."""
-
-    def __init__(self, response: httpx.Response) -> None:
-        self._response = response
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for piece in self._response.aiter_bytes():
-            yield piece
-        yield b"\n\n"
-
-    async def aclose(self) -> None:
-        await self._response.aclose()
-
-
 async def events(response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
-    """Each event of an SSE body that carries data, decoded by httpx-sse as the network
-    delivers it (a UTF-8 character or a CRLF cut between two reads arrives whole)."""
-    body = httpx.Response(
-        response.status_code, headers={"content-type": response.headers.get("content-type", "")},
-        stream=_EventsEnded(response),
-    )
-    async for event in EventSource(body).aiter_sse():
+    """Each event of an SSE body that carries data, as the network delivers it (a UTF-8
+    character or a CRLF cut between two reads arrives whole). At the body's clean end an
+    event still waiting for its blank line counts too: a backend that closes right after
+    its last ``data:`` line has still said it, and nothing it said is dropped."""
+    decoder = SSEDecoder()
+    async for piece in response.aiter_bytes():
+        for event in decoder.feed(piece):
+            if event.data:
+                yield event
+    for event in decoder.finish():
         if event.data:
             yield event
 

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from harness.exchange import Profile
+from harness.isolation import wants_round
 from harness.profiles import choose_profile
 from harness.rules import RULES
 from harness.rules.registry import ANTHROPIC, ENTRIES
@@ -70,8 +71,14 @@ def failed_rules(proxy_url: str, mock_url: str, scenario_ids: Iterable[str], *, 
             return play(scenario, settings=settings, mock=mock, profile=chosen).failed_rules
 
     ids = list(scenario_ids)
+    # An isolation item plays several clients at once itself: it runs after the others, alone,
+    # so its bursts of work never stretch the timing of a fault case running beside it.
+    rounds = [i for i in ids if wants_round(LIBRARY[i])]
+    others = [i for i in ids if i not in rounds]
     with ThreadPoolExecutor(workers) as pool:
-        return dict(zip(ids, pool.map(one, ids)))
+        found = dict(zip(others, pool.map(one, others)))
+    found.update((i, one(i)) for i in rounds)
+    return {i: found[i] for i in ids}
 
 
 def test_the_catalogue_is_sound() -> None:

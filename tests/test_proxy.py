@@ -44,9 +44,9 @@ SERVED_PROFILES = (*OPENAI_PROFILES, "anthropic")  # and of the Messages API
 
 
 def plain_case(s: Scenario) -> bool:
-    """A case whose client sends its request as is and expects an answer (no raw
-    frames, upstream faults, malformed client bodies or expected errors): the SDK can
-    play it and ``expect`` says everything about the answer."""
+    """A case whose client sends its request as is and expects one answer (no raw
+    frames, upstream faults, malformed client bodies, expected errors or several
+    choices): the SDK can play it and ``expect`` says everything about the answer."""
     client = s.client
     return (
         not any(isinstance(f, RawFrame) for f in s.backend.frames)
@@ -55,6 +55,7 @@ def plain_case(s: Scenario) -> bool:
         and not getattr(client, "truncate_body", False)
         and getattr(client, "pad_bytes", None) is None
         and getattr(s.expect, "error", None) is None
+        and s.client.request.get("n", 1) == 1  # several choices: the harness judges each (ISO-005)
     )
 
 

@@ -135,3 +135,16 @@ def test_command_help_names_every_setting() -> None:
                  "--connect-timeout", "--vtc-patterns", "--loop-guard", "--system-to-user", "--log-level"):
         assert flag in result.output
     assert "TCC_PROXY_UPSTREAM" in result.output
+
+
+@pytest.mark.parametrize("changes", [
+    {},
+    {"api_key": "sk-x", "vtc_patterns": (), "loop_guard_max_tool_messages": None, "system_to_user": True,
+     "buffer_cap": 100000, "read_timeout": 12.5, "log_level": "warning"},
+], ids=["defaults", "every-setting-changed"])
+def test_worker_processes_get_the_settings_back_from_the_environment(changes: dict[str, Any]) -> None:
+    """``--workers N``: each worker rebuilds the parent's settings from the environment."""
+    from reference_proxy.config import to_env
+
+    config = load_config({"upstream": "http://127.0.0.1:9/v1", **changes}, {})
+    assert load_config({}, to_env(config)) == config

@@ -311,7 +311,23 @@ def vtc_stream(text: str, finish: str = "stop", split: int = 7) -> str:
     return sse(ROLE, *(chunk({"content": p}) for p in pieces), chunk(finish=finish))
 
 
+def two_choices(first: str, second: str, *, done: bool = True) -> str:
+    """A stream of two choices, each with one whole call, interleaved as a backend sends them."""
+    def on(i: int, delta: Mapping[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**BASE, "choices": [{"index": i, "delta": dict(delta), "finish_reason": finish}]}
+
+    return sse(on(0, {"role": "assistant"}), on(1, {"role": "assistant"}),
+               on(0, start(args=first)), on(1, start(id="call_2", args=second)),
+               on(0, {}, "tool_calls"), on(1, {}, "tool_calls"))
+
+
+BERGEN = {"name": "get_weather", "arguments": {"city": "Bergen-{{choice}}", "unit": "celsius"}}
+S_TWO_CHOICES = scenario({"tool_calls": [BERGEN], "content": "", "finish_reason": "tool_calls"}, request={"n": 2})
+CHOICE_0 = '{"city": "Bergen-{{choice}}", "unit": "celsius"}'
+CHOICE_1 = '{"city": "Bergen-1", "unit": "celsius"}'
+
 ACCEPTABLE: list[Case] = [
+    case("iso-005-two-choices-apart", S_TWO_CHOICES, two_choices(CHOICE_0, CHOICE_1)),
     case("ok-call-split-arguments", S_CALL, CALL_STREAM),
     case("ok-name-and-arguments-in-one-delta", S_CALL, sse(ROLE, chunk(start(args=PARIS_ARGS)), chunk(finish="tool_calls"))),
     case(
@@ -436,6 +452,10 @@ ACCEPTABLE: list[Case] = [
 UP_STREAMING = {**GOOD_UPSTREAM, "stream": True, "stream_options": {"include_usage": True}}
 
 BROKEN: list[Case] = [
+    # isolation: n > 1
+    case("iso-005-choices-swapped", S_TWO_CHOICES, two_choices(CHOICE_1, CHOICE_0), {"CALLS-001", "SDK-002", "ISO-005"}),
+    case("iso-005-choice-1-mixed", S_TWO_CHOICES, two_choices(CHOICE_0, '{"city": "Bergen-{{choice}}", "unit": "celsius"}'),
+         {"ISO-005"}),
     # transport
     case("http-001-refused", S_TEXT, b"", {"HTTP-001"}, status=None, transport_error="ConnectError: connection refused"),
     case("http-002-timeout", S_TEXT, sse(ROLE, done=""), {"HTTP-002"}, timed_out=True, elapsed=30.0),

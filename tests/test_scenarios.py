@@ -33,6 +33,7 @@ from harness.scenario import (
 BAD = Path(__file__).parent / "bad_scenarios"
 LIBRARY = bundled_scenarios_dir()
 FAMILIES = {
+    "isolation",
     "qwen-tools",
     "hermes",
     "invoke-xml",
@@ -256,6 +257,11 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "features": {"optional-feature cases": ("features-force-non-stream", "features-system-to-user",
                                             "features-loop-guard")},
+    "isolation": {
+        "many clients at once": ("isolation-hermes-in-flight", "isolation-qwen-coder-in-flight",
+                                 "isolation-native-in-flight", "isolation-anthropic-invoke-in-flight"),
+        "several choices": ("isolation-n-choices",),
+    },
     "anthropic": {
         "leaked invoke XML": ("anthropic-leaked-invoke-split", "anthropic-count-wrapper", "anthropic-two-invokes"),
         "native tool_use": ("anthropic-native-tool-use", "anthropic-native-duplicate"),

@@ -38,6 +38,7 @@ from harness.rules import (
     error_shape,
     faults,
     framing,
+    isolation,
     sdk,
     tool_calls,
     transport,
@@ -47,7 +48,8 @@ from harness.rules import (
 )
 from harness.rules import shared  # after the groups: it widens some of their rules
 
-__all__ = ["RULES", "Options", "Rule", "compare_answers", "compare_item", "evaluate", "rules_markdown"]
+__all__ = ["RULES", "Options", "Rule", "compare_answers", "compare_item", "compare_round", "evaluate",
+           "rules_markdown"]
 
 RULES: Mapping[str, Rule] = MappingProxyType({rule_id: ENTRIES[rule_id].rule for rule_id in ordered_ids()})
 
@@ -131,3 +133,10 @@ def compare_item(
     if len(answers) < 2:
         return []
     return _judge(options, lambda entry: None if entry.item_check is None else entry.item_check(answers))
+
+
+def compare_round(round_: isolation.Round, options: Options) -> list[ConformanceFailure]:
+    """The isolation rules on a round of exchanges of one scenario (``harness.isolation``)."""
+    if not round_.alone:
+        return []
+    return _judge(options, lambda entry: None if entry.round_check is None else entry.round_check(round_))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
     from harness.rules.context import Context
@@ -51,6 +51,9 @@ Check = Callable[["Context"], Iterable[Violation]]
 PairCheck = Callable[["Context", "Context"], Iterable[Violation]]
 # Judges every answer of one test item together: (label of the exchange, its reading).
 ItemCheck = Callable[[Sequence[tuple[str, "Context"]]], Iterable[Violation]]
+# Judges a round of exchanges played one after another and at once (``harness.rules.isolation.Round``).
+RoundCheck = Callable[[Any], Iterable[Violation]]
+C = TypeVar("C", PairCheck, ItemCheck, RoundCheck)
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class Entry:
     check: Check | None = None
     pair_check: PairCheck | None = None
     item_check: ItemCheck | None = None
+    round_check: RoundCheck | None = None
     # Judges how a complete answer ends (a finish reason, a usage chunk): not applied
     # to a stream that ended with an error the scenario accepts.
     ending: bool = False
@@ -149,21 +153,7 @@ class RuleGroup:
         features: Iterable[str] = (),
     ) -> Callable[[PairCheck], PairCheck]:
         """A rule judging two exchanges of one scenario (streamed and not)."""
-
-        def register(check: PairCheck) -> PairCheck:
-            _register(
-                Entry(
-                    self._rule(rule_id, statement, severity),
-                    "answer",
-                    frozenset(profiles),
-                    frozenset(features),
-                    pair_check=check,
-                )
-            )
-            return check
-
-        return register
-
+        return self._answers(rule_id, statement, severity, profiles, features, "pair_check")
 
     def item(
         self,
@@ -175,17 +165,30 @@ class RuleGroup:
     ) -> Callable[[ItemCheck], ItemCheck]:
         """A rule judging all the answers of one test item together (as written, without
         streaming, re-chunked)."""
+        return self._answers(rule_id, statement, severity, profiles, (), "item_check")
 
-        def register(check: ItemCheck) -> ItemCheck:
-            _register(
-                Entry(
-                    self._rule(rule_id, statement, severity),
-                    "answer",
-                    frozenset(profiles),
-                    frozenset(),
-                    item_check=check,
-                )
-            )
+    def round(
+        self,
+        rule_id: str,
+        statement: str,
+        *,
+        severity: Severity,
+        profiles: Iterable[Profile] = EVERY_PROFILE,
+    ) -> Callable[[RoundCheck], RoundCheck]:
+        """A rule judging a round of exchanges of one scenario, played one after another
+        and at once (``harness.isolation``)."""
+        return self._answers(rule_id, statement, severity, profiles, (), "round_check")
+
+    def _answers(self, rule_id: str, statement: str, severity: Severity, profiles: Iterable[Profile],
+                 features: Iterable[str], kind: str) -> Callable[[C], C]:
+        """Register a rule on several answers (its check goes in the entry's ``kind`` field)."""
+
+        def register(check: C) -> C:
+            given: Any = check  # one of the three kinds, told apart by ``kind``
+            _register(Entry(self._rule(rule_id, statement, severity), "answer", frozenset(profiles),
+                            frozenset(features), pair_check=given if kind == "pair_check" else None,
+                            item_check=given if kind == "item_check" else None,
+                            round_check=given if kind == "round_check" else None))
             return check
 
         return register

@@ -18,6 +18,7 @@ _GROUP_ORDER = (
     "sdk",
     "errors",
     "equivalence",
+    "isolation",
 )
 
 

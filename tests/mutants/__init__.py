@@ -8,14 +8,15 @@ reference proxy (``base.rewritten`` with a ``Rewriter`` for wire breakage,
 in ``mutants.openai``, Messages mutants (rewriters of ``SSEEvent``s with their
 ``event:`` names) in ``mutants.anthropic``, mutants of the proxy translating between
 the two APIs in ``mutants.translation``. ``mutants.fuzz_only`` holds mutants no
-hand-written scenario exposes and only generated cases catch (``FUZZ_ONLY``).
+hand-written scenario exposes and only generated cases catch (``FUZZ_ONLY``); proxies
+whose state is shared between exchanges or choices are in ``mutants.isolation``.
 """
 
-from mutants import anthropic, openai, translation
+from mutants import anthropic, isolation, openai, translation
 from mutants.fuzz_only import ALL_AT_ONCE, FUZZ_ONLY
 from mutants.base import Mutant
 from mutants.different import CORRECT_BUT_DIFFERENT
 
-MUTANTS: tuple[Mutant, ...] = (*openai.MUTANTS, *anthropic.MUTANTS, *translation.MUTANTS)
+MUTANTS: tuple[Mutant, ...] = (*openai.MUTANTS, *anthropic.MUTANTS, *translation.MUTANTS, *isolation.MUTANTS)
 CORRECT: tuple[Mutant, ...] = (CORRECT_BUT_DIFFERENT, anthropic.CORRECT_BUT_DIFFERENT_MESSAGES)
 ALL: tuple[Mutant, ...] = (*MUTANTS, *CORRECT, *FUZZ_ONLY, ALL_AT_ONCE)
