@@ -38,6 +38,10 @@ SAMPLES: dict[str, str] = {
     '</invoke>\n<invoke name="edit">\n<parameter name="path">b.txt</parameter>\n<parameter name="line">3'
     '</parameter>\n<parameter name="dry_run">false</parameter>\n<parameter name="tags">["x"]</parameter>\n'
     '<parameter name="note">null</parameter>\n</invoke>\n</function_calls>',
+    "mistral": '[TOOL_CALLS] [{"name": "read_file", "arguments": {"path": "src/a.py"}}, {"name": "edit", "arguments": '
+    '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}}]',
+    "mistral-v11": '[TOOL_CALLS]read_file[ARGS]{"path": "src/a.py"}[TOOL_CALLS]edit[ARGS]{"path": "b.txt", "line": 3, '
+    '"dry_run": false, "tags": ["x"], "note": null}',
     "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
     '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
 }

@@ -39,6 +39,7 @@ FAMILIES = {
     "qwen-coder",
     "tool-code",
     "cline-xml",
+    "mistral",
     "plain",
     "features",
     "anthropic",
@@ -246,6 +247,10 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
     "tool-code": {
         "JSON blocks": ("tool-code-list-files",),
         "blocks that must stay text": ("tool-code-bash-block", "tool-code-malformed-json"),
+    },
+    "mistral": {
+        "`[TOOL_CALLS]` JSON lists": ("mistral-mistral.one-call", "mistral-mistral.two-calls-one-block"),
+        "`[TOOL_CALLS]name[ARGS]{json}`": ("mistral-mistral-v11.one-call", "mistral-mistral-v11.two-calls-separate-blocks"),
     },
     "cline-xml": {"the `vtc` profile": ("cline-xml-backend-invoke", "cline-xml-backend-native",
                                         "cline-xml-several-tools")},

@@ -12,6 +12,7 @@ from types import MappingProxyType
 
 from harness.formats.base import Call, FormatError, TextFormat
 from harness.formats.json_formats import BareJson, Hermes, QwenTools, ToolCode
+from harness.formats.mistral import MistralList, MistralV11
 from harness.formats.xml_formats import ClineXml, InvokeXml, QwenCoder
 
 _ALL: tuple[TextFormat, ...] = (
@@ -22,6 +23,8 @@ _ALL: tuple[TextFormat, ...] = (
     ToolCode(),
     ClineXml(),
     BareJson(),
+    MistralList(),
+    MistralV11(),
 )
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})
