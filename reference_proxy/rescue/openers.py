@@ -210,7 +210,7 @@ class Cursor:
                 best = hit
         if (
             best is not None
-            and len(best[1]) < openers.longest_anywhere_at.get(best[1][:1], 0)
+            and len(s) - best[0] < openers.longest_anywhere_at.get(best[1][:1], 0)
             and s[best[0] :] in openers.anywhere_prefixes
         ):
             return None  # the text ends in what may become a longer opener: held
