@@ -179,6 +179,7 @@ class Cell:
     backend: Mapping_ | None = None
     request: Mapping_ | None = None
     marker_text: str | None = None
+    top: Mapping_ | None = None  # top-level fields (rechunk)
 
 
 def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
@@ -190,9 +191,9 @@ def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
         request["tools"] = cell.tools
     request.update(cell.request or {})
     client: Mapping_ = {"request": request}
-    if not cell.calls:
-        # An XML-reading client reads markup left in the text as calls of its own: the
-        # case is about what an OpenAI client sees.
+    if not cell.calls or any(d in cell.content for d in fmt.delimiters if len(d) >= 3):
+        # An XML-reading client reads markup left in the text as calls of its own: a
+        # case whose answer keeps markup as text is about what an OpenAI client sees.
         client = {"profiles": ["openai"], "request": request}
     expect: Mapping_ = {
         "tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in cell.calls],
@@ -209,6 +210,7 @@ def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
         "title": f"{fmt.id}: {cell.title}",
         "tags": sorted({fmt.family, f"format-{fmt.id}", f"case-{case}", "generated"}),
         "source": f"synthetic, generated from the case taxonomy ({case}) with the {fmt.id} writer: {cell.why}",
+        **(cell.top or {}),
         "backend": backend,
         "client": client,
         "expect": expect,
@@ -362,8 +364,11 @@ def _long_argument(fmt: TextFormat) -> Cell:
     text = fmt.write([LONG])
     assert len(str(LONG.arguments["content"])) >= 40_000
     return Cell("a 40 KB argument in 256-character frames arrives whole",
-                "no buffer cap below what real file writes need; nothing lost or duplicated.",
-                cut(text, range(256, len(text), 256)), [WRITE_FILE], "Write data/big.txt.", [LONG], "")
+                "no buffer cap below what real file writes need; nothing lost or duplicated. Not "
+                "re-split: one character per event would make 40,000 events per variant and test "
+                "nothing the other cells' re-splits do not.",
+                cut(text, range(256, len(text), 256)), [WRITE_FILE], "Write data/big.txt.", [LONG], "",
+                top={"rechunk": False})
 
 
 @builds("split-delimiters")

@@ -9,10 +9,10 @@ in ``mutants.openai``, Messages mutants (rewriters of ``SSEEvent``s with their
 ``event:`` names) in ``mutants.anthropic``.
 """
 
-from mutants import anthropic, openai
+from mutants import anthropic, formats, openai
 from mutants.base import Mutant
 from mutants.different import CORRECT_BUT_DIFFERENT
 
-MUTANTS: tuple[Mutant, ...] = (*openai.MUTANTS, *anthropic.MUTANTS)
+MUTANTS: tuple[Mutant, ...] = (*openai.MUTANTS, *anthropic.MUTANTS, *formats.MUTANTS)
 CORRECT: tuple[Mutant, ...] = (CORRECT_BUT_DIFFERENT, anthropic.CORRECT_BUT_DIFFERENT_MESSAGES)
 ALL: tuple[Mutant, ...] = (*MUTANTS, *CORRECT)
