@@ -42,6 +42,8 @@ SAMPLES: dict[str, str] = {
     '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}}]',
     "mistral-v11": '[TOOL_CALLS]read_file[ARGS]{"path": "src/a.py"}[TOOL_CALLS]edit[ARGS]{"path": "b.txt", "line": 3, '
     '"dry_run": false, "tags": ["x"], "note": null}',
+    "llama3-json": '{"name": "read_file", "parameters": {"path": "src/a.py"}}; {"name": "edit", "parameters": '
+    '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}}',
     "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
     '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
 }

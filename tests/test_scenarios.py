@@ -39,6 +39,7 @@ FAMILIES = {
     "qwen-coder",
     "tool-code",
     "cline-xml",
+    "llama",
     "mistral",
     "plain",
     "features",
@@ -247,6 +248,10 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
     "tool-code": {
         "JSON blocks": ("tool-code-list-files",),
         "blocks that must stay text": ("tool-code-bash-block", "tool-code-malformed-json"),
+    },
+    "llama": {
+        "separated by `; `": ("llama-llama3-json.two-calls-one-block",),
+        "`<|python_tag|>`": ("llama-llama3-json.opener-variant",),
     },
     "mistral": {
         "`[TOOL_CALLS]` JSON lists": ("mistral-mistral.one-call", "mistral-mistral.two-calls-one-block"),

@@ -12,6 +12,7 @@ from types import MappingProxyType
 
 from harness.formats.base import Call, FormatError, TextFormat
 from harness.formats.json_formats import BareJson, Hermes, QwenTools, ToolCode
+from harness.formats.llama import LlamaJson
 from harness.formats.mistral import MistralList, MistralV11
 from harness.formats.xml_formats import ClineXml, InvokeXml, QwenCoder
 
@@ -25,6 +26,7 @@ _ALL: tuple[TextFormat, ...] = (
     BareJson(),
     MistralList(),
     MistralV11(),
+    LlamaJson(),
 )
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})

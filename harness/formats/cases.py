@@ -497,6 +497,9 @@ VARIANTS: dict[str, Callable[[str], str]] = {
     "tool-code": lambda text: "Running it now: " + text,
     # No blank after the token, and the call's id inside the object, as the Mistral-Nemo
     # and Ministral templates render it (ml-explore/mlx-lm#1374, #1643).
+    # <|python_tag|> before the JSON: Llama 3.1 marks code for its built-in tools so, and
+    # models put it before ordinary calls too (vLLM's llama3_json parser strips it).
+    "llama3-json": lambda text: "<|python_tag|>" + text,
     "mistral": lambda text: text.replace("[TOOL_CALLS] [", "[TOOL_CALLS][")[:-2] + ', "id": "a1b2c3d4e"}]',
 }
 
