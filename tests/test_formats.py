@@ -44,6 +44,7 @@ SAMPLES: dict[str, str] = {
     '"dry_run": false, "tags": ["x"], "note": null}',
     "llama3-json": '{"name": "read_file", "parameters": {"path": "src/a.py"}}; {"name": "edit", "parameters": '
     '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}}',
+    "pythonic": '[read_file(path="src/a.py"), edit(path="b.txt", line=3, dry_run=False, tags=["x"], note=None)]',
     "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
     '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
 }

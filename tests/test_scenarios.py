@@ -41,6 +41,7 @@ FAMILIES = {
     "cline-xml",
     "llama",
     "mistral",
+    "pythonic",
     "plain",
     "features",
     "anthropic",
@@ -253,6 +254,7 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
         "separated by `; `": ("llama-llama3-json.two-calls-one-block",),
         "`<|python_tag|>`": ("llama-llama3-json.opener-variant",),
     },
+    "pythonic": {"`[f(a=1), g(b=\"x\")]`": ("pythonic-pythonic.one-call", "pythonic-pythonic.two-calls-one-block")},
     "mistral": {
         "`[TOOL_CALLS]` JSON lists": ("mistral-mistral.one-call", "mistral-mistral.two-calls-one-block"),
         "`[TOOL_CALLS]name[ARGS]{json}`": ("mistral-mistral-v11.one-call", "mistral-mistral-v11.two-calls-separate-blocks"),

@@ -14,6 +14,7 @@ from harness.formats.base import Call, FormatError, TextFormat
 from harness.formats.json_formats import BareJson, Hermes, QwenTools, ToolCode
 from harness.formats.llama import LlamaJson
 from harness.formats.mistral import MistralList, MistralV11
+from harness.formats.pythonic import Pythonic
 from harness.formats.xml_formats import ClineXml, InvokeXml, QwenCoder
 
 _ALL: tuple[TextFormat, ...] = (
@@ -27,6 +28,7 @@ _ALL: tuple[TextFormat, ...] = (
     MistralList(),
     MistralV11(),
     LlamaJson(),
+    Pythonic(),
 )
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})

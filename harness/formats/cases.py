@@ -341,7 +341,7 @@ def _split_escape(fmt: TextFormat) -> Cell:
 def _delimiter_in_value(fmt: TextFormat) -> Cell:
     closers = [d for d in fmt.delimiters if d.startswith("</") or d.startswith("\n```") or d == "```"]
     if not closers:  # a format with no closer: its other delimiters
-        closers = [d for d in fmt.delimiters if len(d.strip()) >= 3 and not d.startswith("{")]
+        closers = [d for d in fmt.delimiters if len(d.strip()) >= 2 and not d.startswith("{")]
     if not closers:
         raise NotApplicable
     inner = " and ".join(d.strip() for d in closers)
@@ -380,9 +380,10 @@ def _split_delimiters(fmt: TextFormat) -> Cell:
 
 
 def _json_body(fmt: TextFormat) -> str:
-    """The writer's text for READ, for formats that write the arguments as JSON."""
+    """The writer's text for READ, for formats that write the arguments as JSON (or as
+    Python literals)."""
     text = fmt.write([READ])
-    if '"path": "src/app.py"' not in text:
+    if '"path": "src/app.py"' not in text and 'path="src/app.py"' not in text:
         raise NotApplicable
     return text
 

@@ -14,11 +14,12 @@ from reference_proxy.rescue.families.invoke_xml import InvokeXml
 from reference_proxy.rescue.families.qwen3_coder import Qwen3Coder
 from reference_proxy.rescue.families.mistral import Mistral
 from reference_proxy.rescue.families.orphans import Orphans
+from reference_proxy.rescue.families.pythonic import Pythonic
 from reference_proxy.rescue.families.qwen_tools import QwenTools
 from reference_proxy.rescue.families.reasoning import Reasoning
 from reference_proxy.rescue.family import Family
 
-CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), InvokeXml(), Mistral(), BareJson())
+CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), InvokeXml(), Mistral(), Pythonic(), BareJson())
 FAMILIES: tuple[Family, ...] = (Reasoning(), *CALLS[:-1], Code(CALLS), CALLS[-1], Orphans())
 
 __all__ = ["CALLS", "FAMILIES"]
