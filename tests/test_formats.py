@@ -45,6 +45,10 @@ SAMPLES: dict[str, str] = {
     "llama3-json": '{"name": "read_file", "parameters": {"path": "src/a.py"}}; {"name": "edit", "parameters": '
     '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}}',
     "pythonic": '[read_file(path="src/a.py"), edit(path="b.txt", line=3, dry_run=False, tags=["x"], note=None)]',
+    "glm": "<tool_call>read_file\n<arg_key>path</arg_key>\n<arg_value>src/a.py</arg_value>\n</tool_call>\n"
+    "<tool_call>edit\n<arg_key>path</arg_key>\n<arg_value>b.txt</arg_value>\n<arg_key>line</arg_key>\n<arg_value>3"
+    "</arg_value>\n<arg_key>dry_run</arg_key>\n<arg_value>false</arg_value>\n<arg_key>tags</arg_key>\n<arg_value>"
+    '["x"]</arg_value>\n<arg_key>note</arg_key>\n<arg_value>null</arg_value>\n</tool_call>',
     "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
     '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
 }

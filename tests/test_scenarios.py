@@ -39,6 +39,7 @@ FAMILIES = {
     "qwen-coder",
     "tool-code",
     "cline-xml",
+    "glm",
     "llama",
     "mistral",
     "pythonic",
@@ -254,6 +255,7 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
         "separated by `; `": ("llama-llama3-json.two-calls-one-block",),
         "`<|python_tag|>`": ("llama-llama3-json.opener-variant",),
     },
+    "glm": {"`<arg_key>/<arg_value>` pairs": ("glm-glm.one-call", "glm-glm.schema-types", "glm-glm.opener-variant")},
     "pythonic": {"`[f(a=1), g(b=\"x\")]`": ("pythonic-pythonic.one-call", "pythonic-pythonic.two-calls-one-block")},
     "mistral": {
         "`[TOOL_CALLS]` JSON lists": ("mistral-mistral.one-call", "mistral-mistral.two-calls-one-block"),

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from harness.formats.base import Call, FormatError, TextFormat
+from harness.formats.glm import Glm
 from harness.formats.json_formats import BareJson, Hermes, QwenTools, ToolCode
 from harness.formats.llama import LlamaJson
 from harness.formats.mistral import MistralList, MistralV11
@@ -29,6 +30,7 @@ _ALL: tuple[TextFormat, ...] = (
     MistralV11(),
     LlamaJson(),
     Pythonic(),
+    Glm(),
 )
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})

@@ -498,6 +498,9 @@ VARIANTS: dict[str, Callable[[str], str]] = {
     "tool-code": lambda text: "Running it now: " + text,
     # No blank after the token, and the call's id inside the object, as the Mistral-Nemo
     # and Ministral templates render it (ml-explore/mlx-lm#1374, #1643).
+    # Blanks instead of newlines between the tags, the call in the middle of a line
+    # (GLM-4.5-Air under llama.cpp: ikawrakow/ik_llama.cpp discussion #753).
+    "glm": lambda text: "Listing it: " + text.replace("\n", " "),
     # <|python_tag|> before the JSON: Llama 3.1 marks code for its built-in tools so, and
     # models put it before ordinary calls too (vLLM's llama3_json parser strips it).
     "llama3-json": lambda text: "<|python_tag|>" + text,
@@ -511,13 +514,14 @@ def _opener_variant(fmt: TextFormat) -> Cell:
     if variant is None:
         raise NotApplicable
     text = variant(fmt.write([READ]))
-    prose = "Running it now:" if text.startswith("Running it now:") else ""
+    prose = next((p for p in ("Running it now:", "Listing it:") if text.startswith(p)), "")
     return Cell("the wrapper or opener missing or altered as models write it is still a call",
                 "models of this format really write it so, and the call is unambiguous.",
                 natural(text, fmt), [READ_FILE], "Open src/app.py.", [READ], prose)
 
 
 ORPHANS: dict[str, str] = {"qwen-tools": "</tools>", "hermes": "</tool_call>", "qwen-coder": "</tool_call>",
+                           "glm": "</tool_call>",
                            "invoke-xml": "</function_calls>", "cline-xml": "</read_file>"}
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from reference_proxy.rescue.families.bare_json import BareJson
 from reference_proxy.rescue.families.code import Code
+from reference_proxy.rescue.families.glm import Glm
 from reference_proxy.rescue.families.hermes import Hermes
 from reference_proxy.rescue.families.invoke_xml import InvokeXml
 from reference_proxy.rescue.families.qwen3_coder import Qwen3Coder
@@ -19,7 +20,7 @@ from reference_proxy.rescue.families.qwen_tools import QwenTools
 from reference_proxy.rescue.families.reasoning import Reasoning
 from reference_proxy.rescue.family import Family
 
-CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), InvokeXml(), Mistral(), Pythonic(), BareJson())
+CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), Glm(), InvokeXml(), Mistral(), Pythonic(), BareJson())
 FAMILIES: tuple[Family, ...] = (Reasoning(), *CALLS[:-1], Code(CALLS), CALLS[-1], Orphans())
 
 __all__ = ["CALLS", "FAMILIES"]
