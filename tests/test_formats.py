@@ -49,6 +49,8 @@ SAMPLES: dict[str, str] = {
     "<tool_call>edit\n<arg_key>path</arg_key>\n<arg_value>b.txt</arg_value>\n<arg_key>line</arg_key>\n<arg_value>3"
     "</arg_value>\n<arg_key>dry_run</arg_key>\n<arg_value>false</arg_value>\n<arg_key>tags</arg_key>\n<arg_value>"
     '["x"]</arg_value>\n<arg_key>note</arg_key>\n<arg_value>null</arg_value>\n</tool_call>',
+    "granite": '<|tool_call|>[{"name": "read_file", "arguments": {"path": "src/a.py"}}, {"name": "edit", "arguments": '
+    '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}}]',
     "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
     '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
 }

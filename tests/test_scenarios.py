@@ -40,6 +40,7 @@ FAMILIES = {
     "tool-code",
     "cline-xml",
     "glm",
+    "granite",
     "llama",
     "mistral",
     "pythonic",
@@ -256,6 +257,7 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
         "`<|python_tag|>`": ("llama-llama3-json.opener-variant",),
     },
     "glm": {"`<arg_key>/<arg_value>` pairs": ("glm-glm.one-call", "glm-glm.schema-types", "glm-glm.opener-variant")},
+    "granite": {"`<|tool_call|>[{json}]` lists": ("granite-granite.one-call", "granite-granite.opener-variant")},
     "pythonic": {"`[f(a=1), g(b=\"x\")]`": ("pythonic-pythonic.one-call", "pythonic-pythonic.two-calls-one-block")},
     "mistral": {
         "`[TOOL_CALLS]` JSON lists": ("mistral-mistral.one-call", "mistral-mistral.two-calls-one-block"),

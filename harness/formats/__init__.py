@@ -14,7 +14,7 @@ from harness.formats.base import Call, FormatError, TextFormat
 from harness.formats.glm import Glm
 from harness.formats.json_formats import BareJson, Hermes, QwenTools, ToolCode
 from harness.formats.llama import LlamaJson
-from harness.formats.mistral import MistralList, MistralV11
+from harness.formats.mistral import Granite, MistralList, MistralV11
 from harness.formats.pythonic import Pythonic
 from harness.formats.xml_formats import ClineXml, InvokeXml, QwenCoder
 
@@ -31,6 +31,7 @@ _ALL: tuple[TextFormat, ...] = (
     LlamaJson(),
     Pythonic(),
     Glm(),
+    Granite(),
 )
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})

@@ -501,6 +501,9 @@ VARIANTS: dict[str, Callable[[str], str]] = {
     # Blanks instead of newlines between the tags, the call in the middle of a line
     # (GLM-4.5-Air under llama.cpp: ikawrakow/ik_llama.cpp discussion #753).
     "glm": lambda text: "Listing it: " + text.replace("\n", " "),
+    # "<tool_call>" spelled out instead of the <|tool_call|> token, as Granite 3.1 writes it
+    # (vLLM's granite parser accepts both).
+    "granite": lambda text: text.replace("<|tool_call|>", "<tool_call>"),
     # <|python_tag|> before the JSON: Llama 3.1 marks code for its built-in tools so, and
     # models put it before ordinary calls too (vLLM's llama3_json parser strips it).
     "llama3-json": lambda text: "<|python_tag|>" + text,

@@ -1,4 +1,7 @@
-"""Mistral's ``[TOOL_CALLS]`` formats (mistral-common tokenizers; vLLM's ``mistral`` parser).
+"""Formats that put a special token before a JSON list of calls: Mistral's ``[TOOL_CALLS]``
+formats and Granite's ``<|tool_call|>``.
+
+Mistral (mistral-common tokenizers; vLLM's ``mistral`` parser).
 
 Before tokenizer v11 (Mistral-7B-Instruct-v0.3, Mixtral-8x22B) the special token is
 followed by a JSON list of call objects; from v11 on (Mistral-Small-3.1, Devstral,
@@ -32,3 +35,17 @@ class MistralV11:
     def write(self, calls: Sequence[Call]) -> str:
         require_calls(calls)
         return "".join(f"[TOOL_CALLS]{c.name}[ARGS]{json_text(dict(c.arguments))}" for c in calls)
+
+
+class Granite:
+    """IBM Granite 3.x chat template (vLLM's ``granite`` parser): ``<|tool_call|>`` and a
+    JSON list of the calls."""
+
+    id = "granite"
+    family = "granite"
+    model = "granite-3.3-8b-instruct"
+    delimiters: tuple[str, ...] = ("<|tool_call|>",)
+
+    def write(self, calls: Sequence[Call]) -> str:
+        require_calls(calls)
+        return "<|tool_call|>" + json_text([{"name": c.name, "arguments": dict(c.arguments)} for c in calls])

@@ -36,10 +36,15 @@ _HEAD, _NAME, _JSON, _AFTER = range(4)
 
 
 class MistralParser(MarkerParser):
-    def __init__(self, tools: Toolbox) -> None:
+    """A special token, then a JSON list of call objects (or, ``named``, the v11
+    ``NAME[ARGS]{json}`` form); the token may repeat before each further call."""
+
+    def __init__(self, tools: Toolbox, token: str = TOOL_CALLS, *, named: bool = True) -> None:
         self._tools = tools
+        self._token = token
+        self._named = named
         self._carry = Carry()
-        self._skip = len(TOOL_CALLS)
+        self._skip = len(token)
         self._state = _HEAD
         self._name: str | None = None  # set: the v11 form, arguments follow
         self._json: JsonScanner | None = None
@@ -94,12 +99,12 @@ class MistralParser(MarkerParser):
                 i = skip_ws(s, i)
                 if i >= n:
                     break
-                found = starts(s, i, TOOL_CALLS)
+                found = starts(s, i, self._token)
                 if found is None:
                     break
                 if not found:
                     return self._stop(self._last_end)
-                i += len(TOOL_CALLS)
+                i += len(self._token)
                 self._state = _HEAD
                 continue
             if self._state == _NAME:
@@ -131,9 +136,11 @@ class MistralParser(MarkerParser):
                 self._json = JsonScanner()
             elif s[i] in "[{":
                 self._json = JsonScanner(CallWatcher(self._tools))
-            else:
+            elif self._named:
                 self._state = _NAME
                 continue
+            else:
+                return self._stop(carry.base + i)
             self._state = _JSON
         carry.keep(s, min(i, n))
         if self._calls:
@@ -151,3 +158,17 @@ class Mistral(Family):
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return MistralParser(tools)
+
+
+GRANITE = "<|tool_call|>"
+
+
+class Granite(Family):
+    """IBM Granite 3.x: ``<|tool_call|>[{"name": ..., "arguments": {...}}]`` (vLLM's
+    ``granite`` parser). The token is followed by the same JSON list as Mistral's."""
+
+    name = "granite"
+    openers = (Opener(GRANITE),)
+
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return MistralParser(tools, GRANITE, named=False)
