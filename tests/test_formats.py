@@ -51,6 +51,10 @@ SAMPLES: dict[str, str] = {
     '["x"]</arg_value>\n<arg_key>note</arg_key>\n<arg_value>null</arg_value>\n</tool_call>',
     "granite": '<|tool_call|>[{"name": "read_file", "arguments": {"path": "src/a.py"}}, {"name": "edit", "arguments": '
     '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}}]',
+    "seed-oss": "<seed:tool_call>\n<function=read_file>\n<parameter=path>src/a.py</parameter>\n</function>\n"
+    "</seed:tool_call>\n<seed:tool_call>\n<function=edit>\n<parameter=path>b.txt</parameter>\n<parameter=line>3"
+    "</parameter>\n<parameter=dry_run>false</parameter>\n<parameter=tags>[\"x\"]</parameter>\n<parameter=note>null"
+    "</parameter>\n</function>\n</seed:tool_call>",
     "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
     '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
 }

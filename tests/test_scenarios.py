@@ -44,6 +44,7 @@ FAMILIES = {
     "llama",
     "mistral",
     "pythonic",
+    "seed-oss",
     "plain",
     "features",
     "anthropic",
@@ -258,6 +259,7 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "glm": {"`<arg_key>/<arg_value>` pairs": ("glm-glm.one-call", "glm-glm.schema-types", "glm-glm.opener-variant")},
     "granite": {"`<|tool_call|>[{json}]` lists": ("granite-granite.one-call", "granite-granite.opener-variant")},
+    "seed-oss": {"`<seed:tool_call><function=…><parameter=…>`": ("seed-oss-seed-oss.one-call", "seed-oss-seed-oss.schema-types")},
     "pythonic": {"`[f(a=1), g(b=\"x\")]`": ("pythonic-pythonic.one-call", "pythonic-pythonic.two-calls-one-block")},
     "mistral": {
         "`[TOOL_CALLS]` JSON lists": ("mistral-mistral.one-call", "mistral-mistral.two-calls-one-block"),

@@ -16,7 +16,7 @@ from harness.formats.json_formats import BareJson, Hermes, QwenTools, ToolCode
 from harness.formats.llama import LlamaJson
 from harness.formats.mistral import Granite, MistralList, MistralV11
 from harness.formats.pythonic import Pythonic
-from harness.formats.xml_formats import ClineXml, InvokeXml, QwenCoder
+from harness.formats.xml_formats import ClineXml, InvokeXml, QwenCoder, SeedOss
 
 _ALL: tuple[TextFormat, ...] = (
     QwenTools(),
@@ -32,6 +32,7 @@ _ALL: tuple[TextFormat, ...] = (
     Pythonic(),
     Glm(),
     Granite(),
+    SeedOss(),
 )
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})

@@ -524,7 +524,7 @@ def _opener_variant(fmt: TextFormat) -> Cell:
 
 
 ORPHANS: dict[str, str] = {"qwen-tools": "</tools>", "hermes": "</tool_call>", "qwen-coder": "</tool_call>",
-                           "glm": "</tool_call>",
+                           "glm": "</tool_call>", "seed-oss": "</seed:tool_call>",
                            "invoke-xml": "</function_calls>", "cline-xml": "</read_file>"}
 
 

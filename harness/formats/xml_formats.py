@@ -85,3 +85,28 @@ class ClineXml:
                 params.append(f"<{key}>{text}</{key}>\n")
             blocks.append(f"<{call.name}>\n{''.join(params)}</{call.name}>")
         return "\n\n".join(blocks)
+
+
+class SeedOss:
+    """ByteDance Seed-OSS chat template (vLLM's ``seed_oss`` parser): Qwen3-Coder's
+    function and parameter tags inside ``<seed:tool_call>``, values on the tag's line."""
+
+    id = "seed-oss"
+    family = "seed-oss"
+    model = "seed-oss-36b-instruct"
+    delimiters: tuple[str, ...] = (
+        "<seed:tool_call>",
+        "<function=",
+        "<parameter=",
+        "</parameter>",
+        "</function>",
+        "</seed:tool_call>",
+    )
+
+    def write(self, calls: Sequence[Call]) -> str:
+        require_calls(calls)
+        blocks = []
+        for call in calls:
+            params = "".join(f"<parameter={k}>{bare_value(v)}</parameter>\n" for k, v in call.arguments.items())
+            blocks.append(f"<seed:tool_call>\n<function={call.name}>\n{params}</function>\n</seed:tool_call>")
+        return "\n".join(blocks)

@@ -47,10 +47,15 @@ _HEAD, _NAME, _PARAMS, _PARAM_NAME, _VALUE_START, _VALUE, _TAIL = range(7)
 
 
 class Qwen3CoderParser(MarkerParser):
-    def __init__(self, opener: str, tools: Toolbox) -> None:
+    def __init__(self, opener: str, tools: Toolbox, end_call: str = END_CALL, *, edge_newlines: bool = True) -> None:
+        """``end_call``: the wrapper's closing tag (Seed-OSS wraps the same calls in
+        ``<seed:tool_call>``); ``edge_newlines``: one newline after the opening and before
+        the closing parameter tag belongs to the markup (Seed-OSS writes values inline)."""
+        self._edges = edge_newlines
         self._tools = tools
         self._carry = Carry()
-        self._wrapped = opener == END_CALL.replace("/", "")
+        self._end_call = end_call
+        self._wrapped = opener == end_call.replace("/", "")
         self._skip = len(opener) if self._wrapped else 0  # unwrapped: parsed from <function= on
         self._state = _HEAD
         self._name = ""
@@ -61,7 +66,7 @@ class Qwen3CoderParser(MarkerParser):
 
     def _end_value(self) -> None:
         value = "".join(self._value)
-        if value.endswith("\n"):
+        if self._edges and value.endswith("\n"):
             value = value[:-1]
         self._params[self._param] = typed_value(value, self._tools.property_schema(self._name, self._param))
         self._value = []
@@ -97,7 +102,7 @@ class Qwen3CoderParser(MarkerParser):
                 self._state = _PARAMS
                 continue
             if state == _VALUE_START:
-                if s[i] == "\n":
+                if s[i] == "\n" and self._edges:
                     i += 1
                 self._state = _VALUE
                 continue
@@ -146,9 +151,9 @@ class Qwen3CoderParser(MarkerParser):
                         self._state = _TAIL
                         continue
             else:  # _TAIL
-                found = starts(s, i, END_CALL)
+                found = starts(s, i, self._end_call)
                 if found:
-                    return accept((Call(self._name, self._params),), carry.base + i + len(END_CALL))
+                    return accept((Call(self._name, self._params),), carry.base + i + len(self._end_call))
             if found is None:
                 break
             return reject(carry.base + i)
@@ -165,3 +170,18 @@ class Qwen3Coder(Family):
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return Qwen3CoderParser(opener, tools)
+
+
+SEED_CALL = "<seed:tool_call>"
+SEED_END_CALL = "</seed:tool_call>"
+
+
+class SeedOss(Family):
+    """ByteDance Seed-OSS: Qwen3-Coder's ``<function=…><parameter=…>`` calls inside
+    ``<seed:tool_call>`` (vLLM's ``seed_oss`` parser)."""
+
+    name = "seed-oss"
+    openers = (Opener(SEED_CALL),)
+
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return Qwen3CoderParser(opener, tools, SEED_END_CALL, edge_newlines=False)
