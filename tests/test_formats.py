@@ -55,6 +55,12 @@ SAMPLES: dict[str, str] = {
     "</seed:tool_call>\n<seed:tool_call>\n<function=edit>\n<parameter=path>b.txt</parameter>\n<parameter=line>3"
     "</parameter>\n<parameter=dry_run>false</parameter>\n<parameter=tags>[\"x\"]</parameter>\n<parameter=note>null"
     "</parameter>\n</function>\n</seed:tool_call>",
+    "kimi-k2": '<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0<|tool_call_argument_begin|>'
+    '{"path": "src/a.py"}<|tool_call_end|><|tool_call_begin|>functions.edit:1<|tool_call_argument_begin|>'
+    '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}<|tool_call_end|><|tool_calls_section_end|>',
+    "deepseek-v31": '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>read_file<｜tool▁sep｜>{"path": "src/a.py"}<｜tool▁call▁end｜>'
+    '<｜tool▁call▁begin｜>edit<｜tool▁sep｜>{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}'
+    '<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
     "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
     '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
 }

@@ -45,6 +45,8 @@ FAMILIES = {
     "mistral",
     "pythonic",
     "seed-oss",
+    "kimi-k2",
+    "deepseek",
     "plain",
     "features",
     "anthropic",
@@ -255,11 +257,13 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
     },
     "llama": {
         "separated by `; `": ("llama-llama3-json.two-calls-one-block",),
-        "`<|python_tag|>`": ("llama-llama3-json.opener-variant",),
+        "`<\\|python_tag\\|>`": ("llama-llama3-json.opener-variant",),
     },
     "glm": {"`<arg_key>/<arg_value>` pairs": ("glm-glm.one-call", "glm-glm.schema-types", "glm-glm.opener-variant")},
-    "granite": {"`<|tool_call|>[{json}]` lists": ("granite-granite.one-call", "granite-granite.opener-variant")},
+    "granite": {"`<\\|tool_call\\|>[{json}]` lists": ("granite-granite.one-call", "granite-granite.opener-variant")},
     "seed-oss": {"`<seed:tool_call><function=…><parameter=…>`": ("seed-oss-seed-oss.one-call", "seed-oss-seed-oss.schema-types")},
+    "kimi-k2": {"`<\\|tool_calls_section_begin\\|>` sections": ("kimi-k2-kimi-k2.one-call", "kimi-k2-kimi-k2.two-calls-one-block")},
+    "deepseek": {"`<｜tool▁calls▁begin｜>` sections": ("deepseek-deepseek-v31.one-call", "deepseek-deepseek-v31.two-calls-one-block")},
     "pythonic": {"`[f(a=1), g(b=\"x\")]`": ("pythonic-pythonic.one-call", "pythonic-pythonic.two-calls-one-block")},
     "mistral": {
         "`[TOOL_CALLS]` JSON lists": ("mistral-mistral.one-call", "mistral-mistral.two-calls-one-block"),
@@ -306,7 +310,7 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
 def _documented_families() -> dict[str, str]:
     """The Families table of docs/scenarios.md: family -> what it holds."""
     section = DOCS.read_text("utf-8").split("\n## Families\n", 1)[1]
-    return dict(re.findall(r"^\| `([a-z-]+)` \| (.+) \|$", section, re.MULTILINE))
+    return dict(re.findall(r"^\| `([a-z0-9-]+)` \| (.+) \|$", section, re.MULTILINE))
 
 
 @pytest.mark.parametrize("doc", ["scenarios.md", "harness.md", "importing.md", "rules.md"])

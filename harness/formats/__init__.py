@@ -16,6 +16,7 @@ from harness.formats.json_formats import BareJson, Hermes, QwenTools, ToolCode
 from harness.formats.llama import LlamaJson
 from harness.formats.mistral import Granite, MistralList, MistralV11
 from harness.formats.pythonic import Pythonic
+from harness.formats.sections import DeepSeekV31, KimiK2
 from harness.formats.xml_formats import ClineXml, InvokeXml, QwenCoder, SeedOss
 
 _ALL: tuple[TextFormat, ...] = (
@@ -33,6 +34,8 @@ _ALL: tuple[TextFormat, ...] = (
     Glm(),
     Granite(),
     SeedOss(),
+    KimiK2(),
+    DeepSeekV31(),
 )
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})

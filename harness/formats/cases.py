@@ -504,6 +504,9 @@ VARIANTS: dict[str, Callable[[str], str]] = {
     # "<tool_call>" spelled out instead of the <|tool_call|> token, as Granite 3.1 writes it
     # (vLLM's granite parser accepts both).
     "granite": lambda text: text.replace("<|tool_call|>", "<tool_call>"),
+    # Each token on its own line and the name without its "functions." prefix, as
+    # ik_llama.cpp documents Kimi-K2 output (examples/server/function_calls.md).
+    "kimi-k2": lambda text: text.replace("|>", "|>\n").replace("functions.", ""),
     # <|python_tag|> before the JSON: Llama 3.1 marks code for its built-in tools so, and
     # models put it before ordinary calls too (vLLM's llama3_json parser strips it).
     "llama3-json": lambda text: "<|python_tag|>" + text,
@@ -525,6 +528,7 @@ def _opener_variant(fmt: TextFormat) -> Cell:
 
 ORPHANS: dict[str, str] = {"qwen-tools": "</tools>", "hermes": "</tool_call>", "qwen-coder": "</tool_call>",
                            "glm": "</tool_call>", "seed-oss": "</seed:tool_call>",
+                           "kimi-k2": "<|tool_calls_section_end|>", "deepseek-v31": "<｜tool▁calls▁end｜>",
                            "invoke-xml": "</function_calls>", "cline-xml": "</read_file>"}
 
 

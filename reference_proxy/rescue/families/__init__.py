@@ -18,9 +18,10 @@ from reference_proxy.rescue.families.orphans import Orphans
 from reference_proxy.rescue.families.pythonic import Pythonic
 from reference_proxy.rescue.families.qwen_tools import QwenTools
 from reference_proxy.rescue.families.reasoning import Reasoning
+from reference_proxy.rescue.families.sections import DeepSeek, KimiK2
 from reference_proxy.rescue.family import Family
 
-CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), SeedOss(), Glm(), InvokeXml(), Mistral(), Granite(), Pythonic(), BareJson())
+CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), SeedOss(), Glm(), InvokeXml(), Mistral(), Granite(), KimiK2(), DeepSeek(), Pythonic(), BareJson())
 FAMILIES: tuple[Family, ...] = (Reasoning(), *CALLS[:-1], Code(CALLS), CALLS[-1], Orphans())
 
 __all__ = ["CALLS", "FAMILIES"]

@@ -11,7 +11,14 @@ from __future__ import annotations
 from reference_proxy.rescue.family import Context, Family, MarkerParser, Opener, Verdict, accept, reject
 from reference_proxy.rescue.toolbox import Toolbox
 
-CLOSERS = ("</tool_call>", "</tools>", "</function_calls>", "</seed:tool_call>")
+CLOSERS = (
+    "</tool_call>",
+    "</tools>",
+    "</function_calls>",
+    "</seed:tool_call>",
+    "<|tool_calls_section_end|>",
+    "<｜tool▁calls▁end｜>",
+)
 
 
 class OrphanParser(MarkerParser):
