@@ -61,6 +61,10 @@ SAMPLES: dict[str, str] = {
     "deepseek-v31": '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>read_file<｜tool▁sep｜>{"path": "src/a.py"}<｜tool▁call▁end｜>'
     '<｜tool▁call▁begin｜>edit<｜tool▁sep｜>{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}'
     '<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+    "minimax-m2": '<minimax:tool_call>\n<invoke name="read_file">\n<parameter name="path">src/a.py</parameter>\n'
+    '</invoke>\n<invoke name="edit">\n<parameter name="path">b.txt</parameter>\n<parameter name="line">3'
+    '</parameter>\n<parameter name="dry_run">false</parameter>\n<parameter name="tags">["x"]</parameter>\n'
+    '<parameter name="note">null</parameter>\n</invoke>\n</minimax:tool_call>',
     "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
     '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
 }

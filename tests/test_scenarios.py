@@ -47,6 +47,7 @@ FAMILIES = {
     "seed-oss",
     "kimi-k2",
     "deepseek",
+    "minimax",
     "plain",
     "features",
     "anthropic",
@@ -264,6 +265,7 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
     "seed-oss": {"`<seed:tool_call><function=…><parameter=…>`": ("seed-oss-seed-oss.one-call", "seed-oss-seed-oss.schema-types")},
     "kimi-k2": {"`<\\|tool_calls_section_begin\\|>` sections": ("kimi-k2-kimi-k2.one-call", "kimi-k2-kimi-k2.two-calls-one-block")},
     "deepseek": {"`<｜tool▁calls▁begin｜>` sections": ("deepseek-deepseek-v31.one-call", "deepseek-deepseek-v31.two-calls-one-block")},
+    "minimax": {"`<minimax:tool_call>`": ("minimax-minimax-m2.one-call", "minimax-minimax-m2.two-calls-one-block")},
     "pythonic": {"`[f(a=1), g(b=\"x\")]`": ("pythonic-pythonic.one-call", "pythonic-pythonic.two-calls-one-block")},
     "mistral": {
         "`[TOOL_CALLS]` JSON lists": ("mistral-mistral.one-call", "mistral-mistral.two-calls-one-block"),

@@ -17,7 +17,7 @@ from harness.formats.llama import LlamaJson
 from harness.formats.mistral import Granite, MistralList, MistralV11
 from harness.formats.pythonic import Pythonic
 from harness.formats.sections import DeepSeekV31, KimiK2
-from harness.formats.xml_formats import ClineXml, InvokeXml, QwenCoder, SeedOss
+from harness.formats.xml_formats import ClineXml, InvokeXml, MiniMaxM2, QwenCoder, SeedOss
 
 _ALL: tuple[TextFormat, ...] = (
     QwenTools(),
@@ -36,6 +36,7 @@ _ALL: tuple[TextFormat, ...] = (
     SeedOss(),
     KimiK2(),
     DeepSeekV31(),
+    MiniMaxM2(),
 )
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})

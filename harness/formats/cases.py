@@ -528,7 +528,7 @@ def _opener_variant(fmt: TextFormat) -> Cell:
 
 ORPHANS: dict[str, str] = {"qwen-tools": "</tools>", "hermes": "</tool_call>", "qwen-coder": "</tool_call>",
                            "glm": "</tool_call>", "seed-oss": "</seed:tool_call>",
-                           "kimi-k2": "<|tool_calls_section_end|>", "deepseek-v31": "<｜tool▁calls▁end｜>",
+                           "minimax-m2": "</minimax:tool_call>", "kimi-k2": "<|tool_calls_section_end|>", "deepseek-v31": "<｜tool▁calls▁end｜>",
                            "invoke-xml": "</function_calls>", "cline-xml": "</read_file>"}
 
 

@@ -110,3 +110,25 @@ class SeedOss:
             params = "".join(f"<parameter={k}>{bare_value(v)}</parameter>\n" for k, v in call.arguments.items())
             blocks.append(f"<seed:tool_call>\n<function={call.name}>\n{params}</function>\n</seed:tool_call>")
         return "\n".join(blocks)
+
+
+class MiniMaxM2:
+    """MiniMax M2 chat template (vLLM's ``minimax_m2`` parser): invoke XML inside
+    ``<minimax:tool_call>``, one wrapper around all the calls of an answer."""
+
+    id = "minimax-m2"
+    family = "minimax"
+    model = "minimax-m2"
+    delimiters: tuple[str, ...] = (
+        "<minimax:tool_call>",
+        "<invoke name=",
+        "<parameter name=",
+        "</parameter>",
+        "</invoke>",
+        "</minimax:tool_call>",
+    )
+
+    def write(self, calls: Sequence[Call]) -> str:
+        return InvokeXml().write(calls).replace("<function_calls>", "<minimax:tool_call>").replace(
+            "</function_calls>", "</minimax:tool_call>"
+        )

@@ -55,13 +55,15 @@ _CORRUPT, _WRAPPER, _TAG, _PARAMS, _PARAM_TAG, _VALUE, _AFTER = range(7)
 
 
 class InvokeXmlParser(MarkerParser):
-    def __init__(self, opener: str, tools: Toolbox, context: Context) -> None:
+    def __init__(self, opener: str, tools: Toolbox, context: Context, wrapper: str = WRAPPER) -> None:
+        """``wrapper``: the opening wrapper tag (MiniMax M2 writes ``<minimax:tool_call>``)."""
+        self._end_wrapper = wrapper.replace("<", "</", 1)
         self._tools = tools
         self._carry = Carry()
         # "count" after a blank mid-line is prose unless "<invoke" follows it at once.
         self._glued = opener == CORRUPT_WRAPPER and context.after_blank
-        if opener == WRAPPER:
-            self._skip, self._state = len(WRAPPER), _WRAPPER
+        if opener == wrapper:
+            self._skip, self._state = len(wrapper), _WRAPPER
         elif opener == CORRUPT_WRAPPER:
             self._skip, self._state = len(CORRUPT_WRAPPER), _CORRUPT
         else:
@@ -185,9 +187,9 @@ class InvokeXmlParser(MarkerParser):
                 self._state = _TAG
                 continue
             if state != _CORRUPT and found is False:
-                found = starts(s, i, END_WRAPPER)
+                found = starts(s, i, self._end_wrapper)
                 if found:
-                    end = carry.base + i + len(END_WRAPPER)
+                    end = carry.base + i + len(self._end_wrapper)
                     calls, self._calls = tuple(self._calls), []
                     return Verdict(calls, end, True, end)
             if found is None:
@@ -215,3 +217,17 @@ class InvokeXml(Family):
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return InvokeXmlParser(opener, tools, context)
+
+
+MINIMAX_WRAPPER = "<minimax:tool_call>"
+
+
+class MiniMaxM2(Family):
+    """MiniMax M2: the same ``<invoke name=…><parameter name=…>`` calls inside
+    ``<minimax:tool_call>`` (vLLM's ``minimax_m2`` parser)."""
+
+    name = "minimax-m2"
+    openers = (Opener(MINIMAX_WRAPPER),)
+
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return InvokeXmlParser(opener, tools, context, MINIMAX_WRAPPER)

@@ -16,6 +16,7 @@ CLOSERS = (
     "</tools>",
     "</function_calls>",
     "</seed:tool_call>",
+    "</minimax:tool_call>",
     "<|tool_calls_section_end|>",
     "<｜tool▁calls▁end｜>",
 )
