@@ -25,14 +25,20 @@ class QwenCoder:
     )
 
     def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
-        blocks = []
-        for call in calls:
-            params = "".join(
-                f"<parameter={key}>\n{bare_value(value)}\n</parameter>\n" for key, value in call.arguments.items()
-            )
-            blocks.append(f"<tool_call>\n<function={call.name}>\n{params}</function>\n</tool_call>")
-        return "\n".join(blocks)
+        return function_blocks(calls, "tool_call", "\n")
+
+
+def function_blocks(calls: Sequence[Call], wrapper: str, edge: str) -> str:
+    """One ``<wrapper>`` block per call around ``<function=NAME>`` and its
+    ``<parameter=P>`` tags; ``edge`` is written between each tag and its value."""
+    require_calls(calls)
+    blocks = []
+    for call in calls:
+        params = "".join(
+            f"<parameter={key}>{edge}{bare_value(value)}{edge}</parameter>\n" for key, value in call.arguments.items()
+        )
+        blocks.append(f"<{wrapper}>\n<function={call.name}>\n{params}</function>\n</{wrapper}>")
+    return "\n".join(blocks)
 
 
 class InvokeXml:
@@ -104,12 +110,7 @@ class SeedOss:
     )
 
     def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
-        blocks = []
-        for call in calls:
-            params = "".join(f"<parameter={k}>{bare_value(v)}</parameter>\n" for k, v in call.arguments.items())
-            blocks.append(f"<seed:tool_call>\n<function={call.name}>\n{params}</function>\n</seed:tool_call>")
-        return "\n".join(blocks)
+        return function_blocks(calls, "seed:tool_call", "")
 
 
 class MiniMaxM2:
