@@ -7,12 +7,15 @@ their packages and are attached here, so this module only wires them together.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from harness.errors import ConformanceError
-from harness.scenario import bundled_scenarios_dir, validate_paths
+from harness.options import BY_NAME, OPTIONS, closest, unknown_long_options
+from harness.scenario import awaiting_review, bundled_scenarios_dir, review_note, validate_paths
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -29,7 +32,11 @@ def validate(paths: tuple[Path, ...]) -> None:
     scenarios, problems = validate_paths(paths or (bundled_scenarios_dir(),))
     for problem in problems:
         click.echo(str(problem), err=True)
-    click.echo(f"{len(scenarios)} valid, {len(problems)} problem(s)")
+    pending = awaiting_review(scenarios)
+    for scenario in pending:
+        click.echo(f"warning: {review_note(scenario)}", err=True)
+    waiting = f", {len(pending)} awaiting review" if pending else ""
+    click.echo(f"{len(scenarios)} valid, {len(problems)} problem(s){waiting}")
     if problems:
         sys.exit(1)
 
@@ -59,6 +66,7 @@ def list_(dirs: tuple[Path, ...], tags: tuple[str, ...], families: tuple[str, ..
 
 
 def _attach_server_commands() -> None:
+    from harness.fuzz.command import fuzz_command
     from harness.import_command import import_command
     from mock_backends.cli import mock
     from reference_proxy.cli import proxy
@@ -66,6 +74,7 @@ def _attach_server_commands() -> None:
     main.add_command(mock)
     main.add_command(proxy)
     main.add_command(import_command)
+    main.add_command(fuzz_command)
 
 
 _attach_server_commands()
@@ -82,22 +91,78 @@ def run_main() -> None:
 
 # --------------------------------------------------------------------------- run / replay
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def table_options(*, replay: bool) -> Callable[[F], F]:
+    """The option table's entries as click options: those ``run`` offers (defaults left
+    to the plugin) or those ``replay`` takes (with their defaults)."""
+
+    def decorate(command: F) -> F:
+        for option in reversed(OPTIONS):
+            if not (option.replay if replay else option.cli):
+                continue
+            kwargs: dict[str, Any] = {"help": option.help, "metavar": option.metavar}
+            if option.kind == "flag":
+                kwargs.update(is_flag=True, default=False)
+            elif option.kind == "multiple":
+                kwargs.update(multiple=True)
+            else:
+                kwargs.update(type=click.Choice(option.choices) if option.choices else option.type,
+                              default=option.default if replay else None)
+            command = click.option(option.cli_flag, option.dest, **kwargs)(command)
+        return command
+
+    return decorate
+
+
+def _pytest_long_options() -> set[str]:
+    """Every ``--option`` pytest and its plugins know here (from ``pytest --help``)."""
+    import contextlib
+    import io
+    import re
+
+    import pytest
+
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text), contextlib.redirect_stderr(io.StringIO()):
+        pytest.main(["--help", "-p", "no:cacheprovider"])
+    return set(re.findall(r"(?<![\w-])--[a-zA-Z][\w-]*", text.getvalue()))
+
+
+def _mistyped(args: Sequence[str]) -> list[str]:
+    """A line for every ``--option`` among ``args`` that neither pytest nor this command
+    knows but that looks like a misspelt option of ours (pytest asked only then)."""
+    ours = [o.cli_flag for o in OPTIONS if o.cli]
+    suspects = [(arg, match) for arg in unknown_long_options(args, ours)
+                if (match := closest(arg, ours)) is not None]
+    if not suspects:
+        return []
+    known = _pytest_long_options()
+    return [f"error: no such option: {arg} (did you mean --{match}? see 'toolcall-conformance run --help')"
+            for arg, match in suspects if arg not in known]
+
 
 @main.command(
     context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
-    epilog="Every other option goes to pytest and its conformance plugin: -k, -x, -n 4, --features, --strict, "
-    "--client-profile, --rechunk N, --model, --proxy-header, --expect-failures, --report-json, --report-md "
-    "(see docs/harness.md or 'pytest --help').",
+    epilog="Every other argument goes to pytest: -k EXPR, -x, -n 4 (pytest-xdist), --lf, --junitxml PATH, "
+    "--tb long (the raw answers around every finding) ... The same options work in a plain pytest run as "
+    "--conformance-<name> (see docs/harness.md).",
 )
-@click.option("--proxy-url", metavar="URL", help="The proxy under test (default: the bundled reference proxy).")
+@table_options(replay=False)
 @click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
-def run(proxy_url: str | None, pytest_args: tuple[str, ...]) -> None:
+def run(pytest_args: tuple[str, ...], **values: Any) -> None:
     """Run the conformance suite (pytest with the plugin) and print the score card;
     exit status non-zero on any failure."""
     import os
 
     import pytest
 
+    hints = _mistyped(pytest_args)
+    if hints:
+        for hint in hints:
+            click.echo(hint, err=True)
+        sys.exit(int(pytest.ExitCode.USAGE_ERROR))
     # This process imported the harness (and httpx's anyio) before pytest started, so
     # pytest cannot assertion-rewrite them; nothing here relies on that. Only scenarios
     # are collected, so a pytest-asyncio installed beside the harness has nothing to run:
@@ -107,8 +172,9 @@ def run(proxy_url: str | None, pytest_args: tuple[str, ...]) -> None:
         "-W", "ignore::pytest.PytestAssertRewriteWarning",
         "-W", 'ignore:The configuration option "asyncio_default_fixture_loop_scope" is unset',
     ]
-    if proxy_url:
-        args += ["--proxy-url", proxy_url]
+    for option in OPTIONS:
+        if option.cli:
+            args += option.pytest_args(values[option.dest])
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         args += ["-p", "harness.plugin"]
     sys.exit(int(pytest.main([*args, *pytest_args])))
@@ -116,42 +182,40 @@ def run(proxy_url: str | None, pytest_args: tuple[str, ...]) -> None:
 
 @main.command()
 @click.argument("scenario_id")
-@click.option("--proxy-url", metavar="URL", help="The proxy under test (default: start the reference proxy).")
-@click.option("--scenarios", "dirs", multiple=True, type=click.Path(path_type=Path), help="Scenario folder (repeatable).")
+@table_options(replay=True)
 @click.option("--stream/--no-stream", default=None, help="Override the request's stream flag.")
-@click.option("--rechunk-seed", type=int, default=None, help="Replay a re-chunked variant of this seed.")
 @click.option("--rechunk-variant", type=int, default=0, show_default=True, help="Which variant of the seed.")
 @click.option("--split", "split", metavar="OFFSETS", help="Content split points, e.g. 17,40 (from a shrunk failure).")
-@click.option("--client-profile", type=click.Choice(["openai", "vtc", "anthropic"]), default=None,
-              help="Replay under this client profile (default: the scenario's own).")
-@click.option("--features", multiple=True, help="Features your proxy has (comma separated, repeatable).")
-@click.option("--strict", is_flag=True, help="Also enforce 'spec' severity rules.")
-@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds before the exchange counts as hanging.")
-@click.option("--model", "models", multiple=True, metavar="[FAMILY=]NAME", help="Model name to send.")
-@click.option("--proxy-header", "headers", multiple=True, metavar="'NAME: VALUE'", help="Extra header for the proxy.")
-@click.option("--mock-host", default="127.0.0.1", show_default=True, help="Interface the mock listens on.")
-@click.option("--mock-port", type=int, default=0, help="Port of the mock (default: a free one).")
-@click.option("--mock-url", default=None, help="Use a mock backend already running there.")
 def replay(
     scenario_id: str,
-    proxy_url: str | None,
-    dirs: tuple[Path, ...],
     stream: bool | None,
-    rechunk_seed: int | None,
     rechunk_variant: int,
     split: str | None,
-    client_profile: str | None,
-    features: tuple[str, ...],
-    strict: bool,
-    timeout: float,
-    models: tuple[str, ...],
-    headers: tuple[str, ...],
-    mock_host: str,
-    mock_port: int,
-    mock_url: str | None,
+    **values: Any,
 ) -> None:
     """Replay one scenario's exchange: print the answer as received and the rule verdicts."""
     from difflib import get_close_matches
+
+    def value(name: str) -> Any:
+        return values[BY_NAME[name].dest]
+
+    proxy_url: str | None = value("proxy-url")
+    dirs: tuple[str, ...] = value("scenarios")
+    client_profile: str | None = value("client-profile")
+    features: tuple[str, ...] = value("features")
+    strict: bool = value("strict")
+    timeout: float = value("timeout")
+    models: tuple[str, ...] = value("model")
+    headers: tuple[str, ...] = value("proxy-header")
+    mock_host: str = value("mock-host")
+    mock_port: int = value("mock-port")
+    mock_url: str | None = value("mock-url")
+    rechunk_seed: int | None = value("rechunk-seed")
+    upstream_dialect: str | None = value("upstream-dialect")
+    if upstream_dialect == "natural":
+        upstream_dialect = None
+    elif upstream_dialect == "all":
+        raise click.UsageError("replay plays one exchange: --upstream-dialect takes openai, anthropic or natural")
 
     from harness.embedded import EmbeddedServers
     from harness.profiles import choose_profile, parse_profile
@@ -170,6 +234,14 @@ def replay(
         hint = f"; did you mean {', '.join(close)}?" if close else " (see 'toolcall-conformance list')"
         raise click.UsageError(f"no scenario {scenario_id!r}{hint}")
     scenario = by_id[scenario_id]
+    if upstream_dialect is not None:
+        from harness.dialects import NotPortable
+        from harness.dialects.script import serve_as
+
+        try:
+            scenario = serve_as(scenario, upstream_dialect)
+        except NotPortable as exc:
+            raise click.UsageError(f"{scenario_id} cannot be served by a {upstream_dialect} upstream: {exc}") from exc
     try:
         model_choice = parse_models(models)
         proxy_headers = parse_headers(headers)
@@ -178,7 +250,7 @@ def replay(
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     servers = EmbeddedServers(mock_host=mock_host, mock_port=mock_port, with_proxy=proxy_url is None,
-                              mock_url=mock_url)
+                              mock_url=mock_url, upstream_dialects=(upstream_dialect or "native",))
     with servers as urls:
         target = proxy_url.rstrip("/") if proxy_url else urls.proxy_url
         assert target is not None

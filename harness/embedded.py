@@ -8,8 +8,9 @@ the run ends, however it ends.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 
 from harness.errors import ConformanceError
@@ -19,8 +20,10 @@ from harness.servers import serve
 @dataclass(frozen=True)
 class EmbeddedUrls:
     mock_url: str  # the mock's root; proxies call {mock_url}/v1/chat/completions
-    proxy_url: str | None  # the reference proxy's base URL ({...}/v1), when started
+    proxy_url: str | None  # the reference proxy's base URL ({...}/v1), when started (the first one)
     proxy_features: frozenset[str]  # what the reference proxy claims (empty when not started)
+    # One reference proxy per upstream dialect it calls ("native": each client's own).
+    proxy_urls: Mapping[str, str] = field(default_factory=dict)
 
 
 class EmbeddedServers:
@@ -29,8 +32,10 @@ class EmbeddedServers:
     ``mock_url``: a mock that already runs; only the reference proxy is started then."""
 
     def __init__(
-        self, *, mock_host: str = "127.0.0.1", mock_port: int = 0, with_proxy: bool = True, mock_url: str | None = None
+        self, *, mock_host: str = "127.0.0.1", mock_port: int = 0, with_proxy: bool = True, mock_url: str | None = None,
+        upstream_dialects: Sequence[str] = ("native",),
     ) -> None:
+        self._upstream_dialects = tuple(upstream_dialects)
         self._mock_url = mock_url.rstrip("/") if mock_url else None
         self._mock_host = mock_host
         self._mock_port = mock_port
@@ -52,20 +57,22 @@ class EmbeddedServers:
                         f"cannot serve the mock backend on {self._mock_host}:{self._mock_port}: {exc.strerror or exc}"
                     ) from exc
                 mock_url = mock.url
-            proxy_url: str | None = None
+            proxy_urls: dict[str, str] = {}
             features: frozenset[str] = frozenset()
             if self._with_proxy:
                 from reference_proxy.app import create_app as create_proxy
                 from reference_proxy.config import ProxyConfig
 
-                config = ProxyConfig(upstream=f"{mock_url}/v1", log_level="warning")
-                proxy = self._stack.enter_context(serve(create_proxy(config)))
-                proxy_url = f"{proxy.url}/v1"
-                features = config.features()
+                for dialect in self._upstream_dialects:
+                    config = ProxyConfig(upstream=f"{mock_url}/v1", log_level="warning", upstream_dialect=dialect)
+                    proxy = self._stack.enter_context(serve(create_proxy(config)))
+                    proxy_urls[dialect] = f"{proxy.url}/v1"
+                    features = config.features()
         except BaseException:
             self._stack.close()
             raise
-        self.urls = EmbeddedUrls(mock_url, proxy_url, features)
+        first = next(iter(proxy_urls.values()), None)
+        self.urls = EmbeddedUrls(mock_url, first, features, proxy_urls)
         return self.urls
 
     def close(self) -> None:

@@ -6,6 +6,7 @@ framing rules see exactly what a client would have seen.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -14,8 +15,32 @@ Profile = Literal["openai", "vtc", "anthropic"]
 
 
 @dataclass(frozen=True)
+class RecordedAnswer:
+    """What the mock backend sent back for one request, as it went on the wire."""
+
+    status: int | None  # None when nothing was sent yet
+    headers: Mapping[str, str]  # names lower-cased
+    body: bytes  # every body byte sent so far
+    seconds: float | None  # from the request's arrival to the answer's end; None while it is being sent
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "headers": dict(self.headers),
+                "body_base64": base64.b64encode(self.body).decode("ascii"), "seconds": self.seconds}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RecordedAnswer:
+        seconds = data.get("seconds")
+        return cls(
+            status=data.get("status"),
+            headers=dict(data.get("headers") or {}),
+            body=base64.b64decode(data.get("body_base64") or ""),
+            seconds=None if seconds is None else float(seconds),
+        )
+
+
+@dataclass(frozen=True)
 class RecordedRequest:
-    """One request the mock backend received from the proxy."""
+    """One request the mock backend received from the proxy (and, once known, its answer)."""
 
     method: str
     path: str
@@ -24,6 +49,7 @@ class RecordedRequest:
     body: Any  # parsed JSON, or None when the body was not JSON
     raw_body: str | None  # the body as text when it was not JSON
     received_at: float
+    answer: RecordedAnswer | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -34,10 +60,12 @@ class RecordedRequest:
             "body": self.body,
             "raw_body": self.raw_body,
             "received_at": self.received_at,
+            "answer": None if self.answer is None else self.answer.to_json(),
         }
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> RecordedRequest:
+        answer = data.get("answer")
         return cls(
             method=data["method"],
             path=data["path"],
@@ -46,7 +74,27 @@ class RecordedRequest:
             body=data.get("body"),
             raw_body=data.get("raw_body"),
             received_at=float(data.get("received_at", 0.0)),
+            answer=RecordedAnswer.from_json(answer) if isinstance(answer, Mapping) else None,
         )
+
+
+@dataclass(frozen=True)
+class BackendActivity:
+    """How busy the mock backend has been answering one run, measured on its own clock.
+
+    The harness's deadlines count from the end of the backend's work, so a backend that
+    streams slowly on purpose (a stall, a slow drip) never makes the proxy look slow,
+    however loaded the machine is."""
+
+    answering: int = 0  # answers the mock is still sending
+    busy_seconds: float = 0.0  # time spent answering so far, overlapping answers counted once
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> BackendActivity:
+        return cls(int(data.get("answering", 0)), float(data.get("busy_seconds", 0.0)))
 
 
 @dataclass(frozen=True)
@@ -66,6 +114,7 @@ class Exchange:
     transport_error: str | None = None  # connection refused, reset, ...
     timed_out: bool = False  # the harness gave up waiting (--timeout)
     upstream: tuple[RecordedRequest, ...] = ()  # what the proxy sent the mock
+    backend_seconds: float = 0.0  # time the mock spent answering those requests (its own measurement)
     # After a fault or bad-input exchange the runner sends one plain request: did the
     # proxy still answer it? None when no such probe was made.
     survived: bool | None = None

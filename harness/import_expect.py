@@ -127,6 +127,9 @@ class Expectation:
     tools_used: list[ToolSpec]
     finish_reason: str | None  # None: the capture reports none and there is no call
     warnings: list[str] = field(default_factory=list)
+    # Set when the text comes in several blocks around calls: the blocks in order, with any
+    # white space between them (a faithful relay keeps the separators, another trims them).
+    content_regex: str | None = None
 
 
 def expectation(capture: Capture, tools: Sequence[ToolSpec] | None, rescue: Rescue) -> Expectation:
@@ -226,7 +229,16 @@ def messages_expectation(capture: Capture, tools: Sequence[ToolSpec] | None) -> 
             calls.append((block["name"], dict(block["input"])))
             delivered.add(block["id"])
     warnings.extend(_repeated(name) for ident, name in natives.items() if ident not in delivered)
-    content = "".join(b["text"] for b in message["content"] if b.get("type") == "text").strip()
+    texts = [b["text"].strip() for b in message["content"] if b.get("type") == "text" and b["text"].strip()]
+    content = "\n\n".join(texts)
     used_names = {name for name, _ in calls}
     used = [t for t in offered if t.name in used_names]
-    return Expectation(calls, content, used, message["stop_reason"], warnings)
+    return Expectation(calls, content, used, message["stop_reason"], warnings, content_regex=blocks_pattern(texts))
+
+
+def blocks_pattern(texts: Sequence[str]) -> str | None:
+    """For text in several blocks, a pattern of the blocks in order with any white space
+    around and between them; None for one block (``content`` says it exactly)."""
+    if len(texts) < 2:
+        return None
+    return r"\A\s*" + r"\s*".join(re.escape(t) for t in texts) + r"\s*\Z"

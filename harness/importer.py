@@ -236,10 +236,14 @@ def scenario_mapping(
             "If the backend really omits it, add "
             "`fault: {kind: no_terminator}` to backend"
         )
-    expect: dict[str, Any] = {
-        "tool_calls": [{"name": n, "arguments": a} for n, a in exp.calls],
-        "content": exp.content,
-    }
+    expect: dict[str, Any] = {"tool_calls": [{"name": n, "arguments": a} for n, a in exp.calls]}
+    if exp.content_regex is not None:
+        expect["content_regex"] = exp.content_regex
+        notes.checks.append(
+            "expect.content_regex: the text blocks around the calls, in order, with any white space between "
+            "them: a proxy may keep the blank lines around a call it takes out of the text, or trim them")
+    else:
+        expect["content"] = exp.content
     if exp.finish_reason:
         expect["finish_reason"] = exp.finish_reason
     when = f" on {options.imported_on}" if options.imported_on else ""

@@ -161,3 +161,56 @@ def judge(scenario_id: str, failed_rules: Sequence[str], known: KnownFailures | 
     else:
         outcome = "passed"
     return Judgement(outcome, expected, unexpected, stale)
+
+
+# --------------------------------------------------------------------------- writing the file
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entry as written: what ``run --write-known-failures`` records for a failure."""
+
+    scenario: str
+    rule: str | None
+    reason: str
+
+
+HEADER = """\
+# Known failures of the proxy under test: 'toolcall-conformance run --expect-failures {name}'
+# reports these as expected and fails on anything new (and on an entry that passes now).
+# {origin}
+"""
+
+
+def render_known_failures(entries: Iterable[Entry], *, name: str, origin: str) -> str:
+    """The YAML text of a known-failures file (one flow mapping per entry, so that a
+    diff in review shows one line per accepted failure)."""
+    lines = [HEADER.format(name=name, origin=origin).rstrip("\n")]
+    for entry in entries:
+        item: dict[str, str] = {"scenario": entry.scenario}
+        if entry.rule is not None:
+            item["rule"] = entry.rule
+        item["reason"] = entry.reason
+        lines.append("- " + yaml.safe_dump(item, default_flow_style=True, sort_keys=False, allow_unicode=True,
+                                           width=10_000).strip())
+    if len(lines) == 1:
+        lines.append("[]")
+    return "\n".join(lines) + "\n"
+
+
+def entries_from_failures(failures: Iterable[tuple[str, str, str]], known: KnownFailures | None) -> list[Entry]:
+    """One entry per failed (scenario, rule, message), in order: an existing entry's
+    reason is kept; a new one gets the failure's own message, to be reworded by a person."""
+    out: dict[tuple[str, str], Entry] = {}
+    for scenario, rule, message in failures:
+        if (scenario, rule) in out:
+            continue
+        covering = [e for e in (known.for_scenario(scenario) if known else []) if e.rule in (rule, None)]
+        reason = covering[0].reason if covering else f"fails: {message}"
+        out[(scenario, rule)] = Entry(scenario, rule, reason)
+    return list(out.values())
+
+
+def pruned(known: KnownFailures, dropped: Collection[int]) -> list[Entry]:
+    """The file's entries without those numbered in ``dropped``."""
+    return [Entry(e.scenario, e.rule, e.reason) for e in known.entries if e.number not in dropped]

@@ -15,19 +15,20 @@ score card and write the JSON / Markdown reports.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import shlex
 import socket
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
-from importlib.util import find_spec
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from harness.errors import ConformanceError, ProxyUnreachable
+from harness.options import BY_NAME, DEFAULT_TIMEOUT, OPTIONS, replay_args
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -36,12 +37,11 @@ if TYPE_CHECKING:
     from harness.embedded import EmbeddedServers
     from harness.exchange import Profile
     from harness.known_failures import Judgement, KnownFailures
-    from harness.report import ItemRecord
+    from harness.report import ItemRecord, Summary
     from harness.runner import Attempt, ModelChoice, RunSettings, ScenarioRun
     from harness.scenario import Scenario
     from mock_backends.control import MockControl
 
-DEFAULT_TIMEOUT = 10.0
 WORKER_KEY = "toolcall_conformance"
 SESSION_PLUGIN = "toolcall-conformance-session"
 # Marks pytest gives a meaning to: a family or tag by these names gets a "tag-" prefix.
@@ -52,51 +52,37 @@ _RESERVED_MARKS = frozenset(
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--conformance`` switches the suite on; every setting is ``--conformance-<name>``
+    (``harness.options``), so no option of a user's own conftest can collide."""
     group = parser.getgroup("toolcall-conformance", "tool-call proxy conformance (toolcall-conformance)")
-    group.addoption("--proxy-url", metavar="URL",
-                    help="Base URL of the proxy under test, e.g. http://localhost:8000/v1 (implies --conformance).")
     group.addoption("--conformance", action="store_true", default=False,
-                    help="Run the conformance suite (against the bundled reference proxy unless --proxy-url).")
+                    help="Run the conformance suite (against the bundled reference proxy unless "
+                         "--conformance-proxy-url).")
     group.addoption("--conformance-only", action="store_true", default=False,
                     help="Like --conformance, and collect nothing else (what 'toolcall-conformance run' passes).")
-    group.addoption("--scenarios", action="append", default=[], metavar="DIR",
-                    help="Scenario folder or file (repeatable); default: the bundled library.")
-    group.addoption("--mock-host", default="127.0.0.1", metavar="HOST",
-                    help="Interface the mock backend listens on (default 127.0.0.1).")
-    group.addoption("--mock-port", type=int, default=0, metavar="PORT",
-                    help="Port of the mock backend (default: a free port, printed in the header).")
-    group.addoption("--mock-url", metavar="URL", help="Use a mock backend that is already running at URL.")
-    group.addoption("--client-profile", choices=("openai", "vtc", "anthropic"), default=None,
-                    help="Run every scenario under this client profile (default: each scenario's own).")
-    group.addoption("--rechunk", type=int, default=0, metavar="N",
-                    help="Also run N re-chunked variants of every streaming scenario.")
-    group.addoption("--rechunk-seed", type=int, default=None, metavar="S",
-                    help="Seed of the re-chunked variants (default: random, printed).")
-    group.addoption("--conformance-strict", action="store_true", default=False,
-                    help="Also enforce 'spec' severity rules (pytest's own --strict does this too).")
-    group.addoption("--features", action="append", default=[], metavar="A,B",
-                    help="Optional features your proxy has (repeatable or comma separated), e.g. vtc,loop-guard.")
-    timeout_help = f"Seconds one exchange may take before it counts as hanging (default {DEFAULT_TIMEOUT:g})."
-    names = ["--conformance-timeout"]
-    if find_spec("pytest_timeout") is None:  # pytest-timeout owns --timeout when installed
-        names.insert(0, "--timeout")
-    group.addoption(*names, dest="conformance_timeout", type=float, default=None, metavar="SECONDS",
-                    help=timeout_help)
-    group.addoption("--model", action="append", default=[], metavar="[FAMILY=]NAME",
-                    help="Model name sent to the proxy, for all scenarios or one family (repeatable).")
-    group.addoption("--proxy-header", action="append", default=[], metavar="'NAME: VALUE'",
-                    help="Extra header sent to the proxy, e.g. auth (repeatable).")
-    group.addoption("--expect-failures", metavar="FILE",
-                    help="YAML file of known failures (scenario, rule, reason); they are reported as expected.")
-    group.addoption("--report-json", metavar="PATH", help="Write the results as JSON.")
-    group.addoption("--report-md", metavar="PATH", help="Write the results as Markdown (for CI job summaries).")
+    for option in OPTIONS:
+        kwargs: dict[str, Any] = {"dest": option.dest, "help": option.help}
+        if option.kind == "flag":
+            kwargs.update(action="store_true", default=bool(option.default))
+        elif option.kind == "multiple":
+            kwargs.update(action="append", default=[], metavar=option.metavar)
+        else:
+            kwargs.update(type=option.type, default=option.default, metavar=option.metavar)
+            if option.choices:
+                kwargs.update(choices=option.choices)
+        group.addoption(option.pytest_flag, **kwargs)
+
+
+def _opt(config: pytest.Config, name: str) -> Any:
+    return config.getoption(BY_NAME[name].dest)
 
 
 def _enabled(config: pytest.Config) -> bool:
     return bool(
-        config.getoption("proxy_url")
+        _opt(config, "proxy-url")
         or config.getoption("conformance")
         or config.getoption("conformance_only")
+        or config.getoption("conformance_fuzz")
     )
 
 
@@ -110,6 +96,7 @@ class Shared:
     seed: int
     embedded_proxy: bool  # the reference proxy is the proxy under test
     mock_served: bool  # this run serves the mock (not --mock-url)
+    proxy_urls: dict[str, str] = field(default_factory=dict)  # bundled proxies by the upstream dialect they call
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -117,7 +104,11 @@ class Shared:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Shared:
         return cls(data["proxy_url"], data["mock_url"], tuple(data["features"]), int(data["seed"]),
-                   bool(data["embedded_proxy"]), bool(data["mock_served"]))
+                   bool(data["embedded_proxy"]), bool(data["mock_served"]), dict(data.get("proxy_urls") or {}))
+
+    def proxy_for(self, upstream: str | None) -> str:
+        """The proxy that plays an item whose backend is served in ``upstream`` (None: its own)."""
+        return self.proxy_urls.get(upstream or "native") or self.proxy_urls.get("native") or self.proxy_url
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -152,20 +143,34 @@ class ConformanceSession:
         from harness.scenario import FEATURES, bundled_scenarios_dir, validate_paths
 
         self.config = config
-        opt = config.getoption
-        self.only = bool(opt("conformance_only"))
-        self.user_proxy_url: str | None = (opt("proxy_url") or "").rstrip("/") or None
-        self.user_mock_url: str | None = (opt("mock_url") or "").rstrip("/") or None
-        self.mock_host: str = opt("mock_host")
-        self.mock_port: int = opt("mock_port")
+
+        def opt(name: str) -> Any:
+            return _opt(config, name)
+
+        self.only = bool(config.getoption("conformance_only"))
+        self.user_proxy_url: str | None = (opt("proxy-url") or "").rstrip("/") or None
+        self.user_mock_url: str | None = (opt("mock-url") or "").rstrip("/") or None
+        self.mock_host: str = opt("mock-host")
+        self.mock_port: int = opt("mock-port")
         self.dirs: list[str] = list(opt("scenarios"))
-        self.timeout: float = opt("conformance_timeout") or DEFAULT_TIMEOUT
+        self.timeout: float = opt("timeout") or DEFAULT_TIMEOUT
         self.rechunk: int = opt("rechunk")
-        self.strict = bool(opt("conformance_strict") or getattr(config.option, "strict", False))
+        from harness.coverage import parse_formats
+
+        self.formats = parse_formats(opt("formats"))
+        mode = opt("upstream-dialect") or ("natural" if self.user_proxy_url else "all")
+        if mode == "all" and self.user_proxy_url:
+            raise _usage("--conformance-upstream-dialect all plays the bundled reference proxies; a proxy under test "
+                         "calls one upstream dialect: name it (openai or anthropic), or natural")
+        self.upstream_mode: str = mode
+        # The upstream dialect of each item of a scenario (None: the scenario's own).
+        self.upstreams: tuple[str | None, ...] = {"natural": (None,), "all": ("openai", "anthropic")}.get(mode, (mode,))
+        self.strict = bool(opt("strict"))
         try:
-            self.client_profile: Profile | None = parse_profile(opt("client_profile")) if opt("client_profile") else None
+            profile = opt("client-profile")
+            self.client_profile: Profile | None = parse_profile(profile) if profile else None
             self.models: ModelChoice = parse_models(opt("model"))
-            self.proxy_headers = parse_headers(opt("proxy_header"))
+            self.proxy_headers = parse_headers(opt("proxy-header"))
         except ValueError as exc:
             raise _usage(str(exc)) from exc
         self.claimed = parse_features(opt("features")) if opt("features") else None
@@ -182,19 +187,30 @@ class ConformanceSession:
             raise _usage("invalid scenarios:\n" + "\n".join(map(str, problems)))
         self.scenarios: list[Scenario] = scenarios
         self.known: KnownFailures | None = None
-        if opt("expect_failures"):
+        self.write_known: str | None = opt("write-known-failures")
+        self.update_known: str | None = opt("update-known-failures")
+        expect = opt("expect-failures")
+        if self.update_known and expect and Path(expect).resolve() != Path(self.update_known).resolve():
+            raise _usage("--update-known-failures FILE reads FILE as the known failures: leave out --expect-failures "
+                         f"{expect}, or name the same file")
+        if self.update_known or expect:
             try:
-                self.known = load_known_failures(opt("expect_failures"), known_rules=set(rules_by_id()))
+                self.known = load_known_failures(self.update_known or expect, known_rules=set(rules_by_id()))
             except ConformanceError as exc:
                 raise _usage(str(exc)) from exc
-        self.report_json: str | None = opt("report_json")
-        self.report_md: str | None = opt("report_md")
+        self.known_note: list[str] = []  # what writing the known-failures file did, for the summary
+        self.record_dir: Path | None = Path(opt("record")) if opt("record") else None
+        self.report_json: str | None = opt("report-json")
+        self.report_md: str | None = opt("report-md")
         self.embedded: EmbeddedServers | None = None
         self.shared: Shared | None = None
         self._mock: MockControl | None = None
         self.records: dict[str, ItemRecord] = {}
         self.reached = False  # some item got an answer from the proxy
         self.implied: frozenset[str] = frozenset()  # features claimed only through --client-profile
+        from harness.health import Health
+
+        self.health = Health()  # this process's view of the proxy between scenarios
         self.worker = hasattr(config, "workerinput")
         for name in {"conformance", *(s.family for s in scenarios), *(t for s in scenarios for t in s.tags)}:
             config.addinivalue_line("markers", f"{mark_name(name)}: toolcall-conformance family or tag")
@@ -210,7 +226,7 @@ class ConformanceSession:
                 raise _usage("toolcall-conformance: this xdist worker got no server URLs from the controller")
             self.shared = Shared.from_json(data)
             return
-        seed = self.config.getoption("rechunk_seed")
+        seed = _opt(self.config, "rechunk-seed")
         if seed is None:
             seed = random.SystemRandom().randrange(1, 1_000_000)
         embedded_proxy = self.user_proxy_url is None
@@ -223,8 +239,10 @@ class ConformanceSession:
             self.shared = Shared(self.user_proxy_url or "", self.user_mock_url, self._features(frozenset()),
                                  seed, False, False)
             return
+        proxies = ("native",) if self.upstream_mode == "natural" else tuple(u for u in self.upstreams if u)
         self.embedded = EmbeddedServers(
-            mock_host=self.mock_host, mock_port=self.mock_port, with_proxy=embedded_proxy, mock_url=self.user_mock_url
+            mock_host=self.mock_host, mock_port=self.mock_port, with_proxy=embedded_proxy, mock_url=self.user_mock_url,
+            upstream_dialects=proxies,
         )
         try:
             urls = self.embedded.start()
@@ -233,7 +251,7 @@ class ConformanceSession:
         proxy_url = urls.proxy_url if embedded_proxy else self.user_proxy_url
         assert proxy_url is not None
         self.shared = Shared(proxy_url, urls.mock_url, self._features(urls.proxy_features), seed, embedded_proxy,
-                             self.user_mock_url is None)
+                             self.user_mock_url is None, dict(urls.proxy_urls))
 
     def _features(self, proxy_default: frozenset[str]) -> tuple[str, ...]:
         """The features the run claims: ``--features`` (else the reference proxy's, or
@@ -286,6 +304,12 @@ class ConformanceSession:
             return []
         who = "the bundled reference proxy" if shared.embedded_proxy else "your proxy"
         lines = [f"conformance: {len(self.scenarios)} scenario(s); proxy under test: {shared.proxy_url} ({who})"]
+        from harness.scenario import awaiting_review
+
+        pending = awaiting_review(self.scenarios)
+        if pending:
+            lines.append(f"conformance: warning: {len(pending)} scenario(s) marked 'review: required' (an import's "
+                         f"unchecked proposal): {', '.join(s.id for s in pending)}")
         if shared.mock_served and not shared.embedded_proxy:
             lines.append(f"conformance: mock backend at {shared.mock_url} -- configure your proxy's upstream as "
                          f"{shared.mock_url}/v1 (fix the port with --mock-port)")
@@ -295,10 +319,16 @@ class ConformanceSession:
         source = " (the reference proxy's)" if shared.embedded_proxy and self.claimed is None else ""
         if self.implied:
             source += f" ({', '.join(sorted(self.implied))} implied by --client-profile {self.client_profile})"
-        profile = self.client_profile or "each scenario's own"
+        profile = self.client_profile or ("openai" if self.user_proxy_url else "each scenario's own")
+        lines.append(f"conformance: upstream dialect: {self.pairs_label()}")
         lines.append(f"conformance: claimed features: {features}{source}; client profile: "
                      f"{profile}; strict: {'yes' if self.strict else 'no'}; "
                      f"timeout {self.timeout:g} s")
+        if config.getoption("conformance_fuzz"):
+            fuzz_seed = config.getoption("conformance_fuzz_seed")
+            fuzz_seed = shared.seed if fuzz_seed is None else fuzz_seed
+            lines.append(f"conformance: {config.getoption('conformance_fuzz')} generated case(s) per format, seed "
+                         f"{fuzz_seed} (reproduce with --conformance-fuzz-seed {fuzz_seed})")
         if self.rechunk:
             lines.append(f"conformance: {self.rechunk} re-chunked variant(s) per streaming scenario, "
                          f"seed {shared.seed} (reproduce with --rechunk-seed {shared.seed})")
@@ -308,13 +338,28 @@ class ConformanceSession:
         shared = self.shared
         if self.worker or shared is None or shared.embedded_proxy or self.config.option.collectonly:
             return
-        problem = _unreachable(shared.proxy_url, min(self.timeout, 5.0))
-        if problem is not None:
-            pytest.exit(
-                f"cannot connect to the proxy under test at {shared.proxy_url} ({problem}); "
-                "is it running, and is --proxy-url right?",
-                returncode=pytest.ExitCode.USAGE_ERROR,
-            )
+        patience = float(_opt(self.config, "wait-for-proxy") or 0.0)
+        problem = wait_for_listener(shared.proxy_url, patience, connect_timeout=min(self.timeout, 5.0))
+        if problem is not None:  # a usage error is printed once, as one line
+            waited = f" after waiting {patience:g} s" if patience > 0 else ""
+            raise _usage(f"cannot connect to the proxy under test at {shared.proxy_url} ({problem}){waited}; "
+                         "is it running, and is --proxy-url right?")
+        self._preflight(shared)
+
+    def _preflight(self, shared: Shared) -> None:
+        """One plain exchange per client dialect in use: a request that never reaches the mock
+        stops the run with a diagnosis instead of failing every scenario the same way."""
+        from harness.health import plain_scenario, preflight
+
+        profile: Profile = self.client_profile or "openai"
+        dialect = "anthropic" if profile == "anthropic" else "openai"
+        upstream = self.upstream_mode if self.upstream_mode in ("openai", "anthropic") else dialect
+        result = preflight(plain_scenario(profile, upstream), proxy_url=shared.proxy_url, mock=self.mock,
+                           profile=profile, model=self.models.default, proxy_headers=self.proxy_headers,
+                           timeout=self.timeout)
+        if not result.reached_mock:
+            pytest.exit(result.diagnosis(shared.mock_url, mock_served=shared.mock_served),
+                        returncode=pytest.ExitCode.USAGE_ERROR)
 
     @pytest.hookimpl(wrapper=True)
     def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, pytest.CollectReport,
@@ -352,13 +397,80 @@ class ConformanceSession:
         summary = summarize(self.records.values(), self.context())
         if summary.nothing_checked and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED  # every scenario skipped: nothing was checked
+        self._write_known_failures()
+        if self.record_dir is not None:
+            self._write_record(summary)
         if self.report_json:
             _write(self.report_json, json.dumps(render_json(summary), indent=2, ensure_ascii=False) + "\n")
         if self.report_md:
             _write(self.report_md, render_markdown(summary))
 
+    def _write_record(self, summary: Summary) -> None:
+        """``--record``: the HTML report over what the items wrote (HAR files, transcripts)."""
+        from harness.record import html_report
+        from harness.report import render_text, rules_by_id
+
+        assert self.record_dir is not None
+        failures = []
+        for record in sorted(self.records.values(), key=lambda r: r.scenario):
+            text_file = self.record_dir / "failures" / f"{record.scenario}.txt"
+            if record.outcome in ("failed", "error"):
+                text = text_file.read_text("utf-8") if text_file.is_file() else record.reason
+                failures.append((record.scenario, record.outcome, text))
+        report = self.record_dir / "report.html"
+        _write(str(report), html_report(title="Tool-call conformance", context=self.context(),
+                                        score_card=render_text(summary), failures=failures, rules=rules_by_id()))
+        hars = len(list((self.record_dir / "har").glob("*.har")))
+        self.known_note.append(f"record: {hars} HAR file(s) in {self.record_dir / 'har'}; report {report}")
+
+    def record_item(self, item: ScenarioItem, run: ScenarioRun, failure: str | None) -> None:
+        """An item's exchanges as a HAR file, and its failure's full transcript (the
+        worker that played it writes them; the controller reads them at the end)."""
+        from harness.profiles import ENDPOINTS
+        from harness.record import har
+
+        assert self.record_dir is not None and self.shared is not None
+        exchanges = [(a.label, a.exchange) for a in run.attempts if a.exchange is not None and a.kind != "equivalence"]
+        data = har(exchanges, proxy_url=self.shared.proxy_url, endpoint=ENDPOINTS, mock_url=self.shared.mock_url)
+        _write(str(self.record_dir / "har" / f"{run.scenario.id}.har"), json.dumps(data, indent=1, ensure_ascii=False))
+        if failure is not None:
+            _write(str(self.record_dir / "failures" / f"{run.scenario.id}.txt"), failure)
+
+    def _write_known_failures(self) -> None:
+        """``--write-known-failures``: this run's failures as a file; ``--update-known-failures``:
+        the file without the entries that pass now (an entry that still covers a failure
+        of some scenario, a glob say, is kept)."""
+        from datetime import date
+
+        from harness.known_failures import entries_from_failures, pruned, render_known_failures
+
+        records = sorted(self.records.values(), key=lambda r: r.scenario)
+        origin = f"Written by toolcall-conformance on {date.today().isoformat()}"
+        if self.update_known and self.known is not None:
+            used = {n for r in records for n in r.known_entries}
+            dropped = {n for r in records for n in r.stale_entries} - used
+            kept = pruned(self.known, dropped)
+            name = Path(self.update_known).name
+            _write(self.update_known, render_known_failures(kept, name=name, origin=origin + " (updated)."))
+            gone = [e for e in self.known.entries if e.number in dropped]
+            self.known_note.append(f"{self.update_known}: {len(gone)} entr{'y' if len(gone) == 1 else 'ies'} "
+                                   f"that pass now dropped, {len(kept)} kept")
+            self.known_note += [f"  dropped {e.describe()}" for e in gone]
+        if self.write_known:
+            failures = [(r.scenario, f.rule, f.message.splitlines()[0] if f.message else f.rule)
+                        for r in records if r.outcome in ("failed", "xfailed") for f in r.failures]
+            entries = entries_from_failures(failures, self.known)
+            name = Path(self.write_known).name
+            _write(self.write_known, render_known_failures(entries, name=name, origin=origin + "; reword each "
+                                                                                               "reason."))
+            self.known_note.append(f"{len(entries)} known failure(s) written to {self.write_known}")
+
     def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
-        if self.worker or not self.records:
+        if self.worker:
+            return
+        if not self.records:
+            for line in self.known_note:
+                terminalreporter.write_line(line)
             return
         from harness.report import render_text, summarize
 
@@ -368,14 +480,30 @@ class ConformanceSession:
         if self.known is not None:
             for entry in self.known.unmatched(s.id for s in self.scenarios):
                 tr.write_line(f"warning: {self.known.path}: {entry.describe()} matches no scenario")
+        from harness.scenario import awaiting_review, review_note
+
+        for scenario in awaiting_review(self.scenarios):
+            tr.write_line(f"warning: {review_note(scenario)}")
         for label, path in (("JSON", self.report_json), ("Markdown", self.report_md)):
             if path:
                 tr.write_line(f"{label} report written to {path}")
+        for line in self.known_note:
+            tr.write_line(line)
+
+    def pairs_label(self) -> str:
+        """The dialect pairs the run plays, as the header and report name them."""
+        if self.upstream_mode == "all":
+            return "every pair (openai and anthropic upstreams, each scenario's client dialect)"
+        if self.upstream_mode == "natural":
+            return "each scenario's own (natural)"
+        return self.upstream_mode
 
     def context(self) -> dict[str, Any]:
         shared = self.shared
         return {
             "proxy": shared.proxy_url if shared else None,
+            "upstream dialect": self.pairs_label(),
+            "formats": sorted(self.formats) if self.formats is not None else "every format",
             "reference proxy": bool(shared and shared.embedded_proxy),
             "features": list(shared.features) if shared else [],
             "client profile": self.client_profile or "each scenario's own",
@@ -387,33 +515,32 @@ class ConformanceSession:
 
     # ------------------------------------------------------------------ reproduction
 
-    def reproduce(self, scenario: Scenario, profile: Profile, attempt: Attempt) -> str:
+    def reproduce(self, scenario: Scenario, profile: Profile, attempt: Attempt, upstream: str | None = None) -> str:
+        """The replay command for one exchange, written from the option table."""
         shared = self.shared
         assert shared is not None
-        args = ["toolcall-conformance", "replay", scenario.id]
+        values: dict[str, Any] = {"scenarios": self.dirs, "strict": self.strict, "model": self.models.as_options(),
+                                  "timeout": self.timeout}
         if not shared.embedded_proxy:
-            args += ["--proxy-url", shared.proxy_url]
+            values["proxy-url"] = shared.proxy_url
             if shared.mock_served:
                 host, _, port = shared.mock_url.removeprefix("http://").rpartition(":")
-                args += ["--mock-host", host, "--mock-port", port]
+                values.update({"mock-host": host, "mock-port": int(port)})
             else:
-                args += ["--mock-url", shared.mock_url]
-        for d in self.dirs:
-            args += ["--scenarios", d]
+                values["mock-url"] = shared.mock_url
         if profile != scenario.client.profile:
-            args += ["--client-profile", profile]
+            values["client-profile"] = profile
+        if upstream is not None:
+            values["upstream-dialect"] = upstream
+        if self.claimed is not None:
+            values["features"] = [",".join(sorted(self.claimed)) or ","]
+        if attempt.variant is not None:
+            values["rechunk-seed"] = attempt.variant.seed
+        args = ["toolcall-conformance", "replay", scenario.id, *replay_args(values)]
         if attempt.kind in ("non-stream", "equivalence") and scenario.streams:
             args.append("--no-stream")
-        if self.claimed is not None:
-            args += ["--features", ",".join(sorted(self.claimed)) or ","]
-        if self.strict:
-            args.append("--strict")
-        for model in self.models.as_options():
-            args += ["--model", model]
-        if self.timeout != DEFAULT_TIMEOUT:
-            args += ["--timeout", f"{self.timeout:g}"]
         if attempt.variant is not None:
-            args += ["--rechunk-seed", str(attempt.variant.seed), "--rechunk-variant", str(attempt.variant.index)]
+            args += ["--rechunk-variant", str(attempt.variant.index)]
         command = shlex.join(args)
         if self.proxy_headers:
             command += "  # plus your --proxy-header options"
@@ -421,6 +548,17 @@ class ConformanceSession:
             command += "\nreproduce the smallest split: " + shlex.join(
                 [*args, "--split", ",".join(map(str, attempt.shrunk.splits))])
         return command
+
+
+def _common_cause(run: ScenarioRun, proxy_url: str) -> str:
+    """A cause many failing scenarios may share: an HTTP error status on a case that expects
+    none (a route the proxy does not have, a model it does not know, a locked-out backend)."""
+    first = run.attempts[0].exchange if run.attempts else None
+    if first is None or run.scenario.expect.error is not None or first.status in (None, 200):
+        return ""
+    from harness.profiles import ENDPOINTS
+
+    return f"HTTP {first.status} from POST {proxy_url.rstrip('/')}{ENDPOINTS[run.profile]}"
 
 
 def mark_name(name: str) -> str:
@@ -450,6 +588,19 @@ def _unreachable(url: str, timeout: float) -> str | None:
         return exc.strerror or str(exc) or type(exc).__name__
 
 
+def wait_for_listener(url: str, seconds: float, *, connect_timeout: float) -> str | None:
+    """Like ``_unreachable``, but tries again until ``seconds`` have passed: a proxy a CI
+    job has just started takes a moment to listen."""
+    import time
+
+    give_up = time.monotonic() + max(seconds, 0.0)
+    while True:
+        problem = _unreachable(url, connect_timeout)
+        if problem is None or problem.startswith("not ") or time.monotonic() >= give_up:
+            return problem  # reachable, not a URL at all, or out of patience
+        time.sleep(min(0.2, max(0.0, give_up - time.monotonic())))
+
+
 def _write(path: str, text: str) -> None:
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -466,13 +617,22 @@ class ConformanceSuite(pytest.Collector):
 
     def collect(self) -> Iterator[pytest.Item]:
         for scenario in self.conformance.scenarios:
-            item = ScenarioItem.from_parent(self, name=scenario.id)
-            item.scenario = scenario
-            item.conformance = self.conformance
-            item.add_marker("conformance")
-            for name in dict.fromkeys((scenario.family, *scenario.tags)):
-                item.add_marker(mark_name(name))
-            yield item
+            for upstream in self.conformance.upstreams:
+                yield self._item(scenario, upstream)
+        from harness.fuzz.items import collect
+
+        yield from collect(self, self.conformance)
+
+    def _item(self, scenario: Scenario, upstream: str | None) -> ScenarioItem:
+        crossed = upstream is not None and upstream != scenario.backend.dialect
+        item = ScenarioItem.from_parent(self, name=f"{scenario.id}[{upstream}-upstream]" if crossed else scenario.id)
+        item.scenario = scenario
+        item.upstream = upstream
+        item.conformance = self.conformance
+        item.add_marker("conformance")
+        for name in dict.fromkeys((scenario.family, *scenario.tags)):
+            item.add_marker(mark_name(name))
+        return item
 
 
 class ItemFailed(ConformanceError):
@@ -487,6 +647,7 @@ class ItemFailed(ConformanceError):
 class ScenarioItem(pytest.Item):
     scenario: Scenario
     conformance: ConformanceSession
+    upstream: str | None = None  # the dialect the backend is served in (None: the scenario's own)
     record: ItemRecord | None = None
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -499,34 +660,74 @@ class ScenarioItem(pytest.Item):
         from harness.report import item_record
         from harness.runner import play
 
+        from harness.dialects import NotPortable
+        from harness.dialects.script import serve_as
+
         session = self.conformance
         scenario = self.scenario
-        settings = session.settings
+        upstream = self.upstream or scenario.backend.dialect
+        assert session.shared is not None
+        settings = dataclasses.replace(session.settings, proxy_url=session.shared.proxy_for(self.upstream))
+        from harness.coverage import unclaimed_reason
+
         profile, skip = choose_profile(scenario, session.client_profile, settings.features)
+        if skip is None:
+            skip = unclaimed_reason(scenario.family, session.formats)
+        if skip is None and session.user_proxy_url and session.client_profile is None and profile == "anthropic":
+            skip = ("an Anthropic client's scenario, and the proxy's clients are taken to speak openai "
+                    "(pass --client-profile anthropic to test its Messages API)")
+        if skip is None:
+            try:
+                scenario = serve_as(scenario, upstream)
+            except NotPortable as exc:
+                skip = f"only meaningful with its own upstream dialect, {scenario.backend.dialect}: {exc}"
         if skip is not None:
-            self.record = item_record(scenario, profile, "skipped", reason=skip)
+            self.record = item_record(scenario, profile, "skipped", reason=skip, upstream=upstream)
             pytest.skip(skip)
         notes = [
             f"upstream check {a.path} {a.op} not checked: {feature_skip_reason(missing, what='it')}"
             for a in scenario.expect.upstream
             if (missing := missing_features(a.requires, settings.features))
         ]
+        health = session.health
+        if health.hangs and not session.shared.embedded_proxy:
+            # The proxy no longer answers even a plain request: playing this case would only cost the timeout.
+            cause = health.cause()
+            self.record = item_record(scenario, profile, "error", reason=cause, upstream=upstream, cause=cause)
+            raise ConformanceError(cause)
         try:
             run = play(scenario, settings=settings, mock=session.mock, profile=profile)
         except ProxyUnreachable as exc:
-            self.record = item_record(scenario, profile, "error", reason=str(exc))
+            self.record = item_record(scenario, profile, "error", reason=str(exc), upstream=upstream)
             if not session.reached:
                 self.session.shouldstop = str(exc)
             raise
         except ConformanceError as exc:
-            self.record = item_record(scenario, profile, "error", reason=str(exc))
+            self.record = item_record(scenario, profile, "error", reason=str(exc), upstream=upstream)
             raise
         session.reached = True
         judgement = judge(scenario.id, run.failed_rules, session.known)
+        stale = tuple(e.number for e in judgement.stale)
+        if session.update_known and stale and not judgement.unexpected:
+            # updating the file: an entry that passes now is dropped from it, not a failure
+            judgement = replace(judgement, outcome="xfailed" if judgement.expected else "passed", stale=())
+        cause = ""
+        if judgement.outcome == "failed" and run.failures:
+            health.check(scenario, proxy_url=settings.proxy_url, mock=session.mock, profile=profile,
+                         model=settings.models.for_family(scenario.family), proxy_headers=settings.proxy_headers,
+                         timeout=settings.timeout)
+            cause = health.cause() if health.unhealthy else _common_cause(run, settings.proxy_url)
+        elif health.unhealthy and judgement.outcome == "passed":
+            health.since = None  # it answers again
         self.record = item_record(scenario, profile, judgement.outcome, run=run,
-                                  expected_rules=judgement.expected, notes=notes)
+                                  expected_rules=judgement.expected, notes=notes, upstream=upstream, cause=cause)
+        self.record = replace(self.record, known_entries=tuple(e.number for e in judgement.expected.values()),
+                              stale_entries=stale)
         for note in notes:
             self.user_properties.append(("conformance-note", note))
+        if session.record_dir is not None:
+            failure = self._render(ItemFailed(run, judgement), full=True) if judgement.outcome == "failed" else None
+            session.record_item(self, run, failure)
         if judgement.outcome == "xfailed":
             pytest.xfail(judgement.xfail_reason)
         if judgement.outcome == "failed":
@@ -535,14 +736,19 @@ class ScenarioItem(pytest.Item):
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None
     ) -> str | TerminalRepr:
+        """Honours ``--tb``: ``line`` gives one line, ``long`` (and ``native``) the raw
+        answer around every finding, every other style the compact view."""
         exc = excinfo.value
+        tbstyle = style or self.config.getoption("tbstyle", "auto")
+        if isinstance(exc, ConformanceError) and tbstyle == "line":
+            return _one_line(self, str(exc))
         if isinstance(exc, ItemFailed):
-            return self._render(exc)
+            return self._render(exc, full=tbstyle in ("long", "native"))
         if isinstance(exc, ConformanceError):
             return f"{type(exc).__name__}: {exc}"
         return super().repr_failure(excinfo, style=style)
 
-    def _render(self, exc: ItemFailed) -> str:
+    def _render(self, exc: ItemFailed, *, full: bool) -> str:
         session = self.conformance
         run, judgement = exc.run, exc.judgement
         known = {rule: entry.reason for rule, entry in judgement.expected.items()}
@@ -551,9 +757,20 @@ class ScenarioItem(pytest.Item):
         text = ""
         if run.failures:
             notes = self.record.notes if self.record is not None else ()
-            text = render_failures(run, reproduce=lambda a: session.reproduce(run.scenario, run.profile, a),
-                                   known=known, notes=notes)
+            crossed = self.upstream if self.upstream not in (None, self.scenario.backend.dialect) else None
+            text = render_failures(run, reproduce=lambda a: session.reproduce(run.scenario, run.profile, a, crossed),
+                                   known=known, notes=notes, full=full)
         if judgement.stale:
             path = session.known.path if session.known else "the known-failures file"
             text = (text + "\n\n" if text else "") + judgement.xpass_message(path)
         return text
+
+
+def _one_line(item: ScenarioItem, message: str) -> TerminalRepr:
+    """What ``--tb=line`` prints: the scenario file and the failure, on one line (kept
+    whole also when pytest-xdist sends the report from a worker)."""
+    from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTraceback
+
+    path, _, _ = item.reportinfo()
+    first = message.splitlines()[0] if message else ""
+    return ReprExceptionInfo(ReprTraceback([], None, "line"), ReprFileLocation(str(path), 1, first))

@@ -136,10 +136,13 @@ def render_failures(
     reproduce: Callable[[Attempt], str],
     known: Mapping[str, str] | None = None,
     notes: Sequence[str] = (),
+    full: bool = True,
 ) -> str:
     """Every failure of one item, grouped by exchange, with a command to replay each.
 
-    ``known`` maps rule ids listed in the known-failures file to their reason."""
+    ``known`` maps rule ids listed in the known-failures file to their reason. Without
+    ``full``, each finding says where in the answer it is instead of showing the raw
+    answer around it (``--tb=long`` shows it)."""
     rules = rules_by_id()
     known = known or {}
     scenario = run.scenario
@@ -175,12 +178,14 @@ def render_failures(
                 continue
             if not position.known:
                 unplaced = True
+            elif not full:
+                out.append(f"  at {position.describe()}")
             elif position in shown:
                 out.append(f"  at {position.describe()}, marked above")
             else:
                 shown.add(position)
                 out.extend("  " + line for line in transcript(attempt.exchange, position))
-        if unplaced and attempt.exchange is not None:
+        if unplaced and attempt.exchange is not None and full:
             out.append("")
             out.extend(transcript(attempt.exchange))
         if attempt.variant is not None:
@@ -188,6 +193,8 @@ def render_failures(
             out.extend(_variant_lines(attempt))
         out.append("")
         out.append(f"reproduce: {reproduce(attempt)}")
+    if not full:
+        out += ["", "the raw answer around each finding: --tb=long"]
     return "\n".join(out)
 
 
@@ -234,16 +241,36 @@ class ItemRecord:
     reason: str = ""
     failures: tuple[FailureRecord, ...] = ()
     notes: tuple[str, ...] = ()
+    known_entries: tuple[int, ...] = ()  # known-failure entries (by number) that covered a failure here
+    stale_entries: tuple[int, ...] = ()  # entries for this scenario whose failure did not happen
+    upstream: str = ""  # the dialect the backend was served in
+    cause: str = ""  # a cause the failure may share with others (an HTTP status, an unhealthy proxy)
+
+    @property
+    def pair(self) -> str:
+        """The dialect pair played, client → upstream."""
+        client = "anthropic" if self.profile == "anthropic" else "openai"
+        return f"{client} → {self.upstream or '?'}"
+
+    @property
+    def label(self) -> str:
+        """The scenario id, with the pair when the backend was served in another dialect than the client's."""
+        client = "anthropic" if self.profile == "anthropic" else "openai"
+        return self.scenario if self.upstream in ("", client) else f"{self.scenario} [{self.pair}]"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "scenario": self.scenario,
             "family": self.family,
             "profile": self.profile,
+            "upstream": self.upstream,
+            "cause": self.cause,
             "outcome": self.outcome,
             "reason": self.reason,
             "failures": [f.__dict__ for f in self.failures],
             "notes": list(self.notes),
+            "known_entries": list(self.known_entries),
+            "stale_entries": list(self.stale_entries),
         }
 
     @classmethod
@@ -256,6 +283,10 @@ class ItemRecord:
             reason=data.get("reason", ""),
             failures=tuple(FailureRecord(**f) for f in data.get("failures", ())),
             notes=tuple(data.get("notes", ())),
+            known_entries=tuple(int(n) for n in data.get("known_entries", ())),
+            stale_entries=tuple(int(n) for n in data.get("stale_entries", ())),
+            upstream=data.get("upstream", ""),
+            cause=data.get("cause", ""),
         )
 
 
@@ -268,6 +299,8 @@ def item_record(
     reason: str = "",
     expected_rules: Iterable[str] = (),
     notes: Iterable[str] = (),
+    upstream: str = "",
+    cause: str = "",
 ) -> ItemRecord:
     rules = rules_by_id()
     known = set(expected_rules)
@@ -284,7 +317,8 @@ def item_record(
                 expected=failure.rule_id in known,
             )
         )
-    return ItemRecord(scenario.id, scenario.family, profile, outcome, reason, tuple(failures), tuple(notes))
+    return ItemRecord(scenario.id, scenario.family, profile, outcome, reason, tuple(failures), tuple(notes),
+                      upstream=upstream or scenario.backend.dialect, cause=cause)
 
 
 @dataclass
@@ -311,13 +345,34 @@ class Summary:
     context: Mapping[str, Any] = field(default_factory=dict)
     rules: list[str] = field(default_factory=list)  # every rule id, in catalogue order
 
-    @property
-    def families(self) -> dict[str, FamilyScore]:
+    def _scores(self, key: Callable[[ItemRecord], str]) -> dict[str, FamilyScore]:
         out: dict[str, FamilyScore] = {}
-        for item in sorted(self.items, key=lambda i: i.family):
-            score = out.setdefault(item.family, FamilyScore())
+        for item in sorted(self.items, key=key):
+            score = out.setdefault(key(item), FamilyScore())
             setattr(score, item.outcome, getattr(score, item.outcome) + 1)
         return out
+
+    @property
+    def families(self) -> dict[str, FamilyScore]:
+        return self._scores(lambda i: i.family)
+
+    @property
+    def pairs(self) -> dict[str, FamilyScore]:
+        """Scores per dialect pair (client → upstream)."""
+        return self._scores(lambda i: i.pair)
+
+    @property
+    def coverage(self) -> str:
+        """The coverage line: how many of the run's text formats the proxy claims to rescue."""
+        from harness.coverage import NOT_CLAIMED, coverage_line, format_families
+
+        formats = set(format_families())
+        seen: dict[str, bool] = {}
+        for item in self.items:
+            if item.family in formats:
+                claimed = not (item.outcome == "skipped" and item.reason.startswith(NOT_CLAIMED))
+                seen[item.family] = seen.get(item.family, False) or claimed
+        return coverage_line(sorted(seen.items()))
 
     @property
     def total(self) -> FamilyScore:
@@ -340,6 +395,15 @@ class Summary:
     def failing_items(self) -> list[ItemRecord]:
         """The items with a broken rule: the rows of the scenario × rule table."""
         return [i for i in self.items if i.failures]
+
+    @property
+    def causes(self) -> list[tuple[str, int]]:
+        """Causes several failed or errored items share, most common first, each said once."""
+        counts: dict[str, int] = {}
+        for item in self.items:
+            if item.cause and item.outcome in ("failed", "error"):
+                counts[item.cause] = counts.get(item.cause, 0) + 1
+        return sorted(((c, n) for c, n in counts.items() if n > 1), key=lambda cn: -cn[1])
 
     @property
     def nothing_checked(self) -> bool:
@@ -408,12 +472,17 @@ def _left_out(summary: Summary) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for item in summary.items:
         if item.outcome in ("skipped", "error"):
-            out.append((item.scenario, f"{item.outcome}: {item.reason}"))
+            out.append((item.label, f"{item.outcome}: {item.reason}"))
         elif item.outcome == "failed" and not item.failures:
-            out.append((item.scenario, "failed: listed as a known failure, but no longer fails"))
+            out.append((item.label, "failed: listed as a known failure, but no longer fails"))
     for item in summary.items:
-        out.extend((item.scenario, note) for note in item.notes)
+        out.extend((item.label, note) for note in item.notes)
     return out
+
+
+def _score_line(name: str, score: FamilyScore, width: int) -> str:
+    extra = [f"{n} {k}" for k, n in (("failed", score.failed), ("known", score.xfailed), ("skipped", score.skipped)) if n]
+    return f"  {name:<{width}}  {score.score:>7}  {', '.join(extra)}".rstrip()
 
 
 def render_text(summary: Summary) -> str:
@@ -421,27 +490,33 @@ def render_text(summary: Summary) -> str:
     out = ["scores per family (passed/ran; known failures and skips not counted as passed):"]
     fams = summary.families
     width = max([len(f) for f in fams] + [5])
-    for family, score in fams.items():
-        extra = [f"{n} {k}" for k, n in (("failed", score.failed), ("known", score.xfailed),
-                                           ("skipped", score.skipped)) if n]
-        out.append(f"  {family:<{width}}  {score.score:>7}  {', '.join(extra)}".rstrip())
+    out.extend(_score_line(family, score, width) for family, score in fams.items())
     total = summary.total
     out.append(f"  {'total':<{width}}  {total.score:>7}")
+    pairs = summary.pairs
+    if len(pairs) > 1 or any(not p.endswith("?") for p in pairs):
+        out.append("scores per dialect pair (client → upstream):")
+        pw = max(len(p) for p in pairs)
+        out.extend(_score_line(pair, score, pw) for pair, score in pairs.items())
+    coverage = summary.coverage
+    if coverage:
+        out.append(coverage)
     if not summary.items:
         return "\n".join(out)
     out.append("")
     rules, rows = summary.broken_rules, summary.failing_items
     if rules:
-        id_width = max(len(i.scenario) for i in rows)
+        id_width = max(len(i.label) for i in rows)
         out.append("rules failed per scenario (F fail, x known failure, . not broken; "
                    "scenarios without a failure left out):")
         out.append(f"  {'':<{id_width}}  " + "  ".join(rules))
         for item in rows:
             cells = "  ".join(f"{_TEXT_CELLS[summary.rule_cell(item, r)]:^{len(r)}}" for r in rules)
-            out.append(f"  {item.scenario:<{id_width}}  {cells}")
+            out.append(f"  {item.label:<{id_width}}  {cells}")
     verdict = _verdict(summary)
     if verdict:
         out.append(verdict)
+    out.extend(f"{n} scenario(s): {cause}" for cause, n in summary.causes)
     out.extend(f"  {scenario}: {what}" for scenario, what in _left_out(summary))
     return "\n".join(out)
 
@@ -466,7 +541,7 @@ def render_markdown(summary: Summary) -> str:
         out += ["", "| scenario | " + " | ".join(rules) + " |", "| --- | " + " | ".join(":---:" for _ in rules) + " |"]
         for item in summary.failing_items:
             cells = " | ".join(_MD_CELLS[summary.rule_cell(item, r)] for r in rules)
-            out.append(f"| `{item.scenario}` | {cells} |")
+            out.append(f"| `{item.label}` | {cells} |")
         out += ["", "❌ fail · ⚠️ known failure · empty: not broken (passed, or the rule does not apply); "
                 "scenarios without a failure left out."]
     verdict = _verdict(summary)
@@ -474,7 +549,7 @@ def render_markdown(summary: Summary) -> str:
         sentence = verdict[0].upper() + verdict[1:] + "."
         out += ["", f"**{sentence}**" if summary.nothing_checked else sentence]
     details = [
-        f"- `{item.scenario}` **{f.rule}**{' (known)' if f.expected else ''} [{f.severity}] in {f.attempt}: "
+        f"- `{item.label}` **{f.rule}**{' (known)' if f.expected else ''} [{f.severity}] in {f.attempt}: "
         f"{f.message.splitlines()[0] if f.message else ''}"
         for item in summary.failing_items
         for f in item.failures
@@ -493,6 +568,8 @@ def render_json(summary: Summary) -> dict[str, Any]:
         "totals": {**summary.total.__dict__, "score": summary.total.score},
         "checked": not summary.nothing_checked,
         "families": {f: {**s.__dict__, "score": s.score} for f, s in summary.families.items()},
+        "pairs": {p: {**s.__dict__, "score": s.score} for p, s in summary.pairs.items()},
+        "coverage": summary.coverage,
         "groups": summary.groups,
         "failed_rules": broken,
         "scenarios": [

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import ssl
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -23,7 +24,7 @@ import h11
 import httpx
 
 from harness.errors import ConformanceFailure, MockError, ProxyUnreachable
-from harness.exchange import Exchange, Profile
+from harness.exchange import BackendActivity, Exchange, Profile
 from harness.nonce import NONCE_HEADER, place_nonce
 from harness.profiles import ENDPOINTS, PROFILE_FEATURES, request_headers
 from harness.rechunk import DEFAULT_SHRINK_BUDGET, Shrunk, Variant, apply_variant, shrink, variants
@@ -138,12 +139,24 @@ def build_request(scenario: Scenario, *, stream: bool, model: str | None, nonce:
     return place_nonce(body, nonce, scenario.client.dialect)
 
 
-def _payload(scenario: Scenario, body: Mapping[str, Any]) -> tuple[bytes, Mapping[str, Any]]:
+_MODEL_FIELD = re.compile(r'("model"\s*:\s*)"(?:[^"\\]|\\.)*"')
+
+
+def with_model(raw: str, model: str | None) -> str:
+    """A raw body with the model the user chose in place of its own (its first ``"model": "…"``),
+    so a model-routing proxy routes a malformed request as it would a good one."""
+    if model is None:
+        return raw
+    return _MODEL_FIELD.sub(lambda m: m.group(1) + json.dumps(model), raw, count=1)
+
+
+def _payload(scenario: Scenario, body: Mapping[str, Any], model: str | None = None) -> tuple[bytes, Mapping[str, Any]]:
     """The bytes to send and the body as recorded: a misbehaving client's raw bytes
     (recorded parsed when they are a JSON object) or the JSON request."""
     raw = scenario.client.raw_body
     if raw is None:
         return json.dumps(body, ensure_ascii=False).encode("utf-8"), body
+    raw = with_model(raw, model)
     try:
         parsed = json.loads(raw)
     except ValueError:
@@ -218,25 +231,60 @@ async def _receive_truncated(url: str, body: bytes, headers: Mapping[str, str], 
         writer.close()
 
 
-def _fetch(url: str, body: bytes, headers: Mapping[str, str], timeout: float, *, truncate: bool) -> _Received:
-    """Send one request and read the answer as it comes, under one overall deadline."""
+def deadline(start: float, timeout: float, backend: BackendActivity | None) -> float:
+    """When an exchange that began at ``start`` counts as hanging: ``timeout`` seconds of
+    the proxy's own time, plus the time the backend spent answering it as the mock measured
+    it (a stall or a slow drip is the backend's time, however slowly a loaded machine plays
+    it). A proxy retrying forever gains only the mock's short answers: it still times out."""
+    return start + timeout + (backend.busy_seconds if backend is not None else 0.0)
+
+
+BusyProbe = Callable[[], BackendActivity | None]
+
+
+def _fetch(url: str, body: bytes, headers: Mapping[str, str], timeout: float, *, truncate: bool,
+           backend: BusyProbe = lambda: None) -> _Received:
+    """Send one request and read the answer as it comes, until ``deadline``: asked of the
+    mock (``backend``) each time the deadline known so far is reached."""
     got = _Received()
     start = time.monotonic()
 
     async def fetch() -> None:
+        task = asyncio.ensure_future((_receive_truncated if truncate else _receive)(url, body, headers, got, start))
+        until = deadline(start, timeout, None)
         try:
-            async with asyncio.timeout(timeout):
-                await (_receive_truncated if truncate else _receive)(url, body, headers, got, start)
-        except TimeoutError:
-            got.timed_out = True
+            while True:
+                done, _ = await asyncio.wait((task,), timeout=max(0.0, until - time.monotonic()))
+                if done:
+                    task.result()
+                    return
+                later = deadline(start, timeout, await asyncio.to_thread(backend))
+                if later <= time.monotonic():
+                    got.timed_out = True
+                    return
+                until = later
         except (httpx.ConnectError, ConnectionRefusedError):
             raise
         except (httpx.HTTPError, OSError) as exc:
             got.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
 
     asyncio.run(fetch())
     got.elapsed = time.monotonic() - start
     return got
+
+
+def _activity(mock: MockControl, nonce: str) -> BusyProbe:
+    def probe() -> BackendActivity | None:
+        try:
+            return mock.activity(nonce)
+        except MockError:
+            return None  # the mock cannot say: the proxy gets no more time
+
+    return probe
 
 
 def run_exchange(
@@ -263,15 +311,17 @@ def run_exchange(
         headers = request_headers(profile, scenario.client.headers, proxy_headers)
         headers = {**{k: v for k, v in headers.items() if k.lower() != NONCE_HEADER.lower()}, NONCE_HEADER: nonce}
         url = f"{proxy_url.rstrip('/')}{ENDPOINTS[profile]}"
-        payload, recorded_body = _payload(scenario, body)
+        payload, recorded_body = _payload(scenario, body, model)
         try:
-            got = _fetch(url, payload, headers, timeout, truncate=scenario.client.truncate_body)
+            got = _fetch(url, payload, headers, timeout, truncate=scenario.client.truncate_body,
+                         backend=_activity(mock, nonce))
         except (httpx.ConnectError, ConnectionRefusedError) as exc:
             raise ProxyUnreachable(
                 f"cannot connect to the proxy under test at {proxy_url} ({exc or 'connection refused'}); "
                 "is it running, and is --proxy-url right?"
             ) from exc
-        upstream = tuple(mock.recorded(nonce))
+        recorded, activity = mock.state(nonce)
+        upstream = tuple(recorded)
     finally:
         try:
             mock.disarm(nonce)
@@ -298,6 +348,7 @@ def run_exchange(
         transport_error=got.error,
         timed_out=got.timed_out,
         upstream=upstream,
+        backend_seconds=activity.busy_seconds,
         survived=survived,
         survival_detail=detail,
     )

@@ -26,7 +26,8 @@ from harness.scenario_yaml import Lines, load_yaml
 Profile = Literal["openai", "vtc", "anthropic"]
 PROFILES: tuple[Profile, ...] = ("openai", "vtc", "anthropic")
 OPENAI_PROFILES: tuple[Profile, ...] = ("openai", "vtc")
-FEATURES: tuple[str, ...] = ("force-non-stream", "system-to-user", "loop-guard", "vtc", "tool-choice")
+FEATURES: tuple[str, ...] = ("force-non-stream", "system-to-user", "loop-guard", "vtc", "tool-choice", "hold-back-cap",
+                             "body-timeout")
 
 
 # --------------------------------------------------------------------------- model
@@ -693,6 +694,18 @@ def validate_paths(paths: Iterable[str | Path]) -> tuple[list[Scenario], list[Sc
         seen[scenario.id] = str(path)
         scenarios.append(scenario)
     return scenarios, problems
+
+
+def awaiting_review(scenarios: Iterable[Scenario]) -> list[Scenario]:
+    """Scenarios still marked ``review: required``: their expectation is an import's
+    proposal that no person has checked yet."""
+    return [s for s in scenarios if s.review == "required"]
+
+
+def review_note(scenario: Scenario) -> str:
+    where = scenario.path or scenario.id
+    return (f"{where}: review: required: the expectation of {scenario.id} is the import's proposal; check it "
+            "(see the comments at the top of the file), then delete the line")
 
 
 def load_library(paths: Iterable[str | Path] | None = None) -> list[Scenario]:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from harness.dialects import ANTHROPIC
 from harness.scenario import Backend, ContentFrame, Fault, RawFrame, ToolUseFrame
 from mock_backends.openai_replay import DEFAULT_MODEL
 from mock_backends.wire import (
@@ -27,19 +28,7 @@ from mock_backends.wire import (
     write_pause,
 )
 
-# The error ``type`` the API uses for each status; other 4xx are invalid_request_error, other 5xx api_error.
-ERROR_TYPES: Mapping[int, str] = {
-    400: "invalid_request_error",
-    401: "authentication_error",
-    402: "billing_error",
-    403: "permission_error",
-    404: "not_found_error",
-    413: "request_too_large",
-    429: "rate_limit_error",
-    500: "api_error",
-    504: "timeout_error",
-    529: "overloaded_error",
-}
+ERROR_TYPES: Mapping[int, str] = ANTHROPIC.error_types  # the API's error type for each status
 
 _PING = b'event: ping\ndata: {"type":"ping"}\n\n'
 _MESSAGE_STOP = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
@@ -242,12 +231,12 @@ def prepare(backend: Backend) -> AnthropicReplay:
 
 def error_type(status: int) -> str:
     """The error ``type`` the API reports with ``status``."""
-    return ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    return ANTHROPIC.error_type(status)
 
 
 def error_body(message: str, type: str = "invalid_request_error") -> dict[str, Any]:
     """An error in the shape every Anthropic client parses."""
-    return {"type": "error", "error": {"type": type, "message": message}}
+    return ANTHROPIC.errors.write(message, type)
 
 
 def default_error_body(status: int) -> dict[str, Any]:

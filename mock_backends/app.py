@@ -29,8 +29,8 @@ from harness.nonce import find_nonce
 from harness.scenario import Fault, Scenario, parse_scenario
 from mock_backends import anthropic_replay
 from mock_backends.openai_replay import completion, error_body, plan_reply, stream_events
-from mock_backends.registry import Registry, Run, RunNotFound, Selection, UnknownScenario
-from mock_backends.streaming import DroppedResponse, ReplayStream
+from mock_backends.registry import AnswerLog, Registry, Run, RunNotFound, Selection, UnknownScenario
+from mock_backends.streaming import DroppedResponse, Logged, ReplayStream, quiet_deliberate_drops
 from mock_backends.validation import check_anthropic, check_openai
 from mock_backends.wire import ErrorAnswer, Event, dumps
 
@@ -149,6 +149,7 @@ def _parse_body(raw: bytes) -> tuple[Any, str | None, str | None]:
 def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
     """The mock backend; ``scenarios`` are preloaded so runs can be armed by id."""
     registry = Registry(scenarios)
+    quiet_deliberate_drops()
     created = int(time.time())
     app = FastAPI(
         title="toolcall-conformance mock backend", docs_url=None, redoc_url=None, openapi_url=None
@@ -221,8 +222,9 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
         return _json({
             "nonce": found.nonce,
             "scenario_id": found.scenario.id,
-            "requests": [r.to_json() for r in list(found.requests)],
+            "requests": [r.to_json() for r in found.recorded()],
             "received": found.received,
+            "activity": found.activity().to_json(),
         })
 
     @app.delete("/_mock/runs/{nonce}")
@@ -256,6 +258,7 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
         body, raw_text, problem = _parse_body(raw)
         now = time.time()
         run: Run | None = None
+        log: AnswerLog | None = None
         scenario_id = None
         shown = nonce
         took = ""
@@ -264,18 +267,18 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
             scenario_id = run.scenario.id
             shown = run.nonce
             took = _TOOK.get(selection.by, "")
-            run.record(RecordedRequest("POST", path, scope["query_string"].decode("latin-1"), headers, body,
-                                       raw_text, now))
+            log = run.record(RecordedRequest("POST", path, scope["query_string"].decode("latin-1"), headers, body,
+                                             raw_text, now))
 
         def named(response: Response) -> Response:
             """Tell whoever reads the answer which run it came from and how that run was chosen;
-            a Messages answer also carries the API's request-id."""
+            a Messages answer also carries the API's request-id. The answer is logged as sent."""
             if selection is not None:
                 response.headers[RUN_HEADER] = selection.run.nonce
                 response.headers[SELECTED_BY_HEADER] = selection.by
             if dialect == "anthropic":
                 response.headers.setdefault("request-id", "req_" + os.urandom(12).hex())
-            return response
+            return response if log is None else Logged(response, log)
 
         def refuse(status: int, kind: str, message: str, code: str, *, param: str | None = None,
                    api_type: str | None = None) -> Response:
@@ -322,7 +325,13 @@ def create_app(scenarios: Iterable[Scenario] = ()) -> FastAPI:
         kind = "stream" if stream else "json"
         _log("POST", path, 200, nonce=shown, scenario=scenario_id,
              kind=(f"{kind} fault {fault.kind}" if fault else kind) + took)
-        return named(await _deliver(replay, stream, events, whole))
+        try:
+            delivered = await _deliver(replay, stream, events, whole)
+        except BaseException:
+            assert log is not None
+            log.end()  # a client that hung up during the wait: the answer is over
+            raise
+        return named(delivered)
 
     async def models(request: Request) -> Response:
         _log("GET", request.url.path, 200, kind="models")

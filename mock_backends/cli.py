@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import socket
 import sys
 from pathlib import Path
 
@@ -13,28 +12,12 @@ import uvicorn
 from harness.errors import ScenarioError
 from harness.nonce import NONCE_HEADER
 from harness.scenario import bundled_scenarios_dir, validate_paths
+from harness.servers import listen_socket
 from mock_backends.app import create_app, logger
 
 
 def _one_line(text: str) -> str:
     return " ".join(text.split())
-
-
-def _listen_socket(host: str, port: int) -> socket.socket:
-    """A bound TCP socket. Created with an explicit TCP protocol number, because asyncio
-    only sets TCP_NODELAY on such sockets: without it every response pays a ~40 ms
-    delayed-ACK stall between its header and body writes."""
-    family, kind, proto, _, address = socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE
-    )[0]
-    sock = socket.socket(family, kind, proto)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 @click.command()
@@ -66,7 +49,7 @@ def mock(host: str, port: int, paths: tuple[Path, ...], quiet: bool) -> None:
         raise click.ClickException(f"cannot load scenarios: {_one_line(str(problems[0]))}{more}")
     app = create_app(scenarios)
     try:
-        sock = _listen_socket(host, port)
+        sock = listen_socket(host, port)
     except OSError as exc:
         raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from exc
     url = f"http://{host}:{sock.getsockname()[1]}"

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 
 from harness.errors import MockError
-from harness.exchange import RecordedRequest
+from harness.exchange import BackendActivity, RecordedRequest
 from harness.scenario import Scenario
 
 
@@ -70,12 +70,20 @@ class MockControl:
         return nonce
 
     def recorded(self, nonce: str) -> list[RecordedRequest]:
-        """Every request the run received so far, oldest first."""
+        """Every request the run received so far, oldest first, each with its answer."""
+        return self.state(nonce)[0]
+
+    def state(self, nonce: str) -> tuple[list[RecordedRequest], BackendActivity]:
+        """What the run received so far, and how busy answering it has kept the mock."""
         data = self._json(self._call("GET", f"/_mock/runs/{nonce}"))
         try:
-            return [RecordedRequest.from_json(item) for item in data["requests"]]
+            requests = [RecordedRequest.from_json(item) for item in data["requests"]]
+            return requests, BackendActivity.from_json(data.get("activity") or {})
         except (KeyError, TypeError, ValueError) as exc:
             raise MockError(f"recorded requests of {nonce} are malformed: {exc}") from exc
+
+    def activity(self, nonce: str) -> BackendActivity:
+        return self.state(nonce)[1]
 
     def disarm(self, nonce: str) -> None:
         """Forget the run; a request carrying its nonce is answered 404 afterwards."""

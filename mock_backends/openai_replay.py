@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from harness.dialects import OPENAI
 from harness.scenario import Backend, ContentFrame, Fault, RawFrame, ToolCallFrame
 from mock_backends.wire import ErrorAnswer, Event, error_answer, multibyte_cut, status_phrase, with_fault, write_pause
 from mock_backends.wire import dumps as dumps  # re-exported: callers have imported it from here
@@ -155,13 +156,10 @@ def prepare(backend: Backend) -> OpenAIReplay:
     )
 
 
-_ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"}
-
-
 def default_error_body(status: int) -> dict[str, Any]:
     """What an OpenAI-compatible upstream answers with ``status`` when the scenario gives no body."""
-    kind = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-    return error_body(f"{status_phrase(status)} (HTTP {status} from the upstream)", code=None, type=kind)
+    return error_body(f"{status_phrase(status)} (HTTP {status} from the upstream)", code=None,
+                      type=OPENAI.error_type(status))
 
 
 def plan_reply(replay: OpenAIReplay, body: Mapping[str, Any], *, completion_id: str, created: int) -> Reply:

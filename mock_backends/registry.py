@@ -10,13 +10,14 @@ oldest armed run that has not received a request yet takes it.
 from __future__ import annotations
 
 import threading
+import time
 from collections import OrderedDict, deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from harness.errors import MockError
-from harness.exchange import RecordedRequest
+from harness.exchange import BackendActivity, RecordedAnswer, RecordedRequest
 from harness.nonce import NONCE_HEADER, new_nonce
 from harness.scenario import Scenario
 from mock_backends import anthropic_replay, openai_replay
@@ -25,6 +26,7 @@ from mock_backends.openai_replay import DEFAULT_MODEL, OpenAIReplay
 
 MAX_RUNS = 10_000
 MAX_RECORDED = 10_000  # per run: a benchmark may send far more requests to one run
+MAX_ANSWER_BYTES = 16 * 1024 * 1024  # of one answer's body kept for the record; the rest is still sent
 
 NONCE_SHAPE = "tcc-<32 lower-case hex digits>"
 
@@ -46,12 +48,40 @@ def prepare_scenario(scenario: Scenario) -> Prepared:
 
 
 @dataclass(eq=False, slots=True)
+class AnswerLog:
+    """One answer as the mock sends it: written by the response, read by the control API."""
+
+    started: float  # time.monotonic() when the request arrived
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytearray = field(default_factory=bytearray)
+    finished: float | None = None  # time.monotonic() when the answer ended
+
+    def start(self, status: int, headers: dict[str, str]) -> None:
+        self.status, self.headers = status, headers
+
+    def write(self, data: bytes) -> None:
+        room = MAX_ANSWER_BYTES - len(self.body)
+        if room > 0:
+            self.body += data[:room]
+
+    def end(self) -> None:
+        if self.finished is None:
+            self.finished = time.monotonic()
+
+    def recorded(self) -> RecordedAnswer:
+        seconds = None if self.finished is None else self.finished - self.started
+        return RecordedAnswer(self.status, dict(self.headers), bytes(self.body), seconds)
+
+
+@dataclass(eq=False, slots=True)
 class Run:
-    """One armed scenario run and the requests that reached it."""
+    """One armed scenario run, the requests that reached it and the answers they got."""
 
     nonce: str
     prepared: Prepared
     requests: deque[RecordedRequest] = field(default_factory=lambda: deque(maxlen=MAX_RECORDED))
+    answers: deque[AnswerLog] = field(default_factory=lambda: deque(maxlen=MAX_RECORDED))
     received: int = 0  # all requests, also those no longer kept
     claimed: bool = False  # a request was tied to it: it has left the queue of waiting runs
 
@@ -59,9 +89,32 @@ class Run:
     def scenario(self) -> Scenario:
         return self.prepared.scenario
 
-    def record(self, request: RecordedRequest) -> None:
+    def record(self, request: RecordedRequest) -> AnswerLog:
+        """Keep ``request``; the returned log is filled in as its answer is sent."""
+        log = AnswerLog(time.monotonic())
         self.requests.append(request)
+        self.answers.append(log)
         self.received += 1
+        return log
+
+    def recorded(self) -> list[RecordedRequest]:
+        """Every kept request with its answer so far, oldest first."""
+        pairs = zip(list(self.requests), list(self.answers))
+        return [RecordedRequest(r.method, r.path, r.query, r.headers, r.body, r.raw_body, r.received_at,
+                                log.recorded()) for r, log in pairs]
+
+    def activity(self) -> BackendActivity:
+        """How busy answering this run has kept the mock, on its own clock."""
+        now = time.monotonic()
+        spans = sorted((log.started, log.finished) for log in list(self.answers))
+        answering = sum(1 for _, end in spans if end is None)
+        busy, reach = 0.0, float("-inf")
+        for start, end in spans:  # the union of the answering intervals
+            stop = now if end is None else end
+            if stop > reach:
+                busy += stop - max(start, reach)
+                reach = stop
+        return BackendActivity(answering, busy)
 
 
 SelectedBy = Literal["nonce", "queue", "only"]

@@ -10,12 +10,36 @@ a dropped upstream is played.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 
 from starlette.responses import Response
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
+from mock_backends.registry import AnswerLog
 from mock_backends.wire import SPLIT_PAUSE, Event, writes
+
+
+# Set while the mock drops a connection on purpose (a ``drop`` fault): the server's
+# "ASGI callable returned without completing response" is then what the scenario asked
+# for, not an error, and is not logged (it would interleave with a run's progress).
+_DROPPING: ContextVar[bool] = ContextVar("mock_dropping", default=False)
+
+
+class _QuietDeliberateDrops(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (_DROPPING.get() and "without completing response" in record.getMessage())
+
+
+_QUIET = _QuietDeliberateDrops()
+
+
+def quiet_deliberate_drops() -> None:
+    """Keep uvicorn from logging the mock's deliberate drops (idempotent)."""
+    logger = logging.getLogger("uvicorn.error")
+    if _QUIET not in logger.filters:
+        logger.addFilter(_QUIET)
 
 
 async def _until_disconnect(receive: Receive) -> None:
@@ -89,7 +113,9 @@ class ReplayStream(Response):
                     if i and not await pauses.wait(self.write_pause):
                         return
                     await send({"type": "http.response.body", "body": part, "more_body": True})
-            if not self.abort:
+            if self.abort:
+                _DROPPING.set(True)
+            else:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             pauses.close()
@@ -109,3 +135,32 @@ class DroppedResponse(Response):
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         if self.part:
             await send({"type": "http.response.body", "body": self.part, "more_body": True})
+        _DROPPING.set(True)
+
+
+class Logged(Response):
+    """Any response, with what it sends written to ``log`` and its end marked (however
+    it ends: complete, dropped on purpose, or cut short by the client hanging up)."""
+
+    def __init__(self, response: Response, log: AnswerLog) -> None:
+        self.status_code = response.status_code
+        self.background = None
+        self.raw_headers = response.raw_headers
+        self.response = response
+        self.log = log
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        log = self.log
+
+        async def logged(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                log.start(int(message["status"]), {k.decode("latin-1").lower(): v.decode("latin-1")
+                                                   for k, v in message.get("headers", ())})
+            elif message["type"] == "http.response.body":
+                log.write(bytes(message.get("body", b"")))
+            await send(message)
+
+        try:
+            await self.response(scope, receive, logged)
+        finally:
+            log.end()

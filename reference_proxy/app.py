@@ -53,10 +53,14 @@ from reference_proxy.request_shaping import (
     system_to_user,
 )
 from reference_proxy.tool_choice import emulate_tool_choice
+from reference_proxy.translate.answers import completion_to_message, message_to_completion
+from reference_proxy.translate.requests import chat_to_messages, messages_to_chat
+from reference_proxy.translate.streams import ChunksAsEvents, EventsAsChunks, TranslatedPipeline
 from reference_proxy.upstream import Upstream, describe, events, is_event_stream, read_json
 from reference_proxy.vtc import is_vtc_client
 
 log = logging.getLogger("reference_proxy")
+ANTHROPIC_VERSION = "2023-06-01"  # sent to a Messages upstream when the client (of the other API) sent none
 
 def error_response(error: ProxyError) -> JSONResponse:
     return JSONResponse(dict(error.body), status_code=error.status, headers=dict(error.headers))
@@ -204,13 +208,22 @@ class ProxyApp:
                 return JSONResponse(stop_completion(text, chat.model))
 
         content = raw
+        sent: Mapping[str, Any] = chat.body
         if self.config.system_to_user:
             rewritten = system_to_user(chat.body)
             if rewritten is not None:
                 content = to_wire(dumps(rewritten))
+                sent = rewritten
         headers = forward_headers(request.headers.items(), self.config.api_key)
+        translated = self.config.calls_upstream("openai") == "anthropic"
+        url = self.config.chat_url
         try:
-            upstream = await self.upstream.open("POST", self.config.chat_url, headers, content)
+            if translated:  # an Anthropic upstream: the request and its answer are translated
+                content = to_wire(dumps(chat_to_messages(sent)))
+                headers = forward_headers(request.headers.items(), self.config.api_key, key_header="x-api-key")
+                headers.setdefault("anthropic-version", ANTHROPIC_VERSION)
+                url = self.config.messages_url
+            upstream = await self.upstream.open("POST", url, headers, content)
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=chat.stream, vtc=vtc, model=chat.model, note=exc.message)
             return error_response(exc)
@@ -224,25 +237,37 @@ class ProxyApp:
                 buffer_cap=self.config.buffer_cap,
             )
             if is_event_stream(upstream):
-                return self._relay(upstream, pipeline, path, started, vtc)
-            return await self._rewrap(upstream, pipeline, chat, path, started, vtc)
-        return await self._whole(upstream, chat, path, started, vtc)
+                relayed: AnswerPipeline = (
+                    TranslatedPipeline(pipeline, EventsAsChunks(chat.model)) if translated else pipeline
+                )
+                return self._relay(upstream, relayed, path, started, vtc)
+            return await self._rewrap(upstream, pipeline, chat, path, started, vtc, translated)
+        return await self._whole(upstream, chat, path, started, vtc, translated)
+
+    async def _completion(self, upstream: httpx.Response, chat: ChatRequest, translated: bool) -> dict[str, Any]:
+        """The upstream's whole answer as a ``chat.completion`` (translated from a ``message``)."""
+        if translated:
+            return message_to_completion(await self._read_answer(upstream, MessageAccumulator(chat.model)), chat.model)
+        return await self._read_answer(upstream, StreamAccumulator(chat.model))
 
     async def _rewrap(
-        self, upstream: httpx.Response, pipeline: StreamPipeline, chat: ChatRequest, path: str, started: float, vtc: bool
+        self, upstream: httpx.Response, pipeline: StreamPipeline, chat: ChatRequest, path: str, started: float,
+        vtc: bool, translated: bool,
     ) -> Response:
         """A streaming client whose upstream answered with one JSON body."""
         try:
-            body = await self._read_answer(upstream, StreamAccumulator(chat.model))
+            body = await self._completion(upstream, chat, translated)
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=True, vtc=vtc, model=chat.model, note=exc.message)
             return error_response(exc)
         return self._rewrapped(pipeline, completion_as_chunks(body), path, started, vtc)
 
-    async def _whole(self, upstream: httpx.Response, chat: ChatRequest, path: str, started: float, vtc: bool) -> Response:
+    async def _whole(
+        self, upstream: httpx.Response, chat: ChatRequest, path: str, started: float, vtc: bool, translated: bool
+    ) -> Response:
         """A non-streaming client: one JSON answer (accumulated if the upstream streamed anyway)."""
         try:
-            body = await self._read_answer(upstream, StreamAccumulator(chat.model))
+            body = await self._completion(upstream, chat, translated)
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=False, vtc=vtc, model=chat.model, note=exc.message)
             return error_response(exc)
@@ -278,29 +303,44 @@ class ProxyApp:
             content = to_wire(dumps(shaped))
             tools = anthropic_tools(shaped)  # tool_choice none: nothing may become a call
         headers = forward_headers(request.headers.items(), self.config.api_key, key_header="x-api-key")
+        translated = self.config.calls_upstream("anthropic") == "openai"
+        url = self.config.messages_url
+        if translated:  # an OpenAI upstream: the request and its answer are translated
+            content = to_wire(dumps(messages_to_chat(shaped if shaped is not None else req.body)))
+            headers = {k: v for k, v in forward_headers(request.headers.items(), self.config.api_key).items()
+                       if not k.startswith("anthropic-")}
+            url = self.config.chat_url
         try:
-            upstream = await self.upstream.open("POST", self.config.messages_url, headers, content)
+            upstream = await self.upstream.open("POST", url, headers, content)
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=req.stream, model=req.model, note=exc.message)
             return anthropic_error_response(exc)
         if not req.stream:
-            return await self._whole_message(upstream, req, tools, path, started)
+            return await self._whole_message(upstream, req, tools, path, started, translated)
         pipeline = AnthropicStreamPipeline(tools=tools, request_model=req.model, buffer_cap=self.config.buffer_cap)
         if is_event_stream(upstream):
-            return self._relay(upstream, pipeline, path, started, False)
+            relayed: AnswerPipeline = TranslatedPipeline(pipeline, ChunksAsEvents(req.model)) if translated else pipeline
+            return self._relay(upstream, relayed, path, started, False)
         try:  # a streaming client whose upstream answered with one JSON body
-            body = await self._read_answer(upstream, MessageAccumulator(req.model))
+            body = await self._message(upstream, req, translated)
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=True, model=req.model, note=exc.message)
             return anthropic_error_response(exc)
         return self._rewrapped(pipeline, message_as_events(body), path, started, False)
 
+    async def _message(self, upstream: httpx.Response, req: MessagesRequest, translated: bool) -> dict[str, Any]:
+        """The upstream's whole answer as a ``message`` (translated from a ``chat.completion``)."""
+        if translated:
+            return completion_to_message(await self._read_answer(upstream, StreamAccumulator(req.model)), req.model)
+        return await self._read_answer(upstream, MessageAccumulator(req.model))
+
     async def _whole_message(
-        self, upstream: httpx.Response, req: MessagesRequest, tools: tuple[ToolSpec, ...], path: str, started: float
+        self, upstream: httpx.Response, req: MessagesRequest, tools: tuple[ToolSpec, ...], path: str, started: float,
+        translated: bool,
     ) -> Response:
         """A non-streaming Messages client: one ``message`` (accumulated if the upstream streamed anyway)."""
         try:
-            body = await self._read_answer(upstream, MessageAccumulator(req.model))
+            body = await self._message(upstream, req, translated)
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=False, model=req.model, note=exc.message)
             return anthropic_error_response(exc)

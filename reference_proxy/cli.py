@@ -59,6 +59,12 @@ def _env_help(name: str) -> str:
     help=f"Move system messages into the first user message (default off). {_env_help('system_to_user')}",
 )
 @click.option(
+    "--upstream-dialect",
+    type=click.Choice(["native", "openai", "anthropic"], case_sensitive=False),
+    help="The API the upstream speaks: native (each client's own; default), or openai / anthropic, to which "
+    f"requests of the other API are translated. {_env_help('upstream_dialect')}",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["critical", "error", "warning", "info", "debug"], case_sensitive=False),
     help=f"Default info. {_env_help('log_level')}",
@@ -77,6 +83,7 @@ def proxy(
     loop_guard: str | None,
     system_to_user: bool | None,
     log_level: str | None,
+    upstream_dialect: str | None,
 ) -> None:
     """Run the reference proxy: a streaming OpenAI-compatible proxy that rescues tool calls
     written as text into structured tool_calls (or Cline-style XML for XML-reading clients)."""
@@ -92,6 +99,7 @@ def proxy(
         "system_to_user": system_to_user,
         "loop_guard_max_tool_messages": loop_guard,
         "log_level": log_level.lower() if log_level else None,
+        "upstream_dialect": upstream_dialect.lower() if upstream_dialect else None,
     }
     if vtc_patterns is not None:
         cli["vtc_patterns"] = tuple(p.strip() for p in vtc_patterns.split(",") if p.strip())
@@ -105,6 +113,7 @@ def proxy(
 def serve_forever(config: ProxyConfig) -> None:
     import uvicorn
 
+    from harness.servers import listen_socket
     from reference_proxy.app import create_app
 
     logging.basicConfig(
@@ -113,15 +122,22 @@ def serve_forever(config: ProxyConfig) -> None:
     # One line per request is ours; httpx would add a second one for the upstream call.
     logging.getLogger("httpx").setLevel(max(logging.WARNING, python_log_level(config)))
     features = ", ".join(sorted(config.features())) or "none"
-    click.echo(
-        f"reference proxy on http://{config.host}:{config.port} -> {config.upstream} (features: {features})", err=True
-    )
-    uvicorn.run(
+    # Bound before the banner: a busy port is one line of error, not a banner and a traceback.
+    try:
+        sock = listen_socket(config.host, config.port)
+    except OSError as exc:
+        raise click.ClickException(f"cannot listen on {config.host}:{config.port}: {exc.strerror or exc}") from None
+    port = sock.getsockname()[1]
+    click.echo(f"reference proxy on http://{config.host}:{port} -> {config.upstream} (features: {features})", err=True)
+    server = uvicorn.Server(uvicorn.Config(
         create_app(config),
-        host=config.host,
-        port=config.port,
         log_level=config.log_level,
         access_log=False,
         lifespan="on",
         timeout_graceful_shutdown=5,
-    )
+    ))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+

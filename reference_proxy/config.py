@@ -19,7 +19,9 @@ import yaml
 from harness.errors import ConformanceError
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
-MIN_BUFFER_CAP = 256  # below this, every marker would overflow before it could be recognised
+UPSTREAM_DIALECTS = ("native", "openai", "anthropic")
+MIN_BUFFER_CAP = 256
+HOLD_BACK_CAP = 65536  # the cap the hold-back-cap scenarios are written for  # below this, every marker would overflow before it could be recognised
 
 
 class ConfigError(ConformanceError):
@@ -42,6 +44,7 @@ class ProxyConfig:
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"
+    upstream_dialect: str = "native"  # native: each client's own API; openai / anthropic: every request translated to it
 
     def __post_init__(self) -> None:
         # A frozen dataclass cannot normalise in place; object.__setattr__ is the documented way.
@@ -61,7 +64,14 @@ class ProxyConfig:
         if self.system_to_user:
             out.add("system-to-user")
         out.add("tool-choice")  # Messages tool_choice is always emulated
+        if self.buffer_cap <= HOLD_BACK_CAP:
+            out.add("hold-back-cap")  # a possible call longer than the cap is released as text
+        out.add("body-timeout")  # a client that stalls while sending its body gets 408
         return frozenset(out)
+
+    def calls_upstream(self, client_api: str) -> str:
+        """The API a request of ``client_api`` ("openai" or "anthropic") is sent upstream in."""
+        return client_api if self.upstream_dialect == "native" else self.upstream_dialect
 
     @property
     def chat_url(self) -> str:
@@ -113,6 +123,9 @@ def validate(config: ProxyConfig) -> None:
         raise ConfigError(f"host: expected a host name or address, got {config.host!r}")
     if isinstance(config.port, bool) or not isinstance(config.port, int) or not 0 <= config.port <= 65535:
         raise ConfigError(f"port: expected an integer from 0 to 65535, got {config.port!r}")
+    if config.upstream_dialect not in UPSTREAM_DIALECTS:
+        raise ConfigError(f"upstream_dialect: expected one of {', '.join(UPSTREAM_DIALECTS)}, "
+                          f"got {config.upstream_dialect!r}")
     if config.log_level not in LOG_LEVELS:
         raise ConfigError(f"log_level: expected one of {', '.join(LOG_LEVELS)}, got {config.log_level!r}")
 
@@ -185,6 +198,7 @@ _ENV_PARSERS: dict[str, Callable[[str, str], Any]] = {
     "host": _parse_str,
     "port": _parse_int,
     "log_level": _parse_level,
+    "upstream_dialect": _parse_level,
 }
 
 

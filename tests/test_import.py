@@ -10,6 +10,7 @@ capture file itself, read by a small independent reader below.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
@@ -795,3 +796,65 @@ def test_yaml_keeps_every_character_of_every_frame(
     assert read_pieces(data["backend"]["frames"][-1]) == expected_pieces(fragments)
     assert data["client"]["request"]["messages"][0]["content"] == words
     assert data["client"]["request"]["tools"][0] == tool(words)
+
+
+# --------------------------------------------------------------------------- text blocks and review
+
+
+AROUND_SSE = "".join(
+    f"event: {event['type']}\ndata: {json.dumps(event)}\n\n" for event in [
+        {"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
+                                              "model": "claude-sonnet-4-5", "content": [], "stop_reason": None,
+                                              "usage": {"input_tokens": 10, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Reading it first.\n\n"}},
+        {"type": "content_block_delta", "index": 0, "delta": {
+            "type": "text_delta", "text": '<function_calls>\n<invoke name="Read">\n<parameter name="file_path">'
+                                          'setup.cfg</parameter>\n</invoke>\n</function_calls>'}},
+        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "\n\nThen the fix."}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 40}},
+        {"type": "message_stop"},
+    ])
+
+
+def test_text_around_a_leaked_call_keeps_room_for_its_separators(
+    tmp_path: Path, reference_rig: tuple[str, str, frozenset[str]]
+) -> None:
+    """Text before and after a leaked call: a relay that keeps the blank lines around the
+    call passes as well as one that trims them (the reference proxy): the proposal is the
+    blocks in order with any white space between, not the trimmed text run together."""
+    capture = tmp_path / "around.sse"
+    capture.write_text(AROUND_SSE)
+    target = tmp_path / "around.yaml"
+    result = run(capture, "-o", target, "--id", "around", "--family", "captured")
+    assert result.exit_code == 0, result.stderr
+    scenario = load_scenario(target)
+    pattern = scenario.expect.content_regex
+    assert pattern is not None and scenario.expect.content is None
+    faithful, trimmed = "Reading it first.\n\n\n\nThen the fix.", "Reading it first.Then the fix."
+    assert re.search(pattern, faithful, re.DOTALL) and re.search(pattern, trimmed, re.DOTALL)
+    assert not re.search(pattern, "Reading it first.", re.DOTALL)
+    assert "expect.content_regex: the text blocks around the calls" in target.read_text()
+    mock_url, proxy_url, features = reference_rig
+    with MockControl(mock_url) as mock:
+        played = play(scenario, settings=RunSettings(proxy_url=proxy_url, features=features, timeout=10), mock=mock,
+                      profile="anthropic")
+    assert not played.failures, [str(f) for _, f in played.failures]
+
+
+def test_review_required_is_flagged_by_validate_and_run(tmp_path: Path) -> None:
+    folder = tmp_path / "cases"
+    result = run(CAPTURES / "anthropic.sse", "--request", CAPTURES / "anthropic.request.json",
+                 "-o", folder / "captured" / "pending.yaml", "--id", "pending-case", "--family", "captured")
+    assert result.exit_code == 0, result.stderr
+    from harness.cli import main
+
+    checked = CliRunner().invoke(main, ["validate", str(folder)])
+    assert checked.exit_code == 0
+    assert "warning: " in checked.stderr and "review: required: the expectation of pending-case" in checked.stderr
+    assert "1 valid, 0 problem(s), 1 awaiting review" in checked.stdout
+    listed = CliRunner().invoke(main, ["run", "--scenarios", str(folder), "--collect-only",
+                                        "-p", "no:cacheprovider"])
+    assert "conformance: warning: 1 scenario(s) marked 'review: required' (an import's unchecked proposal): " \
+           "pending-case" in listed.output

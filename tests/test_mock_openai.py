@@ -977,6 +977,20 @@ def test_write_delay_drips_an_event(shared: Mock) -> None:
     assert elapsed >= pauses * 0.020 * 0.9  # a lower bound: every pause was taken
 
 
+def test_each_answer_is_recorded_with_the_time_it_took(shared: Mock) -> None:
+    """What the mock sent for a request, byte for byte, and how long it spent on it: the
+    harness counts that time as the backend's own, not the proxy's. Lower bounds only."""
+    url, control, http = shared
+    scenario = make_scenario("timed", ["one ", {"content": "two", "delay_ms": 200}])
+    nonce = control.arm(scenario)
+    raw = post(http, url, scenario.client.request, nonce).content
+    (request,), activity = control.state(nonce)
+    assert request.answer is not None and request.answer.status == 200
+    assert request.answer.body == raw and request.answer.headers["content-type"].startswith("text/event-stream")
+    assert request.answer.seconds is not None and request.answer.seconds >= 0.2 * 0.9
+    assert activity.answering == 0 and activity.busy_seconds >= 0.2 * 0.9
+
+
 def test_anthropic_backend_is_refused_on_the_openai_route(shared: Mock) -> None:
     url, control, http = shared
     scenario = parse_scenario({

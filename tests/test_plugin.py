@@ -16,6 +16,7 @@ import httpcore._backends.anyio  # noqa: F401  (see below)
 import httpcore._backends.sync  # noqa: F401
 import httpx
 import pytest
+import yaml
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -37,6 +38,7 @@ from reference_proxy.config import ProxyConfig
 
 ServeFn = Callable[[Any], Any]
 LIBRARY = {s.id: s for s in load_library()}
+LIBRARY_DIALECTS = {i: s.backend.dialect for i, s in LIBRARY.items()}
 STREAMED = ("plain-native-single", "plain-text-multibyte")  # a pass-through proxy is right for these
 NOT_STREAMED = "plain-text-non-stream"
 NEEDS_LOOP_GUARD = "features-loop-guard"
@@ -168,13 +170,14 @@ def test_reference_proxy_passes_and_reports(pytester: pytest.Pytester) -> None:
     folder = _library(pytester, *STREAMED, NOT_STREAMED, NEEDS_LOOP_GUARD)
     report_json, report_md = pytester.path / "out" / "r.json", pytester.path / "out" / "r.md"
     result = pytester.runpytest(
-        "--conformance", "--scenarios", str(folder), "--features", "vtc", "-rs", "-v",
-        "--report-json", str(report_json), "--report-md", str(report_md),
+        "--conformance", "--conformance-scenarios", str(folder), "--conformance-features", "vtc", "-rs", "-v",
+        "--conformance-upstream-dialect", "natural", "--conformance-report-json", str(report_json), "--conformance-report-md", str(report_md),
     )
     result.assert_outcomes(passed=3, skipped=1)
     result.stdout.fnmatch_lines([
         "conformance: 4 scenario(s); proxy under test: http://127.0.0.1:*/v1 (the bundled reference proxy)",
         "conformance: mock backend at http://127.0.0.1:*",
+        "conformance: upstream dialect: each scenario's own (natural)",
         "conformance: claimed features: vtc; *",
         "conformance::plain-native-single PASSED*",
         "*tool-call conformance*",
@@ -196,8 +199,8 @@ def test_failure_text_names_rule_statement_and_replay(pytester: pytest.Pytester,
     folder = _library(pytester, STREAMED[0])
     mock_url = servers(create_mock()).url
     proxy_url = servers(passthrough(mock_url, drop_done)).url + "/v1"
-    result = pytester.runpytest("--proxy-url", proxy_url, "--mock-url", mock_url, "--scenarios", str(folder),
-                                "--strict")
+    result = pytester.runpytest("--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url,
+                                "--conformance-scenarios", str(folder), "--conformance-strict", "--tb=long")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "rules broken: SSE-004 (profile openai)",
@@ -209,9 +212,34 @@ def test_failure_text_names_rule_statement_and_replay(pytester: pytest.Pytester,
         "    >> * | data: {…,\"choices\":[[]{\"index\":0,\"delta\":{\"content\":\"\"},*\"finish_reason\":\"tool_calls\","
         "\"stop_reason\":null}]}",
         f"reproduce: toolcall-conformance replay plain-native-single --proxy-url {proxy_url} "
-        f"--mock-url {mock_url} --scenarios {folder} --strict",
+        f"--scenarios {folder} --mock-url {mock_url} --strict",
         "FAILED conformance::plain-native-single - rules broken: SSE-004*",
     ])
+
+
+@pytest.mark.parametrize("style", ["auto", "short", "line", "no"])
+def test_every_tb_style_is_honoured(pytester: pytest.Pytester, servers: ServeFn, style: str) -> None:
+    """The default view is compact (each finding and where it is, no raw answer);
+    ``--tb=line`` is one line per failure, ``--tb=no`` nothing; ``--tb=long`` (above)
+    adds the raw answer around every finding."""
+    folder = _library(pytester, STREAMED[0])
+    mock_url = servers(create_mock()).url
+    proxy_url = servers(passthrough(mock_url, drop_done)).url + "/v1"
+    result = pytester.runpytest("--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url,
+                                "--conformance-scenarios", str(folder), "--conformance-strict", f"--tb={style}")
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "answer as received" not in out and "rule SSE-004" not in out or style in ("auto", "short")
+    if style in ("auto", "short"):
+        result.stdout.fnmatch_lines([_statement("SSE-004"), "  the stream has no 'data: [DONE]' terminator",
+                                     "  at byte *", "reproduce: toolcall-conformance replay plain-native-single *",
+                                     "the raw answer around each finding: --tb=long"])
+        assert "answer as received" not in out
+    elif style == "line":
+        result.stdout.fnmatch_lines([f"{folder}/plain/native-single.yaml:1: plain-native-single: SSE-004"])
+        assert "rule SSE-004" not in out
+    else:
+        assert "rule SSE-004" not in out and "native-single.yaml" not in out
 
 
 def test_selection_rerun_and_junit_with_the_harness_serving_the_mock(
@@ -220,9 +248,9 @@ def test_selection_rerun_and_junit_with_the_harness_serving_the_mock(
     folder = _library(pytester, *STREAMED, NOT_STREAMED)
     port = _free_port()
     proxy_url = servers(passthrough(f"http://127.0.0.1:{port}", drop_done)).url + "/v1"
-    common = ["--proxy-url", proxy_url, "--mock-port", str(port), "--scenarios", str(folder), "-v"]
+    common = ["--conformance-proxy-url", proxy_url, "--conformance-mock-port", str(port), "--conformance-scenarios", str(folder), "-v"]
     junit = pytester.path / "junit.xml"
-    first = pytester.runpytest(*common, "--strict", f"--junitxml={junit}")
+    first = pytester.runpytest(*common, "--conformance-strict", f"--junitxml={junit}")
     first.assert_outcomes(passed=1, failed=2)
     first.stdout.fnmatch_lines([
         f"conformance: mock backend at http://127.0.0.1:{port} -- configure your proxy's upstream as "
@@ -232,7 +260,7 @@ def test_selection_rerun_and_junit_with_the_harness_serving_the_mock(
     assert f'classname="conformance" name="{NOT_STREAMED}"' in xml
     assert xml.count("<failure") == 2 and "SSE-004" in xml
 
-    rerun = pytester.runpytest(*common, "--strict", "--lf")
+    rerun = pytester.runpytest(*common, "--conformance-strict", "--lf")
     rerun.assert_outcomes(failed=2, deselected=1)
     rerun.stdout.fnmatch_lines(["conformance::plain-native-single FAILED*", "conformance::plain-text-multibyte FAILED*"])
 
@@ -248,8 +276,8 @@ def test_xdist_workers_share_the_controllers_servers(pytester: pytest.Pytester) 
     folder = _library(pytester, STREAMED[0], "qwen-tools-single-call")
     report = pytester.path / "r.json"
     port = _free_port()  # a worker starting its own mock on this port would fail to bind
-    result = pytester.runpytest("-n", "2", "--conformance", "--mock-port", str(port), "--scenarios", str(folder),
-                                "--report-json", str(report))
+    result = pytester.runpytest("-n", "2", "--conformance", "--conformance-mock-port", str(port), "--conformance-scenarios", str(folder),
+                                "--conformance-upstream-dialect", "natural", "--conformance-report-json", str(report))
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([f"conformance: mock backend at http://127.0.0.1:{port}", "created: 2/2 workers",
                                  "*tool-call conformance*"])
@@ -266,8 +294,8 @@ def test_known_failures_expected_stale_and_invalid(pytester: pytest.Pytester, se
         "- {scenario: plain-native-single, rule: SSE-004, reason: we drop the terminator}\n"
         f"- {{scenario: {NOT_STREAMED}, reason: thought to be broken}}\n"
     )
-    common = ["--proxy-url", proxy_url, "--mock-url", mock_url, "--scenarios", str(folder), "--strict", "-rxf"]
-    result = pytester.runpytest(*common, "--expect-failures", str(known))
+    common = ["--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url, "--conformance-scenarios", str(folder), "--conformance-strict", "-rxf"]
+    result = pytester.runpytest(*common, "--conformance-expect-failures", str(known))
     result.assert_outcomes(xfailed=1, failed=2)
     result.stdout.fnmatch_lines([
         "[[]XPASS(strict)] listed in * but no longer failing:",
@@ -277,26 +305,68 @@ def test_known_failures_expected_stale_and_invalid(pytester: pytest.Pytester, se
         "FAILED conformance::plain-text-multibyte - rules broken: SSE-004*",
     ])
     known.write_text("- {scenario: plain-native-single, rule: SSE-4, reason: r}\n")
-    bad = pytester.runpytest(*common, "--expect-failures", str(known))
+    bad = pytester.runpytest(*common, "--conformance-expect-failures", str(known))
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*invalid known-failures file:*", "*known.yaml:1: entry 1: unknown rule 'SSE-4'*"])
 
 
-def test_a_hanging_proxy_fails_by_the_timeout(pytester: pytest.Pytester, servers: ServeFn) -> None:
-    folder = _library(pytester, STREAMED[0])
-    proxy_url = servers(Starlette(routes=[Route("/v1/chat/completions", never_answers, methods=["POST"])])).url
-    result = pytester.runpytest("--proxy-url", proxy_url + "/v1", "--scenarios", str(folder), "--timeout", "0.4")
-    result.assert_outcomes(failed=1)
+def _answers_once(mock_url: str) -> Starlette:
+    """A proxy that relays its first request (the preflight) to the mock, then never answers again."""
+    seen: list[int] = []
+
+    async def chat(request: Request) -> Response:
+        seen.append(1)
+        if len(seen) > 1:
+            return await never_answers(request)
+        async with httpx.AsyncClient(timeout=30) as client:
+            answer = await client.post(f"{mock_url}/v1/chat/completions", content=await request.body(),
+                                       headers={"content-type": "application/json",
+                                                NONCE_HEADER: request.headers.get(NONCE_HEADER, "")})
+        return Response(answer.content, status_code=answer.status_code, media_type="application/json")
+
+    return Starlette(routes=[Route("/v1/chat/completions", chat, methods=["POST"])])
+
+
+def test_a_hanging_proxy_fails_by_the_timeout_once(pytester: pytest.Pytester, servers: ServeFn) -> None:
+    """The first scenario costs the timeout; the health probe after it hangs too, so the
+    later scenarios get that verdict at once, and the summary says the cause once."""
+    folder = _library(pytester, *STREAMED, NOT_STREAMED)
+    mock_url = servers(create_mock()).url
+    proxy_url = servers(_answers_once(mock_url)).url
+    result = pytester.runpytest("--conformance-proxy-url", proxy_url + "/v1", "--conformance-mock-url", mock_url, "--conformance-scenarios", str(folder),
+                                "--conformance-timeout", "0.4", "-p", "no:randomly")
+    result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines([_statement("HTTP-002"), "  the run gave up after 0.4 s with no response; no request for it had reached the mock backend",
                                  "*--timeout 0.4*"])
+    result.stdout.fnmatch_lines(["3 scenario(s): proxy unhealthy since scenario plain-native-single "
+                                 "(the health probe hangs)"])
+
+
+def test_a_miswired_run_stops_at_the_preflight_with_a_diagnosis(pytester: pytest.Pytester, servers: ServeFn) -> None:
+    folder = _library(pytester, *STREAMED)
+
+    async def not_found(request: Request) -> Response:
+        return Response('{"detail":"Not Found"}', status_code=404, media_type="application/json")
+
+    proxy_url = servers(Starlette(routes=[Route("/{path:path}", not_found, methods=["POST"])])).url + "/v1"
+    port = _free_port()
+    result = pytester.runpytest("--conformance-proxy-url", proxy_url, "--conformance-mock-port", str(port), "--conformance-scenarios", str(folder))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = result.stdout.str() + result.stderr.str()
+    for line in ("preflight: a plain request through the proxy never reached the mock backend (0 requests received)",
+                 f"  posted to: POST {proxy_url}/chat/completions",
+                 """  received: HTTP 404 '{"detail":"Not Found"}'""",
+                 f"  the proxy's upstream should be the mock backend: http://127.0.0.1:{port}/v1",
+                 "--mock-port PORT"):
+        assert line in output, output
 
 
 def test_rechunk_shrinks_to_the_boundary_the_proxy_breaks_on(pytester: pytest.Pytester, servers: ServeFn) -> None:
     folder = _library(pytester, extra={"less-than.yaml": LESS_THAN})
     mock_url = servers(create_mock()).url
     proxy_url = servers(passthrough(mock_url, lose_trailing_less_than)).url + "/v1"
-    common = ["--proxy-url", proxy_url, "--mock-url", mock_url, "--scenarios", str(folder)]
-    result = pytester.runpytest(*common, "--rechunk", "1", "--rechunk-seed", "7")
+    common = ["--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url, "--conformance-scenarios", str(folder)]
+    result = pytester.runpytest(*common, "--conformance-rechunk", "1", "--conformance-rechunk-seed", "7")
     result.assert_outcomes(failed=1)
     assert "=== streaming, as the scenario's request says ===" not in result.stdout.str()  # as written: fine
     cut = "Use a <".__len__()
@@ -319,17 +389,23 @@ def test_unreachable_proxy_stops_the_run_with_its_url(pytester: pytest.Pytester)
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-        result = pytester.runpytest("--proxy-url", url, "--scenarios", str(folder))
+        result = pytester.runpytest("--conformance-proxy-url", url, "--conformance-scenarios", str(folder))
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stdout.fnmatch_lines([f"*cannot connect to the proxy under test at {url} (*); is it running*"])
+    result.stderr.fnmatch_lines([f"ERROR: cannot connect to the proxy under test at {url} (*); is it running*"])
+    assert (result.stdout.str() + result.stderr.str()).count("cannot connect") == 1  # said once
 
 
 def test_bundled_library_is_the_default(pytester: pytest.Pytester) -> None:
+    """Without --proxy-url every scenario is played in both upstream dialects: under its
+    own id with its own, and as ``id[<other>-upstream]`` with the other."""
     result = pytester.runpytest("--conformance", "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
     collected = [line.removeprefix("conformance::") for line in result.stdout.lines if line.startswith("conformance::")]
-    assert sorted(collected) == sorted(s.id for s in load_library())
-    assert len(collected) == len(list(bundled_scenarios_dir().rglob("*.yaml")))
+    other = {"openai": "anthropic", "anthropic": "openai"}
+    library = load_library()
+    assert sorted(collected) == sorted([s.id for s in library] +
+                                       [f"{s.id}[{other[s.backend.dialect]}-upstream]" for s in library])
+    assert len(library) == len(list(bundled_scenarios_dir().rglob("*.yaml")))
 
 
 def test_run_command_prints_the_score_card_and_fails_on_failure(pytester: pytest.Pytester, servers: ServeFn) -> None:
@@ -359,8 +435,8 @@ def test_an_explicit_vtc_profile_claims_the_vtc_feature(pytester: pytest.Pyteste
     folder = _library(pytester, *STREAMED)
     mock_url = servers(create_mock()).url
     proxy_url = servers(create_proxy(ProxyConfig(upstream=f"{mock_url}/v1", log_level="warning"))).url + "/v1"
-    result = pytester.runpytest("--proxy-url", proxy_url, "--mock-url", mock_url, "--scenarios", str(folder),
-                                "--client-profile", "vtc")
+    result = pytester.runpytest("--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url, "--conformance-scenarios", str(folder),
+                                "--conformance-client-profile", "vtc")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([
         "conformance: claimed features: vtc (vtc implied by --client-profile vtc); client profile: vtc; *",
@@ -372,7 +448,8 @@ def test_a_run_that_checks_nothing_fails_and_says_why(pytester: pytest.Pytester)
     """Every scenario skipped is not a pass: the exit status is non-zero and the score
     card names the most common reason instead of saying that everything passes."""
     folder = _library(pytester, *STREAMED, NEEDS_LOOP_GUARD)
-    result = pytester.runpytest("--conformance", "--scenarios", str(folder), "--client-profile", "anthropic")
+    result = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder), "--conformance-client-profile", "anthropic",
+                                "--conformance-upstream-dialect", "natural")
     result.assert_outcomes(skipped=3)
     assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED
     result.stdout.fnmatch_lines([
@@ -392,8 +469,9 @@ def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(pytes
     (--strict), every streaming case also re-split five ways, on two xdist workers:
     nothing fails, and nothing is skipped but the cases listed above."""
     report = pytester.path / "r.json"
-    result = pytester.runpytest("-n", "2", "--conformance", "--strict", "--rechunk", "5", "--rechunk-seed",
-                                "20261123", "-p", "no:cacheprovider", "--report-json", str(report))
+    result = pytester.runpytest("-n", "2", "--conformance", "--conformance-strict", "--conformance-rechunk", "5", "--conformance-rechunk-seed",
+                                "20261123", "-p", "no:cacheprovider", "--conformance-report-json", str(report),
+                                "--conformance-upstream-dialect", "natural")
     data = json.loads(report.read_text())
     broken = {s["scenario"]: s["failures"] for s in data["scenarios"] if s["outcome"] not in ("passed", "skipped")}
     assert not broken, json.dumps(broken, indent=1)[:4000]
@@ -401,3 +479,100 @@ def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(pytes
     assert len(data["scenarios"]) == len(LIBRARY)
     skipped = {s["scenario"]: s["reason"] for s in data["scenarios"] if s["outcome"] == "skipped"}
     assert skipped == JUSTIFIED_SKIPS
+
+
+def test_known_failures_written_from_a_run_then_pruned_when_fixed(pytester: pytest.Pytester,
+                                                                 servers: ServeFn) -> None:
+    """The gate without a script: a run writes its failures as the known-failures file;
+    with that file the same proxy passes; an edited reason survives a rewrite; once the
+    proxy is fixed, the update mode drops the entries that pass now and says which."""
+    folder = _library(pytester, *STREAMED, NOT_STREAMED)
+    mock_url = servers(create_mock()).url
+    proxy_url = servers(passthrough(mock_url, drop_done)).url + "/v1"
+    known, again = pytester.path / "ci" / "known.yaml", pytester.path / "again.yaml"
+    broken = ["--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url, "--conformance-strict",
+              "--conformance-scenarios", str(folder)]
+    first = pytester.runpytest(*broken, "--conformance-write-known-failures", str(known))
+    first.assert_outcomes(passed=1, failed=2)
+    first.stdout.fnmatch_lines([f"2 known failure(s) written to {known}"])
+    entries = yaml.safe_load(known.read_text())
+    assert [(e["scenario"], e["rule"]) for e in entries] == [(s, "SSE-004") for s in sorted(STREAMED)]
+    assert all(e["reason"].startswith("fails: ") for e in entries)
+
+    gated = pytester.runpytest(*broken, "--conformance-expect-failures", str(known))
+    gated.assert_outcomes(passed=1, xfailed=2)
+    assert gated.ret == pytest.ExitCode.OK
+
+    known.write_text(yaml.safe_dump([{**entries[0], "reason": "we drop the terminator"}, entries[1]]))
+    rewritten = pytester.runpytest(*broken, "--conformance-expect-failures", str(known),
+                                   "--conformance-write-known-failures", str(again))
+    assert rewritten.ret == pytest.ExitCode.OK
+    assert [e["reason"] for e in yaml.safe_load(again.read_text())][0] == "we drop the terminator"
+
+    fixed = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder), "--conformance-strict",
+                               "--conformance-update-known-failures", str(known))
+    fixed.assert_outcomes(passed=3)
+    fixed.stdout.fnmatch_lines([f"{known}: 2 entries that pass now dropped, 0 kept",
+                                f"  dropped entry 1 (scenario {sorted(STREAMED)[0]}, rule SSE-004: *)",
+                                f"  dropped entry 2 (scenario {sorted(STREAMED)[1]}, rule SSE-004: *)"])
+    assert yaml.safe_load(known.read_text()) == []
+
+
+def test_record_writes_har_files_and_one_html_report(pytester: pytest.Pytester, servers: ServeFn) -> None:
+    """``--record DIR``: each item's exchanges as HAR (the client's request and the
+    proxy's answer, then what reached the mock and what it sent back), and one HTML
+    file with the score card, the failure's transcript and linked rule ids."""
+    folder = _library(pytester, STREAMED[0], NOT_STREAMED)
+    mock_url = servers(create_mock()).url
+    proxy_url = servers(passthrough(mock_url, drop_done)).url + "/v1"
+    record = pytester.path / "record"
+    result = pytester.runpytest("--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url,
+                                "--conformance-scenarios", str(folder), "--conformance-strict",
+                                "--conformance-record", str(record))
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines([f"record: 2 HAR file(s) in {record / 'har'}; report {record / 'report.html'}"])
+    log = json.loads((record / "har" / f"{STREAMED[0]}.har").read_text())["log"]
+    client, upstream = log["entries"][0], log["entries"][1]
+    assert client["request"]["url"] == f"{proxy_url}/chat/completions"
+    assert json.loads(client["request"]["postData"]["text"])["stream"] is True
+    assert "data: {" in client["response"]["content"]["text"] and "[DONE]" not in client["response"]["content"]["text"]
+    assert upstream["request"]["url"] == f"{mock_url}/v1/chat/completions"
+    assert upstream["response"]["status"] == 200 and "data: [DONE]" in upstream["response"]["content"]["text"]
+    assert len(log["entries"]) == 4  # streamed and not, each with its upstream request
+    page = (record / "report.html").read_text()
+    assert f"<b>{STREAMED[0]}</b> failed" in page and "the stream has no &#x27;data: [DONE]&#x27; terminator" in page
+    assert '<a href="#rule-SSE-004">SSE-004</a>' in page and '<tr id="rule-SSE-004">' in page
+    assert "answer as received" in page  # the full transcript, whatever --tb says
+    assert "<script" not in page and "<link" not in page and "src=" not in page  # nothing to fetch
+def test_whole_library_passes_the_translating_reference_proxies(pytester: pytest.Pytester) -> None:
+    """Every scenario served in the other upstream dialect than its own (an Anthropic client
+    in front of an OpenAI upstream, and the reverse), through the reference proxy that
+    translates, with every rule enforced: nothing fails, and what is skipped is a scenario
+    that cannot be said in the other dialect, with that reason."""
+    report = pytester.path / "r.json"
+    result = pytester.runpytest("-n", "2", "--conformance", "--conformance-strict", "-p", "no:cacheprovider", "-k", "upstream]",
+                                "--conformance-report-json", str(report))
+    data = json.loads(report.read_text())
+    broken = {s["scenario"]: s["failures"] for s in data["scenarios"] if s["outcome"] not in ("passed", "skipped")}
+    assert not broken, json.dumps(broken, indent=1)[:4000]
+    assert result.ret == pytest.ExitCode.OK
+    assert len(data["scenarios"]) == len(LIBRARY)
+    assert {s["upstream"] for s in data["scenarios"]} == {"openai", "anthropic"}
+    for s in data["scenarios"]:
+        assert s["upstream"] != LIBRARY_DIALECTS[s["scenario"]]
+        if s["outcome"] == "skipped":
+            assert s["reason"].startswith("only meaningful with its own upstream dialect"), s
+    assert sum(s["outcome"] == "passed" for s in data["scenarios"]) >= len(LIBRARY) * 3 // 4
+
+
+def test_formats_a_proxy_does_not_claim_are_coverage_not_failures(pytester: pytest.Pytester) -> None:
+    """--conformance-formats hermes: the other format's cases are not played, not failed and not
+    passed; the score card says how many formats the proxy rescues."""
+    folder = _library(pytester, "hermes-arguments-as-string", "qwen-tools-single-call", STREAMED[0])
+    result = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder), "--conformance-upstream-dialect",
+                                "natural", "--conformance-formats", "hermes", "-rs")
+    result.assert_outcomes(passed=2, skipped=1)
+    result.stdout.fnmatch_lines([
+        "coverage: rescues 1 of 2 formats (hermes); not claimed: qwen-tools",
+        "*qwen-tools-single-call: skipped: not claimed: the proxy does not claim to rescue the qwen-tools format*",
+    ])

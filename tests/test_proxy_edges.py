@@ -9,6 +9,7 @@ the way a case needs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import socket
@@ -112,14 +113,15 @@ def test_malformed_upstream_event_is_skipped(rig: Rig) -> None:
 
 
 def test_first_text_leaves_before_the_upstream_finished(rig: Rig) -> None:
-    """The upstream pauses 3 s after its first frame; the first content must reach the
-    client within that pause (the read below gives up after 1.5 s)."""
-    frames = ["Hello", {"content": " world", "delay_ms": 3000}]
+    """The upstream pauses an hour after its first frame (it stops when the proxy hangs
+    up); the first content must reach the client within that pause (the read below gives
+    up after 60 s, which no load makes a correct proxy need)."""
+    frames = ["Hello", {"content": " world", "delay_ms": 3_600_000}]
     scenario = inline(frames)
     nonce = rig.mock.arm(scenario)
     try:
         body = request_body(scenario, True, nonce)
-        timeout = httpx.Timeout(10, read=1.5)
+        timeout = httpx.Timeout(10, read=60)
         with httpx.Client(timeout=timeout) as client:
             with client.stream("POST", f"{rig.default.url}/v1/chat/completions", json=body, headers={NONCE_HEADER: nonce}) as response:
                 assert response.status_code == 200
@@ -272,12 +274,21 @@ def test_upstream_down_is_502(servers: Any, stream: bool) -> None:
 FIRST_EVENT = b'data: {"id":"u","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"partial "},"finish_reason":null}]}\n\n'
 HELD = b'data: {"id":"u","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"<tool_call>\\n{\\"na"},"finish_reason":null}]}\n\n'
 HUNG_UP: list[bool] = []  # what the "watch" upstream saw
-PAUSE = 1.2  # seconds a misbehaving upstream stalls; the proxy below gives up after 0.3 s
+# A stalling upstream waits until the proxy hangs up (at most this long): however slowly a
+# loaded machine runs, the proxy's 0.3 s read timeout always ends the wait first.
+PAUSE_CAP = 120.0
 UPSTREAM_ERRORS = {
     "500": (500, b'{"error": {"message": "engine crashed", "type": "server_error", "param": null, "code": 500}}', {}),
     "503": (503, b"Service Unavailable", {"retry-after": "7"}),
     "400": (400, b'{"object": "error", "message": "context too long", "type": "BadRequestError", "code": 400}', {}),
 }
+
+
+async def _until_hung_up(receive: Receive) -> None:
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(PAUSE_CAP):
+            while (await receive())["type"] != "http.disconnect":
+                pass
 
 
 async def misbehave(scope: Scope, receive: Receive, send: Send) -> None:
@@ -293,7 +304,7 @@ async def misbehave(scope: Scope, receive: Receive, send: Send) -> None:
         await Response(body, status_code=status, headers=headers, media_type="application/json")(scope, receive, send)
         return
     if how == "slow":
-        await asyncio.sleep(PAUSE)
+        await _until_hung_up(receive)
         await Response(b"{}", media_type="application/json")(scope, receive, send)
         return
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/event-stream")]})
@@ -308,7 +319,7 @@ async def misbehave(scope: Scope, receive: Receive, send: Send) -> None:
             HUNG_UP.append(False)
         return
     if how == "stall":
-        await asyncio.sleep(PAUSE)
+        await _until_hung_up(receive)
     else:
         raise RuntimeError("upstream process died")
 

@@ -122,6 +122,7 @@ S_NOARGS = scenario({"tool_calls": [{"name": "get_time", "arguments": {}}], "fin
 S_USAGE = scenario(
     {"content": "Hello world", "finish_reason": "stop"}, request={"stream_options": {"include_usage": True}}
 )
+S_SAMPLING = scenario({"content": "Hello world", "finish_reason": "stop"}, request={"temperature": 0.2, "seed": 7})
 S_LINES = scenario({"content": "Line one.\n\nLine two:  done.", "finish_reason": "stop"})
 S_EXACT = scenario({"content": "Hello world", "content_exact": True, "finish_reason": "stop"})
 S_REGEX = scenario({"content_regex": "^Hello\\b", "markers": ["count"]})
@@ -409,6 +410,7 @@ ACCEPTABLE: list[Case] = [
         upstream=(upstream_request({"model": "other"}), upstream_request(dict(GOOD_UPSTREAM))),
     ),
     case("ok-loop-guard-no-upstream", S_LOOP, TEXT_STREAM),
+    case("ok-sampling-forwarded", S_SAMPLING, TEXT_STREAM, upstream=(upstream_request(dict(S_SAMPLING.client.request)),)),
     case("ok-fast-enough", S_SLOW, TEXT_STREAM, elapsed=0.2),
     case("ok-vtc-cline-xml", S_VTC, vtc_stream(XML_READ), profile="vtc"),
     case(
@@ -739,6 +741,8 @@ BROKEN: list[Case] = [
         upstream=(upstream_request(UP_STREAMING),),
     ),
     case("up-001-nothing-reached-backend", S_UPSTREAM, TEXT_STREAM, {"UP-001"}),
+    case("up-003-sampling-rewritten", S_SAMPLING, TEXT_STREAM, {"UP-003"},
+         upstream=(upstream_request({**S_SAMPLING.client.request, "temperature": 1.0, "top_p": 1}),)),
     case("up-002-loop-guard-called-upstream", S_LOOP, TEXT_STREAM, {"UP-002"}, upstream=(upstream_request(dict(GOOD_UPSTREAM)),)),
     # sdk (other cases above also break SDK-001/SDK-002 as a consequence)
     case("sdk-001-retry-only-event", S_TEXT, "retry: 3000\n\n" + TEXT_STREAM, {"SDK-001"}),
@@ -896,7 +900,7 @@ def test_evidence_locates_the_event() -> None:
 # Rules whose findings have no place in the answer: the HTTP exchange, what reached the
 # backend, the SDK's own reading, a pattern that matched nowhere, the survival probe.
 UNPLACED = frozenset({"HTTP-001", "HTTP-002", "HTTP-003", "HTTP-004", "HTTP-005", "HTTP-006", "UP-001", "UP-002",
-                      "SDK-001", "SDK-002", "ASDK-001", "ASDK-002", "TEXT-002", "FAULT-005", "FAULT-007"})
+                      "UP-003", "SDK-001", "SDK-002", "ASDK-001", "ASDK-002", "TEXT-002", "FAULT-005", "FAULT-007"})
 
 
 def _may_be_unplaced(exchange: Exchange, rule_id: str) -> bool:
@@ -1283,3 +1287,26 @@ def test_rules_table_is_complete_and_ids_are_well_formed() -> None:
 
 def test_docs_rules_md_is_generated() -> None:
     assert (ROOT / "docs" / "rules.md").read_text("utf-8") == rules_markdown()
+
+
+# --------------------------------------------------------------------------- relayed upstream output
+
+@pytest.mark.parametrize(
+    ("label", "sc", "raw", "rule"),
+    [
+        # Azure OpenAI's prompt-filter chunk, relayed unchanged: the official SDKs skip it.
+        ("azure-prompt-filter-chunk", S_TEXT,
+         sse({"id": "", "object": "", "created": 0, "model": "", "choices": [],
+              "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": {}}]},
+             ROLE, chunk({"content": "Hello"}), chunk({"content": " world"}), chunk(finish="stop")), "CHUNK-002"),
+        # A later delta repeating type "function" (some backends do): clients ignore it.
+        ("type-function-repeated", S_CALL,
+         sse(ROLE, chunk(start()), chunk({"tool_calls": [{"index": 0, "type": "function",
+                                                          "function": {"arguments": PARIS_ARGS}}]}),
+             chunk(finish="tool_calls")), "TOOL-003"),
+    ],
+)
+def test_valid_upstream_output_relayed_unchanged_breaks_no_client_rule(label: str, sc: Scenario, raw: str,
+                                                                         rule: str) -> None:
+    c = case(label, sc, raw)
+    assert rule not in {f.rule_id for f in evaluate(c.scenario, c.exchange, Options())}

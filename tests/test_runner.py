@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -17,17 +19,20 @@ from starlette.routing import Route
 
 from harness.embedded import EmbeddedServers
 from harness.errors import ProxyUnreachable
-from harness.exchange import Exchange, Profile
+from harness.exchange import BackendActivity, Exchange, Profile
 from harness.nonce import NONCE_HEADER, NONCE_RE
 from harness.runner import (
     ModelChoice,
     RunSettings,
+    _fetch,
     build_request,
+    deadline,
     parse_features,
     parse_header,
     parse_models,
     play,
     run_exchange,
+    with_model,
 )
 from harness.scenario import Scenario, load_library, parse_scenario
 from mock_backends.app import create_app as create_mock
@@ -197,6 +202,18 @@ async def _trickle(request: Request) -> Response:
     return StreamingResponse(body(), media_type="text/event-stream")
 
 
+async def _answer_at_once(request: Request) -> Response:
+    return JSONResponse({"ok": True})
+
+
+def _room_for_first_bytes(servers: ServeFn, mock: MockControl) -> float:
+    """A timeout that leaves an answer's first bytes time to arrive on this machine as
+    loaded as it is now: twenty times the slowest of three whole exchanges with a prompt
+    proxy (at least 2 s, which a loaded machine's loopback has never needed here)."""
+    prompt = servers(_app(_answer_at_once)).url + "/v1"
+    return max(2.0, 20 * max(_exchange(NATIVE, prompt, mock, stream=False).elapsed for _ in range(3)))
+
+
 @pytest.mark.parametrize(
     ("handler", "status", "received"),
     [(_hang, None, b""), (_done_then_stall, 200, b"data: [DONE]\n\n"), (_trickle, 200, b": still here\n")],
@@ -205,11 +222,51 @@ async def _trickle(request: Request) -> Response:
 def test_the_deadline_ends_every_exchange(servers: ServeFn, mock: MockControl, handler: Any, status: int | None,
                                           received: bytes) -> None:
     url = servers(_app(handler)).url + "/v1"
-    ex = _exchange(NATIVE, url, mock, timeout=0.6)
+    ex = _exchange(NATIVE, url, mock, timeout=_room_for_first_bytes(servers, mock))
     assert ex.timed_out and ex.transport_error is None
     assert ex.status == status
     assert received in ex.raw  # what arrived before the deadline is kept
     assert (ex.first_byte is None) == (not received)
+
+
+def test_the_deadline_counts_only_the_proxys_own_time() -> None:
+    """``--timeout`` is the proxy's time: the backend's time answering it is added."""
+    assert deadline(100.0, 5.0, None) == 105.0
+    assert deadline(100.0, 5.0, BackendActivity(answering=1, busy_seconds=7.5)) == 112.5
+
+
+@pytest.mark.parametrize("backend_busy", [True, False], ids=["backend-still-answering", "backend-idle"])
+def test_a_busy_backend_moves_the_deadline(servers: ServeFn, backend_busy: bool) -> None:
+    """A relay that finishes only after the harness's first deadline has passed twice:
+    while the mock says it is still answering, the harness waits; when the mock is idle,
+    the same relay counts as hanging. Ordered by events, not by the clock."""
+    asked: list[float] = []
+    release = threading.Event()
+
+    async def relay(request: Request) -> Response:
+        async def body() -> Any:
+            yield b'data: {"choices": []}\n\n'
+            while not release.is_set() and not await request.is_disconnected():
+                await asyncio.sleep(0.01)
+            yield b"data: [DONE]\n\n"
+
+        return StreamingResponse(body(), media_type="text/event-stream")
+
+    def backend() -> BackendActivity:
+        asked.append(time.monotonic())
+        if len(asked) >= 2:
+            release.set()
+        busy = time.monotonic() - start if backend_busy else 0.0
+        return BackendActivity(answering=int(backend_busy), busy_seconds=busy)
+
+    url = servers(_app(relay)).url + "/v1/chat/completions"
+    start = time.monotonic()
+    got = _fetch(url, b"{}", {"content-type": "application/json"}, 0.2, truncate=False, backend=backend)
+    release.set()
+    if backend_busy:
+        assert not got.timed_out and len(asked) >= 2 and b"data: [DONE]" in b"".join(got.chunks)
+    else:
+        assert got.timed_out and len(asked) == 1
 
 
 def test_a_broken_connection_is_recorded_not_raised(servers: ServeFn, mock: MockControl) -> None:
@@ -298,11 +355,27 @@ def test_replay_prints_the_answer_and_the_verdicts(servers: ServeFn) -> None:
     assert "--- answer as received (streaming request; HTTP 200;" in good.output
     assert "data: [DONE]" in good.output and "verdict: every applicable rule holds" in good.output
 
-    stalled = servers(_app(_done_then_stall)).url + "/v1"
-    bad = runner.invoke(main, ["replay", NATIVE.id, "--proxy-url", stalled, "--timeout", "0.4", "--no-stream"])
+    # a proxy that never answers: whatever the machine's load, the replay ends at the timeout
+    silent = servers(_app(_hang)).url + "/v1"
+    bad = runner.invoke(main, ["replay", NATIVE.id, "--proxy-url", silent, "--timeout", "0.4", "--no-stream"])
     assert bad.exit_code == 1
-    assert "(non-streaming request; HTTP 200;" in bad.output and "the exchange was abandoned after 0.4 s" in bad.output
-    assert "rule HTTP-002 [client, transport]: The answer completes within the run's timeout." in bad.output
+    assert "(non-streaming request; no response;" in bad.output
+    assert "the exchange was abandoned after 0.4 s" in bad.output
+    assert "rule HTTP-002 [client, transport]: The answer completes within the run's timeout (the proxy's own" in bad.output
 
     unknown = runner.invoke(main, ["replay", "plain-native-singel"])
     assert unknown.exit_code == 2 and "did you mean plain-native-single" in unknown.output
+
+
+@pytest.mark.parametrize(
+    ("raw", "model", "sent"),
+    [
+        ('{"model": "qwen", "messages": [', "gpt-x", '{"model": "gpt-x", "messages": ['),
+        ('{"model":"a\\"b","model":"c"}', "m", '{"model":"m","model":"c"}'),
+        ('{"messages": [}', "m", '{"messages": [}'),
+        ('{"model": "qwen"}', None, '{"model": "qwen"}'),
+    ],
+)
+def test_raw_bodies_carry_the_users_model(raw: str, model: str | None, sent: str) -> None:
+    """--model reaches malformed bodies too, so a model-routing proxy does not answer them 404."""
+    assert with_model(raw, model) == sent

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.assemble import Payload
@@ -50,9 +50,16 @@ def payload_is_json(ctx: Context) -> Iterator[Violation]:
             yield Violation(f"event {p.event.index}: data is JSON but not an object", ctx.at(p))
 
 
+def _provider_extra(chunk: Mapping[str, Any]) -> bool:
+    """Azure OpenAI's first chunk, ``{"object": "", "choices": [], "prompt_filter_results": [...]}``: relayed
+    unchanged it breaks no client (the openai SDKs skip a chunk without choices)."""
+    return chunk.get("object") == "" and chunk.get("choices") == []
+
+
 @rule(
     "CHUNK-002",
-    'Every chunk has a `choices` array and `object: "chat.completion.chunk"`.',
+    'Every chunk has a `choices` array and `object: "chat.completion.chunk"` (or, with `choices: []`, an '
+    'empty `object`, as Azure OpenAI sends its prompt-filter chunk and the official SDKs accept).',
     severity="client",
     stage="stream",
 )
@@ -61,7 +68,7 @@ def chunk_shape(ctx: Context) -> Iterator[Violation]:
         if not isinstance(chunk.get("choices"), list):
             got = "no 'choices'" if "choices" not in chunk else f"'choices' is {render(chunk['choices'], 40)}"
             yield Violation(f"event {p.event.index}: {got}", ctx.at(p, expected="an array"))
-        if chunk.get("object") != "chat.completion.chunk":
+        if chunk.get("object") != "chat.completion.chunk" and not _provider_extra(chunk):
             yield Violation(
                 f"event {p.event.index}: object is {render(chunk.get('object'))}",
                 ctx.at(p, expected="chat.completion.chunk", actual=chunk.get("object")),

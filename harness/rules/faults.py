@@ -74,8 +74,8 @@ def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
 @rule(
     "FAULT-002",
     "An error reaches the client where the scenario says (`expect.error.in_stream`): inside a started stream "
-    "only where allowed or required (never in a fault or bad-input case that expects none there), and not as "
-    "a status where it is required inside the stream.",
+    "only where allowed or required (never in a fault or bad-input case that expects none there). A clean "
+    "error status before any stream is always acceptable: every client handles it.",
     severity="client",
     stage="response",
     profiles=EVERY_PROFILE,
@@ -88,13 +88,6 @@ def error_placement(ctx: Context) -> Iterator[Violation]:
         yield Violation(
             f"event {event.index} reports an error inside the stream; the scenario {instead}",
             ctx.at_event(event),
-        )
-    status = ctx.exchange.status
-    if policy == "required" and ctx.exchange.stream and status is not None and not _is_2xx(status):
-        yield Violation(
-            f"the error came as status {status} before any stream; the scenario requires it inside a started "
-            "stream",
-            {"expected": "an error event inside the stream", "actual": status},
         )
 
 

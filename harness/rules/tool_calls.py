@@ -120,7 +120,8 @@ def first_delta_complete(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "TOOL-003",
-    "Later deltas of a call never send `id`, `type` or `function.name` again, not even as null.",
+    "Later deltas of a call never send `id` or `function.name` again, not even as null (clients concatenate "
+    "a repeated name; a repeated `type: \"function\"` is harmless and allowed).",
     severity="client",
     stage="stream",
 )
@@ -128,7 +129,7 @@ def no_repeats(ctx: Context) -> Iterator[Violation]:
     for d in call_deltas(ctx):
         if d.first or d.index is None or not isinstance(d.entry, dict):
             continue
-        repeated = [k for k in ("id", "type") if k in d.entry]
+        repeated = [k for k in ("id", "type") if k in d.entry and not (k == "type" and d.entry[k] == "function")]
         if "name" in _fn(d.entry):
             repeated.append("function.name")
         if repeated:

@@ -174,3 +174,46 @@ def upstream_count(ctx: Context) -> Iterator[Violation]:
     got = len(ctx.exchange.upstream)
     if wanted is not None and got != wanted and ctx.exchange.transport_error is None:
         yield Violation(f"{got} request(s) reached the backend, expected {wanted}", {"expected": wanted, "actual": got})
+
+
+# Sampling parameters of each API. Between the two APIs only these keep their name and meaning.
+_SAMPLING: dict[str, frozenset[str]] = {
+    "openai": frozenset({"temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stop",
+                         "presence_penalty", "frequency_penalty", "logit_bias", "n"}),
+    "anthropic": frozenset({"temperature", "top_p", "top_k", "max_tokens", "stop_sequences"}),
+}
+_SHARED_SAMPLING = frozenset({"temperature", "top_p"})
+
+
+def _upstream_dialect(path: str) -> str | None:
+    tail = path.rstrip("/")
+    return "anthropic" if tail.endswith("/messages") else "openai" if tail.endswith("/chat/completions") else None
+
+
+@rule(
+    "UP-003",
+    "The client's sampling parameters reach the backend as sent, and the proxy adds none the client did not "
+    "send (a translating proxy is held to the parameters both APIs share: `temperature`, `top_p`).",
+    severity="spec",
+    stage="always",
+)
+def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
+    ex = ctx.exchange
+    sent = ex.request_body
+    if not ex.upstream or not isinstance(sent, Mapping) or ctx.scenario.client.raw_body is not None:
+        return
+    last = ex.upstream[-1]
+    upstream = _upstream_dialect(last.path)
+    if not isinstance(last.body, Mapping) or upstream is None:
+        return
+    keys = _SAMPLING[ctx.dialect] if upstream == ctx.dialect else _SHARED_SAMPLING
+    for key in sorted(keys):
+        if key in sent and key not in last.body:
+            yield Violation(f"the client sent {key}={render(sent[key])}; the request upstream has none",
+                            {"path": f"/{key}", "expected": sent[key], "actual": None})
+        elif key in sent and not json_equal(sent[key], last.body[key]):
+            yield Violation(f"the client sent {key}={render(sent[key])}; upstream it is {render(last.body[key])}",
+                            {"path": f"/{key}", "expected": sent[key], "actual": last.body[key]})
+        elif key not in sent and key in last.body:
+            yield Violation(f"the proxy added {key}={render(last.body[key])}, which the client did not send",
+                            {"path": f"/{key}", "expected": None, "actual": last.body[key]})

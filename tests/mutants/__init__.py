@@ -6,13 +6,16 @@ harness must report, the scenarios that expose it, and how it is built from the
 reference proxy (``base.rewritten`` with a ``Rewriter`` for wire breakage,
 ``base.substituted`` for a swapped piece of behaviour). Chat-completion mutants live
 in ``mutants.openai``, Messages mutants (rewriters of ``SSEEvent``s with their
-``event:`` names) in ``mutants.anthropic``.
+``event:`` names) in ``mutants.anthropic``, mutants of the proxy translating between
+the two APIs in ``mutants.translation``. ``mutants.fuzz_only`` holds mutants no
+hand-written scenario exposes and only generated cases catch (``FUZZ_ONLY``).
 """
 
-from mutants import anthropic, formats, openai
+from mutants import anthropic, formats, openai, translation
+from mutants.fuzz_only import ALL_AT_ONCE, FUZZ_ONLY
 from mutants.base import Mutant
 from mutants.different import CORRECT_BUT_DIFFERENT
 
-MUTANTS: tuple[Mutant, ...] = (*openai.MUTANTS, *anthropic.MUTANTS, *formats.MUTANTS)
+MUTANTS: tuple[Mutant, ...] = (*openai.MUTANTS, *anthropic.MUTANTS, *translation.MUTANTS, *formats.MUTANTS)
 CORRECT: tuple[Mutant, ...] = (CORRECT_BUT_DIFFERENT, anthropic.CORRECT_BUT_DIFFERENT_MESSAGES)
-ALL: tuple[Mutant, ...] = (*MUTANTS, *CORRECT)
+ALL: tuple[Mutant, ...] = (*MUTANTS, *CORRECT, *FUZZ_ONLY, ALL_AT_ONCE)

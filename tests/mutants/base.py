@@ -49,15 +49,18 @@ class Mutant:
     strict: bool = False  # the rules are of `spec` severity: only enforced with --strict
     profile: Profile | None = None  # None: each scenario's own client profile
     timeout: float = 5.0  # per exchange; a hanging mutant costs this much per exchange
+    # The dialect its scenarios' backends are served in, and the proxy translates to (None: each scenario's own).
+    upstream: str | None = None
 
     def app(self, upstream: str) -> ASGIApp:
-        return self.build(proxy_config(upstream))
+        return self.build(proxy_config(upstream, self.upstream))
 
 
-def proxy_config(upstream: str) -> ProxyConfig:
+def proxy_config(upstream: str, dialect: str | None = None) -> ProxyConfig:
     """The reference configuration; a client pausing 1 s in its body is answered 408
-    (the default waits 5 s, which only makes the truncated-body cases slow)."""
-    return ProxyConfig(upstream=upstream, log_level="warning", body_timeout=1.0)
+    (the default waits 5 s, which only makes the truncated-body cases slow). With a
+    ``dialect``, every request goes upstream in that API, translated when the client's is the other."""
+    return ProxyConfig(upstream=upstream, log_level="warning", body_timeout=1.0, upstream_dialect=dialect or "native")
 
 
 def reference(config: ProxyConfig) -> ASGIApp:

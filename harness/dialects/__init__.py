@@ -1,0 +1,26 @@
+"""The wire dialects, one object each (``WireDialect``), and serving a scenario's
+backend script in any of them (``serve_as``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from harness.dialects.anthropic import ANTHROPIC
+from harness.dialects.base import DialectName, Finish, NativeCall, NotPortable, WireDialect
+from harness.dialects.openai import OPENAI
+
+DIALECTS: Mapping[str, WireDialect] = MappingProxyType({d.name: d for d in (OPENAI, ANTHROPIC)})
+DIALECT_NAMES: tuple[DialectName, ...] = ("openai", "anthropic")
+
+
+def dialect(name: str) -> WireDialect:
+    """The dialect called ``name``; ``ValueError`` naming the choices."""
+    try:
+        return DIALECTS[name]
+    except KeyError:
+        raise ValueError(f"unknown dialect {name!r} (choose from {', '.join(DIALECTS)})") from None
+
+
+__all__ = ["ANTHROPIC", "DIALECTS", "DIALECT_NAMES", "OPENAI", "DialectName", "Finish", "NativeCall",
+           "NotPortable", "WireDialect", "dialect"]

@@ -1,0 +1,66 @@
+"""Anthropic Messages: a native call is one ``tool_use`` content block."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from harness.dialects.base import NativeCall, NotPortable, WireDialect
+from harness.scenario import Frame, ToolCallFrame, ToolUseFrame
+
+
+class ToolUseCodec:
+    """Each call: one tool_use frame whose input arrives as the call's fragments."""
+
+    def write(self, calls: Sequence[tuple[int, NativeCall]]) -> list[Frame]:
+        return [ToolUseFrame(call.name, call.id, call.fragments, call.delays[0] if call.delays else None)
+                for _, call in calls]
+
+    def read(self, frames: Sequence[Frame]) -> list[Frame | NativeCall]:
+        out: list[Frame | NativeCall] = []
+        for frame in frames:
+            if isinstance(frame, ToolCallFrame):
+                raise NotPortable("a tool_call frame in an Anthropic backend")
+            if isinstance(frame, ToolUseFrame):
+                out.append(NativeCall(frame.name, frame.id, frame.input_json, (frame.delay_ms,), 1))
+            else:
+                out.append(frame)
+        return out
+
+
+class AnthropicErrors:
+    """``{"type": "error", "error": {"type", "message"}}``."""
+
+    def write(self, message: str, type: str) -> dict[str, Any]:
+        return {"type": "error", "error": {"type": type, "message": message}}
+
+    def read(self, body: Any) -> str | None:
+        error = body.get("error") if isinstance(body, Mapping) and body.get("type") == "error" else None
+        message = error.get("message") if isinstance(error, Mapping) else None
+        return message if isinstance(message, str) else None
+
+
+ANTHROPIC = WireDialect(
+    name="anthropic",
+    title="Anthropic Messages",
+    endpoint="/messages",
+    default_finish="end_turn",
+    finish_names={"end_turn": "end", "tool_use": "tool", "max_tokens": "length", "stop_sequence": "stop-sequence"},
+    error_types={
+        400: "invalid_request_error",
+        401: "authentication_error",
+        402: "billing_error",
+        403: "permission_error",
+        404: "not_found_error",
+        413: "request_too_large",
+        429: "rate_limit_error",
+        500: "api_error",
+        504: "timeout_error",
+        529: "overloaded_error",
+    },
+    client_error_type="invalid_request_error",
+    server_error_type="api_error",
+    calls=ToolUseCodec(),
+    errors=AnthropicErrors(),
+    usage_names={"input": "input_tokens", "output": "output_tokens"},
+)

@@ -1,0 +1,102 @@
+"""OpenAI Chat Completions: native calls are ``tool_calls`` deltas, addressed by index."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.dialects.base import NativeCall, NotPortable, WireDialect
+from harness.scenario import Frame, ToolCallFrame, ToolUseFrame
+
+
+@dataclass(slots=True)
+class _Gathering:
+    index: int
+    name: str = ""
+    id: str | None = None
+    fragments: list[str] = field(default_factory=list)
+    delays: list[float | None] = field(default_factory=list)
+    frames: int = 0
+
+    def add(self, frame: ToolCallFrame) -> None:
+        if not self.frames:
+            self.delays.append(frame.delay_ms)
+        self.frames += 1
+        self.name += frame.name or ""
+        if self.id is None:
+            self.id = frame.id
+        if frame.arguments:
+            self.fragments.append(frame.arguments)
+            self.delays.append(frame.delay_ms if self.frames > 1 else None)
+
+    def call(self) -> NativeCall:
+        return NativeCall(self.name, self.id, tuple(self.fragments), tuple(self.delays), self.frames)
+
+
+class ToolCallCodec:
+    """Each call: a first delta with id, type and name, then one delta per argument fragment."""
+
+    def write(self, calls: Sequence[tuple[int, NativeCall]]) -> list[Frame]:
+        frames: list[Frame] = []
+        for index, call in calls:
+            delays = [*call.delays, *[None] * (len(call.fragments) + 1 - len(call.delays))]
+            frames.append(ToolCallFrame(index, call.id, "function", call.name, "", delay_ms=delays[0]))
+            frames.extend(
+                ToolCallFrame(index, arguments=fragment, delay_ms=delays[i + 1])
+                for i, fragment in enumerate(call.fragments)
+            )
+        return frames
+
+    def read(self, frames: Sequence[Frame]) -> list[Frame | NativeCall]:
+        out: list[Frame | NativeCall] = []
+        done: set[int] = set()
+        current: _Gathering | None = None
+        for frame in frames:
+            if isinstance(frame, ToolUseFrame):
+                raise NotPortable("a tool_use frame in an OpenAI backend")
+            if isinstance(frame, ToolCallFrame) and current is not None and current.index == frame.index:
+                current.add(frame)
+                continue
+            if current is not None:
+                out.append(current.call())
+                done.add(current.index)
+                current = None
+            if not isinstance(frame, ToolCallFrame):
+                out.append(frame)
+                continue
+            if frame.index in done:
+                raise NotPortable(f"native call {frame.index} resumes after another part of the answer")
+            current = _Gathering(frame.index)
+            current.add(frame)
+        if current is not None:
+            out.append(current.call())
+        return out
+
+
+class OpenAIErrors:
+    """``{"error": {"message", "type", "param", "code"}}``."""
+
+    def write(self, message: str, type: str) -> dict[str, Any]:
+        return {"error": {"message": message, "type": type, "param": None, "code": None}}
+
+    def read(self, body: Any) -> str | None:
+        error = body.get("error") if isinstance(body, Mapping) else None
+        message = error.get("message") if isinstance(error, Mapping) else None
+        return message if isinstance(message, str) and "type" not in body else None
+
+
+OPENAI = WireDialect(
+    name="openai",
+    title="OpenAI Chat Completions",
+    endpoint="/chat/completions",
+    default_finish="stop",
+    finish_names={"stop": "end", "tool_calls": "tool", "length": "length"},
+    error_types={401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"},
+    client_error_type="invalid_request_error",
+    server_error_type="server_error",
+    calls=ToolCallCodec(),
+    errors=OpenAIErrors(),
+    usage_names={"input": "prompt_tokens", "output": "completion_tokens"},
+    finish_aliases={"stop-sequence": "stop"},
+)

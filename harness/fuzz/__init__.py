@@ -1,0 +1,2 @@
+"""Generated cases: hypothesis writes backend answers, the proxy plays them, the rules
+judge them by what the generator put in, and a failure is shrunk to a scenario file."""

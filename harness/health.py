@@ -1,0 +1,117 @@
+"""Is the run wired right, and is the proxy still well: the preflight exchange before
+the scenarios, and the health probe between them.
+
+A miswired run (the proxy calls a port where no mock listens, or answers 404 to
+everything) is one diagnosis, not a hundred failures; a proxy that stops answering
+after some scenario (a circuit breaker, a crash, a hang) is named once, and the
+scenarios after it carry that cause instead of each costing the timeout.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from harness.errors import ProxyUnreachable
+from harness.exchange import Exchange, Profile
+from harness.profiles import ENDPOINTS
+from harness.runner import probe_scenario, run_exchange
+from harness.scenario import Scenario, parse_scenario
+from mock_backends.control import MockControl
+
+
+def plain_scenario(profile: Profile, upstream: str) -> Scenario:
+    """One plain question in the client's dialect, answered ``yes`` by a backend of ``upstream``."""
+    request: dict[str, object] = {"model": "preflight", "messages": [{"role": "user", "content": "Say yes."}]}
+    if profile == "anthropic":
+        request["max_tokens"] = 16
+    return parse_scenario({
+        "id": f"preflight-{profile}-{upstream}", "title": "preflight", "source": "synthetic",
+        "stream_equivalence": False, "backend": {"dialect": upstream, "frames": ["yes"]},
+        "client": {"profile": profile, "profiles": [profile], "request": request}, "expect": {"content": "yes"},
+    })
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """One plain exchange: whether it reached the mock, and what the client got."""
+
+    url: str
+    exchange: Exchange | None
+    unreachable: str | None = None
+
+    @property
+    def reached_mock(self) -> bool:
+        return self.exchange is not None and bool(self.exchange.upstream)
+
+    def diagnosis(self, mock_url: str, *, mock_served: bool) -> str:
+        """What went wrong, in a few lines, and what to check."""
+        lines = [f"preflight: a plain request through the proxy never reached the mock backend "
+                 f"(0 requests received)", f"  posted to: POST {self.url}"]
+        ex = self.exchange
+        if self.unreachable is not None:
+            lines.append(f"  received: nothing ({self.unreachable})")
+        elif ex is not None:
+            if ex.timed_out:
+                lines.append("  received: no complete answer before the timeout")
+            elif ex.transport_error:
+                lines.append(f"  received: {ex.transport_error}")
+            else:
+                body = ex.raw[:300].decode("utf-8", "replace").strip()
+                lines.append(f"  received: HTTP {ex.status} {body!r}")
+        lines.append(f"  the proxy's upstream should be the mock backend: {mock_url}/v1")
+        if mock_served:
+            lines.append("  (the mock's port changes each run unless fixed: pass --mock-port PORT and configure the "
+                         "proxy's upstream with it)")
+        return "\n".join(lines)
+
+
+def preflight(scenario: Scenario, *, proxy_url: str, mock: MockControl, profile: Profile, model: str | None,
+              proxy_headers: Mapping[str, str], timeout: float) -> Preflight:
+    url = f"{proxy_url.rstrip('/')}{ENDPOINTS[profile]}"
+    try:
+        exchange = run_exchange(scenario, proxy_url=proxy_url, mock=mock, stream=False, profile=profile, model=model,
+                                proxy_headers=proxy_headers, timeout=timeout)
+    except ProxyUnreachable as exc:
+        return Preflight(url, None, str(exc))
+    return Preflight(url, exchange)
+
+
+@dataclass
+class Health:
+    """What this process knows of the proxy's health between scenarios."""
+
+    since: str | None = None  # the scenario after which the proxy stopped answering plain requests
+    detail: str = ""
+    hangs: bool = False  # the health probe itself got no answer: later scenarios are not played
+
+    @property
+    def unhealthy(self) -> bool:
+        return self.since is not None
+
+    def cause(self) -> str:
+        what = "the health probe hangs" if self.hangs else self.detail
+        return f"proxy unhealthy since scenario {self.since} ({what})"
+
+    def check(self, after: Scenario, *, proxy_url: str, mock: MockControl, profile: Profile, model: str | None,
+              proxy_headers: Mapping[str, str], timeout: float) -> None:
+        """Probe the proxy with a plain request after ``after``; remember when it stops answering."""
+        probe = probe_scenario(after, profile)
+        try:
+            ex = run_exchange(probe, proxy_url=proxy_url, mock=mock, stream=False, profile=profile, model=model,
+                              proxy_headers=proxy_headers, timeout=timeout)
+        except ProxyUnreachable:
+            self._sick(after, "it no longer accepts connections", hangs=True)
+            return
+        if ex.timed_out:
+            self._sick(after, f"a plain request got no answer within {timeout:g} s", hangs=True)
+        elif ex.transport_error is not None or ex.status != 200:
+            got = ex.transport_error or f"HTTP {ex.status}"
+            self._sick(after, f"a plain request got {got}", hangs=False)
+        else:
+            self.since, self.detail, self.hangs = None, "", False
+
+    def _sick(self, after: Scenario, detail: str, *, hangs: bool) -> None:
+        if self.since is None:
+            self.since = after.id
+        self.detail, self.hangs = detail, hangs

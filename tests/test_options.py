@@ -1,0 +1,127 @@
+"""One option table: the plugin's ``--conformance-<name>`` options, the run command's
+short spellings and the replay command all come from ``harness.options``; the plugin
+stays out of a user's way; the commands' usage errors are one clear line."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from harness.cli import main
+from harness.options import OPTIONS, replay_args
+from harness.runner import run_exchange
+from harness.scenario import load_library
+from harness.servers import RunningServer
+from mock_backends.app import create_app as create_mock
+from mock_backends.control import MockControl
+from reference_proxy.app import create_app as create_proxy
+from reference_proxy.config import ProxyConfig
+
+ServeFn = Callable[[Any], RunningServer]
+LIBRARY = {s.id: s for s in load_library()}
+CONFTEST = '''
+def pytest_addoption(parser):
+    parser.addoption("--model", default="mine")
+    parser.addoption("--timeout", type=float, default=1.0)
+    parser.addoption("--features", default="")
+    parser.addoption("--scenarios", default="")
+    parser.addoption("--proxy-url", default="")
+'''
+
+
+@pytest.fixture(autouse=True)
+def _quiet_ini(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+
+
+def test_every_option_is_namespaced_for_pytest_and_short_for_the_run_command() -> None:
+    names = [o.name for o in OPTIONS]
+    assert len(names) == len(set(names))
+    for option in OPTIONS:
+        assert option.pytest_flag == f"--conformance-{option.name}" and option.dest.startswith("conformance_")
+        assert option.help and (option.kind != "flag" or option.default is False)
+    help_text = CliRunner().invoke(main, ["run", "--help"], terminal_width=200).output
+    for option in OPTIONS:
+        assert (option.cli_flag in help_text) == option.cli, option.name
+    replay_help = CliRunner().invoke(main, ["replay", "--help"], terminal_width=200).output
+    assert all(o.cli_flag in replay_help for o in OPTIONS if o.replay)
+
+
+def test_replay_arguments_come_from_the_table() -> None:
+    """Defaults and options replay does not take (reports) are left out; table order."""
+    args = replay_args({"proxy-url": "http://p/v1", "strict": True, "model": ["a", "qwen=b"], "timeout": 10.0,
+                        "rechunk-seed": 7, "report-md": "x.md", "mock-port": 9100})
+    assert args == ["--proxy-url", "http://p/v1", "--mock-port", "9100", "--strict", "--model", "a",
+                    "--model", "qwen=b", "--rechunk-seed", "7"]
+    assert replay_args({"timeout": 2.5}) == ["--timeout", "2.5"]
+
+
+def test_a_users_conftest_with_the_same_short_options_still_works(pytester: pytest.Pytester) -> None:
+    """Installing the package adds no ``--model``, ``--timeout``... of its own: a project
+    defining them keeps working, and ``-p no:toolcall_conformance`` removes the plugin."""
+    pytester.makeconftest(CONFTEST)
+    pytester.makepyfile("def test_one(request):\n    assert request.config.getoption('model') == 'mine'\n")
+    result = pytester.runpytest("--model", "mine", "--timeout", "3")
+    result.assert_outcomes(passed=1)
+    assert not [line for line in result.stdout.lines if line.startswith("conformance")]
+    without = pytester.runpytest("-p", "no:toolcall_conformance", "--conformance")
+    assert without.ret == pytest.ExitCode.USAGE_ERROR  # the plugin is gone, so is its switch
+    without.stderr.fnmatch_lines(["*unrecognized arguments: --conformance*"])
+
+
+def test_a_mistyped_option_names_the_closest_one(pytester: pytest.Pytester) -> None:
+    pytester.chdir()
+    result = CliRunner().invoke(main, ["run", "--proxy-ulr", "http://127.0.0.1:9/v1", "-p", "no:cacheprovider"])
+    assert result.exit_code == pytest.ExitCode.USAGE_ERROR
+    assert "no such option: --proxy-ulr (did you mean --proxy-url?" in result.output
+    # a real pytest option that merely looks like one of ours is passed on untouched
+    assert CliRunner().invoke(main, ["run", "--strict-markers", "--collect-only", "-q",
+                                     "-p", "no:cacheprovider"]).exit_code == 0
+
+
+def test_a_scenario_folder_elsewhere_does_not_move_the_rootdir(pytester: pytest.Pytester) -> None:
+    source = LIBRARY["plain-native-single"].path
+    assert source is not None
+    elsewhere = pytester.mkdir("elsewhere")
+    (elsewhere / "plain").mkdir()
+    (elsewhere / "plain" / "native-single.yaml").write_text(Path(source).read_text())
+    work = pytester.mkdir("work")
+    known = pytester.mkdir("lists") / "known.yaml"
+    known.write_text("[]\n")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(work)
+        result = CliRunner().invoke(main, ["run", "--scenarios", str(elsewhere), "--expect-failures", str(known),
+                                           "--collect-only", "-q", "-p", "no:cacheprovider"])
+    assert result.exit_code == 0, result.output
+    assert "conformance::plain-native-single" in result.output and "../conformance" not in result.output
+
+
+def test_a_busy_port_is_one_line_of_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for command in (["proxy", "--upstream", "http://127.0.0.1:9/v1"], ["mock", "--quiet"]):
+            result = CliRunner().invoke(main, [*command, "--port", str(port)])
+            assert result.exit_code == 1
+            assert result.output == f"Error: cannot listen on 127.0.0.1:{port}: Address already in use\n"
+
+
+def test_a_deliberate_drop_is_not_logged_as_an_error(servers: ServeFn, caplog: pytest.LogCaptureFixture) -> None:
+    """The mock drops connections on purpose; uvicorn's "returned without completing
+    response" for them would interleave with a run's progress dots."""
+    mock_url = servers(create_mock()).url
+    proxy_url = servers(create_proxy(ProxyConfig(upstream=f"{mock_url}/v1", log_level="warning"))).url + "/v1"
+    with caplog.at_level(logging.WARNING), MockControl(mock_url) as mock:
+        for scenario_id in ("faults-openai-drop-mid-event", "faults-openai-drop-between-events"):
+            scenario = LIBRARY[scenario_id]
+            ex = run_exchange(scenario, proxy_url=proxy_url, mock=mock, stream=True, profile="openai", model=None,
+                              proxy_headers={}, timeout=30)
+            assert ex.upstream and ex.upstream[0].answer is not None  # the mock did answer, and dropped
+    assert not [r for r in caplog.records if "without completing response" in r.getMessage()]
