@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import ssl
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 import h11
@@ -180,9 +182,16 @@ class _Received:
             self.chunks.append(chunk)
 
 
+@cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every exchange: building one loads the CA bundle, which
+    costs more than a whole exchange over loopback."""
+    return httpx.create_ssl_context()
+
+
 async def _receive(url: str, body: bytes, headers: Mapping[str, str], got: _Received, start: float,
                    hang_up: bool = False) -> None:
-    async with httpx.AsyncClient(timeout=None, trust_env=False) as client:
+    async with httpx.AsyncClient(timeout=None, trust_env=False, verify=_tls()) as client:
         async with client.stream("POST", url, content=body, headers=dict(headers)) as response:
             got.status = response.status_code
             got.headers = {k.lower(): v for k, v in response.headers.items()}

@@ -38,6 +38,33 @@ SAMPLES: dict[str, str] = {
     '</invoke>\n<invoke name="edit">\n<parameter name="path">b.txt</parameter>\n<parameter name="line">3'
     '</parameter>\n<parameter name="dry_run">false</parameter>\n<parameter name="tags">["x"]</parameter>\n'
     '<parameter name="note">null</parameter>\n</invoke>\n</function_calls>',
+    "mistral": '[TOOL_CALLS] [{"name": "read_file", "arguments": {"path": "src/a.py"}}, {"name": "edit", "arguments": '
+    '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}}]',
+    "mistral-v11": '[TOOL_CALLS]read_file[ARGS]{"path": "src/a.py"}[TOOL_CALLS]edit[ARGS]{"path": "b.txt", "line": 3, '
+    '"dry_run": false, "tags": ["x"], "note": null}',
+    "llama3-json": '{"name": "read_file", "parameters": {"path": "src/a.py"}}; {"name": "edit", "parameters": '
+    '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}}',
+    "pythonic": '[read_file(path="src/a.py"), edit(path="b.txt", line=3, dry_run=False, tags=["x"], note=None)]',
+    "glm": "<tool_call>read_file\n<arg_key>path</arg_key>\n<arg_value>src/a.py</arg_value>\n</tool_call>\n"
+    "<tool_call>edit\n<arg_key>path</arg_key>\n<arg_value>b.txt</arg_value>\n<arg_key>line</arg_key>\n<arg_value>3"
+    "</arg_value>\n<arg_key>dry_run</arg_key>\n<arg_value>false</arg_value>\n<arg_key>tags</arg_key>\n<arg_value>"
+    '["x"]</arg_value>\n<arg_key>note</arg_key>\n<arg_value>null</arg_value>\n</tool_call>',
+    "granite": '<|tool_call|>[{"name": "read_file", "arguments": {"path": "src/a.py"}}, {"name": "edit", "arguments": '
+    '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}}]',
+    "seed-oss": "<seed:tool_call>\n<function=read_file>\n<parameter=path>src/a.py</parameter>\n</function>\n"
+    "</seed:tool_call>\n<seed:tool_call>\n<function=edit>\n<parameter=path>b.txt</parameter>\n<parameter=line>3"
+    "</parameter>\n<parameter=dry_run>false</parameter>\n<parameter=tags>[\"x\"]</parameter>\n<parameter=note>null"
+    "</parameter>\n</function>\n</seed:tool_call>",
+    "kimi-k2": '<|tool_calls_section_begin|><|tool_call_begin|>functions.read_file:0<|tool_call_argument_begin|>'
+    '{"path": "src/a.py"}<|tool_call_end|><|tool_call_begin|>functions.edit:1<|tool_call_argument_begin|>'
+    '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}<|tool_call_end|><|tool_calls_section_end|>',
+    "deepseek-v31": '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>read_file<｜tool▁sep｜>{"path": "src/a.py"}<｜tool▁call▁end｜>'
+    '<｜tool▁call▁begin｜>edit<｜tool▁sep｜>{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}'
+    '<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+    "minimax-m2": '<minimax:tool_call>\n<invoke name="read_file">\n<parameter name="path">src/a.py</parameter>\n'
+    '</invoke>\n<invoke name="edit">\n<parameter name="path">b.txt</parameter>\n<parameter name="line">3'
+    '</parameter>\n<parameter name="dry_run">false</parameter>\n<parameter name="tags">["x"]</parameter>\n'
+    '<parameter name="note">null</parameter>\n</invoke>\n</minimax:tool_call>',
     "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
     '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
 }

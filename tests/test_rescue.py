@@ -188,7 +188,10 @@ CASES = [
     Case("hermes-empty-block", "Done.<tool_call></tool_call>", "Done."),
     Case("hermes-undeclared", hermes("nope", {}), None),
     Case("hermes-garbage-after-json", '<tool_call>{"name": "read_file", "arguments": {}} oops</tool_call>', None),
-    Case("hermes-unclosed", '<tool_call>\n{"name": "read_file", "arguments": {"path": "a"}}\n', None),
+    # The closer missing at the very end (vLLM's Hermes2ProToolParser reads it as a call too).
+    Case("hermes-unclosed", '<tool_call>\n{"name": "read_file", "arguments": {"path": "a"}}\n', "",
+         [("read_file", {"path": "a"})]),
+    Case("hermes-unclosed-then-text", '<tool_call>\n{"name": "read_file", "arguments": {"path": "a"}}\nok', None),
     Case("hermes-arguments-not-object", '<tool_call>{"name": "read_file", "arguments": [1]}</tool_call>', None),
     Case("hermes-prose-tag", "Wrap calls in <tool_call> tags, like <tool_call>this</tool_call>.", None),
     # ---------------------------------------------------------------- Qwen3-Coder

@@ -40,6 +40,15 @@ FAMILIES = {
     "qwen-coder",
     "tool-code",
     "cline-xml",
+    "glm",
+    "granite",
+    "llama",
+    "mistral",
+    "pythonic",
+    "seed-oss",
+    "kimi-k2",
+    "deepseek",
+    "minimax",
     "plain",
     "features",
     "anthropic",
@@ -248,6 +257,21 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
         "JSON blocks": ("tool-code-list-files",),
         "blocks that must stay text": ("tool-code-bash-block", "tool-code-malformed-json"),
     },
+    "llama": {
+        "separated by `; `": ("llama-llama3-json.two-calls-one-block",),
+        "`<\\|python_tag\\|>`": ("llama-llama3-json.opener-variant",),
+    },
+    "glm": {"`<arg_key>/<arg_value>` pairs": ("glm-glm.one-call", "glm-glm.schema-types", "glm-glm.opener-variant")},
+    "granite": {"`<\\|tool_call\\|>[{json}]` lists": ("granite-granite.one-call", "granite-granite.opener-variant")},
+    "seed-oss": {"`<seed:tool_call><function=…><parameter=…>`": ("seed-oss-seed-oss.one-call", "seed-oss-seed-oss.schema-types")},
+    "kimi-k2": {"`<\\|tool_calls_section_begin\\|>` sections": ("kimi-k2-kimi-k2.one-call", "kimi-k2-kimi-k2.two-calls-one-block")},
+    "deepseek": {"`<｜tool▁calls▁begin｜>` sections": ("deepseek-deepseek-v31.one-call", "deepseek-deepseek-v31.two-calls-one-block")},
+    "minimax": {"`<minimax:tool_call>`": ("minimax-minimax-m2.one-call", "minimax-minimax-m2.two-calls-one-block")},
+    "pythonic": {"`[f(a=1), g(b=\"x\")]`": ("pythonic-pythonic.one-call", "pythonic-pythonic.two-calls-one-block")},
+    "mistral": {
+        "`[TOOL_CALLS]` JSON lists": ("mistral-mistral.one-call", "mistral-mistral.two-calls-one-block"),
+        "`[TOOL_CALLS]name[ARGS]{json}`": ("mistral-mistral-v11.one-call", "mistral-mistral-v11.two-calls-separate-blocks"),
+    },
     "cline-xml": {"the `vtc` profile": ("cline-xml-backend-invoke", "cline-xml-backend-native",
                                         "cline-xml-several-tools")},
     "plain": {
@@ -294,7 +318,7 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
 def _documented_families() -> dict[str, str]:
     """The Families table of docs/scenarios.md: family -> what it holds."""
     section = DOCS.read_text("utf-8").split("\n## Families\n", 1)[1]
-    return dict(re.findall(r"^\| `([a-z-]+)` \| (.+) \|$", section, re.MULTILINE))
+    return dict(re.findall(r"^\| `([a-z0-9-]+)` \| (.+) \|$", section, re.MULTILINE))
 
 
 @pytest.mark.parametrize("doc", ["scenarios.md", "harness.md", "importing.md", "rules.md"])

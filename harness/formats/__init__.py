@@ -11,8 +11,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from harness.formats.base import Call, FormatError, TextFormat
+from harness.formats.glm import Glm
 from harness.formats.json_formats import BareJson, Hermes, QwenTools, ToolCode
-from harness.formats.xml_formats import ClineXml, InvokeXml, QwenCoder
+from harness.formats.llama import LlamaJson
+from harness.formats.mistral import Granite, MistralList, MistralV11
+from harness.formats.pythonic import Pythonic
+from harness.formats.sections import DeepSeekV31, KimiK2
+from harness.formats.xml_formats import ClineXml, InvokeXml, MiniMaxM2, QwenCoder, SeedOss
 
 _ALL: tuple[TextFormat, ...] = (
     QwenTools(),
@@ -22,6 +27,16 @@ _ALL: tuple[TextFormat, ...] = (
     ToolCode(),
     ClineXml(),
     BareJson(),
+    MistralList(),
+    MistralV11(),
+    LlamaJson(),
+    Pythonic(),
+    Glm(),
+    Granite(),
+    SeedOss(),
+    KimiK2(),
+    DeepSeekV31(),
+    MiniMaxM2(),
 )
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})

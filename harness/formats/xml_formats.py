@@ -25,14 +25,20 @@ class QwenCoder:
     )
 
     def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
-        blocks = []
-        for call in calls:
-            params = "".join(
-                f"<parameter={key}>\n{bare_value(value)}\n</parameter>\n" for key, value in call.arguments.items()
-            )
-            blocks.append(f"<tool_call>\n<function={call.name}>\n{params}</function>\n</tool_call>")
-        return "\n".join(blocks)
+        return function_blocks(calls, "tool_call", "\n")
+
+
+def function_blocks(calls: Sequence[Call], wrapper: str, edge: str) -> str:
+    """One ``<wrapper>`` block per call around ``<function=NAME>`` and its
+    ``<parameter=P>`` tags; ``edge`` is written between each tag and its value."""
+    require_calls(calls)
+    blocks = []
+    for call in calls:
+        params = "".join(
+            f"<parameter={key}>{edge}{bare_value(value)}{edge}</parameter>\n" for key, value in call.arguments.items()
+        )
+        blocks.append(f"<{wrapper}>\n<function={call.name}>\n{params}</function>\n</{wrapper}>")
+    return "\n".join(blocks)
 
 
 class InvokeXml:
@@ -85,3 +91,45 @@ class ClineXml:
                 params.append(f"<{key}>{text}</{key}>\n")
             blocks.append(f"<{call.name}>\n{''.join(params)}</{call.name}>")
         return "\n\n".join(blocks)
+
+
+class SeedOss:
+    """ByteDance Seed-OSS chat template (vLLM's ``seed_oss`` parser): Qwen3-Coder's
+    function and parameter tags inside ``<seed:tool_call>``, values on the tag's line."""
+
+    id = "seed-oss"
+    family = "seed-oss"
+    model = "seed-oss-36b-instruct"
+    delimiters: tuple[str, ...] = (
+        "<seed:tool_call>",
+        "<function=",
+        "<parameter=",
+        "</parameter>",
+        "</function>",
+        "</seed:tool_call>",
+    )
+
+    def write(self, calls: Sequence[Call]) -> str:
+        return function_blocks(calls, "seed:tool_call", "")
+
+
+class MiniMaxM2:
+    """MiniMax M2 chat template (vLLM's ``minimax_m2`` parser): invoke XML inside
+    ``<minimax:tool_call>``, one wrapper around all the calls of an answer."""
+
+    id = "minimax-m2"
+    family = "minimax"
+    model = "minimax-m2"
+    delimiters: tuple[str, ...] = (
+        "<minimax:tool_call>",
+        "<invoke name=",
+        "<parameter name=",
+        "</parameter>",
+        "</invoke>",
+        "</minimax:tool_call>",
+    )
+
+    def write(self, calls: Sequence[Call]) -> str:
+        return InvokeXml().write(calls).replace("<function_calls>", "<minimax:tool_call>").replace(
+            "</function_calls>", "</minimax:tool_call>"
+        )

@@ -53,8 +53,12 @@ class ToolSpec:
 
 
 def tools_from_request(body: Mapping[str, Any]) -> list[ToolSpec]:
-    """The tools an OpenAI-style request declares (malformed entries are skipped)."""
+    """The tools an OpenAI-style request lets the model call (malformed entries are
+    skipped). None with ``tool_choice: "none"``: the client takes no call, so the model's
+    text is relayed as it is."""
     out: list[ToolSpec] = []
+    if body.get("tool_choice") == "none":
+        return out
     for tool in body.get("tools") or ():
         if not isinstance(tool, Mapping):
             continue

@@ -85,6 +85,8 @@ class Context(NamedTuple):
     """Only blanks precede the opener on its line."""
     before: str
     """The character right before the opener; '' at the start of the text or right after markup."""
+    after_call: bool = False
+    """Only blanks separate the opener from the markup of a call just recognised."""
 
     @property
     def after_blank(self) -> bool:
@@ -187,3 +189,25 @@ class Carry:
     def end(self) -> int:
         """Marker position just after everything fed so far."""
         return self.pos + len(self.text)
+
+
+MAX_GAP = 64
+"""Longest run of blanks between a closing tag and the tag that confirms it."""
+
+
+def confirmed(s: str, i: int, follows: tuple[str, ...]) -> bool | None:
+    """Is a closing tag that ends at ``s[i]`` real? Only when, after blanks, one of
+    ``follows`` comes next (a value may itself hold the closing tag: file content that
+    documents the format). None: cannot tell yet (``s`` ends first)."""
+    j = skip_ws(s, i)
+    if j - i > MAX_GAP:
+        return False
+    if j == len(s):
+        return None
+    undecided = False
+    for literal in follows:
+        found = starts(s, j, literal)
+        if found:
+            return True
+        undecided = undecided or found is None
+    return None if undecided else False

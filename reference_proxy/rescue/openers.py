@@ -94,6 +94,13 @@ class Openers:
         )
         self.then_span = max((len(o.literal) for o in then_openers), default=0) + THEN_BLANKS - 1
         self.longest = max((len(x) for x in self.specs), default=1)
+        # Per first character: the longest opener that counts anywhere (a line opener
+        # found at a line start yields to a longer one that begins the same way).
+        self.longest_anywhere_at: dict[str, int] = {}
+        for o in anywhere:
+            first = o.literal[0]
+            self.longest_anywhere_at[first] = max(self.longest_anywhere_at.get(first, 0), len(o.literal))
+        self.anywhere_prefixes = frozenset(o.literal[:k] for o in anywhere for k in range(1, len(o.literal)))
         # For the plain-text fast path: text can hold no opener (nor the start of one)
         # if it has none of ``signal_chars``, no word opener, and does not end in the
         # beginning of one.
@@ -172,11 +179,15 @@ class Cursor:
         """
         s = self._s
         openers = self._openers
+        best: tuple[int, str, int] | None = None
         if line_blank:
             here = openers.line_here.match(s, i)
             if here is not None:
-                return here.start(1), here.group(1), 0
-        best: tuple[int, str, int] | None = None
+                best = (here.start(1), here.group(1), 0)
+                # A longer opener at the same place wins ("[TOOL_CALLS]" over a line's "[");
+                # while the text may still become one, the line opener waits (held).
+                if len(best[1]) >= openers.longest_anywhere_at.get(best[1][0], 0):
+                    return best
         line_group = openers.line_group
         for g, pattern in enumerate(openers.groups):
             m = self._next[g]
@@ -195,8 +206,14 @@ class Cursor:
                 hit = (m.start(), "", m.end())
             else:
                 hit = (m.start(), m.group(), 0)
-            if best is None or hit[0] < best[0]:
+            if best is None or hit[0] < best[0] or (hit[0] == best[0] and len(hit[1]) > len(best[1])):
                 best = hit
+        if (
+            best is not None
+            and len(s) - best[0] < openers.longest_anywhere_at.get(best[1][:1], 0)
+            and s[best[0] :] in openers.anywhere_prefixes
+        ):
+            return None  # the text ends in what may become a longer opener: held
         return best
 
 

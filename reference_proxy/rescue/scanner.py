@@ -43,7 +43,7 @@ _FIRST_LOOK = 1024
 # search on short pieces). If the families change so that they no longer fit, the
 # shortcuts switch off and everything goes through the general scanner: still
 # correct, only slower, until the shortcuts are extended.
-SHORTCUTS = _OPENERS.signal_chars == "<`" and _OPENERS.words == ("count",)
+SHORTCUTS = _OPENERS.signal_chars == "<[`" and _OPENERS.words == ("count",)
 _WORD_PREFIXES = _OPENERS.word_prefixes
 _LINE_RISK = _OPENERS.line_risk.search
 _LINE_OPENER = _OPENERS.line_after_newline.search
@@ -121,6 +121,7 @@ class Rescuer:
         "_resume",
         "_fast",
         "_kept",
+        "_after_call",
     )
 
     def __init__(
@@ -144,6 +145,7 @@ class Rescuer:
         self._pending = ""
         self._line_blank = True
         self._last = ""  # the last text released ('' at the start and after markup)
+        self._after_call = False  # a call's markup, then only blanks, was the last thing out
         # Marker mode: the live parsers and the marker's text from ``_held_start`` on.
         # Positions count from the marker's first character.
         self._parsers: list[MarkerParser] = []
@@ -182,8 +184,10 @@ class Rescuer:
             and text
             and "<" not in text
             and "`" not in text
+            and "[" not in text
             and ("\n" not in text or _LINE_RISK(text) is None)
         ):
+            self._after_call = False  # (a blank-only piece could keep it; it is never needed)
             if "c" not in text or ("count" not in text and not text.endswith(_WORD_PREFIXES)):
                 self._last = text
                 event = _NEW_TEXT(Text)
@@ -244,6 +248,7 @@ class Rescuer:
                 and self._fast
                 and "<" not in s
                 and "`" not in s
+                and "[" not in s
                 and ("count" not in s or _WORD_OPENER(s) is None)
                 and ("\n" not in s or _LINE_OPENER(s) is None)
                 and not (self._line_blank and _LINE_HERE(s))
@@ -272,6 +277,8 @@ class Rescuer:
         _SET_TEXT(event, text)
         out.append(event)
         self._last = text
+        if self._after_call and text.strip(" \t\r\n"):
+            self._after_call = False
         newline = text.rfind("\n")
         if newline >= 0:
             self._line_blank = not text[newline + 1 :].strip(" \t")
@@ -297,7 +304,7 @@ class Rescuer:
                 continue
             self._release(s[i:start], out)
             # The marker is ``s[start:]``; positions in it count from ``start``.
-            context = Context(self._line_blank, self._last[-1:])
+            context = Context(self._line_blank, self._last[-1:], self._after_call)
             self._parsers = [family.parser(opener, self._tools, context) for family in openers.families[opener]]
             self._held = [s]
             self._held_start = -start
@@ -365,6 +372,7 @@ class Rescuer:
             self._line_blank = self._held[0][end - 1 - self._held_start] == "\n"
             self._last = ""
             self._cut = end
+            self._after_call = self._after_call or bool(verdict.calls)
 
     def _advance(self, text: str | None, start: int, out: list[Event]) -> int | None:
         """Feed the live parsers ``text[start:]`` (``None``: the stream ended) and act on

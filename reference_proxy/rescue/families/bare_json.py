@@ -5,7 +5,8 @@ Qwen2.5 sometimes drops the ``<tools>`` tags: the whole answer, or one line of i
 line, or one object pretty-printed over many lines). Prose holds JSON too, so the bar
 is high: the value must start a line, every object must be a call to a declared tool
 with no other keys, and nothing but blanks may follow it on its last line. The marker
-is given up the moment any of that fails.
+is given up the moment any of that fails. Llama 3.x writes ``{"name": ..., "parameters":
+...}`` objects separated by ``; ``, which is read the same way.
 """
 
 from __future__ import annotations
@@ -18,18 +19,23 @@ from reference_proxy.rescue.family import Carry, Context, Family, MarkerParser, 
 from reference_proxy.rescue.jsonscan import JsonScanner, Status
 from reference_proxy.rescue.toolbox import Toolbox
 
+PYTHON_TAG = "<|python_tag|>"
+"""Llama 3.x's token before code for its built-in tools; models put it before JSON calls too."""
 _BLANKS = re.compile(r"[ \t\r]*")
 _JSON = 0
 _AFTER = 1  # a value is complete; only blanks, another value or the line end may follow
 
 
 class BareJsonParser(MarkerParser):
-    def __init__(self, tools: Toolbox) -> None:
+    def __init__(self, tools: Toolbox, skip: int = 0) -> None:
+        """``skip``: the length of a token before the JSON (``<|python_tag|>``)."""
         self._tools = tools
         self._carry = Carry()
-        self._state = _JSON
+        self._skip = skip
+        self._state = _AFTER if skip else _JSON
         self._json = JsonScanner(CallWatcher(tools, keys=CALL_KEYS))
         self._values: list[Any] = []
+        self._separated = False  # a ';' was read after the last value
 
     def _verdict(self, end: int) -> Verdict:
         calls = calls_from_values(self._values, self._tools)
@@ -38,6 +44,8 @@ class BareJsonParser(MarkerParser):
     def feed(self, text: str, start: int = 0) -> Verdict | None:
         carry = self._carry
         s, i = carry.join(text, start)
+        i += self._skip
+        self._skip = 0
         n = len(s)
         while i < n:
             if self._state == _JSON:
@@ -58,10 +66,15 @@ class BareJsonParser(MarkerParser):
                 break
             c = s[i]
             if c == "\n":
-                calls = calls_from_values(self._values, self._tools)
+                calls = None if self._separated else calls_from_values(self._values, self._tools)
                 return accept(calls, carry.base + i + 1) if calls else reject(carry.base + i)
+            if c == ";" and not self._separated:  # Llama 3.x: "{...}; {...}"
+                self._separated = True
+                i += 1
+                continue
             if c not in "{[":
                 return reject(carry.base + i)
+            self._separated = False
             self._json = JsonScanner(CallWatcher(self._tools, keys=CALL_KEYS))
             self._state = _JSON
         carry.keep(s, min(i, n))
@@ -69,14 +82,14 @@ class BareJsonParser(MarkerParser):
 
     def finish(self) -> Verdict:
         end = self._carry.end
-        if self._state == _AFTER:
+        if self._state == _AFTER and not self._separated and self._values:
             return self._verdict(end)
         return reject(end)
 
 
 class BareJson(Family):
     name = "bare-json"
-    openers = (Opener("{", line_start=True), Opener("[", line_start=True))
+    openers = (Opener("{", line_start=True), Opener("[", line_start=True), Opener(PYTHON_TAG))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
-        return BareJsonParser(tools)
+        return BareJsonParser(tools, len(opener) if opener == PYTHON_TAG else 0)

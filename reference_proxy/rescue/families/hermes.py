@@ -2,7 +2,9 @@
 
 Used by the Hermes, Qwen2.5 and Qwen3 chat templates. ``arguments`` may be an object or
 the JSON text of one; Llama-style models write ``parameters``. Qwen3-Coder shares the
-opener; the text after it decides which family the marker belongs to.
+opener; the text after it decides which family the marker belongs to. A call whose
+closing tag is missing at the very end of the answer is still a call (Qwen and Hermes
+models often stop right after the JSON; vLLM's ``Hermes2ProToolParser`` reads it so too).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from reference_proxy.rescue.toolbox import Toolbox
 
 class HermesParser(TaggedJsonParser):
     closer = "</tool_call>"
+    closer_optional_at_end = True
 
     def watcher(self) -> Watcher:
         return CallWatcher(self._tools)

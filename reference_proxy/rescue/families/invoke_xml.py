@@ -10,7 +10,8 @@ glued to the ``<invoke`` itself. After a blank in the middle of a line (``Lines 
 count``) it is the English word, and the ``<invoke`` after it starts a bare call. Each call
 is emitted as soon as its ``</invoke>`` arrives. Names may carry a namespace
 (``ns:tool:f``); values are raw text (never entity-unescaped, white space kept), typed by
-the tool's schema or the seed-004 literal rule.
+the tool's schema or the seed-004 literal rule. A ``</parameter>`` ends a value only
+when the next parameter or ``</invoke>`` follows it: file content may quote the tag.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from reference_proxy.rescue.family import (
     MarkerParser,
     Opener,
     Verdict,
+    confirmed,
     reject,
     skip_ws,
     starts,
@@ -46,19 +48,22 @@ _NAMED_TAG = r"\s+name\s*=\s*(?:\"([^\"]*)\"|'([^']*)')\s*>"
 _INVOKE_TAG = re.compile(re.escape(INVOKE) + _NAMED_TAG)
 _PARAMETER_TAG = re.compile(re.escape(PARAMETER) + _NAMED_TAG)
 _SPACE = frozenset(" \t\r\n")
+_AFTER_VALUE = (PARAMETER, END_INVOKE)
 
 # States. _WRAPPER: inside a wrapper, before the first invoke; _AFTER: after an invoke.
 _CORRUPT, _WRAPPER, _TAG, _PARAMS, _PARAM_TAG, _VALUE, _AFTER = range(7)
 
 
 class InvokeXmlParser(MarkerParser):
-    def __init__(self, opener: str, tools: Toolbox, context: Context) -> None:
+    def __init__(self, opener: str, tools: Toolbox, context: Context, wrapper: str = WRAPPER) -> None:
+        """``wrapper``: the opening wrapper tag (MiniMax M2 writes ``<minimax:tool_call>``)."""
+        self._end_wrapper = wrapper.replace("<", "</", 1)
         self._tools = tools
         self._carry = Carry()
         # "count" after a blank mid-line is prose unless "<invoke" follows it at once.
         self._glued = opener == CORRUPT_WRAPPER and context.after_blank
-        if opener == WRAPPER:
-            self._skip, self._state = len(WRAPPER), _WRAPPER
+        if opener == wrapper:
+            self._skip, self._state = len(wrapper), _WRAPPER
         elif opener == CORRUPT_WRAPPER:
             self._skip, self._state = len(CORRUPT_WRAPPER), _CORRUPT
         else:
@@ -116,10 +121,20 @@ class InvokeXmlParser(MarkerParser):
             state = self._state
             if state == _VALUE:
                 j = s.find(END_PARAMETER, i)
+                real: bool | None = False
+                while j >= 0:  # a closing tag inside the value is followed by neither tag
+                    real = confirmed(s, j + len(END_PARAMETER), _AFTER_VALUE)
+                    if real is not False:
+                        break
+                    j = s.find(END_PARAMETER, j + 1)
                 if j < 0:
                     keep = max(i, n - len(END_PARAMETER) + 1)
                     self._value.append(s[i:keep])
                     i = keep
+                    break
+                if real is None:
+                    self._value.append(s[i:j])
+                    i = j
                     break
                 self._value.append(s[i:j])
                 value = "".join(self._value)
@@ -172,9 +187,9 @@ class InvokeXmlParser(MarkerParser):
                 self._state = _TAG
                 continue
             if state != _CORRUPT and found is False:
-                found = starts(s, i, END_WRAPPER)
+                found = starts(s, i, self._end_wrapper)
                 if found:
-                    end = carry.base + i + len(END_WRAPPER)
+                    end = carry.base + i + len(self._end_wrapper)
                     calls, self._calls = tuple(self._calls), []
                     return Verdict(calls, end, True, end)
             if found is None:
@@ -202,3 +217,17 @@ class InvokeXml(Family):
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return InvokeXmlParser(opener, tools, context)
+
+
+MINIMAX_WRAPPER = "<minimax:tool_call>"
+
+
+class MiniMaxM2(Family):
+    """MiniMax M2: the same ``<invoke name=…><parameter name=…>`` calls inside
+    ``<minimax:tool_call>`` (vLLM's ``minimax_m2`` parser)."""
+
+    name = "minimax-m2"
+    openers = (Opener(MINIMAX_WRAPPER),)
+
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return InvokeXmlParser(opener, tools, context, MINIMAX_WRAPPER)

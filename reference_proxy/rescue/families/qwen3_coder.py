@@ -2,8 +2,11 @@
 
 Values are bare text, possibly many lines; exactly one newline after the parameter's
 opening tag and one before its closing tag belong to the markup. A missing
-``</parameter>`` is tolerated when the next parameter or ``</function>`` follows, as
-the model sometimes forgets it. Values are typed by the tool's schema.
+``</parameter>`` is tolerated when the next parameter or ``</function>`` starts a line, as
+the model sometimes forgets it; a ``</parameter>`` followed by neither is part of the
+value (file content may quote the tag). The ``<tool_call>`` wrapper may be missing: a
+bare ``<function=…>…</function>`` is a call too, as Qwen3-Coder models sometimes write
+it. Values are typed by the tool's schema.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from reference_proxy.rescue.family import (
     Opener,
     Verdict,
     accept,
+    confirmed,
     reject,
     skip_ws,
     starts,
@@ -32,18 +36,27 @@ PARAMETER = "<parameter="
 END_PARAMETER = "</parameter>"
 END_FUNCTION = "</function>"
 END_CALL = "</tool_call>"
-_VALUE_END = re.compile(f"{re.escape(END_PARAMETER)}|{re.escape(PARAMETER)}|{re.escape(END_FUNCTION)}")
-_VALUE_END_KEEP = max(len(END_PARAMETER), len(PARAMETER), len(END_FUNCTION)) - 1
+# A value ends at its closing tag, or (the closing tag forgotten) where the next
+# parameter or the function's end starts a line.
+_VALUE_END = re.compile(f"{re.escape(END_PARAMETER)}|\\n(?:{re.escape(PARAMETER)}|{re.escape(END_FUNCTION)})")
+_AFTER_VALUE = (PARAMETER, END_FUNCTION)
+_VALUE_END_KEEP = max(len(END_PARAMETER), 1 + len(PARAMETER), 1 + len(END_FUNCTION)) - 1
 _MAX_NAME = 256
 
 _HEAD, _NAME, _PARAMS, _PARAM_NAME, _VALUE_START, _VALUE, _TAIL = range(7)
 
 
 class Qwen3CoderParser(MarkerParser):
-    def __init__(self, opener: str, tools: Toolbox) -> None:
+    def __init__(self, opener: str, tools: Toolbox, end_call: str = END_CALL, *, edge_newlines: bool = True) -> None:
+        """``end_call``: the wrapper's closing tag (Seed-OSS wraps the same calls in
+        ``<seed:tool_call>``); ``edge_newlines``: one newline after the opening and before
+        the closing parameter tag belongs to the markup (Seed-OSS writes values inline)."""
+        self._edges = edge_newlines
         self._tools = tools
         self._carry = Carry()
-        self._skip = len(opener)
+        self._end_call = end_call
+        self._wrapped = opener == end_call.replace("/", "")
+        self._skip = len(opener) if self._wrapped else 0  # unwrapped: parsed from <function= on
         self._state = _HEAD
         self._name = ""
         self._param = ""
@@ -53,7 +66,7 @@ class Qwen3CoderParser(MarkerParser):
 
     def _end_value(self) -> None:
         value = "".join(self._value)
-        if value.endswith("\n"):
+        if self._edges and value.endswith("\n"):
             value = value[:-1]
         self._params[self._param] = typed_value(value, self._tools.property_schema(self._name, self._param))
         self._value = []
@@ -73,13 +86,23 @@ class Qwen3CoderParser(MarkerParser):
                     self._value.append(s[i:keep])
                     i = keep
                     break
+                if m.group() == END_PARAMETER:
+                    real = confirmed(s, m.end(), _AFTER_VALUE)
+                    if real is False:  # the value quotes the tag
+                        self._value.append(s[i : m.end()])
+                        i = m.end()
+                        continue
+                    if real is None:
+                        self._value.append(s[i : m.start()])
+                        i = m.start()
+                        break
                 self._value.append(s[i : m.start()])
                 self._end_value()
                 i = m.end() if m.group() == END_PARAMETER else m.start()
                 self._state = _PARAMS
                 continue
             if state == _VALUE_START:
-                if s[i] == "\n":
+                if s[i] == "\n" and self._edges:
                     i += 1
                 self._state = _VALUE
                 continue
@@ -123,12 +146,14 @@ class Qwen3CoderParser(MarkerParser):
                     found = starts(s, i, END_FUNCTION)
                     if found:
                         i += len(END_FUNCTION)
+                        if not self._wrapped:
+                            return accept((Call(self._name, self._params),), carry.base + i)
                         self._state = _TAIL
                         continue
             else:  # _TAIL
-                found = starts(s, i, END_CALL)
+                found = starts(s, i, self._end_call)
                 if found:
-                    return accept((Call(self._name, self._params),), carry.base + i + len(END_CALL))
+                    return accept((Call(self._name, self._params),), carry.base + i + len(self._end_call))
             if found is None:
                 break
             return reject(carry.base + i)
@@ -141,7 +166,22 @@ class Qwen3CoderParser(MarkerParser):
 
 class Qwen3Coder(Family):
     name = "qwen3-coder"
-    openers = (Opener("<tool_call>"),)
+    openers = (Opener("<tool_call>"), Opener(FUNCTION))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return Qwen3CoderParser(opener, tools)
+
+
+SEED_CALL = "<seed:tool_call>"
+SEED_END_CALL = "</seed:tool_call>"
+
+
+class SeedOss(Family):
+    """ByteDance Seed-OSS: Qwen3-Coder's ``<function=…><parameter=…>`` calls inside
+    ``<seed:tool_call>`` (vLLM's ``seed_oss`` parser)."""
+
+    name = "seed-oss"
+    openers = (Opener(SEED_CALL),)
+
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return Qwen3CoderParser(opener, tools, SEED_END_CALL, edge_newlines=False)

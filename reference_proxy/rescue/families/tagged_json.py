@@ -28,6 +28,9 @@ class TaggedJsonParser(MarkerParser):
     empty_is_markup = True
     """An empty marker (opener, blanks, closer) is swallowed as markup of no call."""
     value_starts = "{["
+    closer_optional_at_end = False
+    """Complete values with no closer before the text ends are calls (the model stopped
+    on its end-of-turn token instead of writing the closer)."""
 
     def __init__(self, opener: str, tools: Toolbox, *, origin: int = 0) -> None:
         """``origin``: the marker position of the first piece's ``start`` (its opener)."""
@@ -89,4 +92,8 @@ class TaggedJsonParser(MarkerParser):
         return None
 
     def finish(self) -> Verdict:
+        if self.closer_optional_at_end and self._state == _BODY and self._values:
+            calls = self.calls(self._values)
+            if calls is not None:
+                return accept(calls, self._carry.end)
         return reject(self._carry.end)

@@ -1,0 +1,174 @@
+"""Mistral's ``[TOOL_CALLS]`` (mistral-common tokenizers; vLLM's ``mistral`` parser).
+
+Before tokenizer v11 the token is followed by a JSON list of call objects
+(``[TOOL_CALLS] [{"name": ..., "arguments": {...}}]``); from v11 on by
+``NAME[ARGS]{json}``, each call with its own token. What follows the token tells the
+two apart: ``[`` or ``{`` starts the JSON form, anything else a name. The marker ends
+with the last JSON value that another token does not follow at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reference_proxy.rescue.families.json_calls import CallWatcher, arguments_object, calls_from_values
+from reference_proxy.rescue.family import (
+    Call,
+    Carry,
+    Context,
+    Family,
+    MarkerParser,
+    Opener,
+    Verdict,
+    emit,
+    reject,
+    skip_ws,
+    starts,
+)
+from reference_proxy.rescue.jsonscan import JsonScanner, Status
+from reference_proxy.rescue.toolbox import Toolbox
+
+TOOL_CALLS = "[TOOL_CALLS]"
+ARGS = "[ARGS]"
+_MAX_NAME = 256
+
+_HEAD, _NAME, _JSON, _AFTER = range(4)
+
+
+class MistralParser(MarkerParser):
+    """A special token, then a JSON list of call objects (or, ``named``, the v11
+    ``NAME[ARGS]{json}`` form); the token may repeat before each further call."""
+
+    def __init__(self, tools: Toolbox, token: str = TOOL_CALLS, *, named: bool = True) -> None:
+        self._tools = tools
+        self._token = token
+        self._named = named
+        self._carry = Carry()
+        self._skip = len(token)
+        self._state = _HEAD
+        self._name: str | None = None  # set: the v11 form, arguments follow
+        self._json: JsonScanner | None = None
+        self._searched = 0
+        self._last_end = 0  # end of the last call's markup
+        self._calls: list[Call] = []  # complete, not yet reported
+
+    def _done(self, value: Any, end: int) -> bool:
+        """The value is complete: is it a call?"""
+        if self._name is None:
+            calls = calls_from_values([value], self._tools)
+        else:
+            arguments = arguments_object(value) if isinstance(value, dict) else None
+            calls = None if arguments is None else (Call(self._name, arguments),)
+        if not calls:
+            return False
+        # Another [TOOL_CALLS] may follow at once (v11 writes one per call).
+        self._calls += calls
+        self._state, self._name, self._last_end = _AFTER, None, end
+        return True
+
+    def _stop(self, at: int) -> Verdict:
+        """The marker is over: calls not yet reported, text from ``at`` scanned again."""
+        calls, self._calls = tuple(self._calls), []
+        if calls:
+            return Verdict(calls, self._last_end, True, at)
+        return reject(at)
+
+    def feed(self, text: str, start: int = 0) -> Verdict | None:
+        carry = self._carry
+        s, i = carry.join(text, start)
+        i += self._skip
+        self._skip = 0
+        n = len(s)
+        while i < n:
+            if self._state == _JSON:
+                scanner = self._json
+                assert scanner is not None
+                i = scanner.feed(s, i)
+                if scanner.status is Status.MORE:
+                    break
+                if scanner.status is Status.ERROR:
+                    return self._stop(carry.base + i)
+                try:
+                    value = scanner.value()
+                except ValueError:
+                    return self._stop(carry.base + i)
+                if not self._done(value, carry.base + i):
+                    return self._stop(carry.base + i)
+                continue
+            if self._state == _AFTER:
+                i = skip_ws(s, i)
+                if i >= n:
+                    break
+                found = starts(s, i, self._token)
+                if found is None:
+                    break
+                if not found:
+                    return self._stop(self._last_end)
+                i += len(self._token)
+                self._state = _HEAD
+                continue
+            if self._state == _NAME:
+                k = s.find(ARGS, i + self._searched, i + _MAX_NAME + len(ARGS))
+                if k < 0:
+                    if n - i > _MAX_NAME + len(ARGS):
+                        return self._stop(carry.base + i)
+                    self._searched = max(0, n - i - len(ARGS) + 1)
+                    break
+                self._name = self._tools.resolve(s[i:k])
+                if self._name is None:
+                    return self._stop(carry.base + k)
+                i = skip_ws(s, k + len(ARGS))
+                if i >= n:
+                    self._state = _HEAD
+                    break
+                if s[i] != "{":
+                    return self._stop(carry.base + i)
+                self._json = JsonScanner()
+                self._state = _JSON
+                continue
+            # _HEAD: after the token (or after [ARGS]), blanks, then the body
+            i = skip_ws(s, i)
+            if i >= n:
+                break
+            if self._name is not None:
+                if s[i] != "{":
+                    return self._stop(carry.base + i)
+                self._json = JsonScanner()
+            elif s[i] in "[{":
+                self._json = JsonScanner(CallWatcher(self._tools))
+            elif self._named:
+                self._state = _NAME
+                continue
+            else:
+                return self._stop(carry.base + i)
+            self._state = _JSON
+        carry.keep(s, min(i, n))
+        if self._calls:
+            calls, self._calls = tuple(self._calls), []
+            return emit(calls, self._last_end)
+        return None
+
+    def finish(self) -> Verdict:
+        return self._stop(self._last_end if self._state == _AFTER else self._carry.end)
+
+
+class Mistral(Family):
+    name = "mistral"
+    openers = (Opener(TOOL_CALLS),)
+
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return MistralParser(tools)
+
+
+GRANITE = "<|tool_call|>"
+
+
+class Granite(Family):
+    """IBM Granite 3.x: ``<|tool_call|>[{"name": ..., "arguments": {...}}]`` (vLLM's
+    ``granite`` parser). The token is followed by the same JSON list as Mistral's."""
+
+    name = "granite"
+    openers = (Opener(GRANITE),)
+
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return MistralParser(tools, GRANITE, named=False)

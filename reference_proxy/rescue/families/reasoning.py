@@ -1,0 +1,46 @@
+"""A closed reasoning block, ``<think>…</think>``, written into the content.
+
+Reasoning models (Qwen3, DeepSeek-R1, GLM) served without a reasoning parser leave the
+block in the text. A call drafted while thinking is no call: the block is text as a
+whole, delivered as it arrives, and no opener inside it counts. Scanning resumes after
+``</think>``; a block never closed is text to the end. The block opens at the start of a
+line, as models write it; a ``<think>`` mentioned mid-sentence is an ordinary tag.
+"""
+
+from __future__ import annotations
+
+from reference_proxy.rescue.family import Carry, Context, Family, MarkerParser, Opener, Verdict, passing, reject
+from reference_proxy.rescue.toolbox import Toolbox
+
+OPEN = "<think>"
+CLOSE = "</think>"
+
+
+class ReasoningParser(MarkerParser):
+    def __init__(self) -> None:
+        self._carry = Carry()
+        self._sent = 0
+
+    def feed(self, text: str, start: int = 0) -> Verdict | None:
+        carry = self._carry
+        s, i = carry.join(text, start)
+        k = s.find(CLOSE, i)
+        if k >= 0:
+            return reject(carry.base + k + len(CLOSE))
+        keep = max(i, len(s) - len(CLOSE) + 1)  # a closer may be cut at the piece's end
+        carry.keep(s, keep)
+        if carry.pos <= self._sent:
+            return None
+        self._sent = carry.pos
+        return passing(carry.pos)
+
+    def finish(self) -> Verdict:
+        return reject(self._carry.end)
+
+
+class Reasoning(Family):
+    name = "reasoning"
+    openers = (Opener(OPEN, line_start=True),)
+
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return ReasoningParser()

@@ -1,0 +1,147 @@
+"""Text-format mutants: rescuers with the defects real tool parsers have, per format.
+
+Each swaps the reference proxy's rescuer (streaming path) for one that gets one thing
+about the text formats wrong, and names the generated format × case scenarios that
+expose it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from mutants.base import Mutant, substituted
+from mutants.openai import with_rescuer
+from reference_proxy.pipeline import RescuerLike
+from reference_proxy.rescue import Event, Rescuer, Text, ToolSpec
+from reference_proxy.rescue.families import CALLS, FAMILIES
+from reference_proxy.rescue.families.code import Code
+from reference_proxy.rescue.families.hermes import Hermes
+from reference_proxy.rescue.families.json_calls import calls_from_values
+from reference_proxy.rescue.families.qwen3_coder import Qwen3Coder, Qwen3CoderParser
+from reference_proxy.rescue.family import Carry, Context, Family, MarkerParser, Verdict, accept, reject
+from reference_proxy.rescue.openers import Openers
+from reference_proxy.rescue.toolbox import Toolbox
+
+
+def _replaced(old: type[Family], new: Family) -> tuple[Family, ...]:
+    """The rescuer's families with one swapped, inside fenced blocks too."""
+    calls = tuple(new if isinstance(f, old) else f for f in CALLS)
+    swapped = tuple(new if isinstance(f, old) else f for f in FAMILIES)
+    return tuple(Code(calls) if isinstance(f, Code) else f for f in swapped)
+
+
+def _rescuers(families: Sequence[Family]) -> Any:
+    openers = Openers(families)
+
+    def factory(tools: Sequence[ToolSpec], buffer_cap: int) -> RescuerLike:
+        return Rescuer(tools, buffer_cap=buffer_cap, openers=openers)
+
+    return factory
+
+
+# --------------------------------------------------------------------------- first closer
+
+
+class FirstCloserParser(MarkerParser):
+    """``<tool_call>(.*?)</tool_call>``: the call ends at the first closing tag, even
+    inside a JSON string."""
+
+    closer = "</tool_call>"
+
+    def __init__(self, tools: Toolbox) -> None:
+        self._tools = tools
+        self._carry = Carry()
+
+    def feed(self, text: str, start: int = 0) -> Verdict | None:
+        s, i = self._carry.join(text, start)
+        k = s.find(self.closer, i + 1)
+        if k < 0:
+            self._carry.keep(s, i)
+            return None
+        end = self._carry.base + k + len(self.closer)
+        try:
+            calls = calls_from_values([json.loads(s[i + len("<tool_call>") : k])], self._tools)
+        except ValueError:
+            return reject(end)
+        return accept(calls, end) if calls else reject(end)
+
+    def finish(self) -> Verdict:
+        return reject(self._carry.end)
+
+
+class FirstCloserHermes(Hermes):
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return FirstCloserParser(tools)
+
+
+# --------------------------------------------------------------------------- typing by guess
+
+
+class GuessingParser(Qwen3CoderParser):
+    """Types a bare value by what it looks like (JSON if it parses), not by the schema."""
+
+    def _end_value(self) -> None:
+        value = "".join(self._value)
+        value = value[:-1] if value.endswith("\n") else value
+        try:
+            self._params[self._param] = json.loads(value)
+        except ValueError:
+            self._params[self._param] = value
+        self._value = []
+
+
+class GuessingQwen3Coder(Qwen3Coder):
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return GuessingParser(opener, tools)
+
+
+# --------------------------------------------------------------------------- text after a failed call
+
+
+class DropsTextAfterMalformed:
+    """Once a marker turned out to be no call (its markup is given back as text), drops
+    every later piece of text: the rest of the answer after a broken call is lost."""
+
+    def __init__(self, tools: Sequence[ToolSpec], buffer_cap: int) -> None:
+        self.inner = Rescuer(tools, buffer_cap=buffer_cap)
+        self._broken = False
+
+    @property
+    def overflowed(self) -> bool:
+        return self.inner.overflowed
+
+    def _filter(self, events: list[Event]) -> list[Event]:
+        out: list[Event] = []
+        for event in events:
+            if isinstance(event, Text):
+                if self._broken:
+                    continue
+                if "<tool_call>" in event.text:
+                    self._broken = True
+                    event = Text(event.text[: event.text.index("<tool_call>") + len("<tool_call>")])
+            out.append(event)
+        return out
+
+    def feed(self, text: str) -> list[Event]:
+        return self._filter(self.inner.feed(text))
+
+    def finish(self) -> list[Event]:
+        return self._filter(self.inner.finish())
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("stops-at-first-closer", "Ends a Hermes call at the first `</tool_call>`, even inside a string value.",
+           ("CALLS-001", "TEXT-001"), ("hermes-hermes.delimiter-in-value",),
+           substituted(StreamPipeline=with_rescuer(_rescuers(_replaced(Hermes, FirstCloserHermes()))))),
+    Mutant("types-by-guessing", "Types Qwen3-Coder values by their look, not the schema: '0042' becomes 42.",
+           ("CALLS-001",), ("qwen-coder-qwen-coder.numeric-string",),
+           substituted(StreamPipeline=with_rescuer(_rescuers(_replaced(Qwen3Coder, GuessingQwen3Coder()))))),
+    Mutant("calls-from-reasoning", "Extracts calls the model drafted inside a `<think>` block.",
+           ("CALLS-001", "TEXT-001"), ("hermes-hermes.reasoning-block", "qwen-coder-qwen-coder.reasoning-block"),
+           substituted(StreamPipeline=with_rescuer(_rescuers(tuple(f for f in FAMILIES if f.name != "reasoning"))))),
+    Mutant("drops-text-after-malformed", "Drops the text after a call it could not parse.",
+           ("TEXT-001",), ("hermes-hermes.malformed-body",),
+           substituted(StreamPipeline=with_rescuer(DropsTextAfterMalformed))),
+)
