@@ -57,7 +57,8 @@ def test_the_installed_copy_runs_on_workers_outside_the_clone(wheel: Path, tmp_p
     assert where[0].startswith(str(site)) and where[1] == str(site / "harness" / "bundled_scenarios")
     run = subprocess.run(
         [sys.executable, "-c", "from harness.cli import run_main; run_main()", "run", "-n", "2", "-p",
-         "no:cacheprovider", "-k", "plain-native-single or hermes-single", "--report-json", "r.json"],
+         "no:cacheprovider", "-k", "plain-native-single or hermes-single", "--upstream-dialect", "natural",
+         "--report-json", "r.json"],
         cwd=elsewhere, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "created: 2/2 workers" in run.stdout and "2 passed" in run.stdout

@@ -510,6 +510,7 @@ def test_known_failures_written_from_a_run_then_pruned_when_fixed(pytester: pyte
     assert [e["reason"] for e in yaml.safe_load(again.read_text())][0] == "we drop the terminator"
 
     fixed = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder), "--conformance-strict",
+                               "--conformance-upstream-dialect", "natural",
                                "--conformance-update-known-failures", str(known))
     fixed.assert_outcomes(passed=3)
     fixed.stdout.fnmatch_lines([f"{known}: 2 entries that pass now dropped, 0 kept",
