@@ -44,7 +44,7 @@ def bind_socket(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
 
 
 def listen_socket(host: str, port: int) -> socket.socket:
-    """A bound TCP socket for a command-line server (any address family ``host`` names),
+    """A bound, listening TCP socket for a command-line server (any address family ``host`` names),
     with the TCP protocol number given, because asyncio only sets TCP_NODELAY on such
     sockets: without it every response pays a ~40 ms delayed-ACK stall."""
     family, kind, proto, _, address = socket.getaddrinfo(
@@ -54,6 +54,9 @@ def listen_socket(host: str, port: int) -> socket.socket:
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(address)
+        # Listening from here on: a client that connects once the address is printed waits in
+        # the backlog until the server accepts, instead of being refused.
+        sock.listen(2048)
     except OSError:
         sock.close()
         raise
