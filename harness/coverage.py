@@ -35,12 +35,17 @@ def parse_formats(values: Iterable[str]) -> frozenset[str] | None:
     return frozenset(n for n in names if n) if names else None
 
 
-def unclaimed_reason(family: str, claimed: frozenset[str] | None) -> str | None:
-    """Why a case of ``family`` is not played for a proxy that claims ``claimed`` formats, or None."""
-    if claimed is None or family not in format_families() or family in claimed:
+def unclaimed_reason(family: str, claimed: frozenset[str] | None, rescues: Iterable[str] = ()) -> str | None:
+    """Why a case of ``family`` (whose verdict also relies on rescuing the ``rescues`` formats) is not
+    played for a proxy that claims ``claimed`` formats, or None."""
+    if claimed is None:
         return None
-    return (f"{NOT_CLAIMED}the proxy does not claim to rescue the {family} format "
-            "(add it to --conformance-formats if it does)")
+    known = format_families()
+    for needed in (family, *rescues):
+        if needed in known and needed not in claimed:
+            return (f"{NOT_CLAIMED}the proxy does not claim to rescue the {needed} format "
+                    "(add it to --conformance-formats if it does)")
+    return None
 
 
 def coverage_line(families: Sequence[tuple[str, bool]]) -> str:

@@ -369,9 +369,12 @@ class Summary:
         formats = set(format_families())
         seen: dict[str, bool] = {}
         for item in self.items:
-            if item.family in formats:
-                claimed = not (item.outcome == "skipped" and item.reason.startswith(NOT_CLAIMED))
-                seen[item.family] = seen.get(item.family, False) or claimed
+            if item.family not in formats:
+                continue
+            unclaimed = item.outcome == "skipped" and item.reason.startswith(NOT_CLAIMED)
+            if item.outcome == "skipped" and not unclaimed:
+                continue  # skipped for another reason (a client profile): says nothing about the claim
+            seen[item.family] = seen.get(item.family, False) or not unclaimed
         return coverage_line(sorted(seen.items()))
 
     @property

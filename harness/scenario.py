@@ -191,6 +191,9 @@ class Scenario:
     tags: tuple[str, ...] = ()
     requires: tuple[str, ...] = ()
     conflicts: tuple[str, ...] = ()  # features with which the case cannot hold
+    # Text formats (by family) the verdict relies on the proxy rescuing, besides the case's own family:
+    # a proxy that relays that markup unchanged fails the case only if it claims the format.
+    rescues: tuple[str, ...] = ()
     review: str | None = None
     stream_equivalence: bool = True
     rechunk: bool = True
@@ -621,6 +624,7 @@ def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
         tags=tuple(data.get("tags", ())),
         requires=tuple(data.get("requires", ())),
         conflicts=tuple(data.get("conflicts", ())),
+        rescues=tuple(data.get("rescues", ())),
         review=data.get("review"),
         stream_equivalence=bool(data.get("stream_equivalence", True)),
         rechunk=bool(data.get("rechunk", True)),

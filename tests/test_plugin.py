@@ -577,3 +577,34 @@ def test_formats_a_proxy_does_not_claim_are_coverage_not_failures(pytester: pyte
         "coverage: rescues 1 of 2 formats (hermes); not claimed: qwen-tools",
         "*qwen-tools-single-call: skipped: not claimed: the proxy does not claim to rescue the qwen-tools format*",
     ])
+
+
+def test_a_case_relying_on_another_format_is_not_claimed_without_it(pytester: pytest.Pytester) -> None:
+    """A plain case whose verdict needs the Hermes markup rescued (``rescues: [hermes]``) is not
+    played for a proxy that claims no format (a relaying proxy is not failed for relaying it)."""
+    folder = _library(pytester, "plain-empty-tool-call", STREAMED[0])
+    result = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder), "--conformance-upstream-dialect",
+                                "natural", "--conformance-formats", "none", "-rs")
+    result.assert_outcomes(passed=1, skipped=1)
+    result.stdout.fnmatch_lines([
+        "*plain-empty-tool-call: skipped: not claimed: the proxy does not claim to rescue the hermes format*",
+    ])
+
+
+@pytest.mark.parametrize(("family", "claimed", "rescues", "skipped_for"), [
+    ("plain", None, ("hermes",), None),
+    ("plain", frozenset({"hermes"}), ("hermes",), None),
+    ("plain", frozenset(), ("hermes",), "hermes"),
+    ("faults", frozenset({"hermes"}), ("hermes", "invoke-xml"), "invoke-xml"),
+    ("qwen-tools", frozenset({"hermes"}), (), "qwen-tools"),
+    ("plain", frozenset(), (), None),
+])
+def test_unclaimed_reason_names_the_first_format_not_claimed(
+    family: str, claimed: frozenset[str] | None, rescues: tuple[str, ...], skipped_for: str | None
+) -> None:
+    from harness.coverage import unclaimed_reason
+
+    reason = unclaimed_reason(family, claimed, rescues)
+    assert (reason is None) == (skipped_for is None)
+    if skipped_for is not None:
+        assert f"rescue the {skipped_for} format" in (reason or "")

@@ -774,6 +774,18 @@ BROKEN: list[Case] = [
         {"ERR-001", "SDK-001", "TEXT-001", "CHUNK-007", "CALLS-002"},
     ),
     case(
+        "err-001-null-type-is-what-clients-accept",
+        S_TEXT,
+        sse(ROLE, chunk({"content": "Hello"}), ev('{"error": {"message": "upstream died", "type": null, "param": null, "code": "500"}}')),
+        {"SDK-001", "TEXT-001", "CHUNK-007", "CALLS-002"},
+    ),
+    case(
+        "err-001-error-without-message",
+        S_TEXT,
+        sse(ROLE, chunk({"content": "Hello"}), ev('{"error": {"type": "server_error"}}')),
+        {"ERR-001", "SDK-001", "TEXT-001", "CHUNK-007", "CALLS-002"},
+    ),
+    case(
         "err-001-shaped-error-only-fails-the-answer",
         S_TEXT,
         sse(ROLE, chunk({"content": "Hello"}), ev('{"error": {"message": "upstream died", "type": "server_error", "param": null, "code": null}}')),

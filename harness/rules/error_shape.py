@@ -13,15 +13,16 @@ rule = rule_group("errors", "ERR")
 
 @rule(
     "ERR-001",
-    'An error inside a started stream is sent as `data: {"error": {"message": …, "type": …}}` '
-    "(the openai SDK then raises APIError with the message).",
+    'An error inside a started stream is sent as `data: {"error": {"message": …}}` with a string message '
+    "(openai-python then raises APIError with it); `type`, `param`, `code` may be null, as the Vercel AI SDK's "
+    "error schema allows.",
     severity="client",
     stage="stream",
 )
 def stream_error_shape(ctx: Context) -> Iterator[Violation]:
     for p in ctx.payloads:
         if isinstance(p.value, Mapping) and "error" in p.value:
-            errors = schema_errors(p.value, "openai_error")
+            errors = schema_errors(p.value, "openai_stream_error")
             if errors:
                 yield Violation(f"event {p.event.index}: error event " + "; ".join(errors), ctx.at(p))
 

@@ -128,9 +128,10 @@ def error_body_dialect(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "FAULT-004",
-    "After an error chunk in a chat-completion stream, `data: [DONE]` still ends the stream (clients and "
-    "proxies that wait for the terminator hang otherwise).",
-    severity="client",
+    "After an error chunk in a chat-completion stream, `data: [DONE]` still ends the stream (proxies that wait "
+    "for the terminator hang otherwise; openai-python raises at the error chunk and the SDKs tolerate a "
+    "missing terminator, so this is the spec's, not a client's).",
+    severity="spec",
     stage="stream",
     profiles=OPENAI_PROFILES,
 )

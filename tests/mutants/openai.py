@@ -811,7 +811,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("chunk-over-two-lines", "Writes each chunk's JSON over two `data:` lines.",
            ("SSE-003",), (NATIVE,), rewritten(ChunkOverTwoLines)),
     Mutant("error-without-done", "Ends the stream after an error chunk without `[DONE]`.",
-           ("FAULT-004",), ("faults-openai-drop-between-events",), rewritten(ErrorWithoutDone)),
+           ("FAULT-004",), ("faults-openai-drop-between-events",), rewritten(ErrorWithoutDone), strict=True),
     Mutant("error-status-as-stream", "Answers an upstream 500 with 200 and an error chunk inside a stream.",
            ("FAULT-002",), ("faults-openai-http-500",), rewritten(ErrorStatusAsStream)),
     Mutant("vtc-entities-escaped", "Writes `&lt;`, `&gt;` and `&amp;` into the XML values a Cline client reads.",
