@@ -120,6 +120,7 @@ def sse(*payloads: Mapping[str, Any], done: bool = True) -> str:
 ROLE = chunk({"role": "assistant"})
 OPENAI_ERROR = {"error": {"message": "upstream connection lost", "type": "server_error", "param": None, "code": None}}
 BAD_GATEWAY_BODY = json.dumps({"error": {"message": "upstream returned 502", "type": "upstream_error"}})
+DETAIL_BODY = json.dumps({"detail": "upstream returned 502"})  # a web framework's default: no error message
 
 
 def openai_text(*pieces: str, error: bool = False, done: bool = True) -> str:
@@ -286,7 +287,8 @@ BROKEN: list[Case] = [
         **ALIVE,
     ),
     case("fault-003-plain-text-error", S_ANY_STATUS, "upstream error", {"FAULT-003", "ERR-002"}, status=502, headers={"content-type": "text/plain"}),
-    case("fault-003-anthropic-gets-openai-shape", A_STATUS, BAD_GATEWAY_BODY, {"FAULT-003", "AERR-002"}, status=529),
+    case("fault-003-anthropic-gets-openai-shape", A_STATUS, BAD_GATEWAY_BODY, {"AERR-002"}, status=529),
+    case("fault-003-anthropic-gets-no-message", A_STATUS, DETAIL_BODY, {"FAULT-003", "AERR-002"}, status=529),
     case("fault-004-no-done-after-error", S_ALLOWED, openai_text("Hello", error=True, done=False), {"FAULT-004", "SSE-004"}),
     case("fault-005-retry-after-dropped", S_RATE, BAD_GATEWAY_BODY, {"FAULT-005"}, status=429),
     case("fault-005-retry-after-changed", S_RATE, BAD_GATEWAY_BODY, {"FAULT-005"}, status=429, headers={**JSON, "Retry-After": "30"}),
@@ -364,7 +366,7 @@ def test_case_ids_unique() -> None:
         ("fault-002-stream-error-forbidden", "event 2 reports an error inside the stream; the scenario expects status 502"),
         ("fault-003-html-traceback-page", "with an HTML page"),
         ("fault-003-traceback-in-json", "the body holds a server traceback"),
-        ("fault-003-anthropic-gets-openai-shape", "the body is not an anthropic error"),
+        ("fault-003-anthropic-gets-no-message", "the body holds no error message"),
         ("fault-004-no-done-after-error", "is not followed by 'data: [DONE]'"),
         ("fault-005-retry-after-dropped", "carried Retry-After: 7; the client's 429 has none"),
         ("fault-006-held-back-text-lost", "missing from character 11: ' <fu'"),

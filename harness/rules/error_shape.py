@@ -22,7 +22,7 @@ rule = rule_group("errors", "ERR")
 def stream_error_shape(ctx: Context) -> Iterator[Violation]:
     for p in ctx.payloads:
         if isinstance(p.value, Mapping) and "error" in p.value:
-            errors = schema_errors(p.value, "openai_stream_error")
+            errors = schema_errors(p.value, "client_error")
             if errors:
                 yield Violation(f"event {p.event.index}: error event " + "; ".join(errors), ctx.at(p))
 

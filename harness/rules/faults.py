@@ -93,9 +93,10 @@ def error_placement(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "FAULT-003",
-    "In a fault or bad-input case, an error status comes with a JSON body in the client dialect's error shape "
-    '(chat completions: `{"error": {"message", "type"}}`; Messages: `{"type": "error", "error": {"type", '
-    '"message"}}`), never an HTML page or a traceback.',
+    "In a fault or bad-input case, an error status comes with a JSON body holding "
+    '`{"error": {"message": …}}`, which the official SDKs read (openai-python and anthropic-python raise the '
+    "status's error class with that message), never an HTML page or a traceback; the dialect's full shape is "
+    "ERR-002's and AERR-002's.",
     severity="client",
     stage="response",
     profiles=EVERY_PROFILE,
@@ -120,8 +121,9 @@ def error_body_dialect(ctx: Context) -> Iterator[Violation]:
         yield Violation(
             f"status {status}: the body holds a server traceback: {text[at : at + 160]!r}", {"excerpt": excerpt}
         )
-    found = schema_violation(body, "anthropic_error" if ctx.dialect == "anthropic" else "openai_error",
-                             f"status {status}: the body is not an {ctx.dialect} error: ", excerpt=excerpt)
+    # What the SDKs read; the dialect's full shape (a Messages error's `"type": "error"`) is ERR-002/AERR-002's.
+    found = schema_violation(body, "client_error", f"status {status}: the body holds no error message: ",
+                             excerpt=excerpt)
     if found is not None:
         yield found
 

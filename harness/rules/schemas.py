@@ -16,7 +16,7 @@ SchemaName = Literal[
     "chat_completion_chunk",
     "chat_completion",
     "openai_error",
-    "openai_stream_error",
+    "client_error",
     "anthropic_stream_event",
     "anthropic_message",
     "anthropic_error",

@@ -432,6 +432,6 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("anthropic-error-with-status-200", "Answers an upstream error status with 200 and the error body.",
            ("FAULT-001", "ABODY-001", "HTTP-005"), ("faults-anthropic-http-500",), rewritten(ErrorWithStatus200)),
     Mutant("anthropic-openai-shaped-errors", "Gives Messages clients errors in the chat-completions shape.",
-           ("FAULT-003", "AERR-002"), ("faults-anthropic-http-529-overloaded",), rewritten(OpenAIShapedErrors),
+           ("AERR-002",), ("faults-anthropic-http-529-overloaded",), rewritten(OpenAIShapedErrors),
            strict=True),
 )
