@@ -677,6 +677,8 @@ class ScenarioItem(pytest.Item):
         profile, skip = choose_profile(scenario, session.client_profile, settings.features)
         if skip is None:
             skip = unclaimed_reason(scenario.family, session.formats, scenario.rescues)
+        if skip is None and scenario.spec_only and not session.strict:
+            skip = "a case only the spec decides (no client breaks either way): played with --strict"
         if skip is None and session.user_proxy_url and session.client_profile is None and profile == "anthropic":
             skip = ("an Anthropic client's scenario, and the proxy's clients are taken to speak openai "
                     "(pass --client-profile anthropic to test its Messages API)")

@@ -194,6 +194,8 @@ class Scenario:
     # Text formats (by family) the verdict relies on the proxy rescuing, besides the case's own family:
     # a proxy that relays that markup unchanged fails the case only if it claims the format.
     rescues: tuple[str, ...] = ()
+    # The case's verdict rests on the spec alone (no client breaks either way): played with --strict only.
+    spec_only: bool = False
     review: str | None = None
     stream_equivalence: bool = True
     rechunk: bool = True
@@ -625,6 +627,7 @@ def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
         requires=tuple(data.get("requires", ())),
         conflicts=tuple(data.get("conflicts", ())),
         rescues=tuple(data.get("rescues", ())),
+        spec_only=bool(data.get("spec_only", False)),
         review=data.get("review"),
         stream_equivalence=bool(data.get("stream_equivalence", True)),
         rechunk=bool(data.get("rechunk", True)),

@@ -608,3 +608,16 @@ def test_unclaimed_reason_names_the_first_format_not_claimed(
     assert (reason is None) == (skipped_for is None)
     if skipped_for is not None:
         assert f"rescue the {skipped_for} format" in (reason or "")
+
+
+def test_a_spec_only_case_is_played_with_strict_only(pytester: pytest.Pytester) -> None:
+    """``spec_only: true`` (a request the spec says to refuse, no client breaks either way): skipped
+    with the reason by default, played with --strict."""
+    folder = _library(pytester, "bad-input-openai-unknown-role")
+    result = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder), "--conformance-upstream-dialect",
+                                "natural", "-rs")
+    result.assert_outcomes(skipped=1)
+    result.stdout.fnmatch_lines(["*bad-input-openai-unknown-role: skipped: a case only the spec decides*--strict*"])
+    strict = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder), "--conformance-upstream-dialect",
+                                "natural", "--conformance-strict")
+    strict.assert_outcomes(passed=1)
