@@ -108,6 +108,9 @@ def litellm_start(work: Path, port: int, mock_port: int) -> subprocess.Popen[byt
         '      model: "openai/*"\n'
         f'      api_base: "http://127.0.0.1:{mock_port}/v1"\n'
         '      api_key: "sk-mock"\n'
+        # /v1/messages in front of an openai/ model calls the Responses API unless told to use chat/completions
+        "litellm_settings:\n"
+        "  use_chat_completions_url_for_anthropic_messages: true\n"
         "general_settings:\n"
         f'  master_key: "{MASTER_KEY}"\n'
     )
