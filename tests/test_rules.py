@@ -205,7 +205,7 @@ CALL_STREAM = sse(
     chunk(finish="tool_calls"),
 )
 TEXT_STREAM = sse(ROLE, chunk({"content": "Hello"}), chunk({"content": " world"}), chunk(finish="stop"))
-TWO_CALL_STREAM = sse(  # seed 002, section 5.3.4: text, then two calls
+TWO_CALL_STREAM = sse(  # the Copilot service plan, section 5.3.4: text, then two calls
     ROLE,
     chunk({"content": "Let me "}),
     chunk({"content": "check."}),
