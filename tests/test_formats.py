@@ -65,6 +65,9 @@ SAMPLES: dict[str, str] = {
     '</invoke>\n<invoke name="edit">\n<parameter name="path">b.txt</parameter>\n<parameter name="line">3'
     '</parameter>\n<parameter name="dry_run">false</parameter>\n<parameter name="tags">["x"]</parameter>\n'
     '<parameter name="note">null</parameter>\n</invoke>\n</minimax:tool_call>',
+    "gpt-oss": '<|start|>assistant<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>'
+    '{"path": "src/a.py"}<|call|><|start|>assistant<|channel|>commentary to=functions.edit <|constrain|>json'
+    '<|message|>{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}<|call|>',
     "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
     '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
 }

@@ -68,6 +68,11 @@ def coder(name: str, **params: str) -> str:
     return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
 
 
+def harmony(name: str, arguments: Any) -> str:
+    return (f"<|start|>assistant<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>"
+            + json.dumps(arguments) + "<|call|>")
+
+
 W_PARIS = ("get_weather", {"city": "Paris"})
 
 CASES = [
@@ -472,6 +477,41 @@ CASES = [
     Case("fence-closing-line-too-long", "```\nx\n" + "`" * (MAX_FENCE_LINE + 1) + "\n" + hermes("read_file", {"path": "a"}), None),
     Case("fence-closing-line-indented-too-far", "```\nx\n" + " " * (MAX_FENCE_LINE - 2) + "```\n" + hermes("run", {}), None),
     Case("fence-opened-by-a-run-too-long-to-close", "`" * (MAX_FENCE_LINE + 1) + "\n" + hermes("run", {}) + "\n" + "`" * (MAX_FENCE_LINE + 1), None),
+    # ---------------------------------------------------------------- gpt-oss Harmony
+    Case("harmony-call", "Checking.\n" + harmony("get_weather", {"city": "Paris"}), "Checking.\n", [W_PARIS]),
+    Case(
+        "harmony-first-message-without-start",
+        harmony("get_weather", {"city": "Paris"}).removeprefix("<|start|>assistant"),
+        "",
+        [W_PARIS],
+    ),
+    Case(
+        "harmony-recipient-in-role",
+        '<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Paris"}<|call|>',
+        "",
+        [W_PARIS],
+    ),
+    Case(
+        "harmony-call-token-in-value",
+        harmony("read_file", {"path": "<|call|><|end|>"}) + "\n" + harmony("get_weather", {"city": "Paris"}),
+        "\n",
+        [("read_file", {"path": "<|call|><|end|>"}), W_PARIS],
+    ),
+    Case(
+        "harmony-analysis-holds-no-call",
+        "<|channel|>analysis<|message|>Maybe " + harmony("read_file", {"path": "a"}) + " first.<|end|>",
+        None,
+    ),
+    Case("harmony-final-is-text", "<|start|>assistant<|channel|>final<|message|>Sunny.<|return|>", None),
+    Case("harmony-undeclared", harmony("nope", {}), None),
+    Case(
+        "harmony-builtin-recipient",
+        '<|channel|>analysis to=browser.search code<|message|>{"query": "x"}<|call|>'
+        '<|start|>assistant<|channel|>commentary to=python code<|message|>print(1)<|call|>',
+        None,
+    ),
+    Case("harmony-unclosed", harmony("get_weather", {"city": "Paris"}).removesuffix("<|call|>"), None),
+    Case("harmony-prose", "Its headers start with <|channel|> and end with <|message|>, then the body.", None),
     # ---------------------------------------------------------------- mixed and edges
     Case(
         "mixed-families-in-order",

@@ -49,6 +49,7 @@ FAMILIES = {
     "kimi-k2",
     "deepseek",
     "minimax",
+    "gpt-oss",
     "plain",
     "features",
     "anthropic",
@@ -267,6 +268,8 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
     "kimi-k2": {"`<\\|tool_calls_section_begin\\|>` sections": ("kimi-k2-kimi-k2.one-call", "kimi-k2-kimi-k2.two-calls-one-block")},
     "deepseek": {"`<｜tool▁calls▁begin｜>` sections": ("deepseek-deepseek-v31.one-call", "deepseek-deepseek-v31.two-calls-one-block")},
     "minimax": {"`<minimax:tool_call>`": ("minimax-minimax-m2.one-call", "minimax-minimax-m2.two-calls-one-block")},
+    "gpt-oss": {"`<\\|channel\\|>commentary to=functions.name`": ("gpt-oss-gpt-oss.one-call", "gpt-oss-gpt-oss.opener-variant"),
+                "the analysis channel as reasoning": ("gpt-oss-gpt-oss.reasoning-block",)},
     "pythonic": {"`[f(a=1), g(b=\"x\")]`": ("pythonic-pythonic.one-call", "pythonic-pythonic.two-calls-one-block")},
     "mistral": {
         "`[TOOL_CALLS]` JSON lists": ("mistral-mistral.one-call", "mistral-mistral.two-calls-one-block"),

@@ -12,6 +12,7 @@ from types import MappingProxyType
 
 from harness.formats.base import Call, FormatError, TextFormat
 from harness.formats.glm import Glm
+from harness.formats.harmony import GptOss
 from harness.formats.json_formats import BareJson, Hermes, QwenTools, ToolCode
 from harness.formats.llama import LlamaJson
 from harness.formats.mistral import Granite, MistralList, MistralV11
@@ -37,6 +38,7 @@ _ALL: tuple[TextFormat, ...] = (
     KimiK2(),
     DeepSeekV31(),
     MiniMaxM2(),
+    GptOss(),
 )
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})

@@ -19,6 +19,7 @@ CLOSERS = (
     "</minimax:tool_call>",
     "<|tool_calls_section_end|>",
     "<｜tool▁calls▁end｜>",
+    "<|call|>",
 )
 
 
