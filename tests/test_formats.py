@@ -68,6 +68,14 @@ SAMPLES: dict[str, str] = {
     "gpt-oss": '<|start|>assistant<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>'
     '{"path": "src/a.py"}<|call|><|start|>assistant<|channel|>commentary to=functions.edit <|constrain|>json'
     '<|message|>{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}<|call|>',
+    "deepseek-v32": '<｜DSML｜function_calls>\n<｜DSML｜invoke name="read_file">\n'
+    '<｜DSML｜parameter name="path" string="true">src/a.py</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+    '<｜DSML｜invoke name="edit">\n<｜DSML｜parameter name="path" string="true">b.txt</｜DSML｜parameter>\n'
+    '<｜DSML｜parameter name="line" string="false">3</｜DSML｜parameter>\n'
+    '<｜DSML｜parameter name="dry_run" string="false">false</｜DSML｜parameter>\n'
+    '<｜DSML｜parameter name="tags" string="false">["x"]</｜DSML｜parameter>\n'
+    '<｜DSML｜parameter name="note" string="false">null</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+    '</｜DSML｜function_calls>',
     "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
     '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
 }

@@ -477,6 +477,36 @@ CASES = [
     Case("fence-closing-line-too-long", "```\nx\n" + "`" * (MAX_FENCE_LINE + 1) + "\n" + hermes("read_file", {"path": "a"}), None),
     Case("fence-closing-line-indented-too-far", "```\nx\n" + " " * (MAX_FENCE_LINE - 2) + "```\n" + hermes("run", {}), None),
     Case("fence-opened-by-a-run-too-long-to-close", "`" * (MAX_FENCE_LINE + 1) + "\n" + hermes("run", {}) + "\n" + "`" * (MAX_FENCE_LINE + 1), None),
+    # ---------------------------------------------------------------- DeepSeek V3.2 DSML
+    Case(
+        "dsml-typed-by-attribute",
+        "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"read_file\">\n"
+        "<｜DSML｜parameter name=\"path\" string=\"true\">0042</｜DSML｜parameter>\n"
+        "<｜DSML｜parameter name=\"limit\" string=\"false\">20</｜DSML｜parameter>\n"
+        "</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+        "",
+        [("read_file", {"path": "0042", "limit": 20})],
+    ),
+    Case(
+        "dsml-tool-calls-wrapper-no-attribute",
+        "<｜DSML｜tool_calls><｜DSML｜invoke name=\"get_weather\"><｜DSML｜parameter name=\"city\">Paris"
+        "</｜DSML｜parameter></｜DSML｜invoke></｜DSML｜tool_calls> ok",
+        " ok",
+        [W_PARIS],
+    ),
+    Case(
+        "dsml-closer-in-value",
+        "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"read_file\">\n"
+        "<｜DSML｜parameter name=\"path\" string=\"true\">a</｜DSML｜parameter>b</｜DSML｜parameter>\n"
+        "</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+        "",
+        [("read_file", {"path": "a</｜DSML｜parameter>b"})],
+    ),
+    Case(
+        "dsml-undeclared",
+        "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"nope\">\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+        None,
+    ),
     # ---------------------------------------------------------------- gpt-oss Harmony
     Case("harmony-call", "Checking.\n" + harmony("get_weather", {"city": "Paris"}), "Checking.\n", [W_PARIS]),
     Case(

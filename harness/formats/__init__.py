@@ -18,7 +18,7 @@ from harness.formats.llama import LlamaJson
 from harness.formats.mistral import Granite, MistralList, MistralV11
 from harness.formats.pythonic import Pythonic
 from harness.formats.sections import DeepSeekV31, KimiK2
-from harness.formats.xml_formats import ClineXml, InvokeXml, MiniMaxM2, QwenCoder, SeedOss
+from harness.formats.xml_formats import ClineXml, DeepSeekV32, InvokeXml, MiniMaxM2, QwenCoder, SeedOss
 
 _ALL: tuple[TextFormat, ...] = (
     QwenTools(),
@@ -39,6 +39,7 @@ _ALL: tuple[TextFormat, ...] = (
     DeepSeekV31(),
     MiniMaxM2(),
     GptOss(),
+    DeepSeekV32(),
 )
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})

@@ -527,6 +527,9 @@ VARIANTS: dict[str, Callable[[str], str]] = {
     # the channel section") and gpt-oss writes.
     "gpt-oss": lambda text: text.replace("<|channel|>commentary to=functions.read_file <|constrain|>json",
                                          " to=functions.read_file<|channel|>commentary json"),
+    # The wrapper named <｜DSML｜tool_calls>, as later DeepSeek models write it and hosts
+    # leak it into the content.
+    "deepseek-v32": lambda text: text.replace("DSML｜function_calls>", "DSML｜tool_calls>"),
     "mistral": lambda text: text.replace("[TOOL_CALLS] [", "[TOOL_CALLS][")[:-2] + ', "id": "a1b2c3d4e"}]',
 }
 
@@ -547,6 +550,7 @@ ORPHANS: dict[str, str] = {"qwen-tools": "</tools>", "hermes": "</tool_call>", "
                            "glm": "</tool_call>", "seed-oss": "</seed:tool_call>",
                            "minimax-m2": "</minimax:tool_call>", "kimi-k2": "<|tool_calls_section_end|>", "deepseek-v31": "<｜tool▁calls▁end｜>",
                            "gpt-oss": "<|call|>",
+                           "deepseek-v32": "</｜DSML｜function_calls>",
                            "invoke-xml": "</function_calls>", "cline-xml": "</read_file>"}
 
 

@@ -20,6 +20,8 @@ CLOSERS = (
     "<|tool_calls_section_end|>",
     "<｜tool▁calls▁end｜>",
     "<|call|>",
+    "</｜DSML｜function_calls>",
+    "</｜DSML｜tool_calls>",
 )
 
 
