@@ -76,6 +76,8 @@ SAMPLES: dict[str, str] = {
     '<｜DSML｜parameter name="tags" string="false">["x"]</｜DSML｜parameter>\n'
     '<｜DSML｜parameter name="note" string="false">null</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
     '</｜DSML｜function_calls>',
+    "phi4-mini": 'functools[{"name": "read_file", "arguments": {"path": "src/a.py"}}, {"name": "edit", "arguments": '
+    '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}}]',
     "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
     '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
 }

@@ -507,6 +507,15 @@ CASES = [
         "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"nope\">\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
         None,
     ),
+    # ---------------------------------------------------------------- Phi-4-mini functools
+    Case(
+        "phi4-mini-list",
+        'On it. functools[{"name": "get_weather", "arguments": {"city": "Paris"}}] Done.',
+        "On it.  Done.",
+        [W_PARIS],
+    ),
+    Case("phi4-mini-python-module", "Use functools.partial, or import functools; functools [is] a module.", None),
+    Case("phi4-mini-glued-to-a-word", 'myfunctools[{"name": "get_weather", "arguments": {"city": "Paris"}}]', None),
     # ---------------------------------------------------------------- gpt-oss Harmony
     Case("harmony-call", "Checking.\n" + harmony("get_weather", {"city": "Paris"}), "Checking.\n", [W_PARIS]),
     Case(

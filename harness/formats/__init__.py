@@ -15,7 +15,7 @@ from harness.formats.glm import Glm
 from harness.formats.harmony import GptOss
 from harness.formats.json_formats import BareJson, Hermes, QwenTools, ToolCode
 from harness.formats.llama import LlamaJson
-from harness.formats.mistral import Granite, MistralList, MistralV11
+from harness.formats.mistral import Granite, MistralList, MistralV11, Phi4Mini
 from harness.formats.pythonic import Pythonic
 from harness.formats.sections import DeepSeekV31, KimiK2
 from harness.formats.xml_formats import ClineXml, DeepSeekV32, InvokeXml, MiniMaxM2, QwenCoder, SeedOss
@@ -40,6 +40,7 @@ _ALL: tuple[TextFormat, ...] = (
     MiniMaxM2(),
     GptOss(),
     DeepSeekV32(),
+    Phi4Mini(),
 )
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})

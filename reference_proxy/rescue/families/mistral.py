@@ -172,3 +172,19 @@ class Granite(Family):
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return MistralParser(tools, GRANITE, named=False)
+
+
+PHI4_MINI = "functools"
+
+
+class Phi4Mini(Family):
+    """Phi-4-mini: ``functools[{"name": ..., "arguments": {...}}]`` (vLLM's
+    ``phi4_mini_json`` parser): the word, then the same JSON list as Mistral's. Only
+    ``functools`` at a word start with ``[`` next counts: Python's module of that name is
+    prose."""
+
+    name = "phi4-mini"
+    openers = (Opener(PHI4_MINI, word=True, then="["),)
+
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return MistralParser(tools, PHI4_MINI, named=False)
