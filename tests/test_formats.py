@@ -78,6 +78,8 @@ SAMPLES: dict[str, str] = {
     '</｜DSML｜function_calls>',
     "phi4-mini": 'functools[{"name": "read_file", "arguments": {"path": "src/a.py"}}, {"name": "edit", "arguments": '
     '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}}]',
+    "llama4-pythonic": '<|python_start|>[read_file(path="src/a.py"), edit(path="b.txt", line=3, dry_run=False, '
+    'tags=["x"], note=None)]<|python_end|>',
     "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
     '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
 }

@@ -516,6 +516,16 @@ CASES = [
     ),
     Case("phi4-mini-python-module", "Use functools.partial, or import functools; functools [is] a module.", None),
     Case("phi4-mini-glued-to-a-word", 'myfunctools[{"name": "get_weather", "arguments": {"city": "Paris"}}]', None),
+    # ---------------------------------------------------------------- Llama 4 <|python_start|>
+    Case(
+        "llama4-pythonic-mid-line",
+        'Sure. <|python_start|>[get_weather(city="Paris")]<|python_end|> Done.',
+        "Sure.  Done.",
+        [W_PARIS],
+    ),
+    Case("llama4-pythonic-end-token-missing-at-end", '<|python_start|>[get_weather(city="Paris")]', "", [W_PARIS]),
+    Case("llama4-pythonic-prose-after-the-list", '<|python_start|>[get_weather(city="Paris")] and more', None),
+    Case("llama4-pythonic-prose", "The <|python_start|> token opens [code] blocks.", None),
     # ---------------------------------------------------------------- gpt-oss Harmony
     Case("harmony-call", "Checking.\n" + harmony("get_weather", {"city": "Paris"}), "Checking.\n", [W_PARIS]),
     Case(

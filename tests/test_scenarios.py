@@ -274,7 +274,9 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
     "phi": {"`functools[{json}]` lists": ("phi-phi4-mini.one-call", "phi-phi4-mini.two-calls-one-block")},
     "gpt-oss": {"`<\\|channel\\|>commentary to=functions.name`": ("gpt-oss-gpt-oss.one-call", "gpt-oss-gpt-oss.opener-variant"),
                 "the analysis channel as reasoning": ("gpt-oss-gpt-oss.reasoning-block",)},
-    "pythonic": {"`[f(a=1), g(b=\"x\")]`": ("pythonic-pythonic.one-call", "pythonic-pythonic.two-calls-one-block")},
+    "pythonic": {"`[f(a=1), g(b=\"x\")]`": ("pythonic-pythonic.one-call", "pythonic-pythonic.two-calls-one-block"),
+                 "`<\\|python_start\\|>` and `<\\|python_end\\|>`": ("pythonic-llama4-pythonic.one-call",
+                                                   "pythonic-llama4-pythonic.opener-variant")},
     "mistral": {
         "`[TOOL_CALLS]` JSON lists": ("mistral-mistral.one-call", "mistral-mistral.two-calls-one-block"),
         "`[TOOL_CALLS]name[ARGS]{json}`": ("mistral-mistral-v11.one-call", "mistral-mistral-v11.two-calls-separate-blocks"),

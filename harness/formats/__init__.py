@@ -16,7 +16,7 @@ from harness.formats.harmony import GptOss
 from harness.formats.json_formats import BareJson, Hermes, QwenTools, ToolCode
 from harness.formats.llama import LlamaJson
 from harness.formats.mistral import Granite, MistralList, MistralV11, Phi4Mini
-from harness.formats.pythonic import Pythonic
+from harness.formats.pythonic import Llama4Pythonic, Pythonic
 from harness.formats.sections import DeepSeekV31, KimiK2
 from harness.formats.xml_formats import ClineXml, DeepSeekV32, InvokeXml, MiniMaxM2, QwenCoder, SeedOss
 
@@ -41,6 +41,7 @@ _ALL: tuple[TextFormat, ...] = (
     GptOss(),
     DeepSeekV32(),
     Phi4Mini(),
+    Llama4Pythonic(),
 )
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})

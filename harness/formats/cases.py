@@ -530,6 +530,9 @@ VARIANTS: dict[str, Callable[[str], str]] = {
     # The wrapper named <｜DSML｜tool_calls>, as later DeepSeek models write it and hosts
     # leak it into the content.
     "deepseek-v32": lambda text: text.replace("DSML｜function_calls>", "DSML｜tool_calls>"),
+    # No <|python_end|> at the very end of the answer: the model stops on its end-of-turn
+    # token right after the list (vLLM's llama4_pythonic parser takes the token as optional).
+    "llama4-pythonic": lambda text: text.removesuffix("<|python_end|>"),
     "mistral": lambda text: text.replace("[TOOL_CALLS] [", "[TOOL_CALLS][")[:-2] + ', "id": "a1b2c3d4e"}]',
 }
 
@@ -551,6 +554,7 @@ ORPHANS: dict[str, str] = {"qwen-tools": "</tools>", "hermes": "</tool_call>", "
                            "minimax-m2": "</minimax:tool_call>", "kimi-k2": "<|tool_calls_section_end|>", "deepseek-v31": "<｜tool▁calls▁end｜>",
                            "gpt-oss": "<|call|>",
                            "deepseek-v32": "</｜DSML｜function_calls>",
+                           "llama4-pythonic": "<|python_end|>",
                            "invoke-xml": "</function_calls>", "cline-xml": "</read_file>"}
 
 

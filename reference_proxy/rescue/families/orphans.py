@@ -22,6 +22,7 @@ CLOSERS = (
     "<|call|>",
     "</｜DSML｜function_calls>",
     "</｜DSML｜tool_calls>",
+    "<|python_end|>",
 )
 
 
