@@ -510,11 +510,12 @@ CASES = [
     # ---------------------------------------------------------------- Phi-4-mini functools
     Case(
         "phi4-mini-list",
-        'On it. functools[{"name": "get_weather", "arguments": {"city": "Paris"}}] Done.',
-        "On it.  Done.",
+        'On it.\n  functools[{"name": "get_weather", "arguments": {"city": "Paris"}}] Done.',
+        "On it.\n   Done.",
         [W_PARIS],
     ),
-    Case("phi4-mini-python-module", "Use functools.partial, or import functools; functools [is] a module.", None),
+    Case("phi4-mini-python-module", "Use functools.partial, or import functools; functools [is] a module.\nfunctools [x]", None),
+    Case("phi4-mini-mid-line", 'Call functools[{"name": "get_weather", "arguments": {"city": "Paris"}}]', None),
     Case("phi4-mini-glued-to-a-word", 'myfunctools[{"name": "get_weather", "arguments": {"city": "Paris"}}]', None),
     # ---------------------------------------------------------------- Llama 4 <|python_start|>
     Case(

@@ -180,11 +180,11 @@ PHI4_MINI = "functools"
 class Phi4Mini(Family):
     """Phi-4-mini: ``functools[{"name": ..., "arguments": {...}}]`` (vLLM's
     ``phi4_mini_json`` parser): the word, then the same JSON list as Mistral's. Only
-    ``functools`` at a word start with ``[`` next counts: Python's module of that name is
-    prose."""
+    ``functools`` at the start of a line counts, where the model writes it (as a pythonic
+    list): mid-line it is Python's module of that name, in prose."""
 
     name = "phi4-mini"
-    openers = (Opener(PHI4_MINI, word=True, then="["),)
+    openers = (Opener(PHI4_MINI, line_start=True),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return MistralParser(tools, PHI4_MINI, named=False)
