@@ -348,7 +348,10 @@ class ConformanceSession:
 
     def _preflight(self, shared: Shared) -> None:
         """One plain exchange per client dialect in use: a request that never reaches the mock
-        stops the run with a diagnosis instead of failing every scenario the same way."""
+        stops the run with a diagnosis instead of failing every scenario the same way.
+
+        It may take the default timeout even when ``--timeout`` is shorter: the first request
+        can pay the proxy's cold start, and its verdict decides the whole run."""
         from harness.health import plain_scenario, preflight
 
         profile: Profile = self.client_profile or "openai"
@@ -356,7 +359,7 @@ class ConformanceSession:
         upstream = self.upstream_mode if self.upstream_mode in ("openai", "anthropic") else dialect
         result = preflight(plain_scenario(profile, upstream), proxy_url=shared.proxy_url, mock=self.mock,
                            profile=profile, model=self.models.default, proxy_headers=self.proxy_headers,
-                           timeout=self.timeout)
+                           timeout=max(self.timeout, DEFAULT_TIMEOUT))
         if not result.reached_mock:
             pytest.exit(result.diagnosis(shared.mock_url, mock_served=shared.mock_served),
                         returncode=pytest.ExitCode.USAGE_ERROR)
@@ -745,11 +748,11 @@ class ScenarioItem(pytest.Item):
         exc = excinfo.value
         tbstyle = style or self.config.getoption("tbstyle", "auto")
         if isinstance(exc, ConformanceError) and tbstyle == "line":
-            return _one_line(self, str(exc))
+            return _as_repr(self, str(exc), body=False)
         if isinstance(exc, ItemFailed):
-            return self._render(exc, full=tbstyle in ("long", "native"))
+            return _as_repr(self, self._render(exc, full=tbstyle in ("long", "native")))
         if isinstance(exc, ConformanceError):
-            return f"{type(exc).__name__}: {exc}"
+            return _as_repr(self, f"{type(exc).__name__}: {exc}")
         return super().repr_failure(excinfo, style=style)
 
     def _render(self, exc: ItemFailed, *, full: bool) -> str:
@@ -770,11 +773,17 @@ class ScenarioItem(pytest.Item):
         return text
 
 
-def _one_line(item: ScenarioItem, message: str) -> TerminalRepr:
-    """What ``--tb=line`` prints: the scenario file and the failure, on one line (kept
-    whole also when pytest-xdist sends the report from a worker)."""
-    from _pytest._code.code import ReprExceptionInfo, ReprFileLocation, ReprTraceback
+def _as_repr(item: ScenarioItem, text: str, *, body: bool = True) -> TerminalRepr:
+    """A report whose one-line summary is the text's first line and whose body (unless
+    ``body`` is false, as for ``--tb=line``) is the whole text.
+
+    A plain string would do for the body, but pytest then uses all of it as the short
+    summary's message, which it prints untruncated on CI; a report object keeps its
+    first line there, and survives pytest-xdist sending it from a worker."""
+    from _pytest._code.code import ReprEntryNative, ReprExceptionInfo, ReprFileLocation, ReprTraceback
 
     path, _, _ = item.reportinfo()
-    first = message.splitlines()[0] if message else ""
-    return ReprExceptionInfo(ReprTraceback([], None, "line"), ReprFileLocation(str(path), 1, first))
+    first = text.splitlines()[0] if text else ""
+    entries = [ReprEntryNative([text + "\n"])] if body else []
+    return ReprExceptionInfo(ReprTraceback(entries, None, "native" if body else "line"),
+                             ReprFileLocation(str(path), 1, first))

@@ -1,6 +1,6 @@
 """Remove the vendor-only fields of a non-streaming answer that strict clients trip over.
 
-The list is seed 001's: vLLM adds these to ``chat.completion`` bodies, and clients
+The list is vllm-tool-proxy's: vLLM adds these to ``chat.completion`` bodies, and clients
 that validate responses (OpenClaw) reject or mis-handle them.
 """
 

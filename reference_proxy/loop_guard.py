@@ -1,6 +1,6 @@
 """The loop guard: a conversation that keeps calling tools is stopped without asking the model.
 
-Seed 001's safety net against repetition loops burning tokens: past the limit of
+vllm-tool-proxy's safety net against repetition loops burning tokens: past the limit of
 ``tool`` messages the proxy answers by itself with a short assistant message and
 ``finish_reason: "stop"``, streamed or not as the client asked.
 """

@@ -218,10 +218,14 @@ def test_failure_text_names_rule_statement_and_replay(pytester: pytest.Pytester,
 
 
 @pytest.mark.parametrize("style", ["auto", "short", "line", "no"])
-def test_every_tb_style_is_honoured(pytester: pytest.Pytester, servers: ServeFn, style: str) -> None:
+def test_every_tb_style_is_honoured(
+    pytester: pytest.Pytester, servers: ServeFn, style: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The default view is compact (each finding and where it is, no raw answer);
     ``--tb=line`` is one line per failure, ``--tb=no`` nothing; ``--tb=long`` (above)
-    adds the raw answer around every finding."""
+    adds the raw answer around every finding. The short summary keeps to one line per
+    failure also on CI, where pytest prints its messages untruncated."""
+    monkeypatch.setenv("CI", "true")
     folder = _library(pytester, STREAMED[0])
     mock_url = servers(create_mock()).url
     proxy_url = servers(passthrough(mock_url, drop_done)).url + "/v1"
@@ -240,6 +244,8 @@ def test_every_tb_style_is_honoured(pytester: pytest.Pytester, servers: ServeFn,
         assert "rule SSE-004" not in out
     else:
         assert "rule SSE-004" not in out and "native-single.yaml" not in out
+    summary = "plain-native-single: SSE-004" if style == "line" else "rules broken: SSE-004 (profile openai)"
+    result.stdout.fnmatch_lines([f"FAILED conformance::plain-native-single - {summary}"])
 
 
 def test_selection_rerun_and_junit_with_the_harness_serving_the_mock(
@@ -464,21 +470,24 @@ def test_a_run_that_checks_nothing_fails_and_says_why(pytester: pytest.Pytester)
 JUSTIFIED_SKIPS: dict[str, str] = {}
 
 
-def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("marks", ["not generated", "generated"], ids=["hand-written", "generated"])
+def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(pytester: pytest.Pytester, marks: str) -> None:
     """The bundled library against the bundled reference proxy with every rule enforced
     (--strict), every streaming case also re-split five ways, on two xdist workers:
-    nothing fails, and nothing is skipped but the cases listed above."""
+    nothing fails, and nothing is skipped but the cases listed above. Two halves, so
+    that the project's own parallel run can spread them."""
     report = pytester.path / "r.json"
-    result = pytester.runpytest("-n", "2", "--conformance", "--conformance-strict", "--conformance-rechunk", "5", "--conformance-rechunk-seed",
-                                "20261123", "-p", "no:cacheprovider", "--conformance-report-json", str(report),
-                                "--conformance-upstream-dialect", "natural")
+    result = pytester.runpytest("-n", "2", "--conformance", "--conformance-strict", "--conformance-rechunk", "5",
+                                "--conformance-rechunk-seed", "20261123", "-p", "no:cacheprovider", "-m", marks,
+                                "--conformance-report-json", str(report), "--conformance-upstream-dialect", "natural")
     data = json.loads(report.read_text())
     broken = {s["scenario"]: s["failures"] for s in data["scenarios"] if s["outcome"] not in ("passed", "skipped")}
     assert not broken, json.dumps(broken, indent=1)[:4000]
     assert result.ret == pytest.ExitCode.OK
-    assert len(data["scenarios"]) == len(LIBRARY)
+    generated = marks == "generated"
+    assert len(data["scenarios"]) == sum(("generated" in s.tags) == generated for s in LIBRARY.values())
     skipped = {s["scenario"]: s["reason"] for s in data["scenarios"] if s["outcome"] == "skipped"}
-    assert skipped == JUSTIFIED_SKIPS
+    assert skipped == {k: v for k, v in JUSTIFIED_SKIPS.items() if ("generated" in LIBRARY[k].tags) == generated}
 
 
 def test_known_failures_written_from_a_run_then_pruned_when_fixed(pytester: pytest.Pytester,

@@ -38,12 +38,14 @@ from harness.rules import RULES, Options, compare_answers, compare_item, evaluat
 from harness.rules import locate
 from harness.rules.context import Context, effective_options
 from harness.rules.registry import ENTRIES, Violation
+from harness.rules.report import check_location
 from harness.scenario import PROFILES, Profile, RawFrame, Scenario, ToolCallFrame, parse_scenario
 from harness.sse import parse_events
 from harness.transcript import Position
 from harness.xml_calls import parse_xml_calls, tool_vocabulary
 import test_rules_anthropic
 import test_rules_faults
+from rule_proofs import proofs
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -203,7 +205,7 @@ CALL_STREAM = sse(
     chunk(finish="tool_calls"),
 )
 TEXT_STREAM = sse(ROLE, chunk({"content": "Hello"}), chunk({"content": " world"}), chunk(finish="stop"))
-TWO_CALL_STREAM = sse(  # seed 002, section 5.3.4: text, then two calls
+TWO_CALL_STREAM = sse(  # the Copilot service plan, section 5.3.4: text, then two calls
     ROLE,
     chunk({"content": "Let me "}),
     chunk({"content": "check."}),
@@ -1306,7 +1308,19 @@ def test_rules_table_is_complete_and_ids_are_well_formed() -> None:
 
 
 def test_docs_rules_md_is_generated() -> None:
-    assert (ROOT / "docs" / "rules.md").read_text("utf-8") == rules_markdown()
+    """docs/rules.md is the registry and the proofs as they are now (``python tests/rule_proofs.py``)."""
+    assert (ROOT / "docs" / "rules.md").read_text("utf-8") == rules_markdown(proofs())
+
+
+def test_every_rule_has_its_function_a_breaking_case_and_a_mutant() -> None:
+    """One hop from a rule id to the function judging it, the cases breaking it and the
+    mutants it catches: a rule missing any of them fails here."""
+    found = proofs()
+    for rule_id in RULES:
+        path, function = check_location(rule_id)
+        assert (ROOT / path).is_file() and f"def {function.rsplit('.', 1)[-1]}(" in (ROOT / path).read_text("utf-8")
+        assert found[rule_id].cases, f"{rule_id}: no unit case breaks it"
+        assert found[rule_id].mutants, f"{rule_id}: no mutant proxy is caught by it"
 
 
 # --------------------------------------------------------------------------- relayed upstream output

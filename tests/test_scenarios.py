@@ -63,7 +63,6 @@ MINIMUM_PER_FAMILY = {"anthropic": 12, "faults": 12, "bad-input": 6}
 TROUBLE_FAMILIES = {"faults", "bad-input"}
 ANTHROPIC_STOP_REASONS = {"end_turn", "max_tokens", "tool_use"}
 # The seeds a source may cite, by number: public write-ups of proxies whose behaviour a case imitates.
-SEEDS = ("000", "001", "002", "003", "004")
 CAPTURES = Path(__file__).parent / "captures"
 
 
@@ -406,10 +405,9 @@ def source_problem(source: str) -> str | None:
     missing = [name for name in captures if not (CAPTURES / name).is_file()]
     if missing:
         return f"no capture {', '.join(missing)} in {CAPTURES}"
-    for cited in re.finditer(r"\bseeds?\s+((?:\d+(?:,\s*and\s+|,\s*|\s+and\s+)?)+)", source):
-        unknown = [n for n in re.findall(r"\d+", cited.group(1)) if n not in SEEDS]
-        if unknown:
-            return f"seed(s) {', '.join(unknown)} cited, but the seeds are {', '.join(SEEDS)}"
+    numbered = re.search(r"\b(?:seed|document|doc)s?\s+#?\d{3}\b", source, re.IGNORECASE)
+    if numbered:
+        return f"cite a write-up by its name (docs/scenarios.md, Sources), not by a number: {numbered.group(0)!r}"
     return None
 
 
@@ -417,14 +415,14 @@ def source_problem(source: str) -> str | None:
     ("source", "fragment"),
     [
         ("synthetic", None),
-        ("synthetic, after seeds 000 and 004: held back up to a cap", None),
-        ("synthetic, after seed 002 section 5.6.1 and seed 001", None),
+        ("synthetic, after the VTC design and Kiro-Go PR #114: held back up to a cap", None),
+        ("synthetic, after the Copilot service plan section 5.6.1 and vllm-tool-proxy", None),
         ("imported from tests/captures/vllm-qwen-tool-call.sse (SSE transcript).", None),
-        ("seed 004 (Kiro-Go PR): the backend sends", "starts its source with 'synthetic'"),
+        ("Kiro-Go PR #114: the backend sends", "starts its source with 'synthetic'"),
         ("Azure OpenAI streams a first chunk with choices []", "starts its source with 'synthetic'"),
         ("imported from tests/captures/never-recorded.sse", "no capture never-recorded.sse"),
-        ("synthetic, after seed 005", "seed(s) 005 cited"),
-        ("synthetic, after seeds 001, 003 and 4", "seed(s) 4 cited"),
+        ("synthetic, after seed 004", "not by a number: 'seed 004'"),
+        ("synthetic, after document 001 and the formats reference", "not by a number: 'document 001'"),
     ],
 )
 def test_source_rule(source: str, fragment: str | None) -> None:

@@ -504,9 +504,9 @@ VARIANTS: dict[str, Callable[[str], str]] = {
     "hermes": lambda text: text[: text.rindex("</tool_call>")].rstrip(),
     # No <tool_call> wrapper around <function=…> (Qwen3-Coder models drop it).
     "qwen-coder": lambda text: text.replace("<tool_call>\n", "").replace("\n</tool_call>", ""),
-    # No <function_calls> wrapper around the <invoke> (seed 000).
+    # No <function_calls> wrapper around the <invoke> (the VTC design).
     "invoke-xml": lambda text: text.replace("<function_calls>\n", "").replace("\n</function_calls>", ""),
-    # The opening fence in the middle of a line, not at its start (seed 003).
+    # The opening fence in the middle of a line, not at its start (the Roo-Cline transformer spec).
     "tool-code": lambda text: "Running it now: " + text,
     # No blank after the token, and the call's id inside the object, as the Mistral-Nemo
     # and Ministral templates render it (ml-explore/mlx-lm#1374, #1643).

@@ -12,7 +12,7 @@ def call_object(call: Call) -> str:
 
 
 class QwenTools:
-    """Qwen2.5 served as text (seed 001): ``<tools>{"name": …, "arguments": …}</tools>``;
+    """Qwen2.5 served as text (vllm-tool-proxy): ``<tools>{"name": …, "arguments": …}</tools>``;
     several calls one object per line inside one pair of tags."""
 
     id = "qwen-tools"
@@ -42,7 +42,7 @@ class Hermes:
 
 
 class BareJson:
-    """Qwen2.5 answers with no tags at all (seed 001): the whole content is the call
+    """Qwen2.5 answers with no tags at all (vllm-tool-proxy): the whole content is the call
     object, or one object per line."""
 
     id = "bare-json"
@@ -56,7 +56,7 @@ class BareJson:
 
 
 class ToolCode:
-    """Roo ``tool_code`` blocks (seed 003): a fenced block holding one object whose
+    """Roo ``tool_code`` blocks (the Roo-Cline transformer spec): a fenced block holding one object whose
     ``tool`` key names the tool and whose other keys are the arguments; one block per
     call, separated by a blank line."""
 

@@ -42,7 +42,7 @@ def function_blocks(calls: Sequence[Call], wrapper: str, edge: str) -> str:
 
 
 class InvokeXml:
-    """Anthropic-style calls leaked into text (seeds 000, 004): ``<function_calls>`` around
+    """Anthropic-style calls leaked into text (the VTC design and Kiro-Go PR #114): ``<function_calls>`` around
     one ``<invoke name="f">`` per call, each with ``<parameter name="p">value</parameter>``
     lines; values raw, never entity-escaped."""
 
@@ -70,7 +70,7 @@ class InvokeXml:
 
 
 class ClineXml:
-    """Cline / Roo / Kilo XML (seeds 000, 003): ``<tool>\\n<param>value</param>\\n</tool>``,
+    """Cline / Roo / Kilo XML (the VTC design and the Roo-Cline transformer spec): ``<tool>\\n<param>value</param>\\n</tool>``,
     tag names are the tool's and its parameters'; one block per call, separated by a
     blank line; values raw, multi-line ones on their own lines."""
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
 from harness.rules.registry import ENTRIES
 
 _GROUP_ORDER = (
@@ -31,12 +34,40 @@ def ordered_ids() -> list[str]:
     return sorted(ENTRIES, key=_sort_key)
 
 
-def rules_markdown() -> str:
-    """The Markdown table of every rule: id, severity, group, statement."""
+@dataclass(frozen=True)
+class Proof:
+    """Where a rule is shown to work: the unit cases that break it and the mutant proxies
+    it catches, each keyed by the file that holds them (paths from the repository root)."""
+
+    cases: Mapping[str, Sequence[str]]
+    mutants: Mapping[str, Sequence[str]]
+
+
+def check_location(rule_id: str) -> tuple[str, str]:
+    """The file (from the repository root) and the function that judge a rule."""
+    entry = ENTRIES[rule_id]
+    check = entry.check or entry.pair_check or entry.item_check or entry.round_check
+    assert check is not None, rule_id
+    return check.__module__.replace(".", "/") + ".py", check.__qualname__
+
+
+def _by_file(found: Mapping[str, Sequence[str]], most: int = 4) -> str:
+    parts = []
+    for path, names in found.items():
+        shown = ", ".join(f"`{n}`" for n in names[:most])
+        more = f" and {len(names) - most} more" if len(names) > most else ""
+        parts.append(f"[{path.rsplit('/', 1)[-1]}](../{path}): {shown}{more}")
+    return "; ".join(parts) or "none"
+
+
+def rules_markdown(proofs: Mapping[str, Proof] | None = None) -> str:
+    """The Markdown table of every rule: id, severity, group, statement; with ``proofs``,
+    a second table giving each rule's function, breaking cases and mutants."""
     lines = [
         "# Conformance rules",
         "",
-        "Generated from `harness/rules` (`harness.rules.rules_markdown()`); do not edit by hand.",
+        "Generated from `harness/rules` (`harness.rules.rules_markdown()`, with the proofs collected by",
+        "`python tests/rule_proofs.py`, which rewrites this file); do not edit by hand.",
         "",
         "Severity **client**: at least one real client breaks or silently misbehaves; always checked.",
         "Severity **spec**: only the specification requires it; checked with `--strict`.",
@@ -48,5 +79,23 @@ def rules_markdown() -> str:
     for rule_id in ordered_ids():
         rule = ENTRIES[rule_id].rule
         statement = rule.statement.replace("|", "\\|")
-        lines.append(f"| {rule.id} | {rule.severity} | {rule.group} | {statement} |")
+        shown = f"[{rule.id}](#{rule.id.lower()})" if proofs is not None else rule.id
+        lines.append(f"| {shown} | {rule.severity} | {rule.group} | {statement} |")
+    if proofs is not None:
+        lines += [
+            "",
+            "## Where each rule is proven",
+            "",
+            "Each rule's check (the function in `harness/rules` that judges it), the unit cases that break it",
+            "(an answer the rule must reject, next to a correct answer it accepts), and the mutant proxies in",
+            "`tests/mutants` it catches when the harness plays them live (`tests/test_mutants.py`).",
+            "",
+            "| id | check | breaking cases | mutants caught |",
+            "| --- | --- | --- | --- |",
+        ]
+        for rule_id in ordered_ids():
+            path, function = check_location(rule_id)
+            proof = proofs.get(rule_id, Proof({}, {}))
+            lines.append(f'| <a id="{rule_id.lower()}"></a>{rule_id} | [`{function}`](../{path}) | '
+                         f"{_by_file(proof.cases)} | {_by_file(proof.mutants)} |")
     return "\n".join(lines) + "\n"

@@ -2,7 +2,7 @@
 
 XML-style families write every parameter as bare text; the client wants typed JSON
 arguments. The declared schema decides where it can; where it cannot, the rule
-leaked-call rescuers settled on (seed 004) applies: literals become their type, any
+leaked-call rescuers settled on (Kiro-Go PR #114) applies: literals become their type, any
 other text stays exactly as written.
 """
 
@@ -106,7 +106,7 @@ def schema_types(schema: Mapping[str, Any] | None) -> list[str]:
 
 
 def untyped_value(raw: str) -> Any:
-    """Seed-004 rule: bool/int/float/null literals are typed, all else is kept verbatim."""
+    """Kiro-Go PR #114 rule: bool/int/float/null literals are typed, all else is kept verbatim."""
     stripped = raw.strip()
     if stripped in _LITERALS:
         return _LITERALS[stripped]

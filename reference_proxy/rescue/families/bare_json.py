@@ -1,4 +1,4 @@
-"""Bare JSON calls: a line that is nothing but call objects (seed 001).
+"""Bare JSON calls: a line that is nothing but call objects (vllm-tool-proxy).
 
 Qwen2.5 sometimes drops the ``<tools>`` tags: the whole answer, or one line of it, is
 ``{"name": ..., "arguments": {...}}`` (or an array of them, or several objects on one

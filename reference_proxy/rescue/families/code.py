@@ -18,7 +18,7 @@ their real calls in a fence. The rules:
   blanks and backticks are at most ``MAX_FENCE_LINE`` characters, newline excluded, so
   it is recognised without holding a long line (and a fence opened by a longer run
   never closes).
-- A ``tool_code`` block (seed 003) holds one JSON object, ``{"tool": NAME, ...}``: the
+- A ``tool_code`` block (the Roo-Cline transformer spec) holds one JSON object, ``{"tool": NAME, ...}``: the
   call. It opens at a line start or anywhere else (```` ```tool_code ```` names itself);
   a block that is not a valid call is text as a whole.
 

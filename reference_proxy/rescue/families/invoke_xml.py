@@ -1,4 +1,4 @@
-"""Anthropic-style invoke XML leaked into text (seeds 000, 004).
+"""Anthropic-style invoke XML leaked into text (the VTC design and Kiro-Go PR #114).
 
 ``<function_calls>`` wraps one or more ``<invoke name="NAME">`` elements, each holding
 ``<parameter name="P">VALUE</parameter>`` children. The wrapper may be missing, or
@@ -10,7 +10,7 @@ glued to the ``<invoke`` itself. After a blank in the middle of a line (``Lines 
 count``) it is the English word, and the ``<invoke`` after it starts a bare call. Each call
 is emitted as soon as its ``</invoke>`` arrives. Names may carry a namespace
 (``ns:tool:f``); values are raw text (never entity-unescaped, white space kept), typed by
-the tool's schema or the seed-004 literal rule. A ``</parameter>`` ends a value only
+the tool's schema or the Kiro-Go PR #114 literal rule. A ``</parameter>`` ends a value only
 when the next parameter or ``</invoke>`` follows it: file content may quote the tag.
 """
 

@@ -1,4 +1,4 @@
-"""Qwen2.5 ``<tools>…</tools>``: one call object, one per line, or an array of them (seed 001)."""
+"""Qwen2.5 ``<tools>…</tools>``: one call object, one per line, or an array of them (vllm-tool-proxy)."""
 
 from __future__ import annotations
 

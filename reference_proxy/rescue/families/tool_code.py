@@ -1,4 +1,4 @@
-"""Roo-style blocks: ```` ```tool_code\\n{"tool": "NAME", "k": v}\\n``` ```` (seed 003).
+"""Roo-style blocks: ```` ```tool_code\\n{"tool": "NAME", "k": v}\\n``` ```` (the Roo-Cline transformer spec).
 
 The ``tool`` key names the tool, every other key is an argument. The block is a fenced
 code block, so the ``code`` family finds it and hands it to this parser; whatever is

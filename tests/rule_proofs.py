@@ -1,0 +1,68 @@
+"""Where each rule is proven: the unit cases that break it and the mutants it catches.
+
+``docs/rules.md`` shows them next to each rule's function; ``python tests/rule_proofs.py``
+rewrites that file, and ``tests/test_rules.py`` keeps it fresh and fails when a rule has
+no breaking case or no mutant.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from types import ModuleType
+
+from harness.rules.report import Proof
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _path(module: ModuleType) -> str:
+    assert module.__file__ is not None
+    return Path(module.__file__).resolve().relative_to(ROOT).as_posix()
+
+
+def _broken_cases() -> Iterable[tuple[str, str, Iterable[str]]]:
+    """(file, case id, rules the case breaks) for every unit case that breaks a rule."""
+    import test_isolation
+    import test_rules
+    import test_rules_anthropic
+    import test_rules_faults
+
+    for module in (test_rules, test_rules_anthropic, test_rules_faults):
+        for case in module.BROKEN:
+            yield _path(module), case.id, case.fails
+    for pair in test_rules.PAIRS:
+        if pair.fails:
+            yield _path(test_rules), pair.id, ("EQ-001",)
+    for item_id, *_, fails in test_rules.ITEMS:
+        if fails:
+            yield _path(test_rules), item_id, ("TOOL-010",)
+    for name, (_, broken) in test_isolation.ROUNDS.items():
+        yield _path(test_isolation), name, broken
+
+
+def proofs() -> dict[str, Proof]:
+    """Every rule's breaking cases and mutants, by file, in the order the files list them."""
+    import mutants
+    from harness.rules import RULES
+
+    cases: dict[str, dict[str, list[str]]] = {rule_id: {} for rule_id in RULES}
+    for path, case_id, broken in _broken_cases():
+        for rule_id in broken:
+            cases[rule_id].setdefault(path, []).append(case_id)
+    caught: dict[str, dict[str, list[str]]] = {rule_id: {} for rule_id in RULES}
+    homes = {mutant.id: _path(module) for name, module in list(sys.modules.items())
+             if name.startswith("mutants.") and hasattr(module, "MUTANTS") for mutant in module.MUTANTS}
+    for mutant in mutants.MUTANTS:
+        for rule_id in mutant.rules:
+            caught[rule_id].setdefault(homes[mutant.id], []).append(mutant.id)
+    return {rule_id: Proof(cases[rule_id], caught[rule_id]) for rule_id in RULES}
+
+
+if __name__ == "__main__":
+    # tests/ on the path for the test modules, the root for the packages.
+    sys.path[:1] = [str(ROOT / "tests"), str(ROOT)]
+    from harness.rules import rules_markdown
+
+    (ROOT / "docs" / "rules.md").write_text(rules_markdown(proofs()), "utf-8")

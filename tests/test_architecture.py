@@ -1,0 +1,124 @@
+"""The import arrows between the three packages, as docs/architecture.md draws them.
+
+Every import from one of ``harness``, ``mock_backends`` and ``reference_proxy`` into
+another is listed here with the reason it exists; a new one fails until it is either
+avoided or added with its reason, and a listed one that disappears must leave the list
+(so the list only shrinks as the shared core forms). The reference proxy, an
+independent implementation of the wire formats, never imports the harness's readers
+or judges: a shared bug could then make both agree.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("harness", "mock_backends", "reference_proxy")
+
+# The shared model every shell reads: scenarios, errors, exchange records, nonces, dialects.
+CORE = ("harness.scenario", "harness.scenario_yaml", "harness.errors", "harness.exchange", "harness.nonce", "harness.dialects")
+# What the harness reads and judges answers with: never the reference proxy's to use.
+JUDGES = ("harness.rules", "harness.sse", "harness.assemble", "harness.compare", "harness.sdk_compat",
+          "harness.xml_calls", "harness.transcript", "harness.anthropic_events", "harness.markup", "harness.formats")
+
+# (importing module, imported module prefix): why the arrow exists.
+CROSSING: dict[tuple[str, str], str] = {
+    # The shells that are about another shell: the CLI starts the mock and the proxy; the
+    # embedded run serves both in-process.
+    ("harness.cli", "mock_backends.cli"): "the CLI's mock command",
+    ("harness.cli", "mock_backends.control"): "the CLI's run talks to the mock it started",
+    ("harness.cli", "reference_proxy.cli"): "the CLI's proxy command",
+    ("harness.embedded", "mock_backends.app"): "the bundled run serves the mock in-process",
+    ("harness.embedded", "reference_proxy.app"): "the bundled run serves the reference proxy in-process",
+    ("harness.embedded", "reference_proxy.config"): "the bundled run configures the reference proxy",
+    # The harness drives the mock through its control client (arming scenarios, reading what arrived).
+    ("harness.plugin", "mock_backends.control"): "arms scenarios, reads what reached the mock",
+    ("harness.runner", "mock_backends.control"): "arms scenarios, reads what reached the mock",
+    ("harness.health", "mock_backends.control"): "the preflight's exchange through the mock",
+    ("harness.isolation", "mock_backends.control"): "isolation rounds arm several scenarios at once",
+    ("harness.fuzz.command", "mock_backends.control"): "generated cases are armed like written ones",
+    ("harness.fuzz.engine", "mock_backends.control"): "generated cases are armed like written ones",
+    # The mock's replay planning, used to cut frames the way the mock will send them.
+    ("harness.rechunk", "mock_backends"): "re-chunked variants are planned like the mock's frames",
+    ("harness.rechunk", "mock_backends.wire"): "re-chunked variants are planned like the mock's frames",
+    ("harness.capture_messages", "mock_backends.anthropic_replay"): "a capture's Messages frames as the mock plays them",
+    ("harness.locustfile", "mock_backends.fault_rate"): "the soak arms faults at a rate",
+    ("harness.soak_judge", "mock_backends.fault_rate"): "the soak judges answers to faults armed at a rate",
+    # The importer asks the reference proxy for a proposed expectation (one seam).
+    ("harness.importer", "reference_proxy.rescue"): "a capture's proposed calls, as the reference proxy rescues them",
+    ("harness.import_expect", "reference_proxy.rescue"): "a capture's proposed calls",
+    ("harness.import_expect", "reference_proxy.anthropic_message"): "a capture's proposed Messages answer",
+    ("harness.import_expect", "reference_proxy.dedup"): "a capture's proposed calls without a text copy",
+    ("harness.import_expect", "reference_proxy.request_shaping"): "a capture's proposed upstream request",
+    # The mock reads the shared model (to become imports of the core).
+    ("mock_backends.anthropic_replay", "harness.dialects"): "core: the Messages dialect's tables",
+    ("mock_backends.anthropic_replay", "harness.scenario"): "core: the scenario model",
+    ("mock_backends.app", "harness.errors"): "core: the exception tree",
+    ("mock_backends.app", "harness.exchange"): "core: exchange records",
+    ("mock_backends.app", "harness.nonce"): "core: the nonce that routes a request to its scenario",
+    ("mock_backends.app", "harness.scenario"): "core: the scenario model",
+    ("mock_backends.cli", "harness.errors"): "core: the exception tree",
+    ("mock_backends.cli", "harness.nonce"): "core: the nonce header",
+    ("mock_backends.cli", "harness.scenario"): "core: the scenario model",
+    ("mock_backends.cli", "harness.servers"): "a listening socket bound before the address is printed",
+    ("mock_backends.control", "harness.errors"): "core: the exception tree",
+    ("mock_backends.control", "harness.exchange"): "core: exchange records",
+    ("mock_backends.control", "harness.scenario"): "core: the scenario model",
+    ("mock_backends.fault_rate", "harness.scenario"): "core: the scenario model",
+    ("mock_backends.openai_replay", "harness.dialects"): "core: the Chat Completions dialect's tables",
+    ("mock_backends.openai_replay", "harness.scenario"): "core: the scenario model",
+    ("mock_backends.registry", "harness.errors"): "core: the exception tree",
+    ("mock_backends.registry", "harness.exchange"): "core: exchange records",
+    ("mock_backends.registry", "harness.nonce"): "core: nonces",
+    ("mock_backends.registry", "harness.scenario"): "core: the scenario model",
+    ("mock_backends.wire", "harness.scenario"): "core: the scenario model",
+    # The reference proxy: only the exception tree and a listening socket.
+    ("reference_proxy.config", "harness.errors"): "core: the exception tree",
+    ("reference_proxy.cli", "harness.servers"): "a listening socket bound before the address is printed",
+}
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imports() -> set[tuple[str, str]]:
+    """Every (module, imported module) pair among the three packages, imports inside
+    functions included."""
+    found: set[tuple[str, str]] = set()
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            here = _module(path)
+            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+                names = ([node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
+                         else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+                found.update((here, name) for name in names if name.split(".")[0] in PACKAGES)
+    return found
+
+
+def crossings() -> set[tuple[str, str]]:
+    """The imports that cross from one package into another."""
+    return {(m, name) for m, name in imports() if m.split(".")[0] != name.split(".")[0]}
+
+
+def test_the_core_imports_only_the_core() -> None:
+    assert sorted((m, name) for m, name in imports() if m.startswith(CORE) and not name.startswith(CORE)) == []
+
+
+def test_every_import_across_packages_is_listed_with_its_reason() -> None:
+    found = crossings()
+    assert sorted(found - set(CROSSING)) == [], "new arrows between packages: avoid them or list them with a reason"
+    assert sorted(set(CROSSING) - found) == [], "arrows no longer there: take them off the list"
+
+
+def test_the_reference_proxy_never_uses_the_harness_readers_or_judges() -> None:
+    used = {(m, name) for m, name in crossings() if m.startswith("reference_proxy")}
+    assert [p for p in used if p[1].startswith(JUDGES)] == []
+    assert all(name.startswith(CORE) or name == "harness.servers" for _, name in used)
+
+
+def test_the_mock_reads_only_the_core_model() -> None:
+    used = {name for m, name in crossings() if m.startswith("mock_backends")}
+    assert sorted(n for n in used if not n.startswith(CORE) and n != "harness.servers") == []
