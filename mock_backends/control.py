@@ -32,9 +32,12 @@ class Lockstep:
 
 
 class MockControl:
-    """Talks to a running mock backend at ``base_url`` (its root, e.g. ``http://127.0.0.1:9000``)."""
+    """Talks to a running mock backend at ``base_url`` (its root, e.g. ``http://127.0.0.1:9000``).
 
-    def __init__(self, base_url: str, *, timeout: float = 10.0) -> None:
+    The control API answers in milliseconds on an idle machine; the timeout only bounds a
+    mock that hangs, and is generous because a busy CI machine can starve it for seconds."""
+
+    def __init__(self, base_url: str, *, timeout: float = 30.0) -> None:
         self.base_url = base_url.rstrip("/")
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout)
 

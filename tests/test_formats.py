@@ -65,6 +65,21 @@ SAMPLES: dict[str, str] = {
     '</invoke>\n<invoke name="edit">\n<parameter name="path">b.txt</parameter>\n<parameter name="line">3'
     '</parameter>\n<parameter name="dry_run">false</parameter>\n<parameter name="tags">["x"]</parameter>\n'
     '<parameter name="note">null</parameter>\n</invoke>\n</minimax:tool_call>',
+    "gpt-oss": '<|start|>assistant<|channel|>commentary to=functions.read_file <|constrain|>json<|message|>'
+    '{"path": "src/a.py"}<|call|><|start|>assistant<|channel|>commentary to=functions.edit <|constrain|>json'
+    '<|message|>{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}<|call|>',
+    "deepseek-v32": '<｜DSML｜function_calls>\n<｜DSML｜invoke name="read_file">\n'
+    '<｜DSML｜parameter name="path" string="true">src/a.py</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+    '<｜DSML｜invoke name="edit">\n<｜DSML｜parameter name="path" string="true">b.txt</｜DSML｜parameter>\n'
+    '<｜DSML｜parameter name="line" string="false">3</｜DSML｜parameter>\n'
+    '<｜DSML｜parameter name="dry_run" string="false">false</｜DSML｜parameter>\n'
+    '<｜DSML｜parameter name="tags" string="false">["x"]</｜DSML｜parameter>\n'
+    '<｜DSML｜parameter name="note" string="false">null</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+    '</｜DSML｜function_calls>',
+    "phi4-mini": 'functools[{"name": "read_file", "arguments": {"path": "src/a.py"}}, {"name": "edit", "arguments": '
+    '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}}]',
+    "llama4-pythonic": '<|python_start|>[read_file(path="src/a.py"), edit(path="b.txt", line=3, dry_run=False, '
+    'tags=["x"], note=None)]<|python_end|>',
     "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
     '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
 }

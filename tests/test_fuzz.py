@@ -30,6 +30,7 @@ from mock_backends.control import MockControl
 from mutants.base import Mutant, proxy_config
 from mutants.different import CORRECT_BUT_DIFFERENT
 from mutants.fuzz_only import ALL_AT_ONCE, FUZZ_ONLY
+from support import PATIENT_TIMEOUT
 from test_mutants import Rig, rig  # noqa: F401  (the module's mock and reference proxy)
 
 FEATURES = proxy_config("http://127.0.0.1:1/v1").features()
@@ -41,7 +42,7 @@ NOT_FORMATS = frozenset({"plain", "features", "anthropic", "faults", "bad-input"
 def run_fuzz(proxy_url: str, mock_url: str, formats: tuple[str, ...], examples: int, out: Path, *,
              profiles: tuple[str, ...] = ("openai",), seed: int = SEED, database: Path | None = None,
              shrink_budget: int = 15) -> FuzzReport:
-    config = FuzzSettings(run=RunSettings(proxy_url=proxy_url, features=FEATURES, timeout=5), formats=formats,
+    config = FuzzSettings(run=RunSettings(proxy_url=proxy_url, features=FEATURES, timeout=PATIENT_TIMEOUT), formats=formats,
                           profiles=profiles, examples=examples, seed=seed, database=database, out=out,  # type: ignore[arg-type]
                           shrink_budget=shrink_budget)
     with MockControl(mock_url) as mock:
@@ -61,10 +62,14 @@ def test_every_text_format_of_the_library_has_a_writer() -> None:
 
 @pytest.mark.parametrize("format_id", list(FORMATS))
 def test_each_format_is_generated_through_its_writer(format_id: str) -> None:
-    """Cases of a format hold its writer's blocks, delimiters and all."""
+    """Cases of a format hold its writer's blocks, delimiters and all; some open with a
+    closed reasoning block drafting calls in the format, which the client must get as
+    text (it is in the expected content) and not as calls."""
     written: list[Case] = []
+    reasoned: list[Case] = []
 
-    @settings(max_examples=25, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=25, deadline=None, database=None, derandomize=True,
+              suppress_health_check=[HealthCheck.too_slow])
     @given(cases([format_id], profiles_for(format_id, ("openai",)), native=False))
     def draw(case: Case) -> None:
         assert case.format_id == format_id and not case.native
@@ -72,10 +77,17 @@ def test_each_format_is_generated_through_its_writer(format_id: str) -> None:
             assert FORMATS[format_id].write(block) in case.text
         if any(call.arguments for call in case.calls):
             written.append(case)
+        if case.reasoning:
+            assert case.text.startswith(case.reasoning) and case.visible.startswith(case.reasoning)
+            assert case.reasoning.startswith("<think>\n") and case.reasoning.rstrip().endswith("</think>")
+            reasoned.append(case)
 
     draw()
     assert written, f"no {format_id} case with arguments in 25 examples"
     assert any(all(d in case.text for d in FORMATS[format_id].delimiters) for case in written)
+    if "openai" in profiles_for(format_id, ("openai",)):
+        assert any(FORMATS[format_id].delimiters[0] in case.reasoning for case in reasoned), \
+            f"no {format_id} case drafts a call in a reasoning block"
 
 
 @settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
@@ -94,7 +106,7 @@ def test_a_generated_case_is_a_valid_scenario_file(case: Case) -> None:
     assert [(c.name, dict(c.arguments)) for c in scenario.expect.tool_calls] == \
         [(c.name, dict(c.arguments)) for c in case.calls]
     if scenario.expect.content is not None:
-        assert scenario.expect.content == "\n".join(case.prose)
+        assert scenario.expect.content == case.reasoning + "\n".join(case.prose)
     else:
         assert re.search(scenario.expect.content_regex or "", "".join(case.prose), re.DOTALL)
 

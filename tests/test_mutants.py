@@ -30,6 +30,7 @@ from mutants.base import Mutant, Rewriter, parse_event, proxy_config, reference
 from mutants.coverage import unproven
 from mutants.different import CORRECT_BUT_DIFFERENT
 from reference_proxy.rescue import ToolSpec, collect, rescue_text
+from support import PATIENT_TIMEOUT
 
 ServeFn = Callable[[Any], Any]
 LIBRARY = {s.id: s for s in load_library()}
@@ -164,7 +165,7 @@ def test_a_correct_but_different_proxy_passes_the_whole_library(profile: Profile
     ids = [s.id for s in LIBRARY.values() if choose_profile(s, profile, FEATURES)[1] is None]
     assert len(ids) > at_least
     url = serve_mutant(servers, different, rig)
-    played = failed_rules(url, rig.mock_url, ids, profile=profile, strict=True, workers=4)
+    played = failed_rules(url, rig.mock_url, ids, profile=profile, strict=True, workers=4, timeout=PATIENT_TIMEOUT)
     assert {s: rules for s, rules in played.items() if rules} == {}
 
 

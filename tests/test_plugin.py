@@ -31,6 +31,7 @@ from harness.scenario import bundled_scenarios_dir, load_library
 from mock_backends.app import create_app as create_mock
 from reference_proxy.app import create_app as create_proxy
 from reference_proxy.config import ProxyConfig
+from support import PATIENT_TIMEOUT
 
 # In-process pytester runs drop every module first imported during the run. httpx
 # imports httpcore lazily and maps its exceptions by class, so httpcore must be
@@ -478,6 +479,7 @@ def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(pytes
     that the project's own parallel run can spread them."""
     report = pytester.path / "r.json"
     result = pytester.runpytest("-n", "2", "--conformance", "--conformance-strict", "--conformance-rechunk", "5",
+                                "--conformance-timeout", str(PATIENT_TIMEOUT),
                                 "--conformance-rechunk-seed", "20261123", "-p", "no:cacheprovider", "-m", marks,
                                 "--conformance-report-json", str(report), "--conformance-upstream-dialect", "natural")
     data = json.loads(report.read_text())
@@ -561,6 +563,7 @@ def test_whole_library_passes_the_translating_reference_proxies(pytester: pytest
     that cannot be said in the other dialect, with that reason."""
     report = pytester.path / "r.json"
     result = pytester.runpytest("-n", "2", "--conformance", "--conformance-strict", "-p", "no:cacheprovider", "-k", "upstream]",
+                                "--conformance-timeout", str(PATIENT_TIMEOUT),
                                 "--conformance-report-json", str(report))
     data = json.loads(report.read_text())
     broken = {s["scenario"]: s["failures"] for s in data["scenarios"] if s["outcome"] not in ("passed", "skipped")}

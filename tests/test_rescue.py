@@ -68,6 +68,11 @@ def coder(name: str, **params: str) -> str:
     return f"<tool_call>\n<function={name}>\n{body}</function>\n</tool_call>"
 
 
+def harmony(name: str, arguments: Any) -> str:
+    return (f"<|start|>assistant<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>"
+            + json.dumps(arguments) + "<|call|>")
+
+
 W_PARIS = ("get_weather", {"city": "Paris"})
 
 CASES = [
@@ -472,6 +477,91 @@ CASES = [
     Case("fence-closing-line-too-long", "```\nx\n" + "`" * (MAX_FENCE_LINE + 1) + "\n" + hermes("read_file", {"path": "a"}), None),
     Case("fence-closing-line-indented-too-far", "```\nx\n" + " " * (MAX_FENCE_LINE - 2) + "```\n" + hermes("run", {}), None),
     Case("fence-opened-by-a-run-too-long-to-close", "`" * (MAX_FENCE_LINE + 1) + "\n" + hermes("run", {}) + "\n" + "`" * (MAX_FENCE_LINE + 1), None),
+    # ---------------------------------------------------------------- DeepSeek V3.2 DSML
+    Case(
+        "dsml-typed-by-attribute",
+        "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"read_file\">\n"
+        "<｜DSML｜parameter name=\"path\" string=\"true\">0042</｜DSML｜parameter>\n"
+        "<｜DSML｜parameter name=\"limit\" string=\"false\">20</｜DSML｜parameter>\n"
+        "</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+        "",
+        [("read_file", {"path": "0042", "limit": 20})],
+    ),
+    Case(
+        "dsml-tool-calls-wrapper-no-attribute",
+        "<｜DSML｜tool_calls><｜DSML｜invoke name=\"get_weather\"><｜DSML｜parameter name=\"city\">Paris"
+        "</｜DSML｜parameter></｜DSML｜invoke></｜DSML｜tool_calls> ok",
+        " ok",
+        [W_PARIS],
+    ),
+    Case(
+        "dsml-closer-in-value",
+        "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"read_file\">\n"
+        "<｜DSML｜parameter name=\"path\" string=\"true\">a</｜DSML｜parameter>b</｜DSML｜parameter>\n"
+        "</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+        "",
+        [("read_file", {"path": "a</｜DSML｜parameter>b"})],
+    ),
+    Case(
+        "dsml-undeclared",
+        "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"nope\">\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+        None,
+    ),
+    # ---------------------------------------------------------------- Phi-4-mini functools
+    Case(
+        "phi4-mini-list",
+        'On it.\n  functools[{"name": "get_weather", "arguments": {"city": "Paris"}}] Done.',
+        "On it.\n   Done.",
+        [W_PARIS],
+    ),
+    Case("phi4-mini-python-module", "Use functools.partial, or import functools; functools [is] a module.\nfunctools [x]", None),
+    Case("phi4-mini-mid-line", 'Call functools[{"name": "get_weather", "arguments": {"city": "Paris"}}]', None),
+    Case("phi4-mini-glued-to-a-word", 'myfunctools[{"name": "get_weather", "arguments": {"city": "Paris"}}]', None),
+    # ---------------------------------------------------------------- Llama 4 <|python_start|>
+    Case(
+        "llama4-pythonic-mid-line",
+        'Sure. <|python_start|>[get_weather(city="Paris")]<|python_end|> Done.',
+        "Sure.  Done.",
+        [W_PARIS],
+    ),
+    Case("llama4-pythonic-end-token-missing-at-end", '<|python_start|>[get_weather(city="Paris")]', "", [W_PARIS]),
+    Case("llama4-pythonic-prose-after-the-list", '<|python_start|>[get_weather(city="Paris")] and more', None),
+    Case("llama4-pythonic-prose", "The <|python_start|> token opens [code] blocks.", None),
+    # ---------------------------------------------------------------- gpt-oss Harmony
+    Case("harmony-call", "Checking.\n" + harmony("get_weather", {"city": "Paris"}), "Checking.\n", [W_PARIS]),
+    Case(
+        "harmony-first-message-without-start",
+        harmony("get_weather", {"city": "Paris"}).removeprefix("<|start|>assistant"),
+        "",
+        [W_PARIS],
+    ),
+    Case(
+        "harmony-recipient-in-role",
+        '<|start|>assistant to=functions.get_weather<|channel|>commentary json<|message|>{"city": "Paris"}<|call|>',
+        "",
+        [W_PARIS],
+    ),
+    Case(
+        "harmony-call-token-in-value",
+        harmony("read_file", {"path": "<|call|><|end|>"}) + "\n" + harmony("get_weather", {"city": "Paris"}),
+        "\n",
+        [("read_file", {"path": "<|call|><|end|>"}), W_PARIS],
+    ),
+    Case(
+        "harmony-analysis-holds-no-call",
+        "<|channel|>analysis<|message|>Maybe " + harmony("read_file", {"path": "a"}) + " first.<|end|>",
+        None,
+    ),
+    Case("harmony-final-is-text", "<|start|>assistant<|channel|>final<|message|>Sunny.<|return|>", None),
+    Case("harmony-undeclared", harmony("nope", {}), None),
+    Case(
+        "harmony-builtin-recipient",
+        '<|channel|>analysis to=browser.search code<|message|>{"query": "x"}<|call|>'
+        '<|start|>assistant<|channel|>commentary to=python code<|message|>print(1)<|call|>',
+        None,
+    ),
+    Case("harmony-unclosed", harmony("get_weather", {"city": "Paris"}).removesuffix("<|call|>"), None),
+    Case("harmony-prose", "Its headers start with <|channel|> and end with <|message|>, then the body.", None),
     # ---------------------------------------------------------------- mixed and edges
     Case(
         "mixed-families-in-order",

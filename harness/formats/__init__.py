@@ -12,12 +12,13 @@ from types import MappingProxyType
 
 from harness.formats.base import Call, FormatError, TextFormat
 from harness.formats.glm import Glm
+from harness.formats.harmony import GptOss
 from harness.formats.json_formats import BareJson, Hermes, QwenTools, ToolCode
 from harness.formats.llama import LlamaJson
-from harness.formats.mistral import Granite, MistralList, MistralV11
-from harness.formats.pythonic import Pythonic
+from harness.formats.mistral import Granite, MistralList, MistralV11, Phi4Mini
+from harness.formats.pythonic import Llama4Pythonic, Pythonic
 from harness.formats.sections import DeepSeekV31, KimiK2
-from harness.formats.xml_formats import ClineXml, InvokeXml, MiniMaxM2, QwenCoder, SeedOss
+from harness.formats.xml_formats import ClineXml, DeepSeekV32, InvokeXml, MiniMaxM2, QwenCoder, SeedOss
 
 _ALL: tuple[TextFormat, ...] = (
     QwenTools(),
@@ -37,6 +38,10 @@ _ALL: tuple[TextFormat, ...] = (
     KimiK2(),
     DeepSeekV31(),
     MiniMaxM2(),
+    GptOss(),
+    DeepSeekV32(),
+    Phi4Mini(),
+    Llama4Pythonic(),
 )
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})

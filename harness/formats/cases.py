@@ -455,12 +455,24 @@ def _fenced_example(fmt: TextFormat) -> Cell:
                 natural(text, fmt), [READ_FILE], "Show me the call syntax.", [], text, exact=True)
 
 
+THOUGHTS: dict[str, Callable[[str], str]] = {
+    # gpt-oss thinks on Harmony's analysis channel, a message of its own ended by <|end|>.
+    "gpt-oss": lambda body: f"<|channel|>analysis<|message|>{body}<|end|>",
+}
+
+
+def _think(body: str) -> str:
+    return f"<think>\n{body}\n</think>"
+
+
 @builds("reasoning-block")
 def _reasoning(fmt: TextFormat) -> Cell:
-    thought = ("<think>\nThe user wants the entry point. I could write\n" + fmt.write([READ_B]) +
-               "\nbut src/app.py is the right file.\n</think>\n\n")
+    body = ("The user wants the entry point. I could write\n" + fmt.write([READ_B]) +
+            "\nbut src/app.py is the right file.")
+    thought = THOUGHTS.get(fmt.id, _think)(body) + "\n\n"
     text = thought + fmt.write([READ])
-    return Cell("a call inside a closed <think> block is text; the call after it is a call",
+    where = "an analysis message" if fmt.id in THOUGHTS else "a closed <think> block"
+    return Cell(f"a call inside {where} is text; the call after it is a call",
                 "reasoning is not an answer: a model that drafts a call while thinking has not made it.",
                 natural(text, fmt), [READ_FILE], "Open the entry point.", [READ], thought.strip(),
                 marker_text=fmt.write([READ]))
@@ -510,6 +522,17 @@ VARIANTS: dict[str, Callable[[str], str]] = {
     # <|python_tag|> before the JSON: Llama 3.1 marks code for its built-in tools so, and
     # models put it before ordinary calls too (vLLM's llama3_json parser strips it).
     "llama3-json": lambda text: "<|python_tag|>" + text,
+    # The recipient in the role part of the header and the content type without
+    # <|constrain|>, which the Harmony format allows ("the recipient may be in the role or
+    # the channel section") and gpt-oss writes.
+    "gpt-oss": lambda text: text.replace("<|channel|>commentary to=functions.read_file <|constrain|>json",
+                                         " to=functions.read_file<|channel|>commentary json"),
+    # The wrapper named <｜DSML｜tool_calls>, as later DeepSeek models write it and hosts
+    # leak it into the content.
+    "deepseek-v32": lambda text: text.replace("DSML｜function_calls>", "DSML｜tool_calls>"),
+    # No <|python_end|> at the very end of the answer: the model stops on its end-of-turn
+    # token right after the list (vLLM's llama4_pythonic parser takes the token as optional).
+    "llama4-pythonic": lambda text: text.removesuffix("<|python_end|>"),
     "mistral": lambda text: text.replace("[TOOL_CALLS] [", "[TOOL_CALLS][")[:-2] + ', "id": "a1b2c3d4e"}]',
 }
 
@@ -529,6 +552,9 @@ def _opener_variant(fmt: TextFormat) -> Cell:
 ORPHANS: dict[str, str] = {"qwen-tools": "</tools>", "hermes": "</tool_call>", "qwen-coder": "</tool_call>",
                            "glm": "</tool_call>", "seed-oss": "</seed:tool_call>",
                            "minimax-m2": "</minimax:tool_call>", "kimi-k2": "<|tool_calls_section_end|>", "deepseek-v31": "<｜tool▁calls▁end｜>",
+                           "gpt-oss": "<|call|>",
+                           "deepseek-v32": "</｜DSML｜function_calls>",
+                           "llama4-pythonic": "<|python_end|>",
                            "invoke-xml": "</function_calls>", "cline-xml": "</read_file>"}
 
 

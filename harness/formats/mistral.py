@@ -1,5 +1,5 @@
 """Formats that put a special token before a JSON list of calls: Mistral's ``[TOOL_CALLS]``
-formats and Granite's ``<|tool_call|>``.
+formats, Granite's ``<|tool_call|>`` and Phi-4-mini's ``functools``.
 
 Mistral (mistral-common tokenizers; vLLM's ``mistral`` parser).
 
@@ -49,3 +49,17 @@ class Granite:
     def write(self, calls: Sequence[Call]) -> str:
         require_calls(calls)
         return "<|tool_call|>" + json_text([{"name": c.name, "arguments": dict(c.arguments)} for c in calls])
+
+
+class Phi4Mini:
+    """Phi-4-mini's chat template (vLLM's ``phi4_mini_json`` parser): the word
+    ``functools`` glued to a JSON list of the calls."""
+
+    id = "phi4-mini"
+    family = "phi"
+    model = "phi-4-mini-instruct"
+    delimiters: tuple[str, ...] = ("functools[",)
+
+    def write(self, calls: Sequence[Call]) -> str:
+        require_calls(calls)
+        return "functools" + json_text([{"name": c.name, "arguments": dict(c.arguments)} for c in calls])

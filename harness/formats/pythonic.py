@@ -41,3 +41,16 @@ class Pythonic:
         return "[" + ", ".join(
             f"{c.name}(" + ", ".join(f"{k}={literal(v)}" for k, v in c.arguments.items()) + ")" for c in calls
         ) + "]"
+
+
+class Llama4Pythonic:
+    """Llama 4 (its chat template; vLLM's ``llama4_pythonic`` parser): the pythonic list
+    between ``<|python_start|>`` and ``<|python_end|>``."""
+
+    id = "llama4-pythonic"
+    family = "pythonic"
+    model = "llama-4-scout-17b-16e-instruct"
+    delimiters: tuple[str, ...] = ("<|python_start|>", "[", "(", ")]", "<|python_end|>")
+
+    def write(self, calls: Sequence[Call]) -> str:
+        return "<|python_start|>" + Pythonic().write(calls) + "<|python_end|>"

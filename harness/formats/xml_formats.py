@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.formats.base import Call, bare_value, require_calls
+from harness.formats.base import Call, bare_value, json_text, require_calls
 
 
 class QwenCoder:
@@ -133,3 +133,34 @@ class MiniMaxM2:
         return InvokeXml().write(calls).replace("<function_calls>", "<minimax:tool_call>").replace(
             "</function_calls>", "</minimax:tool_call>"
         )
+
+
+class DeepSeekV32:
+    """DeepSeek V3.2's DSML (its encoding script; vLLM's ``deepseek_v32`` parser): invoke
+    XML with ``<｜DSML｜``-prefixed tags inside ``<｜DSML｜function_calls>``; a parameter says
+    ``string="true"`` for a string written as it is, ``"false"`` for any other value written
+    as JSON."""
+
+    id = "deepseek-v32"
+    family = "deepseek"
+    model = "deepseek-v3.2"
+    delimiters: tuple[str, ...] = (
+        "<｜DSML｜function_calls>",
+        "<｜DSML｜invoke name=",
+        "<｜DSML｜parameter name=",
+        "</｜DSML｜parameter>",
+        "</｜DSML｜invoke>",
+        "</｜DSML｜function_calls>",
+    )
+
+    def write(self, calls: Sequence[Call]) -> str:
+        require_calls(calls)
+        invokes = []
+        for call in calls:
+            params = "".join(
+                f'<｜DSML｜parameter name="{key}" string="{str(isinstance(value, str)).lower()}">'
+                f"{value if isinstance(value, str) else json_text(value)}</｜DSML｜parameter>\n"
+                for key, value in call.arguments.items()
+            )
+            invokes.append(f'<｜DSML｜invoke name="{call.name}">\n{params}</｜DSML｜invoke>\n')
+        return "<｜DSML｜function_calls>\n" + "".join(invokes) + "</｜DSML｜function_calls>"

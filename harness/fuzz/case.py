@@ -49,6 +49,8 @@ class Case:
     splits: tuple[int, ...] = ()  # cut offsets into the text, then into the native arguments (rechunk.Layout)
     write_bytes: int | None = None
     split_multibyte: bool = False
+    # A closed reasoning block opening the answer, drafting calls in the format: text, not calls.
+    reasoning: str = ""
     seed: int | None = field(default=None, compare=False)
 
     # ------------------------------------------------------------------ the answer's parts
@@ -61,17 +63,18 @@ class Case:
     def text(self) -> str:
         """The backend's content: prose, and each call block on its own lines."""
         if self.format_id is None or not self.blocks:
-            return self.prose[0] if self.prose else ""
+            return self.reasoning + (self.prose[0] if self.prose else "")
         writer = FORMATS[self.format_id]
-        out = [self.prose[0]]
+        out = [self.reasoning, self.prose[0]]
         for block, after in zip(self.blocks, self.prose[1:]):
             out += [SEPARATOR, writer.write(block), SEPARATOR, after]
         return "".join(out)
 
     @property
     def visible(self) -> str:
-        """The text the client must see: the prose, a line break where each block sat."""
-        return SEPARATOR.join(self.prose)
+        """The text the client must see: the reasoning block as written, then the prose
+        with a line break where each block sat."""
+        return self.reasoning + SEPARATOR.join(self.prose)
 
     @property
     def family(self) -> str:
@@ -121,7 +124,10 @@ class Case:
         return request
 
     def expect(self) -> dict[str, Any]:
-        markers = tuple(FORMATS[self.format_id].delimiters) if self.format_id is not None and self.blocks else ()
+        # A reasoning block shows the format's markup on purpose; the exact content still
+        # catches any other markup left in the text.
+        markers = (tuple(FORMATS[self.format_id].delimiters)
+                   if self.format_id is not None and self.blocks and not self.reasoning else ())
         # Only a delimiter that is markup on its own counts as a leak marker (a bare '>' is prose too).
         own = [m for m in markers if len(m.strip()) > 2 and m.strip() not in DEFAULT_MARKERS]
         expect: dict[str, Any] = {"tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in self.calls]}
@@ -155,6 +161,8 @@ class Case:
             what += f" as {self.format_id} text"
         elif self.native:
             what += " as native calls"
+        if self.reasoning:
+            what += ", after a reasoning block drafting calls"
         return f"{what}, {len(self.splits)} cut(s), {'streaming' if self.stream else 'non-streaming'}"
 
 

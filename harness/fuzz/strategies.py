@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from harness.formats import FORMATS, Call
 from harness.fuzz import prose, values
-from harness.fuzz.case import NATIVE, Case, Profile, Tool
+from harness.fuzz.case import NATIVE, SEPARATOR, Case, Profile, Tool
 
 # Where a format's calls sit differs from the default (prose around each block, any
 # client dialect of the run) for two formats: bare JSON is a call only as the whole
@@ -111,6 +111,16 @@ def cuts(draw: st.DrawFn, text: str, native: str, delimiters: Sequence[str]) -> 
 
 
 @st.composite
+def reasoning_blocks(draw: st.DrawFn, format_id: str, offered: Sequence[Tool]) -> str:
+    """A closed ``<think>`` block in which the model drafts calls in the format (and
+    thinks better of them): a client must get it as text, and no call from it."""
+    drafted = draw(calls(offered, max_calls=2).filter(bool))
+    thought = [draw(prose.segments(max_tokens=6)), FORMATS[format_id].write(drafted),
+               draw(prose.segments(max_tokens=6))]
+    return "<think>\n" + SEPARATOR.join(thought) + "\n</think>\n\n"
+
+
+@st.composite
 def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] = ("openai",),
           native: bool = True) -> Case:
     """A whole case: request, answer and frames."""
@@ -134,6 +144,9 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
                  for _ in range(len(blocks) + 1)]
     if format_id is not None and found and not alone and not tear and draw(st.booleans()):
         stretches[-1] += (" " if stretches[-1] else "") + draw(prose.mentions(FORMATS[format_id].delimiters))
+    reasoning = ""
+    if format_id is not None and not alone and not tear and profile == "openai" and draw(st.integers(0, 2)) == 0:
+        reasoning = draw(reasoning_blocks(format_id, offered))
     anthropic = profile == "anthropic"  # the backend speaks the client's dialect
     if found:
         finish = draw(st.sampled_from(["end_turn", "tool_use"] if anthropic else ["stop", "tool_calls"]))
@@ -141,7 +154,7 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
         finish = draw(st.sampled_from(["end_turn", "max_tokens"] if anthropic else ["stop", "length"]))
     case = Case(profile=profile, tools=offered, format_id=format_id, prose=tuple(stretches), blocks=blocks,
                 native=native_calls, finish=finish, stream=stream,
-                tool_choice=draw(tool_choices(profile, offered, found)))
+                tool_choice=draw(tool_choices(profile, offered, found)), reasoning=reasoning)
     if not stream:
         return case
     native_text = "".join(json.dumps(dict(c.arguments), ensure_ascii=False) for c in native_calls)
@@ -154,4 +167,4 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
     split_multibyte = write_bytes is None and draw(st.booleans())
     return Case(profile=profile, tools=offered, format_id=format_id, prose=tuple(stretches), blocks=blocks,
                 native=native_calls, finish=finish, stream=stream, tool_choice=case.tool_choice, splits=splits,
-                write_bytes=write_bytes, split_multibyte=split_multibyte)
+                write_bytes=write_bytes, split_multibyte=split_multibyte, reasoning=reasoning)

@@ -284,7 +284,9 @@ def no_complete_prefix(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "TOOL-008",
-    'A call without arguments sends `"{}"`, not an empty string.',
+    'A call without arguments sends `"{}"`, not an empty string (the older AI SDK stream parser completes a call '
+    "only once its arguments parse as JSON, so a call whose arguments stay empty never reaches the tool; an empty "
+    "string from the backend is not JSON either, so relaying it unchanged passes the defect on).",
     severity="client",
     stage="answer",
 )

@@ -72,10 +72,16 @@ class Openers:
         if at_line:
             self.line_after_newline = re.compile(rf"\n[ \t]*({_alternation(at_line)})")
             self.line_here = re.compile(rf"[ \t]*({_alternation(at_line)})")
-            self.line_risk = re.compile(rf"\n[ \t]*(?:{_alternation(at_line)}|\Z)")
+            # A line opener that begins with a letter may also be cut after its first
+            # letters ("\nfunc" then "tools["): a piece ending so is at risk too.
+            begun = [x[:k] for x in at_line if is_word_char(x[0]) for k in range(1, len(x))]
+            ending = f"(?:{_alternation(begun)})?" if begun else ""
+            self.line_risk = re.compile(rf"\n[ \t]*(?:{_alternation(at_line)}|{ending}\Z)")
+            self.line_begun = re.compile(rf"(?:\A|\n)[ \t]*(?:{_alternation(begun)})\Z" if begun else r"(?!)")
         else:
             self.line_after_newline = self.line_here = never
             self.line_risk = re.compile(r"\n[ \t]*\Z")
+            self.line_begun = never
         # Searched with the others, but its match starts at the newline before the opener.
         self.line_group = len(self.groups)
         self.groups.append(self.line_after_newline)

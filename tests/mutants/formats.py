@@ -17,7 +17,9 @@ from reference_proxy.pipeline import RescuerLike
 from reference_proxy.rescue import Event, Rescuer, Text, ToolSpec
 from reference_proxy.rescue.families import CALLS, FAMILIES
 from reference_proxy.rescue.families.code import Code
+from reference_proxy.rescue.families.harmony import Harmony, HarmonyParser
 from reference_proxy.rescue.families.hermes import Hermes
+from reference_proxy.rescue.families.invoke_xml import DSML_TAGS, DeepSeekDsml, InvokeXmlParser
 from reference_proxy.rescue.families.json_calls import calls_from_values
 from reference_proxy.rescue.families.qwen3_coder import Qwen3Coder, Qwen3CoderParser
 from reference_proxy.rescue.family import Carry, Context, Family, MarkerParser, Verdict, accept, reject
@@ -131,6 +133,43 @@ class DropsTextAfterMalformed:
         return self._filter(self.inner.finish())
 
 
+# --------------------------------------------------------------------------- Harmony analysis as text
+
+
+class AnalysisAsTextParser(HarmonyParser):
+    """Reads an ``analysis`` message's header as text and scans its body like any other:
+    a call gpt-oss drafted while reasoning is taken."""
+
+    def _header(self, s: str, h: int) -> tuple[Verdict | None, int]:
+        k = s.find("<|message|>", h)
+        if k >= 0 and s.startswith("analysis", s.find("<|channel|>", h) + len("<|channel|>")):
+            return reject(k + len("<|message|>") - h), h
+        return super()._header(s, h)
+
+
+class AnalysisAsTextHarmony(Harmony):
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return AnalysisAsTextParser(tools)
+
+
+# --------------------------------------------------------------------------- DSML string attribute ignored
+
+
+class AttributeBlindParser(InvokeXmlParser):
+    """Ignores DSML's ``string="true"`` and reads every value that parses as JSON."""
+
+    def _typed(self, value: str) -> Any:
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+
+
+class AttributeBlindDsml(DeepSeekDsml):
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return AttributeBlindParser(opener, tools, context, opener, DSML_TAGS)
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("stops-at-first-closer", "Ends a Hermes call at the first `</tool_call>`, even inside a string value.",
            ("CALLS-001", "TEXT-001"), ("hermes-hermes.delimiter-in-value",),
@@ -141,6 +180,12 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("calls-from-reasoning", "Extracts calls the model drafted inside a `<think>` block.",
            ("CALLS-001", "TEXT-001"), ("hermes-hermes.reasoning-block", "qwen-coder-qwen-coder.reasoning-block"),
            substituted(StreamPipeline=with_rescuer(_rescuers(tuple(f for f in FAMILIES if f.name != "reasoning"))))),
+    Mutant("calls-from-analysis", "Extracts calls gpt-oss drafted in a Harmony `analysis` (reasoning) message.",
+           ("CALLS-001",), ("gpt-oss-gpt-oss.reasoning-block",),
+           substituted(StreamPipeline=with_rescuer(_rescuers(_replaced(Harmony, AnalysisAsTextHarmony()))))),
+    Mutant("dsml-ignores-string-attribute", "Reads a DSML value marked string=\"true\" as JSON: '1.10' becomes 1.1.",
+           ("CALLS-001",), ("deepseek-deepseek-v32.numeric-string",),
+           substituted(StreamPipeline=with_rescuer(_rescuers(_replaced(DeepSeekDsml, AttributeBlindDsml()))))),
     Mutant("drops-text-after-malformed", "Drops the text after a call it could not parse.",
            ("TEXT-001",), ("hermes-hermes.malformed-body",),
            substituted(StreamPipeline=with_rescuer(DropsTextAfterMalformed))),

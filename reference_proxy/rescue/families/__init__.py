@@ -10,18 +10,19 @@ from __future__ import annotations
 from reference_proxy.rescue.families.bare_json import BareJson
 from reference_proxy.rescue.families.code import Code
 from reference_proxy.rescue.families.glm import Glm
+from reference_proxy.rescue.families.harmony import Harmony
 from reference_proxy.rescue.families.hermes import Hermes
-from reference_proxy.rescue.families.invoke_xml import InvokeXml, MiniMaxM2
+from reference_proxy.rescue.families.invoke_xml import DeepSeekDsml, InvokeXml, MiniMaxM2
 from reference_proxy.rescue.families.qwen3_coder import Qwen3Coder, SeedOss
-from reference_proxy.rescue.families.mistral import Granite, Mistral
+from reference_proxy.rescue.families.mistral import Granite, Mistral, Phi4Mini
 from reference_proxy.rescue.families.orphans import Orphans
-from reference_proxy.rescue.families.pythonic import Pythonic
+from reference_proxy.rescue.families.pythonic import Llama4Pythonic, Pythonic
 from reference_proxy.rescue.families.qwen_tools import QwenTools
 from reference_proxy.rescue.families.reasoning import Reasoning
 from reference_proxy.rescue.families.sections import DeepSeek, KimiK2
 from reference_proxy.rescue.family import Family
 
-CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), SeedOss(), Glm(), InvokeXml(), MiniMaxM2(), Mistral(), Granite(), KimiK2(), DeepSeek(), Pythonic(), BareJson())
+CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), SeedOss(), Glm(), InvokeXml(), MiniMaxM2(), Mistral(), Granite(), Phi4Mini(), KimiK2(), DeepSeek(), DeepSeekDsml(), Harmony(), Llama4Pythonic(), Pythonic(), BareJson())
 FAMILIES: tuple[Family, ...] = (Reasoning(), *CALLS[:-1], Code(CALLS), CALLS[-1], Orphans())
 
 __all__ = ["CALLS", "FAMILIES"]

@@ -17,6 +17,8 @@ when the next parameter or ``</invoke>`` follows it: file content may quote the 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from reference_proxy.rescue.coercion import typed_value
@@ -44,20 +46,51 @@ END_INVOKE = "</invoke>"
 PARAMETER = "<parameter"
 END_PARAMETER = "</parameter>"
 
-_NAMED_TAG = r"\s+name\s*=\s*(?:\"([^\"]*)\"|'([^']*)')\s*>"
-_INVOKE_TAG = re.compile(re.escape(INVOKE) + _NAMED_TAG)
-_PARAMETER_TAG = re.compile(re.escape(PARAMETER) + _NAMED_TAG)
+_NAMED_TAG = r"\s+name\s*=\s*(?:\"([^\"]*)\"|'([^']*)')"
+_STRING_ATTRIBUTE = r"(?:\s+string\s*=\s*\"(?P<string>true|false)\")?"
 _SPACE = frozenset(" \t\r\n")
-_AFTER_VALUE = (PARAMETER, END_INVOKE)
+
+
+@dataclass(frozen=True)
+class Tags:
+    """The element names of one invoke-XML dialect."""
+
+    invoke: str
+    parameter: str
+
+    @property
+    def end_invoke(self) -> str:
+        return self.invoke.replace("<", "</", 1) + ">"
+
+    @property
+    def end_parameter(self) -> str:
+        return self.parameter.replace("<", "</", 1) + ">"
+
+    @cached_property
+    def invoke_tag(self) -> re.Pattern[str]:
+        return re.compile(re.escape(self.invoke) + _NAMED_TAG + r"\s*>")
+
+    @cached_property
+    def parameter_tag(self) -> re.Pattern[str]:
+        """A parameter's tag; DeepSeek's DSML adds ``string="true|false"`` (raw text or JSON)."""
+        return re.compile(re.escape(self.parameter) + _NAMED_TAG + _STRING_ATTRIBUTE + r"\s*>")
+
+
+INVOKE_TAGS = Tags(INVOKE, PARAMETER)
 
 # States. _WRAPPER: inside a wrapper, before the first invoke; _AFTER: after an invoke.
 _CORRUPT, _WRAPPER, _TAG, _PARAMS, _PARAM_TAG, _VALUE, _AFTER = range(7)
 
 
 class InvokeXmlParser(MarkerParser):
-    def __init__(self, opener: str, tools: Toolbox, context: Context, wrapper: str = WRAPPER) -> None:
-        """``wrapper``: the opening wrapper tag (MiniMax M2 writes ``<minimax:tool_call>``)."""
+    def __init__(self, opener: str, tools: Toolbox, context: Context, wrapper: str = WRAPPER,
+                 tags: Tags = INVOKE_TAGS) -> None:
+        """``wrapper``: the opening wrapper tag (MiniMax M2 writes ``<minimax:tool_call>``);
+        ``tags``: the invoke and parameter elements (DeepSeek's DSML prefixes them)."""
         self._end_wrapper = wrapper.replace("<", "</", 1)
+        self._t = tags
+        self._after_value = (tags.parameter, tags.end_invoke)
+        self._raw = False  # the value's string="true" attribute: raw text, not typed
         self._tools = tools
         self._carry = Carry()
         # "count" after a blank mid-line is prose unless "<invoke" follows it at once.
@@ -109,7 +142,13 @@ class InvokeXmlParser(MarkerParser):
         m = pattern.fullmatch(s, i, j + 1)
         if m is None:
             return -1, None
+        self._raw = m.groupdict().get("string") == "true"
         return j + 1, m.group(1) if m.group(1) is not None else m.group(2)
+
+    def _typed(self, value: str) -> Any:
+        if self._raw:
+            return value
+        return typed_value(value, self._tools.property_schema(self._name, self._param))
 
     def feed(self, text: str, start: int = 0) -> Verdict | None:
         carry = self._carry
@@ -120,15 +159,16 @@ class InvokeXmlParser(MarkerParser):
         while i < n:
             state = self._state
             if state == _VALUE:
-                j = s.find(END_PARAMETER, i)
+                end_parameter = self._t.end_parameter
+                j = s.find(end_parameter, i)
                 real: bool | None = False
                 while j >= 0:  # a closing tag inside the value is followed by neither tag
-                    real = confirmed(s, j + len(END_PARAMETER), _AFTER_VALUE)
+                    real = confirmed(s, j + len(end_parameter), self._after_value)
                     if real is not False:
                         break
-                    j = s.find(END_PARAMETER, j + 1)
+                    j = s.find(end_parameter, j + 1)
                 if j < 0:
-                    keep = max(i, n - len(END_PARAMETER) + 1)
+                    keep = max(i, n - len(end_parameter) + 1)
                     self._value.append(s[i:keep])
                     i = keep
                     break
@@ -139,12 +179,13 @@ class InvokeXmlParser(MarkerParser):
                 self._value.append(s[i:j])
                 value = "".join(self._value)
                 self._value = []
-                self._params[self._param] = typed_value(value, self._tools.property_schema(self._name, self._param))
-                i = j + len(END_PARAMETER)
+                self._params[self._param] = self._typed(value)
+                i = j + len(end_parameter)
                 self._state = _PARAMS
                 continue
             if state in (_TAG, _PARAM_TAG):
-                literal, pattern = (INVOKE, _INVOKE_TAG) if state == _TAG else (PARAMETER, _PARAMETER_TAG)
+                t = self._t
+                literal, pattern = (t.invoke, t.invoke_tag) if state == _TAG else (t.parameter, t.parameter_tag)
                 j, written = self._tag(s, i, pattern, literal)
                 if j < 0:
                     return self._fail(carry.base + i + 1)
@@ -166,14 +207,14 @@ class InvokeXmlParser(MarkerParser):
             if i >= n:
                 break
             if state == _PARAMS:
-                found = starts(s, i, PARAMETER)
+                found = starts(s, i, self._t.parameter)
                 if found:
                     self._state = _PARAM_TAG
                     continue
                 if found is False:
-                    found = starts(s, i, END_INVOKE)
+                    found = starts(s, i, self._t.end_invoke)
                     if found:
-                        i += len(END_INVOKE)
+                        i += len(self._t.end_invoke)
                         self._calls.append(Call(self._name, self._params))
                         self._last_end = carry.base + i
                         self._state = _AFTER
@@ -182,7 +223,7 @@ class InvokeXmlParser(MarkerParser):
                     break
                 return self._fail(carry.base + i)
             # _CORRUPT, _WRAPPER, _AFTER: an invoke may start here
-            found = starts(s, i, INVOKE)
+            found = starts(s, i, self._t.invoke)
             if found:
                 self._state = _TAG
                 continue
@@ -231,3 +272,22 @@ class MiniMaxM2(Family):
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return InvokeXmlParser(opener, tools, context, MINIMAX_WRAPPER)
+
+
+DSML = "<｜DSML｜"
+DSML_WRAPPER = DSML + "function_calls>"
+DSML_TOOL_CALLS = DSML + "tool_calls>"
+DSML_TAGS = Tags(DSML + "invoke", DSML + "parameter")
+
+
+class DeepSeekDsml(Family):
+    """DeepSeek V3.2's DSML: invoke XML whose tags carry the ``<｜DSML｜`` prefix inside
+    ``<｜DSML｜function_calls>``, each parameter saying ``string="true"`` (raw text) or
+    ``"false"`` (JSON, typed by the schema); later DeepSeek models name the wrapper
+    ``<｜DSML｜tool_calls>`` (vLLM's ``deepseek_v32`` parser)."""
+
+    name = "deepseek-dsml"
+    openers = (Opener(DSML_WRAPPER), Opener(DSML_TOOL_CALLS))
+
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return InvokeXmlParser(opener, tools, context, opener, DSML_TAGS)

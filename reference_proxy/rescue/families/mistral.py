@@ -172,3 +172,19 @@ class Granite(Family):
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return MistralParser(tools, GRANITE, named=False)
+
+
+PHI4_MINI = "functools"
+
+
+class Phi4Mini(Family):
+    """Phi-4-mini: ``functools[{"name": ..., "arguments": {...}}]`` (vLLM's
+    ``phi4_mini_json`` parser): the word, then the same JSON list as Mistral's. Only
+    ``functools`` at the start of a line counts, where the model writes it (as a pythonic
+    list): mid-line it is Python's module of that name, in prose."""
+
+    name = "phi4-mini"
+    openers = (Opener(PHI4_MINI, line_start=True),)
+
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return MistralParser(tools, PHI4_MINI, named=False)

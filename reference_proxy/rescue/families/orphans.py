@@ -19,6 +19,10 @@ CLOSERS = (
     "</minimax:tool_call>",
     "<|tool_calls_section_end|>",
     "<｜tool▁calls▁end｜>",
+    "<|call|>",
+    "</｜DSML｜function_calls>",
+    "</｜DSML｜tool_calls>",
+    "<|python_end|>",
 )
 
 

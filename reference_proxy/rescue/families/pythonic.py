@@ -55,8 +55,15 @@ def _calls(text: str, tools: Toolbox) -> tuple[Call, ...] | None:
 
 
 class PythonicParser(MarkerParser):
-    def __init__(self, tools: Toolbox) -> None:
+    def __init__(self, tools: Toolbox, prefix: str = "", closer: str = "") -> None:
+        """``prefix``: a token before the list (the opener); ``closer``: the token that
+        ends the list instead of the end of its line (blanks may come before it)."""
         self._tools = tools
+        self._skip = len(prefix)
+        self._opener_end = len(prefix)  # marker position of the list's '['
+        self._opener = max(len(prefix), 1)  # where scanning resumes when this is no list
+        self._closer = closer
+        self._tail = ""  # the closer's characters seen so far
         self._head = ""  # the marker's first characters, until they show a call's start
         self._parts: list[str] = []  # the list's text, once it is known to be one
         self._size = 0  # characters fed so far
@@ -67,19 +74,25 @@ class PythonicParser(MarkerParser):
         self._end = 0  # marker position after the closing ']'
 
     def feed(self, text: str, start: int = 0) -> Verdict | None:
+        if self._skip:  # the opener arrives whole in the first piece
+            start += self._skip
+            self._size += self._skip
+            self._skip = 0
         base = self._size - start  # marker position of text[0]
         self._size += len(text) - start
         if self._state == _START:
             head = self._head + text[start : start + _MAX_HEAD]
+            if not head:  # only the opener so far
+                return None
             if _HEAD.match(head) is None:
                 if len(head) >= _MAX_HEAD or _HEAD_PREFIX.match(head) is None:
-                    return reject(1)
+                    return reject(self._opener)
                 self._head = head
                 return None
             held, self._head = self._head, ""
             self._state = _BODY
             if held:
-                verdict = self._scan(held, 0, 0)
+                verdict = self._scan(held, 0, self._opener_end)
                 if verdict is not None:
                     return verdict
         return self._scan(text, start, base)
@@ -89,6 +102,18 @@ class PythonicParser(MarkerParser):
         first, n = i, len(text)
         while i < n:
             c = text[i]
+            if self._state == _AFTER and self._closer:
+                if not self._tail and c in " \t\r\n":
+                    i += 1
+                    continue
+                self._tail += c
+                if self._tail == self._closer:
+                    self._end = base + i + 1
+                    return self._verdict()
+                if not self._closer.startswith(self._tail):
+                    return reject(self._end)
+                i += 1
+                continue
             if self._state == _AFTER:
                 if c in " \t\r":
                     i += 1
@@ -134,3 +159,19 @@ class Pythonic(Family):
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return PythonicParser(tools)
+
+
+PYTHON_START = "<|python_start|>"
+PYTHON_END = "<|python_end|>"
+
+
+class Llama4Pythonic(Family):
+    """Llama 4: the pythonic list between ``<|python_start|>`` and ``<|python_end|>``
+    (vLLM's ``llama4_pythonic`` parser, which also takes the list when the answer ends
+    before the closing token)."""
+
+    name = "llama4-pythonic"
+    openers = (Opener(PYTHON_START),)
+
+    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        return PythonicParser(tools, PYTHON_START, PYTHON_END)
