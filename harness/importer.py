@@ -47,7 +47,7 @@ from reference_proxy.rescue import rescue_text
 DEFAULT_FAMILY = "imported"
 PLACEHOLDER_MESSAGE = "(not captured: paste the user message that led to this answer)"
 PLACEHOLDER_MAX_TOKENS = 4096  # a Messages request must name one
-VTC_AGENTS = ("cline", "kilo", "roo")
+XML_CLIENT_AGENTS = ("cline", "kilo", "roo")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,16 +156,16 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
     if agent and dialect == "anthropic":
         client["headers"] = {"User-Agent": agent}  # an anthropic case runs under its own profile only
     elif agent:
-        if any(p in agent.lower() for p in VTC_AGENTS):
+        if any(p in agent.lower() for p in XML_CLIENT_AGENTS):
             notes.warnings.append(
-                f"{capture.origin}: the client identified itself as {agent!r} (an XML-reading, vtc-style client); "
+                f"{capture.origin}: the client identified itself as {agent!r} (an XML-reading client); "
                 "the User-Agent is not kept so the case runs under both profiles (the harness sends a Cline "
-                "User-Agent under --client-profile vtc)"
+                "User-Agent under --client-profile xml-client)"
             )
         else:
             client["profiles"] = ["openai"]
             client["headers"] = {"User-Agent": agent}
-            notes.client_comment.append("the captured User-Agent overrides the vtc profile's, hence profiles: [openai]")
+            notes.client_comment.append("the captured User-Agent overrides the xml-client profile's, hence profiles: [openai]")
     client["request"] = request
     return client
 

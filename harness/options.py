@@ -16,7 +16,9 @@ from typing import Any, Literal
 
 PYTEST_PREFIX = "--conformance-"
 DEFAULT_TIMEOUT = 10.0
-PROFILES = ("openai", "vtc", "anthropic")
+PROFILES = ("openai", "xml-client", "anthropic")
+# Accepted too: ``vtc``, the old spelling of ``xml-client`` (``harness.scenario.OLD_NAMES``).
+PROFILE_CHOICES = (*PROFILES, "vtc")
 UPSTREAM_MODES = ("natural", "openai", "anthropic", "all")
 
 Kind = Literal["value", "flag", "multiple"]
@@ -77,14 +79,14 @@ OPTIONS: tuple[Option, ...] = (
            default=0, metavar="PORT", replay=True),
     Option("mock-url", "Use a mock backend that is already running at URL.", metavar="URL", replay=True),
     Option("client-profile", "Run every scenario under this client profile (default: each scenario's own).",
-           choices=PROFILES, replay=True),
+           choices=PROFILE_CHOICES, replay=True),
     Option("upstream-dialect", "The dialect the proxy calls upstream: openai or anthropic (every scenario's backend is "
            "served in it), natural (each scenario's own; the default with --proxy-url) or all (every pair, with the "
            "bundled reference proxies; their default).", metavar="DIALECT", choices=UPSTREAM_MODES, replay=True),
     Option("formats", "The text formats (scenario families) your proxy rescues (repeatable or comma separated); the "
            "cases of the others are reported as not claimed, in the coverage line (default: every format).",
            kind="multiple", metavar="A,B"),
-    Option("features", "Optional features your proxy has (repeatable or comma separated), e.g. vtc,loop-guard.",
+    Option("features", "Optional features your proxy has (repeatable or comma separated), e.g. xml-client,loop-guard.",
            kind="multiple", metavar="A,B", replay=True),
     Option("strict", "Also enforce 'spec' severity rules.", kind="flag", default=False, replay=True),
     Option("timeout", f"Seconds of the proxy's own time one exchange may take before it counts as hanging; the "

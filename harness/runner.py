@@ -30,7 +30,7 @@ from harness.profiles import ENDPOINTS, PROFILE_FEATURES, request_headers
 from harness.rechunk import DEFAULT_SHRINK_BUDGET, Shrunk, Variant, apply_variant, shrink, variants
 from harness import isolation
 from harness.rules import Options, compare_answers, compare_item, compare_round, evaluate
-from harness.scenario import Scenario, parse_scenario
+from harness.scenario import Scenario, current_name, parse_scenario
 from mock_backends.control import Lockstep, MockControl
 
 # --------------------------------------------------------------------------- user settings
@@ -81,13 +81,13 @@ def parse_headers(values: Iterable[str]) -> dict[str, str]:
 
 
 def parse_features(values: Iterable[str]) -> frozenset[str]:
-    """``--features a,b --features c`` → {a, b, c}."""
-    return frozenset(part.strip() for value in values for part in value.split(",") if part.strip())
+    """``--features a,b --features c`` → {a, b, c}; an old spelling (``vtc``) is read as today's."""
+    return frozenset(current_name(part.strip()) for value in values for part in value.split(",") if part.strip())
 
 
 def with_profile_features(features: Iterable[str], profile: Profile | None) -> frozenset[str]:
     """The features claimed, plus those an explicit ``--client-profile`` implies: asking
-    for the vtc profile says the proxy serves vtc clients, so it claims ``vtc``."""
+    for the xml-client profile says the proxy serves XML-reading clients, so it claims ``xml-client``."""
     return frozenset(features) | frozenset(PROFILE_FEATURES[profile] if profile is not None else ())
 
 

@@ -23,11 +23,20 @@ import jsonschema
 from harness.errors import ScenarioError, ScenarioProblem
 from harness.scenario_yaml import Lines, load_yaml
 
-Profile = Literal["openai", "vtc", "anthropic"]
-PROFILES: tuple[Profile, ...] = ("openai", "vtc", "anthropic")
-OPENAI_PROFILES: tuple[Profile, ...] = ("openai", "vtc")
-FEATURES: tuple[str, ...] = ("force-non-stream", "system-to-user", "loop-guard", "vtc", "tool-choice", "hold-back-cap",
+Profile = Literal["openai", "xml-client", "anthropic"]
+PROFILES: tuple[Profile, ...] = ("openai", "xml-client", "anthropic")
+OPENAI_PROFILES: tuple[Profile, ...] = ("openai", "xml-client")
+FEATURES: tuple[str, ...] = ("force-non-stream", "system-to-user", "loop-guard", "xml-client", "tool-choice", "hold-back-cap",
                              "body-timeout")
+#: Old spellings still read wherever a profile or feature is named (scenario files, ``--client-profile``,
+#: ``--features``): the ``xml-client`` profile and feature, for clients that read tool calls as XML in the
+#: content (Cline, Roo Code, Kilo Code), were first called ``vtc``, after "virtual tool calling".
+OLD_NAMES: Mapping[str, str] = {"vtc": "xml-client"}
+
+
+def current_name(name: str) -> str:
+    """A profile or feature name in today's spelling (an old spelling is translated)."""
+    return OLD_NAMES.get(name, name)
 
 
 # --------------------------------------------------------------------------- model
@@ -643,8 +652,37 @@ def parse_scenario(
     return _parse(data, where, family, Lines(text))
 
 
+def _current_names(data: Any) -> Any:
+    """``data`` with old profile and feature spellings translated (the schema accepts both), so
+    the checks and the model only see today's; a copy, the caller's data is left as it was."""
+    if not isinstance(data, dict):
+        return data
+
+    def names(value: Any) -> Any:
+        if isinstance(value, str):
+            return current_name(value)
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return list(dict.fromkeys(current_name(v) for v in value))
+        return value
+
+    out = dict(data)
+    for key in ("requires", "conflicts"):
+        if key in out:
+            out[key] = names(out[key])
+    client = out.get("client")
+    if isinstance(client, dict):
+        out["client"] = {**client, **{k: names(client[k]) for k in ("profile", "profiles") if k in client}}
+    expect = out.get("expect")
+    if isinstance(expect, dict) and isinstance(expect.get("upstream"), list):
+        upstream = [{**a, "requires": names(a["requires"])} if isinstance(a, dict) and "requires" in a else a
+                    for a in expect["upstream"]]
+        out["expect"] = {**expect, "upstream": upstream}
+    return out
+
+
 def _parse(data: Any, where: str, family: str, lines: Lines) -> Scenario:
     errors = _schema_errors(data)
+    data = _current_names(data)
     problems = _located(errors, where, lines, [])
     problems += _semantic_problems(data, _broken_paths(errors), where, lines)
     if problems:

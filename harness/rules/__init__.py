@@ -44,7 +44,7 @@ from harness.rules import (
     transport,
     upstream,
     usage,
-    vtc,
+    xml_client,
 )
 from harness.rules import shared  # after the groups: it widens some of their rules
 
