@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "mock_backends", "reference_proxy")
 
 # The shared model every shell reads: scenarios, errors, exchange records, nonces, dialects.
-CORE = ("harness.scenario", "harness.scenario_yaml", "harness.errors", "harness.exchange", "harness.nonce", "harness.dialects")
+CORE = ("harness.scenario", "harness.scenario_model", "harness.scenario_schema", "harness.scenario_checks",
+        "harness.scenario_yaml", "harness.errors", "harness.exchange", "harness.nonce", "harness.dialects")
 # What the harness reads and judges answers with: never the reference proxy's to use.
 JUDGES = ("harness.rules", "harness.sse", "harness.assemble", "harness.compare", "harness.sdk_compat",
           "harness.xml_calls", "harness.transcript", "harness.anthropic_events", "harness.markup", "harness.formats")
