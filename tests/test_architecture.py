@@ -34,7 +34,7 @@ CROSSING: dict[tuple[str, str], str] = {
     ("harness.embedded", "reference_proxy.app"): "the bundled run serves the reference proxy in-process",
     ("harness.embedded", "reference_proxy.config"): "the bundled run configures the reference proxy",
     # The harness drives the mock through its control client (arming scenarios, reading what arrived).
-    ("harness.plugin", "mock_backends.control"): "arms scenarios, reads what reached the mock",
+    ("harness.plugin_session", "mock_backends.control"): "arms scenarios, reads what reached the mock",
     ("harness.runner", "mock_backends.control"): "arms scenarios, reads what reached the mock",
     ("harness.health", "mock_backends.control"): "the preflight's exchange through the mock",
     ("harness.isolation", "mock_backends.control"): "isolation rounds arm several scenarios at once",
