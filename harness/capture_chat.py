@@ -266,5 +266,3 @@ def _read_response_text(data: bytes, origin: str) -> Answer:
     if not text:
         raise CaptureError(f"{origin}: the response body is empty")
     return read_sse(body, origin)
-
-

@@ -97,5 +97,3 @@ def _capture(
 
 def _streamed(raw: bytes) -> bool:
     return re.search(rb"(?m)^data:", raw) is not None
-
-

@@ -118,5 +118,3 @@ def _har_entry(item: Mapping[str, Any], origin: str, number: int, file: str) -> 
         resp, origin=origin, fmt="har", streamed=_streamed(raw), request=body, headers=headers, secrets=secrets,
         file=file, entry=number,
     )
-
-

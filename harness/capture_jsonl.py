@@ -104,5 +104,3 @@ def _jsonl_exchange(obj: Mapping[str, Any], origin: str, number: int, file: str)
         resp, origin=origin, fmt="jsonl", streamed=streamed, request=body, headers=headers, secrets=secrets,
         file=file, entry=number,
     )
-
-

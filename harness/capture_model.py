@@ -21,7 +21,6 @@ FORMAT_NAMES: Mapping[CaptureFormat, str] = {
 DIALECT_NAMES: Mapping[Dialect, str] = {"openai": "chat-completions", "anthropic": "Messages"}
 
 
-
 def format_name(fmt: CaptureFormat, dialect: Dialect) -> str:
     """How a scenario's ``source`` names the capture's format."""
     if fmt == "json":
@@ -58,5 +57,3 @@ class CaptureFile:
 
     captures: tuple[Capture, ...]
     warnings: tuple[str, ...] = ()
-
-

@@ -105,5 +105,3 @@ def _secrets_warning(origin: str, secrets: _Secrets) -> list[str]:
     if secrets.redactions:
         out.append(f"{origin}: redacted {secrets.redactions} secret-looking value(s) in the request body")
     return out
-
-

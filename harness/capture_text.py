@@ -159,5 +159,3 @@ def _has_jsonl_pair(text: str, lines: int = 20) -> bool:
 
 def _jsonl_keys(obj: Mapping[str, Any]) -> bool:
     return any(k in obj for k in ("request", "request_body")) and any(k in obj for k in ("response", "response_body"))
-
-

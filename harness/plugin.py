@@ -77,5 +77,3 @@ def pytest_configure_node(node: Any) -> None:
     session = node.config.pluginmanager.get_plugin(SESSION_PLUGIN)
     if isinstance(session, ConformanceSession) and session.shared is not None:
         node.workerinput[WORKER_KEY] = session.shared.to_json()
-
-

@@ -29,7 +29,6 @@ _RESERVED_MARKS = frozenset(
 )
 
 
-
 def _common_cause(run: ScenarioRun, proxy_url: str) -> str:
     """A cause many failing scenarios may share: an HTTP error status on a case that expects
     none (a route the proxy does not have, a model it does not know, a locked-out backend)."""
@@ -43,7 +42,6 @@ def _common_cause(run: ScenarioRun, proxy_url: str) -> str:
 
 def mark_name(name: str) -> str:
     return f"tag-{name}" if name in _RESERVED_MARKS and name != "conformance" else name
-
 
 
 # --------------------------------------------------------------------------- collection

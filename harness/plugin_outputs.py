@@ -20,7 +20,6 @@ def write_file(path: str, text: str) -> None:
     target.write_text(text, encoding="utf-8")
 
 
-
 def write_record(session: ConformanceSession, summary: Summary) -> None:
     """``--record``: the HTML report over what the items wrote (HAR files, transcripts)."""
     from harness.record import html_report
@@ -82,4 +81,3 @@ def write_known_failures(session: ConformanceSession) -> None:
         write_file(session.write_known, render_known_failures(entries, name=name, origin=origin + "; reword each "
                                                                                            "reason."))
         session.known_note.append(f"{len(entries)} known failure(s) written to {session.write_known}")
-

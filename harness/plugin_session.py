@@ -343,7 +343,6 @@ class ConformanceSession:
         if self.report_md:
             write_file(self.report_md, render_markdown(summary))
 
-
     def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
         if self.worker:
             return

@@ -52,4 +52,3 @@ def replay_command(session: ConformanceSession, scenario: Scenario, profile: Pro
         command += "\nreproduce the smallest split: " + shlex.join(
             [*args, "--split", ",".join(map(str, attempt.shrunk.splits))])
     return command
-

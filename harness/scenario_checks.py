@@ -186,5 +186,3 @@ def semantic_problems(
         if not any(_overlap(read, bad) for read in check.reads for bad in broken):
             check.run(data, problem)
     return problems
-
-

@@ -27,7 +27,6 @@ def current_name(name: str) -> str:
     return OLD_NAMES.get(name, name)
 
 
-
 # --------------------------------------------------------------------------- model
 
 
@@ -246,5 +245,3 @@ def frame_to_mapping(frame: Frame) -> str | dict[str, Any]:
     if frame.delay_ms is not None:
         out["delay_ms"] = frame.delay_ms
     return out
-
-

@@ -117,5 +117,3 @@ def broken_paths(errors: Iterable[jsonschema.ValidationError]) -> list[tuple[str
         else:
             out.append(path)
     return out
-
-

@@ -36,6 +36,7 @@ CROSSING: dict[tuple[str, str], str] = {
     # The harness drives the mock through its control client (arming scenarios, reading what arrived).
     ("harness.plugin_session", "mock_backends.control"): "arms scenarios, reads what reached the mock",
     ("harness.runner", "mock_backends.control"): "arms scenarios, reads what reached the mock",
+    ("harness.proxy_client", "mock_backends.control"): "arms a scenario, reads what reached the mock",
     ("harness.health", "mock_backends.control"): "the preflight's exchange through the mock",
     ("harness.isolation", "mock_backends.control"): "isolation rounds arm several scenarios at once",
     ("harness.fuzz.command", "mock_backends.control"): "generated cases are armed like written ones",
@@ -123,3 +124,42 @@ def test_the_reference_proxy_never_uses_the_harness_readers_or_judges() -> None:
 def test_the_mock_reads_only_the_core_model() -> None:
     used = {name for m, name in crossings() if m.startswith("mock_backends")}
     assert sorted(n for n in used if not n.startswith(CORE) and n != "harness.servers") == []
+
+
+# Small modules, one job each: a module past this many lines is split by job, unless it holds one concept that
+# would only scatter if cut (each entry below says which).
+MAX_LINES = 400
+ONE_CONCEPT: dict[str, str] = {
+    "harness/formats/cases.py": "the case taxonomy: one small builder per case id, read as one table (docs/taxonomy.md "
+                                "is generated from it)",
+    "reference_proxy/pipeline.py": "one streamed chat-completions answer: a per-choice state machine whose held text, "
+                                   "buffered native calls, numbering and finish share their invariants",
+    "reference_proxy/anthropic_stream.py": "the same state machine for a streamed Messages answer",
+    "reference_proxy/rescue/scanner.py": "the incremental rescuer: one scanning loop and the buffer it owns",
+    "reference_proxy/http1.py": "one HTTP/1.1 client transport: connection, parser callbacks and body stream together",
+    "reference_proxy/app.py": "the proxy's one ASGI app: its routes share the request path from reading the body to "
+                              "choosing the answer path (what to send lives in the pure modules)",
+    "mock_backends/app.py": "the mock's one ASGI app: its routes and control API share the registry and the socket "
+                            "handling (what to send lives in the replay planners)",
+    "harness/importer.py": "a capture's mapping to a scenario and the reviewed YAML it is written as, whose comments "
+                           "follow the mapping's decisions line by line",
+    "harness/rechunk.py": "re-chunking: the cuttable text of a scenario, the variants cut from it and the shrinking "
+                          "of a failing cut share one notion of an offset",
+}
+
+
+def _lines() -> dict[str, int]:
+    return {str(path.relative_to(ROOT)): len(path.read_text("utf-8").splitlines())
+            for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))}
+
+
+def test_modules_stay_small_unless_they_hold_one_concept() -> None:
+    lines = _lines()
+    too_long = {path: n for path, n in lines.items() if n > MAX_LINES and path not in ONE_CONCEPT}
+    assert too_long == {}, f"split these by job (or, if one is a single concept, list it with the reason): {too_long}"
+
+
+def test_the_one_concept_list_names_only_long_modules() -> None:
+    """An entry whose module shrank below the limit (or is gone) leaves the list, so it only shrinks."""
+    lines = _lines()
+    assert sorted(p for p in ONE_CONCEPT if lines.get(p, 0) <= MAX_LINES) == []

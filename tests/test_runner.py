@@ -21,10 +21,10 @@ from harness.embedded import EmbeddedServers
 from harness.errors import ProxyUnreachable
 from harness.exchange import BackendActivity, Exchange, Profile
 from harness.nonce import NONCE_HEADER, NONCE_RE
+from harness.proxy_client import _fetch
 from harness.runner import (
     ModelChoice,
     RunSettings,
-    _fetch,
     build_request,
     deadline,
     parse_features,
