@@ -141,10 +141,6 @@ ONE_CONCEPT: dict[str, str] = {
                               "choosing the answer path (what to send lives in the pure modules)",
     "mock_backends/app.py": "the mock's one ASGI app: its routes and control API share the registry and the socket "
                             "handling (what to send lives in the replay planners)",
-    "harness/importer.py": "a capture's mapping to a scenario and the reviewed YAML it is written as, whose comments "
-                           "follow the mapping's decisions line by line",
-    "harness/rechunk.py": "re-chunking: the cuttable text of a scenario, the variants cut from it and the shrinking "
-                          "of a failing cut share one notion of an offset",
 }
 
 
