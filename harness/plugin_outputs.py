@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from _pytest.terminal import TerminalReporter
+
     from harness.plugin_items import ScenarioItem
     from harness.plugin_session import ConformanceSession
     from harness.report import Summary
@@ -34,7 +36,7 @@ def write_record(session: ConformanceSession, summary: Summary) -> None:
             failures.append((record.scenario, record.outcome, text))
     report = session.record_dir / "report.html"
     write_file(str(report), html_report(title="Tool-call conformance", context=session.context(),
-                                    score_card=render_text(summary), failures=failures, rules=rules_by_id()))
+                                        score_card=render_text(summary), failures=failures, rules=rules_by_id()))
     hars = len(list((session.record_dir / "har").glob("*.har")))
     session.known_note.append(f"record: {hars} HAR file(s) in {session.record_dir / 'har'}; report {report}")
 
@@ -71,7 +73,7 @@ def write_known_failures(session: ConformanceSession) -> None:
         write_file(session.update_known, render_known_failures(kept, name=name, origin=origin + " (updated)."))
         gone = [e for e in session.known.entries if e.number in dropped]
         session.known_note.append(f"{session.update_known}: {len(gone)} entr{'y' if len(gone) == 1 else 'ies'} "
-                               f"that pass now dropped, {len(kept)} kept")
+                                  f"that pass now dropped, {len(kept)} kept")
         session.known_note += [f"  dropped {e.describe()}" for e in gone]
     if session.write_known:
         failures = [(r.scenario, f.rule, f.message.splitlines()[0] if f.message else f.rule)
@@ -79,5 +81,30 @@ def write_known_failures(session: ConformanceSession) -> None:
         entries = entries_from_failures(failures, session.known)
         name = Path(session.write_known).name
         write_file(session.write_known, render_known_failures(entries, name=name, origin=origin + "; reword each "
-                                                                                           "reason."))
+                                                                                                  "reason."))
         session.known_note.append(f"{len(entries)} known failure(s) written to {session.write_known}")
+
+
+def write_score_card(session: ConformanceSession, terminalreporter: TerminalReporter) -> None:
+    """The score card, warnings and the files written, at the end of the terminal report."""
+    if not session.records:
+        for line in session.known_note:
+            terminalreporter.write_line(line)
+        return
+    from harness.report import render_text, summarize
+
+    tr = terminalreporter
+    tr.write_sep("=", "tool-call conformance")
+    tr.write_line(render_text(summarize(session.records.values(), session.context())))
+    if session.known is not None:
+        for entry in session.known.unmatched(s.id for s in session.scenarios):
+            tr.write_line(f"warning: {session.known.path}: {entry.describe()} matches no scenario")
+    from harness.scenario import awaiting_review, review_note
+
+    for scenario in awaiting_review(session.scenarios):
+        tr.write_line(f"warning: {review_note(scenario)}")
+    for label, path in (("JSON", session.report_json), ("Markdown", session.report_md)):
+        if path:
+            tr.write_line(f"{label} report written to {path}")
+    for line in session.known_note:
+        tr.write_line(line)

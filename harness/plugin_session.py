@@ -346,27 +346,9 @@ class ConformanceSession:
     def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
         if self.worker:
             return
-        if not self.records:
-            for line in self.known_note:
-                terminalreporter.write_line(line)
-            return
-        from harness.report import render_text, summarize
+        from harness.plugin_outputs import write_score_card
 
-        tr = terminalreporter
-        tr.write_sep("=", "tool-call conformance")
-        tr.write_line(render_text(summarize(self.records.values(), self.context())))
-        if self.known is not None:
-            for entry in self.known.unmatched(s.id for s in self.scenarios):
-                tr.write_line(f"warning: {self.known.path}: {entry.describe()} matches no scenario")
-        from harness.scenario import awaiting_review, review_note
-
-        for scenario in awaiting_review(self.scenarios):
-            tr.write_line(f"warning: {review_note(scenario)}")
-        for label, path in (("JSON", self.report_json), ("Markdown", self.report_md)):
-            if path:
-                tr.write_line(f"{label} report written to {path}")
-        for line in self.known_note:
-            tr.write_line(line)
+        write_score_card(self, terminalreporter)
 
     def pairs_label(self) -> str:
         """The dialect pairs the run plays, as the header and report name them."""
