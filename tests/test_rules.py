@@ -1325,11 +1325,13 @@ def test_docs_rules_md_is_generated() -> None:
 
 
 def test_every_rule_has_its_function_a_breaking_case_and_a_mutant() -> None:
-    """One hop from a rule id to the function judging it, the cases breaking it and the
-    mutants it catches: a rule missing any of them fails here."""
+    """One hop from a rule id to the function judging it (in the module named for its
+    prefix), the cases breaking it and the mutants it catches: a rule missing any of them
+    fails here."""
     found = proofs()
     for rule_id in RULES:
         path, function = check_location(rule_id)
+        assert path == f"harness/rules/{rule_id.split('-')[0].lower()}.py", f"{rule_id} lives in {path}, not in its prefix's module"
         assert (ROOT / path).is_file() and f"def {function.rsplit('.', 1)[-1]}(" in (ROOT / path).read_text("utf-8")
         assert found[rule_id].cases, f"{rule_id}: no unit case breaks it"
         assert found[rule_id].mutants, f"{rule_id}: no mutant proxy is caught by it"

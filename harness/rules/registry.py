@@ -1,7 +1,8 @@
 """The rule registry: every conformance rule, its stable id, and the check behind it.
 
-Each group module declares its rules with ``rule_group(...)``; registering is the
-only side effect of importing a group module. Ids never change meaning once
+Each group module is named for its rules' id prefix (``HTTP-001`` is in ``http.py``)
+and declares its rules with ``rule_group(...)``; a rule's decorator is its whole
+definition, and registering is the only side effect of importing a group module. Ids never change meaning once
 published: a retired rule keeps its id out of use.
 """
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
@@ -51,7 +52,7 @@ Check = Callable[["Context"], Iterable[Violation]]
 PairCheck = Callable[["Context", "Context"], Iterable[Violation]]
 # Judges every answer of one test item together: (label of the exchange, its reading).
 ItemCheck = Callable[[Sequence[tuple[str, "Context"]]], Iterable[Violation]]
-# Judges a round of exchanges played one after another and at once (``harness.rules.isolation.Round``).
+# Judges a round of exchanges played one after another and at once (``harness.rules.iso.Round``).
 RoundCheck = Callable[[Any], Iterable[Violation]]
 C = TypeVar("C", PairCheck, ItemCheck, RoundCheck)
 
@@ -96,17 +97,6 @@ def _register(entry: Entry) -> None:
     ENTRIES[rule.id] = entry
 
 
-def amend(rule_id: str, *, also: Iterable[Profile] = (), ending: bool | None = None) -> None:
-    """Widen an existing rule to more profiles, or mark it as judging a complete answer's
-    end. The rule's id, statement and check stay as they are."""
-    entry = ENTRIES[rule_id]
-    ENTRIES[rule_id] = replace(
-        entry,
-        profiles=entry.profiles | frozenset(also),
-        ending=entry.ending if ending is None else ending,
-    )
-
-
 class RuleGroup:
     """The decorators one group module registers its rules with."""
 
@@ -128,7 +118,12 @@ class RuleGroup:
         stage: Stage = "answer",
         profiles: Iterable[Profile] = ALL_PROFILES,
         features: Iterable[str] = (),
+        ending: bool = False,
     ) -> Callable[[Check], Check]:
+        """Register one rule; everything about it is said here (``ending``: it judges how a
+        complete answer ends, so a stream that ended with an error the scenario accepts is
+        not asked for it)."""
+
         def register(check: Check) -> Check:
             _register(
                 Entry(
@@ -137,6 +132,7 @@ class RuleGroup:
                     frozenset(profiles),
                     frozenset(features),
                     check=check,
+                    ending=ending,
                 )
             )
             return check
