@@ -16,7 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal, TypeVar
 if TYPE_CHECKING:
     from harness.rules.context import Context
 
-Severity = Literal["client", "spec"]
+# client: a named client breaks; spec: the API's documentation says so (judged with
+# --strict); feature: a promise only some proxies make, judged when the user claims it.
+Severity = Literal["client", "spec", "feature"]
 Profile = Literal["openai", "vtc", "anthropic"]
 # When a rule has something to judge: every run, any HTTP response (no transport
 # error, no timeout), a 200 answer, a 200 SSE stream, or a 200 single JSON body.
@@ -29,7 +31,7 @@ _ID = re.compile(r"^[A-Z]+-\d{3}$")
 class Rule:
     id: str
     statement: str
-    severity: Literal["client", "spec"]
+    severity: Severity
     group: str
 
 
@@ -74,7 +76,7 @@ class Entry:
     def enabled(self, options: Options) -> bool:
         """Whether ``options`` ask for this rule at all (severity, profile, features)."""
         return (
-            (self.rule.severity == "client" or options.strict)
+            (self.rule.severity != "spec" or options.strict)
             and options.profile in self.profiles
             and self.features <= options.features
         )
@@ -94,6 +96,8 @@ def _register(entry: Entry) -> None:
         raise ValueError(f"rule id {rule.id!r} is not PREFIX-NNN")
     if rule.id in ENTRIES:
         raise ValueError(f"rule id {rule.id} is registered twice")
+    if (rule.severity == "feature") != bool(entry.features):
+        raise ValueError(f"rule {rule.id}: a rule of severity 'feature' names the features it judges, and only it")
     ENTRIES[rule.id] = entry
 
 
