@@ -323,6 +323,8 @@ BROKEN: list[Case] = [
         anthropic_text("Hello world", error=True),
         {"FAULT-006", "TEXT-001", "ASDK-002"},
     ),
+    case("fault-008-connection-cut-on-upstream-drop", S_REQUIRED, sse(ROLE, chunk({"content": "Hello"}), done=False),
+         {"FAULT-008"}, transport_error="RemoteProtocolError: peer closed connection without sending complete message body"),
     case("fault-007-proxy-died", S_STATUS, BAD_GATEWAY_BODY, {"FAULT-007"}, status=502, survived=False, survival_detail="ConnectError: connection refused"),
     case("fault-007-no-probe", S_BAD_JSON, json.dumps({"error": {"message": "bad", "type": "invalid_request_error"}}), {"FAULT-007"}, status=400),
     case("http-006-stall-too-slow", S_STALL, openai_text("Hello", " world"), {"HTTP-006"}, elapsed=7.5,

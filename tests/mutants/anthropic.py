@@ -257,6 +257,10 @@ class SwallowsStreamError(base.SwallowsStreamError, EventRewriter):
     """Ends the message as if complete (``message_delta``, ``message_stop``) when the upstream failed."""
 
 
+class CutsConnectionOnStreamError(base.CutsConnectionOnError, EventRewriter):
+    """Cuts the connection when the upstream fails mid-answer, as claude-code-router 2.0.0 does."""
+
+
 class ErrorWithStatus200(EventRewriter):
     """Answers an upstream error status with 200, the error body unchanged."""
 
@@ -449,6 +453,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("anthropic-swallows-stream-error", "Ends the message as if complete when the upstream fails mid-answer.",
            ("FAULT-001", "AEV-006"), (UPSTREAM_ERROR, "faults-anthropic-drop-between-events"),
            rewritten(SwallowsStreamError)),
+    Mutant("anthropic-cuts-connection-on-upstream-failure", "Cuts the connection instead of sending `event: error` when the upstream fails mid-answer.",
+           ("FAULT-008",), ("faults-anthropic-drop-between-events",), rewritten(CutsConnectionOnStreamError), strict=True),
     Mutant("anthropic-repaired-tool-use-on-drop", "Repairs the half-received native tool_use and delivers it when the upstream drops mid-input.",
            ("CALLS-001", "ASDK-002"), ("faults-anthropic-drop-mid-native-call",),
            substituted(AnthropicStreamPipeline=CompletesToolUseOnFailure)),

@@ -389,6 +389,13 @@ class SwallowsStreamError(Rewriter):
         return self.completed()
 
 
+class CutsConnectionOnError(Rewriter):
+    """Breaks the connection where the upstream's failure was to be reported."""
+
+    def on_error(self, payload: dict[str, Any]) -> Out:
+        raise ConnectionAbortedError("the mutant cuts the connection instead of reporting the failure")
+
+
 # --------------------------------------------------------------------------- behaviour
 
 
