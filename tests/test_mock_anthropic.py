@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from harness.nonce import NONCE_HEADER, new_nonce, place_nonce
+from harness.replay.openai import DEFAULT_MODEL
 from harness.scenario import (
     Backend,
     ContentFrame,
@@ -33,7 +34,6 @@ from harness.scenario import (
 from harness.servers import RunningServer, serve
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
-from mock_backends.openai_replay import DEFAULT_MODEL
 
 ServeFn = Callable[[Any], RunningServer]
 Mock = tuple[str, MockControl, httpx.Client]

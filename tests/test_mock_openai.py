@@ -22,6 +22,7 @@ from click.testing import CliRunner
 
 from harness.errors import MockError
 from harness.nonce import NONCE_HEADER, find_nonce, new_nonce, nonce_line, place_nonce
+from harness.replay.openai import DEFAULT_MODEL
 from harness.scenario import (
     Backend,
     ContentFrame,
@@ -37,7 +38,6 @@ from harness.servers import RunningServer, serve
 from mock_backends.app import RUN_HEADER, SELECTED_BY_HEADER, create_app
 from mock_backends.cli import mock as mock_command
 from mock_backends.control import MockControl
-from mock_backends.openai_replay import DEFAULT_MODEL
 
 ServeFn = Callable[[Any], RunningServer]
 
