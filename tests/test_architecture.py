@@ -84,17 +84,26 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def imported(path: Path) -> set[str]:
+    """The modules ``path`` imports (absolute imports, those inside functions included);
+    ``from package import module`` counts as importing ``package.module`` too."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names if a.name.startswith("test_"))
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+    return names
+
+
 def imports() -> set[tuple[str, str]]:
-    """Every (module, imported module) pair among the three packages, imports inside
-    functions included."""
+    """Every (module, imported module) pair among the three packages."""
     found: set[tuple[str, str]] = set()
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             here = _module(path)
-            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-                names = ([node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
-                         else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
-                found.update((here, name) for name in names if name.split(".")[0] in PACKAGES)
+            found.update((here, name) for name in imported(path) if name.split(".")[0] in PACKAGES)
     return found
 
 
@@ -122,3 +131,17 @@ def test_the_reference_proxy_never_uses_the_harness_readers_or_judges() -> None:
 def test_the_mock_reads_only_the_core_model() -> None:
     used = {name for m, name in crossings() if m.startswith("mock_backends")}
     assert sorted(n for n in used if not n.startswith(CORE) and n != "harness.servers") == []
+
+
+def test_no_test_module_imports_another() -> None:
+    """Test modules share builders and fixtures through ``tests/support``, never by
+    importing each other: a test module is read on its own, and moving a test never
+    breaks another file."""
+    test_modules = {path.stem for path in (ROOT / "tests").glob("test_*.py")}
+    found = sorted(
+        (path.stem, name)
+        for path in (ROOT / "tests").glob("test_*.py")
+        for name in imported(path)
+        if name.removeprefix("tests.").split(".")[0] in test_modules
+    )
+    assert found == [], "move what they share into tests/support"
