@@ -10,7 +10,7 @@ from typing import Any
 from harness.assemble import Payload
 from harness.compare import parse_object, render, shorten, shown
 from harness.rules import locate
-from harness.rules.chunks import choices_of
+from harness.rules.chunk import choices_of
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 from harness.scenario import RawFrame, Scenario, ToolCallFrame, ToolUseFrame
@@ -365,6 +365,7 @@ def _call_ids(value: Any) -> Iterator[str]:
     severity="client",
     stage="answer",
     profiles=("openai",),
+    ending=True,
 )
 def finish_tool_calls(ctx: Context) -> Iterator[Violation]:
     answer = ctx.answer
