@@ -33,7 +33,7 @@ class Output:
 
     def until(self, pattern: str, timeout: float) -> tuple[list[str], re.Match[str]]:
         """Every line up to the first that matches ``pattern``, and that match."""
-        seen = []
+        seen: list[str] = []
         while True:
             try:
                 line = self.next(timeout)
