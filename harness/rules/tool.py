@@ -184,13 +184,14 @@ def distinct_ids(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "TOOL-006",
-    "Each call's arguments join into exactly one JSON object.",
+    "Each call's arguments join into exactly one JSON object (a call cut short by an in-stream error the "
+    "scenario accepts is never run by a client, and is not judged).",
     severity="client",
     stage="answer",
 )
 def arguments_one_object(ctx: Context) -> Iterator[Violation]:
     for position, call in enumerate(ctx.answer.tool_calls):
-        if call.arguments.strip() and parse_object(call.arguments) is None:
+        if call.arguments.strip() and parse_object(call.arguments) is None and not ctx.error_accepted:
             yield Violation(
                 f"call {call.index} ({call.name}): arguments are not one JSON object: {shorten(call.arguments)}",
                 {"actual": call.arguments, **locate.call(ctx, position)},

@@ -412,3 +412,27 @@ def with_parts(parts: Parts) -> AppFactory:
     """A behaviour mutant: the reference proxy's app built with ``parts``
     (``Parts(chat_pipeline=...)``, the reference's own for every part not given)."""
     return lambda config: proxy_app.create_app(config, parts=parts)
+
+
+def closed_json(text: str) -> str:
+    """``text``, a JSON object cut short, closed as a careless repair would close it:
+    an open string ended, a dangling ``:`` given ``null``, a trailing ``,`` dropped, then
+    every open bracket closed. The result parses, and means something the model never said."""
+    closers: list[str] = []
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            closers.append("}" if ch == "{" else "]")
+        elif ch in "}]" and closers:
+            closers.pop()
+    out = text + ('"' if in_string else "")
+    stripped = out.rstrip()
+    if stripped.endswith(":"):
+        out = stripped + " null"
+    elif stripped.endswith(","):
+        out = stripped[:-1]
+    return out + "".join(reversed(closers))
