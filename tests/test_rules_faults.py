@@ -20,6 +20,7 @@ import pytest
 from harness.exchange import Exchange
 from harness.rules import RULES, Options, evaluate
 from harness.scenario import Profile, Scenario, parse_scenario
+from rule_proofs import Family
 
 WEATHER_OPENAI = {
     "type": "function",
@@ -359,6 +360,10 @@ ALL = ACCEPTABLE + BROKEN
 
 def _options(c: Case, strict: bool) -> Options:
     return Options(profile=c.scenario.client.profile, strict=strict, features=c.features)
+
+
+# Judged with every rule on; ``rule_proofs.families()`` counts these cases towards rule coverage.
+FAMILY: Family = (ACCEPTABLE, BROKEN, lambda c: _options(c, True))
 
 
 @pytest.mark.parametrize("c", ALL, ids=[c.id for c in ALL])
