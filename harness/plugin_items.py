@@ -193,7 +193,7 @@ class ScenarioItem(pytest.Item):
         session = self.conformance
         run, judgement = exc.run, exc.judgement
         known = {rule: entry.reason for rule, entry in judgement.expected.items()}
-        from harness.replay_command import replay_command
+        from harness.reproduce import replay_command
         from harness.report import render_failures
 
         text = ""

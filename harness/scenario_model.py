@@ -15,7 +15,7 @@ Profile = Literal["openai", "xml-client", "anthropic"]
 PROFILES: tuple[Profile, ...] = ("openai", "xml-client", "anthropic")
 OPENAI_PROFILES: tuple[Profile, ...] = ("openai", "xml-client")
 FEATURES: tuple[str, ...] = ("force-non-stream", "system-to-user", "loop-guard", "xml-client", "tool-choice", "hold-back-cap",
-                             "body-timeout")
+                             "body-timeout", "fails-fast")
 #: Old spellings still read wherever a profile or feature is named (scenario files, ``--client-profile``,
 #: ``--features``): the ``xml-client`` profile and feature, for clients that read tool calls as XML in the
 #: content (Cline, Roo Code, Kilo Code), were first called ``vtc``, after "virtual tool calling".

@@ -8,8 +8,6 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -22,35 +20,18 @@ from harness.rules.registry import ANTHROPIC, ENTRIES
 from harness.runner import RunSettings, play, run_exchange
 from harness.dialects.script import serve_as
 from harness.scenario import load_library
-from harness.servers import serve
-from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
-from mutants import ALL, MUTANTS, anthropic, openai
+from mutants import ALL, CORRECT_VARIANTS, MUTANTS, anthropic, openai
 from mutants.base import Mutant, Rewriter, parse_event, proxy_config, reference
 from mutants.coverage import unproven
 from mutants.different import CORRECT_BUT_DIFFERENT
 from reference_proxy.rescue import ToolSpec, collect, rescue_text
 from support import PATIENT_TIMEOUT
+from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock and reference proxy)
 
 ServeFn = Callable[[Any], Any]
 LIBRARY = {s.id: s for s in load_library()}
 FEATURES = proxy_config("http://127.0.0.1:1/v1").features()  # what every mutant claims: the reference's
-
-
-@dataclass(frozen=True)
-class Rig:
-    mock_url: str
-    reference_url: str
-
-
-@pytest.fixture(scope="module")
-def rig() -> Iterator[Rig]:
-    """One mock and one reference proxy for the module (each stop costs a few tenths
-    of a second); every test serves its own mutant next to them with ``servers``."""
-    with ExitStack() as stack:
-        mock_url = stack.enter_context(serve(create_mock())).url
-        reference_url = stack.enter_context(serve(reference(proxy_config(f"{mock_url}/v1")))).url
-        yield Rig(mock_url, f"{reference_url}/v1")
 
 
 def serve_mutant(servers: ServeFn, mutant: Mutant, rig: Rig) -> str:
@@ -167,6 +148,16 @@ def test_a_correct_but_different_proxy_passes_the_whole_library(profile: Profile
     url = serve_mutant(servers, different, rig)
     played = failed_rules(url, rig.mock_url, ids, profile=profile, strict=True, workers=4, timeout=PATIENT_TIMEOUT)
     assert {s: rules for s, rules in played.items() if rules} == {}
+
+
+@pytest.mark.parametrize("variant", CORRECT_VARIANTS, ids=[v.id for v in CORRECT_VARIANTS])
+def test_a_proxy_that_chose_otherwise_where_clients_accept_it_passes(variant: Mutant, servers: ServeFn,
+                                                                     rig: Rig) -> None:
+    """A choice unlike the reference proxy's that no client minds fails nothing, even with --strict."""
+    url = serve_mutant(servers, variant, rig)
+    played = failed_rules(url, rig.mock_url, variant.scenarios, profile=variant.profile, strict=True,
+                          timeout=PATIENT_TIMEOUT, upstream=variant.upstream)
+    assert played == {s: [] for s in variant.scenarios}
 
 
 # --------------------------------------------------------------------------- the wire wrapper

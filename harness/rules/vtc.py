@@ -1,5 +1,5 @@
-"""Rules of the xml-client profile: clients that read tool calls as XML in the content (Cline, Roo Code,
-Kilo Code) get their calls as XML there. The rule ids keep their first prefix, VTC ("virtual tool calling")."""
+"""VTC rules, of the xml-client profile: clients that read tool calls as XML in the content (Cline, Roo Code,
+Kilo Code) get their calls as XML there. The ids keep the profile's first name, VTC ("virtual tool calling")."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from harness.compare import diff_calls, first_call_mismatch, render, shorten
 from harness.rules import locate
-from harness.rules.chunks import choices_of
+from harness.rules.chunk import choices_of
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
 from harness.xml_calls import escaped_entities, rendered, value_matches
@@ -106,6 +106,7 @@ def raw_values(ctx: Context) -> Iterator[Violation]:
     severity="client",
     stage="answer",
     profiles=("xml-client",),
+    ending=True,
 )
 def finish_stop(ctx: Context) -> Iterator[Violation]:
     wanted = ctx.expected_finish

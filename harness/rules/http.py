@@ -5,21 +5,23 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from harness.rules.context import Context
-from harness.rules.registry import Violation, rule_group
+from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 
 rule = rule_group("transport", "HTTP")
 
 
 @rule(
     "HTTP-001",
-    "The proxy answers: the connection succeeds and a response arrives.",
+    "The proxy answers: the connection succeeds and a response arrives (a started stream cut where the scenario "
+    "expects the upstream's failure to be reported tells the client of it: FAULT-008 judges how).",
     severity="client",
     stage="always",
+    profiles=EVERY_PROFILE,
 )
 def answered(ctx: Context) -> Iterator[Violation]:
     ex = ctx.exchange
-    if ex.timed_out:
-        return  # HTTP-002 says what happened
+    if ex.timed_out or ctx.cut_where_failure_expected:
+        return  # HTTP-002, or FAULT-008, says what happened
     if ex.transport_error is not None:
         yield Violation(f"no answer from the proxy: {ex.transport_error}", {"actual": ex.transport_error})
     elif ex.status is None:
@@ -32,6 +34,7 @@ def answered(ctx: Context) -> Iterator[Violation]:
     "answering, as the mock measures it, is not counted).",
     severity="client",
     stage="always",
+    profiles=EVERY_PROFILE,
 )
 def within_timeout(ctx: Context) -> Iterator[Violation]:
     ex = ctx.exchange
@@ -55,6 +58,7 @@ def within_timeout(ctx: Context) -> Iterator[Violation]:
     "A normal scenario is answered with HTTP status 200.",
     severity="client",
     stage="response",
+    profiles=EVERY_PROFILE,
 )
 def status_ok(ctx: Context) -> Iterator[Violation]:
     if ctx.expect.error is not None:
@@ -70,6 +74,7 @@ def status_ok(ctx: Context) -> Iterator[Violation]:
     "The Content-Type is `text/event-stream` for a stream and `application/json` for a single answer.",
     severity="spec",
     stage="answer",
+    profiles=EVERY_PROFILE,
 )
 def content_type(ctx: Context) -> Iterator[Violation]:
     if ctx.kind == "empty":
@@ -85,6 +90,7 @@ def content_type(ctx: Context) -> Iterator[Violation]:
     "A streaming request is answered with an SSE stream, a non-streaming request with one JSON body.",
     severity="client",
     stage="answer",
+    profiles=EVERY_PROFILE,
 )
 def body_kind(ctx: Context) -> Iterator[Violation]:
     wanted = "sse" if ctx.exchange.stream else "json"
@@ -100,10 +106,14 @@ def body_kind(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "HTTP-006",
-    "The answer completes within the scenario's `expect.within_seconds` of the proxy's own time (the time the "
-    "backend spends answering, as the mock measures it, is not counted).",
-    severity="client",
+    "A proxy claiming `fails-fast` answers within the scenario's `expect.within_seconds` of its own time (the "
+    "time the backend spends answering, as the mock measures it, is not counted): no retries with back-off and "
+    "no waits of its own. No client is known to need such a bound (openai-python waits 600 s and retries a 5xx "
+    "itself), so a proxy that retries is not judged by it; a proxy that hangs fails HTTP-002 whatever it claims.",
+    severity="feature",
     stage="response",
+    profiles=EVERY_PROFILE,
+    features=("fails-fast",),
 )
 def within_expected_time(ctx: Context) -> Iterator[Violation]:
     limit = ctx.expect.within_seconds
