@@ -73,6 +73,10 @@ def harmony(name: str, arguments: Any) -> str:
             + json.dumps(arguments) + "<|call|>")
 
 
+def deepseek_v3(name: str, arguments: Any) -> str:
+    return f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{json.dumps(arguments)}\n```<｜tool▁call▁end｜>"
+
+
 W_PARIS = ("get_weather", {"city": "Paris"})
 
 CASES = [
@@ -505,6 +509,46 @@ CASES = [
     Case(
         "dsml-undeclared",
         "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"nope\">\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
+        None,
+    ),
+    # ---------------------------------------------------------------- DeepSeek V3 fenced JSON
+    Case(
+        "deepseek-v3-two-calls",
+        "Sure.<｜tool▁calls▁begin｜>" + deepseek_v3("get_weather", {"city": "Paris"}) + "\n"
+        + deepseek_v3("read_file", {"path": "a"}) + "<｜tool▁calls▁end｜> ok",
+        "Sure. ok",
+        [W_PARIS, ("read_file", {"path": "a"})],
+    ),
+    Case(
+        "deepseek-v3-fence-in-value",
+        "<｜tool▁calls▁begin｜>" + deepseek_v3("read_file", {"path": "```\n```<｜tool▁call▁end｜>"})
+        + "<｜tool▁calls▁end｜>",
+        "",
+        [("read_file", {"path": "```\n```<｜tool▁call▁end｜>"})],
+    ),
+    Case(
+        "deepseek-v3-distilled-opener",
+        "<｜tool▁calls｜>" + deepseek_v3("get_weather", {"city": "Paris"}) + "<｜tool▁calls▁end｜>",
+        "",
+        [W_PARIS],
+    ),
+    Case(
+        "deepseek-v3-no-fence-tag",
+        "<｜tool▁calls▁begin｜>" + deepseek_v3("get_weather", {"city": "Paris"}).replace("```json", "```")
+        + "<｜tool▁calls▁end｜>",
+        "",
+        [W_PARIS],
+    ),
+    Case(
+        "deepseek-v3-type-is-not-function",
+        "<｜tool▁calls▁begin｜>" + deepseek_v3("get_weather", {"city": "Paris"}).replace(">function<", ">tool<")
+        + "<｜tool▁calls▁end｜>",
+        None,
+    ),
+    Case("deepseek-v3-undeclared", "<｜tool▁calls▁begin｜>" + deepseek_v3("nope", {}) + "<｜tool▁calls▁end｜>", None),
+    Case(
+        "deepseek-v3-unclosed-fence",
+        "<｜tool▁calls▁begin｜>" + deepseek_v3("get_weather", {"city": "Paris"}).removesuffix("```<｜tool▁call▁end｜>"),
         None,
     ),
     # ---------------------------------------------------------------- Phi-4-mini functools

@@ -267,6 +267,8 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
     "seed-oss": {"`<seed:tool_call><function=…><parameter=…>`": ("seed-oss-seed-oss.one-call", "seed-oss-seed-oss.schema-types")},
     "kimi-k2": {"`<\\|tool_calls_section_begin\\|>` sections": ("kimi-k2-kimi-k2.one-call", "kimi-k2-kimi-k2.two-calls-one-block")},
     "deepseek": {"`<｜tool▁calls▁begin｜>` sections": ("deepseek-deepseek-v31.one-call", "deepseek-deepseek-v31.two-calls-one-block"),
+                 "V3 `function<｜tool▁sep｜>name`": ("deepseek-deepseek-v3.one-call", "deepseek-deepseek-v3.two-calls-one-block",
+                                                    "deepseek-deepseek-v3.opener-variant"),
                  "V3.2 DSML `<｜DSML｜function_calls>`": ("deepseek-deepseek-v32.one-call", "deepseek-deepseek-v32.schema-types",
                                                        "deepseek-deepseek-v32.opener-variant")},
     "minimax": {"`<minimax:tool_call>`": ("minimax-minimax-m2.one-call", "minimax-minimax-m2.two-calls-one-block")},

@@ -530,6 +530,9 @@ VARIANTS: dict[str, Callable[[str], str]] = {
     # The wrapper named <｜DSML｜tool_calls>, as later DeepSeek models write it and hosts
     # leak it into the content.
     "deepseek-v32": lambda text: text.replace("DSML｜function_calls>", "DSML｜tool_calls>"),
+    # The section opener spelled with blanks for "▁", as DeepSeek-R1's distilled models
+    # write it (llama.cpp's deepseek_r1 parser accepts it and four other spellings).
+    "deepseek-v3": lambda text: text.replace("<｜tool▁calls▁begin｜>", "<｜tool calls begin｜>"),
     # No <|python_end|> at the very end of the answer: the model stops on its end-of-turn
     # token right after the list (vLLM's llama4_pythonic parser takes the token as optional).
     "llama4-pythonic": lambda text: text.removesuffix("<|python_end|>"),
@@ -552,6 +555,7 @@ def _opener_variant(fmt: TextFormat) -> Cell:
 ORPHANS: dict[str, str] = {"qwen-tools": "</tools>", "hermes": "</tool_call>", "qwen-coder": "</tool_call>",
                            "glm": "</tool_call>", "seed-oss": "</seed:tool_call>",
                            "minimax-m2": "</minimax:tool_call>", "kimi-k2": "<|tool_calls_section_end|>", "deepseek-v31": "<｜tool▁calls▁end｜>",
+                           "deepseek-v3": "<｜tool▁calls▁end｜>",
                            "gpt-oss": "<|call|>",
                            "deepseek-v32": "</｜DSML｜function_calls>",
                            "llama4-pythonic": "<|python_end|>",

@@ -19,10 +19,10 @@ from reference_proxy.rescue.families.orphans import Orphans
 from reference_proxy.rescue.families.pythonic import Llama4Pythonic, Pythonic
 from reference_proxy.rescue.families.qwen_tools import QwenTools
 from reference_proxy.rescue.families.reasoning import Reasoning
-from reference_proxy.rescue.families.sections import DeepSeek, KimiK2
+from reference_proxy.rescue.families.sections import DeepSeek, DeepSeekV3, KimiK2
 from reference_proxy.rescue.family import Family
 
-CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), SeedOss(), Glm(), InvokeXml(), MiniMaxM2(), Mistral(), Granite(), Phi4Mini(), KimiK2(), DeepSeek(), DeepSeekDsml(), Harmony(), Llama4Pythonic(), Pythonic(), BareJson())
+CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), SeedOss(), Glm(), InvokeXml(), MiniMaxM2(), Mistral(), Granite(), Phi4Mini(), KimiK2(), DeepSeek(), DeepSeekV3(), DeepSeekDsml(), Harmony(), Llama4Pythonic(), Pythonic(), BareJson())
 FAMILIES: tuple[Family, ...] = (Reasoning(), *CALLS[:-1], Code(CALLS), CALLS[-1], Orphans())
 
 __all__ = ["CALLS", "FAMILIES"]
