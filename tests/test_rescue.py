@@ -597,6 +597,34 @@ CASES = [
         None,
     ),
     Case("harmony-final-is-text", "<|start|>assistant<|channel|>final<|message|>Sunny.<|return|>", None),
+    Case(
+        "harmony-call-from-the-analysis-channel",
+        "<|channel|>analysis<|message|>Need the weather.<|end|>"
+        '<|start|>assistant<|channel|>analysis to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>',
+        "<|channel|>analysis<|message|>Need the weather.<|end|>",
+        [W_PARIS],
+    ),
+    Case(
+        "harmony-analysis-to-a-builtin-is-text",
+        '<|channel|>analysis to=python code<|message|>print(1)<|call|>',
+        None,
+    ),
+    Case(
+        "harmony-final-constrained-json-is-no-call",
+        '<|channel|>final <|constrain|>json<|message|>{"name": "get_weather", "arguments": {"city": "Paris"}}<|return|>',
+        None,
+    ),
+    Case(
+        "harmony-final-addressed-to-a-function-is-text",
+        '<|channel|>final to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>',
+        None,
+    ),
+    Case(
+        "harmony-preamble-then-call",
+        "<|start|>assistant<|channel|>commentary<|message|>Checking the weather.<|end|>" + harmony("get_weather", {"city": "Paris"}),
+        "<|start|>assistant<|channel|>commentary<|message|>Checking the weather.<|end|>",
+        [W_PARIS],
+    ),
     Case("harmony-undeclared", harmony("nope", {}), None),
     Case(
         "harmony-builtin-recipient",
