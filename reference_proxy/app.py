@@ -39,7 +39,7 @@ from reference_proxy.errors import (
 )
 from reference_proxy.loop_guard import stop_completion, stop_message, stop_stream
 from reference_proxy.openai_stream import dumps, to_wire
-from reference_proxy.pipeline import ResponseStats, StreamPipeline
+from reference_proxy.pipeline import ResponseStats, StreamPipeline, rescuer_for
 from reference_proxy.relay import SSE_HEADERS, RelayPipeline, RelayResponse
 from reference_proxy.rescue import ToolSpec
 from reference_proxy.request_shaping import (
@@ -235,6 +235,7 @@ class ProxyApp:
                 include_usage=chat.include_usage,
                 request_model=chat.model,
                 buffer_cap=self.config.buffer_cap,
+                rescuer_factory=rescuer_for(self.config.formats_for(chat.model)),
             )
             if is_event_stream(upstream):
                 relayed: AnswerPipeline = (
@@ -271,7 +272,8 @@ class ProxyApp:
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=False, vtc=vtc, model=chat.model, note=exc.message)
             return error_response(exc)
-        stats = finish_completion(body, tools=chat.tools, vtc=vtc, buffer_cap=self.config.buffer_cap)
+        stats = finish_completion(body, tools=chat.tools, vtc=vtc, buffer_cap=self.config.buffer_cap,
+                                  rescuer_factory=rescuer_for(self.config.formats_for(chat.model)))
         model = body.get("model")
         _log_request("POST", path, 200, started, stream=False, vtc=vtc, model=model if isinstance(model, str) else "", stats=stats)
         return Response(to_wire(dumps(body)), media_type="application/json")
@@ -317,7 +319,8 @@ class ProxyApp:
             return anthropic_error_response(exc)
         if not req.stream:
             return await self._whole_message(upstream, req, tools, path, started, translated)
-        pipeline = AnthropicStreamPipeline(tools=tools, request_model=req.model, buffer_cap=self.config.buffer_cap)
+        pipeline = AnthropicStreamPipeline(tools=tools, request_model=req.model, buffer_cap=self.config.buffer_cap,
+                                           rescuer_factory=rescuer_for(self.config.formats_for(req.model)))
         if is_event_stream(upstream):
             relayed: AnswerPipeline = TranslatedPipeline(pipeline, ChunksAsEvents(req.model)) if translated else pipeline
             return self._relay(upstream, relayed, path, started, False)
@@ -344,7 +347,8 @@ class ProxyApp:
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=False, model=req.model, note=exc.message)
             return anthropic_error_response(exc)
-        stats = finish_message(body, tools=tools, buffer_cap=self.config.buffer_cap)
+        stats = finish_message(body, tools=tools, buffer_cap=self.config.buffer_cap,
+                               rescuer_factory=rescuer_for(self.config.formats_for(req.model)))
         model = body.get("model")
         _log_request("POST", path, 200, started, stream=False, model=model if isinstance(model, str) else "", stats=stats)
         return Response(to_wire(dumps(body)), media_type="application/json")

@@ -15,6 +15,7 @@ from reference_proxy.config import (
     ConfigError,
     ProxyConfig,
     load_config,
+    parse_format_rules,
     python_log_level,
     to_env,
 )
@@ -57,6 +58,13 @@ def _env_help(name: str) -> str:
     help=f"Comma-separated User-Agent words of XML-reading clients (default cline,kilo,roo; '' disables). {_env_help('vtc_patterns')}",
 )
 @click.option(
+    "--rescue-formats",
+    metavar="LIST",
+    help="Text formats whose tool calls are rescued, like vLLM's --tool-call-parser: 'auto' (every format; "
+    "default), format ids ('hermes,glm'), or per model ('gpt-oss=gpt-oss;qwen3-coder=qwen-coder,hermes;*=auto', "
+    f"the first pattern found in the request's model wins). {_env_help('rescue_formats')}",
+)
+@click.option(
     "--loop-guard",
     metavar="N|off",
     help=f"Answer by itself once a request holds more than N tool messages (default 20). {_env_help('loop_guard_max_tool_messages')}",
@@ -90,6 +98,7 @@ def proxy(
     body_timeout: float | None,
     buffer_cap: int | None,
     vtc_patterns: str | None,
+    rescue_formats: str | None,
     loop_guard: str | None,
     system_to_user: bool | None,
     log_level: str | None,
@@ -115,6 +124,8 @@ def proxy(
     if vtc_patterns is not None:
         cli["vtc_patterns"] = tuple(p.strip() for p in vtc_patterns.split(",") if p.strip())
     try:
+        if rescue_formats is not None:
+            cli["rescue_formats"] = parse_format_rules("--rescue-formats", rescue_formats)
         config = load_config(cli, os.environ, config_file)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None

@@ -18,6 +18,7 @@ given-up marker's text after its resume point, which parsers keep short.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 
 from reference_proxy.rescue.events import (
     ArgumentsDelta,
@@ -29,7 +30,7 @@ from reference_proxy.rescue.events import (
     ToolSpec,
     collect,
 )
-from reference_proxy.rescue.families import FAMILIES
+from reference_proxy.rescue.families import FAMILIES, FORMAT_IDS, families_for
 from reference_proxy.rescue.family import Call, Context, MarkerParser, Verdict
 from reference_proxy.rescue.openers import WORD_CHARS as _WORD_CHARS
 from reference_proxy.rescue.openers import Cursor, Openers
@@ -456,6 +457,19 @@ class Rescuer:
         to the cap is released, and scanning resumes there."""
         self.overflowed = True
         return self._close(self._given, out)
+
+
+@cache
+def openers_for(formats: frozenset[str] | None) -> Openers | None:
+    """The openers of the families that read ``formats`` (format ids), for ``Rescuer``'s
+    ``openers``; None (the default families) for None or every format. Compiled once per
+    selection."""
+    if formats is None or formats >= frozenset(FORMAT_IDS):
+        return None
+    unknown = sorted(formats - frozenset(FORMAT_IDS))
+    if unknown:
+        raise ValueError(f"unknown text format(s) {', '.join(unknown)}; known: {', '.join(FORMAT_IDS)}")
+    return Openers(families_for(formats))
 
 
 def rescue_text(text: str, tools: Sequence[ToolSpec]) -> tuple[str, list[RescuedCall]]:

@@ -151,6 +151,7 @@ class HarmonyParser(MarkerParser):
 
 class Harmony(Family):
     name = "harmony"
+    formats = ("gpt-oss",)
     openers = (Opener(START), Opener(CHANNEL))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:

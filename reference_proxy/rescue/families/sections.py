@@ -198,6 +198,7 @@ class SectionParser(MarkerParser):
 
 class KimiK2(Family):
     name = "kimi-k2"
+    formats = ("kimi-k2",)
     openers = (Opener(KIMI.section_begin),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
@@ -206,6 +207,7 @@ class KimiK2(Family):
 
 class DeepSeek(Family):
     name = "deepseek"
+    formats = ("deepseek-v31",)
     openers = (Opener(DEEPSEEK.section_begin),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
@@ -214,6 +216,7 @@ class DeepSeek(Family):
 
 class DeepSeekV3(Family):
     name = "deepseek-v3"
+    formats = ("deepseek-v3",)
     openers = tuple(Opener(literal) for literal in DEEPSEEK_V3_OPENERS)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
