@@ -18,7 +18,7 @@ rule = rule_group("calls", "CALLS")
     "arguments; none missing, extra or duplicated.",
     severity="client",
     stage="answer",
-    profiles=("openai",),
+    profiles=("openai", "anthropic"),
 )
 def expected_calls(ctx: Context) -> Iterator[Violation]:
     lines = diff_calls(ctx.expected_calls, ctx.received_calls)
@@ -40,6 +40,7 @@ def expected_calls(ctx: Context) -> Iterator[Violation]:
     severity="client",
     stage="answer",
     profiles=("openai",),
+    ending=True,
 )
 def expected_finish(ctx: Context) -> Iterator[Violation]:
     wanted = ctx.expected_finish
