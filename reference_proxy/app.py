@@ -14,7 +14,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypedDict, TypeVar
 
 import httpx
 from starlette.applications import Starlette
@@ -39,7 +39,7 @@ from reference_proxy.errors import (
 )
 from reference_proxy.loop_guard import stop_completion, stop_message, stop_stream
 from reference_proxy.openai_stream import dumps, to_wire
-from reference_proxy.pipeline import ResponseStats, StreamPipeline, rescuer_for
+from reference_proxy.pipeline import RescuerFactory, ResponseStats, StreamPipeline, rescuer_for
 from reference_proxy.relay import SSE_HEADERS, RelayPipeline, RelayResponse
 from reference_proxy.rescue import ToolSpec
 from reference_proxy.request_shaping import (
@@ -130,6 +130,12 @@ def _log_request(
     log.info(" ".join(parts))
 
 
+class RescueOptions(TypedDict, total=False):
+    """Keyword arguments of the pipelines that choose their rescuer."""
+
+    rescuer_factory: RescuerFactory
+
+
 class ProxyApp:
     """Request handlers bound to one configuration and one upstream client."""
 
@@ -138,6 +144,12 @@ class ProxyApp:
         self.upstream = Upstream(config)
 
     # ------------------------------------------------------------------ shared by both APIs
+
+    def _rescuers(self, model: str) -> RescueOptions:
+        """The ``rescuer_factory`` of a model whose formats ``rescue_formats`` chooses;
+        nothing for ``auto``, so the pipelines keep their own default."""
+        formats = self.config.formats_for(model)
+        return RescueOptions() if formats is None else RescueOptions(rescuer_factory=rescuer_for(formats))
 
     async def _client_request(
         self, request: Request, started: float, parse: Callable[[bytes], _T], render: Callable[[ProxyError], Response]
@@ -235,7 +247,7 @@ class ProxyApp:
                 include_usage=chat.include_usage,
                 request_model=chat.model,
                 buffer_cap=self.config.buffer_cap,
-                rescuer_factory=rescuer_for(self.config.formats_for(chat.model)),
+                **self._rescuers(chat.model),
             )
             if is_event_stream(upstream):
                 relayed: AnswerPipeline = (
@@ -273,7 +285,7 @@ class ProxyApp:
             _log_request("POST", path, exc.status, started, stream=False, vtc=vtc, model=chat.model, note=exc.message)
             return error_response(exc)
         stats = finish_completion(body, tools=chat.tools, vtc=vtc, buffer_cap=self.config.buffer_cap,
-                                  rescuer_factory=rescuer_for(self.config.formats_for(chat.model)))
+                                  **self._rescuers(chat.model))
         model = body.get("model")
         _log_request("POST", path, 200, started, stream=False, vtc=vtc, model=model if isinstance(model, str) else "", stats=stats)
         return Response(to_wire(dumps(body)), media_type="application/json")
@@ -320,7 +332,7 @@ class ProxyApp:
         if not req.stream:
             return await self._whole_message(upstream, req, tools, path, started, translated)
         pipeline = AnthropicStreamPipeline(tools=tools, request_model=req.model, buffer_cap=self.config.buffer_cap,
-                                           rescuer_factory=rescuer_for(self.config.formats_for(req.model)))
+                                           **self._rescuers(req.model))
         if is_event_stream(upstream):
             relayed: AnswerPipeline = TranslatedPipeline(pipeline, ChunksAsEvents(req.model)) if translated else pipeline
             return self._relay(upstream, relayed, path, started, False)
@@ -348,7 +360,7 @@ class ProxyApp:
             _log_request("POST", path, exc.status, started, stream=False, model=req.model, note=exc.message)
             return anthropic_error_response(exc)
         stats = finish_message(body, tools=tools, buffer_cap=self.config.buffer_cap,
-                               rescuer_factory=rescuer_for(self.config.formats_for(req.model)))
+                               **self._rescuers(req.model))
         model = body.get("model")
         _log_request("POST", path, 200, started, stream=False, model=model if isinstance(model, str) else "", stats=stats)
         return Response(to_wire(dumps(body)), media_type="application/json")

@@ -49,7 +49,7 @@ _WORD_PREFIXES = _OPENERS.word_prefixes
 _LINE_RISK = _OPENERS.line_risk.search
 _LINE_OPENER = _OPENERS.line_after_newline.search
 _LINE_HERE = _OPENERS.line_here.match
-_LINE_BEGUN = _OPENERS.line_begun.search
+_LINE_BEGUN = _OPENERS.last_line_begun
 _WORD_OPENER = _OPENERS.group_by_first["c"].search if SHORTCUTS else None
 
 # ``Text(x)`` through the frozen dataclass ``__init__`` costs more than all the checks of
@@ -254,7 +254,7 @@ class Rescuer:
                 and ("count" not in s or _WORD_OPENER(s) is None)
                 and ("\n" not in s or _LINE_OPENER(s) is None)
                 and not (self._line_blank and _LINE_HERE(s))
-                and _LINE_BEGUN(s) is None  # the first letters of a line opener ("\nfunc")
+                and not _LINE_BEGUN(s)  # the first letters of a line opener ("\nfunc")
             ):
                 # No opener starts in ``s`` (a frequent case: a held "c" turned out to be
                 # prose); with no "<" or "`" in it, only a word opener can begin at its end.
