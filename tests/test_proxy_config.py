@@ -150,7 +150,7 @@ def test_command_help_names_every_setting() -> None:
     result = CliRunner().invoke(proxy, ["--help"])
     assert result.exit_code == 0
     for flag in ("--upstream", "--port", "--host", "--config", "--api-key", "--buffer-cap", "--read-timeout", "--body-timeout",
-                 "--connect-timeout", "--xml-client-patterns", "--loop-guard", "--system-to-user", "--log-level"):
+                 "--connect-timeout", "--xml-client-patterns", "--rescue-formats", "--loop-guard", "--system-to-user", "--log-level"):
         assert flag in result.output
     assert "TCC_PROXY_UPSTREAM" in result.output
 
