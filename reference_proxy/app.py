@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypedDict, TypeVar
 
 import httpx
 from httpx_sse import ServerSentEvent
@@ -41,7 +41,7 @@ from reference_proxy.errors import (
 )
 from reference_proxy.loop_guard import stop_completion, stop_message, stop_stream
 from reference_proxy.openai_stream import dumps, to_wire
-from reference_proxy.pipeline import ResponseStats, StreamPipeline
+from reference_proxy.pipeline import RescuerFactory, ResponseStats, StreamPipeline, rescuer_for
 from reference_proxy.relay import SSE_HEADERS, RelayPipeline, RelayResponse
 from reference_proxy.rescue import ToolSpec
 from reference_proxy.request_shaping import (
@@ -157,6 +157,12 @@ def _log_request(
     log.info(" ".join(parts))
 
 
+class RescueOptions(TypedDict, total=False):
+    """Keyword arguments of the pipelines that choose their rescuer."""
+
+    rescuer_factory: RescuerFactory
+
+
 class ProxyApp:
     """Request handlers bound to one configuration and one upstream client."""
 
@@ -166,6 +172,12 @@ class ProxyApp:
         self.upstream = Upstream(config)
 
     # ------------------------------------------------------------------ shared by both APIs
+
+    def _rescuers(self, model: str) -> RescueOptions:
+        """The ``rescuer_factory`` of a model whose formats ``rescue_formats`` chooses;
+        nothing for ``auto``, so the pipelines keep their own default."""
+        formats = self.config.formats_for(model)
+        return RescueOptions() if formats is None else RescueOptions(rescuer_factory=rescuer_for(formats))
 
     async def _client_request(
         self, request: Request, started: float, parse: Callable[[bytes], _T], render: Callable[[ProxyError], Response]
@@ -263,6 +275,7 @@ class ProxyApp:
                 include_usage=chat.include_usage,
                 request_model=chat.model,
                 buffer_cap=self.config.buffer_cap,
+                **self._rescuers(chat.model),
             )
             if is_event_stream(upstream):
                 relayed: AnswerPipeline = (
@@ -299,7 +312,8 @@ class ProxyApp:
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=False, xml_client=xml_client, model=chat.model, note=exc.message)
             return error_response(exc)
-        stats = finish_completion(body, tools=chat.tools, xml_client=xml_client, buffer_cap=self.config.buffer_cap)
+        stats = finish_completion(body, tools=chat.tools, xml_client=xml_client, buffer_cap=self.config.buffer_cap,
+                                  **self._rescuers(chat.model))
         model = body.get("model")
         _log_request("POST", path, 200, started, stream=False, xml_client=xml_client, model=model if isinstance(model, str) else "", stats=stats)
         return Response(to_wire(dumps(body)), media_type="application/json")
@@ -345,7 +359,8 @@ class ProxyApp:
             return anthropic_error_response(exc)
         if not req.stream:
             return await self._whole_message(upstream, req, tools, path, started, translated)
-        pipeline = self.parts.messages_pipeline(tools=tools, request_model=req.model, buffer_cap=self.config.buffer_cap)
+        pipeline = self.parts.messages_pipeline(tools=tools, request_model=req.model, buffer_cap=self.config.buffer_cap,
+                                                **self._rescuers(req.model))
         if is_event_stream(upstream):
             relayed: AnswerPipeline = TranslatedPipeline(pipeline, ChunksAsEvents(req.model)) if translated else pipeline
             return self._relay(upstream, relayed, path, started, False)
@@ -372,7 +387,8 @@ class ProxyApp:
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=False, model=req.model, note=exc.message)
             return anthropic_error_response(exc)
-        stats = finish_message(body, tools=tools, buffer_cap=self.config.buffer_cap)
+        stats = finish_message(body, tools=tools, buffer_cap=self.config.buffer_cap,
+                               **self._rescuers(req.model))
         model = body.get("model")
         _log_request("POST", path, 200, started, stream=False, model=model if isinstance(model, str) else "", stats=stats)
         return Response(to_wire(dumps(body)), media_type="application/json")

@@ -15,6 +15,7 @@ from reference_proxy.config import (
     ConfigError,
     ProxyConfig,
     load_config,
+    parse_format_rules,
     python_log_level,
     to_env,
 )
@@ -60,6 +61,13 @@ def _env_help(name: str) -> str:
     f"--vtc-patterns is the old spelling). {_env_help('xml_client_patterns')}",
 )
 @click.option(
+    "--rescue-formats",
+    metavar="LIST",
+    help="Text formats whose tool calls are rescued, like vLLM's --tool-call-parser: 'auto' (every format; "
+    "default), format ids ('hermes,glm'), or per model ('gpt-oss=gpt-oss;qwen3-coder=qwen-coder,hermes;*=auto', "
+    f"the first pattern found in the request's model wins). {_env_help('rescue_formats')}",
+)
+@click.option(
     "--loop-guard",
     metavar="N|off",
     help=f"Answer by itself once a request holds more than N tool messages (default 20). {_env_help('loop_guard_max_tool_messages')}",
@@ -93,6 +101,7 @@ def proxy(
     body_timeout: float | None,
     buffer_cap: int | None,
     xml_client_patterns: str | None,
+    rescue_formats: str | None,
     loop_guard: str | None,
     system_to_user: bool | None,
     log_level: str | None,
@@ -118,6 +127,8 @@ def proxy(
     if xml_client_patterns is not None:
         cli["xml_client_patterns"] = tuple(p.strip() for p in xml_client_patterns.split(",") if p.strip())
     try:
+        if rescue_formats is not None:
+            cli["rescue_formats"] = parse_format_rules("--rescue-formats", rescue_formats)
         config = load_config(cli, os.environ, config_file)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None

@@ -17,10 +17,16 @@ from urllib.parse import urlsplit
 import yaml
 
 from harness.errors import ConformanceError
+from reference_proxy.rescue.families import FORMAT_IDS
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 UPSTREAM_DIALECTS = ("native", "openai", "anthropic")
 MIN_BUFFER_CAP = 256
+AUTO_FORMATS = "auto"
+ANY_MODEL = "*"
+FormatRules = tuple[tuple[str, tuple[str, ...]], ...]
+"""(model pattern, format ids) pairs: the first pattern found in a request's model name
+(case-insensitive; ``*`` matches every model) says which text formats are rescued."""
 HOLD_BACK_CAP = 65536  # the cap the hold-back-cap scenarios are written for  # below this, every marker would overflow before it could be recognised
 
 
@@ -45,6 +51,7 @@ class ProxyConfig:
     port: int = 8000
     log_level: str = "info"
     upstream_dialect: str = "native"  # native: each client's own API; openai / anthropic: every request translated to it
+    rescue_formats: FormatRules = ((ANY_MODEL, (AUTO_FORMATS,)),)  # like vLLM's --tool-call-parser, per model
 
     def __post_init__(self) -> None:
         # A frozen dataclass cannot normalise in place; object.__setattr__ is the documented way.
@@ -69,6 +76,15 @@ class ProxyConfig:
         out.add("body-timeout")  # a client that stalls while sending its body gets 408
         out.add("fails-fast")  # an upstream failure is passed on at once, never retried
         return frozenset(out)
+
+    def formats_for(self, model: str) -> frozenset[str] | None:
+        """The text formats rescued for a request naming ``model``; None: every format
+        (``auto``, also when no pattern matches)."""
+        wanted = model.lower() if isinstance(model, str) else ""
+        for pattern, formats in self.rescue_formats:
+            if pattern == ANY_MODEL or pattern.lower() in wanted:
+                return None if AUTO_FORMATS in formats else frozenset(formats)
+        return None
 
     def calls_upstream(self, client_api: str) -> str:
         """The API a request of ``client_api`` ("openai" or "anthropic") is sent upstream in."""
@@ -127,8 +143,55 @@ def validate(config: ProxyConfig) -> None:
     if config.upstream_dialect not in UPSTREAM_DIALECTS:
         raise ConfigError(f"upstream_dialect: expected one of {', '.join(UPSTREAM_DIALECTS)}, "
                           f"got {config.upstream_dialect!r}")
+    validate_format_rules(config.rescue_formats)
     if config.log_level not in LOG_LEVELS:
         raise ConfigError(f"log_level: expected one of {', '.join(LOG_LEVELS)}, got {config.log_level!r}")
+
+
+def validate_format_rules(rules: Any) -> None:
+    known = (AUTO_FORMATS, *FORMAT_IDS)
+    if not isinstance(rules, tuple) or not rules:
+        raise ConfigError(f"rescue_formats: expected format ids, or model patterns with format ids, got {rules!r}")
+    for rule in rules:
+        if not (isinstance(rule, tuple) and len(rule) == 2 and isinstance(rule[0], str) and rule[0].strip()
+                and isinstance(rule[1], tuple) and rule[1]):
+            raise ConfigError(f"rescue_formats: expected a model pattern and its format ids, got {rule!r}")
+        unknown = [f for f in rule[1] if f not in known]
+        if unknown:
+            raise ConfigError(f"rescue_formats: unknown format {unknown[0]!r} for {rule[0]!r} (known: {', '.join(known)})")
+        if AUTO_FORMATS in rule[1] and len(rule[1]) > 1:
+            raise ConfigError(f"rescue_formats: 'auto' already means every format, for {rule[0]!r}")
+
+
+def parse_format_rules(name: str, value: Any) -> FormatRules:
+    """``rescue_formats`` from text (``hermes,glm``: for every model; ``gpt-oss=gpt-oss;
+    qwen3-coder=qwen-coder,hermes;*=auto``: per model), a list of format ids, or a mapping
+    of model patterns to format ids (a list or text)."""
+
+    def ids(v: Any) -> tuple[str, ...]:
+        if isinstance(v, str):
+            return tuple(x.strip().lower() for x in v.replace("+", ",").split(",") if x.strip())
+        if isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+            return tuple(x.strip().lower() for x in v)
+        raise ConfigError(f"{name}: expected format ids (a list or comma-separated text), got {v!r}")
+
+    if isinstance(value, str):
+        rules = []
+        for part in value.split(";"):
+            if part.strip():
+                pattern, sep, formats = part.partition("=")
+                rules.append((pattern.strip(), ids(formats)) if sep else (ANY_MODEL, ids(pattern)))
+        return tuple(rules)
+    if isinstance(value, Mapping):
+        return tuple((str(k).strip(), ids(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ((ANY_MODEL, ids(value)),)
+    raise ConfigError(f"{name}: expected format ids, or a mapping of model patterns to format ids, got {value!r}")
+
+
+def format_rules_text(rules: FormatRules) -> str:
+    """The text ``parse_format_rules`` reads back as ``rules``."""
+    return ";".join(f"{pattern}={','.join(formats)}" for pattern, formats in rules)
 
 
 # --------------------------------------------------------------------------- sources
@@ -204,6 +267,7 @@ _ENV_PARSERS: dict[str, Callable[[str, str], Any]] = {
     "port": _parse_int,
     "log_level": _parse_level,
     "upstream_dialect": _parse_level,
+    "rescue_formats": parse_format_rules,
 }
 
 
@@ -213,7 +277,9 @@ def to_env(config: ProxyConfig) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, var in ENV_VARS.items():
         value = getattr(config, name)
-        if value is None:  # "off" where a word says unset; else empty, which counts as unset
+        if name == "rescue_formats":
+            out[var] = format_rules_text(value)
+        elif value is None:  # "off" where a word says unset; else empty, which counts as unset
             out[var] = "off" if _ENV_PARSERS[name] is _parse_guard else ""
         elif isinstance(value, bool):
             out[var] = "true" if value else "false"
@@ -259,6 +325,8 @@ def from_file_data(data: Any, *, where: str = "config file") -> dict[str, Any]:
                 value = ()
             else:
                 raise ConfigError(f"{where}: xml_client_patterns: expected a list of strings")
+        if key == "rescue_formats":
+            value = parse_format_rules(f"{where}: rescue_formats", value)
         if key in ("connect_timeout", "read_timeout", "body_timeout") and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if key == "loop_guard_max_tool_messages" and value is False:

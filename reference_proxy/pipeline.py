@@ -20,6 +20,7 @@ from reference_proxy.dedup import CallLedger
 from reference_proxy.errors import as_openai_error
 from reference_proxy.openai_stream import DONE, ChunkEmitter, dumps, error_event, is_plain, new_call_id
 from reference_proxy.rescue import ArgumentsDelta, Event, Rescuer, Text, ToolCallEnd, ToolCallStart, ToolSpec
+from reference_proxy.rescue.scanner import openers_for
 from reference_proxy.xml_client import call_to_xml
 
 log = logging.getLogger("reference_proxy.pipeline")
@@ -46,6 +47,18 @@ RescuerFactory = Callable[[Sequence[ToolSpec], int], RescuerLike]
 
 def default_rescuer(tools: Sequence[ToolSpec], buffer_cap: int) -> RescuerLike:
     return Rescuer(tools, buffer_cap=buffer_cap)
+
+
+def rescuer_for(formats: frozenset[str] | None) -> RescuerFactory:
+    """The factory of rescuers reading only ``formats`` (None: every format)."""
+    openers = openers_for(formats)
+    if openers is None:
+        return default_rescuer
+
+    def factory(tools: Sequence[ToolSpec], buffer_cap: int) -> RescuerLike:
+        return Rescuer(tools, buffer_cap=buffer_cap, openers=openers)
+
+    return factory
 
 
 def final_finish_reason(upstream: str | None, calls: int, *, xml_client: bool) -> str:

@@ -100,8 +100,7 @@ def test_yaml_file_and_its_errors(tmp_path: Path) -> None:
     ("changes", "features"),
     [
         ({}, {"loop-guard", "xml-client", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast"}),
-        ({"loop_guard_max_tool_messages": None}, {"xml-client", "tool-choice", "hold-back-cap", "body-timeout",
-                                                  "fails-fast"}),
+        ({"loop_guard_max_tool_messages": None}, {"xml-client", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast"}),
         ({"xml_client_patterns": ()}, {"loop-guard", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast"}),
         ({"system_to_user": True}, {"loop-guard", "xml-client", "system-to-user", "tool-choice", "hold-back-cap",
                                     "body-timeout", "fails-fast"}),
@@ -151,7 +150,7 @@ def test_command_help_names_every_setting() -> None:
     result = CliRunner().invoke(proxy, ["--help"])
     assert result.exit_code == 0
     for flag in ("--upstream", "--port", "--host", "--config", "--api-key", "--buffer-cap", "--read-timeout", "--body-timeout",
-                 "--connect-timeout", "--xml-client-patterns", "--loop-guard", "--system-to-user", "--log-level"):
+                 "--connect-timeout", "--xml-client-patterns", "--rescue-formats", "--loop-guard", "--system-to-user", "--log-level"):
         assert flag in result.output
     assert "TCC_PROXY_UPSTREAM" in result.output
 

@@ -1,5 +1,6 @@
-"""VTC rules, of the xml-client profile: clients that read tool calls as XML in the content (Cline, Roo Code,
-Kilo Code) get their calls as XML there. The ids keep the profile's first name, VTC ("virtual tool calling")."""
+"""Rules of the xml-client profile: clients that read tool calls as XML in the content (Cline, Roo Code,
+Kilo Code) get their calls as XML there. The rule ids keep their first prefix, VTC ("virtual tool calling"),
+and the module is named for it, as every rule module is named for its prefix."""
 
 from __future__ import annotations
 
