@@ -59,7 +59,7 @@ from reference_proxy.translate.answers import completion_to_message, message_to_
 from reference_proxy.translate.requests import chat_to_messages, messages_to_chat
 from reference_proxy.translate.streams import ChunksAsEvents, EventsAsChunks, TranslatedPipeline
 from reference_proxy.upstream import Upstream, describe, events, is_event_stream, read_json
-from reference_proxy.vtc import is_vtc_client
+from reference_proxy.xml_client import is_xml_client
 
 log = logging.getLogger("reference_proxy")
 ANTHROPIC_VERSION = "2023-06-01"  # sent to a Messages upstream when the client (of the other API) sent none
@@ -118,7 +118,7 @@ class Parts:
     # A streamed Messages answer: called like ``AnthropicStreamPipeline``.
     messages_pipeline: Callable[..., AnthropicStreamPipeline] = AnthropicStreamPipeline
     # Whether a User-Agent names a client that reads tool calls as XML in the text.
-    xml_client: Callable[[str | None, Sequence[str]], bool] = is_vtc_client
+    xml_client: Callable[[str | None, Sequence[str]], bool] = is_xml_client
     # A Messages request body: the parsed request, and the body to send instead (None: as it came).
     parse_messages: Callable[[bytes], tuple[MessagesRequest, dict[str, Any] | None]] = _parse_messages
     # The upstream's SSE body as events, as the network delivers it.
@@ -129,14 +129,14 @@ _T = TypeVar("_T")
 
 
 def _log_request(
-    method: str, path: str, status: int, started: float, *, stream: bool | None = None, vtc: bool = False,
+    method: str, path: str, status: int, started: float, *, stream: bool | None = None, xml_client: bool = False,
     model: str = "", stats: ResponseStats | None = None, note: str = "",
 ) -> None:
     parts = [f"{method} {path} {status}"]
     if stream is not None:
         parts.append("stream" if stream else "whole")
-    if vtc:
-        parts.append("vtc")
+    if xml_client:
+        parts.append("xml-client")
     if model:
         parts.append(f"model={model}")
     if stats is not None:
@@ -194,12 +194,12 @@ class ProxyApp:
             _log_request("POST", path, 499, started, note="client hung up while sending its request")
             return Response(status_code=400)  # nobody is left to read it
 
-    def _relay(self, upstream: httpx.Response, pipeline: AnswerPipeline, path: str, started: float, vtc: bool) -> Response:
+    def _relay(self, upstream: httpx.Response, pipeline: AnswerPipeline, path: str, started: float, xml_client: bool) -> Response:
         """Stream the upstream's SSE through ``pipeline``; the request is logged when the answer ends."""
 
         def done(hung_up: bool) -> None:
             _log_request(
-                "POST", path, 200, started, stream=True, vtc=vtc, model=pipeline.model,
+                "POST", path, 200, started, stream=True, xml_client=xml_client, model=pipeline.model,
                 stats=pipeline.stats, note="client hung up" if hung_up else "",
             )
 
@@ -207,12 +207,12 @@ class ProxyApp:
 
     @staticmethod
     def _rewrapped(
-        pipeline: AnswerPipeline, events: Iterable[Mapping[str, Any]], path: str, started: float, vtc: bool
+        pipeline: AnswerPipeline, events: Iterable[Mapping[str, Any]], path: str, started: float, xml_client: bool
     ) -> Response:
         """A streaming client's answer built from an upstream answer that came in one piece."""
         out = [pipeline.feed(event) for event in events]
         out.append(pipeline.close())
-        _log_request("POST", path, 200, started, stream=True, vtc=vtc, model=pipeline.model, stats=pipeline.stats, note="rewrapped")
+        _log_request("POST", path, 200, started, stream=True, xml_client=xml_client, model=pipeline.model, stats=pipeline.stats, note="rewrapped")
         return Response(to_wire("".join(out)), media_type="text/event-stream", headers=SSE_HEADERS)
 
     async def _read_answer(self, upstream: httpx.Response, sink: EventSink) -> dict[str, Any]:
@@ -234,7 +234,7 @@ class ProxyApp:
         if isinstance(received, Response):
             return received
         raw, chat = received
-        vtc = self.parts.xml_client(request.headers.get("user-agent"), self.config.vtc_patterns)
+        xml_client = self.parts.xml_client(request.headers.get("user-agent"), self.config.xml_client_patterns)
 
         limit = self.config.loop_guard_max_tool_messages
         if limit is not None:
@@ -265,13 +265,13 @@ class ProxyApp:
                 url = self.config.messages_url
             upstream = await self.upstream.open("POST", url, headers, content)
         except ProxyError as exc:
-            _log_request("POST", path, exc.status, started, stream=chat.stream, vtc=vtc, model=chat.model, note=exc.message)
+            _log_request("POST", path, exc.status, started, stream=chat.stream, xml_client=xml_client, model=chat.model, note=exc.message)
             return error_response(exc)
 
         if chat.stream:
             pipeline = self.parts.chat_pipeline(
                 tools=chat.tools,
-                vtc=vtc,
+                xml_client=xml_client,
                 include_usage=chat.include_usage,
                 request_model=chat.model,
                 buffer_cap=self.config.buffer_cap,
@@ -281,9 +281,9 @@ class ProxyApp:
                 relayed: AnswerPipeline = (
                     TranslatedPipeline(pipeline, EventsAsChunks(chat.model)) if translated else pipeline
                 )
-                return self._relay(upstream, relayed, path, started, vtc)
-            return await self._rewrap(upstream, pipeline, chat, path, started, vtc, translated)
-        return await self._whole(upstream, chat, path, started, vtc, translated)
+                return self._relay(upstream, relayed, path, started, xml_client)
+            return await self._rewrap(upstream, pipeline, chat, path, started, xml_client, translated)
+        return await self._whole(upstream, chat, path, started, xml_client, translated)
 
     async def _completion(self, upstream: httpx.Response, chat: ChatRequest, translated: bool) -> dict[str, Any]:
         """The upstream's whole answer as a ``chat.completion`` (translated from a ``message``)."""
@@ -293,29 +293,29 @@ class ProxyApp:
 
     async def _rewrap(
         self, upstream: httpx.Response, pipeline: StreamPipeline, chat: ChatRequest, path: str, started: float,
-        vtc: bool, translated: bool,
+        xml_client: bool, translated: bool,
     ) -> Response:
         """A streaming client whose upstream answered with one JSON body."""
         try:
             body = await self._completion(upstream, chat, translated)
         except ProxyError as exc:
-            _log_request("POST", path, exc.status, started, stream=True, vtc=vtc, model=chat.model, note=exc.message)
+            _log_request("POST", path, exc.status, started, stream=True, xml_client=xml_client, model=chat.model, note=exc.message)
             return error_response(exc)
-        return self._rewrapped(pipeline, completion_as_chunks(body), path, started, vtc)
+        return self._rewrapped(pipeline, completion_as_chunks(body), path, started, xml_client)
 
     async def _whole(
-        self, upstream: httpx.Response, chat: ChatRequest, path: str, started: float, vtc: bool, translated: bool
+        self, upstream: httpx.Response, chat: ChatRequest, path: str, started: float, xml_client: bool, translated: bool
     ) -> Response:
         """A non-streaming client: one JSON answer (accumulated if the upstream streamed anyway)."""
         try:
             body = await self._completion(upstream, chat, translated)
         except ProxyError as exc:
-            _log_request("POST", path, exc.status, started, stream=False, vtc=vtc, model=chat.model, note=exc.message)
+            _log_request("POST", path, exc.status, started, stream=False, xml_client=xml_client, model=chat.model, note=exc.message)
             return error_response(exc)
-        stats = finish_completion(body, tools=chat.tools, vtc=vtc, buffer_cap=self.config.buffer_cap,
+        stats = finish_completion(body, tools=chat.tools, xml_client=xml_client, buffer_cap=self.config.buffer_cap,
                                   **self._rescuers(chat.model))
         model = body.get("model")
-        _log_request("POST", path, 200, started, stream=False, vtc=vtc, model=model if isinstance(model, str) else "", stats=stats)
+        _log_request("POST", path, 200, started, stream=False, xml_client=xml_client, model=model if isinstance(model, str) else "", stats=stats)
         return Response(to_wire(dumps(body)), media_type="application/json")
 
     async def _accumulate(self, upstream: httpx.Response, accumulator: EventSink) -> None:

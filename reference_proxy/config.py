@@ -44,7 +44,7 @@ class ProxyConfig:
     read_timeout: float = 300.0  # per socket read: a stalled upstream ends the request with an error
     body_timeout: float = 5.0  # longest pause of a client sending its request body (then 408)
     buffer_cap: int = 65536
-    vtc_patterns: tuple[str, ...] = ("cline", "kilo", "roo")
+    xml_client_patterns: tuple[str, ...] = ("cline", "kilo", "roo")
     loop_guard_max_tool_messages: int | None = 20
     system_to_user: bool = False
     host: str = "127.0.0.1"
@@ -57,7 +57,7 @@ class ProxyConfig:
         # A frozen dataclass cannot normalise in place; object.__setattr__ is the documented way.
         object.__setattr__(self, "upstream", normalize_upstream(self.upstream))
         object.__setattr__(
-            self, "vtc_patterns", tuple(p.lower() if isinstance(p, str) else p for p in self.vtc_patterns)
+            self, "xml_client_patterns", tuple(p.lower() if isinstance(p, str) else p for p in self.xml_client_patterns)
         )
         validate(self)
 
@@ -66,8 +66,8 @@ class ProxyConfig:
         out: set[str] = set()
         if self.loop_guard_max_tool_messages is not None:
             out.add("loop-guard")
-        if self.vtc_patterns:
-            out.add("vtc")
+        if self.xml_client_patterns:
+            out.add("xml-client")
         if self.system_to_user:
             out.add("system-to-user")
         out.add("tool-choice")  # Messages tool_choice is always emulated
@@ -129,8 +129,8 @@ def validate(config: ProxyConfig) -> None:
             raise ConfigError(f"{name}: expected a positive number of seconds, got {value!r}")
     if isinstance(config.buffer_cap, bool) or not isinstance(config.buffer_cap, int) or config.buffer_cap < MIN_BUFFER_CAP:
         raise ConfigError(f"buffer_cap: expected an integer of at least {MIN_BUFFER_CAP} characters, got {config.buffer_cap!r}")
-    if any(not isinstance(p, str) or not p.strip() for p in config.vtc_patterns):
-        raise ConfigError(f"vtc_patterns: every pattern must be a non-empty string, got {list(config.vtc_patterns)!r}")
+    if any(not isinstance(p, str) or not p.strip() for p in config.xml_client_patterns):
+        raise ConfigError(f"xml_client_patterns: every pattern must be a non-empty string, got {list(config.xml_client_patterns)!r}")
     guard = config.loop_guard_max_tool_messages
     if guard is not None and (isinstance(guard, bool) or not isinstance(guard, int) or guard < 0):
         raise ConfigError(f"loop_guard_max_tool_messages: expected a non-negative integer or null, got {guard!r}")
@@ -201,6 +201,10 @@ FIELD_NAMES = tuple(f.name for f in fields(ProxyConfig))
 #: Environment variable for each setting.
 ENV_VARS: dict[str, str] = {name: f"TCC_PROXY_{name.upper()}" for name in FIELD_NAMES}
 ENV_VARS["loop_guard_max_tool_messages"] = "TCC_PROXY_LOOP_GUARD"
+#: Old names still read (when the current one is unset): the XML-reading clients' patterns were first
+#: called ``vtc_patterns``, after "virtual tool calling".
+OLD_ENV_VARS: dict[str, str] = {"xml_client_patterns": "TCC_PROXY_VTC_PATTERNS"}
+OLD_KEYS: dict[str, str] = {"loop_guard": "loop_guard_max_tool_messages", "vtc_patterns": "xml_client_patterns"}
 CONFIG_FILE_ENV = "TCC_PROXY_CONFIG"
 
 _OFF_WORDS = frozenset({"off", "none", "null", "disabled", "false", "no"})
@@ -256,7 +260,7 @@ _ENV_PARSERS: dict[str, Callable[[str, str], Any]] = {
     "read_timeout": _parse_float,
     "body_timeout": _parse_float,
     "buffer_cap": _parse_int,
-    "vtc_patterns": _parse_patterns,
+    "xml_client_patterns": _parse_patterns,
     "loop_guard_max_tool_messages": _parse_guard,
     "system_to_user": _parse_bool,
     "host": _parse_str,
@@ -291,6 +295,9 @@ def from_env(env: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, var in ENV_VARS.items():
         text = env.get(var)
+        if (text is None or text == "") and name in OLD_ENV_VARS:
+            var = OLD_ENV_VARS[name]
+            text = env.get(var)
         if text is None or text == "":
             continue
         out[name] = _ENV_PARSERS[name](var, text)
@@ -306,11 +313,10 @@ def from_file_data(data: Any, *, where: str = "config file") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for raw_key, value in data.items():
         key = str(raw_key).replace("-", "_")
-        if key == "loop_guard":
-            key = "loop_guard_max_tool_messages"
+        key = OLD_KEYS.get(key, key)
         if key not in FIELD_NAMES:
             raise ConfigError(f"{where}: unknown setting {raw_key!r} (known: {', '.join(FIELD_NAMES)})")
-        if key == "vtc_patterns":
+        if key == "xml_client_patterns":
             if isinstance(value, str):
                 value = _parse_patterns(key, value)
             elif isinstance(value, list):
@@ -318,7 +324,7 @@ def from_file_data(data: Any, *, where: str = "config file") -> dict[str, Any]:
             elif value is None:
                 value = ()
             else:
-                raise ConfigError(f"{where}: vtc_patterns: expected a list of strings")
+                raise ConfigError(f"{where}: xml_client_patterns: expected a list of strings")
         if key == "rescue_formats":
             value = parse_format_rules(f"{where}: rescue_formats", value)
         if key in ("connect_timeout", "read_timeout", "body_timeout") and isinstance(value, int) and not isinstance(value, bool):

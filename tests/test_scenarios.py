@@ -105,7 +105,7 @@ BAD_CASES: list[BadCase] = [
     _case("two-checks-in-assertion.yaml", 19, "expect.upstream[1]", "exactly one check per assertion, found ['equals', 'absent']"),
     _case("content-and-regex.yaml", 15, "expect.content_regex", "either 'content' or 'content_regex'"),
     _case("wrong-type.yaml", 4, "stream_equivalence", "is not of type 'boolean'"),
-    _case("profile-not-in-profiles.yaml", 9, "client.profile", "profile 'vtc' is not among 'profiles'"),
+    _case("profile-not-in-profiles.yaml", 9, "client.profile", "profile 'xml-client' is not among 'profiles'"),
     _case("unknown-feature.yaml", 4, "requires[0]", "'loop-guards' is not one of"),
     _case("rechunk-non-stream.yaml", 4, "rechunk", "streaming requests only"),
     _case("bad-id.yaml", 1, "id", "an id is one line of lower-case letters"),
@@ -285,7 +285,7 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
         "`[TOOL_CALLS]` JSON lists": ("mistral-mistral.one-call", "mistral-mistral.two-calls-one-block"),
         "`[TOOL_CALLS]name[ARGS]{json}`": ("mistral-mistral-v11.one-call", "mistral-mistral-v11.two-calls-separate-blocks"),
     },
-    "cline-xml": {"the `vtc` profile": ("cline-xml-backend-invoke", "cline-xml-backend-native",
+    "cline-xml": {"the `xml-client` profile": ("cline-xml-backend-invoke", "cline-xml-backend-native",
                                         "cline-xml-several-tools")},
     "plain": {
         "text only": ("plain-text-multibyte", "plain-text-non-stream", "plain-include-usage"),
@@ -376,9 +376,9 @@ def test_library_scenario_is_consistent(scenario: Scenario) -> None:
         assert expect.content is not None or expect.content_regex is not None
     if scenario.client.profile == "anthropic":
         _check_anthropic(scenario)
-    elif scenario.client.profile == "vtc":
+    elif scenario.client.profile == "xml-client":
         assert expect.finish_reason == "stop", "an XML client always gets 'stop'"
-        assert "vtc" in scenario.requires and scenario.client.profiles == ("vtc",)
+        assert "xml-client" in scenario.requires and scenario.client.profiles == ("xml-client",)
     elif expect.error is not None and expect.finish_reason is None:
         pass  # an error answer has no finish reason to state
     elif expect.tool_calls:

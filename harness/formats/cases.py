@@ -184,7 +184,7 @@ class Cell:
     top: Mapping_ | None = None  # top-level fields (rechunk)
 
 
-XML_CLIENT: Profile = "vtc"
+XML_CLIENT: Profile = "xml-client"
 """The client profile that reads XML calls out of the content itself (Cline, Roo, Kilo)."""
 CLIENT_READ: frozenset[str] = frozenset({"cline-xml"})
 """Formats no proxy rescues: the XML client reads them from the text the proxy relays, so
