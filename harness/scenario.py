@@ -411,6 +411,12 @@ def _tool_shapes(data: Mapping[str, Any], problem: Report) -> None:
             problem(["client", "request", "tools", i], f"a tool of this client's dialect is written {want}")
 
 
+# Dialects whose native call is one item of its own, written as a tool_use frame
+# (Anthropic tool_use blocks, Responses function_call items); each one's default finish.
+_WHOLE_CALL_DIALECTS = ("anthropic", "responses")
+_DEFAULT_FINISH = {"anthropic": "end_turn", "responses": "completed"}
+
+
 @_check("backend.dialect", "backend.frames")
 def _frame_dialect(data: Mapping[str, Any], problem: Report) -> None:
     dialect = data["backend"]["dialect"]
@@ -418,7 +424,7 @@ def _frame_dialect(data: Mapping[str, Any], problem: Report) -> None:
         if isinstance(frame, Mapping):
             if "tool_call" in frame and dialect != "openai":
                 problem(["backend", "frames", i], "tool_call frames are OpenAI deltas; an anthropic backend uses tool_use")
-            if "tool_use" in frame and dialect != "anthropic":
+            if "tool_use" in frame and dialect not in _WHOLE_CALL_DIALECTS:
                 problem(["backend", "frames", i], "tool_use frames are Anthropic blocks; an openai backend uses tool_call")
 
 
@@ -570,7 +576,7 @@ def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
         frames=tuple(frames),
         stream=b.get("stream", "auto"),
         model=b.get("model"),
-        finish_reason=b.get("finish_reason", "end_turn" if b["dialect"] == "anthropic" else "stop"),
+        finish_reason=b.get("finish_reason", _DEFAULT_FINISH.get(b["dialect"], "stop")),
         usage=b.get("usage"),
         delay_ms=float(b.get("delay_ms", 0)),
         write_bytes=b.get("write_bytes"),

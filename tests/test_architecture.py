@@ -68,6 +68,8 @@ CROSSING: dict[tuple[str, str], str] = {
     ("mock_backends.fault_rate", "harness.scenario"): "core: the scenario model",
     ("mock_backends.openai_replay", "harness.dialects"): "core: the Chat Completions dialect's tables",
     ("mock_backends.openai_replay", "harness.scenario"): "core: the scenario model",
+    ("mock_backends.responses_replay", "harness.dialects.responses"): "core: the Responses dialect's tables",
+    ("mock_backends.responses_replay", "harness.scenario"): "core: the scenario model",
     ("mock_backends.registry", "harness.errors"): "core: the exception tree",
     ("mock_backends.registry", "harness.exchange"): "core: exchange records",
     ("mock_backends.registry", "harness.nonce"): "core: nonces",
