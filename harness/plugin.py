@@ -355,8 +355,10 @@ class ConformanceSession:
         from harness.health import plain_scenario, preflight
 
         profile: Profile = self.client_profile or "openai"
+        from harness.dialects import DIALECTS
+
         dialect = "anthropic" if profile == "anthropic" else "openai"
-        upstream = self.upstream_mode if self.upstream_mode in ("openai", "anthropic") else dialect
+        upstream = self.upstream_mode if self.upstream_mode in DIALECTS else dialect
         result = preflight(plain_scenario(profile, upstream), proxy_url=shared.proxy_url, mock=self.mock,
                            profile=profile, model=self.models.default, proxy_headers=self.proxy_headers,
                            timeout=max(self.timeout, DEFAULT_TIMEOUT))

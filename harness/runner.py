@@ -26,7 +26,7 @@ import httpx
 from harness.errors import ConformanceFailure, MockError, ProxyUnreachable
 from harness.exchange import BackendActivity, Exchange, Profile
 from harness.nonce import NONCE_HEADER, place_nonce
-from harness.profiles import ENDPOINTS, PROFILE_FEATURES, request_headers
+from harness.profiles import ENDPOINTS, PROFILE_FEATURES, client_body, request_headers, written_profile
 from harness.rechunk import DEFAULT_SHRINK_BUDGET, Shrunk, Variant, apply_variant, shrink, variants
 from harness import isolation
 from harness.rules import Options, compare_answers, compare_item, compare_round, evaluate
@@ -318,7 +318,7 @@ def run_exchange(
     """
     nonce = mock.arm(scenario, lockstep=lockstep)
     try:
-        body = build_request(scenario, stream=stream, model=model, nonce=nonce)
+        body = client_body(profile, build_request(scenario, stream=stream, model=model, nonce=nonce))
         headers = request_headers(profile, scenario.client.headers, proxy_headers)
         headers = {**{k: v for k, v in headers.items() if k.lower() != NONCE_HEADER.lower()}, NONCE_HEADER: nonce}
         url = f"{proxy_url.rstrip('/')}{ENDPOINTS[profile]}"
@@ -382,7 +382,8 @@ def probe_scenario(scenario: Scenario, profile: Profile) -> Scenario:
             "source": "synthetic",
             "stream_equivalence": False,
             "backend": {"dialect": scenario.backend.dialect, "frames": ["yes"]},
-            "client": {"profile": profile, "profiles": [profile], "request": request},
+            "client": {"profile": written_profile(profile), "profiles": [written_profile(profile)],
+                       "request": request},
             "expect": {"content": "yes"},
         },
         family=scenario.family,

@@ -23,8 +23,8 @@ import jsonschema
 from harness.errors import ScenarioError, ScenarioProblem
 from harness.scenario_yaml import Lines, load_yaml
 
-Profile = Literal["openai", "vtc", "anthropic"]
-PROFILES: tuple[Profile, ...] = ("openai", "vtc", "anthropic")
+Profile = Literal["openai", "vtc", "anthropic", "responses"]
+PROFILES: tuple[Profile, ...] = ("openai", "vtc", "anthropic", "responses")
 OPENAI_PROFILES: tuple[Profile, ...] = ("openai", "vtc")
 FEATURES: tuple[str, ...] = ("force-non-stream", "system-to-user", "loop-guard", "vtc", "tool-choice", "hold-back-cap",
                              "body-timeout")

@@ -94,7 +94,7 @@ def test_the_sdk_stream_accumulates_every_item(mock: tuple[str, MockControl], ca
     # SDK's get_final_response() does not take for an end: read the last event's response.
     last = "response.incomplete" if case == "length" else "response.completed"
     assert types[:2] == ["response.created", "response.in_progress"] and types[-1] == last
-    final = events[-1].response  # type: ignore[union-attr]
+    final = events[-1].response
     assert summary(final.output) == expected_output(s)
     assert final.status == ("incomplete" if case == "length" else "completed")
     calls = [item for item in final.output if item.type == "function_call"]

@@ -46,7 +46,7 @@ from harness.rules import (
     usage,
     vtc,
 )
-from harness.rules import shared  # after the groups: it widens some of their rules
+from harness.rules import responses, shared  # after the groups: they widen some of their rules
 
 __all__ = ["RULES", "Options", "Rule", "compare_answers", "compare_item", "compare_round", "evaluate",
            "rules_markdown"]

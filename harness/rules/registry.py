@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from harness.rules.context import Context
 
 Severity = Literal["client", "spec"]
-Profile = Literal["openai", "vtc", "anthropic"]
+Profile = Literal["openai", "vtc", "anthropic", "responses"]
 # When a rule has something to judge: every run, any HTTP response (no transport
 # error, no timeout), a 200 answer, a 200 SSE stream, or a 200 single JSON body.
 Stage = Literal["always", "response", "answer", "stream", "single"]
@@ -82,6 +82,7 @@ class Entry:
 ENTRIES: dict[str, Entry] = {}
 OPENAI_PROFILES: frozenset[Profile] = frozenset({"openai", "vtc"})
 ANTHROPIC: frozenset[Profile] = frozenset({"anthropic"})
+RESPONSES: frozenset[Profile] = frozenset({"responses"})
 EVERY_PROFILE: frozenset[Profile] = OPENAI_PROFILES | ANTHROPIC
 # The default of a rule: the OpenAI chat-completions dialect, whichever client reads it.
 ALL_PROFILES = OPENAI_PROFILES
