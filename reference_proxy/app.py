@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import httpx
@@ -52,6 +53,7 @@ from reference_proxy.request_shaping import (
     parse_messages_request,
     system_to_user,
 )
+from reference_proxy.responses_route import responses
 from reference_proxy.tool_choice import emulate_tool_choice
 from reference_proxy.translate.answers import completion_to_message, message_to_completion
 from reference_proxy.translate.requests import chat_to_messages, messages_to_chat
@@ -428,6 +430,8 @@ def create_app(config: ProxyConfig) -> Starlette:
         Route("/chat/completions", proxy.chat, methods=["POST"]),
         Route("/v1/messages", proxy.messages, methods=["POST"]),
         Route("/messages", proxy.messages, methods=["POST"]),
+        Route("/v1/responses", partial(responses, proxy), methods=["POST"]),
+        Route("/responses", partial(responses, proxy), methods=["POST"]),
         Route("/v1/models", proxy.models, methods=["GET"]),
         Route("/models", proxy.models, methods=["GET"]),
         Route("/health", proxy.health, methods=["GET"]),

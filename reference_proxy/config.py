@@ -19,7 +19,7 @@ import yaml
 from harness.errors import ConformanceError
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
-UPSTREAM_DIALECTS = ("native", "openai", "anthropic")
+UPSTREAM_DIALECTS = ("native", "openai", "anthropic", "responses")
 MIN_BUFFER_CAP = 256
 HOLD_BACK_CAP = 65536  # the cap the hold-back-cap scenarios are written for  # below this, every marker would overflow before it could be recognised
 
@@ -70,7 +70,7 @@ class ProxyConfig:
         return frozenset(out)
 
     def calls_upstream(self, client_api: str) -> str:
-        """The API a request of ``client_api`` ("openai" or "anthropic") is sent upstream in."""
+        """The API a request of ``client_api`` ("openai", "anthropic" or "responses") is sent upstream in."""
         return client_api if self.upstream_dialect == "native" else self.upstream_dialect
 
     @property
