@@ -143,7 +143,7 @@ def fold(events: Sequence[ResponsesEvent]) -> Fold:
     return Fold(tuple(ordered), tuple(orphans), ending)
 
 
-def _text_of(item: Mapping[str, Any]) -> str:
+def text_of(item: Mapping[str, Any]) -> str:
     parts = item.get("content")
     if not isinstance(parts, list):
         return ""
@@ -157,7 +157,7 @@ def _answer(items: Sequence[Mapping[str, Any]], response: Mapping[str, Any] | No
     calls: list[AssembledCall] = []
     for item in items:
         if item.get("type") == "message":
-            content.append(_text_of(item))
+            content.append(text_of(item))
         elif item.get("type") == "function_call":
             args = item.get("arguments")
             calls.append(AssembledCall(len(calls), item["call_id"] if isinstance(item.get("call_id"), str) else None,

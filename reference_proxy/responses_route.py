@@ -22,7 +22,8 @@ from reference_proxy.completion import StreamAccumulator, completion_as_chunks, 
 from reference_proxy.errors import INVALID_REQUEST, ProxyError, error_body
 from reference_proxy.openai_stream import dumps, to_wire
 from reference_proxy.pipeline import ResponseStats, StreamPipeline
-from reference_proxy.request_shaping import ChatRequest, forward_headers, parse_chat_request
+from reference_proxy.loop_guard import stop_completion, stop_message
+from reference_proxy.request_shaping import ChatRequest, count_tool_messages, forward_headers, parse_chat_request
 from reference_proxy.responses_translate import (
     ChunksAsResponses,
     ResponsesAsChunks,
@@ -129,6 +130,17 @@ async def responses(proxy: ProxyApp, request: Request) -> Response:
         return received
     raw, (body, chat) = received
     config = proxy.config
+    limit = config.loop_guard_max_tool_messages
+    tool_messages = count_tool_messages(chat.body)
+    if limit is not None and tool_messages > limit:  # the loop guard answers without asking the upstream
+        stop = stop_completion(stop_message(tool_messages, limit), chat.model)
+        _log_request("POST", path, 200, started, stream=chat.stream, model=chat.model, note="loop-guard")
+        if chat.stream:
+            writer = ChunksAsResponses(body, chat.model)
+            pipeline = StreamPipeline(tools=(), vtc=False, include_usage=True, request_model=chat.model)
+            return proxy._rewrapped(ResponsesOutput(pipeline, writer), completion_as_chunks(stop), path, started,
+                                    False)
+        return Response(to_wire(dumps(completion_to_response(stop, body))), media_type="application/json")
     upstream_api = config.calls_upstream("responses")
     headers = forward_headers(request.headers.items(), config.api_key)
     if upstream_api == "responses":

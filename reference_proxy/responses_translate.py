@@ -4,13 +4,15 @@ The proxy serves ``/v1/responses`` by running the chat pipeline (rescue included
 the answer: a Responses request becomes a chat request (``responses_to_chat``); a
 Responses upstream's events are read as chat chunks (``ResponsesAsChunks``); the
 pipeline's chunks are written as Responses events (``ChunksAsResponses``), each call a
-``function_call`` item of its own, announced, filled and closed, every event numbered.
+``function_call`` item of its own, announced, filled and closed before the next item
+starts (Codex CLI runs a call at its ``response.output_item.done``), every event numbered.
 Field names and event shapes: https://platform.openai.com/docs/api-reference/responses-streaming
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import time
 from collections.abc import Mapping
@@ -19,6 +21,7 @@ from typing import Any
 from reference_proxy.openai_stream import dumps
 
 Item = dict[str, Any] | str
+log = logging.getLogger("reference_proxy.responses")
 
 
 def _map(value: Any) -> Mapping[str, Any]:
@@ -378,6 +381,7 @@ class ChunksAsResponses:
 
     def _text(self, text: str, out: list[str]) -> None:
         if self.message is None:
+            self._close_calls(out)
             index = len(self.output)
             ident = f"msg_{secrets.token_hex(16)}"
             self.output.append(None)
@@ -412,6 +416,7 @@ class ChunksAsResponses:
         fn = _map(call.get("function"))
         if chat_index not in self.calls:
             self._close_message(out)
+            self._close_calls(out)  # the pipeline sends each call whole: the one before it is complete
             index = len(self.output)
             ident = f"fc_{secrets.token_hex(16)}"
             given = call.get("id")
@@ -424,7 +429,9 @@ class ChunksAsResponses:
                                     "item": _call_item(ident, call_id, name, "", "in_progress")}))
         index, ident, _, _, parts = self.calls[chat_index]
         fragment = fn.get("arguments")
-        if isinstance(fragment, str) and fragment and chat_index in self.open_calls:
+        if isinstance(fragment, str) and fragment and chat_index not in self.open_calls:
+            log.warning("dropped arguments for call %s after its item was closed: %.200r", ident, fragment)
+        elif isinstance(fragment, str) and fragment:
             parts.append(fragment)
             out.append(self._event({"type": "response.function_call_arguments.delta", "item_id": ident,
                                     "output_index": index, "delta": fragment}))

@@ -27,9 +27,10 @@ def _broken_cases() -> Iterable[tuple[str, str, Iterable[str]]]:
     import test_isolation
     import test_rules
     import test_rules_anthropic
+    import test_responses_rules
     import test_rules_faults
 
-    for module in (test_rules, test_rules_anthropic, test_rules_faults):
+    for module in (test_rules, test_rules_anthropic, test_rules_faults, test_responses_rules):
         for case in module.BROKEN:
             yield _path(module), case.id, case.fails
     for pair in test_rules.PAIRS:

@@ -43,6 +43,7 @@ from harness.scenario import PROFILES, Profile, RawFrame, Scenario, ToolCallFram
 from harness.sse import parse_events
 from harness.transcript import Position
 from harness.xml_calls import parse_xml_calls, tool_vocabulary
+import test_responses_rules
 import test_rules_anthropic
 import test_rules_faults
 from rule_proofs import proofs
@@ -845,6 +846,8 @@ FAMILIES: dict[str, Family] = {
         lambda c: Options(profile="anthropic", strict=True),
     ),
     "faults": (test_rules_faults.ACCEPTABLE, test_rules_faults.BROKEN, lambda c: test_rules_faults._options(c, True)),
+    "responses": (test_responses_rules.ACCEPTABLE, test_responses_rules.BROKEN,
+                  lambda c: Options(profile="responses", strict=True)),
 }
 # Rules on one exchange; the others judge two or all answers of an item (test_compare_answers, test_compare_item).
 SINGLE_RULES = frozenset(i for i in RULES if ENTRIES[i].check is not None)
@@ -934,7 +937,7 @@ def test_evidence_locates_the_event() -> None:
 # Rules whose findings have no place in the answer: the HTTP exchange, what reached the
 # backend, the SDK's own reading, a pattern that matched nowhere, the survival probe.
 UNPLACED = frozenset({"HTTP-001", "HTTP-002", "HTTP-003", "HTTP-004", "HTTP-005", "HTTP-006", "UP-001", "UP-002",
-                      "UP-003", "SDK-001", "SDK-002", "ASDK-001", "ASDK-002", "TEXT-002", "FAULT-005", "FAULT-007"})
+                      "UP-003", "SDK-001", "SDK-002", "ASDK-001", "ASDK-002", "RESP-009", "TEXT-002", "FAULT-005", "FAULT-007"})
 
 
 def _may_be_unplaced(exchange: Exchange, rule_id: str) -> bool:
