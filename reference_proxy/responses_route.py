@@ -1,8 +1,9 @@
-"""``POST /v1/responses``: the OpenAI Responses API in front of a Chat Completions or a
-Responses upstream, with text-call rescue.
+"""``POST /v1/responses``: the OpenAI Responses API in front of a Chat Completions, a
+Messages or a Responses upstream, with text-call rescue.
 
 The answer runs through the chat pipeline whatever the upstream speaks: a Responses
-upstream's events are read as chat chunks first (``ResponsesAsChunks``), and the
+(Messages) upstream's events are read as chat chunks first (``ResponsesAsChunks``,
+``EventsAsChunks``), and the
 pipeline's chunks are written as Responses events for the client
 (``ChunksAsResponses``). Errors are OpenAI-shaped, as the Responses API's are.
 """
@@ -11,13 +12,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import httpx
 from starlette.requests import Request
 from starlette.responses import Response
 
+from reference_proxy.anthropic_message import MessageAccumulator
 from reference_proxy.completion import StreamAccumulator, completion_as_chunks, finish_completion
 from reference_proxy.errors import INVALID_REQUEST, ProxyError, error_body
 from reference_proxy.openai_stream import dumps, to_wire
@@ -31,7 +33,9 @@ from reference_proxy.responses_translate import (
     response_to_completion,
     responses_to_chat,
 )
-from reference_proxy.translate.streams import TranslatedPipeline
+from reference_proxy.translate.answers import message_to_completion
+from reference_proxy.translate.requests import chat_to_messages
+from reference_proxy.translate.streams import EventsAsChunks, TranslatedPipeline, UpstreamReader
 from reference_proxy.upstream import is_event_stream, read_json
 
 if TYPE_CHECKING:
@@ -121,7 +125,7 @@ def parse_responses_request(raw: bytes) -> tuple[dict[str, Any], ChatRequest]:
 
 
 async def responses(proxy: ProxyApp, request: Request) -> Response:
-    from reference_proxy.app import _log_request, error_response
+    from reference_proxy.app import ANTHROPIC_VERSION, _log_request, error_response
 
     started = time.perf_counter()
     path = request.url.path
@@ -143,30 +147,31 @@ async def responses(proxy: ProxyApp, request: Request) -> Response:
         return Response(to_wire(dumps(completion_to_response(stop, body))), media_type="application/json")
     upstream_api = config.calls_upstream("responses")
     headers = forward_headers(request.headers.items(), config.api_key)
-    if upstream_api == "responses":
-        url, content = f"{config.upstream}/responses", raw
-    elif upstream_api == "openai":
-        url, content = config.chat_url, to_wire(dumps(chat.body))
-    else:
-        problem = ProxyError(400, error_body(f"the Responses API is served in front of an openai or responses "
-                                             f"upstream, not {upstream_api}", type=INVALID_REQUEST))
-        _log_request("POST", path, 400, started, note=problem.message)
-        return error_response(problem)
     try:
+        if upstream_api == "responses":
+            url, content = f"{config.upstream}/responses", raw
+        elif upstream_api == "anthropic":  # the chat request, said as a Messages request
+            url, content = config.messages_url, to_wire(dumps(chat_to_messages(chat.body)))
+            headers = forward_headers(request.headers.items(), config.api_key, key_header="x-api-key")
+            headers.setdefault("anthropic-version", ANTHROPIC_VERSION)
+        else:
+            url, content = config.chat_url, to_wire(dumps(chat.body))
         upstream = await proxy.upstream.open("POST", url, headers, content)
     except ProxyError as exc:
         _log_request("POST", path, exc.status, started, stream=chat.stream, model=chat.model, note=exc.message)
         return error_response(exc)
-    translated = upstream_api == "responses"
     if chat.stream:
         pipeline = StreamPipeline(tools=chat.tools, vtc=False, include_usage=True, request_model=chat.model,
                                   buffer_cap=config.buffer_cap)
         output = ResponsesOutput(pipeline, ChunksAsResponses(body, chat.model))
         if is_event_stream(upstream):
-            relayed: Any = TranslatedPipeline(output, ResponsesAsChunks(chat.model)) if translated else output
+            readers: dict[str, Callable[[str], UpstreamReader]] = {"responses": ResponsesAsChunks,
+                                                                   "anthropic": EventsAsChunks}
+            reader = readers.get(upstream_api)
+            relayed: Any = output if reader is None else TranslatedPipeline(output, reader(chat.model))
             return proxy._relay(upstream, relayed, path, started, False)
     try:
-        completion = await _completion(proxy, upstream, chat, translated)
+        completion = await _completion(proxy, upstream, chat, upstream_api)
     except ProxyError as exc:
         _log_request("POST", path, exc.status, started, stream=chat.stream, model=chat.model, note=exc.message)
         return error_response(exc)
@@ -177,9 +182,11 @@ async def responses(proxy: ProxyApp, request: Request) -> Response:
     return Response(to_wire(dumps(completion_to_response(completion, body))), media_type="application/json")
 
 
-async def _completion(proxy: ProxyApp, upstream: httpx.Response, chat: ChatRequest, translated: bool) -> dict[str, Any]:
-    """The upstream's whole answer as a ``chat.completion`` (before rescue)."""
-    if not translated:
+async def _completion(proxy: ProxyApp, upstream: httpx.Response, chat: ChatRequest, api: str) -> dict[str, Any]:
+    """The upstream's whole answer (in ``api``) as a ``chat.completion`` (before rescue)."""
+    if api == "anthropic":
+        return message_to_completion(await proxy._read_answer(upstream, MessageAccumulator(chat.model)), chat.model)
+    if api != "responses":
         return await proxy._read_answer(upstream, StreamAccumulator(chat.model))
     if is_event_stream(upstream):
         return await proxy._read_answer(upstream, ResponsesSink(chat.model))

@@ -13,6 +13,7 @@ from typing import Any
 import openai
 import pytest
 
+from harness.dialects import NotPortable
 from harness.dialects.script import serve_as
 from harness.nonce import NONCE_HEADER
 from harness.profiles import choose_profile
@@ -27,7 +28,7 @@ from reference_proxy.config import ProxyConfig
 from support import PATIENT_TIMEOUT
 
 # The reference proxy's upstream_dialect setting for each upstream the mock serves.
-UPSTREAMS = {"openai": "openai", "responses": "native"}
+UPSTREAMS = {"openai": "openai", "anthropic": "anthropic", "responses": "native"}
 TOOLS = [{"type": "function", "name": "get_weather", "description": "Weather in a city",
           "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}]
 
@@ -105,17 +106,23 @@ def test_the_follow_up_turn_reaches_a_chat_upstream_as_a_tool_message(
         {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}]
 
 
+# The families played in front of each upstream: rescue where the text arrives unchanged, translation and
+# faults where the proxy rewrites the upstream's events (a sample: the whole library is played with
+# --conformance-client-profile responses, docs/harness.md).
+FAMILIES = {"openai": ("hermes", "plain", "faults"), "anthropic": ("plain", "faults"), "responses": ("hermes", "plain")}
+
+
 def _playable(upstream: str) -> list[Scenario]:
-    """Hermes and plain cases a Responses client can play in front of ``upstream``."""
+    """The cases of ``FAMILIES`` a Responses client can play in front of ``upstream``."""
     out = []
     for s in load_library():
-        if s.family not in ("hermes", "plain") or s.backend.fault is not None:
+        if s.family not in FAMILIES[upstream]:
             continue
         if choose_profile(s, "responses", ())[1] is not None:
             continue
         try:
             out.append(serve_as(s, upstream))
-        except Exception:
+        except NotPortable:
             continue
     return out
 
