@@ -82,6 +82,10 @@ class ProxyConfig:
         return f"{self.upstream}/messages"
 
     @property
+    def responses_url(self) -> str:
+        return f"{self.upstream}/responses"
+
+    @property
     def models_url(self) -> str:
         return f"{self.upstream}/models"
 

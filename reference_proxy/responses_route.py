@@ -149,7 +149,7 @@ async def responses(proxy: ProxyApp, request: Request) -> Response:
     headers = forward_headers(request.headers.items(), config.api_key)
     try:
         if upstream_api == "responses":
-            url, content = f"{config.upstream}/responses", raw
+            url, content = config.responses_url, raw
         elif upstream_api == "anthropic":  # the chat request, said as a Messages request
             url, content = config.messages_url, to_wire(dumps(chat_to_messages(chat.body)))
             headers = forward_headers(request.headers.items(), config.api_key, key_header="x-api-key")
@@ -171,7 +171,7 @@ async def responses(proxy: ProxyApp, request: Request) -> Response:
             relayed: Any = output if reader is None else TranslatedPipeline(output, reader(chat.model))
             return proxy._relay(upstream, relayed, path, started, False)
     try:
-        completion = await _completion(proxy, upstream, chat, upstream_api)
+        completion = await upstream_completion(proxy, upstream, chat.model, upstream_api)
     except ProxyError as exc:
         _log_request("POST", path, exc.status, started, stream=chat.stream, model=chat.model, note=exc.message)
         return error_response(exc)
@@ -182,15 +182,15 @@ async def responses(proxy: ProxyApp, request: Request) -> Response:
     return Response(to_wire(dumps(completion_to_response(completion, body))), media_type="application/json")
 
 
-async def _completion(proxy: ProxyApp, upstream: httpx.Response, chat: ChatRequest, api: str) -> dict[str, Any]:
+async def upstream_completion(proxy: ProxyApp, upstream: httpx.Response, model: str, api: str) -> dict[str, Any]:
     """The upstream's whole answer (in ``api``) as a ``chat.completion`` (before rescue)."""
     if api == "anthropic":
-        return message_to_completion(await proxy._read_answer(upstream, MessageAccumulator(chat.model)), chat.model)
+        return message_to_completion(await proxy._read_answer(upstream, MessageAccumulator(model)), model)
     if api != "responses":
-        return await proxy._read_answer(upstream, StreamAccumulator(chat.model))
+        return await proxy._read_answer(upstream, StreamAccumulator(model))
     if is_event_stream(upstream):
-        return await proxy._read_answer(upstream, ResponsesSink(chat.model))
+        return await proxy._read_answer(upstream, ResponsesSink(model))
     try:
-        return response_to_completion(await read_json(upstream), chat.model)
+        return response_to_completion(await read_json(upstream), model)
     finally:
         await upstream.aclose()

@@ -474,3 +474,24 @@ class ChunksAsResponses:
         out: list[str] = []
         self._finish(out)
         return "".join(out)
+
+
+class ChainedReader:
+    """Two upstream readers in a row: what the first makes of each payload, read by the second
+    (a Responses stream read as chat chunks, then as Messages events)."""
+
+    def __init__(self, first: Any, second: Any) -> None:
+        self.first = first
+        self.second = second
+
+    def _through(self, items: list[Item]) -> list[Item]:
+        out: list[Item] = []
+        for item in items:
+            out.extend(self.second.read(item if isinstance(item, str) else json.dumps(item)))
+        return out
+
+    def read(self, data: str) -> list[Item]:
+        return self._through(self.first.read(data))
+
+    def finish(self) -> list[Item]:
+        return [*self._through(self.first.finish()), *self.second.finish()]
