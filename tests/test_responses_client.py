@@ -84,3 +84,29 @@ def test_chat_request_said_as_responses() -> None:
             {"type": "function_call_output", "call_id": "call_1", "output": "ok"},
         ],
     }
+
+
+@pytest.mark.parametrize("upstream", ["responses", "anthropic"])
+def test_the_plugin_plays_a_responses_client_with_the_bundled_proxy(pytester: pytest.Pytester, upstream: str) -> None:
+    """``--conformance-client-profile responses`` with the bundled reference proxy, in front of
+    the upstream named: every case passes, with every rule enforced, and the report names the pair."""
+    import json
+    import shutil
+    from pathlib import Path
+
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    library = _library()
+    for scenario_id in ("hermes-hermes.text-around", "plain-native-parallel", "faults-openai-drop-mid-event"):
+        source = library[scenario_id].path
+        assert source is not None
+        (pytester.path / "scenarios" / "x").mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, pytester.path / "scenarios" / "x" / Path(source).name)
+    report = pytester.path / "r.json"
+    result = pytester.runpytest("--conformance", "--conformance-scenarios", str(pytester.path / "scenarios"),
+                                "--conformance-client-profile", "responses", "--conformance-upstream-dialect", upstream,
+                                "--conformance-strict", "--conformance-timeout", str(PATIENT_TIMEOUT),
+                                "--conformance-report-json", str(report), "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()[-3000:]
+    data = json.loads(report.read_text())
+    assert [(s["outcome"], s["profile"], s["upstream"]) for s in data["scenarios"]] == [("passed", "responses",
+                                                                                       upstream)] * 3
