@@ -12,7 +12,7 @@ gets its own tag in that place (``tag``). ``play_round`` then plays:
   upstream, a malformed event, the client hanging up), each followed by the clean
   scenario.
 
-The isolation rules (``harness.rules.isolation``) judge the ``Round``.
+The isolation rules (``harness.rules.iso``) judge the ``Round``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 from harness.exchange import Exchange, Profile
 from harness.rules import Options, evaluate
-from harness.rules.isolation import EXCHANGE_MARK, Played, Round
+from harness.rules.iso import EXCHANGE_MARK, Played, Round
 from harness.scenario import Scenario, parse_scenario
 from harness.scenario import _build as build_scenario
 from mock_backends.control import Lockstep

@@ -37,7 +37,7 @@ from harness.isolation import new_token, tag
 from harness.nonce import NONCE_HEADER
 from harness.profiles import ENDPOINTS, request_headers
 from harness.rules import Options
-from harness.rules.isolation import EXCHANGE_MARK
+from harness.rules.iso import EXCHANGE_MARK
 from harness.runner import build_request, parse_features
 from harness.scenario import Scenario, load_library
 from harness.soak_judge import SoakCase, Tally, first_content, judge, rss_kb, soak_cases

@@ -27,7 +27,7 @@ Profile = Literal["openai", "vtc", "anthropic", "responses"]
 PROFILES: tuple[Profile, ...] = ("openai", "vtc", "anthropic", "responses")
 OPENAI_PROFILES: tuple[Profile, ...] = ("openai", "vtc")
 FEATURES: tuple[str, ...] = ("force-non-stream", "system-to-user", "loop-guard", "vtc", "tool-choice", "hold-back-cap",
-                             "body-timeout")
+                             "body-timeout", "fails-fast")
 
 
 # --------------------------------------------------------------------------- model

@@ -118,17 +118,20 @@ def _anthropic_client() -> anthropic.Anthropic:
     return anthropic.Anthropic(api_key="conformance", base_url="http://proxy", max_retries=0)
 
 
-def _anthropic_reading(stream: MessageStream[Any], error: str | None, event: bool) -> SdkReading:
+def _anthropic_reading(stream: MessageStream[Any], error: str | None, event: bool,
+                       closed: set[int] | None = None) -> SdkReading:
+    """The SDK's accumulated message; when it raised, only the tool_use blocks it had seen
+    closed (``closed``): one cut short by the error never reaches the caller whole."""
     try:
         message = stream.current_message_snapshot
     except Exception:  # no message_start reached the SDK
         return SdkReading("", (), None, error, event)
     texts: list[str] = []
     calls: list[AssembledCall] = []
-    for block in message.content:
+    for index, block in enumerate(message.content):
         if block.type == "text":
             texts.append(block.text)
-        elif block.type == "tool_use":
+        elif block.type == "tool_use" and (closed is None or index in closed):
             arguments = json.dumps(block.input, ensure_ascii=False, default=str)
             calls.append(AssembledCall(len(calls), block.id, block.name, arguments))
     return SdkReading("".join(texts), tuple(calls), message.stop_reason, error, event)
@@ -151,10 +154,13 @@ def read_anthropic_stream(raw: bytes, headers: Mapping[str, str] | None = None) 
         # The SDK's models warn (pydantic serialisation) about wrongly typed fields;
         # the rules report those fields themselves.
         warnings.simplefilter("ignore")
+        closed: set[int] = set()
         try:
-            stream.until_done()
+            for event in stream:
+                if event.type == "content_block_stop":
+                    closed.add(event.index)
         except Exception as exc:  # any SDK failure is the finding
-            return _anthropic_reading(stream, _describe(exc), isinstance(exc, anthropic.APIStatusError))
+            return _anthropic_reading(stream, _describe(exc), isinstance(exc, anthropic.APIStatusError), closed)
         return _anthropic_reading(stream, None, False)
 
 

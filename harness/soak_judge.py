@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from harness.exchange import Exchange
 from harness.rules import RULES, Options, evaluate
-from harness.rules.isolation import EXCHANGE_MARK
+from harness.rules.iso import EXCHANGE_MARK
 from harness.markup import DEFAULT_MARKERS
 from harness.scenario import ContentFrame, Scenario, parse_scenario
 from mock_backends.fault_rate import FAULT_KINDS, FaultKind, FaultRate

@@ -67,6 +67,7 @@ class ProxyConfig:
         if self.buffer_cap <= HOLD_BACK_CAP:
             out.add("hold-back-cap")  # a possible call longer than the cap is released as text
         out.add("body-timeout")  # a client that stalls while sending its body gets 408
+        out.add("fails-fast")  # an upstream failure is passed on at once, never retried
         return frozenset(out)
 
     def calls_upstream(self, client_api: str) -> str:

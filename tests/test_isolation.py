@@ -15,7 +15,7 @@ from harness.exchange import Exchange
 from harness.isolation import breakers, tag
 from harness.nonce import place_nonce
 from harness.rules import Options, compare_round
-from harness.rules.isolation import EXCHANGE_MARK, Played, Round
+from harness.rules.iso import EXCHANGE_MARK, Played, Round
 from harness.scenario import load_library
 from mock_backends.app import create_app
 from mock_backends.control import Lockstep, MockControl

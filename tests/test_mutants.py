@@ -25,7 +25,7 @@ from harness.scenario import load_library
 from harness.servers import serve
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
-from mutants import ALL, MUTANTS, anthropic, openai
+from mutants import ALL, CORRECT_VARIANTS, MUTANTS, anthropic, openai
 from mutants.base import Mutant, Rewriter, parse_event, proxy_config, reference
 from mutants.coverage import unproven
 from mutants.different import CORRECT_BUT_DIFFERENT
@@ -167,6 +167,16 @@ def test_a_correct_but_different_proxy_passes_the_whole_library(profile: Profile
     url = serve_mutant(servers, different, rig)
     played = failed_rules(url, rig.mock_url, ids, profile=profile, strict=True, workers=4, timeout=PATIENT_TIMEOUT)
     assert {s: rules for s, rules in played.items() if rules} == {}
+
+
+@pytest.mark.parametrize("variant", CORRECT_VARIANTS, ids=[v.id for v in CORRECT_VARIANTS])
+def test_a_proxy_that_chose_otherwise_where_clients_accept_it_passes(variant: Mutant, servers: ServeFn,
+                                                                     rig: Rig) -> None:
+    """A choice unlike the reference proxy's that no client minds fails nothing, even with --strict."""
+    url = serve_mutant(servers, variant, rig)
+    played = failed_rules(url, rig.mock_url, variant.scenarios, profile=variant.profile, strict=True,
+                          timeout=PATIENT_TIMEOUT, upstream=variant.upstream)
+    assert played == {s: [] for s in variant.scenarios}
 
 
 # --------------------------------------------------------------------------- the wire wrapper

@@ -27,7 +27,7 @@ from harness.compare import content_equal, json_equal
 from harness.markup import DEFAULT_MARKERS, find_leaks
 from harness.nonce import NONCE_HEADER, place_nonce
 from harness.profiles import DEFAULT_HEADERS
-from harness.rules.upstream import check_assertion
+from harness.rules.up import check_assertion
 from harness.scenario import RawFrame, Scenario, load_library, parse_scenario
 from harness.servers import bind_socket, serve
 from harness.xml_calls import parse_xml_calls, tool_vocabulary, value_matches

@@ -93,12 +93,12 @@ def test_yaml_file_and_its_errors(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("changes", "features"),
     [
-        ({}, {"loop-guard", "vtc", "tool-choice", "hold-back-cap", "body-timeout"}),
-        ({"loop_guard_max_tool_messages": None}, {"vtc", "tool-choice", "hold-back-cap", "body-timeout"}),
-        ({"vtc_patterns": ()}, {"loop-guard", "tool-choice", "hold-back-cap", "body-timeout"}),
+        ({}, {"loop-guard", "vtc", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast"}),
+        ({"loop_guard_max_tool_messages": None}, {"vtc", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast"}),
+        ({"vtc_patterns": ()}, {"loop-guard", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast"}),
         ({"system_to_user": True}, {"loop-guard", "vtc", "system-to-user", "tool-choice", "hold-back-cap",
-                                    "body-timeout"}),
-        ({"buffer_cap": 1 << 20}, {"loop-guard", "vtc", "tool-choice", "body-timeout"}),
+                                    "body-timeout", "fails-fast"}),
+        ({"buffer_cap": 1 << 20}, {"loop-guard", "vtc", "tool-choice", "body-timeout", "fails-fast"}),
     ],
 )
 def test_features(changes: dict[str, Any], features: set[str]) -> None:

@@ -20,7 +20,7 @@ from harness.cli import main
 from harness.errors import ScenarioError, ScenarioProblem
 from harness.nonce import place_nonce
 from harness.plugin import DEFAULT_TIMEOUT
-from harness.rules.upstream import check_assertion
+from harness.rules.up import check_assertion
 from harness.scenario import (
     ContentFrame,
     Scenario,

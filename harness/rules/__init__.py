@@ -25,28 +25,28 @@ from harness.scenario import Scenario
 
 # Importing a group module registers its rules; the table order comes from report.py.
 from harness.rules import (
-    anthropic_body,
-    anthropic_calls,
-    anthropic_errors,
-    anthropic_sdk,
-    anthropic_stream,
+    abody,
+    aerr,
+    aev,
+    asdk,
+    atool,
     body,
     calls,
-    chunks,
-    content,
-    equivalence,
-    error_shape,
-    faults,
-    framing,
-    isolation,
+    chunk,
+    eq,
+    err,
+    fault,
+    http,
+    iso,
+    resp,
     sdk,
-    tool_calls,
-    transport,
-    upstream,
+    sse,
+    text,
+    tool,
+    up,
     usage,
     vtc,
 )
-from harness.rules import responses, shared  # after the groups: they widen some of their rules
 
 __all__ = ["RULES", "Options", "Rule", "compare_answers", "compare_item", "compare_round", "evaluate",
            "rules_markdown"]
@@ -135,7 +135,7 @@ def compare_item(
     return _judge(options, lambda entry: None if entry.item_check is None else entry.item_check(answers))
 
 
-def compare_round(round_: isolation.Round, options: Options) -> list[ConformanceFailure]:
+def compare_round(round_: iso.Round, options: Options) -> list[ConformanceFailure]:
     """The isolation rules on a round of exchanges of one scenario (``harness.isolation``)."""
     if not round_.alone:
         return []

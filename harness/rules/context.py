@@ -31,7 +31,7 @@ from harness.anthropic_events import (
     collect_blocks,
     read_events,
 )
-from harness.compare import CallView, render, shorten
+from harness.compare import CallView, parse_object, render, shorten
 from harness.exchange import Exchange
 from harness.rules.registry import Options, Stage
 from harness.scenario import Scenario
@@ -173,6 +173,14 @@ class Context:
         """The stream carries an error and the scenario expects one there."""
         return bool(self.stream_errors) and self.in_stream_policy != "forbidden"
 
+    def runs(self, arguments: str) -> bool:
+        """Whether a client runs a call with these arguments. In a stream that ended with
+        an error the scenario accepts, a call whose arguments are not one JSON object yet
+        never runs: openai-python and openai-node raise at the error chunk, the AI SDK
+        emits a call only once its arguments parse, and the Anthropic SDKs raise at
+        ``event: error``. A call cut short like this is the error's doing, not a call."""
+        return not self.error_accepted or parse_object(arguments) is not None
+
     @cached_property
     def fault_case(self) -> bool:
         """A scenario about things going wrong: an upstream fault, a misbehaving client,
@@ -201,7 +209,8 @@ class Context:
         """The calls the client acts on: structured calls, or XML calls for vtc."""
         if self.options.profile == "vtc":
             return tuple(CallView(c.name, dict(c.params), render(dict(c.params))) for c in self.xml.calls)
-        return tuple(CallView.from_json_text(c.name, c.arguments) for c in self.answer.tool_calls)
+        return tuple(CallView.from_json_text(c.name, c.arguments) for c in self.answer.tool_calls
+                     if self.runs(c.arguments))
 
     @cached_property
     def visible_text(self) -> str:

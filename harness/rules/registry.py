@@ -1,7 +1,8 @@
 """The rule registry: every conformance rule, its stable id, and the check behind it.
 
-Each group module declares its rules with ``rule_group(...)``; registering is the
-only side effect of importing a group module. Ids never change meaning once
+Each group module is named for its rules' id prefix (``HTTP-001`` is in ``http.py``)
+and declares its rules with ``rule_group(...)``; a rule's decorator is its whole
+definition, and registering is the only side effect of importing a group module. Ids never change meaning once
 published: a retired rule keeps its id out of use.
 """
 
@@ -9,13 +10,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 if TYPE_CHECKING:
     from harness.rules.context import Context
 
-Severity = Literal["client", "spec"]
+# client: a named client breaks; spec: the API's documentation says so (judged with
+# --strict); feature: a promise only some proxies make, judged when the user claims it.
+Severity = Literal["client", "spec", "feature"]
 Profile = Literal["openai", "vtc", "anthropic", "responses"]
 # When a rule has something to judge: every run, any HTTP response (no transport
 # error, no timeout), a 200 answer, a 200 SSE stream, or a 200 single JSON body.
@@ -28,7 +31,7 @@ _ID = re.compile(r"^[A-Z]+-\d{3}$")
 class Rule:
     id: str
     statement: str
-    severity: Literal["client", "spec"]
+    severity: Severity
     group: str
 
 
@@ -51,7 +54,7 @@ Check = Callable[["Context"], Iterable[Violation]]
 PairCheck = Callable[["Context", "Context"], Iterable[Violation]]
 # Judges every answer of one test item together: (label of the exchange, its reading).
 ItemCheck = Callable[[Sequence[tuple[str, "Context"]]], Iterable[Violation]]
-# Judges a round of exchanges played one after another and at once (``harness.rules.isolation.Round``).
+# Judges a round of exchanges played one after another and at once (``harness.rules.iso.Round``).
 RoundCheck = Callable[[Any], Iterable[Violation]]
 C = TypeVar("C", PairCheck, ItemCheck, RoundCheck)
 
@@ -73,7 +76,7 @@ class Entry:
     def enabled(self, options: Options) -> bool:
         """Whether ``options`` ask for this rule at all (severity, profile, features)."""
         return (
-            (self.rule.severity == "client" or options.strict)
+            (self.rule.severity != "spec" or options.strict)
             and options.profile in self.profiles
             and self.features <= options.features
         )
@@ -83,7 +86,7 @@ ENTRIES: dict[str, Entry] = {}
 OPENAI_PROFILES: frozenset[Profile] = frozenset({"openai", "vtc"})
 ANTHROPIC: frozenset[Profile] = frozenset({"anthropic"})
 RESPONSES: frozenset[Profile] = frozenset({"responses"})
-EVERY_PROFILE: frozenset[Profile] = OPENAI_PROFILES | ANTHROPIC
+EVERY_PROFILE: frozenset[Profile] = OPENAI_PROFILES | ANTHROPIC | RESPONSES
 # The default of a rule: the OpenAI chat-completions dialect, whichever client reads it.
 ALL_PROFILES = OPENAI_PROFILES
 
@@ -94,18 +97,9 @@ def _register(entry: Entry) -> None:
         raise ValueError(f"rule id {rule.id!r} is not PREFIX-NNN")
     if rule.id in ENTRIES:
         raise ValueError(f"rule id {rule.id} is registered twice")
+    if (rule.severity == "feature") != bool(entry.features):
+        raise ValueError(f"rule {rule.id}: a rule of severity 'feature' names the features it judges, and only it")
     ENTRIES[rule.id] = entry
-
-
-def amend(rule_id: str, *, also: Iterable[Profile] = (), ending: bool | None = None) -> None:
-    """Widen an existing rule to more profiles, or mark it as judging a complete answer's
-    end. The rule's id, statement and check stay as they are."""
-    entry = ENTRIES[rule_id]
-    ENTRIES[rule_id] = replace(
-        entry,
-        profiles=entry.profiles | frozenset(also),
-        ending=entry.ending if ending is None else ending,
-    )
 
 
 class RuleGroup:
@@ -129,7 +123,12 @@ class RuleGroup:
         stage: Stage = "answer",
         profiles: Iterable[Profile] = ALL_PROFILES,
         features: Iterable[str] = (),
+        ending: bool = False,
     ) -> Callable[[Check], Check]:
+        """Register one rule; everything about it is said here (``ending``: it judges how a
+        complete answer ends, so a stream that ended with an error the scenario accepts is
+        not asked for it)."""
+
         def register(check: Check) -> Check:
             _register(
                 Entry(
@@ -138,6 +137,7 @@ class RuleGroup:
                     frozenset(profiles),
                     frozenset(features),
                     check=check,
+                    ending=ending,
                 )
             )
             return check

@@ -71,6 +71,8 @@ def rules_markdown(proofs: Mapping[str, Proof] | None = None) -> str:
         "",
         "Severity **client**: at least one real client breaks or silently misbehaves; always checked.",
         "Severity **spec**: only the specification requires it; checked with `--strict`.",
+        "Severity **feature**: a promise only some proxies make; checked when the proxy claims the feature",
+        "(`--features`, listed in docs/scenarios.md).",
         "Rule ids are stable: a rule keeps its id for good, and a retired id is never reused.",
         "",
         "| id | severity | group | statement |",

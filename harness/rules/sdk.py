@@ -34,7 +34,7 @@ def sdk_message(ctx: Context) -> Iterator[Violation]:
     reading = ctx.sdk
     if reading.error is not None:
         return  # SDK-001 reports it
-    calls = [CallView.from_json_text(c.name, c.arguments) for c in reading.tool_calls]
+    calls = [CallView.from_json_text(c.name, c.arguments) for c in reading.tool_calls if ctx.runs(c.arguments)]
     lines = diff_calls(ctx.expected_calls, calls)
     if lines:
         yield Violation("SDK message calls: " + "; ".join(lines), {"diff": lines})

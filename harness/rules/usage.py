@@ -31,6 +31,7 @@ def _usage_chunks(ctx: Context) -> list[int]:
     "chunk before `[DONE]`.",
     severity="spec",
     stage="stream",
+    ending=True,
 )
 def usage_when_requested(ctx: Context) -> Iterator[Violation]:
     if not _requested(ctx):

@@ -7,7 +7,7 @@ from typing import Any
 
 from harness.compare import diff_calls, first_call_mismatch, render, shorten
 from harness.rules import locate
-from harness.rules.chunks import choices_of
+from harness.rules.chunk import choices_of
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
 from harness.xml_calls import escaped_entities, rendered, value_matches
@@ -105,6 +105,7 @@ def raw_values(ctx: Context) -> Iterator[Violation]:
     severity="client",
     stage="answer",
     profiles=("vtc",),
+    ending=True,
 )
 def finish_stop(ctx: Context) -> Iterator[Violation]:
     wanted = ctx.expected_finish

@@ -23,4 +23,6 @@ MUTANTS: tuple[Mutant, ...] = (*openai.MUTANTS, *anthropic.MUTANTS, *translation
                               *formats.MUTANTS, *responses.MUTANTS)
 CORRECT: tuple[Mutant, ...] = (CORRECT_BUT_DIFFERENT, anthropic.CORRECT_BUT_DIFFERENT_MESSAGES,
                                responses.CORRECT_BUT_DIFFERENT_RESPONSES)
-ALL: tuple[Mutant, ...] = (*MUTANTS, *CORRECT, *FUZZ_ONLY, ALL_AT_ONCE)
+# Correct in one respect where the reference made another choice: each passes its cases, with --strict too.
+CORRECT_VARIANTS: tuple[Mutant, ...] = (openai.RELAYS_HALF_CALL, anthropic.RELAYS_HALF_TOOL_USE)
+ALL: tuple[Mutant, ...] = (*MUTANTS, *CORRECT, *CORRECT_VARIANTS, *FUZZ_ONLY, ALL_AT_ONCE)

@@ -289,14 +289,31 @@ def rescuing_without(family: str) -> Any:
 
 
 class CompletesToolUseOnFailure(AnthropicStreamPipeline):
-    """Delivers the native tool_use blocks it was assembling when the upstream fails, however far their input got."""
+    """Repairs the native tool_use blocks it was assembling when the upstream fails into
+    input that parses, and delivers them whole."""
 
     def fail(self, error: Mapping[str, Any]) -> str:
         out: list[str] = []
         for index, block in list(self._blocks.items()):
             if isinstance(block, _NativeCall):
                 del self._blocks[index]
+                block.parts = [base.closed_json("".join(block.parts))] if block.parts else block.parts
                 self._native(block, out)
+        return "".join(out) + super().fail(error)
+
+
+class RelaysHalfToolUseOnFailure(AnthropicStreamPipeline):
+    """Sends the input it had of a native tool_use, unclosed, before the ``event: error``
+    when the upstream fails. The SDKs raise at the error; no client runs the block."""
+
+    def fail(self, error: Mapping[str, Any]) -> str:
+        out: list[str] = []
+        for index, block in list(self._blocks.items()):
+            if isinstance(block, _NativeCall) and block.name:
+                del self._blocks[index]
+                self._end_text(out)
+                at = self._open({"type": "tool_use", "id": block.id, "name": block.name, "input": {}}, out)
+                out.extend(self._delta(at, {"type": "input_json_delta", "partial_json": p}) for p in block.parts)
         return "".join(out) + super().fail(error)
 
 
@@ -355,6 +372,15 @@ class DifferentMessages(EventRewriter):
             if block.get("type") == "tool_use":
                 block["id"] = f"call-{uuid.uuid4()}"
 
+
+# Correct, though unlike the reference: the half tool_use it sends before the error is never run.
+RELAYS_HALF_TOOL_USE = Mutant(
+    "anthropic-relays-half-tool-use-before-error",
+    "Nothing: it sends the unfinished tool_use it had before the `event: error`, which the SDKs raise at.",
+    (),
+    ("faults-anthropic-drop-mid-native-call",),
+    substituted(AnthropicStreamPipeline=RelaysHalfToolUseOnFailure),
+)
 
 CORRECT_BUT_DIFFERENT_MESSAGES = Mutant(
     "correct-but-different-messages",
@@ -423,8 +449,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("anthropic-swallows-stream-error", "Ends the message as if complete when the upstream fails mid-answer.",
            ("FAULT-001", "AEV-006"), (UPSTREAM_ERROR, "faults-anthropic-drop-between-events"),
            rewritten(SwallowsStreamError)),
-    Mutant("anthropic-half-tool-use-on-drop", "Delivers the half-received native tool_use when the upstream drops mid-input.",
-           ("AEV-010", "CALLS-001", "ASDK-002"), ("faults-anthropic-drop-mid-native-call",),
+    Mutant("anthropic-repaired-tool-use-on-drop", "Repairs the half-received native tool_use and delivers it when the upstream drops mid-input.",
+           ("CALLS-001", "ASDK-002"), ("faults-anthropic-drop-mid-native-call",),
            substituted(AnthropicStreamPipeline=CompletesToolUseOnFailure)),
     Mutant("anthropic-held-text-lost-on-failure", "Drops the text it held back (a '<') when the upstream fails.",
            ("FAULT-006", "TEXT-001", "ASDK-002"), ("faults-anthropic-drop-mid-event",),

@@ -443,3 +443,27 @@ def substituted(**names: object) -> AppFactory:
         proxy_app.create_app, {**names, "ProxyApp": patched}  # type: ignore[arg-type]
     )
     return create
+
+
+def closed_json(text: str) -> str:
+    """``text``, a JSON object cut short, closed as a careless repair would close it:
+    an open string ended, a dangling ``:`` given ``null``, a trailing ``,`` dropped, then
+    every open bracket closed. The result parses, and means something the model never said."""
+    closers: list[str] = []
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (ch == "\\", ch != '"')
+        elif ch == '"':
+            in_string = True
+        elif ch in "{[":
+            closers.append("}" if ch == "{" else "]")
+        elif ch in "}]" and closers:
+            closers.pop()
+    out = text + ('"' if in_string else "")
+    stripped = out.rstrip()
+    if stripped.endswith(":"):
+        out = stripped + " null"
+    elif stripped.endswith(","):
+        out = stripped[:-1]
+    return out + "".join(reversed(closers))

@@ -714,7 +714,20 @@ class NoDedup(StreamPipeline):
 
 
 class CompletesCallsOnFailure(StreamPipeline):
-    """Delivers the native calls it was buffering when the upstream fails, however far they got."""
+    """Repairs the native calls it was buffering when the upstream fails into JSON that
+    parses, and delivers them. (Relaying the half arguments before the error chunk is no
+    defect: no client runs them.)"""
+
+    def _end_choice(self, choice: _Choice, out: list[str], *, complete_natives: bool) -> None:
+        for call in choice.native.values():
+            if not call.done and call.parts:
+                call.parts = [base.closed_json("".join(call.parts))]
+        super()._end_choice(choice, out, complete_natives=True)
+
+
+class RelaysHalfCallsOnFailure(StreamPipeline):
+    """Delivers the native calls it was buffering when the upstream fails, as far as they
+    got, then the error chunk: what LiteLLM does. No client runs such a call."""
 
     def _end_choice(self, choice: _Choice, out: list[str], *, complete_natives: bool) -> None:
         super()._end_choice(choice, out, complete_natives=True)
@@ -746,6 +759,15 @@ def entity_escaped_xml(name: str, arguments: str) -> str:
 NATIVE = "plain-native-single"
 PARALLEL = "plain-native-parallel"
 NOT_STREAMED = "plain-text-non-stream"
+
+# Correct, though unlike the reference: the half call it relays before the error chunk is never run.
+RELAYS_HALF_CALL = Mutant(
+    "relays-half-call-before-error",
+    "Nothing: it relays the unfinished native call it had before the error chunk, as LiteLLM does.",
+    (),
+    ("faults-openai-drop-mid-native-call",),
+    substituted(StreamPipeline=RelaysHalfCallsOnFailure),
+)
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("whole-call-without-index", "Sends each tool call as one delta entry with no `index`.",
@@ -789,8 +811,8 @@ MUTANTS: tuple[Mutant, ...] = (
            ("FAULT-001",), ("faults-openai-drop-between-events",), rewritten(SwallowsStreamError)),
     Mutant("swallows-http-error", "Answers an upstream 500 with 200 and empty content.",
            ("FAULT-001",), ("faults-openai-http-500",), rewritten(SwallowsHttpError)),
-    Mutant("half-call-on-drop", "Delivers the half-received native call when the upstream drops mid-call.",
-           ("TOOL-006", "CALLS-001"), ("faults-openai-drop-mid-native-call",), substituted(StreamPipeline=CompletesCallsOnFailure)),
+    Mutant("repaired-call-on-drop", "Repairs the half-received native call into JSON that parses and delivers it when the upstream drops mid-call.",
+           ("CALLS-001", "SDK-002"), ("faults-openai-drop-mid-native-call",), substituted(StreamPipeline=CompletesCallsOnFailure)),
     Mutant("held-text-lost-on-failure", "Drops the text it held back (a '<') when the upstream fails.",
            ("FAULT-006", "TEXT-001"), ("faults-openai-drop-mid-event",), substituted(StreamPipeline=ForgetsHeldTextOnFailure)),
     # more breakage seen in the field, one rule each

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from harness.compare import diff_calls, fold_ws, render, shorten
 from harness.rules.context import Context
-from harness.rules.registry import Violation, rule_group
+from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 
 rule = rule_group("equivalence", "EQ")
 
@@ -16,6 +16,7 @@ rule = rule_group("equivalence", "EQ")
     "The streaming and the non-streaming answer to one request agree: same tool calls (names and arguments), "
     "same content (white space folded as TEXT-001 folds it, line breaks kept), same finish_reason.",
     severity="client",
+    profiles=EVERY_PROFILE,
 )
 def stream_matches_single(streamed: Context, plain: Context) -> Iterator[Violation]:
     differences: list[str] = []

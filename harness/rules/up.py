@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.compare import json_equal, render
 from harness.rules.context import Context
-from harness.rules.registry import Violation, rule_group
+from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 from harness.scenario import UpstreamAssertion
 
 rule = rule_group("upstream", "UP")
@@ -135,6 +135,7 @@ def check_assertion(a: UpstreamAssertion, upstream: Any, request: Any) -> str | 
     "(feature-bound assertions only when the proxy claims the feature).",
     severity="client",
     stage="always",
+    profiles=EVERY_PROFILE,
 )
 def upstream_assertions(ctx: Context) -> Iterator[Violation]:
     active = [a for a in ctx.expect.upstream if set(a.requires) <= ctx.options.features]
@@ -168,6 +169,7 @@ def upstream_assertions(ctx: Context) -> Iterator[Violation]:
     "Exactly `expect.upstream_requests` requests reach the backend.",
     severity="client",
     stage="always",
+    profiles=EVERY_PROFILE,
 )
 def upstream_count(ctx: Context) -> Iterator[Violation]:
     wanted = ctx.expect.upstream_requests

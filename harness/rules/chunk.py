@@ -152,6 +152,7 @@ def role_once(ctx: Context) -> Iterator[Violation]:
     "Every choice gets a `finish_reason`.",
     severity="client",
     stage="stream",
+    ending=True,
 )
 def finish_sent(ctx: Context) -> Iterator[Violation]:
     indices: set[int] = set()

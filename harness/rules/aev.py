@@ -290,7 +290,8 @@ def _label(block: Block) -> str:
 @rule(
     "AEV-010",
     "A tool_use block's `partial_json` fragments join into one JSON object by its `content_block_stop`; a "
-    "stream never ends inside an unfinished input (the SDK's partial parsing would hand the tool half of it).",
+    "stream never ends inside an unfinished input (the SDK's partial parsing would hand the tool half of it), "
+    "unless an `event: error` the scenario accepts cut it (the SDKs raise there and the block is never run).",
     severity="client",
     stage="stream",
     profiles=ANTHROPIC,
@@ -301,7 +302,7 @@ def tool_input_complete(ctx: Context) -> Iterator[Violation]:
         joined = "".join(text for _, text in pieces)
         if not joined:
             continue  # no fragments: the starting input stands (AEV-011 judges it)
-        if parse_object(joined) is not None:
+        if parse_object(joined) is not None or (block.stop is None and ctx.error_accepted):
             continue
         at = block.stop or (pieces[-1][0] if pieces else block.start)
         when = "at its content_block_stop" if block.stop is not None else "when the stream ends inside it"

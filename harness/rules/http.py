@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from harness.rules.context import Context
-from harness.rules.registry import Violation, rule_group
+from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 
 rule = rule_group("transport", "HTTP")
 
@@ -15,6 +15,7 @@ rule = rule_group("transport", "HTTP")
     "The proxy answers: the connection succeeds and a response arrives.",
     severity="client",
     stage="always",
+    profiles=EVERY_PROFILE,
 )
 def answered(ctx: Context) -> Iterator[Violation]:
     ex = ctx.exchange
@@ -32,6 +33,7 @@ def answered(ctx: Context) -> Iterator[Violation]:
     "answering, as the mock measures it, is not counted).",
     severity="client",
     stage="always",
+    profiles=EVERY_PROFILE,
 )
 def within_timeout(ctx: Context) -> Iterator[Violation]:
     ex = ctx.exchange
@@ -55,6 +57,7 @@ def within_timeout(ctx: Context) -> Iterator[Violation]:
     "A normal scenario is answered with HTTP status 200.",
     severity="client",
     stage="response",
+    profiles=EVERY_PROFILE,
 )
 def status_ok(ctx: Context) -> Iterator[Violation]:
     if ctx.expect.error is not None:
@@ -70,6 +73,7 @@ def status_ok(ctx: Context) -> Iterator[Violation]:
     "The Content-Type is `text/event-stream` for a stream and `application/json` for a single answer.",
     severity="spec",
     stage="answer",
+    profiles=EVERY_PROFILE,
 )
 def content_type(ctx: Context) -> Iterator[Violation]:
     if ctx.kind == "empty":
@@ -85,6 +89,7 @@ def content_type(ctx: Context) -> Iterator[Violation]:
     "A streaming request is answered with an SSE stream, a non-streaming request with one JSON body.",
     severity="client",
     stage="answer",
+    profiles=EVERY_PROFILE,
 )
 def body_kind(ctx: Context) -> Iterator[Violation]:
     wanted = "sse" if ctx.exchange.stream else "json"
@@ -100,10 +105,14 @@ def body_kind(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "HTTP-006",
-    "The answer completes within the scenario's `expect.within_seconds` of the proxy's own time (the time the "
-    "backend spends answering, as the mock measures it, is not counted).",
-    severity="client",
+    "A proxy claiming `fails-fast` answers within the scenario's `expect.within_seconds` of its own time (the "
+    "time the backend spends answering, as the mock measures it, is not counted): no retries with back-off and "
+    "no waits of its own. No client is known to need such a bound (openai-python waits 600 s and retries a 5xx "
+    "itself), so a proxy that retries is not judged by it; a proxy that hangs fails HTTP-002 whatever it claims.",
+    severity="feature",
     stage="response",
+    profiles=EVERY_PROFILE,
+    features=("fails-fast",),
 )
 def within_expected_time(ctx: Context) -> Iterator[Violation]:
     limit = ctx.expect.within_seconds

@@ -10,7 +10,7 @@ from typing import Any
 from harness.assemble import Payload
 from harness.compare import parse_object, render, shorten, shown
 from harness.rules import locate
-from harness.rules.chunks import choices_of
+from harness.rules.chunk import choices_of
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 from harness.scenario import RawFrame, Scenario, ToolCallFrame, ToolUseFrame
@@ -184,13 +184,14 @@ def distinct_ids(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "TOOL-006",
-    "Each call's arguments join into exactly one JSON object.",
+    "Each call's arguments join into exactly one JSON object (a call cut short by an in-stream error the "
+    "scenario accepts is never run by a client, and is not judged).",
     severity="client",
     stage="answer",
 )
 def arguments_one_object(ctx: Context) -> Iterator[Violation]:
     for position, call in enumerate(ctx.answer.tool_calls):
-        if call.arguments.strip() and parse_object(call.arguments) is None:
+        if call.arguments.strip() and parse_object(call.arguments) is None and not ctx.error_accepted:
             yield Violation(
                 f"call {call.index} ({call.name}): arguments are not one JSON object: {shorten(call.arguments)}",
                 {"actual": call.arguments, **locate.call(ctx, position)},
@@ -365,6 +366,7 @@ def _call_ids(value: Any) -> Iterator[str]:
     severity="client",
     stage="answer",
     profiles=("openai",),
+    ending=True,
 )
 def finish_tool_calls(ctx: Context) -> Iterator[Violation]:
     answer = ctx.answer

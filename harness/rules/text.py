@@ -9,7 +9,7 @@ from harness.compare import first_difference, fold_ws, shorten
 from harness.rules import locate
 from harness.markup import DEFAULT_MARKERS, find_leaks
 from harness.rules.context import Context
-from harness.rules.registry import Violation, rule_group
+from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 
 rule = rule_group("content", "TEXT")
 
@@ -21,6 +21,7 @@ rule = rule_group("content", "TEXT")
     "else to one space (byte for byte with `content_exact`).",
     severity="client",
     stage="answer",
+    profiles=EVERY_PROFILE,
 )
 def expected_content(ctx: Context) -> Iterator[Violation]:
     expected = ctx.expect.content
@@ -42,6 +43,7 @@ def expected_content(ctx: Context) -> Iterator[Violation]:
     "The content matches `expect.content_regex`.",
     severity="client",
     stage="answer",
+    profiles=EVERY_PROFILE,
 )
 def content_regex(ctx: Context) -> Iterator[Violation]:
     pattern = ctx.expect.content_regex
@@ -59,6 +61,7 @@ def content_regex(ctx: Context) -> Iterator[Violation]:
     "content itself holds.",
     severity="client",
     stage="answer",
+    profiles=EVERY_PROFILE,
 )
 def no_markup_leak(ctx: Context) -> Iterator[Violation]:
     text = ctx.visible_text

@@ -35,7 +35,7 @@ def sdk_message(ctx: Context) -> Iterator[Violation]:
     reading = ctx.sdk
     if reading.error is not None:
         return  # ASDK-001 reports it
-    calls = [CallView.from_json_text(c.name, c.arguments) for c in reading.tool_calls]
+    calls = [CallView.from_json_text(c.name, c.arguments) for c in reading.tool_calls if ctx.runs(c.arguments)]
     lines = diff_calls(ctx.expected_calls, calls)
     if lines:
         yield Violation("SDK message tool_use blocks: " + "; ".join(lines), {"diff": lines})

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from harness.rules.context import Context
-from harness.rules.registry import Violation, rule_group
+from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 from harness.sse import AnomalyKind
 
 rule = rule_group("framing", "SSE")
@@ -25,6 +25,7 @@ def _anomalies(ctx: Context, *kinds: AnomalyKind) -> Iterator[Violation]:
     "Every payload is carried on `data:` lines (a payload line without the field is dropped by every SSE parser).",
     severity="client",
     stage="stream",
+    profiles=EVERY_PROFILE,
 )
 def payload_on_data_lines(ctx: Context) -> Iterator[Violation]:
     yield from _anomalies(ctx, "stray-payload")
@@ -35,6 +36,7 @@ def payload_on_data_lines(ctx: Context) -> Iterator[Violation]:
     "Events are separated by a blank line: two payloads never share one event.",
     severity="client",
     stage="stream",
+    profiles=EVERY_PROFILE,
 )
 def events_separated(ctx: Context) -> Iterator[Violation]:
     yield from _anomalies(ctx, "glued-events")
@@ -95,6 +97,7 @@ def done_last(ctx: Context) -> Iterator[Violation]:
     "The stream is valid UTF-8.",
     severity="client",
     stage="stream",
+    profiles=EVERY_PROFILE,
 )
 def valid_utf8(ctx: Context) -> Iterator[Violation]:
     yield from _anomalies(ctx, "invalid-utf8")
@@ -105,6 +108,7 @@ def valid_utf8(ctx: Context) -> Iterator[Violation]:
     "Every chunk event ends with a blank line (the openai SDK drops an unterminated last event).",
     severity="client",
     stage="stream",
+    profiles=EVERY_PROFILE,
 )
 def events_terminated(ctx: Context) -> Iterator[Violation]:
     yield from _anomalies(ctx, "unterminated-event")

@@ -1,4 +1,4 @@
-"""OpenAI Responses stream rules, and which shared rules judge a Responses client too.
+"""OpenAI Responses stream rules (RESP-*).
 
 The grammar a Responses stream follows (https://platform.openai.com/docs/api-reference/responses-streaming):
 ``response.created`` first; each output item announced by ``response.output_item.added``
@@ -9,9 +9,9 @@ by one ``response.output_item.done``; then ``response.completed`` (or
 streamed. Every event carries a ``sequence_number`` that grows. The stream is read once
 (``harness.responses_events``); these rules judge it.
 
-The shared rules listed in ``NEUTRAL`` read only the HTTP exchange, the SSE framing
-every dialect shares and the shared ``Answer`` (calls, text, finish in Chat Completions
-words), so they judge a Responses answer as they judge the others.
+The rules of every profile (``EVERY_PROFILE``) read only the HTTP exchange, the SSE
+framing every dialect shares and the shared ``Answer`` (calls, text, finish in Chat
+Completions words), so they judge a Responses answer as they judge the others.
 """
 
 from __future__ import annotations
@@ -24,16 +24,9 @@ from harness.compare import render, shorten
 from harness.responses_events import ENDINGS, Fold, ResponsesEvent, fold, text_of
 from harness.rules import locate
 from harness.rules.context import Context
-from harness.rules.registry import RESPONSES, Violation, amend, rule_group
+from harness.rules.registry import RESPONSES, Violation, rule_group
 
 rule = rule_group("responses", "RESP")
-
-NEUTRAL: tuple[str, ...] = (
-    "HTTP-001", "HTTP-002", "HTTP-003", "HTTP-004", "HTTP-005", "HTTP-006",
-    "SSE-001", "SSE-002", "SSE-008", "SSE-009",
-    "CALLS-001", "CALLS-002", "TEXT-001", "TEXT-002", "TEXT-003",
-    "UP-002", "EQ-001",
-)
 
 # Which item kind each kind of addressed event fills.
 _FILLS: Mapping[str, str] = {
@@ -276,6 +269,7 @@ def completed_output(ctx: Context) -> Iterator[Violation]:
     severity="client",
     stage="stream",
     profiles=RESPONSES,
+    ending=True,
 )
 def stream_completes(ctx: Context) -> Iterator[Violation]:
     typed = list(_typed(ctx))
@@ -325,8 +319,3 @@ def error_shape(ctx: Context) -> Iterator[Violation]:
             ok = False
         if not ok:
             yield Violation(f"event {e.event.index} reports an error in no documented shape", ctx.at_event(e.event))
-
-
-for _rule_id in NEUTRAL:
-    amend(_rule_id, also=RESPONSES)
-amend("RESP-008", ending=True)
