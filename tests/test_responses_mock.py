@@ -165,6 +165,8 @@ def test_library_scenarios_with_native_calls_play_in_responses_form(mock: tuple[
     url, control = mock
     played = 0
     for s in load_library():
+        if s.family not in ("plain", "anthropic"):  # where the native calls are
+            continue
         try:
             served = serve_as(s, "responses")
         except NotPortable:
@@ -175,6 +177,4 @@ def test_library_scenarios_with_native_calls_play_in_responses_form(mock: tuple[
             final = stream.get_final_response()
         assert summary(final.output) == expected_output(served), s.id
         played += 1
-        if played == 6:
-            break
-    assert played == 6
+    assert played >= 5
