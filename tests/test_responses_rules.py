@@ -179,7 +179,7 @@ BROKEN: list[Case] = [
     case("arguments-done-differ-from-deltas", S_TEXT_CALL, stream(_ARGS_DONE_DIFFER), ["RESP-004"]),
     case("call-without-call-id", S_TEXT_CALL,
          stream(text_item(0, "msg_1", "Let me check."), call_item(1, "fc_1", None, "get_weather", PARIS_JSON)),
-         ["RESP-005"]),
+         ["RESP-005", "RESP-011"]),
     case("call-ids-repeated", S_TWO, stream(call_item(0, "fc_1", "call_1", "get_weather", PARIS_JSON),
                                             call_item(1, "fc_2", "call_1", "get_time", "{}")),
          ["RESP-005", "RESP-009"]),
@@ -190,7 +190,7 @@ BROKEN: list[Case] = [
          ["RESP-008", "RESP-009", "CALLS-002"]),
     case("error-as-a-bare-string", S_TEXT_CALL, stream(
         TEXT_CALL, {"type": "response.failed", "response": response("failed", error="upstream broke")},
-        completed=False), ["RESP-010", "CALLS-002"]),
+        completed=False), ["RESP-010", "RESP-011", "CALLS-002"]),
 ]
 
 ALL = ACCEPTABLE + BROKEN
@@ -220,3 +220,5 @@ def test_a_responses_exchange_is_judged_as_responses_whatever_the_options_say() 
     c = next(c for c in BROKEN if c.id == "call-without-call-id")
     for profile in ("openai", "vtc", "anthropic"):
         assert {f.rule_id for f in evaluate(c.scenario, c.exchange, Options(profile=profile))} == {"RESP-005"}
+        assert {f.rule_id for f in evaluate(c.scenario, c.exchange, Options(profile=profile, strict=True))} == {
+            "RESP-005", "RESP-011"}

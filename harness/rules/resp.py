@@ -25,6 +25,7 @@ from harness.responses_events import ENDINGS, Fold, ResponsesEvent, fold, text_o
 from harness.rules import locate
 from harness.rules.context import Context
 from harness.rules.registry import RESPONSES, Violation, rule_group
+from harness.rules.schemas import schema_errors
 
 rule = rule_group("responses", "RESP")
 
@@ -319,3 +320,18 @@ def error_shape(ctx: Context) -> Iterator[Violation]:
             ok = False
         if not ok:
             yield Violation(f"event {e.event.index} reports an error in no documented shape", ctx.at_event(e.event))
+
+
+@rule(
+    "RESP-011",
+    "Every event validates against `responses_stream_event.schema.json` (the Responses streaming reference).",
+    severity="spec",
+    stage="stream",
+    profiles=RESPONSES,
+)
+def event_schema(ctx: Context) -> Iterator[Violation]:
+    for e in _typed(ctx):
+        errors = schema_errors(e.value, "responses_stream_event")
+        if errors:
+            yield Violation(f"event {e.event.index} ({e.type}): {'; '.join(errors)}",
+                            ctx.at_event(e.event, schema_errors=errors))

@@ -264,7 +264,7 @@ MUTANTS: tuple[Mutant, ...] = (
     _mutant("responses-no-completed", "Ends the stream without `response.completed`.",
             ("RESP-008", "RESP-009"), (SINGLE,), NoCompleted),
     _mutant("responses-error-as-string", "Reports a failed response's `error` as a bare string.",
-            ("RESP-010",), (DROPPED,), ErrorAsString, strict=True),
+            ("RESP-010", "RESP-011"), (DROPPED,), ErrorAsString, strict=True),
 )
 
 CORRECT_BUT_DIFFERENT_RESPONSES = Mutant(
