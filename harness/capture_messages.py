@@ -20,9 +20,9 @@ from typing import Any, ClassVar
 
 from harness.capture_errors import CaptureError
 from harness.capture_stream import StreamParts, data_line, read_stream
+from harness.replay.anthropic import sse_event
 from harness.scenario import ContentFrame, RawFrame, ToolUseFrame
 from harness.sse import SSEStream
-from mock_backends.anthropic_replay import sse_event
 
 MESSAGES_EVENTS = frozenset({
     "message_start", "message_delta", "message_stop",

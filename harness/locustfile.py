@@ -36,12 +36,12 @@ from harness.exchange import Exchange, Profile
 from harness.isolation import new_token, tag
 from harness.nonce import NONCE_HEADER
 from harness.profiles import ENDPOINTS, request_headers
+from harness.replay.fault_rate import FaultRate
 from harness.rules import Options
 from harness.rules.iso import EXCHANGE_MARK
 from harness.runner import build_request, parse_features
 from harness.scenario import Scenario, load_library
 from harness.soak_judge import SoakCase, Tally, first_content, judge, rss_kb, soak_cases
-from mock_backends.fault_rate import FaultRate
 
 TALLY = Tally()  # this process's exchanges (a worker's since its last report)
 OVERALL = Tally()  # on a master: every worker's, merged

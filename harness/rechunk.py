@@ -33,9 +33,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Final
 
+from harness.replay import anthropic as anthropic_replay
+from harness.replay import openai as openai_replay
+from harness.replay.wire import Event
 from harness.scenario import ContentFrame, Frame, RawFrame, Scenario, ToolCallFrame, ToolUseFrame, frame_to_mapping
-from mock_backends import anthropic_replay, openai_replay
-from mock_backends.wire import Event
 
 STRATEGIES: Final[tuple[str, ...]] = ("per-char", "tags", "random", "multibyte", "native-per-char", "native-json")
 DEFAULT_SHRINK_BUDGET: Final[int] = 30

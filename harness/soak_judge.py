@@ -2,7 +2,7 @@
 
 A soak plays scenarios whose backend writes a per-exchange tag (``{{exchange}}``, see
 ``harness.isolation``) through the proxy under test, many at once, for a long time,
-with a share of upstream requests faulted (``mock_backends.fault_rate``). Each answer
+with a share of upstream requests faulted (``harness.replay.fault_rate``). Each answer
 is judged by the same rules as the suite's; an answer that carries another exchange's
 tag was misdelivered (ISO-001). A faulted exchange is handled when the client got what
 the clean scenario expects (the proxy retried and recovered) or what the faulted one
@@ -22,8 +22,8 @@ from harness.exchange import Exchange
 from harness.rules import RULES, Options, evaluate
 from harness.rules.iso import EXCHANGE_MARK
 from harness.markup import DEFAULT_MARKERS
+from harness.replay.fault_rate import FAULT_KINDS, FaultKind, FaultRate
 from harness.scenario import ContentFrame, Scenario, parse_scenario
-from mock_backends.fault_rate import FAULT_KINDS, FaultKind, FaultRate
 
 TOKEN = re.compile(rb"xq[0-9a-f]{12}")  # the shape of ``harness.isolation.new_token``
 FIRST_CONTENT = re.compile(rb'"(?:content|text|partial_json)":"[^"]|"tool_calls"|"tool_use"')

@@ -1,7 +1,7 @@
 """The mock backend's HTTP face: OpenAI and Anthropic routes under any prefix, and the control API.
 
 Thin on purpose: selection and recording live in ``registry``, request checks in
-``validation``, the answers in ``openai_replay`` and ``anthropic_replay``; this
+``validation``, the answers in the core's ``harness.replay`` planners; this
 module only moves bytes between them and the socket. Every answer, errors included,
 is in the shape the route's clients parse.
 """
@@ -26,16 +26,17 @@ from starlette.responses import Response
 from harness.errors import ScenarioError
 from harness.exchange import RecordedRequest
 from harness.nonce import find_nonce
+from harness.replay import anthropic as anthropic_replay
+from harness.replay import responses as responses_replay
+from harness.replay.fault_rate import FaultRate
+from harness.replay.openai import completion, error_body, plan_reply, stream_events
+from harness.replay.wire import ErrorAnswer, Event, dumps
 from harness.scenario import Fault, Scenario, parse_scenario
-from mock_backends import anthropic_replay, responses_replay
-from mock_backends.openai_replay import completion, error_body, plan_reply, stream_events
-from mock_backends.fault_rate import FaultRate
 from mock_backends.lockstep import DEFAULT_PATIENCE, Lockstep
 from mock_backends.registry import AnswerLog, Registry, Run, RunNotFound, Selection, UnknownScenario
 from mock_backends.streaming import DroppedResponse, Logged, ReplayStream, quiet_deliberate_drops
 from mock_backends.responses_validation import check_responses
 from mock_backends.validation import check_anthropic, check_openai
-from mock_backends.wire import ErrorAnswer, Event, dumps
 
 logger = logging.getLogger("mock_backends")
 
@@ -170,7 +171,7 @@ def _lockstep(registry: Registry, spec: Any) -> tuple[Lockstep | None, str | Non
 def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | None = None) -> FastAPI:
     """The mock backend; ``scenarios`` are preloaded so runs can be armed by id. With
     ``fault_rate``, that share of requests to runs without a fault of their own get one
-    (``mock_backends.fault_rate``)."""
+    (``harness.replay.fault_rate``)."""
     registry = Registry(scenarios)
     quiet_deliberate_drops()
     created = int(time.time())

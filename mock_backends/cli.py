@@ -11,10 +11,10 @@ import uvicorn
 
 from harness.errors import ScenarioError
 from harness.nonce import NONCE_HEADER
+from harness.replay.fault_rate import FaultRate
 from harness.scenario import bundled_scenarios_dir, validate_paths
 from harness.servers import listen_socket
 from mock_backends.app import create_app, logger
-from mock_backends.fault_rate import FaultRate
 
 
 def _one_line(text: str) -> str:

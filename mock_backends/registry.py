@@ -20,12 +20,14 @@ from typing import Any, Literal
 from harness.errors import MockError
 from harness.exchange import BackendActivity, RecordedAnswer, RecordedRequest
 from harness.nonce import NONCE_HEADER, new_nonce
+from harness.replay import anthropic as anthropic_replay
+from harness.replay import openai as openai_replay
+from harness.replay import responses as responses_replay
+from harness.replay.anthropic import AnthropicReplay
+from harness.replay.openai import DEFAULT_MODEL, OpenAIReplay
+from harness.replay.responses import ResponsesReplay
 from harness.scenario import Backend, Fault, Scenario
-from mock_backends import anthropic_replay, openai_replay, responses_replay
-from mock_backends.anthropic_replay import AnthropicReplay
 from mock_backends.lockstep import Lockstep, LockstepGroups
-from mock_backends.openai_replay import DEFAULT_MODEL, OpenAIReplay
-from mock_backends.responses_replay import ResponsesReplay
 
 MAX_RUNS = 10_000
 MAX_RECORDED = 10_000  # per run: a benchmark may send far more requests to one run

@@ -17,9 +17,9 @@ from contextvars import ContextVar
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
+from harness.replay.wire import SPLIT_PAUSE, Event, writes
 from mock_backends.registry import AnswerLog
 from mock_backends.lockstep import Lockstep
-from mock_backends.wire import SPLIT_PAUSE, Event, writes
 
 
 # Set while the mock drops a connection on purpose (a ``drop`` fault): the server's

@@ -12,12 +12,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol, TypeVar
 
 import httpx
+from httpx_sse import ServerSentEvent
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
@@ -110,6 +112,31 @@ class AnswerPipeline(RelayPipeline, Protocol):
     def feed(self, payload: Mapping[str, Any]) -> str: ...
 
 
+def _parse_messages(raw: bytes) -> tuple[MessagesRequest, dict[str, Any] | None]:
+    """A Messages request and the body to send upstream instead of the client's (tool_choice emulated)."""
+    req = parse_messages_request(raw)
+    return req, emulate_tool_choice(req.body)
+
+
+@dataclass(frozen=True)
+class Parts:
+    """The pieces of the proxy another variant of it may replace, each behind the interface
+    the handlers use; the defaults are the reference proxy itself. The test suite's broken
+    proxies are built this way (``create_app(config, parts=Parts(chat_pipeline=...))``), so
+    one app instance can differ while the proxy served next to it stays correct."""
+
+    # A streamed chat answer: called like ``StreamPipeline``, with keyword arguments.
+    chat_pipeline: Callable[..., StreamPipeline] = StreamPipeline
+    # A streamed Messages answer: called like ``AnthropicStreamPipeline``.
+    messages_pipeline: Callable[..., AnthropicStreamPipeline] = AnthropicStreamPipeline
+    # Whether a User-Agent names a client that reads tool calls as XML in the text.
+    xml_client: Callable[[str | None, Sequence[str]], bool] = is_vtc_client
+    # A Messages request body: the parsed request, and the body to send instead (None: as it came).
+    parse_messages: Callable[[bytes], tuple[MessagesRequest, dict[str, Any] | None]] = _parse_messages
+    # The upstream's SSE body as events, as the network delivers it.
+    upstream_events: Callable[[httpx.Response], AsyncIterator[ServerSentEvent]] = events
+
+
 _T = TypeVar("_T")
 
 
@@ -145,8 +172,9 @@ def _log_request(
 class ProxyApp:
     """Request handlers bound to one configuration and one upstream client."""
 
-    def __init__(self, config: ProxyConfig) -> None:
+    def __init__(self, config: ProxyConfig, parts: Parts | None = None) -> None:
         self.config = config
+        self.parts = parts or Parts()
         self.upstream = Upstream(config)
 
     # ------------------------------------------------------------------ shared by both APIs
@@ -175,7 +203,7 @@ class ProxyApp:
                 stats=pipeline.stats, note="client hung up" if hung_up else "",
             )
 
-        return RelayResponse(upstream, pipeline, done)
+        return RelayResponse(upstream, pipeline, done, read_events=self.parts.upstream_events)
 
     @staticmethod
     def _rewrapped(
@@ -206,7 +234,7 @@ class ProxyApp:
         if isinstance(received, Response):
             return received
         raw, chat = received
-        vtc = is_vtc_client(request.headers.get("user-agent"), self.config.vtc_patterns)
+        vtc = self.parts.xml_client(request.headers.get("user-agent"), self.config.vtc_patterns)
 
         limit = self.config.loop_guard_max_tool_messages
         if limit is not None:
@@ -244,7 +272,7 @@ class ProxyApp:
             return error_response(exc)
 
         if chat.stream:
-            pipeline = StreamPipeline(
+            pipeline = self.parts.chat_pipeline(
                 tools=chat.tools,
                 vtc=vtc,
                 include_usage=chat.include_usage,
@@ -290,7 +318,7 @@ class ProxyApp:
 
     async def _accumulate(self, upstream: httpx.Response, accumulator: EventSink) -> None:
         try:
-            async for sse in events(upstream):
+            async for sse in self.parts.upstream_events(upstream):
                 accumulator.feed_event(sse.event, sse.data)
                 if accumulator.done:
                     break
@@ -305,7 +333,7 @@ class ProxyApp:
         """The Anthropic Messages API in front of a Messages upstream."""
         started = time.perf_counter()
         path = request.url.path
-        received = await self._client_request(request, started, _parse_messages, anthropic_error_response)
+        received = await self._client_request(request, started, self.parts.parse_messages, anthropic_error_response)
         if isinstance(received, Response):
             return received
         raw, (req, shaped) = received
@@ -331,7 +359,7 @@ class ProxyApp:
             return anthropic_error_response(exc)
         if not req.stream:
             return await self._whole_message(upstream, req, tools, path, started, api)
-        pipeline = AnthropicStreamPipeline(tools=tools, request_model=req.model, buffer_cap=self.config.buffer_cap)
+        pipeline = self.parts.messages_pipeline(tools=tools, request_model=req.model, buffer_cap=self.config.buffer_cap)
         if is_event_stream(upstream):
             reader = EVENT_READERS.get(api)
             relayed: AnswerPipeline = pipeline if reader is None else TranslatedPipeline(pipeline, reader(req.model))
@@ -388,12 +416,6 @@ class ProxyApp:
         return JSONResponse({"status": "ok", "upstream": self.config.upstream})
 
 
-def _parse_messages(raw: bytes) -> tuple[MessagesRequest, dict[str, Any] | None]:
-    """A Messages request and the body to send upstream instead of the client's (tool_choice emulated)."""
-    req = parse_messages_request(raw)
-    return req, emulate_tool_choice(req.body)
-
-
 async def read_body(request: Request, idle_timeout: float) -> bytes:
     """The whole request body; ``ProxyError`` 408 when the client pauses longer than
     ``idle_timeout`` between two pieces (a stalled client never holds a handler forever)."""
@@ -426,9 +448,10 @@ async def _unhandled(request: Request, exc: Exception) -> Response:
     return error_response(internal_error())
 
 
-def create_app(config: ProxyConfig) -> Starlette:
-    """The proxy as an ASGI app; one pooled upstream client lives as long as the app."""
-    proxy = ProxyApp(config)
+def create_app(config: ProxyConfig, parts: Parts | None = None) -> Starlette:
+    """The proxy as an ASGI app; one pooled upstream client lives as long as the app.
+    ``parts`` replaces pieces of it (see ``Parts``); by default it is the reference proxy."""
+    proxy = ProxyApp(config, parts)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

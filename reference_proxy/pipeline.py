@@ -194,9 +194,11 @@ class StreamPipeline:
         completion_id: str | None = None,
         created: int | None = None,
         rescuer_factory: RescuerFactory = default_rescuer,
+        xml_writer: Callable[[str, str], str] = call_to_xml,
     ) -> None:
         self.tools = tuple(tools)
         self._rescuer_factory = rescuer_factory
+        self._xml_writer = xml_writer  # a call as the XML an XML-reading client parses
         self.vtc = vtc
         self.include_usage = include_usage
         self.request_model = request_model
@@ -480,7 +482,7 @@ class StreamPipeline:
         assert emitter is not None
         choice.next_call += 1
         if self.vtc:
-            xml = call_to_xml(name, arguments)
+            xml = self._xml_writer(name, arguments)
             self._text(choice, xml if choice.tail in ("", "\n") else "\n" + xml, out)
             return None
         index = choice.next_call - 1

@@ -54,12 +54,16 @@ class RelayResponse(Response):
 
     media_type = "text/event-stream"
 
-    def __init__(self, upstream: httpx.Response, pipeline: RelayPipeline, on_done: Callable[[bool], None]) -> None:
+    def __init__(
+        self, upstream: httpx.Response, pipeline: RelayPipeline, on_done: Callable[[bool], None], *,
+        read_events: Callable[[httpx.Response], AsyncIterator[ServerSentEvent]] = events,
+    ) -> None:
         self.status_code = 200
         self.background = None
         self.upstream = upstream
         self.pipeline = pipeline
         self.on_done = on_done  # called once, when the client's answer ended, with "the client hung up"
+        self.read_events = read_events  # the upstream body as SSE events
         self.init_headers(SSE_HEADERS)
         self._outbox: list[bytes] = []
         self._outbox_size = 0
@@ -88,7 +92,7 @@ class RelayResponse(Response):
     async def _pump(self) -> None:
         """Read the upstream and feed the pipeline; never raises."""
         pipeline = self.pipeline
-        received = events(self.upstream)
+        received = self.read_events(self.upstream)
         stopped_early = False
         first = True
         try:

@@ -161,8 +161,8 @@ async def responses(proxy: ProxyApp, request: Request) -> Response:
         _log_request("POST", path, exc.status, started, stream=chat.stream, model=chat.model, note=exc.message)
         return error_response(exc)
     if chat.stream:
-        pipeline = StreamPipeline(tools=chat.tools, vtc=False, include_usage=True, request_model=chat.model,
-                                  buffer_cap=config.buffer_cap)
+        pipeline = proxy.parts.chat_pipeline(tools=chat.tools, vtc=False, include_usage=True, request_model=chat.model,
+                                             buffer_cap=config.buffer_cap)
         output = ResponsesOutput(pipeline, ChunksAsResponses(body, chat.model))
         if is_event_stream(upstream):
             readers: dict[str, Callable[[str], UpstreamReader]] = {"responses": ResponsesAsChunks,

@@ -1,24 +1,3 @@
-"""Shared fixtures: every live server in the tests is started through ``servers``."""
+"""The fixtures every test module may use, defined in ``tests/support``."""
 
-from __future__ import annotations
-
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
-from typing import Any
-
-import pytest
-
-from harness.servers import RunningServer, serve
-
-ServeFn = Callable[[Any], RunningServer]
-
-
-@pytest.fixture
-def servers() -> Iterator[ServeFn]:
-    """Start any number of ASGI apps on free loopback ports; all stop at teardown."""
-    with ExitStack() as stack:
-
-        def start(app: Any) -> RunningServer:
-            return stack.enter_context(serve(app))
-
-        yield start
+from support.servers import servers  # noqa: F401  (every live server in the tests is started through it)

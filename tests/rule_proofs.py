@@ -2,19 +2,37 @@
 
 ``docs/rules.md`` shows them next to each rule's function; ``python tests/rule_proofs.py``
 rewrites that file, and ``tests/test_rules.py`` keeps it fresh and fails when a rule has
-no breaking case or no mutant.
+no breaking case or no mutant. It is the one index of the rule case files: each file
+judges its own cases, and the checks that span them all ask ``families()``.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
+from harness.rules import Options
 from harness.rules.report import Proof
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+# A file's rule cases: (correct answers, broken answers, the strict options a case is judged under).
+Family = tuple[Sequence[Any], Sequence[Any], Callable[[Any], Options]]
+
+
+def families() -> dict[str, Family]:
+    """Every file's family of rule cases, each declared as ``FAMILY`` next to the cases."""
+    import test_responses_rules
+    import test_rules
+    import test_rules_anthropic
+    import test_rules_faults
+
+    return {"chat completions": test_rules.FAMILY, "anthropic": test_rules_anthropic.FAMILY,
+            "faults": test_rules_faults.FAMILY, "responses": test_responses_rules.FAMILY}
 
 
 def _path(module: ModuleType) -> str:

@@ -16,8 +16,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "mock_backends", "reference_proxy")
 
-# The shared model every shell reads: scenarios, errors, exchange records, nonces, dialects.
-CORE = ("harness.scenario", "harness.scenario_yaml", "harness.errors", "harness.exchange", "harness.nonce", "harness.dialects")
+# The shared model every shell reads: scenarios, errors, exchange records, nonces, dialects,
+# and the replay planning (what a scenario's backend sends, cut and faulted).
+CORE = ("harness.scenario", "harness.scenario_yaml", "harness.errors", "harness.exchange", "harness.nonce",
+        "harness.dialects", "harness.replay")
 # What the harness reads and judges answers with: never the reference proxy's to use.
 JUDGES = ("harness.rules", "harness.sse", "harness.assemble", "harness.compare", "harness.sdk_compat",
           "harness.xml_calls", "harness.transcript", "harness.anthropic_events", "harness.markup", "harness.formats")
@@ -39,12 +41,6 @@ CROSSING: dict[tuple[str, str], str] = {
     ("harness.isolation", "mock_backends.control"): "isolation rounds arm several scenarios at once",
     ("harness.fuzz.command", "mock_backends.control"): "generated cases are armed like written ones",
     ("harness.fuzz.engine", "mock_backends.control"): "generated cases are armed like written ones",
-    # The mock's replay planning, used to cut frames the way the mock will send them.
-    ("harness.rechunk", "mock_backends"): "re-chunked variants are planned like the mock's frames",
-    ("harness.rechunk", "mock_backends.wire"): "re-chunked variants are planned like the mock's frames",
-    ("harness.capture_messages", "mock_backends.anthropic_replay"): "a capture's Messages frames as the mock plays them",
-    ("harness.locustfile", "mock_backends.fault_rate"): "the soak arms faults at a rate",
-    ("harness.soak_judge", "mock_backends.fault_rate"): "the soak judges answers to faults armed at a rate",
     # The importer asks the reference proxy for a proposed expectation (one seam).
     ("harness.importer", "reference_proxy.rescue"): "a capture's proposed calls, as the reference proxy rescues them",
     ("harness.import_expect", "reference_proxy.rescue"): "a capture's proposed calls",
@@ -52,29 +48,32 @@ CROSSING: dict[tuple[str, str], str] = {
     ("harness.import_expect", "reference_proxy.dedup"): "a capture's proposed calls without a text copy",
     ("harness.import_expect", "reference_proxy.request_shaping"): "a capture's proposed upstream request",
     # The mock reads the shared model (to become imports of the core).
-    ("mock_backends.anthropic_replay", "harness.dialects"): "core: the Messages dialect's tables",
-    ("mock_backends.anthropic_replay", "harness.scenario"): "core: the scenario model",
     ("mock_backends.app", "harness.errors"): "core: the exception tree",
     ("mock_backends.app", "harness.exchange"): "core: exchange records",
     ("mock_backends.app", "harness.nonce"): "core: the nonce that routes a request to its scenario",
+    ("mock_backends.app", "harness.replay"): "core: the replay planners (answers, cuts, faults)",
+    ("mock_backends.app", "harness.replay.fault_rate"): "core: faults at a rate",
+    ("mock_backends.app", "harness.replay.openai"): "core: the Chat Completions replay planner",
+    ("mock_backends.app", "harness.replay.wire"): "core: events and error answers",
     ("mock_backends.app", "harness.scenario"): "core: the scenario model",
     ("mock_backends.cli", "harness.errors"): "core: the exception tree",
     ("mock_backends.cli", "harness.nonce"): "core: the nonce header",
+    ("mock_backends.cli", "harness.replay.fault_rate"): "core: faults at a rate",
     ("mock_backends.cli", "harness.scenario"): "core: the scenario model",
     ("mock_backends.cli", "harness.servers"): "a listening socket bound before the address is printed",
     ("mock_backends.control", "harness.errors"): "core: the exception tree",
     ("mock_backends.control", "harness.exchange"): "core: exchange records",
     ("mock_backends.control", "harness.scenario"): "core: the scenario model",
-    ("mock_backends.fault_rate", "harness.scenario"): "core: the scenario model",
-    ("mock_backends.openai_replay", "harness.dialects"): "core: the Chat Completions dialect's tables",
-    ("mock_backends.openai_replay", "harness.scenario"): "core: the scenario model",
-    ("mock_backends.responses_replay", "harness.dialects.responses"): "core: the Responses dialect's tables",
-    ("mock_backends.responses_replay", "harness.scenario"): "core: the scenario model",
+    ("mock_backends.fault_rate", "harness.replay.fault_rate"): "core: the old import path of FaultRate",
     ("mock_backends.registry", "harness.errors"): "core: the exception tree",
     ("mock_backends.registry", "harness.exchange"): "core: exchange records",
     ("mock_backends.registry", "harness.nonce"): "core: nonces",
+    ("mock_backends.registry", "harness.replay"): "core: the replay planners",
+    ("mock_backends.registry", "harness.replay.anthropic"): "core: the Messages replay planner",
+    ("mock_backends.registry", "harness.replay.openai"): "core: the Chat Completions replay planner",
+    ("mock_backends.registry", "harness.replay.responses"): "core: the Responses replay planner",
     ("mock_backends.registry", "harness.scenario"): "core: the scenario model",
-    ("mock_backends.wire", "harness.scenario"): "core: the scenario model",
+    ("mock_backends.streaming", "harness.replay.wire"): "core: events and how they are cut into writes",
     # The reference proxy: only the exception tree and a listening socket.
     ("reference_proxy.config", "harness.errors"): "core: the exception tree",
     ("reference_proxy.cli", "harness.servers"): "a listening socket bound before the address is printed",
@@ -86,17 +85,26 @@ def _module(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def imported(path: Path) -> set[str]:
+    """The modules ``path`` imports (absolute imports, those inside functions included);
+    ``from package import module`` counts as importing ``package.module`` too."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{a.name}" for a in node.names if a.name.startswith("test_"))
+        elif isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+    return names
+
+
 def imports() -> set[tuple[str, str]]:
-    """Every (module, imported module) pair among the three packages, imports inside
-    functions included."""
+    """Every (module, imported module) pair among the three packages."""
     found: set[tuple[str, str]] = set()
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
             here = _module(path)
-            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
-                names = ([node.module] if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module
-                         else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
-                found.update((here, name) for name in names if name.split(".")[0] in PACKAGES)
+            found.update((here, name) for name in imported(path) if name.split(".")[0] in PACKAGES)
     return found
 
 
@@ -124,3 +132,17 @@ def test_the_reference_proxy_never_uses_the_harness_readers_or_judges() -> None:
 def test_the_mock_reads_only_the_core_model() -> None:
     used = {name for m, name in crossings() if m.startswith("mock_backends")}
     assert sorted(n for n in used if not n.startswith(CORE) and n != "harness.servers") == []
+
+
+def test_no_test_module_imports_another() -> None:
+    """Test modules share builders and fixtures through ``tests/support``, never by
+    importing each other: a test module is read on its own, and moving a test never
+    breaks another file."""
+    test_modules = {path.stem for path in (ROOT / "tests").glob("test_*.py")}
+    found = sorted(
+        (path.stem, name)
+        for path in (ROOT / "tests").glob("test_*.py")
+        for name in imported(path)
+        if name.removeprefix("tests.").split(".")[0] in test_modules
+    )
+    assert found == [], "move what they share into tests/support"

@@ -19,7 +19,7 @@ import httpx
 import yaml
 
 from harness.scenario import load_library
-from test_mock_cli import STARTUP, Output
+from support.processes import STARTUP, Output
 
 ROOT = Path(__file__).parent.parent
 BIN = Path(sys.executable).parent

@@ -9,10 +9,10 @@ import httpx
 import pytest
 
 from harness.nonce import place_nonce
+from harness.replay.fault_rate import FAULT_KINDS, FaultRate
 from harness.scenario import load_library
 from mock_backends.app import FAULT_HEADER, create_app
 from mock_backends.control import MockControl
-from mock_backends.fault_rate import FAULT_KINDS, FaultRate
 
 NONCES = [f"tcc-{i:032x}" for i in range(4000)]
 SCENARIO = next(s for s in load_library() if s.id == "isolation-hermes-in-flight")

@@ -31,7 +31,7 @@ from mutants.base import Mutant, proxy_config
 from mutants.different import CORRECT_BUT_DIFFERENT
 from mutants.fuzz_only import ALL_AT_ONCE, FUZZ_ONLY
 from support import PATIENT_TIMEOUT
-from test_mutants import Rig, rig  # noqa: F401  (the module's mock and reference proxy)
+from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock and reference proxy)
 
 FEATURES = proxy_config("http://127.0.0.1:1/v1").features()
 SEED = 20261125

@@ -14,6 +14,7 @@ import pytest
 from harness.exchange import Exchange
 from harness.isolation import breakers, tag
 from harness.nonce import place_nonce
+from harness.replay.wire import Event
 from harness.rules import Options, compare_round
 from harness.rules.iso import EXCHANGE_MARK, Played, Round
 from harness.scenario import load_library
@@ -21,7 +22,6 @@ from mock_backends.app import create_app
 from mock_backends.control import Lockstep, MockControl
 from mock_backends.lockstep import Lockstep as Group
 from mock_backends.streaming import ReplayStream
-from mock_backends.wire import Event
 
 LIBRARY = {s.id: s for s in load_library()}
 IN_FLIGHT = LIBRARY["isolation-hermes-in-flight"]

@@ -11,7 +11,7 @@ import copy
 import json
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from harness.nonce import NONCE_HEADER, new_nonce, place_nonce
+from harness.replay.openai import DEFAULT_MODEL
 from harness.scenario import (
     Backend,
     ContentFrame,
@@ -30,13 +31,11 @@ from harness.scenario import (
     parse_scenario,
     validate_paths,
 )
-from harness.servers import RunningServer, serve
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
-from mock_backends.openai_replay import DEFAULT_MODEL
+from support.mock_server import Mock, fresh, http_client, shared  # noqa: F401  (fixtures)
+from support.servers import ServeFn
 
-ServeFn = Callable[[Any], RunningServer]
-Mock = tuple[str, MockControl, httpx.Client]
 
 TOOLS = [
     {"name": "get_weather", "input_schema": {"type": "object"}},
@@ -291,25 +290,6 @@ def assert_anthropic_error(response: httpx.Response, status: int, kind: str, *ne
 
 
 # --------------------------------------------------------------------------- fixtures
-
-
-def _client() -> httpx.Client:
-    return httpx.Client(timeout=10, limits=httpx.Limits(max_keepalive_connections=0))
-
-
-@pytest.fixture(scope="module")
-def shared() -> Iterator[Mock]:
-    """One mock for the tests that address their runs by nonce (each arms its own)."""
-    with serve(create_app()) as server, MockControl(server.url) as control, _client() as http:
-        yield server.url, control, http
-
-
-@pytest.fixture
-def fresh(servers: ServeFn) -> Iterator[Mock]:
-    """A mock with nothing armed, for tests that depend on how many runs exist."""
-    url = servers(create_app()).url
-    with MockControl(url) as control, _client() as http:
-        yield url, control, http
 
 
 def post(http: httpx.Client, url: str, body: Any, nonce: str | None, *, path: str = "/v1/messages",
@@ -823,7 +803,7 @@ def test_every_bundled_anthropic_backend_replays_its_frames(servers: ServeFn) ->
     families = {s.family for s in library}
     assert {"anthropic", "faults"} <= families, families
     url = servers(create_app()).url
-    with MockControl(url) as control, _client() as http:
+    with MockControl(url) as control, http_client() as http:
         for original in library:
             scenario = _frames_only(original)
             nonce = control.arm(scenario)
@@ -849,7 +829,7 @@ def test_every_bundled_anthropic_fault_plays(servers: ServeFn) -> None:
     library = [s for s in _library() if s.backend.fault is not None]
     assert {s.backend.fault.kind for s in library if s.backend.fault} >= {"http_error", "drop", "no_terminator"}
     url = servers(create_app(library)).url
-    with MockControl(url) as control, _client() as http:
+    with MockControl(url) as control, http_client() as http:
         for scenario in library:
             fault = scenario.backend.fault
             assert fault is not None

@@ -4,11 +4,9 @@ serving one preloaded scenario, logging one line per request."""
 from __future__ import annotations
 
 import os
-import queue
 import re
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,46 +16,11 @@ import pytest
 from harness.nonce import NONCE_HEADER
 from harness.scenario import bundled_scenarios_dir, load_scenario
 from mock_backends.control import MockControl
+from support.processes import STARTUP, Output
 
 COMMAND = Path(sys.executable).with_name("toolcall-conformance")
 SCENARIO = bundled_scenarios_dir() / "plain" / "native-single.yaml"
-STARTUP = 30.0  # seconds: a loaded machine is slow to import the app, never stuck
 LOG_LINE = re.compile(r"^\d\d:\d\d:\d\d (.*)$")
-
-
-class Output:
-    """The process's stdout, line by line, read in a thread so that no read can hang the test."""
-
-    def __init__(self, process: subprocess.Popen[str]) -> None:
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        assert process.stdout is not None
-        stdout = process.stdout
-
-        def pump() -> None:
-            for line in stdout:
-                self._lines.put(line.rstrip("\n"))
-            self._lines.put(None)
-
-        threading.Thread(target=pump, daemon=True).start()
-
-    def next(self, timeout: float) -> str:
-        line = self._lines.get(timeout=timeout)
-        if line is None:
-            raise AssertionError("the mock process ended its output")
-        return line
-
-    def until(self, pattern: str, timeout: float) -> tuple[list[str], re.Match[str]]:
-        """Every line up to the first that matches ``pattern``, and that match."""
-        seen = []
-        while True:
-            try:
-                line = self.next(timeout)
-            except queue.Empty:
-                raise AssertionError(f"no line matching {pattern!r} in {timeout} s; got {seen}") from None
-            seen.append(line)
-            match = re.search(pattern, line)
-            if match:
-                return seen, match
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import copy
 import json
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from click.testing import CliRunner
 
 from harness.errors import MockError
 from harness.nonce import NONCE_HEADER, find_nonce, new_nonce, nonce_line, place_nonce
+from harness.replay.openai import DEFAULT_MODEL
 from harness.scenario import (
     Backend,
     ContentFrame,
@@ -33,13 +34,12 @@ from harness.scenario import (
     parse_scenario,
     validate_paths,
 )
-from harness.servers import RunningServer, serve
 from mock_backends.app import RUN_HEADER, SELECTED_BY_HEADER, create_app
 from mock_backends.cli import mock as mock_command
 from mock_backends.control import MockControl
-from mock_backends.openai_replay import DEFAULT_MODEL
+from support.mock_server import Mock, fresh, http_client, shared  # noqa: F401  (fixtures)
+from support.servers import ServeFn
 
-ServeFn = Callable[[Any], RunningServer]
 
 TOOLS = [
     {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
@@ -213,31 +213,6 @@ def check_answer(response: httpx.Response, scenario: Scenario, body: Mapping[str
 
 
 # --------------------------------------------------------------------------- fixtures
-
-
-# (mock root URL, its control client, an HTTP client: one, since building one costs more than a request)
-Mock = tuple[str, MockControl, httpx.Client]
-
-
-def _client() -> httpx.Client:
-    """Fresh connections: on a reused loopback connection without TCP_NODELAY each response
-    would wait ~40 ms for a delayed ACK. The SDK and control clients keep reusing theirs."""
-    return httpx.Client(timeout=10, limits=httpx.Limits(max_keepalive_connections=0))
-
-
-@pytest.fixture(scope="module")
-def shared() -> Iterator[Mock]:
-    """One mock for the tests that address their runs by nonce (each arms its own)."""
-    with serve(create_app()) as server, MockControl(server.url) as control, _client() as http:
-        yield server.url, control, http
-
-
-@pytest.fixture
-def fresh(servers: ServeFn) -> Iterator[Mock]:
-    """A mock with nothing armed, for tests that depend on how many runs exist."""
-    url = servers(create_app()).url
-    with MockControl(url) as control, _client() as http:
-        yield url, control, http
 
 
 def post(http: httpx.Client, url: str, body: Any, nonce: str | None, *, path: str = "/v1/chat/completions",
@@ -1032,7 +1007,7 @@ def test_every_bundled_openai_backend_replays_its_frames(servers: ServeFn) -> No
     library = [s for s in _library() if s.backend.dialect == "openai" and not s.client.truncate_body]
     assert any(s.id == "qwen-tools-single-call" for s in library)
     url = servers(create_app()).url
-    with MockControl(url) as control, _client() as http:
+    with MockControl(url) as control, http_client() as http:
         for original in library:
             scenario = _frames_only(original)
             nonce = control.arm(scenario)
@@ -1061,7 +1036,7 @@ def test_every_bundled_openai_backend_replays_its_frames(servers: ServeFn) -> No
 def test_preloaded_scenarios_arm_by_id(servers: ServeFn) -> None:
     library = _library()
     url = servers(create_app(library)).url
-    with MockControl(url) as control, _client() as http:
+    with MockControl(url) as control, http_client() as http:
         assert control.health() == {"status": "ok", "runs": 0, "preloaded": len(library)}
         scenario = next(s for s in library if s.id == "qwen-tools-single-call")
         nonce = control.arm_id(scenario.id)

@@ -8,8 +8,6 @@ from __future__ import annotations
 import shutil
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -22,8 +20,6 @@ from harness.rules.registry import ANTHROPIC, ENTRIES
 from harness.runner import RunSettings, play, run_exchange
 from harness.dialects.script import serve_as
 from harness.scenario import load_library
-from harness.servers import serve
-from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 from mutants import ALL, CORRECT_VARIANTS, MUTANTS, anthropic, openai
 from mutants.base import Mutant, Rewriter, parse_event, proxy_config, reference
@@ -31,26 +27,11 @@ from mutants.coverage import unproven
 from mutants.different import CORRECT_BUT_DIFFERENT
 from reference_proxy.rescue import ToolSpec, collect, rescue_text
 from support import PATIENT_TIMEOUT
+from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock and reference proxy)
 
 ServeFn = Callable[[Any], Any]
 LIBRARY = {s.id: s for s in load_library()}
 FEATURES = proxy_config("http://127.0.0.1:1/v1").features()  # what every mutant claims: the reference's
-
-
-@dataclass(frozen=True)
-class Rig:
-    mock_url: str
-    reference_url: str
-
-
-@pytest.fixture(scope="module")
-def rig() -> Iterator[Rig]:
-    """One mock and one reference proxy for the module (each stop costs a few tenths
-    of a second); every test serves its own mutant next to them with ``servers``."""
-    with ExitStack() as stack:
-        mock_url = stack.enter_context(serve(create_mock())).url
-        reference_url = stack.enter_context(serve(reference(proxy_config(f"{mock_url}/v1")))).url
-        yield Rig(mock_url, f"{reference_url}/v1")
 
 
 def serve_mutant(servers: ServeFn, mutant: Mutant, rig: Rig) -> str:

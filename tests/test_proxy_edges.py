@@ -30,8 +30,8 @@ from harness.scenario import Scenario, parse_scenario
 from harness.servers import bind_socket, serve
 from reference_proxy.app import create_app
 from reference_proxy.config import ProxyConfig
-from test_proxy import Rig, post, request_body, rig  # noqa: F401  (rig is the shared fixture)
-from test_proxy_units import check_and_fold, parse_sse
+from support.chat_stream import check_and_fold, parse_sse
+from support.proxy_rig import Rig, post, request_body, rig  # noqa: F401  (rig: the module's servers)
 
 
 # --------------------------------------------------------------------------- inline cases

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,130 +29,13 @@ from reference_proxy.request_shaping import (
     parse_chat_request,
     system_to_user,
 )
-from reference_proxy.rescue import ArgumentsDelta, Event, Text, ToolCallEnd, ToolCallStart, ToolSpec
+from reference_proxy.rescue import Event, Text, ToolSpec
 from reference_proxy.errors import ProxyError
 from reference_proxy.upstream import events
 from reference_proxy import vtc
 from reference_proxy.vtc import call_to_xml, is_vtc_client
-
-CALL_ID = re.compile(r"^call_[A-Za-z0-9]{24}$")
-TOOLS = (ToolSpec("get_weather"), ToolSpec("read_file"))
-
-
-# --------------------------------------------------------------------------- scripted rescuer
-
-
-def call_events(index: int, name: str, *fragments: str) -> list[Event]:
-    return [ToolCallStart(index, name), *(ArgumentsDelta(index, f) for f in fragments), ToolCallEnd(index)]
-
-
-class ScriptedRescuer:
-    """Answers each fed piece from a script (default: the piece as text)."""
-
-    def __init__(self, script: Mapping[str, Sequence[Event]], at_finish: Sequence[Event], overflow: bool) -> None:
-        self.script = script
-        self.at_finish = at_finish
-        self._overflow = overflow
-        self.fed: list[str] = []
-
-    @property
-    def overflowed(self) -> bool:
-        return self._overflow
-
-    def feed(self, text: str) -> list[Event]:
-        self.fed.append(text)
-        return list(self.script.get(text, [Text(text)]))
-
-    def finish(self) -> list[Event]:
-        return list(self.at_finish)
-
-
-def factory(script: Mapping[str, Sequence[Event]] | None = None, at_finish: Sequence[Event] = (), overflow: bool = False) -> Any:
-    def make(tools: Sequence[ToolSpec], cap: int) -> ScriptedRescuer:
-        return ScriptedRescuer(script or {}, at_finish, overflow)
-
-    return make
-
-
-# --------------------------------------------------------------------------- reading the output
-
-
-def parse_sse(text: str) -> list[Any]:
-    """The payloads of the pipeline's SSE text ("[DONE]" kept as the string)."""
-    assert text.endswith("\n\n") or text == ""
-    out: list[Any] = []
-    for block in text.split("\n\n"):
-        if not block:
-            continue
-        assert block.startswith("data: ") and "\n" not in block, block
-        data = block[len("data: ") :]
-        out.append(data if data == "[DONE]" else json.loads(data))
-    return out
-
-
-@dataclass
-class Folded:
-    content: str = ""
-    calls: list[tuple[str, Any]] = field(default_factory=list)
-    finish: str | None = None
-    usage: Any = None
-    error: Any = None
-    done: bool = False
-
-
-def check_and_fold(payloads: list[Any]) -> Folded:
-    """Fold a chunk sequence, asserting the shape every client relies on."""
-    folded = Folded()
-    ids: list[str] = []
-    envelope: set[tuple[Any, Any, Any]] = set()
-    seen_role = False
-    args: dict[int, list[str]] = {}
-    for i, p in enumerate(payloads):
-        if p == "[DONE]":
-            assert i == len(payloads) - 1, "[DONE] must be last"
-            folded.done = True
-            continue
-        if "error" in p:
-            assert set(p["error"]) >= {"message", "type", "param", "code"}
-            folded.error = p["error"]
-            continue
-        assert p["object"] == "chat.completion.chunk"
-        envelope.add((p["id"], p["created"], p["model"]))
-        if not p["choices"]:
-            assert "usage" in p and folded.finish is not None
-            folded.usage = p["usage"]
-            continue
-        assert folded.usage is None, "the usage chunk comes last"
-        (choice,) = p["choices"]
-        delta = choice["delta"]
-        if i == 0:
-            assert delta == {"role": "assistant"}
-            seen_role = True
-            continue
-        assert "role" not in delta, "one role chunk only"
-        assert folded.finish is None, "nothing after the finish chunk"
-        if choice["finish_reason"] is not None:
-            assert delta == {}
-            folded.finish = choice["finish_reason"]
-            continue
-        if "content" in delta:
-            assert isinstance(delta["content"], str) and delta["content"]
-            folded.content += delta["content"]
-        for tc in delta.get("tool_calls", ()):
-            if "id" in tc:
-                assert CALL_ID.match(tc["id"]) and tc["id"] not in ids
-                assert tc["type"] == "function" and tc["function"]["arguments"] == ""
-                assert tc["index"] == len(ids), "indices 0..n-1 in order"
-                ids.append(tc["id"])
-                folded.calls.append((tc["function"]["name"], None))
-                args[tc["index"]] = []
-            else:
-                assert set(tc) == {"index", "function"} and set(tc["function"]) == {"arguments"}
-                args[tc["index"]].append(tc["function"]["arguments"])
-    assert seen_role or folded.error is not None
-    assert len(envelope) <= 1, "one id, created and model for the whole stream"
-    folded.calls = [(name, json.loads("".join(args[i]))) for i, (name, _) in enumerate(folded.calls)]
-    return folded
+from support.chat_stream import CALL_ID, check_and_fold, parse_sse
+from support.scripted_rescuer import LEAK, LEAK_EVENTS, TOOLS, ScriptedRescuer, call_events, factory
 
 
 def content_chunk(text: str, model: str = "up-model") -> dict[str, Any]:
@@ -176,8 +58,6 @@ def finish_chunk(reason: str) -> dict[str, Any]:
 
 USAGE = {"prompt_tokens": 5, "completion_tokens": 7, "total_tokens": 12, "prompt_tokens_details": {"cached_tokens": 0}}
 USAGE_CHUNK = {"id": "u", "model": "up-model", "choices": [], "usage": USAGE}
-LEAK = '<tools>{"name":"get_weather","arguments":{"city":"Paris"}}</tools>'
-LEAK_EVENTS = call_events(0, "get_weather", '{"city": ', '"Paris"}')
 
 
 @dataclass(frozen=True)

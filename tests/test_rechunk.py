@@ -26,6 +26,7 @@ from harness.rechunk import (
     variants,
     wire_events,
 )
+from harness.replay.wire import writes
 from harness.scenario import (
     ContentFrame,
     RawFrame,
@@ -35,7 +36,6 @@ from harness.scenario import (
     load_library,
     parse_scenario,
 )
-from mock_backends.wire import writes
 
 LIBRARY = load_library()
 

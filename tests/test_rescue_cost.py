@@ -26,7 +26,7 @@ from reference_proxy.rescue.families.code import MAX_FENCE_LINE, MAX_INFO, MAX_S
 from reference_proxy.rescue.family import Carry, Context, Family, MarkerParser, Opener, Verdict, reject
 from reference_proxy.rescue.openers import Openers
 from reference_proxy.rescue.toolbox import Toolbox
-from test_rescue_support import ALL
+from support.rescue import ALL
 
 Make = Callable[[int], str]
 

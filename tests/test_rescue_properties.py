@@ -12,8 +12,8 @@ from harness.scenario import ContentFrame, Scenario, load_library
 from reference_proxy.request_shaping import anthropic_tools
 from reference_proxy.rescue.families.code import MAX_FENCE_LINE
 from reference_proxy.rescue import Rescuer, Text, ToolSpec, rescue_text, tools_from_request
-from test_rescue import CASES, Case, coder, hermes, invoke
-from test_rescue_support import ALL, check_events, feed_frames, outcome, split_at
+from support.rescue import ALL, check_events, feed_frames, outcome, split_at
+from support.rescue_cases import CASES, Case, coder, hermes, invoke
 
 # Pieces that come near every opener and closer without naming a declared tool.
 NEAR_MISSES = [

@@ -16,6 +16,7 @@ import pytest
 from harness.exchange import Exchange
 from harness.rules import RULES, Options, evaluate
 from harness.scenario import Scenario, parse_scenario
+from rule_proofs import Family
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
 TIME = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}
@@ -194,6 +195,7 @@ BROKEN: list[Case] = [
 ]
 
 ALL = ACCEPTABLE + BROKEN
+FAMILY: Family = (ACCEPTABLE, BROKEN, lambda c: Options(profile="responses", strict=True))
 
 
 def _client_rules(ids: frozenset[str]) -> set[str]:

@@ -14,7 +14,7 @@ failure at all.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,10 +43,8 @@ from harness.scenario import PROFILES, Profile, RawFrame, Scenario, ToolCallFram
 from harness.sse import parse_events
 from harness.transcript import Position
 from harness.xml_calls import parse_xml_calls, tool_vocabulary
-import test_responses_rules
-import test_rules_anthropic
-import test_rules_faults
-from rule_proofs import proofs
+from rule_proofs import Family, families, proofs
+from support import messages_answers as messages
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -838,27 +836,16 @@ def test_a_timeout_says_whether_the_proxy_reached_the_backend(upstream: tuple[Re
     assert found[0].evidence["upstream_requests"] == len(upstream)
 
 
-# Every family of rule cases: (correct answers, broken answers, the strict options a
-# case is judged under). The Anthropic Messages and fault cases live in their own
-# files, which judge them case by case; here they count towards rule coverage.
-Family = tuple[Sequence[Any], Sequence[Any], Callable[[Any], Options]]
-FAMILIES: dict[str, Family] = {
-    "chat completions": (ACCEPTABLE, BROKEN, lambda c: _options(c, True)),
-    "anthropic": (
-        test_rules_anthropic.ACCEPTABLE,
-        test_rules_anthropic.BROKEN,
-        lambda c: Options(profile="anthropic", strict=True),
-    ),
-    "faults": (test_rules_faults.ACCEPTABLE, test_rules_faults.BROKEN, lambda c: test_rules_faults._options(c, True)),
-    "responses": (test_responses_rules.ACCEPTABLE, test_responses_rules.BROKEN,
-                  lambda c: Options(profile="responses", strict=True)),
-}
+# Every family of rule cases, with the strict options a case is judged under: the chat
+# completion cases here, the Anthropic Messages and fault cases in their own files (which
+# judge them case by case); here they all count towards rule coverage.
+FAMILY: Family = (ACCEPTABLE, BROKEN, lambda c: _options(c, True))
 # Rules on one exchange; the others judge two or all answers of an item (test_compare_answers, test_compare_item).
 SINGLE_RULES = frozenset(i for i in RULES if ENTRIES[i].check is not None)
 
 
 def test_every_rule_is_broken_by_some_case() -> None:
-    caught = {i for _, broken, _ in FAMILIES.values() for c in broken for i in c.fails}
+    caught = {i for _, broken, _ in families().values() for c in broken for i in c.fails}
     assert SINGLE_RULES - caught == set()
 
 
@@ -866,7 +853,7 @@ def test_every_rule_is_broken_where_a_correct_answer_passes() -> None:
     """Each rule fails some answer to a scenario whose correct answer passes: the rule
     tells the two answers apart, it does not reject the question."""
     unmatched = set(SINGLE_RULES)
-    for accepted, broken, _ in FAMILIES.values():
+    for accepted, broken, _ in families().values():
         answered = [c.scenario for c in accepted]
         for c in broken:
             if any(c.scenario == s for s in answered):
@@ -887,7 +874,7 @@ def test_a_rule_that_always_fails_is_caught(monkeypatch: pytest.MonkeyPatch) -> 
             monkeypatch.setitem(ENTRIES, rule_id, replace(entry, check=always_fails))
     caught = {
         f.rule_id
-        for accepted, _, options in FAMILIES.values()
+        for accepted, _, options in families().values()
         for c in accepted
         for f in evaluate(c.scenario, c.exchange, options(c))
     }
@@ -955,7 +942,7 @@ def test_every_finding_that_has_a_place_names_it() -> None:
     that can say where (a stream event, a byte, a member of a single body) does."""
     unplaced = [
         (c.id, f.rule_id)
-        for _, broken, options in FAMILIES.values()
+        for _, broken, options in families().values()
         for c in broken
         for f in evaluate(c.scenario, c.exchange, options(c))
         if not Position.of(f.evidence).known and not _may_be_unplaced(c.exchange, f.rule_id)
@@ -1000,7 +987,7 @@ LOCATED = [
 
 @pytest.mark.parametrize(("case_id", "rule_id", "where"), LOCATED, ids=[f"{c}-{r}" for c, r, _ in LOCATED])
 def test_evidence_points_at_the_offending_place(case_id: str, rule_id: str, where: str) -> None:
-    c, options = next((c, o) for _, broken, o in FAMILIES.values() for c in broken if c.id == case_id)
+    c, options = next((c, o) for _, broken, o in families().values() for c in broken if c.id == case_id)
     failure = next(f for f in evaluate(c.scenario, c.exchange, options(c)) if f.rule_id == rule_id)
     position = Position.of(failure.evidence)
     if where.startswith("json:"):
@@ -1019,7 +1006,7 @@ POSITION_KEYS = frozenset({"event_index", "byte_offset", "text_offset", "json_pa
 def test_locating_names_a_position_only() -> None:
     """What ``locate`` returns joins a rule's own evidence: it may add position keys
     only, never replace what the rule said (its excerpt, expected, actual)."""
-    for _, broken, options in FAMILIES.values():
+    for _, broken, options in families().values():
         for c in broken:
             ctx = Context(c.scenario, c.exchange, effective_options(options(c), c.exchange))
             for offset in (0, 3, len(ctx.visible_text)):
@@ -1248,9 +1235,9 @@ def test_compare_answers_skips_failed_runs_and_opted_out_scenarios() -> None:
 OTHER_ID = completion({**PARIS_MESSAGE, "tool_calls": [{**PARIS_MESSAGE["tool_calls"][0], "id": "call_2"}]})
 S_NATIVE_ID = replace(S_CALL, backend=replace(S_CALL.backend, frames=(ToolCallFrame(0, "call_1", "function", "get_weather", PARIS_ARGS),)))
 PLAIN = {"stream": False}
-A_TWO_IDS = test_rules_anthropic.TWO_STREAM  # toolu_01 and toolu_02
-A_OTHER = test_rules_anthropic.message([test_rules_anthropic.TEXT_CONTENT, {**test_rules_anthropic.PARIS_USE, "id": "toolu_99"}])
-A_SAME = test_rules_anthropic.message([test_rules_anthropic.TEXT_CONTENT, test_rules_anthropic.PARIS_USE])
+A_TWO_IDS = messages.TWO_STREAM  # toolu_01 and toolu_02
+A_OTHER = messages.message([messages.TEXT_CONTENT, {**messages.PARIS_USE, "id": "toolu_99"}])
+A_SAME = messages.message([messages.TEXT_CONTENT, messages.PARIS_USE])
 
 
 def _raw_backend(sc: Scenario, *events: Mapping[str, Any]) -> Scenario:
@@ -1261,8 +1248,8 @@ def _raw_backend(sc: Scenario, *events: Mapping[str, Any]) -> Scenario:
 
 S_RAW_ID = _raw_backend(S_CALL, chunk(start(args=PARIS_ARGS)))
 A_RAW_ID = _raw_backend(
-    test_rules_anthropic.S_TEXT_CALL,
-    {"type": "content_block_start", "index": 1, "content_block": {**test_rules_anthropic.PARIS_USE, "input": {}}},
+    messages.S_TEXT_CALL,
+    {"type": "content_block_start", "index": 1, "content_block": {**messages.PARIS_USE, "input": {}}},
 )
 
 # (id, scenario, [(request overrides, raw answer, status)], profile, whether TOOL-010 fails)
@@ -1277,11 +1264,11 @@ ITEMS: list[tuple[str, Scenario, list[tuple[dict[str, Any], str, int]], Profile,
      "openai", False),
     ("an-error-answer-takes-no-part", S_CALL, [({}, CALL_STREAM, 200), (PLAIN, completion(PARIS_MESSAGE), 500)],
      "openai", False),
-    ("anthropic-same-tool-use-id", test_rules_anthropic.S_TEXT_CALL,
+    ("anthropic-same-tool-use-id", messages.S_TEXT_CALL,
      [({}, A_TWO_IDS, 200), (PLAIN, A_SAME, 200)], "anthropic", True),
     ("anthropic-backends-own-id-in-a-raw-frame", A_RAW_ID,
      [({}, A_TWO_IDS, 200), (PLAIN, A_SAME, 200)], "anthropic", False),
-    ("anthropic-other-tool-use-id", test_rules_anthropic.S_TEXT_CALL,
+    ("anthropic-other-tool-use-id", messages.S_TEXT_CALL,
      [({}, A_TWO_IDS, 200), (PLAIN, A_OTHER, 200)], "anthropic", False),
 ]
 

@@ -20,6 +20,7 @@ import pytest
 from harness.exchange import Exchange
 from harness.rules import RULES, Options, evaluate
 from harness.scenario import Profile, Scenario, parse_scenario
+from rule_proofs import Family
 
 WEATHER_OPENAI = {
     "type": "function",
@@ -323,6 +324,8 @@ BROKEN: list[Case] = [
         anthropic_text("Hello world", error=True),
         {"FAULT-006", "TEXT-001", "ASDK-002"},
     ),
+    case("fault-008-connection-cut-on-upstream-drop", S_REQUIRED, sse(ROLE, chunk({"content": "Hello"}), done=False),
+         {"FAULT-008"}, transport_error="RemoteProtocolError: peer closed connection without sending complete message body"),
     case("fault-007-proxy-died", S_STATUS, BAD_GATEWAY_BODY, {"FAULT-007"}, status=502, survived=False, survival_detail="ConnectError: connection refused"),
     case("fault-007-no-probe", S_BAD_JSON, json.dumps({"error": {"message": "bad", "type": "invalid_request_error"}}), {"FAULT-007"}, status=400),
     case("http-006-stall-too-slow", S_STALL, openai_text("Hello", " world"), {"HTTP-006"}, elapsed=7.5,
@@ -357,6 +360,10 @@ ALL = ACCEPTABLE + BROKEN
 
 def _options(c: Case, strict: bool) -> Options:
     return Options(profile=c.scenario.client.profile, strict=strict, features=c.features)
+
+
+# Judged with every rule on; ``rule_proofs.families()`` counts these cases towards rule coverage.
+FAMILY: Family = (ACCEPTABLE, BROKEN, lambda c: _options(c, True))
 
 
 @pytest.mark.parametrize("c", ALL, ids=[c.id for c in ALL])

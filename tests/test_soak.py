@@ -15,12 +15,12 @@ from harness.exchange import Exchange
 from harness.isolation import new_token, tag
 from harness.nonce import NONCE_HEADER, place_nonce
 from harness.processes import free_port
+from harness.replay.fault_rate import FAULT_KINDS, FaultRate
 from harness.rules import Options
 from harness.scenario import load_library
 from harness.soak_judge import Tally, Verdict, first_content, judge, misdelivered, soak_cases
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
-from mock_backends.fault_rate import FAULT_KINDS, FaultRate
 from mutants.base import proxy_config, reference
 from mutants.isolation import module_level_parser
 

@@ -173,6 +173,14 @@ class Context:
         """The stream carries an error and the scenario expects one there."""
         return bool(self.stream_errors) and self.in_stream_policy != "forbidden"
 
+    @cached_property
+    def cut_where_failure_expected(self) -> bool:
+        """The proxy answered 200, then cut the connection, in a case whose upstream fails
+        and whose scenario lets the failure be reported inside the stream."""
+        ex = self.exchange
+        return (ex.status == 200 and ex.transport_error is not None and not ex.timed_out
+                and self.in_stream_policy != "forbidden")
+
     def runs(self, arguments: str) -> bool:
         """Whether a client runs a call with these arguments. In a stream that ended with
         an error the scenario accepts, a call whose arguments are not one JSON object yet

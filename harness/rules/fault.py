@@ -224,3 +224,21 @@ def proxy_survives(ctx: Context) -> Iterator[Violation]:
             f"the proxy no longer answers a plain request after this exchange{detail}",
             {"expected": True, "actual": False, "detail": ex.survival_detail},
         )
+
+
+@rule(
+    "FAULT-008",
+    "When the upstream fails inside a started stream, the proxy reports it with the dialect's error event and "
+    "ends the body; it does not cut the connection. The Messages streaming docs send a mid-stream failure as "
+    "`event: error`, and openai-python and openai-node raise an error chunk's message as an `APIError`; a cut "
+    "reaches the SDKs as a connection error without the cause (Claude Code retries it, so no client is known to "
+    "break).",
+    severity="spec",
+    stage="always",
+    profiles=EVERY_PROFILE,
+)
+def failure_reported_not_cut(ctx: Context) -> Iterator[Violation]:
+    if ctx.cut_where_failure_expected:
+        error = ctx.exchange.transport_error
+        yield Violation(f"the proxy answered 200, then cut the connection: {error}",
+                        {"actual": error, **locate.end_of_stream(ctx)})

@@ -12,15 +12,16 @@ rule = rule_group("transport", "HTTP")
 
 @rule(
     "HTTP-001",
-    "The proxy answers: the connection succeeds and a response arrives.",
+    "The proxy answers: the connection succeeds and a response arrives (a started stream cut where the scenario "
+    "expects the upstream's failure to be reported tells the client of it: FAULT-008 judges how).",
     severity="client",
     stage="always",
     profiles=EVERY_PROFILE,
 )
 def answered(ctx: Context) -> Iterator[Violation]:
     ex = ctx.exchange
-    if ex.timed_out:
-        return  # HTTP-002 says what happened
+    if ex.timed_out or ctx.cut_where_failure_expected:
+        return  # HTTP-002, or FAULT-008, says what happened
     if ex.transport_error is not None:
         yield Violation(f"no answer from the proxy: {ex.transport_error}", {"actual": ex.transport_error})
     elif ex.status is None:

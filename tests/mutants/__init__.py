@@ -4,7 +4,7 @@ proxy it must pass (``tests/test_mutants.py`` plays them).
 Adding a mutant is adding one ``Mutant`` entry: what it breaks, the rule ids the
 harness must report, the scenarios that expose it, and how it is built from the
 reference proxy (``base.rewritten`` with a ``Rewriter`` for wire breakage,
-``base.substituted`` for a swapped piece of behaviour). Chat-completion mutants live
+``base.with_parts`` for a swapped piece of behaviour). Chat-completion mutants live
 in ``mutants.openai``, Messages mutants (rewriters of ``SSEEvent``s with their
 ``event:`` names) in ``mutants.anthropic``, mutants of the proxy translating between
 the two APIs in ``mutants.translation``, mutants of its Responses API (and a correct

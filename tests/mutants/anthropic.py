@@ -14,10 +14,11 @@ from functools import partial
 from typing import Any
 
 from mutants import base
-from mutants.base import Mutant, Out, SSEEvent, WholeAnswerRewriter, failing_after, rewritten, substituted, wire
+from mutants.base import Mutant, Out, SSEEvent, WholeAnswerRewriter, failing_after, rewritten, wire, with_parts
 from mutants.different import pieces
 from mutants.openai import without_family
 from reference_proxy.anthropic_stream import AnthropicStreamPipeline, _NativeCall, _TextBlock
+from reference_proxy.app import Parts
 from reference_proxy.request_shaping import MessagesRequest, parse_messages_request
 
 class EventRewriter(WholeAnswerRewriter):
@@ -257,6 +258,10 @@ class SwallowsStreamError(base.SwallowsStreamError, EventRewriter):
     """Ends the message as if complete (``message_delta``, ``message_stop``) when the upstream failed."""
 
 
+class CutsConnectionOnStreamError(base.CutsConnectionOnError, EventRewriter):
+    """Cuts the connection when the upstream fails mid-answer, as claude-code-router 2.0.0 does."""
+
+
 class ErrorWithStatus200(EventRewriter):
     """Answers an upstream error status with 200, the error body unchanged."""
 
@@ -379,7 +384,7 @@ RELAYS_HALF_TOOL_USE = Mutant(
     "Nothing: it sends the unfinished tool_use it had before the `event: error`, which the SDKs raise at.",
     (),
     ("faults-anthropic-drop-mid-native-call",),
-    substituted(AnthropicStreamPipeline=RelaysHalfToolUseOnFailure),
+    with_parts(Parts(messages_pipeline=RelaysHalfToolUseOnFailure)),
 )
 
 CORRECT_BUT_DIFFERENT_MESSAGES = Mutant(
@@ -425,10 +430,10 @@ MUTANTS: tuple[Mutant, ...] = (
            rewritten(HangsOnUpstreamFailure), timeout=2.0),
     Mutant("anthropic-invoke-rescue-off", "Does not rescue leaked invoke XML: it reaches the text blocks.",
            ("TEXT-003", "CALLS-001"), (LEAK, "anthropic-count-wrapper"),
-           substituted(AnthropicStreamPipeline=rescuing_without("invoke-xml"))),
+           with_parts(Parts(messages_pipeline=rescuing_without("invoke-xml")))),
     Mutant("anthropic-tool-choice-ignored", "Forwards `tool_choice` to a backend that ignores it instead of emulating it.",
            ("UP-001",), ("anthropic-tool-choice-none", "anthropic-tool-choice-any", "anthropic-tool-choice-tool"),
-           substituted(_parse_messages=tool_choice_ignored)),
+           with_parts(Parts(parse_messages=tool_choice_ignored))),
     Mutant("anthropic-message-start-twice", "Sends `message_start` twice.",
            ("AEV-004",), (NATIVE,), rewritten(MessageStartTwice)),
     Mutant("anthropic-minimal-message-start", "Leaves `stop_reason` and `stop_sequence` out of `message_start`.",
@@ -449,12 +454,14 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("anthropic-swallows-stream-error", "Ends the message as if complete when the upstream fails mid-answer.",
            ("FAULT-001", "AEV-006"), (UPSTREAM_ERROR, "faults-anthropic-drop-between-events"),
            rewritten(SwallowsStreamError)),
+    Mutant("anthropic-cuts-connection-on-upstream-failure", "Cuts the connection instead of sending `event: error` when the upstream fails mid-answer.",
+           ("FAULT-008",), ("faults-anthropic-drop-between-events",), rewritten(CutsConnectionOnStreamError), strict=True),
     Mutant("anthropic-repaired-tool-use-on-drop", "Repairs the half-received native tool_use and delivers it when the upstream drops mid-input.",
            ("CALLS-001", "ASDK-002"), ("faults-anthropic-drop-mid-native-call",),
-           substituted(AnthropicStreamPipeline=CompletesToolUseOnFailure)),
+           with_parts(Parts(messages_pipeline=CompletesToolUseOnFailure))),
     Mutant("anthropic-held-text-lost-on-failure", "Drops the text it held back (a '<') when the upstream fails.",
            ("FAULT-006", "TEXT-001", "ASDK-002"), ("faults-anthropic-drop-mid-event",),
-           substituted(AnthropicStreamPipeline=ForgetsHeldTextOnFailure)),
+           with_parts(Parts(messages_pipeline=ForgetsHeldTextOnFailure))),
     Mutant("anthropic-error-with-status-200", "Answers an upstream error status with 200 and the error body.",
            ("FAULT-001", "ABODY-001", "HTTP-005"), ("faults-anthropic-http-500",), rewritten(ErrorWithStatus200)),
     Mutant("anthropic-openai-shaped-errors", "Gives Messages clients errors in the chat-completions shape.",

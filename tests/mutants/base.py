@@ -8,10 +8,10 @@ Two ways, both in-process and both served like any app (``harness.servers.serve`
   sees on the wire: a missing field, a wrong number, an event too many or too few.
   A ``Rewriter`` sees ``SSEEvent``s, so a rewriter of Anthropic events (``event:``
   plus ``data:``) is written the same way as one of OpenAI chunks.
-* **behaviour** (``substituted``): the reference proxy's app with some names of its
-  module (``reference_proxy.app``) bound to other objects: a ``StreamPipeline``
-  subclass, a rescuer, a client detector. Only that app instance sees them: the
-  reference proxy served next to it in the same process stays correct.
+* **behaviour** (``with_parts``): the reference proxy's app built with some of its
+  parts replaced (``reference_proxy.app.Parts``): a ``StreamPipeline`` subclass, a
+  rescuer, a client detector, the reader of upstream events. Only that app instance
+  has them: the reference proxy served next to it in the same process stays correct.
 
 A ``Mutant`` is data: what it breaks (one sentence), the rules the harness must
 report, the scenarios that expose it, and how to build the app.
@@ -21,19 +21,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
-import types
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import reference_proxy.app as proxy_app
 from harness.exchange import Profile
+from reference_proxy.app import Parts
 from reference_proxy.config import ProxyConfig
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 AppFactory = Callable[[ProxyConfig], ASGIApp]
-T = TypeVar("T")
 Headers = list[tuple[bytes, bytes]]
 
 
@@ -389,29 +387,14 @@ class SwallowsStreamError(Rewriter):
         return self.completed()
 
 
+class CutsConnectionOnError(Rewriter):
+    """Breaks the connection where the upstream's failure was to be reported."""
+
+    def on_error(self, payload: dict[str, Any]) -> Out:
+        raise ConnectionAbortedError("the mutant cuts the connection instead of reporting the failure")
+
+
 # --------------------------------------------------------------------------- behaviour
-
-
-def _rebound(function: types.FunctionType, names: Mapping[str, object]) -> types.FunctionType:
-    """``function`` looking its global names up in its module's namespace overlaid with ``names``."""
-    copy = types.FunctionType(
-        function.__code__, {**function.__globals__, **names}, function.__name__, function.__defaults__,
-        function.__closure__,
-    )
-    copy.__kwdefaults__ = function.__kwdefaults__
-    copy.__qualname__ = function.__qualname__
-    return copy
-
-
-def rebinding(cls: type[T], **names: object) -> type[T]:
-    """A subclass of ``cls`` whose methods see the global ``names`` of their module bound
-    to other objects (say the ``call_to_xml`` a ``StreamPipeline`` writes XML with)."""
-    module = vars(sys.modules[cls.__module__])
-    unknown = sorted(set(names) - set(module))
-    if unknown:
-        raise AssertionError(f"{cls.__module__} has no global {', '.join(unknown)}: update the mutant")
-    methods = {k: _rebound(v, names) for k, v in vars(cls).items() if isinstance(v, types.FunctionType)}
-    return type(f"Rebound{cls.__name__}", (cls,), methods)
 
 
 class FailingPipeline(Protocol):
@@ -432,17 +415,10 @@ def failing_after(pipeline: type[P], first: Callable[[P], None]) -> type[P]:
     return type(f"Failing{pipeline.__name__}", (pipeline,), {"fail": fail, "__doc__": first.__doc__})
 
 
-def substituted(**names: object) -> AppFactory:
-    """A behaviour mutant: the reference proxy's app in which the global ``names`` of
-    ``reference_proxy.app`` (say ``StreamPipeline``) are bound to other objects.
-
-    Every method of ``ProxyApp`` and ``create_app`` itself is rebound, so the swap holds
-    however the app module arranges its code, and nothing outside this app sees it."""
-    patched = rebinding(proxy_app.ProxyApp, **names)
-    create: Callable[[ProxyConfig], ASGIApp] = _rebound(
-        proxy_app.create_app, {**names, "ProxyApp": patched}  # type: ignore[arg-type]
-    )
-    return create
+def with_parts(parts: Parts) -> AppFactory:
+    """A behaviour mutant: the reference proxy's app built with ``parts``
+    (``Parts(chat_pipeline=...)``, the reference's own for every part not given)."""
+    return lambda config: proxy_app.create_app(config, parts=parts)
 
 
 def closed_json(text: str) -> str:

@@ -11,8 +11,9 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from mutants.base import Mutant, substituted
+from mutants.base import Mutant, with_parts
 from mutants.openai import with_rescuer
+from reference_proxy.app import Parts
 from reference_proxy.pipeline import RescuerLike
 from reference_proxy.rescue import Event, Rescuer, Text, ToolSpec
 from reference_proxy.rescue.families import CALLS, FAMILIES
@@ -173,20 +174,20 @@ class AttributeBlindDsml(DeepSeekDsml):
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("stops-at-first-closer", "Ends a Hermes call at the first `</tool_call>`, even inside a string value.",
            ("CALLS-001", "TEXT-001"), ("hermes-hermes.delimiter-in-value",),
-           substituted(StreamPipeline=with_rescuer(_rescuers(_replaced(Hermes, FirstCloserHermes()))))),
+           with_parts(Parts(chat_pipeline=with_rescuer(_rescuers(_replaced(Hermes, FirstCloserHermes())))))),
     Mutant("types-by-guessing", "Types Qwen3-Coder values by their look, not the schema: '0042' becomes 42.",
            ("CALLS-001",), ("qwen-coder-qwen-coder.numeric-string",),
-           substituted(StreamPipeline=with_rescuer(_rescuers(_replaced(Qwen3Coder, GuessingQwen3Coder()))))),
+           with_parts(Parts(chat_pipeline=with_rescuer(_rescuers(_replaced(Qwen3Coder, GuessingQwen3Coder())))))),
     Mutant("calls-from-reasoning", "Extracts calls the model drafted inside a `<think>` block.",
            ("CALLS-001", "TEXT-001"), ("hermes-hermes.reasoning-block", "qwen-coder-qwen-coder.reasoning-block"),
-           substituted(StreamPipeline=with_rescuer(_rescuers(tuple(f for f in FAMILIES if f.name != "reasoning"))))),
+           with_parts(Parts(chat_pipeline=with_rescuer(_rescuers(tuple(f for f in FAMILIES if f.name != "reasoning")))))),
     Mutant("calls-from-analysis", "Extracts calls gpt-oss drafted in a Harmony `analysis` (reasoning) message.",
            ("CALLS-001",), ("gpt-oss-gpt-oss.reasoning-block",),
-           substituted(StreamPipeline=with_rescuer(_rescuers(_replaced(Harmony, AnalysisAsTextHarmony()))))),
+           with_parts(Parts(chat_pipeline=with_rescuer(_rescuers(_replaced(Harmony, AnalysisAsTextHarmony())))))),
     Mutant("dsml-ignores-string-attribute", "Reads a DSML value marked string=\"true\" as JSON: '1.10' becomes 1.1.",
            ("CALLS-001",), ("deepseek-deepseek-v32.numeric-string",),
-           substituted(StreamPipeline=with_rescuer(_rescuers(_replaced(DeepSeekDsml, AttributeBlindDsml()))))),
+           with_parts(Parts(chat_pipeline=with_rescuer(_rescuers(_replaced(DeepSeekDsml, AttributeBlindDsml())))))),
     Mutant("drops-text-after-malformed", "Drops the text after a call it could not parse.",
            ("TEXT-001",), ("hermes-hermes.malformed-body",),
-           substituted(StreamPipeline=with_rescuer(DropsTextAfterMalformed))),
+           with_parts(Parts(chat_pipeline=with_rescuer(DropsTextAfterMalformed)))),
 )

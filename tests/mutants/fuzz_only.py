@@ -17,9 +17,9 @@ from typing import Any
 import httpx
 from httpx_sse import ServerSentEvent
 
-from mutants.base import Mutant, parse_event, rebinding, substituted
+from mutants.base import Mutant, parse_event, with_parts
 from mutants.openai import with_rescuer
-from reference_proxy.relay import RelayResponse
+from reference_proxy.app import Parts
 from reference_proxy.rescue import ArgumentsDelta, Event, Rescuer, ToolCallEnd, ToolSpec
 
 
@@ -145,18 +145,16 @@ class EveryFuzzOnlyRescue(RetypesNestedIntegers):
 
 FUZZ_ONLY: tuple[Mutant, ...] = (
     Mutant("loses-split-opener", "loses a <tool_call> opener whose frame ends right after '<tool_cal'",
-           ("TEXT-001",), (), substituted(StreamPipeline=with_rescuer(LosesSplitOpener))),
+           ("TEXT-001",), (), with_parts(Parts(chat_pipeline=with_rescuer(LosesSplitOpener)))),
     Mutant("loses-three-way-torn-character", "drops a UTF-8 character whose bytes arrive in three reads",
-           ("TEXT-001",), (), substituted(events=events_losing_three_way_tears,
-                                          RelayResponse=rebinding(RelayResponse, events=events_losing_three_way_tears))),
+           ("TEXT-001",), (), with_parts(Parts(upstream_events=events_losing_three_way_tears))),
     Mutant("retypes-nested-integers", "turns integer-looking strings inside nested arguments into numbers",
-           ("CALLS-001",), (), substituted(StreamPipeline=with_rescuer(RetypesNestedIntegers))),
+           ("CALLS-001",), (), with_parts(Parts(chat_pipeline=with_rescuer(RetypesNestedIntegers)))),
 )
 
 # Every breakage above at once: it passing the hand-written library shows that no case of
 # the library sets off any of them (each fires on its own condition), at a third of the cost.
 ALL_AT_ONCE = Mutant(
     "every-fuzz-only-breakage", "all the fuzz-only breakages above together", ("TEXT-001", "CALLS-001"), (),
-    substituted(StreamPipeline=with_rescuer(EveryFuzzOnlyRescue), events=events_losing_three_way_tears,
-                RelayResponse=rebinding(RelayResponse, events=events_losing_three_way_tears)),
+    with_parts(Parts(chat_pipeline=with_rescuer(EveryFuzzOnlyRescue), upstream_events=events_losing_three_way_tears)),
 )

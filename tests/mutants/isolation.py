@@ -15,8 +15,9 @@ from functools import partial
 from itertools import count
 from typing import Any
 
-from mutants.base import Mutant, substituted
+from mutants.base import Mutant, with_parts
 from reference_proxy.anthropic_stream import AnthropicStreamPipeline
+from reference_proxy.app import Parts, create_app
 from reference_proxy.config import ProxyConfig
 from reference_proxy.pipeline import StreamPipeline, _Choice
 from reference_proxy.rescue import Event, Rescuer, ToolSpec
@@ -64,8 +65,8 @@ class SharedRescuer:
 
 def module_level_parser(config: ProxyConfig) -> ASGIApp:
     shared = SharedRescuer()  # one for both APIs' streams, as a module-level parser would be
-    return substituted(StreamPipeline=partial(StreamPipeline, rescuer_factory=shared),
-                       AnthropicStreamPipeline=partial(AnthropicStreamPipeline, rescuer_factory=shared))(config)
+    return create_app(config, parts=Parts(chat_pipeline=partial(StreamPipeline, rescuer_factory=shared),
+                                          messages_pipeline=partial(AnthropicStreamPipeline, rescuer_factory=shared)))
 
 
 def call_counter_from_start_up(config: ProxyConfig) -> ASGIApp:
@@ -77,7 +78,7 @@ def call_counter_from_start_up(config: ProxyConfig) -> ASGIApp:
             choice.next_call = next(counter)  # the call's output index is next_call after the increment
             return super()._deliver(choice, name, arguments, out)
 
-    return substituted(StreamPipeline=CountedPipeline)(config)
+    return create_app(config, parts=Parts(chat_pipeline=CountedPipeline))
 
 
 class ChoicesShareOneParser(StreamPipeline):
@@ -107,7 +108,7 @@ def buffer_by_model(config: ProxyConfig) -> ASGIApp:
             choice.rescuer = None  # the buffer stays with the model for the next request
             super()._end_choice(choice, out, complete_natives=complete_natives)
 
-    return substituted(StreamPipeline=ByModel)(config)
+    return create_app(config, parts=Parts(chat_pipeline=ByModel))
 
 
 def native_calls_shared(config: ProxyConfig) -> ASGIApp:
@@ -125,7 +126,7 @@ def native_calls_shared(config: ProxyConfig) -> ASGIApp:
             super()._finish(choice, upstream_reason, out)
             table.clear()
 
-    return substituted(StreamPipeline=SharedNatives)(config)
+    return create_app(config, parts=Parts(chat_pipeline=SharedNatives))
 
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -136,7 +137,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("call-counter-from-start-up", "Numbers streamed calls from a counter set at start-up, not per answer.",
            ("ISO-003",), (CODER_IN_FLIGHT,), call_counter_from_start_up),
     Mutant("parser-shared-by-choices", "Feeds every choice of an `n` > 1 answer into one rescuer.",
-           ("ISO-005",), (N_CHOICES,), substituted(StreamPipeline=ChoicesShareOneParser)),
+           ("ISO-005",), (N_CHOICES,), with_parts(Parts(chat_pipeline=ChoicesShareOneParser))),
     Mutant("native-calls-shared", "Buffers native call fragments in one table for every stream, by call index.",
            ("ISO-001", "ISO-002", "ISO-004"), (NATIVE_IN_FLIGHT,), native_calls_shared),
     Mutant("buffer-by-model", "Keeps the rescue buffer under the model name, across requests.",

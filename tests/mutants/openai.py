@@ -27,13 +27,13 @@ from mutants.base import (
     deltas,
     failing_after,
     finish_reason,
-    rebinding,
     reference,
     rewritten,
-    substituted,
     tool_calls,
     wire,
+    with_parts,
 )
+from reference_proxy.app import Parts
 from reference_proxy.config import ProxyConfig
 from starlette.types import ASGIApp
 from reference_proxy.pipeline import RescuerFactory, RescuerLike, StreamPipeline, _Choice
@@ -766,7 +766,7 @@ RELAYS_HALF_CALL = Mutant(
     "Nothing: it relays the unfinished native call it had before the error chunk, as LiteLLM does.",
     (),
     ("faults-openai-drop-mid-native-call",),
-    substituted(StreamPipeline=RelaysHalfCallsOnFailure),
+    with_parts(Parts(chat_pipeline=RelaysHalfCallsOnFailure)),
 )
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -775,10 +775,11 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("first-call-only", "Delivers only the first of parallel tool calls.",
            ("CALLS-001", "SDK-002"), (PARALLEL, "hermes-parallel"), rewritten(FirstCallOnly)),
     Mutant("hermes-rescue-off", "Does not know the Hermes `<tool_call>` format: its tags leak into the content.",
-           ("TEXT-003", "TEXT-001"), ("hermes-single",), substituted(StreamPipeline=with_rescuer(without_family("hermes")))),
+           ("TEXT-003", "TEXT-001"), ("hermes-single",),
+           with_parts(Parts(chat_pipeline=with_rescuer(without_family("hermes"))))),
     Mutant("held-tag-lost-at-end", "Drops the text it held back as a possible tag when the stream ends.",
            ("TEXT-001",), ("faults-openai-unterminated-tool-call",),
-           substituted(StreamPipeline=with_rescuer(ForgetsHeldTextAtEnd))),
+           with_parts(Parts(chat_pipeline=with_rescuer(ForgetsHeldTextAtEnd)))),
     Mutant("stop-with-tool-calls", 'Sends `finish_reason: "stop"` after tool calls (whole answers keep "tool_calls").',
            ("TOOL-009", "CALLS-002", "EQ-001"), (NATIVE,), rewritten(StopWithToolCalls)),
     Mutant("no-done", "Ends the stream without `data: [DONE]`.",
@@ -796,14 +797,14 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("text-before-call-dropped", "Throws away the text that came before a tool call.",
            ("TEXT-001",), ("qwen-tools-text-before-tags", PARALLEL), rewritten(TextBeforeCallDropped)),
     Mutant("dedup-off", "Delivers a call twice when it came both as text and natively.",
-           ("CALLS-001",), ("invoke-xml-native-duplicate",), substituted(StreamPipeline=NoDedup)),
+           ("CALLS-001",), ("invoke-xml-native-duplicate",), with_parts(Parts(chat_pipeline=NoDedup))),
     Mutant("text-after-finish", "Sends the last piece of text after the finish chunk.",
            ("CHUNK-008",), ("plain-text-multibyte",), rewritten(TextAfterFinish)),
     Mutant("usage-missing", "Leaves out the usage chunk the client asked for.",
            ("USAGE-001",), ("plain-include-usage",), rewritten(NoUsageChunk), strict=True),
     Mutant("vtc-gets-tool-calls", "Gives an XML-reading client (Cline) structured `tool_calls` instead of XML.",
            ("VTC-001", "VTC-002", "VTC-004"), ("cline-xml-backend-native", "hermes-single"),
-           substituted(is_vtc_client=never_vtc), profile="vtc"),
+           with_parts(Parts(xml_client=never_vtc)), profile="vtc"),
     # upstream faults
     Mutant("hangs-on-upstream-failure", "Never ends the client's stream when the upstream connection drops.",
            ("HTTP-002",), ("faults-openai-drop-between-events",), rewritten(HangsOnUpstreamFailure), timeout=2.0),
@@ -812,9 +813,11 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("swallows-http-error", "Answers an upstream 500 with 200 and empty content.",
            ("FAULT-001",), ("faults-openai-http-500",), rewritten(SwallowsHttpError)),
     Mutant("repaired-call-on-drop", "Repairs the half-received native call into JSON that parses and delivers it when the upstream drops mid-call.",
-           ("CALLS-001", "SDK-002"), ("faults-openai-drop-mid-native-call",), substituted(StreamPipeline=CompletesCallsOnFailure)),
+           ("CALLS-001", "SDK-002"), ("faults-openai-drop-mid-native-call",),
+           with_parts(Parts(chat_pipeline=CompletesCallsOnFailure))),
     Mutant("held-text-lost-on-failure", "Drops the text it held back (a '<') when the upstream fails.",
-           ("FAULT-006", "TEXT-001"), ("faults-openai-drop-mid-event",), substituted(StreamPipeline=ForgetsHeldTextOnFailure)),
+           ("FAULT-006", "TEXT-001"), ("faults-openai-drop-mid-event",),
+           with_parts(Parts(chat_pipeline=ForgetsHeldTextOnFailure))),
     # more breakage seen in the field, one rule each
     Mutant("name-split", "Sends a tool call's name over two deltas.",
            ("TOOL-002", "TOOL-003"), (NATIVE,), rewritten(NameSplit)),
@@ -838,7 +841,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("FAULT-002",), ("faults-openai-http-500",), rewritten(ErrorStatusAsStream)),
     Mutant("vtc-entities-escaped", "Writes `&lt;`, `&gt;` and `&amp;` into the XML values a Cline client reads.",
            ("VTC-003",), ("invoke-xml-multiline-value",),
-           substituted(StreamPipeline=rebinding(StreamPipeline, call_to_xml=entity_escaped_xml)), profile="vtc"),
+           with_parts(Parts(chat_pipeline=partial(StreamPipeline, xml_writer=entity_escaped_xml))), profile="vtc"),
     Mutant("arguments-as-object", "Gives a non-streaming answer's call arguments as a JSON object, not a string.",
            ("BODY-003",), (NATIVE,), rewritten(ArgumentsAsObject)),
     Mutant("length-becomes-stop", 'Reports an answer cut off by the token limit as `finish_reason: "stop"`.',

@@ -15,9 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.dialects import ANTHROPIC
-from harness.scenario import Backend, ContentFrame, Fault, RawFrame, ToolUseFrame
-from mock_backends.openai_replay import DEFAULT_MODEL
-from mock_backends.wire import (
+from harness.replay.openai import DEFAULT_MODEL
+from harness.replay.wire import (
     ErrorAnswer,
     Event,
     dumps,
@@ -27,6 +26,7 @@ from mock_backends.wire import (
     with_fault,
     write_pause,
 )
+from harness.scenario import Backend, ContentFrame, Fault, RawFrame, ToolUseFrame
 
 ERROR_TYPES: Mapping[int, str] = ANTHROPIC.error_types  # the API's error type for each status
 

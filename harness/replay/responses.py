@@ -20,8 +20,8 @@ from typing import Any, Literal
 
 from harness.dialects.responses import RESPONSES, STATUS
 from harness.scenario import Backend, ContentFrame, Fault, RawFrame, ToolUseFrame
-from mock_backends.openai_replay import DEFAULT_MODEL, error_body
-from mock_backends.wire import (
+from harness.replay.openai import DEFAULT_MODEL, error_body
+from harness.replay.wire import (
     ErrorAnswer,
     Event,
     dumps,

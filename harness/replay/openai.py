@@ -13,9 +13,17 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.dialects import OPENAI
+from harness.replay.wire import (
+    ErrorAnswer,
+    Event,
+    dumps,
+    error_answer,
+    multibyte_cut,
+    status_phrase,
+    with_fault,
+    write_pause,
+)
 from harness.scenario import Backend, ContentFrame, Fault, RawFrame, ToolCallFrame
-from mock_backends.wire import ErrorAnswer, Event, error_answer, multibyte_cut, status_phrase, with_fault, write_pause
-from mock_backends.wire import dumps as dumps  # re-exported: callers have imported it from here
 
 DEFAULT_MODEL = "toolcall-conformance-mock"
 

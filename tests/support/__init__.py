@@ -1,0 +1,21 @@
+"""What the test modules share, so that no test module imports another: builders of
+answers and cases, readers of streams, and the fixtures that serve the packages.
+
+- ``servers``: the ``servers`` fixture every live server is started through;
+- ``mock_server``, ``proxy_rig``, ``mutant_rig``: the mock, the reference proxy and the
+  mutants' mock-plus-reference, served for a module;
+- ``chat_stream``, ``messages_stream``: a client's reading of each API's stream, with the
+  grammar asserted;
+- ``messages_answers``: Messages answers and scenarios built from plain data;
+- ``scripted_rescuer``, ``rescue``, ``rescue_cases``: the rescue parser's test doubles,
+  helpers and case table;
+- ``processes``: a command's output read line by line.
+"""
+
+from __future__ import annotations
+
+# Seconds an exchange of a *correct* proxy may take in a test that checks verdicts, not
+# speed (whole-library runs, correct-but-different proxies, fixed-seed fuzz budgets). On a
+# starved CI machine one exchange can stall for many seconds; that says nothing about the
+# proxy, and HTTP-002 (the timeout rule) is proven by its own cases and hanging mutants.
+PATIENT_TIMEOUT = 60.0
