@@ -110,3 +110,13 @@ def test_the_plugin_plays_a_responses_client_with_the_bundled_proxy(pytester: py
     data = json.loads(report.read_text())
     assert [(s["outcome"], s["profile"], s["upstream"]) for s in data["scenarios"]] == [("passed", "responses",
                                                                                        upstream)] * 3
+
+
+def test_re_chunked_variants_of_a_responses_backend_pass_relayed(mock: tuple[str, MockControl]) -> None:
+    """Re-chunking cuts the Responses events as the mock writes them (``harness.rechunk``)."""
+    url, control = mock
+    scenario = serve_as(_library()["plain-native-parallel"], "responses")
+    run = play(scenario, settings=RunSettings(proxy_url=url + "/v1", timeout=PATIENT_TIMEOUT, rechunk=3, seed=7),
+               mock=control, profile="responses")
+    assert [a.kind for a in run.attempts].count("rechunk") == 3
+    assert run.failures == [], [f"{a.label}: {f}" for a, f in run.failures]
