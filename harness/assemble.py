@@ -236,7 +236,7 @@ def answer_from_body(body: Any, choice_index: int = 0) -> Answer:
 def answer_from_exchange(exchange: Exchange) -> Answer:
     """The answer a client reads from ``exchange``: assembled from chunks (or, for the
     anthropic profile, Messages events) for a stream, read from the body otherwise.
-    For the vtc profile the caller parses the content with ``harness.xml_calls``."""
+    For the xml-client profile the caller parses the content with ``harness.xml_calls``."""
     # Imported here: the Anthropic reader builds on this module's Answer.
     from harness.anthropic_events import answer_from_message, assemble_anthropic_stream, read_events
 

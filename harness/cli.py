@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import click
 
 from harness.errors import ConformanceError
-from harness.options import BY_NAME, OPTIONS, closest, unknown_long_options
+from harness.options import BY_NAME, OPTIONS, click_option, closest, unknown_long_options
 from harness.scenario import awaiting_review, bundled_scenarios_dir, review_note, validate_paths
 
 
@@ -104,15 +104,7 @@ def table_options(*, replay: bool) -> Callable[[F], F]:
         for option in reversed(OPTIONS):
             if not (option.replay if replay else option.cli):
                 continue
-            kwargs: dict[str, Any] = {"help": option.help, "metavar": option.metavar}
-            if option.kind == "flag":
-                kwargs.update(is_flag=True, default=False)
-            elif option.kind == "multiple":
-                kwargs.update(multiple=True)
-            else:
-                kwargs.update(type=click.Choice(option.choices) if option.choices else option.type,
-                              default=option.default if replay else None)
-            command = click.option(option.cli_flag, option.dest, **kwargs)(command)
+            command = click_option(option, with_default=replay)(command)
         return command
 
     return decorate

@@ -1,5 +1,5 @@
-"""Is the run wired right, and is the proxy still well: the preflight exchange before
-the scenarios, and the health probe between them.
+"""Is the run wired right, and is the proxy still well: whether anything listens at its
+URL, the preflight exchange before the scenarios, and the health probe between them.
 
 A miswired run (the proxy calls a port where no mock listens, or answers 404 to
 everything) is one diagnosis, not a hundred failures; a proxy that stops answering
@@ -9,6 +9,7 @@ scenarios after it carry that cause instead of each costing the timeout.
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -116,3 +117,34 @@ class Health:
         if self.since is None:
             self.since = after.id
         self.detail, self.hangs = detail, hangs
+
+
+def _unreachable(url: str, timeout: float) -> str | None:
+    """Why nothing accepts connections at ``url``, or None when something does."""
+    import httpx
+
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError) as exc:
+        return f"not a valid URL: {exc}"
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        return "not an http:// or https:// URL"
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parsed.host, port), timeout=timeout):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
+
+
+def wait_for_listener(url: str, seconds: float, *, connect_timeout: float) -> str | None:
+    """Like ``_unreachable``, but tries again until ``seconds`` have passed: a proxy a CI
+    job has just started takes a moment to listen."""
+    import time
+
+    give_up = time.monotonic() + max(seconds, 0.0)
+    while True:
+        problem = _unreachable(url, connect_timeout)
+        if problem is None or problem.startswith("not ") or time.monotonic() >= give_up:
+            return problem  # reachable, not a URL at all, or out of patience
+        time.sleep(min(0.2, max(0.0, give_up - time.monotonic())))

@@ -104,7 +104,7 @@ def settings(environment: Environment) -> Settings:
             mock_url=str(opts.mock_url).rstrip("/"),
             cases=tuple(soak_cases(chosen, rate, opts.frame_delay_ms)),
             rate=rate,
-            options={p: Options(profile=p, features=features) for p in ("openai", "vtc", "anthropic")},
+            options={p: Options(profile=p, features=features) for p in ("openai", "xml-client", "anthropic")},
             timeout=opts.exchange_timeout,
         )
     return _SETTINGS

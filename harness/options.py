@@ -3,20 +3,24 @@
 The pytest plugin adds each as ``--conformance-<name>`` (so it never collides with a
 user's own ``--model`` or ``--timeout``), ``toolcall-conformance run`` offers the short
 ``--<name>`` spelling of those marked ``cli`` and translates it, and the replay command
-a failure prints is written from the same entries. Adding an option is adding one
-``Option`` to ``OPTIONS``; the plugin reads it as ``config.getoption(option.dest)``.
+a failure prints is written from the same entries; the ``fuzz`` and ``soak`` commands
+take the options they share with a run from here too (``shared_options``). Adding an
+option is adding one ``Option`` to ``OPTIONS``; the plugin reads it as
+``config.getoption(option.dest)``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from difflib import get_close_matches
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 PYTEST_PREFIX = "--conformance-"
 DEFAULT_TIMEOUT = 10.0
-PROFILES = ("openai", "vtc", "anthropic", "responses")
+PROFILES = ("openai", "xml-client", "anthropic", "responses")
+# Accepted too: ``vtc``, the old spelling of ``xml-client`` (``harness.scenario.OLD_NAMES``).
+PROFILE_CHOICES = (*PROFILES, "vtc")
 UPSTREAM_MODES = ("natural", "openai", "anthropic", "responses", "all")
 
 Kind = Literal["value", "flag", "multiple"]
@@ -77,14 +81,14 @@ OPTIONS: tuple[Option, ...] = (
            default=0, metavar="PORT", replay=True),
     Option("mock-url", "Use a mock backend that is already running at URL.", metavar="URL", replay=True),
     Option("client-profile", "Run every scenario under this client profile (default: each scenario's own).",
-           choices=PROFILES, replay=True),
+           choices=PROFILE_CHOICES, replay=True),
     Option("upstream-dialect", "The dialect the proxy calls upstream: openai, anthropic or responses (every scenario's backend is "
            "served in it), natural (each scenario's own; the default with --proxy-url) or all (every pair, with the "
            "bundled reference proxies; their default).", metavar="DIALECT", choices=UPSTREAM_MODES, replay=True),
     Option("formats", "The text formats (scenario families) your proxy rescues (repeatable or comma separated); the "
            "cases of the others are reported as not claimed, in the coverage line (default: every format).",
            kind="multiple", metavar="A,B"),
-    Option("features", "Optional features your proxy has (repeatable or comma separated), e.g. vtc,loop-guard.",
+    Option("features", "Optional features your proxy has (repeatable or comma separated), e.g. xml-client,loop-guard.",
            kind="multiple", metavar="A,B", replay=True),
     Option("strict", "Also enforce 'spec' severity rules.", kind="flag", default=False, replay=True),
     Option("timeout", f"Seconds of the proxy's own time one exchange may take before it counts as hanging; the "
@@ -121,6 +125,38 @@ OPTIONS: tuple[Option, ...] = (
 )
 
 BY_NAME: Mapping[str, Option] = {option.name: option for option in OPTIONS}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def click_option(option: Option, *, param: str | None = None, with_default: bool = True) -> Callable[[F], F]:
+    """``option`` as a click option under its short spelling: its type, choices, help and
+    (unless ``with_default`` is false) its default; passed as ``param`` (default: its dest)."""
+    import click
+
+    kwargs: dict[str, Any] = {"help": option.help, "metavar": option.metavar}
+    if option.kind == "flag":
+        kwargs.update(is_flag=True, default=False)
+    elif option.kind == "multiple":
+        kwargs.update(multiple=True)
+    else:
+        kwargs.update(type=click.Choice(option.choices) if option.choices else option.type,
+                      default=option.default if with_default else None)
+    decorator: Callable[[F], F] = click.option(option.cli_flag, param or option.dest, **kwargs)
+    return decorator
+
+
+def shared_options(*names: str) -> Callable[[F], F]:
+    """The table's options ``names`` for another command that takes them with the same meaning
+    (``fuzz``, ``soak``): same flag, type, default and help, each passed as its name with
+    ``-`` read as ``_`` (``proxy-url`` is ``proxy_url``)."""
+
+    def decorate(command: F) -> F:
+        for name in reversed(names):
+            command = click_option(BY_NAME[name], param=name.replace("-", "_"))(command)
+        return command
+
+    return decorate
 
 
 def replay_args(values: Mapping[str, Any]) -> list[str]:

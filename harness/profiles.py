@@ -2,8 +2,9 @@
 
 A proxy may pick its output format by looking at who is calling (Cline/Roo/Kilo are
 recognised by User-Agent), so each profile sends the headers of the client family
-it stands for. Running a case under ``vtc`` only makes sense when the proxy claims
-the ``vtc`` feature; a case that conflicts with a feature the proxy claims is skipped.
+it stands for. Running a case under ``xml-client`` (clients that read tool calls as XML
+in the content; ``vtc`` is its old spelling) only makes sense when the proxy claims
+the ``xml-client`` feature; a case that conflicts with a feature the proxy claims is skipped.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from typing import Any, Final
 
 from harness.exchange import Profile
 from harness.responses_request import chat_to_responses
-from harness.scenario import PROFILES, Scenario
+from harness.scenario import OLD_NAMES, PROFILES, Scenario, current_name
 
 DEFAULT_HEADERS: Final[Mapping[Profile, Mapping[str, str]]] = MappingProxyType(
     {
         "openai": MappingProxyType({"User-Agent": "OpenAI/Python toolcall-conformance"}),
-        "vtc": MappingProxyType({"User-Agent": "Cline/3.38.0 toolcall-conformance"}),
+        "xml-client": MappingProxyType({"User-Agent": "Cline/3.38.0 toolcall-conformance"}),
         "anthropic": MappingProxyType(
             {"User-Agent": "Anthropic/Python toolcall-conformance", "anthropic-version": "2023-06-01"}
         ),
@@ -29,11 +30,12 @@ DEFAULT_HEADERS: Final[Mapping[Profile, Mapping[str, str]]] = MappingProxyType(
 
 # Where each profile's client posts, below the proxy's base URL (``http://host:port/v1``).
 ENDPOINTS: Final[Mapping[Profile, str]] = MappingProxyType(
-    {"openai": "/chat/completions", "vtc": "/chat/completions", "anthropic": "/messages", "responses": "/responses"}
+    {"openai": "/chat/completions", "xml-client": "/chat/completions", "anthropic": "/messages",
+     "responses": "/responses"}
 )
 
 PROFILE_FEATURES: Final[Mapping[Profile, tuple[str, ...]]] = MappingProxyType(
-    {"openai": (), "vtc": ("vtc",), "anthropic": (), "responses": ()}
+    {"openai": (), "xml-client": ("xml-client",), "anthropic": (), "responses": ()}
 )
 
 # Profiles whose client says a case written for another profile in its own API's words:
@@ -56,10 +58,13 @@ def client_body(profile: Profile, body: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def parse_profile(value: str) -> Profile:
-    """A profile name from the command line, or ``ValueError`` naming the choices."""
-    if value not in PROFILES:
-        raise ValueError(f"unknown client profile {value!r} (choose from {', '.join(PROFILES)})")
-    return value
+    """A profile name from the command line (an old spelling such as ``vtc`` is read as
+    today's), or ``ValueError`` naming the choices."""
+    name = current_name(value)
+    if name not in PROFILES:
+        raise ValueError(f"unknown client profile {value!r} (choose from {', '.join(PROFILES)}; "
+                         f"{', '.join(OLD_NAMES)} is the old spelling of {', '.join(OLD_NAMES.values())})")
+    return name
 
 
 def merge_headers(*layers: Mapping[str, str]) -> dict[str, str]:

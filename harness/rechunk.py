@@ -1,4 +1,4 @@
-"""Re-splitting a scenario's frames, and shrinking a failing split.
+"""Re-splitting a scenario's frames (shrinking a failing split is ``harness.shrink``).
 
 A proxy that works for the frame boundaries a scenario author happened to write may
 still break when the same text arrives cut elsewhere: inside a tag, inside a JSON
@@ -47,9 +47,11 @@ from harness.scenario import (
     ToolUseFrame,
     frame_to_mapping,
 )
+from harness.shrink import DEFAULT_SHRINK_BUDGET as DEFAULT_SHRINK_BUDGET
+from harness.shrink import Shrunk as Shrunk
+from harness.shrink import shrink as shrink
 
 STRATEGIES: Final[tuple[str, ...]] = ("per-char", "tags", "random", "multibyte", "native-per-char", "native-json")
-DEFAULT_SHRINK_BUDGET: Final[int] = 30
 MAX_TORN_WRITES: Final[int] = 1000
 
 # Markup openers and closers whose insides a proxy must be able to receive in pieces.
@@ -357,69 +359,6 @@ def apply_variant(scenario: Scenario, variant: Variant, splits: Iterable[int] | 
         write_bytes=variant.write_bytes,
         split_multibyte=variant.split_multibyte,
     )
-
-
-# --------------------------------------------------------------------------- shrinking
-
-
-@dataclass(frozen=True)
-class Shrunk:
-    splits: tuple[int, ...]  # still fails; minimal unless ``complete`` is False
-    runs: int  # how many times the predicate ran
-    complete: bool  # False: the budget ran out first
-
-
-class _BudgetSpent(Exception):
-    pass
-
-
-def shrink(
-    splits: Sequence[int], fails: Callable[[tuple[int, ...]], bool], *, budget: int = DEFAULT_SHRINK_BUDGET
-) -> Shrunk:
-    """Reduce a failing split to a 1-minimal one (removing any boundary makes it pass).
-
-    Tries no split at all first; then, while the boundaries found so far do not fail
-    alone, binary-searches the shortest prefix of the remaining ones that still fails
-    with them: its last boundary is needed. A single bad boundary among hundreds costs
-    about log2(n) runs, k of them about k·log2(n). ``fails`` is called at most
-    ``budget`` times; ``splits`` itself is assumed to fail and is never re-run. Should
-    the predicate not be monotone (a proxy that is flaky), the smallest split seen
-    failing is returned and marked incomplete.
-    """
-    runs = 0
-    seen: dict[tuple[int, ...], bool] = {}
-    best = tuple(sorted(set(splits)))
-
-    def test(candidate: Iterable[int]) -> bool:
-        nonlocal runs, best
-        key = tuple(sorted(candidate))
-        if key not in seen:
-            if runs >= budget:
-                raise _BudgetSpent
-            runs += 1
-            seen[key] = fails(key)
-            if seen[key] and len(key) < len(best):
-                best = key
-        return seen[key]
-
-    found: list[int] = []
-    remaining = list(best)
-    try:
-        while not test(found):
-            if not remaining:
-                return Shrunk(best, runs, False)  # not monotone: the last step passed after all
-            lo, hi = 1, len(remaining)  # found + remaining[:hi] fails
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if test([*found, *remaining[:mid]]):
-                    hi = mid
-                else:
-                    lo = mid + 1
-            found.append(remaining[lo - 1])
-            remaining = remaining[: lo - 1]
-    except _BudgetSpent:
-        return Shrunk(best, runs, False)
-    return Shrunk(tuple(sorted(found)), runs, True)
 
 
 # --------------------------------------------------------------------------- display

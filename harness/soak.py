@@ -17,12 +17,13 @@ from pathlib import Path
 
 import click
 
+from harness.options import shared_options
+
 LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 
 
 @click.command()
-@click.option("--proxy-url", default=None, metavar="URL",
-              help="The proxy under test, e.g. http://127.0.0.1:8000/v1 (default: the reference proxy, started here).")
+@shared_options("proxy-url", "mock-host", "features")
 @click.option("--users", type=click.IntRange(1), default=32, show_default=True, help="Concurrent clients.")
 @click.option("--spawn-rate", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Clients started per second (default: all within about a second, at most 100 a second).")
@@ -33,13 +34,12 @@ LOCUSTFILE = Path(__file__).with_name("locustfile.py")
 @click.option("--fault-seed", type=int, default=None, help="Seed of the faulted requests (default: random, printed).")
 @click.option("--fault-stall", type=click.FloatRange(0.0), default=2.0, show_default=True,
               help="Seconds a drawn stall lasts.")
-@click.option("--mock-host", default="127.0.0.1", show_default=True, help="Interface the mock listens on.")
+# Not the table's: the soak's mock port is checked as a port here, and its timeout allows for a loaded machine.
 @click.option("--mock-port", type=click.IntRange(0, 65535), default=0,
               help="Port of the mock (default: a free one); configure your proxy's upstream as http://HOST:PORT/v1.")
 @click.option("--proxy-pid", type=int, default=None, help="PID of the proxy, to report its memory (RSS) over time.")
 @click.option("--scenario", "scenarios", multiple=True, metavar="ID",
               help="Scenario to play (repeatable; default: the isolation scenarios, which tag every exchange).")
-@click.option("--features", multiple=True, metavar="A,B", help="Optional features the proxy has.")
 @click.option("--frame-delay-ms", type=click.FloatRange(0.0), default=20.0, show_default=True,
               help="Milliseconds the mock waits before each frame, as a model generating tokens does.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=30.0, show_default=True,

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypedDict, TypeVar
 
 import httpx
 from httpx_sse import ServerSentEvent
@@ -42,7 +42,7 @@ from reference_proxy.errors import (
 )
 from reference_proxy.loop_guard import stop_completion, stop_message, stop_stream
 from reference_proxy.openai_stream import dumps, to_wire
-from reference_proxy.pipeline import ResponseStats, StreamPipeline
+from reference_proxy.pipeline import RescuerFactory, ResponseStats, StreamPipeline, rescuer_for
 from reference_proxy.relay import SSE_HEADERS, RelayPipeline, RelayResponse
 from reference_proxy.rescue import ToolSpec
 from reference_proxy.request_shaping import (
@@ -56,13 +56,14 @@ from reference_proxy.request_shaping import (
     system_to_user,
 )
 from reference_proxy.responses_route import responses, upstream_completion
-from reference_proxy.responses_translate import ChainedReader, ResponsesAsChunks, chat_to_responses_request
+from reference_proxy.responses_requests import chat_to_responses_request
+from reference_proxy.responses_streams import ChainedReader, ResponsesAsChunks
 from reference_proxy.tool_choice import emulate_tool_choice
 from reference_proxy.translate.answers import completion_to_message
 from reference_proxy.translate.requests import chat_to_messages, messages_to_chat
 from reference_proxy.translate.streams import ChunksAsEvents, EventsAsChunks, TranslatedPipeline, UpstreamReader
 from reference_proxy.upstream import Upstream, describe, events, is_event_stream, read_json
-from reference_proxy.vtc import is_vtc_client
+from reference_proxy.xml_client import is_xml_client
 
 log = logging.getLogger("reference_proxy")
 ANTHROPIC_VERSION = "2023-06-01"  # sent to a Messages upstream when the client (of the other API) sent none
@@ -130,7 +131,7 @@ class Parts:
     # A streamed Messages answer: called like ``AnthropicStreamPipeline``.
     messages_pipeline: Callable[..., AnthropicStreamPipeline] = AnthropicStreamPipeline
     # Whether a User-Agent names a client that reads tool calls as XML in the text.
-    xml_client: Callable[[str | None, Sequence[str]], bool] = is_vtc_client
+    xml_client: Callable[[str | None, Sequence[str]], bool] = is_xml_client
     # A Messages request body: the parsed request, and the body to send instead (None: as it came).
     parse_messages: Callable[[bytes], tuple[MessagesRequest, dict[str, Any] | None]] = _parse_messages
     # The upstream's SSE body as events, as the network delivers it.
@@ -141,14 +142,14 @@ _T = TypeVar("_T")
 
 
 def _log_request(
-    method: str, path: str, status: int, started: float, *, stream: bool | None = None, vtc: bool = False,
+    method: str, path: str, status: int, started: float, *, stream: bool | None = None, xml_client: bool = False,
     model: str = "", stats: ResponseStats | None = None, note: str = "",
 ) -> None:
     parts = [f"{method} {path} {status}"]
     if stream is not None:
         parts.append("stream" if stream else "whole")
-    if vtc:
-        parts.append("vtc")
+    if xml_client:
+        parts.append("xml-client")
     if model:
         parts.append(f"model={model}")
     if stats is not None:
@@ -169,6 +170,12 @@ def _log_request(
     log.info(" ".join(parts))
 
 
+class RescueOptions(TypedDict, total=False):
+    """Keyword arguments of the pipelines that choose their rescuer."""
+
+    rescuer_factory: RescuerFactory
+
+
 class ProxyApp:
     """Request handlers bound to one configuration and one upstream client."""
 
@@ -178,6 +185,12 @@ class ProxyApp:
         self.upstream = Upstream(config)
 
     # ------------------------------------------------------------------ shared by both APIs
+
+    def _rescuers(self, model: str) -> RescueOptions:
+        """The ``rescuer_factory`` of a model whose formats ``rescue_formats`` chooses;
+        nothing for ``auto``, so the pipelines keep their own default."""
+        formats = self.config.formats_for(model)
+        return RescueOptions() if formats is None else RescueOptions(rescuer_factory=rescuer_for(formats))
 
     async def _client_request(
         self, request: Request, started: float, parse: Callable[[bytes], _T], render: Callable[[ProxyError], Response]
@@ -194,12 +207,12 @@ class ProxyApp:
             _log_request("POST", path, 499, started, note="client hung up while sending its request")
             return Response(status_code=400)  # nobody is left to read it
 
-    def _relay(self, upstream: httpx.Response, pipeline: AnswerPipeline, path: str, started: float, vtc: bool) -> Response:
+    def _relay(self, upstream: httpx.Response, pipeline: AnswerPipeline, path: str, started: float, xml_client: bool) -> Response:
         """Stream the upstream's SSE through ``pipeline``; the request is logged when the answer ends."""
 
         def done(hung_up: bool) -> None:
             _log_request(
-                "POST", path, 200, started, stream=True, vtc=vtc, model=pipeline.model,
+                "POST", path, 200, started, stream=True, xml_client=xml_client, model=pipeline.model,
                 stats=pipeline.stats, note="client hung up" if hung_up else "",
             )
 
@@ -207,12 +220,12 @@ class ProxyApp:
 
     @staticmethod
     def _rewrapped(
-        pipeline: AnswerPipeline, events: Iterable[Mapping[str, Any]], path: str, started: float, vtc: bool
+        pipeline: AnswerPipeline, events: Iterable[Mapping[str, Any]], path: str, started: float, xml_client: bool
     ) -> Response:
         """A streaming client's answer built from an upstream answer that came in one piece."""
         out = [pipeline.feed(event) for event in events]
         out.append(pipeline.close())
-        _log_request("POST", path, 200, started, stream=True, vtc=vtc, model=pipeline.model, stats=pipeline.stats, note="rewrapped")
+        _log_request("POST", path, 200, started, stream=True, xml_client=xml_client, model=pipeline.model, stats=pipeline.stats, note="rewrapped")
         return Response(to_wire("".join(out)), media_type="text/event-stream", headers=SSE_HEADERS)
 
     async def _read_answer(self, upstream: httpx.Response, sink: EventSink) -> dict[str, Any]:
@@ -234,7 +247,7 @@ class ProxyApp:
         if isinstance(received, Response):
             return received
         raw, chat = received
-        vtc = self.parts.xml_client(request.headers.get("user-agent"), self.config.vtc_patterns)
+        xml_client = self.parts.xml_client(request.headers.get("user-agent"), self.config.xml_client_patterns)
 
         limit = self.config.loop_guard_max_tool_messages
         if limit is not None:
@@ -268,23 +281,24 @@ class ProxyApp:
                 url = self.config.responses_url
             upstream = await self.upstream.open("POST", url, headers, content)
         except ProxyError as exc:
-            _log_request("POST", path, exc.status, started, stream=chat.stream, vtc=vtc, model=chat.model, note=exc.message)
+            _log_request("POST", path, exc.status, started, stream=chat.stream, xml_client=xml_client, model=chat.model, note=exc.message)
             return error_response(exc)
 
         if chat.stream:
             pipeline = self.parts.chat_pipeline(
                 tools=chat.tools,
-                vtc=vtc,
+                xml_client=xml_client,
                 include_usage=chat.include_usage,
                 request_model=chat.model,
                 buffer_cap=self.config.buffer_cap,
+                **self._rescuers(chat.model),
             )
             if is_event_stream(upstream):
                 reader = CHUNK_READERS.get(api)
                 relayed: AnswerPipeline = pipeline if reader is None else TranslatedPipeline(pipeline, reader(chat.model))
-                return self._relay(upstream, relayed, path, started, vtc)
-            return await self._rewrap(upstream, pipeline, chat, path, started, vtc, api)
-        return await self._whole(upstream, chat, path, started, vtc, api)
+                return self._relay(upstream, relayed, path, started, xml_client)
+            return await self._rewrap(upstream, pipeline, chat, path, started, xml_client, api)
+        return await self._whole(upstream, chat, path, started, xml_client, api)
 
     async def _completion(self, upstream: httpx.Response, chat: ChatRequest, api: str) -> dict[str, Any]:
         """The upstream's whole answer (in ``api``) as a ``chat.completion`` (translated from another API's)."""
@@ -292,28 +306,29 @@ class ProxyApp:
 
     async def _rewrap(
         self, upstream: httpx.Response, pipeline: StreamPipeline, chat: ChatRequest, path: str, started: float,
-        vtc: bool, api: str,
+        xml_client: bool, api: str,
     ) -> Response:
         """A streaming client whose upstream answered with one JSON body."""
         try:
             body = await self._completion(upstream, chat, api)
         except ProxyError as exc:
-            _log_request("POST", path, exc.status, started, stream=True, vtc=vtc, model=chat.model, note=exc.message)
+            _log_request("POST", path, exc.status, started, stream=True, xml_client=xml_client, model=chat.model, note=exc.message)
             return error_response(exc)
-        return self._rewrapped(pipeline, completion_as_chunks(body), path, started, vtc)
+        return self._rewrapped(pipeline, completion_as_chunks(body), path, started, xml_client)
 
     async def _whole(
-        self, upstream: httpx.Response, chat: ChatRequest, path: str, started: float, vtc: bool, api: str
+        self, upstream: httpx.Response, chat: ChatRequest, path: str, started: float, xml_client: bool, api: str
     ) -> Response:
         """A non-streaming client: one JSON answer (accumulated if the upstream streamed anyway)."""
         try:
             body = await self._completion(upstream, chat, api)
         except ProxyError as exc:
-            _log_request("POST", path, exc.status, started, stream=False, vtc=vtc, model=chat.model, note=exc.message)
+            _log_request("POST", path, exc.status, started, stream=False, xml_client=xml_client, model=chat.model, note=exc.message)
             return error_response(exc)
-        stats = finish_completion(body, tools=chat.tools, vtc=vtc, buffer_cap=self.config.buffer_cap)
+        stats = finish_completion(body, tools=chat.tools, xml_client=xml_client, buffer_cap=self.config.buffer_cap,
+                                  **self._rescuers(chat.model))
         model = body.get("model")
-        _log_request("POST", path, 200, started, stream=False, vtc=vtc, model=model if isinstance(model, str) else "", stats=stats)
+        _log_request("POST", path, 200, started, stream=False, xml_client=xml_client, model=model if isinstance(model, str) else "", stats=stats)
         return Response(to_wire(dumps(body)), media_type="application/json")
 
     async def _accumulate(self, upstream: httpx.Response, accumulator: EventSink) -> None:
@@ -359,7 +374,8 @@ class ProxyApp:
             return anthropic_error_response(exc)
         if not req.stream:
             return await self._whole_message(upstream, req, tools, path, started, api)
-        pipeline = self.parts.messages_pipeline(tools=tools, request_model=req.model, buffer_cap=self.config.buffer_cap)
+        pipeline = self.parts.messages_pipeline(tools=tools, request_model=req.model, buffer_cap=self.config.buffer_cap,
+                                                **self._rescuers(req.model))
         if is_event_stream(upstream):
             reader = EVENT_READERS.get(api)
             relayed: AnswerPipeline = pipeline if reader is None else TranslatedPipeline(pipeline, reader(req.model))
@@ -387,7 +403,8 @@ class ProxyApp:
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=False, model=req.model, note=exc.message)
             return anthropic_error_response(exc)
-        stats = finish_message(body, tools=tools, buffer_cap=self.config.buffer_cap)
+        stats = finish_message(body, tools=tools, buffer_cap=self.config.buffer_cap,
+                               **self._rescuers(req.model))
         model = body.get("model")
         _log_request("POST", path, 200, started, stream=False, model=model if isinstance(model, str) else "", stats=stats)
         return Response(to_wire(dumps(body)), media_type="application/json")

@@ -15,6 +15,7 @@ from reference_proxy.config import (
     ConfigError,
     ProxyConfig,
     load_config,
+    parse_format_rules,
     python_log_level,
     to_env,
 )
@@ -52,9 +53,19 @@ def _env_help(name: str) -> str:
     help=f"Characters a possible tool-call marker may hold back before it is sent as text (default 65536). {_env_help('buffer_cap')}",
 )
 @click.option(
-    "--vtc-patterns",
+    "--xml-client-patterns",
+    "--vtc-patterns",  # the old spelling
+    "xml_client_patterns",
     metavar="LIST",
-    help=f"Comma-separated User-Agent words of XML-reading clients (default cline,kilo,roo; '' disables). {_env_help('vtc_patterns')}",
+    help=f"Comma-separated User-Agent words of XML-reading clients (default cline,kilo,roo; '' disables; "
+    f"--vtc-patterns is the old spelling). {_env_help('xml_client_patterns')}",
+)
+@click.option(
+    "--rescue-formats",
+    metavar="LIST",
+    help="Text formats whose tool calls are rescued, like vLLM's --tool-call-parser: 'auto' (every format; "
+    "default), format ids ('hermes,glm'), or per model ('gpt-oss=gpt-oss;qwen3-coder=qwen-coder,hermes;*=auto', "
+    f"the first pattern found in the request's model wins). {_env_help('rescue_formats')}",
 )
 @click.option(
     "--loop-guard",
@@ -89,7 +100,8 @@ def proxy(
     read_timeout: float | None,
     body_timeout: float | None,
     buffer_cap: int | None,
-    vtc_patterns: str | None,
+    xml_client_patterns: str | None,
+    rescue_formats: str | None,
     loop_guard: str | None,
     system_to_user: bool | None,
     log_level: str | None,
@@ -112,9 +124,11 @@ def proxy(
         "log_level": log_level.lower() if log_level else None,
         "upstream_dialect": upstream_dialect.lower() if upstream_dialect else None,
     }
-    if vtc_patterns is not None:
-        cli["vtc_patterns"] = tuple(p.strip() for p in vtc_patterns.split(",") if p.strip())
+    if xml_client_patterns is not None:
+        cli["xml_client_patterns"] = tuple(p.strip() for p in xml_client_patterns.split(",") if p.strip())
     try:
+        if rescue_formats is not None:
+            cli["rescue_formats"] = parse_format_rules("--rescue-formats", rescue_formats)
         config = load_config(cli, os.environ, config_file)
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None

@@ -18,7 +18,7 @@ from reference_proxy.errors import ProxyError, as_openai_error
 from reference_proxy.openai_stream import dumps, new_call_id, new_completion_id
 from reference_proxy.pipeline import RescuerFactory, ResponseStats, default_rescuer, final_finish_reason
 from reference_proxy.rescue import ArgumentsDelta, Event, Text, ToolCallEnd, ToolCallStart, ToolSpec
-from reference_proxy.vtc import call_to_xml
+from reference_proxy.xml_client import call_to_xml
 
 log = logging.getLogger("reference_proxy.completion")
 
@@ -68,7 +68,7 @@ def _finish_message(
     message: MutableMapping[str, Any],
     *,
     tools: Sequence[ToolSpec],
-    vtc: bool,
+    xml_client: bool,
     buffer_cap: int,
     stats: ResponseStats,
     factory: RescuerFactory,
@@ -77,7 +77,7 @@ def _finish_message(
     text = content_text(original) or ""
     events = _rescue(text, tools, buffer_cap, stats, factory)
     ledger = CallLedger()
-    parts: list[str] = []  # visible content, XML included for vtc clients
+    parts: list[str] = []  # visible content, XML included for XML-reading clients
     calls: list[tuple[str, str]] = []
     name: str | None = None
     arguments: list[str] = []
@@ -85,7 +85,7 @@ def _finish_message(
 
     def deliver(call_name: str, call_arguments: str) -> None:
         calls.append((call_name, call_arguments))
-        if vtc:
+        if xml_client:
             tail = parts[-1][-1:] if parts else ""
             xml = call_to_xml(call_name, call_arguments)
             parts.append(xml if tail in ("", "\n") else "\n" + xml)
@@ -127,13 +127,13 @@ def _finish_message(
     message["content"] = content
     message.setdefault("role", "assistant")
     message.pop("tool_calls", None)
-    if calls and not vtc:
+    if calls and not xml_client:
         message["tool_calls"] = [
             {"id": new_call_id(), "type": "function", "function": {"name": n, "arguments": a}} for n, a in calls
         ]
     upstream_reason = choice.get("finish_reason")
     choice["finish_reason"] = final_finish_reason(
-        upstream_reason if isinstance(upstream_reason, str) else None, len(calls), vtc=vtc
+        upstream_reason if isinstance(upstream_reason, str) else None, len(calls), xml_client=xml_client
     )
 
 
@@ -141,7 +141,7 @@ def finish_completion(
     body: MutableMapping[str, Any],
     *,
     tools: Sequence[ToolSpec],
-    vtc: bool,
+    xml_client: bool,
     buffer_cap: int = 65536,
     rescuer_factory: RescuerFactory = default_rescuer,
 ) -> ResponseStats:
@@ -155,7 +155,7 @@ def finish_completion(
         if not isinstance(message, MutableMapping):
             message = choice["message"] = {"role": "assistant", "content": None}
         _finish_message(
-            choice, message, tools=tools, vtc=vtc, buffer_cap=buffer_cap, stats=stats, factory=rescuer_factory
+            choice, message, tools=tools, xml_client=xml_client, buffer_cap=buffer_cap, stats=stats, factory=rescuer_factory
         )
         if choice.get("index", 0) == 0:
             stats.finish_reason = choice["finish_reason"]

@@ -17,10 +17,16 @@ from urllib.parse import urlsplit
 import yaml
 
 from harness.errors import ConformanceError
+from reference_proxy.rescue.families import FORMAT_IDS
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
 UPSTREAM_DIALECTS = ("native", "openai", "anthropic", "responses")
 MIN_BUFFER_CAP = 256
+AUTO_FORMATS = "auto"
+ANY_MODEL = "*"
+FormatRules = tuple[tuple[str, tuple[str, ...]], ...]
+"""(model pattern, format ids) pairs: the first pattern found in a request's model name
+(case-insensitive; ``*`` matches every model) says which text formats are rescued."""
 HOLD_BACK_CAP = 65536  # the cap the hold-back-cap scenarios are written for  # below this, every marker would overflow before it could be recognised
 
 
@@ -38,19 +44,20 @@ class ProxyConfig:
     read_timeout: float = 300.0  # per socket read: a stalled upstream ends the request with an error
     body_timeout: float = 5.0  # longest pause of a client sending its request body (then 408)
     buffer_cap: int = 65536
-    vtc_patterns: tuple[str, ...] = ("cline", "kilo", "roo")
+    xml_client_patterns: tuple[str, ...] = ("cline", "kilo", "roo")
     loop_guard_max_tool_messages: int | None = 20
     system_to_user: bool = False
     host: str = "127.0.0.1"
     port: int = 8000
     log_level: str = "info"
     upstream_dialect: str = "native"  # native: each client's own API; openai / anthropic: every request translated to it
+    rescue_formats: FormatRules = ((ANY_MODEL, (AUTO_FORMATS,)),)  # like vLLM's --tool-call-parser, per model
 
     def __post_init__(self) -> None:
         # A frozen dataclass cannot normalise in place; object.__setattr__ is the documented way.
         object.__setattr__(self, "upstream", normalize_upstream(self.upstream))
         object.__setattr__(
-            self, "vtc_patterns", tuple(p.lower() if isinstance(p, str) else p for p in self.vtc_patterns)
+            self, "xml_client_patterns", tuple(p.lower() if isinstance(p, str) else p for p in self.xml_client_patterns)
         )
         validate(self)
 
@@ -59,8 +66,8 @@ class ProxyConfig:
         out: set[str] = set()
         if self.loop_guard_max_tool_messages is not None:
             out.add("loop-guard")
-        if self.vtc_patterns:
-            out.add("vtc")
+        if self.xml_client_patterns:
+            out.add("xml-client")
         if self.system_to_user:
             out.add("system-to-user")
         out.add("tool-choice")  # Messages tool_choice is always emulated
@@ -69,6 +76,15 @@ class ProxyConfig:
         out.add("body-timeout")  # a client that stalls while sending its body gets 408
         out.add("fails-fast")  # an upstream failure is passed on at once, never retried
         return frozenset(out)
+
+    def formats_for(self, model: str) -> frozenset[str] | None:
+        """The text formats rescued for a request naming ``model``; None: every format
+        (``auto``, also when no pattern matches)."""
+        wanted = model.lower() if isinstance(model, str) else ""
+        for pattern, formats in self.rescue_formats:
+            if pattern == ANY_MODEL or pattern.lower() in wanted:
+                return None if AUTO_FORMATS in formats else frozenset(formats)
+        return None
 
     def calls_upstream(self, client_api: str) -> str:
         """The API a request of ``client_api`` ("openai", "anthropic" or "responses") is sent upstream in."""
@@ -117,8 +133,8 @@ def validate(config: ProxyConfig) -> None:
             raise ConfigError(f"{name}: expected a positive number of seconds, got {value!r}")
     if isinstance(config.buffer_cap, bool) or not isinstance(config.buffer_cap, int) or config.buffer_cap < MIN_BUFFER_CAP:
         raise ConfigError(f"buffer_cap: expected an integer of at least {MIN_BUFFER_CAP} characters, got {config.buffer_cap!r}")
-    if any(not isinstance(p, str) or not p.strip() for p in config.vtc_patterns):
-        raise ConfigError(f"vtc_patterns: every pattern must be a non-empty string, got {list(config.vtc_patterns)!r}")
+    if any(not isinstance(p, str) or not p.strip() for p in config.xml_client_patterns):
+        raise ConfigError(f"xml_client_patterns: every pattern must be a non-empty string, got {list(config.xml_client_patterns)!r}")
     guard = config.loop_guard_max_tool_messages
     if guard is not None and (isinstance(guard, bool) or not isinstance(guard, int) or guard < 0):
         raise ConfigError(f"loop_guard_max_tool_messages: expected a non-negative integer or null, got {guard!r}")
@@ -131,8 +147,55 @@ def validate(config: ProxyConfig) -> None:
     if config.upstream_dialect not in UPSTREAM_DIALECTS:
         raise ConfigError(f"upstream_dialect: expected one of {', '.join(UPSTREAM_DIALECTS)}, "
                           f"got {config.upstream_dialect!r}")
+    validate_format_rules(config.rescue_formats)
     if config.log_level not in LOG_LEVELS:
         raise ConfigError(f"log_level: expected one of {', '.join(LOG_LEVELS)}, got {config.log_level!r}")
+
+
+def validate_format_rules(rules: Any) -> None:
+    known = (AUTO_FORMATS, *FORMAT_IDS)
+    if not isinstance(rules, tuple) or not rules:
+        raise ConfigError(f"rescue_formats: expected format ids, or model patterns with format ids, got {rules!r}")
+    for rule in rules:
+        if not (isinstance(rule, tuple) and len(rule) == 2 and isinstance(rule[0], str) and rule[0].strip()
+                and isinstance(rule[1], tuple) and rule[1]):
+            raise ConfigError(f"rescue_formats: expected a model pattern and its format ids, got {rule!r}")
+        unknown = [f for f in rule[1] if f not in known]
+        if unknown:
+            raise ConfigError(f"rescue_formats: unknown format {unknown[0]!r} for {rule[0]!r} (known: {', '.join(known)})")
+        if AUTO_FORMATS in rule[1] and len(rule[1]) > 1:
+            raise ConfigError(f"rescue_formats: 'auto' already means every format, for {rule[0]!r}")
+
+
+def parse_format_rules(name: str, value: Any) -> FormatRules:
+    """``rescue_formats`` from text (``hermes,glm``: for every model; ``gpt-oss=gpt-oss;
+    qwen3-coder=qwen-coder,hermes;*=auto``: per model), a list of format ids, or a mapping
+    of model patterns to format ids (a list or text)."""
+
+    def ids(v: Any) -> tuple[str, ...]:
+        if isinstance(v, str):
+            return tuple(x.strip().lower() for x in v.replace("+", ",").split(",") if x.strip())
+        if isinstance(v, (list, tuple)) and all(isinstance(x, str) for x in v):
+            return tuple(x.strip().lower() for x in v)
+        raise ConfigError(f"{name}: expected format ids (a list or comma-separated text), got {v!r}")
+
+    if isinstance(value, str):
+        rules = []
+        for part in value.split(";"):
+            if part.strip():
+                pattern, sep, formats = part.partition("=")
+                rules.append((pattern.strip(), ids(formats)) if sep else (ANY_MODEL, ids(pattern)))
+        return tuple(rules)
+    if isinstance(value, Mapping):
+        return tuple((str(k).strip(), ids(v)) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ((ANY_MODEL, ids(value)),)
+    raise ConfigError(f"{name}: expected format ids, or a mapping of model patterns to format ids, got {value!r}")
+
+
+def format_rules_text(rules: FormatRules) -> str:
+    """The text ``parse_format_rules`` reads back as ``rules``."""
+    return ";".join(f"{pattern}={','.join(formats)}" for pattern, formats in rules)
 
 
 # --------------------------------------------------------------------------- sources
@@ -142,6 +205,10 @@ FIELD_NAMES = tuple(f.name for f in fields(ProxyConfig))
 #: Environment variable for each setting.
 ENV_VARS: dict[str, str] = {name: f"TCC_PROXY_{name.upper()}" for name in FIELD_NAMES}
 ENV_VARS["loop_guard_max_tool_messages"] = "TCC_PROXY_LOOP_GUARD"
+#: Old names still read (when the current one is unset): the XML-reading clients' patterns were first
+#: called ``vtc_patterns``, after "virtual tool calling".
+OLD_ENV_VARS: dict[str, str] = {"xml_client_patterns": "TCC_PROXY_VTC_PATTERNS"}
+OLD_KEYS: dict[str, str] = {"loop_guard": "loop_guard_max_tool_messages", "vtc_patterns": "xml_client_patterns"}
 CONFIG_FILE_ENV = "TCC_PROXY_CONFIG"
 
 _OFF_WORDS = frozenset({"off", "none", "null", "disabled", "false", "no"})
@@ -197,13 +264,14 @@ _ENV_PARSERS: dict[str, Callable[[str, str], Any]] = {
     "read_timeout": _parse_float,
     "body_timeout": _parse_float,
     "buffer_cap": _parse_int,
-    "vtc_patterns": _parse_patterns,
+    "xml_client_patterns": _parse_patterns,
     "loop_guard_max_tool_messages": _parse_guard,
     "system_to_user": _parse_bool,
     "host": _parse_str,
     "port": _parse_int,
     "log_level": _parse_level,
     "upstream_dialect": _parse_level,
+    "rescue_formats": parse_format_rules,
 }
 
 
@@ -213,7 +281,9 @@ def to_env(config: ProxyConfig) -> dict[str, str]:
     out: dict[str, str] = {}
     for name, var in ENV_VARS.items():
         value = getattr(config, name)
-        if value is None:  # "off" where a word says unset; else empty, which counts as unset
+        if name == "rescue_formats":
+            out[var] = format_rules_text(value)
+        elif value is None:  # "off" where a word says unset; else empty, which counts as unset
             out[var] = "off" if _ENV_PARSERS[name] is _parse_guard else ""
         elif isinstance(value, bool):
             out[var] = "true" if value else "false"
@@ -229,6 +299,9 @@ def from_env(env: Mapping[str, str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name, var in ENV_VARS.items():
         text = env.get(var)
+        if (text is None or text == "") and name in OLD_ENV_VARS:
+            var = OLD_ENV_VARS[name]
+            text = env.get(var)
         if text is None or text == "":
             continue
         out[name] = _ENV_PARSERS[name](var, text)
@@ -244,11 +317,10 @@ def from_file_data(data: Any, *, where: str = "config file") -> dict[str, Any]:
     out: dict[str, Any] = {}
     for raw_key, value in data.items():
         key = str(raw_key).replace("-", "_")
-        if key == "loop_guard":
-            key = "loop_guard_max_tool_messages"
+        key = OLD_KEYS.get(key, key)
         if key not in FIELD_NAMES:
             raise ConfigError(f"{where}: unknown setting {raw_key!r} (known: {', '.join(FIELD_NAMES)})")
-        if key == "vtc_patterns":
+        if key == "xml_client_patterns":
             if isinstance(value, str):
                 value = _parse_patterns(key, value)
             elif isinstance(value, list):
@@ -256,7 +328,9 @@ def from_file_data(data: Any, *, where: str = "config file") -> dict[str, Any]:
             elif value is None:
                 value = ()
             else:
-                raise ConfigError(f"{where}: vtc_patterns: expected a list of strings")
+                raise ConfigError(f"{where}: xml_client_patterns: expected a list of strings")
+        if key == "rescue_formats":
+            value = parse_format_rules(f"{where}: rescue_formats", value)
         if key in ("connect_timeout", "read_timeout", "body_timeout") and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if key == "loop_guard_max_tool_messages" and value is False:

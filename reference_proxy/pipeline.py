@@ -20,7 +20,8 @@ from reference_proxy.dedup import CallLedger
 from reference_proxy.errors import as_openai_error
 from reference_proxy.openai_stream import DONE, ChunkEmitter, dumps, error_event, is_plain, new_call_id
 from reference_proxy.rescue import ArgumentsDelta, Event, Rescuer, Text, ToolCallEnd, ToolCallStart, ToolSpec
-from reference_proxy.vtc import call_to_xml
+from reference_proxy.rescue.scanner import openers_for
+from reference_proxy.xml_client import call_to_xml
 
 log = logging.getLogger("reference_proxy.pipeline")
 
@@ -48,10 +49,22 @@ def default_rescuer(tools: Sequence[ToolSpec], buffer_cap: int) -> RescuerLike:
     return Rescuer(tools, buffer_cap=buffer_cap)
 
 
-def final_finish_reason(upstream: str | None, calls: int, *, vtc: bool) -> str:
+def rescuer_for(formats: frozenset[str] | None) -> RescuerFactory:
+    """The factory of rescuers reading only ``formats`` (None: every format)."""
+    openers = openers_for(formats)
+    if openers is None:
+        return default_rescuer
+
+    def factory(tools: Sequence[ToolSpec], buffer_cap: int) -> RescuerLike:
+        return Rescuer(tools, buffer_cap=buffer_cap, openers=openers)
+
+    return factory
+
+
+def final_finish_reason(upstream: str | None, calls: int, *, xml_client: bool) -> str:
     """``tool_calls`` when calls were delivered as calls; otherwise the upstream's reason,
     except that a tool-call reason with no call left (or XML delivery) becomes ``stop``."""
-    if calls and not vtc:
+    if calls and not xml_client:
         return "tool_calls"
     if not upstream or upstream in _CALL_REASONS:
         return "stop"
@@ -187,7 +200,7 @@ class StreamPipeline:
         self,
         *,
         tools: Sequence[ToolSpec],
-        vtc: bool,
+        xml_client: bool,
         include_usage: bool,
         request_model: str,
         buffer_cap: int = 65536,
@@ -199,7 +212,7 @@ class StreamPipeline:
         self.tools = tuple(tools)
         self._rescuer_factory = rescuer_factory
         self._xml_writer = xml_writer  # a call as the XML an XML-reading client parses
-        self.vtc = vtc
+        self.xml_client = xml_client
         self.include_usage = include_usage
         self.request_model = request_model
         self.buffer_cap = buffer_cap
@@ -453,7 +466,7 @@ class StreamPipeline:
         """Arguments for a native call already delivered (an upstream interleaving calls)."""
         if not isinstance(fragment, str) or not fragment:
             return
-        if call.out_index is not None and not self.vtc and self._emitter is not None:
+        if call.out_index is not None and not self.xml_client and self._emitter is not None:
             log.warning("upstream continued native call %s after another call started", call.name)
             out.append(self._emitter.tool_arguments(call.out_index, fragment, choice.index))
         else:
@@ -481,7 +494,7 @@ class StreamPipeline:
         emitter = self._emitter
         assert emitter is not None
         choice.next_call += 1
-        if self.vtc:
+        if self.xml_client:
             xml = self._xml_writer(name, arguments)
             self._text(choice, xml if choice.tail in ("", "\n") else "\n" + xml, out)
             return None
@@ -509,7 +522,7 @@ class StreamPipeline:
         assert self._emitter is not None
         self._end_choice(choice, out, complete_natives=True)
         choice.finished = True
-        reason = final_finish_reason(upstream_reason, choice.next_call, vtc=self.vtc)
+        reason = final_finish_reason(upstream_reason, choice.next_call, xml_client=self.xml_client)
         if choice.index == 0:
             self.stats.finish_reason = reason
         out.append(self._emitter.finish(reason, choice.index))

@@ -26,13 +26,9 @@ from reference_proxy.openai_stream import dumps, to_wire
 from reference_proxy.pipeline import ResponseStats, StreamPipeline
 from reference_proxy.loop_guard import stop_completion, stop_message
 from reference_proxy.request_shaping import ChatRequest, count_tool_messages, forward_headers, parse_chat_request
-from reference_proxy.responses_translate import (
-    ChunksAsResponses,
-    ResponsesAsChunks,
-    completion_to_response,
-    response_to_completion,
-    responses_to_chat,
-)
+from reference_proxy.responses_answers import completion_to_response, response_to_completion
+from reference_proxy.responses_requests import responses_to_chat
+from reference_proxy.responses_streams import ChunksAsResponses, ResponsesAsChunks
 from reference_proxy.translate.answers import message_to_completion
 from reference_proxy.translate.requests import chat_to_messages
 from reference_proxy.translate.streams import EventsAsChunks, TranslatedPipeline, UpstreamReader
@@ -141,7 +137,7 @@ async def responses(proxy: ProxyApp, request: Request) -> Response:
         _log_request("POST", path, 200, started, stream=chat.stream, model=chat.model, note="loop-guard")
         if chat.stream:
             writer = ChunksAsResponses(body, chat.model)
-            pipeline = StreamPipeline(tools=(), vtc=False, include_usage=True, request_model=chat.model)
+            pipeline = StreamPipeline(tools=(), xml_client=False, include_usage=True, request_model=chat.model)
             return proxy._rewrapped(ResponsesOutput(pipeline, writer), completion_as_chunks(stop), path, started,
                                     False)
         return Response(to_wire(dumps(completion_to_response(stop, body))), media_type="application/json")
@@ -161,8 +157,9 @@ async def responses(proxy: ProxyApp, request: Request) -> Response:
         _log_request("POST", path, exc.status, started, stream=chat.stream, model=chat.model, note=exc.message)
         return error_response(exc)
     if chat.stream:
-        pipeline = proxy.parts.chat_pipeline(tools=chat.tools, vtc=False, include_usage=True, request_model=chat.model,
-                                             buffer_cap=config.buffer_cap)
+        pipeline = proxy.parts.chat_pipeline(tools=chat.tools, xml_client=False, include_usage=True,
+                                             request_model=chat.model, buffer_cap=config.buffer_cap,
+                                             **proxy._rescuers(chat.model))
         output = ResponsesOutput(pipeline, ChunksAsResponses(body, chat.model))
         if is_event_stream(upstream):
             readers: dict[str, Callable[[str], UpstreamReader]] = {"responses": ResponsesAsChunks,
@@ -177,7 +174,8 @@ async def responses(proxy: ProxyApp, request: Request) -> Response:
         return error_response(exc)
     if chat.stream:  # a streaming client whose upstream answered with one JSON body
         return proxy._rewrapped(output, completion_as_chunks(completion), path, started, False)
-    stats = finish_completion(completion, tools=chat.tools, vtc=False, buffer_cap=config.buffer_cap)
+    stats = finish_completion(completion, tools=chat.tools, xml_client=False, buffer_cap=config.buffer_cap,
+                              **proxy._rescuers(chat.model))
     _log_request("POST", path, 200, started, stream=False, model=chat.model, stats=stats)
     return Response(to_wire(dumps(completion_to_response(completion, body))), media_type="application/json")
 

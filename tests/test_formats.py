@@ -61,6 +61,10 @@ SAMPLES: dict[str, str] = {
     "deepseek-v31": '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>read_file<｜tool▁sep｜>{"path": "src/a.py"}<｜tool▁call▁end｜>'
     '<｜tool▁call▁begin｜>edit<｜tool▁sep｜>{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}'
     '<｜tool▁call▁end｜><｜tool▁calls▁end｜>',
+    "deepseek-v3": '<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>read_file\n```json\n'
+    '{"path": "src/a.py"}\n```<｜tool▁call▁end｜>\n<｜tool▁call▁begin｜>function<｜tool▁sep｜>edit\n```json\n'
+    '{"path": "b.txt", "line": 3, "dry_run": false, "tags": ["x"], "note": null}\n```<｜tool▁call▁end｜>'
+    '<｜tool▁calls▁end｜>',
     "minimax-m2": '<minimax:tool_call>\n<invoke name="read_file">\n<parameter name="path">src/a.py</parameter>\n'
     '</invoke>\n<invoke name="edit">\n<parameter name="path">b.txt</parameter>\n<parameter name="line">3'
     '</parameter>\n<parameter name="dry_run">false</parameter>\n<parameter name="tags">["x"]</parameter>\n'

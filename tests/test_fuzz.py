@@ -131,7 +131,7 @@ def test_options_of_the_command() -> None:
 
 
 def test_the_reference_proxy_passes_a_fixed_seed_budget(rig: Rig, tmp_path: Path) -> None:
-    """Every format and native calls, both client dialects (Cline XML to vtc clients)."""
+    """Every format and native calls, both client dialects (Cline XML to XML-reading clients)."""
     report = run_fuzz(rig.reference_url, rig.mock_url, tuple(all_formats()), 6, tmp_path,
                       profiles=("openai", "anthropic"))
     assert [r.format_id for r in report.results] == all_formats()

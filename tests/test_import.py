@@ -208,7 +208,7 @@ CASES = [
                   "repeats a call written in the text"),
     ),
     Case(
-        "har-json-vtc-user-agent-dropped",
+        "har-json-xml-client-user-agent-dropped",
         ("@session.har", "--entry", "4"),
         ["Hi! How can I help?"],
         [],
@@ -377,7 +377,7 @@ def test_capture_becomes_scenario(case: Case, tmp_path: Path) -> None:
     assert scenario.backend.ping == case.ping
     if case.profile == "anthropic":  # a Messages case runs under its own profile, User-Agent or not
         assert scenario.client.profiles == ("anthropic",)
-    else:  # a captured User-Agent overrides the vtc profile's
+    else:  # a captured User-Agent overrides the xml-client profile's
         assert (scenario.client.profiles == ("openai",)) == bool(case.headers)
     if case.inferred:
         assert request["messages"] == [{"role": "user", "content": PLACEHOLDER_MESSAGE}]

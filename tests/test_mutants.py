@@ -134,9 +134,9 @@ def test_the_harness_catches_the_mutant(mutant: Mutant, servers: ServeFn, rig: R
 
 @pytest.mark.parametrize(("profile", "different", "at_least"), [
     ("openai", CORRECT_BUT_DIFFERENT, 40),
-    ("vtc", CORRECT_BUT_DIFFERENT, 40),
+    ("xml-client", CORRECT_BUT_DIFFERENT, 40),
     ("anthropic", anthropic.CORRECT_BUT_DIFFERENT_MESSAGES, 20),
-], ids=["openai", "vtc", "anthropic"])
+], ids=["openai", "xml-client", "anthropic"])
 def test_a_correct_but_different_proxy_passes_the_whole_library(profile: Profile, different: Mutant, at_least: int,
                                                                   servers: ServeFn, rig: Rig) -> None:
     """Acceptable variations (fragment sizes, no role, unknown fields at every level, id

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -125,3 +126,18 @@ def test_a_deliberate_drop_is_not_logged_as_an_error(servers: ServeFn, caplog: p
                               proxy_headers={}, timeout=30)
             assert ex.upstream and ex.upstream[0].answer is not None  # the mock did answer, and dropped
     assert not [r for r in caplog.records if "without completing response" in r.getMessage()]
+
+
+@pytest.mark.parametrize(("command", "names"), [
+    ("fuzz", ("proxy-url", "features", "strict", "timeout", "proxy-header", "mock-host", "mock-port")),
+    ("soak", ("proxy-url", "mock-host", "features")),
+])
+def test_other_commands_take_the_options_they_share_with_the_run_from_the_table(command: str,
+                                                                               names: tuple[str, ...]) -> None:
+    from harness.options import BY_NAME
+
+    params = {p.opts[0]: p for p in main.commands[command].params if isinstance(p, click.Option)}
+    for name in names:
+        option = BY_NAME[name]
+        assert params[option.cli_flag].help == option.help, name
+        assert params[option.cli_flag].name == name.replace("-", "_")

@@ -171,7 +171,7 @@ def test_reference_proxy_passes_and_reports(pytester: pytest.Pytester) -> None:
     folder = _library(pytester, *STREAMED, NOT_STREAMED, NEEDS_LOOP_GUARD)
     report_json, report_md = pytester.path / "out" / "r.json", pytester.path / "out" / "r.md"
     result = pytester.runpytest(
-        "--conformance", "--conformance-scenarios", str(folder), "--conformance-features", "vtc", "-rs", "-v",
+        "--conformance", "--conformance-scenarios", str(folder), "--conformance-features", "xml-client", "-rs", "-v",
         "--conformance-upstream-dialect", "natural", "--conformance-report-json", str(report_json), "--conformance-report-md", str(report_md),
     )
     result.assert_outcomes(passed=3, skipped=1)
@@ -179,7 +179,7 @@ def test_reference_proxy_passes_and_reports(pytester: pytest.Pytester) -> None:
         "conformance: 4 scenario(s); proxy under test: http://127.0.0.1:*/v1 (the bundled reference proxy)",
         "conformance: mock backend at http://127.0.0.1:*",
         "conformance: upstream dialect: each scenario's own (natural)",
-        "conformance: claimed features: vtc; *",
+        "conformance: claimed features: xml-client; *",
         "conformance::plain-native-single PASSED*",
         "*tool-call conformance*",
         "*plain * 3/3*",
@@ -187,7 +187,7 @@ def test_reference_proxy_passes_and_reports(pytester: pytest.Pytester) -> None:
     ])
     data = json.loads(report_json.read_text())
     assert data["totals"] == {"passed": 3, "failed": 0, "xfailed": 0, "skipped": 1, "error": 0, "score": "3/3"}
-    assert data["context"]["features"] == ["vtc"] and data["context"]["reference proxy"] is True
+    assert data["context"]["features"] == ["xml-client"] and data["context"]["reference proxy"] is True
     assert {s["scenario"]: s["outcome"] for s in data["scenarios"]} == {
         **{i: "passed" for i in (*STREAMED, NOT_STREAMED)}, NEEDS_LOOP_GUARD: "skipped"}
     markdown = report_md.read_text()
@@ -436,17 +436,21 @@ def test_run_command_prints_the_score_card_and_fails_on_failure(pytester: pytest
     assert not [w for w in caught if "is unset" in str(w.message)]
 
 
-def test_an_explicit_vtc_profile_claims_the_vtc_feature(pytester: pytest.Pytester, servers: ServeFn) -> None:
-    """``--client-profile vtc`` says the proxy serves vtc clients: the vtc cases run
-    without ``--features vtc``, and the header says where the claim came from."""
+@pytest.mark.parametrize("spelling", ["xml-client", "vtc"])
+def test_an_explicit_xml_client_profile_claims_the_xml_client_feature(
+    pytester: pytest.Pytester, servers: ServeFn, spelling: str
+) -> None:
+    """``--client-profile xml-client`` says the proxy serves XML-reading clients: the xml-client cases run
+    without ``--features xml-client``, and the header says where the claim came from. ``vtc`` is the
+    profile's old spelling, read as ``xml-client``."""
     folder = _library(pytester, *STREAMED)
     mock_url = servers(create_mock()).url
     proxy_url = servers(create_proxy(ProxyConfig(upstream=f"{mock_url}/v1", log_level="warning"))).url + "/v1"
     result = pytester.runpytest("--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url, "--conformance-scenarios", str(folder),
-                                "--conformance-client-profile", "vtc")
+                                "--conformance-client-profile", spelling)
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([
-        "conformance: claimed features: vtc (vtc implied by --client-profile vtc); client profile: vtc; *",
+        "conformance: claimed features: xml-client (xml-client implied by --client-profile xml-client); client profile: xml-client; *",
         "every rule passes for every scenario that ran (2)",
     ])
 

@@ -27,15 +27,15 @@ CHOICES: dict[str, tuple[dict[str, Any], Profile | None, set[str], str | None]] 
     "required-and-claimed": ({"requires": ["loop-guard"]}, None, {"loop-guard"}, None),
     "required-not-claimed": ({"requires": ["loop-guard"]}, None, set(), "requires feature loop-guard"),
     "conflict-not-claimed": ({"conflicts": ["force-non-stream"]}, None, {"loop-guard"}, None),
-    "conflict-claimed": ({"conflicts": ["force-non-stream"]}, None, {"force-non-stream", "vtc"},
+    "conflict-claimed": ({"conflicts": ["force-non-stream"]}, None, {"force-non-stream", "xml-client"},
                          "cannot hold for a proxy with feature force-non-stream"),
     "conflicts-claimed": ({"conflicts": ["force-non-stream", "system-to-user"]}, "openai",
                           {"force-non-stream", "system-to-user"},
                           "with features force-non-stream, system-to-user"),
-    "requirement-first": ({"requires": ["loop-guard"], "conflicts": ["vtc"]}, None, {"vtc"},
+    "requirement-first": ({"requires": ["loop-guard"], "conflicts": ["xml-client"]}, None, {"xml-client"},
                           "requires feature loop-guard"),
     "profile-not-meaningful": ({"client": {"profiles": ["openai"], "request": {"messages": [{"role": "user"}]}}},
-                               "vtc", {"vtc"}, "not meaningful under client profile vtc"),
+                               "xml-client", {"xml-client"}, "not meaningful under client profile xml-client"),
 }
 
 
@@ -49,3 +49,38 @@ def test_choose_profile(case: str) -> None:
         assert skip is None
     else:
         assert skip is not None and reason in skip, skip
+
+
+# ``vtc`` ("virtual tool calling") is the old spelling of ``xml-client``: still read wherever a user writes a
+# profile or a feature, and never seen past the point where it is read.
+OLD_SPELLING: dict[str, dict[str, Any]] = {
+    "profile": {"client": {"profile": "vtc", "profiles": ["vtc"],
+                           "request": {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}}},
+    "both-spellings": {"client": {"profile": "vtc", "profiles": ["xml-client", "vtc"],
+                                  "request": {"model": "m", "stream": True, "messages": [{"role": "user", "content": "x"}]}}},
+    "requires": {"requires": ["vtc"]},
+    "conflicts": {"conflicts": ["vtc"]},
+    "assertion-requires": {"expect": {"upstream": [{"path": "/model", "equals": "m", "requires": ["vtc"]}]}},
+}
+
+
+@pytest.mark.parametrize("case", list(OLD_SPELLING))
+def test_scenario_files_may_name_the_xml_client_profile_vtc(case: str) -> None:
+    scenario = _scenario(**OLD_SPELLING[case])
+    named = {scenario.client.profile, *scenario.client.profiles, *scenario.requires, *scenario.conflicts,
+             *(f for a in scenario.expect.upstream for f in a.requires)}
+    assert "vtc" not in named and "xml-client" in named
+    assert len(scenario.client.profiles) == len(set(scenario.client.profiles))
+
+
+def test_the_command_line_may_name_the_xml_client_profile_and_feature_vtc() -> None:
+    from harness.options import BY_NAME
+    from harness.profiles import parse_profile
+    from harness.runner import parse_features, with_profile_features
+
+    assert parse_profile("vtc") == parse_profile("xml-client") == "xml-client"
+    assert {"vtc", "xml-client"} <= set(BY_NAME["client-profile"].choices or ())
+    assert parse_features(["vtc,loop-guard"]) == {"xml-client", "loop-guard"}
+    assert with_profile_features(parse_features(["vtc"]), parse_profile("vtc")) == {"xml-client"}
+    with pytest.raises(ValueError, match="vtc is the old spelling of xml-client"):
+        parse_profile("cline")

@@ -36,7 +36,7 @@ from support.messages_stream import check_and_fold as check_and_fold_messages
 from support.proxy_rig import Proxy, Rig, request_body, rig  # noqa: F401  (rig: the module's servers)
 
 LIBRARY = load_library()
-OPENAI_PROFILES = ("openai", "vtc")  # clients of the chat-completions API
+OPENAI_PROFILES = ("openai", "xml-client")  # clients of the chat-completions API
 SERVED_PROFILES = (*OPENAI_PROFILES, "anthropic")  # and of the Messages API
 
 
@@ -82,8 +82,8 @@ def needed_features(scenario: Scenario, profile: str) -> set[str]:
     needed = set(scenario.requires)
     for assertion in scenario.expect.upstream:
         needed |= set(assertion.requires)
-    if profile == "vtc":
-        needed.add("vtc")
+    if profile == "xml-client":
+        needed.add("xml-client")
     return needed
 
 
@@ -93,7 +93,7 @@ def choose_proxy(rig: Rig, scenario: Scenario, profile: str) -> Proxy:
     proxy = rig.proxy_for(needed_features(scenario, profile))
     if proxy is not None:
         return proxy
-    required = set(scenario.requires) | ({"vtc"} if profile == "vtc" else set())
+    required = set(scenario.requires) | ({"xml-client"} if profile == "xml-client" else set())
     proxy = rig.proxy_for(required)
     if proxy is None:
         missing = sorted(required - rig.full.config.features())
@@ -138,7 +138,7 @@ def ask_sdk(client: openai.OpenAI, scenario: Scenario, profile: str, stream: boo
 def check_answer(scenario: Scenario, profile: str, answer: Answer) -> None:
     expect = scenario.expect
     content = answer.content
-    if profile == "vtc":
+    if profile == "xml-client":
         assert answer.calls == [], "an XML-reading client gets no tool_calls"
         parsed = parse_xml_calls(content, tool_vocabulary(scenario.client.request))
         assert all(c.complete for c in parsed.calls)

@@ -28,8 +28,14 @@ UP = "http://127.0.0.1:9000/v1"
         ({"upstream": UP}, {"TCC_PROXY_LOOP_GUARD": "off"}, {"loop-guard": 5}, "loop_guard_max_tool_messages", None),
         ({"upstream": UP, "loop_guard_max_tool_messages": "off"}, {"TCC_PROXY_LOOP_GUARD": "3"}, None, "loop_guard_max_tool_messages", None),
         ({"upstream": UP, "loop_guard_max_tool_messages": "7"}, {}, None, "loop_guard_max_tool_messages", 7),
-        ({"upstream": UP}, {"TCC_PROXY_VTC_PATTERNS": "Cline, Continue"}, None, "vtc_patterns", ("cline", "continue")),
-        ({"upstream": UP}, {}, {"vtc_patterns": []}, "vtc_patterns", ()),
+        ({"upstream": UP}, {"TCC_PROXY_XML_CLIENT_PATTERNS": "Cline, Continue"}, None, "xml_client_patterns", ("cline", "continue")),
+        ({"upstream": UP}, {}, {"xml_client_patterns": []}, "xml_client_patterns", ()),
+        # the old spellings (vtc, "virtual tool calling") still work; the current name wins over them
+        ({"upstream": UP}, {"TCC_PROXY_VTC_PATTERNS": "Cline"}, None, "xml_client_patterns", ("cline",)),
+        ({"upstream": UP}, {"TCC_PROXY_VTC_PATTERNS": "a", "TCC_PROXY_XML_CLIENT_PATTERNS": "b"}, None,
+         "xml_client_patterns", ("b",)),
+        ({"upstream": UP}, {}, {"vtc-patterns": ["roo"]}, "xml_client_patterns", ("roo",)),
+        ({"upstream": UP}, {}, {"vtc_patterns": "off"}, "xml_client_patterns", ()),
         ({"upstream": UP}, {"TCC_PROXY_SYSTEM_TO_USER": "yes"}, None, "system_to_user", True),
         ({"upstream": UP, "system_to_user": False}, {"TCC_PROXY_SYSTEM_TO_USER": "yes"}, None, "system_to_user", False),
         ({"upstream": UP}, {"TCC_PROXY_API_KEY": ""}, None, "api_key", None),
@@ -58,8 +64,8 @@ def test_precedence(cli: dict[str, Any], env: dict[str, str], file: dict[str, An
         ({"upstream": UP}, {"TCC_PROXY_SYSTEM_TO_USER": "maybe"}, None, "expected true or false"),
         ({"upstream": UP, "loop_guard_max_tool_messages": "lots"}, {}, None, "expected an integer"),
         ({"upstream": UP}, {}, {"loop_guard_max_tool_messages": -1}, "loop_guard_max_tool_messages: expected a non-negative"),
-        ({"upstream": UP}, {}, {"vtc_patterns": 5}, "vtc_patterns: expected a list of strings"),
-        ({"upstream": UP}, {}, {"vtc_patterns": ["cline", ""]}, "vtc_patterns: every pattern must be a non-empty string"),
+        ({"upstream": UP}, {}, {"xml_client_patterns": 5}, "xml_client_patterns: expected a list of strings"),
+        ({"upstream": UP}, {}, {"xml_client_patterns": ["cline", ""]}, "xml_client_patterns: every pattern must be a non-empty string"),
         ({"upstream": UP}, {"TCC_PROXY_LOG_LEVEL": "loud"}, None, "log_level: expected one of"),
         ({"upstream": UP, "api_key": "a\nb"}, {}, None, "api_key: must be a non-empty single line"),
     ],
@@ -73,9 +79,9 @@ def test_bad_settings_name_the_setting(cli: dict[str, Any], env: dict[str, str],
 
 def test_yaml_file_and_its_errors(tmp_path: Path) -> None:
     good = tmp_path / "proxy.yaml"
-    good.write_text("upstream: http://vllm:8000/v1\nvtc-patterns: [cline]\nloop-guard: off\nport: 8100\n")
+    good.write_text("upstream: http://vllm:8000/v1\nxml-client-patterns: [cline]\nloop-guard: off\nport: 8100\n")
     config = load_config({}, {}, good)
-    assert (config.upstream, config.vtc_patterns, config.loop_guard_max_tool_messages, config.port) == (
+    assert (config.upstream, config.xml_client_patterns, config.loop_guard_max_tool_messages, config.port) == (
         "http://vllm:8000/v1",
         ("cline",),
         None,
@@ -93,12 +99,12 @@ def test_yaml_file_and_its_errors(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("changes", "features"),
     [
-        ({}, {"loop-guard", "vtc", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast"}),
-        ({"loop_guard_max_tool_messages": None}, {"vtc", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast"}),
-        ({"vtc_patterns": ()}, {"loop-guard", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast"}),
-        ({"system_to_user": True}, {"loop-guard", "vtc", "system-to-user", "tool-choice", "hold-back-cap",
+        ({}, {"loop-guard", "xml-client", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast"}),
+        ({"loop_guard_max_tool_messages": None}, {"xml-client", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast"}),
+        ({"xml_client_patterns": ()}, {"loop-guard", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast"}),
+        ({"system_to_user": True}, {"loop-guard", "xml-client", "system-to-user", "tool-choice", "hold-back-cap",
                                     "body-timeout", "fails-fast"}),
-        ({"buffer_cap": 1 << 20}, {"loop-guard", "vtc", "tool-choice", "body-timeout", "fails-fast"}),
+        ({"buffer_cap": 1 << 20}, {"loop-guard", "xml-client", "tool-choice", "body-timeout", "fails-fast"}),
     ],
 )
 def test_features(changes: dict[str, Any], features: set[str]) -> None:
@@ -128,18 +134,30 @@ def test_command_rejects_bad_settings_in_one_line(args: list[str], env: dict[str
     assert len(lines) == 1 and problem in lines[0], result.output
 
 
+@pytest.mark.parametrize("flag", ["--xml-client-patterns", "--vtc-patterns"])
+def test_command_takes_the_patterns_under_both_spellings(flag: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--vtc-patterns`` is the old spelling of ``--xml-client-patterns``."""
+    import reference_proxy.cli
+
+    served: list[ProxyConfig] = []
+    monkeypatch.setattr(reference_proxy.cli, "serve_forever", lambda config, workers: served.append(config))
+    result = CliRunner().invoke(proxy, ["--upstream", UP, flag, "Cline,Continue"], env={"TCC_PROXY_UPSTREAM": ""})
+    assert result.exit_code == 0, result.output
+    assert [c.xml_client_patterns for c in served] == [("cline", "continue")]
+
+
 def test_command_help_names_every_setting() -> None:
     result = CliRunner().invoke(proxy, ["--help"])
     assert result.exit_code == 0
     for flag in ("--upstream", "--port", "--host", "--config", "--api-key", "--buffer-cap", "--read-timeout", "--body-timeout",
-                 "--connect-timeout", "--vtc-patterns", "--loop-guard", "--system-to-user", "--log-level"):
+                 "--connect-timeout", "--xml-client-patterns", "--rescue-formats", "--loop-guard", "--system-to-user", "--log-level"):
         assert flag in result.output
     assert "TCC_PROXY_UPSTREAM" in result.output
 
 
 @pytest.mark.parametrize("changes", [
     {},
-    {"api_key": "sk-x", "vtc_patterns": (), "loop_guard_max_tool_messages": None, "system_to_user": True,
+    {"api_key": "sk-x", "xml_client_patterns": (), "loop_guard_max_tool_messages": None, "system_to_user": True,
      "buffer_cap": 100000, "read_timeout": 12.5, "log_level": "warning"},
 ], ids=["defaults", "every-setting-changed"])
 def test_worker_processes_get_the_settings_back_from_the_environment(changes: dict[str, Any]) -> None:

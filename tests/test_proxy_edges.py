@@ -77,7 +77,7 @@ NATIVE = [
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 def test_native_calls_as_xml_for_vtc_clients(rig: Rig, stream: bool) -> None:
-    response, _ = run_inline(rig, inline(NATIVE, finish="tool_calls"), stream=stream, headers=DEFAULT_HEADERS["vtc"])
+    response, _ = run_inline(rig, inline(NATIVE, finish="tool_calls"), stream=stream, headers=DEFAULT_HEADERS["xml-client"])
     assert response.status_code == 200
     if stream:
         folded = check_and_fold(parse_sse(response.text))

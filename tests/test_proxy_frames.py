@@ -84,9 +84,9 @@ STREAMS = {
 }
 
 
-def run(data: list[str], *, parsed: bool, vtc: bool) -> str:
+def run(data: list[str], *, parsed: bool, xml_client: bool) -> str:
     pipeline = StreamPipeline(
-        tools=[ToolSpec("f", None)], vtc=vtc, include_usage=True, request_model="m", completion_id="c", created=1
+        tools=[ToolSpec("f", None)], xml_client=xml_client, include_usage=True, request_model="m", completion_id="c", created=1
     )
     out = []
     for item in data:
@@ -105,13 +105,13 @@ def run(data: list[str], *, parsed: bool, vtc: bool) -> str:
     return "".join(out)
 
 
-@pytest.mark.parametrize("vtc", [False, True])
+@pytest.mark.parametrize("xml_client", [False, True])
 @pytest.mark.parametrize("name", sorted(STREAMS))
-def test_feed_data_equals_feeding_parsed_chunks(name: str, vtc: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_feed_data_equals_feeding_parsed_chunks(name: str, xml_client: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     for parsed in (True, False):
         counter = itertools.count()
         monkeypatch.setattr(pipeline_module, "new_call_id", lambda: f"call_{next(counter)}")
         if parsed:
-            expected = run(STREAMS[name], parsed=True, vtc=vtc)
+            expected = run(STREAMS[name], parsed=True, xml_client=xml_client)
         else:
-            assert run(STREAMS[name], parsed=False, vtc=vtc) == expected
+            assert run(STREAMS[name], parsed=False, xml_client=xml_client) == expected

@@ -39,7 +39,7 @@ Send = Callable[[Message], Awaitable[None]]
 def start_relay(stream: CountingStream, send: Send) -> tuple[RelayResponse, asyncio.Future[None]]:
     """A relay of ``stream`` to a client that writes with ``send`` and never hangs up."""
     upstream = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=stream)
-    pipeline = StreamPipeline(tools=(), vtc=False, include_usage=False, request_model="m")
+    pipeline = StreamPipeline(tools=(), xml_client=False, include_usage=False, request_model="m")
     relay = RelayResponse(upstream, pipeline, lambda hung_up: None)
 
     async def receive() -> Message:

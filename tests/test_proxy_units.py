@@ -32,8 +32,8 @@ from reference_proxy.request_shaping import (
 from reference_proxy.rescue import Event, Text, ToolSpec
 from reference_proxy.errors import ProxyError
 from reference_proxy.upstream import events
-from reference_proxy import vtc
-from reference_proxy.vtc import call_to_xml, is_vtc_client
+from reference_proxy import xml_client
+from reference_proxy.xml_client import call_to_xml, is_xml_client
 from support.chat_stream import CALL_ID, check_and_fold, parse_sse
 from support.scripted_rescuer import LEAK, LEAK_EVENTS, TOOLS, ScriptedRescuer, call_events, factory
 
@@ -69,7 +69,7 @@ class StreamCase:
     expect_finish: str | None = "stop"
     script: Mapping[str, Sequence[Event]] = field(default_factory=dict)
     at_finish: Sequence[Event] = ()
-    vtc: bool = False
+    xml_client: bool = False
     include_usage: bool = False
     expect_usage: Any = None
     end: str = "close"  # close | fail | none (the chunks end the stream themselves)
@@ -213,7 +213,7 @@ STREAM_CASES = [
         expect_finish="stop",
     ),
     StreamCase(
-        "vtc-rescued-and-native-as-xml",
+        "xml-client-rescued-and-native-as-xml",
         [
             content_chunk("Reading."),
             content_chunk(LEAK),
@@ -224,14 +224,14 @@ STREAM_CASES = [
         "\n<read_file>\n<path>a<b>&c.txt</path>\n<limit>3</limit>\n</read_file>",
         expect_finish="stop",
         script={LEAK: LEAK_EVENTS},
-        vtc=True,
+        xml_client=True,
     ),
     StreamCase(
-        "vtc-length-stays-length",
+        "xml-client-length-stays-length",
         [content_chunk("abc"), finish_chunk("length")],
         "abc",
         expect_finish="length",
-        vtc=True,
+        xml_client=True,
     ),
 ]
 
@@ -240,7 +240,7 @@ STREAM_CASES = [
 def test_stream_pipeline(case: StreamCase) -> None:
     pipeline = StreamPipeline(
         tools=TOOLS,
-        vtc=case.vtc,
+        xml_client=case.xml_client,
         include_usage=case.include_usage,
         request_model="asked-model",
         rescuer_factory=factory(case.script, case.at_finish),
@@ -262,7 +262,7 @@ def test_stream_pipeline(case: StreamCase) -> None:
     assert folded.finish == case.expect_finish
     assert folded.usage == case.expect_usage
     assert (folded.error is not None) == case.expect_error
-    if case.vtc:
+    if case.xml_client:
         assert "tool_calls" not in "".join(out)
     models = {p["model"] for p in payloads if isinstance(p, dict) and "model" in p}
     assert models <= {"up-model"}
@@ -270,7 +270,7 @@ def test_stream_pipeline(case: StreamCase) -> None:
 
 def test_text_leaves_with_the_frame_that_carried_it() -> None:
     """Released text goes out in answer to the very chunk that brought it (no waiting)."""
-    pipeline = StreamPipeline(tools=TOOLS, vtc=False, include_usage=False, request_model="m", rescuer_factory=factory())
+    pipeline = StreamPipeline(tools=TOOLS, xml_client=False, include_usage=False, request_model="m", rescuer_factory=factory())
     first = parse_sse(pipeline.feed(content_chunk("Hello")))
     assert [p["choices"][0]["delta"] for p in first] == [{"role": "assistant"}, {"content": "Hello"}]
     assert parse_sse(pipeline.feed(content_chunk(" world")))[0]["choices"][0]["delta"] == {"content": " world"}
@@ -283,14 +283,14 @@ def test_without_tools_no_rescuer_runs() -> None:
         made.append(cap)
         return ScriptedRescuer({}, (), False)
 
-    pipeline = StreamPipeline(tools=(), vtc=False, include_usage=False, request_model="m", rescuer_factory=counting)
+    pipeline = StreamPipeline(tools=(), xml_client=False, include_usage=False, request_model="m", rescuer_factory=counting)
     text = pipeline.feed(content_chunk(LEAK)) + pipeline.close()
     assert made == [] and check_and_fold(parse_sse(text)).content == LEAK
 
 
 def test_overflow_is_recorded() -> None:
     pipeline = StreamPipeline(
-        tools=TOOLS, vtc=False, include_usage=False, request_model="m", rescuer_factory=factory(overflow=True)
+        tools=TOOLS, xml_client=False, include_usage=False, request_model="m", rescuer_factory=factory(overflow=True)
     )
     pipeline.feed(content_chunk("x"))
     assert pipeline.stats.overflowed
@@ -298,7 +298,7 @@ def test_overflow_is_recorded() -> None:
 
 def test_two_choices_keep_separate_state() -> None:
     pipeline = StreamPipeline(
-        tools=TOOLS, vtc=False, include_usage=False, request_model="m", rescuer_factory=factory({LEAK: LEAK_EVENTS})
+        tools=TOOLS, xml_client=False, include_usage=False, request_model="m", rescuer_factory=factory({LEAK: LEAK_EVENTS})
     )
     chunk = {
         "model": "m",
@@ -341,7 +341,7 @@ class WholeCase:
     expect_calls: Sequence[tuple[str, Any]] = ()
     expect_finish: str = "stop"
     finish: str = "stop"
-    vtc: bool = False
+    xml_client: bool = False
     script: Mapping[str, Sequence[Event]] = field(default_factory=dict)
 
 
@@ -371,12 +371,12 @@ WHOLE_CASES = [
     WholeCase("markup-removed-without-call", {"content": "ok <x/>"}, "ok", script={"ok <x/>": [Text("ok ")]}),
     WholeCase("length-stays", {"content": "abc"}, "abc", finish="length", expect_finish="length"),
     WholeCase(
-        "vtc",
+        "xml-client",
         {"content": WHOLE, "tool_calls": [{"id": "n", "type": "function", "function": {"name": "read_file", "arguments": '{"path":"x"}'}}]},
         "Let me check.\n<get_weather>\n<city>Paris</city>\n</get_weather>\n<read_file>\n<path>x</path>\n</read_file>",
         expect_finish="stop",
         finish="tool_calls",
-        vtc=True,
+        xml_client=True,
         script={WHOLE: WHOLE_EVENTS},
     ),
 ]
@@ -385,7 +385,7 @@ WHOLE_CASES = [
 @pytest.mark.parametrize("case", WHOLE_CASES, ids=[c.id for c in WHOLE_CASES])
 def test_finish_completion(case: WholeCase) -> None:
     body = completion(case.message, case.finish)
-    stats = finish_completion(body, tools=TOOLS, vtc=case.vtc, rescuer_factory=factory(case.script))
+    stats = finish_completion(body, tools=TOOLS, xml_client=case.xml_client, rescuer_factory=factory(case.script))
     choice = body["choices"][0]
     message = choice["message"]
     assert message["content"] == case.expect_content
@@ -394,7 +394,7 @@ def test_finish_completion(case: WholeCase) -> None:
     assert [(c["function"]["name"], json.loads(c["function"]["arguments"])) for c in calls] == list(case.expect_calls)
     assert all(CALL_ID.match(c["id"]) and c["type"] == "function" for c in calls)
     assert len({c["id"] for c in calls}) == len(calls)
-    if case.vtc:
+    if case.xml_client:
         assert "tool_calls" not in message
     assert "system_fingerprint" not in body and "prompt_token_ids" not in body and "stop_reason" not in choice
     assert "prompt_tokens_details" not in body["usage"]
@@ -416,7 +416,7 @@ def test_stream_accumulator_and_rewrap_round_trip() -> None:
     assert body["model"] == "up-model" and message["content"] == "Hi there"
     assert message["tool_calls"][0]["function"] == {"name": "read_file", "arguments": '{"path":"x"}'}
     assert body["usage"] == USAGE
-    pipeline = StreamPipeline(tools=(), vtc=False, include_usage=True, request_model="m")
+    pipeline = StreamPipeline(tools=(), xml_client=False, include_usage=True, request_model="m")
     text = "".join(pipeline.feed(c) for c in completion_as_chunks(body)) + pipeline.close()
     folded = check_and_fold(parse_sse(text))
     assert (folded.content, folded.calls, folded.finish) == ("Hi there", [("read_file", {"path": "x"})], "tool_calls")
@@ -494,26 +494,26 @@ def test_call_to_xml(name: str, arguments: str, xml: str) -> None:
     assert call_to_xml(name, arguments) == xml
 
 
-DEFAULT_VTC = ("cline", "kilo", "roo")
+DEFAULT_XML_CLIENT = ("cline", "kilo", "roo")
 
 
 @pytest.mark.parametrize(
     ("agent", "patterns", "expected"),
     [
-        ("Cline/3.38.0 toolcall-conformance", DEFAULT_VTC, True),
-        ("Kilo-Code/4.1", DEFAULT_VTC, True),
-        ("KiloCode/4.1", DEFAULT_VTC, True),
-        ("RooCode/3", DEFAULT_VTC, True),
-        ("Roo-Code/3.1", DEFAULT_VTC, True),
-        ("roo-cline/3.3.0", DEFAULT_VTC, True),
-        ("Mozilla/5.0 (X11) Code/1.90 CLINE/3", DEFAULT_VTC, True),
-        ("Cline3", DEFAULT_VTC, True),
-        ("Groovy/1.0", DEFAULT_VTC, False),
-        ("Kilometer/2", DEFAULT_VTC, False),
-        ("kilocode/4.1", DEFAULT_VTC, False),
-        ("Incline-Agent/1", DEFAULT_VTC, False),
-        ("Broom/1 Kangaroo/2", DEFAULT_VTC, False),
-        ("OpenAI/Python 1.99", DEFAULT_VTC, False),
+        ("Cline/3.38.0 toolcall-conformance", DEFAULT_XML_CLIENT, True),
+        ("Kilo-Code/4.1", DEFAULT_XML_CLIENT, True),
+        ("KiloCode/4.1", DEFAULT_XML_CLIENT, True),
+        ("RooCode/3", DEFAULT_XML_CLIENT, True),
+        ("Roo-Code/3.1", DEFAULT_XML_CLIENT, True),
+        ("roo-cline/3.3.0", DEFAULT_XML_CLIENT, True),
+        ("Mozilla/5.0 (X11) Code/1.90 CLINE/3", DEFAULT_XML_CLIENT, True),
+        ("Cline3", DEFAULT_XML_CLIENT, True),
+        ("Groovy/1.0", DEFAULT_XML_CLIENT, False),
+        ("Kilometer/2", DEFAULT_XML_CLIENT, False),
+        ("kilocode/4.1", DEFAULT_XML_CLIENT, False),
+        ("Incline-Agent/1", DEFAULT_XML_CLIENT, False),
+        ("Broom/1 Kangaroo/2", DEFAULT_XML_CLIENT, False),
+        ("OpenAI/Python 1.99", DEFAULT_XML_CLIENT, False),
         ("kilocode/4.1", ("kilocode",), True),
         ("RooCode/3", ("roocode",), True),
         ("Roo-Code/3.1", ("roo-code",), True),
@@ -525,18 +525,18 @@ DEFAULT_VTC = ("cline", "kilo", "roo")
     ],
 )
 def test_vtc_detection(agent: str | None, patterns: tuple[str, ...], expected: bool) -> None:
-    assert is_vtc_client(agent, patterns) is expected
+    assert is_xml_client(agent, patterns) is expected
 
 
-def test_vtc_patterns_are_split_into_words_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_xml_client_patterns_are_split_into_words_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """A configuration's patterns are split once, not on every request; the User-Agent each time."""
     split: list[str] = []
-    real = vtc.words
-    monkeypatch.setattr(vtc, "words", lambda text: split.append(text) or real(text))
-    vtc._targets.cache_clear()
+    real = xml_client.words
+    monkeypatch.setattr(xml_client, "words", lambda text: split.append(text) or real(text))
+    xml_client._targets.cache_clear()
     patterns = ("Cline", "split-once-test")
     agents = ["Split-Once-Test/1", "Cline/3", "curl/8"]
-    assert [is_vtc_client(agent, patterns) for agent in agents] == [True, True, False]
+    assert [is_xml_client(agent, patterns) for agent in agents] == [True, True, False]
     assert sorted(split) == sorted([*patterns, *agents])
 
 
@@ -732,7 +732,7 @@ def test_clean_completion() -> None:
 
 
 @pytest.mark.parametrize(
-    ("upstream", "calls", "vtc", "expected"),
+    ("upstream", "calls", "xml_client", "expected"),
     [
         ("stop", 1, False, "tool_calls"),
         ("length", 1, False, "tool_calls"),
@@ -743,5 +743,5 @@ def test_clean_completion() -> None:
         ("content_filter", 0, True, "content_filter"),
     ],
 )
-def test_final_finish_reason(upstream: str | None, calls: int, vtc: bool, expected: str) -> None:
-    assert final_finish_reason(upstream, calls, vtc=vtc) == expected
+def test_final_finish_reason(upstream: str | None, calls: int, xml_client: bool, expected: str) -> None:
+    assert final_finish_reason(upstream, calls, xml_client=xml_client) == expected

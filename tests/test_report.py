@@ -163,14 +163,14 @@ def test_summary_scores_and_the_scenario_by_rule_table() -> None:
     (["passed", "passed", "skipped"], "every rule passes for every scenario that ran (2)",
      "Every rule passes for every scenario that ran (2)."),
     (["skipped", "skipped", "skipped"],
-     "nothing was checked: all 3 scenario(s) were skipped; most often (2 of them): requires feature vtc",
-     "**Nothing was checked: all 3 scenario(s) were skipped; most often (2 of them): requires feature vtc.**"),
+     "nothing was checked: all 3 scenario(s) were skipped; most often (2 of them): requires feature xml-client",
+     "**Nothing was checked: all 3 scenario(s) were skipped; most often (2 of them): requires feature xml-client.**"),
 ])
 def test_a_run_without_failures_says_so_in_one_line(outcomes: list[str], text: str, markdown: str) -> None:
     """No table when nothing failed, and never "passes" when nothing was checked."""
     ids = ["hermes-single", "plain-native-single", "qwen-tools-single-call"]
-    reasons = ["requires feature vtc", "requires feature vtc", "not meaningful under client profile vtc"]
-    records = [item_record(LIBRARY[i], "vtc", o, reason=r if o == "skipped" else "", run=None)
+    reasons = ["requires feature xml-client", "requires feature xml-client", "not meaningful under client profile xml-client"]
+    records = [item_record(LIBRARY[i], "xml-client", o, reason=r if o == "skipped" else "", run=None)
                for i, o, r in zip(ids, outcomes, reasons)]
     summary = summarize(records)
     rendered = render_text(summary)

@@ -37,7 +37,7 @@ from support.rescue import (
     random_frames,
     same_calls,
 )
-from support.rescue_cases import CASES, Case, coder, hermes, invoke
+from support.rescue_cases import CASES, W_PARIS, Case, coder, hermes, invoke
 
 
 def _run(case: Case, frames: list[str]) -> tuple[str, Calls]:
@@ -89,6 +89,84 @@ def test_every_cut_of_code_gives_the_same_result(case: Case) -> None:
 
 def test_case_ids_are_unique() -> None:
     assert len({c.id for c in CASES}) == len(CASES)
+
+
+# --------------------------------------------------------------------------- letter-initial openers, fast path
+
+# Openers that begin with a letter: the fast path's signal characters ("<", "[", "`")
+# never see them coming, so the shortcuts must find them by their first letters instead.
+LETTER_OPENERS = sorted(literal for literal in scanner._OPENERS.specs if literal[0].isalpha())
+LETTER_CASES = [
+    Case(
+        "functools-after-prose",
+        'I will look it up for you.\nfunctools[{"name": "get_weather", "arguments": {"city": "Paris"}}]\nDone.',
+        "I will look it up for you.\n\nDone.",
+        [W_PARIS],
+    ),
+    Case("functools-mid-line-is-prose", 'The cache comes from functools[{"name": "get_weather"}] here.', None),
+    Case(
+        "count-glued-to-prose",
+        'Checking the weather now.count\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n'
+        "</invoke>\n</count> after",
+        None,  # decided by the whole-text run below; the cuts must agree with it
+        [W_PARIS],
+    ),
+    Case("count-the-word", "Let me count the files: there are six of them.\nAnd counting.", None),
+    Case(
+        "pythonic-after-prose",
+        'Sure, one moment please.\n[get_weather(city="Paris")]\nThat is all.',
+        "Sure, one moment please.\n\nThat is all.",
+        [W_PARIS],
+    ),
+]
+
+
+def _fed(frames: list[str], tools: tuple[ToolSpec, ...]) -> tuple[tuple[str, Calls], bool]:
+    """The outcome of ``frames``, and whether the plain-text fast path was open before
+    one of them (so that the shortcuts, not only the general scanner, saw the text)."""
+    rescuer = Rescuer(tools)
+    events = []
+    fast = False
+    for frame in frames:
+        fast = fast or rescuer._plain
+        events += rescuer.feed(frame)
+    events += rescuer.finish()
+    check_events(events)
+    return outcome(events), fast
+
+
+def test_the_letter_initial_openers_are_the_ones_these_cases_cover() -> None:
+    assert LETTER_OPENERS == ["count", "functools"], "a new letter-initial opener needs its cases here"
+    assert scanner.SHORTCUTS, "the shortcuts are off: these cases would not test them"
+
+
+@pytest.mark.parametrize("case", LETTER_CASES, ids=[c.id for c in LETTER_CASES])
+def test_the_fast_path_finds_letter_initial_openers_at_every_cut(case: Case, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cut at every frame boundary (two frames at every position, and three frames with
+    both cuts near the opener), the shortcuts give what the whole text gives, and that is
+    what the general scanner alone gives."""
+    whole, _ = _fed([case.text], case.tools)
+    if case.text_out is not None:
+        assert whole[0] == case.text_out
+    assert same_calls(whole[1], case.calls), whole[1]
+    start = max((case.text.find(o) for o in LETTER_OPENERS + ["\n["]), default=0)
+    fast_seen = False
+    for k in range(1, len(case.text)):
+        got, fast = _fed([case.text[:k], case.text[k:]], case.tools)
+        assert got == whole, k
+        fast_seen = fast_seen or fast
+    near = range(max(1, start - 6), min(len(case.text), start + 12))
+    for a in near:
+        for b in near:
+            if a < b:
+                got, fast = _fed([case.text[:a], case.text[a:b], case.text[b:]], case.tools)
+                assert got == whole, (a, b)
+                fast_seen = fast_seen or fast
+    assert fast_seen, "no frame reached the fast path"
+    assert _fed(list(case.text), case.tools)[0] == whole, "1-character frames"
+    monkeypatch.setattr(scanner, "SHORTCUTS", False)
+    monkeypatch.setattr(scanner, "_WORD_OPENER", None)
+    assert _fed([case.text], case.tools)[0] == whole, "the general scanner"
 
 
 # --------------------------------------------------------------------------- hold-back

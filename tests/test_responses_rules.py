@@ -220,7 +220,7 @@ def test_every_responses_rule_is_broken_by_some_case() -> None:
 
 def test_a_responses_exchange_is_judged_as_responses_whatever_the_options_say() -> None:
     c = next(c for c in BROKEN if c.id == "call-without-call-id")
-    for profile in ("openai", "vtc", "anthropic"):
+    for profile in ("openai", "xml-client", "anthropic"):
         assert {f.rule_id for f in evaluate(c.scenario, c.exchange, Options(profile=profile))} == {"RESP-005"}
         assert {f.rule_id for f in evaluate(c.scenario, c.exchange, Options(profile=profile, strict=True))} == {
             "RESP-005", "RESP-011"}

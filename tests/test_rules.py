@@ -148,15 +148,15 @@ S_UPSTREAM = scenario(
 S_LOOP = scenario({"content": "Hello world", "upstream_requests": 0})
 WRITTEN = '<p>1 < 2 & "x"</p>\n</content>\ndone'
 WRITE_CALL = {"name": "write_to_file", "arguments": {"path": "a.html", "content": WRITTEN, "line_count": 3}}
-S_VTC = scenario(
+S_XML_CLIENT = scenario(
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "src/main.py"}}], "content": "I will read it."},
     tools=(READ_FILE, WRITE_FILE),
-    profile="vtc",
+    profile="xml-client",
 )
-S_VTC_TIME = scenario(
-    {"tool_calls": [{"name": "get_time", "arguments": {}}], "content": "Checking."}, tools=(READ_FILE, TIME), profile="vtc"
+S_XML_CLIENT_TIME = scenario(
+    {"tool_calls": [{"name": "get_time", "arguments": {}}], "content": "Checking."}, tools=(READ_FILE, TIME), profile="xml-client"
 )
-S_VTC_WRITE = scenario({"tool_calls": [WRITE_CALL], "content": ""}, tools=(READ_FILE, WRITE_FILE), profile="vtc")
+S_XML_CLIENT_WRITE = scenario({"tool_calls": [WRITE_CALL], "content": ""}, tools=(READ_FILE, WRITE_FILE), profile="xml-client")
 
 # --------------------------------------------------------------------------- wire builders
 
@@ -307,7 +307,7 @@ XML_WRITE = (
 INVOKE_READ = '<function_calls><invoke name="read_file"><parameter name="path">src/main.py</parameter></invoke></function_calls>'
 
 
-def vtc_stream(text: str, finish: str = "stop", split: int = 7) -> str:
+def xml_client_stream(text: str, finish: str = "stop", split: int = 7) -> str:
     pieces = [text[i : i + split] for i in range(0, len(text), split)]
     return sse(ROLE, *(chunk({"content": p}) for p in pieces), chunk(finish=finish))
 
@@ -432,24 +432,24 @@ ACCEPTABLE: list[Case] = [
     # A proxy that retries a failing upstream with back-off takes longer; unless it claims
     # fails-fast, no client is known to mind (openai-python itself waits 600 s).
     case("ok-slow-when-fails-fast-is-not-claimed", S_SLOW, TEXT_STREAM, elapsed=3.5),
-    case("ok-vtc-cline-xml", S_VTC, vtc_stream(XML_READ), profile="vtc"),
+    case("ok-xml-client-cline-xml", S_XML_CLIENT, xml_client_stream(XML_READ), profile="xml-client"),
     case(
-        "ok-vtc-invoke-xml",
-        S_VTC,
-        vtc_stream(
+        "ok-xml-client-invoke-xml",
+        S_XML_CLIENT,
+        xml_client_stream(
             'I will read it.\n<function_calls>\n<invoke name="read_file">\n<parameter name="path">src/main.py'
             "</parameter>\n</invoke>\n</function_calls>",
             split=3,
         ),
-        profile="vtc",
+        profile="xml-client",
     ),
-    case("ok-vtc-tool-without-parameters", S_VTC_TIME, vtc_stream("Checking.\n<get_time>\n</get_time>"), profile="vtc"),
-    case("ok-vtc-write-content-with-closing-tag", S_VTC_WRITE, vtc_stream(XML_WRITE, split=5), profile="vtc"),
+    case("ok-xml-client-tool-without-parameters", S_XML_CLIENT_TIME, xml_client_stream("Checking.\n<get_time>\n</get_time>"), profile="xml-client"),
+    case("ok-xml-client-write-content-with-closing-tag", S_XML_CLIENT_WRITE, xml_client_stream(XML_WRITE, split=5), profile="xml-client"),
     case(
-        "ok-vtc-single-answer",
-        replace(S_VTC, client=replace(S_VTC.client, request={**S_VTC.client.request, "stream": False})),
+        "ok-xml-client-single-answer",
+        replace(S_XML_CLIENT, client=replace(S_XML_CLIENT.client, request={**S_XML_CLIENT.client.request, "stream": False})),
         completion({"role": "assistant", "content": XML_READ}, "stop"),
-        profile="vtc",
+        profile="xml-client",
     ),
 ]
 
@@ -713,40 +713,40 @@ BROKEN: list[Case] = [
     case("usage-001-missing", S_USAGE, TEXT_STREAM, {"USAGE-001"}),
     case("usage-001-not-last", S_USAGE, sse(ROLE, chunk({"content": "Hello world"}), usage_chunk(), chunk(finish="stop")), {"USAGE-001"}),
     case("usage-002-unasked", S_TEXT, sse(ROLE, chunk({"content": "Hello world"}), chunk(finish="stop"), usage_chunk()), {"USAGE-002"}),
-    # vtc
+    # xml-client (rule ids VTC-00N)
     case(
         "vtc-001-structured-calls",
-        S_VTC,
+        S_XML_CLIENT,
         sse(ROLE, chunk({"content": XML_READ}), chunk(start(name="read_file", args='{"path": "src/main.py"}')), chunk(finish="stop")),
         {"VTC-001"},
-        profile="vtc",
+        profile="xml-client",
     ),
-    case("vtc-002-wrong-path", S_VTC, vtc_stream(XML_READ.replace("main.py", "main.rs")), {"VTC-002"}, profile="vtc"),
-    case("vtc-002-json-quoted-value", S_VTC, vtc_stream(XML_READ.replace("src/main.py", '"src/main.py"')), {"VTC-002"}, profile="vtc"),
-    case("vtc-002-call-missing", S_VTC, vtc_stream("I will read it."), {"VTC-002"}, profile="vtc"),
+    case("vtc-002-wrong-path", S_XML_CLIENT, xml_client_stream(XML_READ.replace("main.py", "main.rs")), {"VTC-002"}, profile="xml-client"),
+    case("vtc-002-json-quoted-value", S_XML_CLIENT, xml_client_stream(XML_READ.replace("src/main.py", '"src/main.py"')), {"VTC-002"}, profile="xml-client"),
+    case("vtc-002-call-missing", S_XML_CLIENT, xml_client_stream("I will read it."), {"VTC-002"}, profile="xml-client"),
     case(
         "vtc-002-unclosed",
-        S_VTC,
-        vtc_stream(XML_READ.removesuffix("</read_file>")),
+        S_XML_CLIENT,
+        xml_client_stream(XML_READ.removesuffix("</read_file>")),
         {"VTC-002"},
-        profile="vtc",
+        profile="xml-client",
     ),
     case(
         "vtc-003-entity-escaped",
-        S_VTC_WRITE,
-        vtc_stream(XML_WRITE.replace("<p>1 < 2 &", "&lt;p&gt;1 &lt; 2 &amp;", 1)),
+        S_XML_CLIENT_WRITE,
+        xml_client_stream(XML_WRITE.replace("<p>1 < 2 &", "&lt;p&gt;1 &lt; 2 &amp;", 1)),
         {"VTC-003", "VTC-002"},
-        profile="vtc",
+        profile="xml-client",
     ),
-    case("vtc-004-finish-tool-calls", S_VTC, vtc_stream(XML_READ, finish="tool_calls"), {"VTC-004"}, profile="vtc"),
-    case("vtc-text-001-text-lost", S_VTC, vtc_stream(XML_READ.replace("I will read it.", "")), {"TEXT-001"}, profile="vtc"),
+    case("vtc-004-finish-tool-calls", S_XML_CLIENT, xml_client_stream(XML_READ, finish="tool_calls"), {"VTC-004"}, profile="xml-client"),
+    case("xml-client-text-001-text-lost", S_XML_CLIENT, xml_client_stream(XML_READ.replace("I will read it.", "")), {"TEXT-001"}, profile="xml-client"),
     case(
-        "vtc-text-003-stray-closing-tag",  # the call's own </parameter> comes first in the content
-        S_VTC,
+        "xml-client-text-003-stray-closing-tag",  # the call's own </parameter> comes first in the content
+        S_XML_CLIENT,
         sse(ROLE, chunk({"content": "I will read it.\n\n"}), chunk({"content": INVOKE_READ}),
             chunk({"content": " </parameter>"}), chunk(finish="stop")),
         {"TEXT-001", "TEXT-003"},
-        profile="vtc",
+        profile="xml-client",
     ),
     # upstream
     case(
@@ -976,9 +976,9 @@ LOCATED = [
     ("usage-001-missing", "USAGE-001", "[DONE]"),
     ("vtc-004-finish-tool-calls", "VTC-004", '"finish_reason": "tool_calls"'),
     ("vtc-002-wrong-path", "VTC-002", "<rea"),
-    ("vtc-text-001-text-lost", "TEXT-001", '"finish_reason": "stop"'),
-    ("vtc-text-003-stray-closing-tag", "TEXT-003", '"content": " </parameter>"'),
-    ("vtc-text-003-stray-closing-tag", "TEXT-001", '"content": "I will read it.'),
+    ("xml-client-text-001-text-lost", "TEXT-001", '"finish_reason": "stop"'),
+    ("xml-client-text-003-stray-closing-tag", "TEXT-003", '"content": " </parameter>"'),
+    ("xml-client-text-003-stray-closing-tag", "TEXT-001", '"content": "I will read it.'),
     ("atool-001-shared-id", "ATOOL-001", '"type": "tool_use"'),
     ("atool-003-end-turn-after-tool-use", "ATOOL-003", '"stop_reason": "end_turn"'),
     ("abody-003-input-as-string", "ABODY-003", "json:/content/1/input"),
@@ -1018,7 +1018,7 @@ def test_locating_names_a_position_only() -> None:
 # (case, rule, the excerpt the rule itself gives)
 OWN_EXCERPTS = [
     ("text-003-leaked-closing-tag", "TEXT-003", "</tools>"),
-    ("vtc-text-003-stray-closing-tag", "TEXT-003", "I will read it.\n\n </parameter>"),
+    ("xml-client-text-003-stray-closing-tag", "TEXT-003", "I will read it.\n\n </parameter>"),
     ("vtc-002-wrong-path", "VTC-002", shorten(XML_READ.replace("main.py", "main.rs"), 300)),
 ]
 
@@ -1045,7 +1045,7 @@ def test_garbage_never_raises() -> None:
                b"\r\r\r\n\n:", b"data", b"[1,2]", b'{"choices": [{"message": {"tool_calls": [1, {"function": []}]}}]}',
                b'data: {"choices": [{"delta": {"content": "<get_time><read_file><path>"}}]}\n\n',
                b'{"choices": [{"message": {"content": "<invoke name=\\"a\\"><parameter name=\\"b\\">"}}]}']
-    for sc in (S_CALL, S_VTC, S_VTC_TIME, S_SINGLE, S_UPSTREAM):
+    for sc in (S_CALL, S_XML_CLIENT, S_XML_CLIENT_TIME, S_SINGLE, S_UPSTREAM):
         for raw in samples:
             for status in (200, 500):
                 ex = exchange(sc, raw, status=status, upstream=(upstream_request(None),))
@@ -1201,14 +1201,14 @@ PAIRS = [
         completion({**PARIS_MESSAGE, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}),
         True,
     ),
-    PairCase("vtc-same", S_VTC, vtc_stream(XML_READ), completion({"role": "assistant", "content": XML_READ}, "stop"), False, "vtc"),
+    PairCase("xml-client-same", S_XML_CLIENT, xml_client_stream(XML_READ), completion({"role": "assistant", "content": XML_READ}, "stop"), False, "xml-client"),
     PairCase(
-        "vtc-differs",
-        S_VTC,
-        vtc_stream(XML_READ),
+        "xml-client-differs",
+        S_XML_CLIENT,
+        xml_client_stream(XML_READ),
         completion({"role": "assistant", "content": XML_READ.replace("main.py", "x.py")}, "stop"),
         True,
-        "vtc",
+        "xml-client",
     ),
 ]
 

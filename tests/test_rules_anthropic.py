@@ -462,7 +462,7 @@ def test_anthropic_exchange_is_never_judged_by_chat_completion_rules() -> None:
     rules and the dialect-neutral ones only."""
     neutral = {"HTTP-", "SSE-001", "SSE-002", "SSE-008", "SSE-009", "CALLS-001", "TEXT-", "UP-", "EQ-"}
     for c in BROKEN:
-        for profile in ("openai", "vtc", "anthropic"):
+        for profile in ("openai", "xml-client", "anthropic"):
             failures = evaluate(c.scenario, c.exchange, Options(profile=profile, strict=True))
             assert {f.rule_id for f in failures} == set(c.fails)
     for rule_id in {i for c in BROKEN for i in c.fails}:

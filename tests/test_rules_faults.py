@@ -236,8 +236,8 @@ ACCEPTABLE: list[Case] = [
     case("ok-error-chunk-after-text", S_ALLOWED, openai_text("Hello", error=True)),
     case("ok-error-chunk-required", S_REQUIRED, openai_text("Hel", "lo", error=True)),
     case(
-        "ok-vtc-error-chunk-after-text",
-        scenario({"error": {"in_stream": "allowed"}, "content": "Hello"}, fault=DROP, profile="vtc"),
+        "ok-xml-client-error-chunk-after-text",
+        scenario({"error": {"in_stream": "allowed"}, "content": "Hello"}, fault=DROP, profile="xml-client"),
         openai_text("Hello", error=True),
     ),
     case("ok-status-where-stream-error-allowed", S_ALLOWED, BAD_GATEWAY_BODY, status=502),

@@ -21,10 +21,10 @@ from harness.embedded import EmbeddedServers
 from harness.errors import ProxyUnreachable
 from harness.exchange import BackendActivity, Exchange, Profile
 from harness.nonce import NONCE_HEADER, NONCE_RE
+from harness.proxy_client import _fetch
 from harness.runner import (
     ModelChoice,
     RunSettings,
-    _fetch,
     build_request,
     deadline,
     parse_features,
@@ -73,7 +73,7 @@ def test_request_headers_body_and_nonce(servers: ServeFn, mock: MockControl) -> 
     scenario = LIBRARY["plain-include-usage"]  # streams, with stream_options
     assert scenario.client.request.get("stream_options")
     cases: list[tuple[Profile, bool, dict[str, str], str]] = [
-        ("vtc", True, {}, "Cline/3.38.0 toolcall-conformance"),
+        ("xml-client", True, {}, "Cline/3.38.0 toolcall-conformance"),
         ("openai", False, {}, "OpenAI/Python toolcall-conformance"),
         ("openai", True, {"user-agent": "mine/1.0", "Authorization": "Bearer k"}, "mine/1.0"),
     ]
@@ -96,9 +96,9 @@ def test_request_headers_body_and_nonce(servers: ServeFn, mock: MockControl) -> 
 def test_scenario_headers_override_the_profile_and_users_override_both() -> None:
     from harness.profiles import request_headers
 
-    merged = request_headers("vtc", {"User-Agent": "RooCode/3"}, {"x-api-key": "k"})
+    merged = request_headers("xml-client", {"User-Agent": "RooCode/3"}, {"x-api-key": "k"})
     assert merged["User-Agent"] == "RooCode/3" and merged["x-api-key"] == "k"
-    merged = request_headers("vtc", {"User-Agent": "RooCode/3"}, {"user-agent": "mine"})
+    merged = request_headers("xml-client", {"User-Agent": "RooCode/3"}, {"user-agent": "mine"})
     assert [v for k, v in merged.items() if k.lower() == "user-agent"] == ["mine"]
 
 
@@ -296,7 +296,7 @@ def test_nothing_listening_is_proxy_unreachable(mock: MockControl) -> None:
 
 def test_exchange_and_item_against_the_reference_proxy() -> None:
     with EmbeddedServers() as urls, MockControl(urls.mock_url) as control:
-        assert urls.proxy_url is not None and "vtc" in urls.proxy_features
+        assert urls.proxy_url is not None and "xml-client" in urls.proxy_features
         ex = _exchange(NATIVE, urls.proxy_url, control)
         assert ex.status == 200 and not ex.timed_out and ex.first_byte is not None
         assert ex.raw.rstrip().endswith(b"data: [DONE]")

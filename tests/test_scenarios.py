@@ -105,7 +105,7 @@ BAD_CASES: list[BadCase] = [
     _case("two-checks-in-assertion.yaml", 19, "expect.upstream[1]", "exactly one check per assertion, found ['equals', 'absent']"),
     _case("content-and-regex.yaml", 15, "expect.content_regex", "either 'content' or 'content_regex'"),
     _case("wrong-type.yaml", 4, "stream_equivalence", "is not of type 'boolean'"),
-    _case("profile-not-in-profiles.yaml", 9, "client.profile", "profile 'vtc' is not among 'profiles'"),
+    _case("profile-not-in-profiles.yaml", 9, "client.profile", "profile 'xml-client' is not among 'profiles'"),
     _case("unknown-feature.yaml", 4, "requires[0]", "'loop-guards' is not one of"),
     _case("rechunk-non-stream.yaml", 4, "rechunk", "streaming requests only"),
     _case("bad-id.yaml", 1, "id", "an id is one line of lower-case letters"),
@@ -267,12 +267,17 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
     "seed-oss": {"`<seed:tool_call><function=…><parameter=…>`": ("seed-oss-seed-oss.one-call", "seed-oss-seed-oss.schema-types")},
     "kimi-k2": {"`<\\|tool_calls_section_begin\\|>` sections": ("kimi-k2-kimi-k2.one-call", "kimi-k2-kimi-k2.two-calls-one-block")},
     "deepseek": {"`<｜tool▁calls▁begin｜>` sections": ("deepseek-deepseek-v31.one-call", "deepseek-deepseek-v31.two-calls-one-block"),
+                 "V3 `function<｜tool▁sep｜>name`": ("deepseek-deepseek-v3.one-call", "deepseek-deepseek-v3.two-calls-one-block",
+                                                    "deepseek-deepseek-v3.opener-variant"),
                  "V3.2 DSML `<｜DSML｜function_calls>`": ("deepseek-deepseek-v32.one-call", "deepseek-deepseek-v32.schema-types",
                                                        "deepseek-deepseek-v32.opener-variant")},
     "minimax": {"`<minimax:tool_call>`": ("minimax-minimax-m2.one-call", "minimax-minimax-m2.two-calls-one-block")},
     "phi": {"`functools[{json}]` lists": ("phi-phi4-mini.one-call", "phi-phi4-mini.two-calls-one-block")},
     "gpt-oss": {"`<\\|channel\\|>commentary to=functions.name`": ("gpt-oss-gpt-oss.one-call", "gpt-oss-gpt-oss.opener-variant"),
-                "the analysis channel as reasoning": ("gpt-oss-gpt-oss.reasoning-block",)},
+                "the analysis channel as reasoning": ("gpt-oss-gpt-oss.reasoning-block",),
+                "calls addressed from the analysis channel": ("gpt-oss-analysis-channel-call",),
+                "a commentary preamble before a call": ("gpt-oss-preamble-then-call",),
+                "a JSON final answer that is no call": ("gpt-oss-final-json-answer",)},
     "pythonic": {"`[f(a=1), g(b=\"x\")]`": ("pythonic-pythonic.one-call", "pythonic-pythonic.two-calls-one-block"),
                  "`<\\|python_start\\|>` and `<\\|python_end\\|>`": ("pythonic-llama4-pythonic.one-call",
                                                    "pythonic-llama4-pythonic.opener-variant")},
@@ -280,7 +285,7 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
         "`[TOOL_CALLS]` JSON lists": ("mistral-mistral.one-call", "mistral-mistral.two-calls-one-block"),
         "`[TOOL_CALLS]name[ARGS]{json}`": ("mistral-mistral-v11.one-call", "mistral-mistral-v11.two-calls-separate-blocks"),
     },
-    "cline-xml": {"the `vtc` profile": ("cline-xml-backend-invoke", "cline-xml-backend-native",
+    "cline-xml": {"the `xml-client` profile": ("cline-xml-backend-invoke", "cline-xml-backend-native",
                                         "cline-xml-several-tools")},
     "plain": {
         "text only": ("plain-text-multibyte", "plain-text-non-stream", "plain-include-usage"),
@@ -371,9 +376,9 @@ def test_library_scenario_is_consistent(scenario: Scenario) -> None:
         assert expect.content is not None or expect.content_regex is not None
     if scenario.client.profile == "anthropic":
         _check_anthropic(scenario)
-    elif scenario.client.profile == "vtc":
+    elif scenario.client.profile == "xml-client":
         assert expect.finish_reason == "stop", "an XML client always gets 'stop'"
-        assert "vtc" in scenario.requires and scenario.client.profiles == ("vtc",)
+        assert "xml-client" in scenario.requires and scenario.client.profiles == ("xml-client",)
     elif expect.error is not None and expect.finish_reason is None:
         pass  # an error answer has no finish reason to state
     elif expect.tool_calls:

@@ -17,7 +17,7 @@ from harness.formats.json_formats import BareJson, Hermes, QwenTools, ToolCode
 from harness.formats.llama import LlamaJson
 from harness.formats.mistral import Granite, MistralList, MistralV11, Phi4Mini
 from harness.formats.pythonic import Llama4Pythonic, Pythonic
-from harness.formats.sections import DeepSeekV31, KimiK2
+from harness.formats.sections import DeepSeekV3, DeepSeekV31, KimiK2
 from harness.formats.xml_formats import ClineXml, DeepSeekV32, InvokeXml, MiniMaxM2, QwenCoder, SeedOss
 
 _ALL: tuple[TextFormat, ...] = (
@@ -37,6 +37,7 @@ _ALL: tuple[TextFormat, ...] = (
     SeedOss(),
     KimiK2(),
     DeepSeekV31(),
+    DeepSeekV3(),
     MiniMaxM2(),
     GptOss(),
     DeepSeekV32(),

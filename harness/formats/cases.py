@@ -19,6 +19,8 @@ from typing import Any
 import yaml
 
 from harness.formats.base import Call, TextFormat
+from harness.exchange import Profile
+from harness.profiles import PROFILE_FEATURES
 
 Mapping_ = dict[str, Any]
 
@@ -182,6 +184,14 @@ class Cell:
     top: Mapping_ | None = None  # top-level fields (rechunk)
 
 
+XML_CLIENT: Profile = "xml-client"
+"""The client profile that reads XML calls out of the content itself (Cline, Roo, Kilo)."""
+CLIENT_READ: frozenset[str] = frozenset({"cline-xml"})
+"""Formats no proxy rescues: the XML client reads them from the text the proxy relays, so
+their cells are played under ``XML_CLIENT`` and expect the calls as that client reads
+them (values are text, compared as JSON where the schema types them)."""
+
+
 def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
     text = "".join(f for f in cell.frames if isinstance(f, str))
     backend: Mapping_ = {"dialect": "openai", "frames": cell.frames, "finish_reason": cell.finish}
@@ -191,7 +201,11 @@ def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
         request["tools"] = cell.tools
     request.update(cell.request or {})
     client: Mapping_ = {"request": request}
-    if not cell.calls or any(d in cell.content for d in fmt.delimiters if len(d) >= 3):
+    top = dict(cell.top or {})
+    if fmt.id in CLIENT_READ:
+        client = {"profile": XML_CLIENT, "profiles": [XML_CLIENT], "request": request}
+        top.setdefault("requires", list(PROFILE_FEATURES[XML_CLIENT]))
+    elif not cell.calls or any(d in cell.content for d in fmt.delimiters if len(d) >= 3):
         # An XML-reading client reads markup left in the text as calls of its own: a
         # case whose answer keeps markup as text is about what an OpenAI client sees.
         client = {"profiles": ["openai"], "request": request}
@@ -201,7 +215,8 @@ def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
     }
     if cell.exact:
         expect["content_exact"] = True
-    expect["finish_reason"] = "tool_calls" if cell.calls else ("length" if cell.finish == "length" else "stop")
+    calls_finish = cell.calls and fmt.id not in CLIENT_READ  # an XML client reads its calls from a "stop" answer
+    expect["finish_reason"] = "tool_calls" if calls_finish else ("length" if cell.finish == "length" else "stop")
     leak = markers(fmt, cell.marker_text if cell.marker_text is not None else text, cell.content)
     if leak and cell.calls:
         expect["markers"] = leak
@@ -210,7 +225,7 @@ def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
         "title": f"{fmt.id}: {cell.title}",
         "tags": sorted({fmt.family, f"format-{fmt.id}", f"case-{case}", "generated"}),
         "source": f"synthetic, generated from the case taxonomy ({case}) with the {fmt.id} writer: {cell.why}",
-        **(cell.top or {}),
+        **top,
         "backend": backend,
         "client": client,
         "expect": expect,
@@ -530,6 +545,9 @@ VARIANTS: dict[str, Callable[[str], str]] = {
     # The wrapper named <｜DSML｜tool_calls>, as later DeepSeek models write it and hosts
     # leak it into the content.
     "deepseek-v32": lambda text: text.replace("DSML｜function_calls>", "DSML｜tool_calls>"),
+    # The section opener spelled with blanks for "▁", as DeepSeek-R1's distilled models
+    # write it (llama.cpp's deepseek_r1 parser accepts it and four other spellings).
+    "deepseek-v3": lambda text: text.replace("<｜tool▁calls▁begin｜>", "<｜tool calls begin｜>"),
     # No <|python_end|> at the very end of the answer: the model stops on its end-of-turn
     # token right after the list (vLLM's llama4_pythonic parser takes the token as optional).
     "llama4-pythonic": lambda text: text.removesuffix("<|python_end|>"),
@@ -552,6 +570,7 @@ def _opener_variant(fmt: TextFormat) -> Cell:
 ORPHANS: dict[str, str] = {"qwen-tools": "</tools>", "hermes": "</tool_call>", "qwen-coder": "</tool_call>",
                            "glm": "</tool_call>", "seed-oss": "</seed:tool_call>",
                            "minimax-m2": "</minimax:tool_call>", "kimi-k2": "<|tool_calls_section_end|>", "deepseek-v31": "<｜tool▁calls▁end｜>",
+                           "deepseek-v3": "<｜tool▁calls▁end｜>",
                            "gpt-oss": "<|call|>",
                            "deepseek-v32": "</｜DSML｜function_calls>",
                            "llama4-pythonic": "<|python_end|>",

@@ -1,6 +1,6 @@
 """Formats that wrap each call's name and JSON arguments in special tokens, inside a
-section: Kimi K2 and DeepSeek V3.1 (their chat templates; vLLM's ``kimi_k2`` and
-``deepseek_v31`` parsers)."""
+section: Kimi K2, DeepSeek V3.1 and DeepSeek V3 (their chat templates; vLLM's ``kimi_k2``,
+``deepseek_v31`` and ``deepseekv3`` parsers)."""
 
 from __future__ import annotations
 
@@ -37,5 +37,26 @@ class DeepSeekV31:
         require_calls(calls)
         body = "".join(
             f"<｜tool▁call▁begin｜>{c.name}<｜tool▁sep｜>{json_text(dict(c.arguments))}<｜tool▁call▁end｜>" for c in calls
+        )
+        return f"<｜tool▁calls▁begin｜>{body}<｜tool▁calls▁end｜>"
+
+
+class DeepSeekV3:
+    """DeepSeek V3 and R1 (before V3.1): the call's type, ``function``, before the separator
+    and the name after it, then the arguments in a ```` ```json ```` fence; calls after the
+    first on a new line (the DeepSeek-V3 chat template; vLLM's ``deepseekv3`` parser)."""
+
+    id = "deepseek-v3"
+    family = "deepseek"
+    model = "deepseek-v3-0324"
+    delimiters: tuple[str, ...] = ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "function<｜tool▁sep｜>",
+                                   "\n```json\n", "\n```", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>")
+
+    def write(self, calls: Sequence[Call]) -> str:
+        require_calls(calls)
+        body = "\n".join(
+            f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>{c.name}\n```json\n{json_text(dict(c.arguments))}\n```"
+            "<｜tool▁call▁end｜>"
+            for c in calls
         )
         return f"<｜tool▁calls▁begin｜>{body}<｜tool▁calls▁end｜>"

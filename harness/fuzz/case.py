@@ -22,7 +22,7 @@ from typing import Any, Literal
 from harness.formats import FORMATS, Call
 from harness.markup import DEFAULT_MARKERS
 
-Profile = Literal["openai", "vtc", "anthropic"]
+Profile = Literal["openai", "xml-client", "anthropic"]
 SEPARATOR = "\n"  # what a model writes between prose and a call block
 NATIVE = "native"  # the format id of answers whose calls come as structured calls
 
@@ -151,8 +151,8 @@ class Case:
         client: dict[str, Any] = {"request": self.request()}
         client = {"profile": self.profile, "profiles": [self.profile], **client}
         data: dict[str, Any] = {"backend": backend, "client": client, "expect": self.expect()}
-        if self.profile == "vtc":
-            data = {"requires": ["vtc"], **data}
+        if self.profile == "xml-client":
+            data = {"requires": ["xml-client"], **data}
         return data
 
     def describe(self) -> str:

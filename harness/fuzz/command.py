@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import click
 
 from harness.fuzz.case import NATIVE
+from harness.options import shared_options
 
 if TYPE_CHECKING:
     from harness.fuzz.engine import Finding, FormatResult
@@ -80,7 +81,7 @@ def finding_lines(finding: Finding, replay: str) -> list[str]:
 
 
 @click.command("fuzz")
-@click.option("--proxy-url", metavar="URL", help="The proxy under test (default: the bundled reference proxy).")
+@shared_options("proxy-url", "features", "strict", "timeout", "proxy-header", "mock-host", "mock-port")
 @click.option("--examples", type=click.IntRange(min=1), default=100, show_default=True,
               help="Generated examples per format.")
 @click.option("--seed", type=int, default=None, help="Seed of the generation (default: random, printed).")
@@ -90,33 +91,27 @@ def finding_lines(finding: Finding, replay: str) -> list[str]:
               help="Text formats to write calls in, and 'native' (default: every format and native).")
 @click.option("--client-profile", "profiles", multiple=True, type=click.Choice(["openai", "anthropic"]),
               help="Client dialect(s) to generate for (repeatable; default openai).")
-@click.option("--features", multiple=True, help="Features your proxy has (comma separated, repeatable).")
-@click.option("--strict", is_flag=True, help="Also enforce 'spec' severity rules.")
-@click.option("--timeout", type=float, default=10.0, show_default=True, help="Seconds before an exchange counts as hanging.")
-@click.option("--proxy-header", "headers", multiple=True, metavar="'NAME: VALUE'", help="Extra header for the proxy.")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("conformance-findings"), show_default=True,
               help="Folder the minimal failing cases are written to, one sub-folder per family.")
 @click.option("--database", type=click.Path(path_type=Path), default=DEFAULT_DATABASE, show_default=True,
               help="Hypothesis example database: failures found before are replayed first.")
 @click.option("--no-database", is_flag=True, help="Use no example database (a run depends on its seed alone).")
-@click.option("--mock-host", default="127.0.0.1", show_default=True, help="Interface the mock listens on.")
-@click.option("--mock-port", type=int, default=0, help="Port of the mock (default: a free one).")
 def fuzz_command(
     proxy_url: str | None,
+    features: tuple[str, ...],
+    strict: bool,
+    timeout: float,
+    proxy_header: tuple[str, ...],
+    mock_host: str,
+    mock_port: int,
     examples: int,
     seed: int | None,
     max_time: str | None,
     formats: tuple[str, ...],
     profiles: tuple[str, ...],
-    features: tuple[str, ...],
-    strict: bool,
-    timeout: float,
-    headers: tuple[str, ...],
     out: Path,
     database: Path,
     no_database: bool,
-    mock_host: str,
-    mock_port: int,
 ) -> None:
     """Generate answers (prose, calls in every text format, native calls, cut anywhere),
     play them through the proxy, judge them by what was generated, and write the
@@ -130,7 +125,7 @@ def fuzz_command(
     try:
         chosen = parse_formats(formats)
         limit = parse_duration(max_time) if max_time is not None else None
-        proxy_headers = parse_headers(headers)
+        proxy_headers = parse_headers(proxy_header)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
     run_seed = seed if seed is not None else random.SystemRandom().randrange(1, 1_000_000)

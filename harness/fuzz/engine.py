@@ -155,9 +155,9 @@ def fuzz_format(
     result = FormatResult(format_id)
     formats = [] if format_id == NATIVE else [format_id]
     profiles = profiles_for(format_id, config.profiles)
-    missing = sorted({"vtc"} - config.run.features) if "vtc" in profiles else []
+    missing = sorted({"xml-client"} - config.run.features) if "xml-client" in profiles else []
     if missing:
-        result.stopped = f"skipped: its client profile needs feature {', '.join(missing)} (--features vtc)"
+        result.stopped = f"skipped: its client profile needs feature {', '.join(missing)} (--features xml-client)"
         return result
     strategy = cases(formats, profiles, native=format_id == NATIVE)
     first: list[_Broken] = []

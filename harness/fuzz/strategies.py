@@ -23,9 +23,9 @@ from harness.fuzz.case import NATIVE, SEPARATOR, Case, Profile, Tool
 # Where a format's calls sit differs from the default (prose around each block, any
 # client dialect of the run) for two formats: bare JSON is a call only as the whole
 # answer (with prose around it, it is prose quoting JSON), and Cline XML is what a
-# vtc client reads itself, so it is played to that profile only.
+# XML-reading client reads itself, so it is played to that profile only.
 ALONE: frozenset[str] = frozenset({"bare-json"})
-CLIENT_SIDE: dict[str, tuple[Profile, ...]] = {"cline-xml": ("vtc",)}
+CLIENT_SIDE: dict[str, tuple[Profile, ...]] = {"cline-xml": ("xml-client",)}
 
 
 def profiles_for(format_id: str, profiles: Sequence[Profile]) -> tuple[Profile, ...]:

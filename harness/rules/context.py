@@ -214,16 +214,16 @@ class Context:
 
     @cached_property
     def received_calls(self) -> tuple[CallView, ...]:
-        """The calls the client acts on: structured calls, or XML calls for vtc."""
-        if self.options.profile == "vtc":
+        """The calls the client acts on: structured calls, or XML calls for xml-client."""
+        if self.options.profile == "xml-client":
             return tuple(CallView(c.name, dict(c.params), render(dict(c.params))) for c in self.xml.calls)
         return tuple(CallView.from_json_text(c.name, c.arguments) for c in self.answer.tool_calls
                      if self.runs(c.arguments))
 
     @cached_property
     def visible_text(self) -> str:
-        """The text the user sees: the content, minus the XML calls for vtc."""
-        return self.xml.outside if self.options.profile == "vtc" else self.answer.content
+        """The text the user sees: the content, minus the XML calls for xml-client."""
+        return self.xml.outside if self.options.profile == "xml-client" else self.answer.content
 
     @cached_property
     def expected_calls(self) -> list[tuple[str, Mapping[str, Any]]]:
@@ -231,15 +231,15 @@ class Context:
 
     @cached_property
     def expected_finish(self) -> str | None:
-        """The finish reason this profile must see (a vtc client always gets "stop",
+        """The finish reason this profile must see (an XML-reading client always gets "stop",
         unless the case expects something other than a normal end)."""
         wanted = self.expect.finish_reason
         if self.dialect == "anthropic":
             return wanted  # the stop_reason, in the Messages API's own words
-        if self.options.profile == "vtc":
+        if self.options.profile == "xml-client":
             return wanted if wanted not in (None, "stop", "tool_calls") else "stop"
         if wanted == "stop" and self.expect.tool_calls:
-            return "tool_calls"  # a case written for vtc, run as a structured-call client
+            return "tool_calls"  # a case written for xml-client, run as a structured-call client
         return wanted
 
     @cached_property

@@ -141,7 +141,7 @@ def reading(p: Played, options: Options) -> Reading:
         return Reading(ex.status, None, _text(ex)[:200].replace(p.token, EXCHANGE_MARK), (), None)
     answer = ctx.answer
     calls = tuple((c.index, c.name, _canonical(c.arguments, p.token)) for c in answer.tool_calls)
-    if p.exchange.profile == "vtc":
+    if p.exchange.profile == "xml-client":
         calls = tuple((i, c.name, _canonical(c.raw, p.token)) for i, c in enumerate(ctx.received_calls))
     return Reading(ex.status, None, ctx.visible_text.replace(p.token, EXCHANGE_MARK), calls, answer.finish_reason)
 

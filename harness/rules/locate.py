@@ -195,8 +195,8 @@ def call(ctx: Context, index: int) -> Evidence:
 
 def received_call(ctx: Context, index: int) -> Evidence:
     """Where the ``index``-th call the client reads starts: a structured call, or for
-    the vtc profile the XML call in the text."""
-    if ctx.options.profile != "vtc":
+    the xml-client profile the XML call in the text."""
+    if ctx.options.profile != "xml-client":
         return call(ctx, index)
     calls = ctx.xml.calls
     return content(ctx, calls[index].start if index < len(calls) else len(ctx.answer.content))
@@ -223,9 +223,9 @@ def content(ctx: Context, offset: int) -> Evidence:
 
 def visible(ctx: Context, offset: int) -> Evidence:
     """``content`` for an offset into the visible text: the content itself, or for the
-    vtc profile the text outside the XML calls (mapped back into the content; its end
+    xml-client profile the text outside the XML calls (mapped back into the content; its end
     is where the answer ends)."""
-    if ctx.options.profile != "vtc":
+    if ctx.options.profile != "xml-client":
         return content(ctx, offset)
     if offset >= len(ctx.visible_text):
         return content(ctx, len(ctx.answer.content))

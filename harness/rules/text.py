@@ -16,7 +16,7 @@ rule = rule_group("content", "TEXT")
 
 @rule(
     "TEXT-001",
-    "The visible text (for vtc: the text outside the XML calls) equals `expect.content`, compared with the ends "
+    "The visible text (for xml-client: the text outside the XML calls) equals `expect.content`, compared with the ends "
     "trimmed, CRLF read as LF and each inner run of white space folded to one newline when it holds a line break, "
     "else to one space (byte for byte with `content_exact`).",
     severity="client",

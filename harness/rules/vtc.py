@@ -1,4 +1,6 @@
-"""Rules of the vtc profile: XML-mode clients get their calls as XML inside the content."""
+"""Rules of the xml-client profile: clients that read tool calls as XML in the content (Cline, Roo Code,
+Kilo Code) get their calls as XML there. The rule ids keep their first prefix, VTC ("virtual tool calling"),
+and the module is named for it, as every rule module is named for its prefix."""
 
 from __future__ import annotations
 
@@ -12,15 +14,15 @@ from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
 from harness.xml_calls import escaped_entities, rendered, value_matches
 
-rule = rule_group("vtc", "VTC")
+rule = rule_group("xml-client", "VTC")
 
 
 @rule(
     "VTC-001",
-    "A vtc client gets no tool call entries (`tool_calls`) in any chunk or message.",
+    "An XML-reading client gets no tool call entries (`tool_calls`) in any chunk or message.",
     severity="client",
     stage="answer",
-    profiles=("vtc",),
+    profiles=("xml-client",),
 )
 def no_structured_calls(ctx: Context) -> Iterator[Violation]:
     if ctx.kind == "sse":
@@ -43,7 +45,7 @@ def no_structured_calls(ctx: Context) -> Iterator[Violation]:
     "reads (strings raw, other values as JSON text).",
     severity="client",
     stage="answer",
-    profiles=("vtc",),
+    profiles=("xml-client",),
 )
 def expected_xml_calls(ctx: Context) -> Iterator[Violation]:
     lines = diff_calls(ctx.expected_calls, ctx.received_calls, value_matches)
@@ -79,7 +81,7 @@ def _expected_value(ctx: Context, position: int, name: str, param: str) -> Any:
     "XML parameter values are raw text, never entity-escaped (`&lt;` reaches the client as is).",
     severity="client",
     stage="answer",
-    profiles=("vtc",),
+    profiles=("xml-client",),
 )
 def raw_values(ctx: Context) -> Iterator[Violation]:
     for position, call in enumerate(ctx.xml.calls):
@@ -100,11 +102,11 @@ def raw_values(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "VTC-004",
-    'The finish_reason for a vtc client is `"stop"` (or the expected reason of an answer that did not end '
+    'The finish_reason for an XML-reading client is `"stop"` (or the expected reason of an answer that did not end '
     "normally, such as `length`).",
     severity="client",
     stage="answer",
-    profiles=("vtc",),
+    profiles=("xml-client",),
     ending=True,
 )
 def finish_stop(ctx: Context) -> Iterator[Violation]:

@@ -130,6 +130,10 @@ class Family(ABC):
 
     name: ClassVar[str]
     openers: ClassVar[tuple[Opener, ...]]
+    formats: ClassVar[tuple[str, ...]] = ()
+    """The text formats (their ids, as ``docs/formats.md`` lists them) whose calls this
+    family reads: selecting any of them enables it. Empty: the family reads no call
+    (reasoning blocks, code, left-over closers) and is always on."""
 
     @abstractmethod
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:

@@ -77,7 +77,9 @@ class Openers:
             begun = [x[:k] for x in at_line if is_word_char(x[0]) for k in range(1, len(x))]
             ending = f"(?:{_alternation(begun)})?" if begun else ""
             self.line_risk = re.compile(rf"\n[ \t]*(?:{_alternation(at_line)}|{ending}\Z)")
-            self.line_begun = re.compile(rf"(?:\A|\n)[ \t]*(?:{_alternation(begun)})\Z" if begun else r"(?!)")
+            # Matched against the last line only (``last_line_begun``): a search for it
+            # would try every position of a long piece, having no literal to look for.
+            self.line_begun = re.compile(rf"[ \t]*(?:{_alternation(begun)})" if begun else r"(?!)")
         else:
             self.line_after_newline = self.line_here = never
             self.line_risk = re.compile(r"\n[ \t]*\Z")
@@ -117,6 +119,11 @@ class Openers:
         for word in self.words:  # ``word_hold`` finds a held piece by the last first letter
             if word[0] in word[1:]:
                 raise ValueError(f"word opener {word!r} repeats its first letter")
+
+    def last_line_begun(self, s: str) -> bool:
+        """Whether the last line of ``s`` (all of it when it holds no newline) is blanks
+        and the first letters of a line opener that begins with a letter ("\nfunc")."""
+        return self.line_begun.fullmatch(s, s.rfind("\n") + 1) is not None
 
     def word_hold(self, s: str, before: str) -> int:
         """``hold`` for a string known to hold no opener and no non-word opener character:

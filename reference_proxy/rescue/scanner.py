@@ -18,6 +18,7 @@ given-up marker's text after its resume point, which parsers keep short.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 
 from reference_proxy.rescue.events import (
     ArgumentsDelta,
@@ -29,7 +30,7 @@ from reference_proxy.rescue.events import (
     ToolSpec,
     collect,
 )
-from reference_proxy.rescue.families import FAMILIES
+from reference_proxy.rescue.families import FAMILIES, FORMAT_IDS, families_for
 from reference_proxy.rescue.family import Call, Context, MarkerParser, Verdict
 from reference_proxy.rescue.openers import WORD_CHARS as _WORD_CHARS
 from reference_proxy.rescue.openers import Cursor, Openers
@@ -48,7 +49,7 @@ _WORD_PREFIXES = _OPENERS.word_prefixes
 _LINE_RISK = _OPENERS.line_risk.search
 _LINE_OPENER = _OPENERS.line_after_newline.search
 _LINE_HERE = _OPENERS.line_here.match
-_LINE_BEGUN = _OPENERS.line_begun.search
+_LINE_BEGUN = _OPENERS.last_line_begun
 _WORD_OPENER = _OPENERS.group_by_first["c"].search if SHORTCUTS else None
 
 # ``Text(x)`` through the frozen dataclass ``__init__`` costs more than all the checks of
@@ -253,7 +254,7 @@ class Rescuer:
                 and ("count" not in s or _WORD_OPENER(s) is None)
                 and ("\n" not in s or _LINE_OPENER(s) is None)
                 and not (self._line_blank and _LINE_HERE(s))
-                and _LINE_BEGUN(s) is None  # the first letters of a line opener ("\nfunc")
+                and not _LINE_BEGUN(s)  # the first letters of a line opener ("\nfunc")
             ):
                 # No opener starts in ``s`` (a frequent case: a held "c" turned out to be
                 # prose); with no "<" or "`" in it, only a word opener can begin at its end.
@@ -456,6 +457,19 @@ class Rescuer:
         to the cap is released, and scanning resumes there."""
         self.overflowed = True
         return self._close(self._given, out)
+
+
+@cache
+def openers_for(formats: frozenset[str] | None) -> Openers | None:
+    """The openers of the families that read ``formats`` (format ids), for ``Rescuer``'s
+    ``openers``; None (the default families) for None or every format. Compiled once per
+    selection."""
+    if formats is None or formats >= frozenset(FORMAT_IDS):
+        return None
+    unknown = sorted(formats - frozenset(FORMAT_IDS))
+    if unknown:
+        raise ValueError(f"unknown text format(s) {', '.join(unknown)}; known: {', '.join(FORMAT_IDS)}")
+    return Openers(families_for(formats))
 
 
 def rescue_text(text: str, tools: Sequence[ToolSpec]) -> tuple[str, list[RescuedCall]]:

@@ -742,7 +742,7 @@ def forget_held_text(pipeline: StreamPipeline) -> None:
 ForgetsHeldTextOnFailure = failing_after(StreamPipeline, forget_held_text)
 
 
-def never_vtc(user_agent: str | None, patterns: Sequence[str]) -> bool:
+def never_xml_client(user_agent: str | None, patterns: Sequence[str]) -> bool:
     return False
 
 
@@ -802,9 +802,9 @@ MUTANTS: tuple[Mutant, ...] = (
            ("CHUNK-008",), ("plain-text-multibyte",), rewritten(TextAfterFinish)),
     Mutant("usage-missing", "Leaves out the usage chunk the client asked for.",
            ("USAGE-001",), ("plain-include-usage",), rewritten(NoUsageChunk), strict=True),
-    Mutant("vtc-gets-tool-calls", "Gives an XML-reading client (Cline) structured `tool_calls` instead of XML.",
+    Mutant("xml-client-gets-tool-calls", "Gives an XML-reading client (Cline) structured `tool_calls` instead of XML.",
            ("VTC-001", "VTC-002", "VTC-004"), ("cline-xml-backend-native", "hermes-single"),
-           with_parts(Parts(xml_client=never_vtc)), profile="vtc"),
+           with_parts(Parts(xml_client=never_xml_client)), profile="xml-client"),
     # upstream faults
     Mutant("hangs-on-upstream-failure", "Never ends the client's stream when the upstream connection drops.",
            ("HTTP-002",), ("faults-openai-drop-between-events",), rewritten(HangsOnUpstreamFailure), timeout=2.0),
@@ -839,9 +839,9 @@ MUTANTS: tuple[Mutant, ...] = (
            ("FAULT-004",), ("faults-openai-drop-between-events",), rewritten(ErrorWithoutDone), strict=True),
     Mutant("error-status-as-stream", "Answers an upstream 500 with 200 and an error chunk inside a stream.",
            ("FAULT-002",), ("faults-openai-http-500",), rewritten(ErrorStatusAsStream)),
-    Mutant("vtc-entities-escaped", "Writes `&lt;`, `&gt;` and `&amp;` into the XML values a Cline client reads.",
+    Mutant("xml-client-entities-escaped", "Writes `&lt;`, `&gt;` and `&amp;` into the XML values a Cline client reads.",
            ("VTC-003",), ("invoke-xml-multiline-value",),
-           with_parts(Parts(chat_pipeline=partial(StreamPipeline, xml_writer=entity_escaped_xml))), profile="vtc"),
+           with_parts(Parts(chat_pipeline=partial(StreamPipeline, xml_writer=entity_escaped_xml))), profile="xml-client"),
     Mutant("arguments-as-object", "Gives a non-streaming answer's call arguments as a JSON object, not a string.",
            ("BODY-003",), (NATIVE,), rewritten(ArgumentsAsObject)),
     Mutant("length-becomes-stop", 'Reports an answer cut off by the token limit as `finish_reason: "stop"`.',

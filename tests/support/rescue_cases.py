@@ -44,6 +44,10 @@ def harmony(name: str, arguments: Any) -> str:
             + json.dumps(arguments) + "<|call|>")
 
 
+def deepseek_v3(name: str, arguments: Any) -> str:
+    return f"<｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{json.dumps(arguments)}\n```<｜tool▁call▁end｜>"
+
+
 W_PARIS = ("get_weather", {"city": "Paris"})
 
 CASES = [
@@ -478,6 +482,46 @@ CASES = [
         "<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"nope\">\n</｜DSML｜invoke>\n</｜DSML｜function_calls>",
         None,
     ),
+    # ---------------------------------------------------------------- DeepSeek V3 fenced JSON
+    Case(
+        "deepseek-v3-two-calls",
+        "Sure.<｜tool▁calls▁begin｜>" + deepseek_v3("get_weather", {"city": "Paris"}) + "\n"
+        + deepseek_v3("read_file", {"path": "a"}) + "<｜tool▁calls▁end｜> ok",
+        "Sure. ok",
+        [W_PARIS, ("read_file", {"path": "a"})],
+    ),
+    Case(
+        "deepseek-v3-fence-in-value",
+        "<｜tool▁calls▁begin｜>" + deepseek_v3("read_file", {"path": "```\n```<｜tool▁call▁end｜>"})
+        + "<｜tool▁calls▁end｜>",
+        "",
+        [("read_file", {"path": "```\n```<｜tool▁call▁end｜>"})],
+    ),
+    Case(
+        "deepseek-v3-distilled-opener",
+        "<｜tool▁calls｜>" + deepseek_v3("get_weather", {"city": "Paris"}) + "<｜tool▁calls▁end｜>",
+        "",
+        [W_PARIS],
+    ),
+    Case(
+        "deepseek-v3-no-fence-tag",
+        "<｜tool▁calls▁begin｜>" + deepseek_v3("get_weather", {"city": "Paris"}).replace("```json", "```")
+        + "<｜tool▁calls▁end｜>",
+        "",
+        [W_PARIS],
+    ),
+    Case(
+        "deepseek-v3-type-is-not-function",
+        "<｜tool▁calls▁begin｜>" + deepseek_v3("get_weather", {"city": "Paris"}).replace(">function<", ">tool<")
+        + "<｜tool▁calls▁end｜>",
+        None,
+    ),
+    Case("deepseek-v3-undeclared", "<｜tool▁calls▁begin｜>" + deepseek_v3("nope", {}) + "<｜tool▁calls▁end｜>", None),
+    Case(
+        "deepseek-v3-unclosed-fence",
+        "<｜tool▁calls▁begin｜>" + deepseek_v3("get_weather", {"city": "Paris"}).removesuffix("```<｜tool▁call▁end｜>"),
+        None,
+    ),
     # ---------------------------------------------------------------- Phi-4-mini functools
     Case(
         "phi4-mini-list",
@@ -524,6 +568,34 @@ CASES = [
         None,
     ),
     Case("harmony-final-is-text", "<|start|>assistant<|channel|>final<|message|>Sunny.<|return|>", None),
+    Case(
+        "harmony-call-from-the-analysis-channel",
+        "<|channel|>analysis<|message|>Need the weather.<|end|>"
+        '<|start|>assistant<|channel|>analysis to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>',
+        "<|channel|>analysis<|message|>Need the weather.<|end|>",
+        [W_PARIS],
+    ),
+    Case(
+        "harmony-analysis-to-a-builtin-is-text",
+        '<|channel|>analysis to=python code<|message|>print(1)<|call|>',
+        None,
+    ),
+    Case(
+        "harmony-final-constrained-json-is-no-call",
+        '<|channel|>final <|constrain|>json<|message|>{"name": "get_weather", "arguments": {"city": "Paris"}}<|return|>',
+        None,
+    ),
+    Case(
+        "harmony-final-addressed-to-a-function-is-text",
+        '<|channel|>final to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>',
+        None,
+    ),
+    Case(
+        "harmony-preamble-then-call",
+        "<|start|>assistant<|channel|>commentary<|message|>Checking the weather.<|end|>" + harmony("get_weather", {"city": "Paris"}),
+        "<|start|>assistant<|channel|>commentary<|message|>Checking the weather.<|end|>",
+        [W_PARIS],
+    ),
     Case("harmony-undeclared", harmony("nope", {}), None),
     Case(
         "harmony-builtin-recipient",

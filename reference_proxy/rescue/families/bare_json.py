@@ -89,6 +89,7 @@ class BareJsonParser(MarkerParser):
 
 class BareJson(Family):
     name = "bare-json"
+    formats = ("bare-json", "llama3-json")
     openers = (Opener("{", line_start=True), Opener("[", line_start=True), Opener(PYTHON_TAG))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
     from reference_proxy.rescue.scanner import Rescuer
 
 BACKTICK = "`"
+TOOL_CODE_FORMAT = "tool-code"
 FENCE_RUN = 3
 MAX_SPAN = 250
 """Longest inline code span, in characters from its opening run: below the smallest
@@ -156,7 +157,7 @@ class CodeParser(MarkerParser):
             return j
         run = j - opener
         if run >= FENCE_RUN and not self._line_start:  # mid-line, only tool_code opens a block
-            named = starts(s, j, LANGUAGE)
+            named = starts(s, j, LANGUAGE) if self._family.tool_code else False
             if named is None:
                 return j
         else:
@@ -199,7 +200,7 @@ class CodeParser(MarkerParser):
         if self._line_start and BACKTICK in info:
             self._state = _SPAN  # a backtick in the info string: an inline span (CommonMark)
             return after_run
-        if info.startswith(LANGUAGE):
+        if info.startswith(LANGUAGE) and self._family.tool_code:
             self._tool_code = ToolCodeParser(LANGUAGE, self._tools, origin=self._run)
             self._state = _TOOL_CODE
         else:
@@ -306,8 +307,10 @@ class Code(Family):
     # MAX_SPAN), so a cut anywhere changes nothing.
     openers = (Opener(BACKTICK, plain=f"(?!`)[^`\\n<]{{0,{MAX_SPAN - 3}}}`(?=[^`])"),)
 
-    def __init__(self, calls: Sequence[Family]) -> None:
+    def __init__(self, calls: Sequence[Family], *, tool_code: bool = True) -> None:
         self.call_openers = Openers(calls)
+        self.tool_code = tool_code
+        """Whether a ``tool_code`` block is a call (else it is a fence like any other)."""
         self.call_starts = frozenset(literal[0] for literal in self.call_openers.specs)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:

@@ -127,6 +127,7 @@ class GlmParser(MarkerParser):
 
 class Glm(Family):
     name = "glm"
+    formats = ("glm",)
     openers = (Opener(OPEN),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:

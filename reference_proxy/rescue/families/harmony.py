@@ -8,11 +8,15 @@ stand in the role part of the header (``<|start|>assistant to=functions.NAME<|ch
 commentary json<|message|>``), and the answer's first message has no ``<|start|>assistant``
 (the prompt ends with it), so a header may begin at ``<|channel|>``.
 
-Only a ``commentary`` message to a declared ``functions.`` tool whose body is one JSON
-object closed by ``<|call|>`` is a call. An ``analysis`` message is reasoning: text as a
-whole up to its ``<|end|>``, and no call inside it counts, as in a ``<think>`` block. Any
-other message (``final``, a preamble, a built-in tool) is text; scanning goes on after
-its header.
+Only a ``commentary`` or ``analysis`` message to a declared ``functions.`` tool whose
+body is one JSON object closed by ``<|call|>`` is a call: gpt-oss also addresses calls
+from its analysis channel, and llama.cpp's and vLLM's gpt-oss parsers take them. An
+``analysis`` message with no recipient is reasoning: text as a whole up to its
+``<|end|>``, and no call inside it counts, as in a ``<think>`` block. Any other message
+(``final``, with or without ``<|constrain|>json``, a preamble, a built-in tool) is text;
+scanning goes on after its header. (vLLM would also take a ``final`` message addressed to
+a function; llama.cpp does not, and the Harmony format makes ``final`` the answer to the
+user, so neither does this family.)
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ _HEADER = re.compile(
 )
 _NOT_HEADER = re.compile(r"[\n`]")
 _FUNCTIONS = "functions."
+_CALL_CHANNELS = ("commentary", "analysis")
 
 _HEAD, _JSON, _CALL, _THOUGHT = range(4)
 
@@ -130,11 +135,11 @@ class HarmonyParser(MarkerParser):
         body = k + len(MESSAGE)
         channel = m.group("channel")
         recipient = m.group("channel_to") or m.group("role_to") or ""
-        if channel == "analysis":
+        if channel == "analysis" and not recipient:
             self._state = _THOUGHT
             return None, body
         name = self._tools.resolve(recipient[len(_FUNCTIONS) :]) if recipient.startswith(_FUNCTIONS) else None
-        if channel != "commentary" or name is None:
+        if channel not in _CALL_CHANNELS or name is None:
             return reject(len(head)), h
         self._name = name
         self._state = _JSON
@@ -146,6 +151,7 @@ class HarmonyParser(MarkerParser):
 
 class Harmony(Family):
     name = "harmony"
+    formats = ("gpt-oss",)
     openers = (Opener(START), Opener(CHANNEL))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:

@@ -31,6 +31,7 @@ class HermesParser(TaggedJsonParser):
 
 class Hermes(Family):
     name = "hermes"
+    formats = ("hermes", "granite")  # Granite 3.1 spells its token out: <tool_call>[...]
     openers = (Opener("<tool_call>"),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:

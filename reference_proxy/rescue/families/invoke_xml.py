@@ -254,6 +254,7 @@ class InvokeXmlParser(MarkerParser):
 
 class InvokeXml(Family):
     name = "invoke-xml"
+    formats = ("invoke-xml",)
     openers = (Opener(WRAPPER), Opener(CORRUPT_WRAPPER, word=True, then="<"), Opener(INVOKE))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
@@ -268,6 +269,7 @@ class MiniMaxM2(Family):
     ``<minimax:tool_call>`` (vLLM's ``minimax_m2`` parser)."""
 
     name = "minimax-m2"
+    formats = ("minimax-m2",)
     openers = (Opener(MINIMAX_WRAPPER),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
@@ -287,6 +289,7 @@ class DeepSeekDsml(Family):
     ``<｜DSML｜tool_calls>`` (vLLM's ``deepseek_v32`` parser)."""
 
     name = "deepseek-dsml"
+    formats = ("deepseek-v32",)
     openers = (Opener(DSML_WRAPPER), Opener(DSML_TOOL_CALLS))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:

@@ -154,6 +154,7 @@ class MistralParser(MarkerParser):
 
 class Mistral(Family):
     name = "mistral"
+    formats = ("mistral", "mistral-v11")
     openers = (Opener(TOOL_CALLS),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
@@ -168,6 +169,7 @@ class Granite(Family):
     ``granite`` parser). The token is followed by the same JSON list as Mistral's."""
 
     name = "granite"
+    formats = ("granite",)
     openers = (Opener(GRANITE),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
@@ -184,6 +186,7 @@ class Phi4Mini(Family):
     list): mid-line it is Python's module of that name, in prose."""
 
     name = "phi4-mini"
+    formats = ("phi4-mini",)
     openers = (Opener(PHI4_MINI, line_start=True),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:

@@ -155,6 +155,7 @@ class PythonicParser(MarkerParser):
 
 class Pythonic(Family):
     name = "pythonic"
+    formats = ("pythonic",)
     openers = (Opener("[", line_start=True),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
@@ -171,6 +172,7 @@ class Llama4Pythonic(Family):
     before the closing token)."""
 
     name = "llama4-pythonic"
+    formats = ("llama4-pythonic",)
     openers = (Opener(PYTHON_START),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:

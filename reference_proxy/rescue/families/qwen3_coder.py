@@ -166,6 +166,7 @@ class Qwen3CoderParser(MarkerParser):
 
 class Qwen3Coder(Family):
     name = "qwen3-coder"
+    formats = ("qwen-coder",)
     openers = (Opener("<tool_call>"), Opener(FUNCTION))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
@@ -181,6 +182,7 @@ class SeedOss(Family):
     ``<seed:tool_call>`` (vLLM's ``seed_oss`` parser)."""
 
     name = "seed-oss"
+    formats = ("seed-oss",)
     openers = (Opener(SEED_CALL),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:

@@ -24,6 +24,7 @@ class QwenToolsParser(TaggedJsonParser):
 
 class QwenTools(Family):
     name = "qwen-tools"
+    formats = ("qwen-tools",)
     openers = (Opener("<tools>"),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:

@@ -1,4 +1,4 @@
-"""Tool calls as Cline-style XML, for clients that read calls from the text (the ``vtc`` profile).
+"""Tool calls as Cline-style XML, for clients that read calls from the text (the ``xml-client`` profile).
 
 Cline, Roo and Kilo parse ``<tool_name>\\n<param>value</param>\\n</tool_name>`` out of
 the accumulated content, match tags against their own tool list and trim values.
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 from reference_proxy.openai_stream import dumps
 
-log = logging.getLogger("reference_proxy.vtc")
+log = logging.getLogger("reference_proxy.xml_client")
 
 #: Parameters the client closes at the *last* closing tag, so they may contain it.
 LAST_CLOSE_PARAMS = frozenset({("write_to_file", "content")})
@@ -36,7 +36,7 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in _WORD.findall(text)]
 
 
-def is_vtc_client(user_agent: str | None, patterns: Sequence[str]) -> bool:
+def is_xml_client(user_agent: str | None, patterns: Sequence[str]) -> bool:
     """Whether the User-Agent names an XML-reading client.
 
     A pattern matches whole words, case-insensitively: its letters and digits must be one
@@ -88,10 +88,10 @@ def call_to_xml(name: str, arguments: str) -> str:
             text = value_text(value)
             if f"</{key}>" in text and (name, key) not in LAST_CLOSE_PARAMS:
                 log.warning(
-                    "vtc: %s.%s contains its own closing tag </%s>; the client will cut the value there", name, key, key
+                    "xml-client: %s.%s contains its own closing tag </%s>; the client will cut the value there", name, key, key
                 )
             lines.append(f"<{key}>{text}</{key}>")
     else:
-        log.warning("vtc: arguments of %s are not a JSON object, written without parameters: %.200r", name, arguments)
+        log.warning("xml-client: arguments of %s are not a JSON object, written without parameters: %.200r", name, arguments)
     lines.append(f"</{name}>")
     return "\n".join(lines)
