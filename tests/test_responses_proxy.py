@@ -109,7 +109,7 @@ def test_the_follow_up_turn_reaches_a_chat_upstream_as_a_tool_message(
 # The families played in front of each upstream: rescue where the text arrives unchanged, translation and
 # faults where the proxy rewrites the upstream's events (a sample: the whole library is played with
 # --conformance-client-profile responses, docs/harness.md).
-FAMILIES = {"openai": ("hermes", "plain", "faults"), "anthropic": ("plain", "faults"), "responses": ("hermes", "plain")}
+FAMILIES = {"openai": ("hermes", "plain", "faults"), "anthropic": ("plain",), "responses": ("hermes", "plain")}
 
 
 def _playable(upstream: str) -> list[Scenario]:
@@ -132,7 +132,7 @@ def test_library_cases_pass_as_a_responses_client(servers: tuple[str, MockContro
                                                   upstream: str) -> None:
     _, control, proxies = servers
     cases = _playable(upstream)
-    assert len(cases) >= 15
+    assert len(cases) >= 10
     failed = {}
     for scenario in cases:
         run = play(scenario, settings=RunSettings(proxy_url=proxies[upstream] + "/v1", timeout=PATIENT_TIMEOUT),
@@ -151,9 +151,9 @@ def test_a_correct_but_different_responses_proxy_passes(servers: tuple[str, Mock
 
     mock_url, control, _ = servers
     features = proxy_config("http://127.0.0.1:1/v1").features()
-    cases = [s for s in load_library() if s.family in ("plain", "hermes", "faults")
-             and choose_profile(s, "responses", features)[1] is None and not s.id.startswith("faults-openai-http")]
-    assert len(cases) >= 30
+    cases = [s for s in load_library() if (s.family in ("plain", "hermes") or s.id.startswith("faults-openai-drop"))
+             and choose_profile(s, "responses", features)[1] is None]
+    assert len(cases) >= 25
     with serve(different.app(f"{mock_url}/v1")) as proxy:
         settings = RunSettings(proxy_url=proxy.url + "/v1", features=features, strict=True, timeout=PATIENT_TIMEOUT)
         failed = {s.id: run.failed_rules for s in cases
