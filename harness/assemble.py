@@ -242,6 +242,13 @@ def answer_from_exchange(exchange: Exchange) -> Answer:
 
     kind = response_kind(exchange)
     anthropic = exchange.profile == "anthropic"
+    if exchange.profile == "responses":
+        from harness.responses_events import answer_from_response, assemble_responses_stream
+        from harness.responses_events import read_events as read_responses_events
+
+        if kind == "sse":
+            return assemble_responses_stream(read_responses_events(parse_events(exchange.raw).events))
+        return answer_from_response(parse_body(exchange.raw)[0]) if kind == "json" else Answer("", (), None, None, None)
     if kind == "sse":
         events = parse_events(exchange.raw).events
         return assemble_anthropic_stream(read_events(events)) if anthropic else assemble_stream(stream_payloads(events))

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Profile = Literal["openai", "xml-client", "anthropic"]
+Profile = Literal["openai", "xml-client", "anthropic", "responses"]
 
 
 @dataclass(frozen=True)

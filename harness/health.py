@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from harness.errors import ProxyUnreachable
 from harness.exchange import Exchange, Profile
-from harness.profiles import ENDPOINTS
+from harness.profiles import ENDPOINTS, written_profile
 from harness.runner import probe_scenario, run_exchange
 from harness.scenario import Scenario, parse_scenario
 from mock_backends.control import MockControl
@@ -29,7 +29,8 @@ def plain_scenario(profile: Profile, upstream: str) -> Scenario:
     return parse_scenario({
         "id": f"preflight-{profile}-{upstream}", "title": "preflight", "source": "synthetic",
         "stream_equivalence": False, "backend": {"dialect": upstream, "frames": ["yes"]},
-        "client": {"profile": profile, "profiles": [profile], "request": request}, "expect": {"content": "yes"},
+        "client": {"profile": written_profile(profile), "profiles": [written_profile(profile)], "request": request},
+        "expect": {"content": "yes"},
     })
 
 

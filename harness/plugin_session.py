@@ -286,11 +286,12 @@ class ConformanceSession:
 
         It may take the default timeout even when ``--timeout`` is shorter: the first request
         can pay the proxy's cold start, and its verdict decides the whole run."""
+        from harness.dialects import DIALECTS
         from harness.health import plain_scenario, preflight
 
         profile: Profile = self.client_profile or "openai"
         dialect = "anthropic" if profile == "anthropic" else "openai"
-        upstream = self.upstream_mode if self.upstream_mode in ("openai", "anthropic") else dialect
+        upstream = self.upstream_mode if self.upstream_mode in DIALECTS else dialect
         result = preflight(plain_scenario(profile, upstream), proxy_url=shared.proxy_url, mock=self.mock,
                            profile=profile, model=self.models.default, proxy_headers=self.proxy_headers,
                            timeout=max(self.timeout, DEFAULT_TIMEOUT))

@@ -20,7 +20,7 @@ import httpx
 from harness.errors import MockError, ProxyUnreachable
 from harness.exchange import BackendActivity, Exchange, Profile
 from harness.nonce import NONCE_HEADER, place_nonce
-from harness.profiles import ENDPOINTS, request_headers
+from harness.profiles import ENDPOINTS, client_body, request_headers, written_profile
 from harness.scenario import Scenario, parse_scenario
 from mock_backends.control import Lockstep, MockControl
 
@@ -251,7 +251,7 @@ def run_exchange(
     """
     nonce = mock.arm(scenario, lockstep=lockstep)
     try:
-        body = build_request(scenario, stream=stream, model=model, nonce=nonce)
+        body = client_body(profile, build_request(scenario, stream=stream, model=model, nonce=nonce))
         headers = request_headers(profile, scenario.client.headers, proxy_headers)
         headers = {**{k: v for k, v in headers.items() if k.lower() != NONCE_HEADER.lower()}, NONCE_HEADER: nonce}
         url = f"{proxy_url.rstrip('/')}{ENDPOINTS[profile]}"
@@ -315,7 +315,8 @@ def probe_scenario(scenario: Scenario, profile: Profile) -> Scenario:
             "source": "synthetic",
             "stream_equivalence": False,
             "backend": {"dialect": scenario.backend.dialect, "frames": ["yes"]},
-            "client": {"profile": profile, "profiles": [profile], "request": request},
+            "client": {"profile": written_profile(profile), "profiles": [written_profile(profile)],
+                       "request": request},
             "expect": {"content": "yes"},
         },
         family=scenario.family,

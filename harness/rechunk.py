@@ -28,15 +28,25 @@ import dataclasses
 import hashlib
 import random
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Final
+from typing import Any, Final
 
 from harness.replay import anthropic as anthropic_replay
 from harness.replay import openai as openai_replay
+from harness.replay import responses as responses_replay
 from harness.replay.wire import Event
-from harness.scenario import ContentFrame, Frame, RawFrame, Scenario, ToolCallFrame, ToolUseFrame, frame_to_mapping
+from harness.scenario import (
+    Backend,
+    ContentFrame,
+    Frame,
+    RawFrame,
+    Scenario,
+    ToolCallFrame,
+    ToolUseFrame,
+    frame_to_mapping,
+)
 from harness.shrink import DEFAULT_SHRINK_BUDGET as DEFAULT_SHRINK_BUDGET
 from harness.shrink import Shrunk as Shrunk
 from harness.shrink import shrink as shrink
@@ -235,17 +245,34 @@ def _random_cuts(n: int, rng: random.Random) -> set[int]:
     return set(rng.sample(range(1, n), k=min(k, n - 1)))
 
 
-def wire_events(scenario: Scenario) -> list[Event]:
-    """The events the mock streams for ``scenario``, envelopes, native and raw frames
-    included: what torn network writes cut."""
-    backend, request = scenario.backend, scenario.client.request
-    if backend.dialect == "anthropic":
-        replay = anthropic_replay.prepare(backend)
-        reply = anthropic_replay.plan_reply(replay, request, message_id="msg_" + "0" * 24)
-        return anthropic_replay.stream_events(replay, reply)
+def _openai_events(backend: Backend, request: Mapping[str, Any]) -> list[Event]:
     chat = openai_replay.prepare(backend)
     planned = openai_replay.plan_reply(chat, request, completion_id="chatcmpl-" + "0" * 32, created=10**9)
     return openai_replay.stream_events(chat, planned)
+
+
+def _anthropic_events(backend: Backend, request: Mapping[str, Any]) -> list[Event]:
+    replay = anthropic_replay.prepare(backend)
+    reply = anthropic_replay.plan_reply(replay, request, message_id="msg_" + "0" * 24)
+    return anthropic_replay.stream_events(replay, reply)
+
+
+def _responses_events(backend: Backend, request: Mapping[str, Any]) -> list[Event]:
+    answer = responses_replay.prepare(backend)
+    reply = responses_replay.plan_reply(answer, request, response_id="resp_" + "0" * 48, created_at=10**9)
+    return responses_replay.stream_events(answer, reply)
+
+
+# Each upstream dialect's events, as its replay planner writes them.
+_WIRE_EVENTS: Mapping[str, Callable[[Backend, Mapping[str, Any]], list[Event]]] = {
+    "openai": _openai_events, "anthropic": _anthropic_events, "responses": _responses_events,
+}
+
+
+def wire_events(scenario: Scenario) -> list[Event]:
+    """The events the mock streams for ``scenario``, envelopes, native and raw frames
+    included: what torn network writes cut."""
+    return _WIRE_EVENTS[scenario.backend.dialect](scenario.backend, scenario.client.request)
 
 
 def torn_write_size(sizes: Sequence[int]) -> int:

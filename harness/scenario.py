@@ -44,6 +44,10 @@ from harness.scenario_yaml import Lines, load_yaml
 # --------------------------------------------------------------------------- building
 
 
+# Each dialect's default finish, when a backend names none.
+_DEFAULT_FINISH = {"anthropic": "end_turn", "responses": "completed"}
+
+
 def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
     b = data["backend"]
     frames: list[Frame] = []
@@ -81,7 +85,7 @@ def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
         frames=tuple(frames),
         stream=b.get("stream", "auto"),
         model=b.get("model"),
-        finish_reason=b.get("finish_reason", "end_turn" if b["dialect"] == "anthropic" else "stop"),
+        finish_reason=b.get("finish_reason", _DEFAULT_FINISH.get(b["dialect"], "stop")),
         usage=b.get("usage"),
         delay_ms=float(b.get("delay_ms", 0)),
         write_bytes=b.get("write_bytes"),

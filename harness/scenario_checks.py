@@ -69,6 +69,11 @@ def _tool_shapes(data: Mapping[str, Any], problem: Report) -> None:
             problem(["client", "request", "tools", i], f"a tool of this client's dialect is written {want}")
 
 
+# Dialects whose native call is one item of its own, written as a tool_use frame
+# (Anthropic tool_use blocks, Responses function_call items).
+_WHOLE_CALL_DIALECTS = ("anthropic", "responses")
+
+
 @_check("backend.dialect", "backend.frames")
 def _frame_dialect(data: Mapping[str, Any], problem: Report) -> None:
     dialect = data["backend"]["dialect"]
@@ -76,7 +81,7 @@ def _frame_dialect(data: Mapping[str, Any], problem: Report) -> None:
         if isinstance(frame, Mapping):
             if "tool_call" in frame and dialect != "openai":
                 problem(["backend", "frames", i], "tool_call frames are OpenAI deltas; an anthropic backend uses tool_use")
-            if "tool_use" in frame and dialect != "anthropic":
+            if "tool_use" in frame and dialect not in _WHOLE_CALL_DIALECTS:
                 problem(["backend", "frames", i], "tool_use frames are Anthropic blocks; an openai backend uses tool_call")
 
 

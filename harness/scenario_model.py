@@ -11,8 +11,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Profile = Literal["openai", "xml-client", "anthropic"]
-PROFILES: tuple[Profile, ...] = ("openai", "xml-client", "anthropic")
+Profile = Literal["openai", "xml-client", "anthropic", "responses"]
+PROFILES: tuple[Profile, ...] = ("openai", "xml-client", "anthropic", "responses")
 OPENAI_PROFILES: tuple[Profile, ...] = ("openai", "xml-client")
 FEATURES: tuple[str, ...] = ("force-non-stream", "system-to-user", "loop-guard", "xml-client", "tool-choice", "hold-back-cap",
                              "body-timeout", "fails-fast")

@@ -162,3 +162,49 @@ def read_anthropic_stream(raw: bytes, headers: Mapping[str, str] | None = None) 
         except Exception as exc:  # any SDK failure is the finding
             return _anthropic_reading(stream, _describe(exc), isinstance(exc, anthropic.APIStatusError), closed)
         return _anthropic_reading(stream, None, False)
+
+
+_RESPONSES_URL = "http://proxy/v1/responses"
+
+
+def _responses_reading(response: Any, error: str | None, event: bool) -> SdkReading:
+    """The SDK's final (or last known) response, in Chat Completions words like every reading."""
+    from harness.responses_events import finish_of
+
+    if response is None:
+        return SdkReading("", (), None, error, event)
+    texts: list[str] = []
+    calls: list[AssembledCall] = []
+    for item in response.output or ():
+        if item.type == "message":
+            texts.extend(part.text for part in item.content if part.type == "output_text")
+        elif item.type == "function_call":
+            calls.append(AssembledCall(len(calls), item.call_id, item.name, item.arguments))
+    finish = finish_of({"status": response.status, "incomplete_details": (
+        response.incomplete_details.model_dump() if response.incomplete_details is not None else None)}, bool(calls))
+    return SdkReading("".join(texts), tuple(calls), finish, error, event)
+
+
+def read_responses_stream(raw: bytes, headers: Mapping[str, str] | None = None) -> SdkReading:
+    """Run ``raw`` through the openai SDK's ``responses.stream()`` path (its SSE decoder,
+    event models and ``ResponseStreamState`` accumulator) and report the response it ends
+    with: ``response.completed``'s (what ``get_final_response()`` returns), or the
+    ``response.incomplete`` / ``response.failed`` event's, which applications read instead."""
+    from openai.lib.streaming.responses import ResponseStream
+    from openai.types.responses import ResponseStreamEvent
+
+    final: Any = None
+    try:
+        stream: ResponseStream[Any] = ResponseStream(
+            raw_stream=Stream(cast_to=ResponseStreamEvent,  # type: ignore[arg-type]
+                              response=_response(raw, headers, _RESPONSES_URL), client=_client()),
+            text_format=omit, input_tools=omit, starting_after=None,
+        )
+        for event in stream:
+            if event.type in ("response.completed", "response.incomplete", "response.failed"):
+                final = event.response
+        if final is None:
+            final = stream.get_final_response()  # raises the SDK's own "no response.completed" error
+        return _responses_reading(final, None, False)
+    except Exception as exc:  # any SDK failure is the finding
+        return _responses_reading(final, _describe(exc), type(exc) is APIError)

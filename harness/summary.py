@@ -55,13 +55,13 @@ class ItemRecord:
     @property
     def pair(self) -> str:
         """The dialect pair played, client → upstream."""
-        client = "anthropic" if self.profile == "anthropic" else "openai"
+        client = "openai" if self.profile == "xml-client" else self.profile
         return f"{client} → {self.upstream or '?'}"
 
     @property
     def label(self) -> str:
         """The scenario id, with the pair when the backend was served in another dialect than the client's."""
-        client = "anthropic" if self.profile == "anthropic" else "openai"
+        client = "openai" if self.profile == "xml-client" else self.profile
         return self.scenario if self.upstream in ("", client) else f"{self.scenario} [{self.pair}]"
 
     def to_json(self) -> dict[str, Any]:

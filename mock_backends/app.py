@@ -27,6 +27,7 @@ from harness.errors import ScenarioError
 from harness.exchange import RecordedRequest
 from harness.nonce import find_nonce
 from harness.replay import anthropic as anthropic_replay
+from harness.replay import responses as responses_replay
 from harness.replay.fault_rate import FaultRate
 from harness.replay.openai import completion, error_body, plan_reply, stream_events
 from harness.replay.wire import ErrorAnswer, Event, dumps
@@ -34,6 +35,7 @@ from harness.scenario import Fault, Scenario, parse_scenario
 from mock_backends.lockstep import DEFAULT_PATIENCE, Lockstep
 from mock_backends.registry import AnswerLog, Registry, Run, RunNotFound, Selection, UnknownScenario
 from mock_backends.streaming import DroppedResponse, Logged, ReplayStream, quiet_deliberate_drops
+from mock_backends.responses_validation import check_responses
 from mock_backends.validation import check_anthropic, check_openai
 
 logger = logging.getLogger("mock_backends")
@@ -41,7 +43,7 @@ logger = logging.getLogger("mock_backends")
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 ROUTES_HELP = (
     "the mock answers POST <any prefix>/chat/completions (OpenAI), POST <any prefix>/messages (Anthropic), "
-    "GET <any prefix>/models and /_mock/ (control)"
+    "POST <any prefix>/responses (OpenAI Responses), GET <any prefix>/models and /_mock/ (control)"
 )
 
 # Every answer tied to a run names it, so a request that reached the mock without a nonce can be traced.
@@ -50,8 +52,10 @@ FAULT_HEADER = "X-Conformance-Fault"  # the kind of a fault drawn by the fault r
 SELECTED_BY_HEADER = "X-Conformance-Selected-By"
 _TOOK = {"queue": " (no nonce: oldest waiting run)", "only": " (no nonce: the only armed run)"}
 
-Dialect = Literal["openai", "anthropic"]
-_DIALECTS = {"openai": "POST .../chat/completions", "anthropic": "POST .../messages"}
+Dialect = Literal["openai", "anthropic", "responses"]
+_DIALECTS = {"openai": "POST .../chat/completions", "anthropic": "POST .../messages",
+             "responses": "POST .../responses"}
+_CHECKS = {"openai": check_openai, "anthropic": check_anthropic, "responses": check_responses}
 
 
 class _Replay(Protocol):
@@ -324,7 +328,7 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
                           f"speaks the {backend} dialect ({_DIALECTS.get(backend, backend)}), not the {dialect} "
                           f"dialect of {path} ({_DIALECTS[dialect]}); point the proxy's upstream at the route of "
                           "its backend's dialect", "wrong_dialect")
-        invalid = (check_openai if dialect == "openai" else check_anthropic)(body)
+        invalid = _CHECKS[dialect](body)
         if invalid is not None:
             return refuse(400, "invalid request", invalid.message, invalid.code or "invalid_request",
                           param=invalid.param, api_type="invalid_request_error")
@@ -342,13 +346,21 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
             reply = plan_reply(openai, body, completion_id="chatcmpl-" + os.urandom(16).hex(), created=int(now))
             replay, stream = openai, reply.stream
             events, whole = partial(stream_events, openai, reply), partial(completion, openai, reply)
-        else:
+        elif dialect == "anthropic":
             anthropic = prepared.anthropic
             assert anthropic is not None
             areply = anthropic_replay.plan_reply(anthropic, body, message_id="msg_" + os.urandom(12).hex())
             replay, stream = anthropic, areply.stream
             events = partial(anthropic_replay.stream_events, anthropic, areply)
             whole = partial(anthropic_replay.message, anthropic, areply)
+        else:
+            answer_ = prepared.responses
+            assert answer_ is not None
+            rreply = responses_replay.plan_reply(answer_, body, response_id="resp_" + os.urandom(24).hex(),
+                                                 created_at=int(now))
+            replay, stream = answer_, rreply.stream
+            events = partial(responses_replay.stream_events, answer_, rreply)
+            whole = partial(responses_replay.response, answer_, rreply)
         fault = replay.fault
         if replay.error is not None:
             _log("POST", path, replay.error.status, nonce=shown, scenario=scenario_id, kind="fault http_error" + took)
@@ -397,6 +409,10 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
             if method == "POST":
                 return await answer(request, "anthropic")
             allowed, dialect = "POST", "anthropic"
+        elif trimmed.endswith("/responses"):
+            if method == "POST":
+                return await answer(request, "responses")
+            allowed, dialect = "POST", "responses"
         elif trimmed.endswith("/models"):
             if method == "GET":
                 return await models(request)

@@ -13,18 +13,20 @@ import dataclasses
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from harness.errors import MockError
 from harness.exchange import BackendActivity, RecordedAnswer, RecordedRequest
 from harness.nonce import NONCE_HEADER, new_nonce
 from harness.replay import anthropic as anthropic_replay
 from harness.replay import openai as openai_replay
+from harness.replay import responses as responses_replay
 from harness.replay.anthropic import AnthropicReplay
 from harness.replay.openai import DEFAULT_MODEL, OpenAIReplay
-from harness.scenario import Fault, Scenario
+from harness.replay.responses import ResponsesReplay
+from harness.scenario import Backend, Fault, Scenario
 from mock_backends.lockstep import Lockstep, LockstepGroups
 
 MAX_RUNS = 10_000
@@ -41,13 +43,22 @@ class Prepared:
     scenario: Scenario
     openai: OpenAIReplay | None  # None when the backend speaks another dialect
     anthropic: AnthropicReplay | None = None  # set when the backend speaks the Messages dialect
+    responses: ResponsesReplay | None = None  # set when the backend speaks the Responses dialect
+
+
+# Each dialect's replay planner, by the Prepared field it fills.
+_PLANNERS: dict[str, Callable[[Backend], Any]] = {
+    "openai": openai_replay.prepare, "anthropic": anthropic_replay.prepare, "responses": responses_replay.prepare,
+}
 
 
 def prepare_scenario(scenario: Scenario) -> Prepared:
     backend = scenario.backend
-    if backend.dialect == "anthropic":
-        return Prepared(scenario, None, anthropic_replay.prepare(backend))
-    return Prepared(scenario, openai_replay.prepare(backend) if backend.dialect == "openai" else None)
+    planner = _PLANNERS.get(backend.dialect)
+    replays: dict[str, Any] = {"openai": None}
+    if planner is not None:
+        replays[backend.dialect] = planner(backend)
+    return Prepared(scenario, **replays)
 
 
 @dataclass(eq=False, slots=True)

@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol, TypedDict, TypeVar
 
 import httpx
@@ -54,15 +55,27 @@ from reference_proxy.request_shaping import (
     parse_messages_request,
     system_to_user,
 )
+from reference_proxy.responses_route import responses, upstream_completion
+from reference_proxy.responses_requests import chat_to_responses_request
+from reference_proxy.responses_streams import ChainedReader, ResponsesAsChunks
 from reference_proxy.tool_choice import emulate_tool_choice
-from reference_proxy.translate.answers import completion_to_message, message_to_completion
+from reference_proxy.translate.answers import completion_to_message
 from reference_proxy.translate.requests import chat_to_messages, messages_to_chat
-from reference_proxy.translate.streams import ChunksAsEvents, EventsAsChunks, TranslatedPipeline
+from reference_proxy.translate.streams import ChunksAsEvents, EventsAsChunks, TranslatedPipeline, UpstreamReader
 from reference_proxy.upstream import Upstream, describe, events, is_event_stream, read_json
 from reference_proxy.xml_client import is_xml_client
 
 log = logging.getLogger("reference_proxy")
 ANTHROPIC_VERSION = "2023-06-01"  # sent to a Messages upstream when the client (of the other API) sent none
+
+# How a streamed upstream answer of another API is read as chat chunks (for a chat client) or as
+# Messages events (for a Messages client), by the upstream's API.
+CHUNK_READERS: Mapping[str, Callable[[str], UpstreamReader]] = {"anthropic": EventsAsChunks,
+                                                                "responses": ResponsesAsChunks}
+EVENT_READERS: Mapping[str, Callable[[str], UpstreamReader]] = {
+    "openai": ChunksAsEvents,
+    "responses": lambda model: ChainedReader(ResponsesAsChunks(model), ChunksAsEvents(model)),
+}
 
 def error_response(error: ProxyError) -> JSONResponse:
     return JSONResponse(dict(error.body), status_code=error.status, headers=dict(error.headers))
@@ -255,14 +268,17 @@ class ProxyApp:
                 content = to_wire(dumps(rewritten))
                 sent = rewritten
         headers = forward_headers(request.headers.items(), self.config.api_key)
-        translated = self.config.calls_upstream("openai") == "anthropic"
+        api = self.config.calls_upstream("openai")
         url = self.config.chat_url
         try:
-            if translated:  # an Anthropic upstream: the request and its answer are translated
+            if api == "anthropic":  # an Anthropic upstream: the request and its answer are translated
                 content = to_wire(dumps(chat_to_messages(sent)))
                 headers = forward_headers(request.headers.items(), self.config.api_key, key_header="x-api-key")
                 headers.setdefault("anthropic-version", ANTHROPIC_VERSION)
                 url = self.config.messages_url
+            elif api == "responses":  # a Responses upstream: likewise
+                content = to_wire(dumps(chat_to_responses_request(sent, chat.stream)))
+                url = self.config.responses_url
             upstream = await self.upstream.open("POST", url, headers, content)
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=chat.stream, xml_client=xml_client, model=chat.model, note=exc.message)
@@ -278,37 +294,34 @@ class ProxyApp:
                 **self._rescuers(chat.model),
             )
             if is_event_stream(upstream):
-                relayed: AnswerPipeline = (
-                    TranslatedPipeline(pipeline, EventsAsChunks(chat.model)) if translated else pipeline
-                )
+                reader = CHUNK_READERS.get(api)
+                relayed: AnswerPipeline = pipeline if reader is None else TranslatedPipeline(pipeline, reader(chat.model))
                 return self._relay(upstream, relayed, path, started, xml_client)
-            return await self._rewrap(upstream, pipeline, chat, path, started, xml_client, translated)
-        return await self._whole(upstream, chat, path, started, xml_client, translated)
+            return await self._rewrap(upstream, pipeline, chat, path, started, xml_client, api)
+        return await self._whole(upstream, chat, path, started, xml_client, api)
 
-    async def _completion(self, upstream: httpx.Response, chat: ChatRequest, translated: bool) -> dict[str, Any]:
-        """The upstream's whole answer as a ``chat.completion`` (translated from a ``message``)."""
-        if translated:
-            return message_to_completion(await self._read_answer(upstream, MessageAccumulator(chat.model)), chat.model)
-        return await self._read_answer(upstream, StreamAccumulator(chat.model))
+    async def _completion(self, upstream: httpx.Response, chat: ChatRequest, api: str) -> dict[str, Any]:
+        """The upstream's whole answer (in ``api``) as a ``chat.completion`` (translated from another API's)."""
+        return await upstream_completion(self, upstream, chat.model, api)
 
     async def _rewrap(
         self, upstream: httpx.Response, pipeline: StreamPipeline, chat: ChatRequest, path: str, started: float,
-        xml_client: bool, translated: bool,
+        xml_client: bool, api: str,
     ) -> Response:
         """A streaming client whose upstream answered with one JSON body."""
         try:
-            body = await self._completion(upstream, chat, translated)
+            body = await self._completion(upstream, chat, api)
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=True, xml_client=xml_client, model=chat.model, note=exc.message)
             return error_response(exc)
         return self._rewrapped(pipeline, completion_as_chunks(body), path, started, xml_client)
 
     async def _whole(
-        self, upstream: httpx.Response, chat: ChatRequest, path: str, started: float, xml_client: bool, translated: bool
+        self, upstream: httpx.Response, chat: ChatRequest, path: str, started: float, xml_client: bool, api: str
     ) -> Response:
         """A non-streaming client: one JSON answer (accumulated if the upstream streamed anyway)."""
         try:
-            body = await self._completion(upstream, chat, translated)
+            body = await self._completion(upstream, chat, api)
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=False, xml_client=xml_client, model=chat.model, note=exc.message)
             return error_response(exc)
@@ -345,45 +358,48 @@ class ProxyApp:
             content = to_wire(dumps(shaped))
             tools = anthropic_tools(shaped)  # tool_choice none: nothing may become a call
         headers = forward_headers(request.headers.items(), self.config.api_key, key_header="x-api-key")
-        translated = self.config.calls_upstream("anthropic") == "openai"
+        api = self.config.calls_upstream("anthropic")
         url = self.config.messages_url
-        if translated:  # an OpenAI upstream: the request and its answer are translated
-            content = to_wire(dumps(messages_to_chat(shaped if shaped is not None else req.body)))
+        if api != "anthropic":  # an OpenAI (Responses) upstream: the request and its answer are translated
+            chat_body = messages_to_chat(shaped if shaped is not None else req.body)
+            sent = chat_body if api == "openai" else chat_to_responses_request(chat_body, req.stream)
+            content = to_wire(dumps(sent))
             headers = {k: v for k, v in forward_headers(request.headers.items(), self.config.api_key).items()
                        if not k.startswith("anthropic-")}
-            url = self.config.chat_url
+            url = self.config.chat_url if api == "openai" else self.config.responses_url
         try:
             upstream = await self.upstream.open("POST", url, headers, content)
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=req.stream, model=req.model, note=exc.message)
             return anthropic_error_response(exc)
         if not req.stream:
-            return await self._whole_message(upstream, req, tools, path, started, translated)
+            return await self._whole_message(upstream, req, tools, path, started, api)
         pipeline = self.parts.messages_pipeline(tools=tools, request_model=req.model, buffer_cap=self.config.buffer_cap,
                                                 **self._rescuers(req.model))
         if is_event_stream(upstream):
-            relayed: AnswerPipeline = TranslatedPipeline(pipeline, ChunksAsEvents(req.model)) if translated else pipeline
+            reader = EVENT_READERS.get(api)
+            relayed: AnswerPipeline = pipeline if reader is None else TranslatedPipeline(pipeline, reader(req.model))
             return self._relay(upstream, relayed, path, started, False)
         try:  # a streaming client whose upstream answered with one JSON body
-            body = await self._message(upstream, req, translated)
+            body = await self._message(upstream, req, api)
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=True, model=req.model, note=exc.message)
             return anthropic_error_response(exc)
         return self._rewrapped(pipeline, message_as_events(body), path, started, False)
 
-    async def _message(self, upstream: httpx.Response, req: MessagesRequest, translated: bool) -> dict[str, Any]:
-        """The upstream's whole answer as a ``message`` (translated from a ``chat.completion``)."""
-        if translated:
-            return completion_to_message(await self._read_answer(upstream, StreamAccumulator(req.model)), req.model)
+    async def _message(self, upstream: httpx.Response, req: MessagesRequest, api: str) -> dict[str, Any]:
+        """The upstream's whole answer as a ``message`` (translated from a ``chat.completion`` or a ``response``)."""
+        if api != "anthropic":
+            return completion_to_message(await upstream_completion(self, upstream, req.model, api), req.model)
         return await self._read_answer(upstream, MessageAccumulator(req.model))
 
     async def _whole_message(
         self, upstream: httpx.Response, req: MessagesRequest, tools: tuple[ToolSpec, ...], path: str, started: float,
-        translated: bool,
+        api: str,
     ) -> Response:
         """A non-streaming Messages client: one ``message`` (accumulated if the upstream streamed anyway)."""
         try:
-            body = await self._message(upstream, req, translated)
+            body = await self._message(upstream, req, api)
         except ProxyError as exc:
             _log_request("POST", path, exc.status, started, stream=False, model=req.model, note=exc.message)
             return anthropic_error_response(exc)
@@ -467,6 +483,8 @@ def create_app(config: ProxyConfig, parts: Parts | None = None) -> Starlette:
         Route("/chat/completions", proxy.chat, methods=["POST"]),
         Route("/v1/messages", proxy.messages, methods=["POST"]),
         Route("/messages", proxy.messages, methods=["POST"]),
+        Route("/v1/responses", partial(responses, proxy), methods=["POST"]),
+        Route("/responses", partial(responses, proxy), methods=["POST"]),
         Route("/v1/models", proxy.models, methods=["GET"]),
         Route("/models", proxy.models, methods=["GET"]),
         Route("/health", proxy.health, methods=["GET"]),

@@ -20,7 +20,7 @@ from harness.errors import ConformanceError
 from reference_proxy.rescue.families import FORMAT_IDS
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
-UPSTREAM_DIALECTS = ("native", "openai", "anthropic")
+UPSTREAM_DIALECTS = ("native", "openai", "anthropic", "responses")
 MIN_BUFFER_CAP = 256
 AUTO_FORMATS = "auto"
 ANY_MODEL = "*"
@@ -87,7 +87,7 @@ class ProxyConfig:
         return None
 
     def calls_upstream(self, client_api: str) -> str:
-        """The API a request of ``client_api`` ("openai" or "anthropic") is sent upstream in."""
+        """The API a request of ``client_api`` ("openai", "anthropic" or "responses") is sent upstream in."""
         return client_api if self.upstream_dialect == "native" else self.upstream_dialect
 
     @property
@@ -97,6 +97,10 @@ class ProxyConfig:
     @property
     def messages_url(self) -> str:
         return f"{self.upstream}/messages"
+
+    @property
+    def responses_url(self) -> str:
+        return f"{self.upstream}/responses"
 
     @property
     def models_url(self) -> str:

@@ -26,12 +26,13 @@ Family = tuple[Sequence[Any], Sequence[Any], Callable[[Any], Options]]
 
 def families() -> dict[str, Family]:
     """Every file's family of rule cases, each declared as ``FAMILY`` next to the cases."""
+    import test_responses_rules
     import test_rules
     import test_rules_anthropic
     import test_rules_faults
 
     return {"chat completions": test_rules.FAMILY, "anthropic": test_rules_anthropic.FAMILY,
-            "faults": test_rules_faults.FAMILY}
+            "faults": test_rules_faults.FAMILY, "responses": test_responses_rules.FAMILY}
 
 
 def _path(module: ModuleType) -> str:
@@ -44,9 +45,10 @@ def _broken_cases() -> Iterable[tuple[str, str, Iterable[str]]]:
     import test_isolation
     import test_rules
     import test_rules_anthropic
+    import test_responses_rules
     import test_rules_faults
 
-    for module in (test_rules, test_rules_anthropic, test_rules_faults):
+    for module in (test_rules, test_rules_anthropic, test_rules_faults, test_responses_rules):
         for case in module.BROKEN:
             yield _path(module), case.id, case.fails
     for pair in test_rules.PAIRS:

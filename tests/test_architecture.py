@@ -73,6 +73,7 @@ CROSSING: dict[tuple[str, str], str] = {
     ("mock_backends.registry", "harness.replay"): "core: the replay planners",
     ("mock_backends.registry", "harness.replay.anthropic"): "core: the Messages replay planner",
     ("mock_backends.registry", "harness.replay.openai"): "core: the Chat Completions replay planner",
+    ("mock_backends.registry", "harness.replay.responses"): "core: the Responses replay planner",
     ("mock_backends.registry", "harness.scenario"): "core: the scenario model",
     ("mock_backends.streaming", "harness.replay.wire"): "core: events and how they are cut into writes",
     # The reference proxy: only the exception tree and a listening socket.

@@ -21,3 +21,17 @@ def test_proxy_overhead_benchmark_runs_quick() -> None:
     for heading in ("latency, frames with no delay", "throughput, 'text' answer", "throughput, 'rescue' answer"):
         assert heading in result.stdout
     assert "done in" in result.stdout
+
+
+def test_responses_overhead_benchmark_runs_quick() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "responses_overhead.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    for heading in ("== 'text' answer", "== 'rescue' answer", "resp/chat"):
+        assert heading in result.stdout
+    assert "done in" in result.stdout

@@ -42,7 +42,7 @@ def test_error_type_per_status(dialect: Any, status: int, expected: str) -> None
 
 @pytest.mark.parametrize("dialect", list(DIALECTS.values()), ids=list(DIALECTS))
 def test_error_shape_reads_what_it_writes_and_not_the_other(dialect: Any) -> None:
-    other = ANTHROPIC if dialect is OPENAI else OPENAI
+    other = ANTHROPIC if dialect.errors is OPENAI.errors else OPENAI  # Responses errors are OpenAI's shape
     assert dialect.errors.read(dialect.errors.write("boom", "x")) == "boom"
     assert dialect.errors.read(other.errors.write("boom", "x")) is None
 

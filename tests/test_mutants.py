@@ -41,8 +41,10 @@ def serve_mutant(servers: ServeFn, mutant: Mutant, rig: Rig) -> str:
 
 def failed_rules(proxy_url: str, mock_url: str, scenario_ids: Iterable[str], *, profile: Profile | None,
                  upstream: str | None = None,
-                 strict: bool = False, timeout: float = 5.0, workers: int = 1) -> dict[str, list[str]]:
-    """Each scenario played through the harness as one test item plays it: the rules it broke."""
+                 strict: bool = False, timeout: float = 5.0, workers: int = 1,
+                 explained: bool = False) -> dict[str, list[str]]:
+    """Each scenario played through the harness as one test item plays it: the rules it broke
+    (``explained``: each with its message, for a test that expects none to show why one did)."""
     settings = RunSettings(proxy_url=proxy_url, features=FEATURES, strict=strict, timeout=timeout)
 
     def one(scenario_id: str) -> list[str]:
@@ -50,7 +52,10 @@ def failed_rules(proxy_url: str, mock_url: str, scenario_ids: Iterable[str], *, 
         chosen, skip = choose_profile(scenario, profile, FEATURES)
         assert skip is None, f"{scenario_id}: {skip}"
         with MockControl(mock_url) as mock:
-            return play(scenario, settings=settings, mock=mock, profile=chosen).failed_rules
+            run = play(scenario, settings=settings, mock=mock, profile=chosen)
+        if explained:
+            return [f"{f.rule_id}: {f.message[:300]}" for _, f in run.failures]
+        return run.failed_rules
 
     ids = list(scenario_ids)
     # An isolation item plays several clients at once itself: it runs after the others, alone,
@@ -146,7 +151,8 @@ def test_a_correct_but_different_proxy_passes_the_whole_library(profile: Profile
     ids = [s.id for s in LIBRARY.values() if choose_profile(s, profile, FEATURES)[1] is None]
     assert len(ids) > at_least
     url = serve_mutant(servers, different, rig)
-    played = failed_rules(url, rig.mock_url, ids, profile=profile, strict=True, workers=4, timeout=PATIENT_TIMEOUT)
+    played = failed_rules(url, rig.mock_url, ids, profile=profile, strict=True, workers=4, timeout=PATIENT_TIMEOUT,
+                          explained=True)
     assert {s: rules for s, rules in played.items() if rules} == {}
 
 
@@ -156,7 +162,7 @@ def test_a_proxy_that_chose_otherwise_where_clients_accept_it_passes(variant: Mu
     """A choice unlike the reference proxy's that no client minds fails nothing, even with --strict."""
     url = serve_mutant(servers, variant, rig)
     played = failed_rules(url, rig.mock_url, variant.scenarios, profile=variant.profile, strict=True,
-                          timeout=PATIENT_TIMEOUT, upstream=variant.upstream)
+                          timeout=PATIENT_TIMEOUT, upstream=variant.upstream, explained=True)
     assert played == {s: [] for s in variant.scenarios}
 
 

@@ -398,7 +398,7 @@ def test_client_hang_up_cancels_the_upstream_request(shaky: str) -> None:
 
 def test_client_stalling_mid_body_gets_408(rig: Rig) -> None:
     """A client that announces more body than it sends gets a 408 once it has paused
-    longer than ``body_timeout`` (1 s here), and the proxy keeps serving others."""
+    longer than ``body_timeout`` (5 s, the default), and the proxy keeps serving others."""
     host, port = rig.default.url.removeprefix("http://").split(":")
     with socket.create_connection((host, int(port)), timeout=10) as sock:
         sock.sendall(

@@ -9,9 +9,10 @@ from types import MappingProxyType
 from harness.dialects.anthropic import ANTHROPIC
 from harness.dialects.base import DialectName, Finish, NativeCall, NotPortable, WireDialect
 from harness.dialects.openai import OPENAI
+from harness.dialects.responses import RESPONSES
 
-DIALECTS: Mapping[str, WireDialect] = MappingProxyType({d.name: d for d in (OPENAI, ANTHROPIC)})
-DIALECT_NAMES: tuple[DialectName, ...] = ("openai", "anthropic")
+DIALECTS: Mapping[str, WireDialect] = MappingProxyType({d.name: d for d in (OPENAI, ANTHROPIC, RESPONSES)})
+DIALECT_NAMES: tuple[DialectName, ...] = ("openai", "anthropic", "responses")
 
 
 def dialect(name: str) -> WireDialect:
@@ -23,4 +24,4 @@ def dialect(name: str) -> WireDialect:
 
 
 __all__ = ["ANTHROPIC", "DIALECTS", "DIALECT_NAMES", "OPENAI", "DialectName", "Finish", "NativeCall",
-           "NotPortable", "WireDialect", "dialect"]
+           "NotPortable", "RESPONSES", "WireDialect", "dialect"]

@@ -10,7 +10,12 @@ from harness.scenario import Frame, ToolCallFrame, ToolUseFrame
 
 
 class ToolUseCodec:
-    """Each call: one tool_use frame whose input arrives as the call's fragments."""
+    """Each call: one tool_use frame whose input arrives as the call's fragments: a call
+    that is one item of its own (an Anthropic ``tool_use`` block, a Responses
+    ``function_call`` item), never interleaved with another."""
+
+    def __init__(self, title: str = "Anthropic") -> None:
+        self.title = title
 
     def write(self, calls: Sequence[tuple[int, NativeCall]]) -> list[Frame]:
         return [ToolUseFrame(call.name, call.id, call.fragments, call.delays[0] if call.delays else None)
@@ -20,7 +25,7 @@ class ToolUseCodec:
         out: list[Frame | NativeCall] = []
         for frame in frames:
             if isinstance(frame, ToolCallFrame):
-                raise NotPortable("a tool_call frame in an Anthropic backend")
+                raise NotPortable(f"a tool_call frame in an {self.title} backend")
             if isinstance(frame, ToolUseFrame):
                 out.append(NativeCall(frame.name, frame.id, frame.input_json, (frame.delay_ms,), 1))
             else:
@@ -63,4 +68,5 @@ ANTHROPIC = WireDialect(
     calls=ToolUseCodec(),
     errors=AnthropicErrors(),
     usage_names={"input": "input_tokens", "output": "output_tokens"},
+    pings=True,
 )

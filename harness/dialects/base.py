@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol
 
 from harness.scenario import Frame
 
-DialectName = Literal["openai", "anthropic"]
+DialectName = Literal["openai", "anthropic", "responses"]
 
 # The dialect-neutral reasons an answer ends.
 Finish = Literal["end", "tool", "length", "stop-sequence"]
@@ -75,6 +75,7 @@ class WireDialect:
     errors: ErrorShape
     usage_names: Mapping[str, str] = field(default_factory=dict)  # neutral usage key -> native
     finish_aliases: Mapping[Finish, str] = field(default_factory=dict)  # neutral -> the nearest native reason
+    pings: bool = False  # whether its streams may carry keep-alive ping events (a backend's ``ping``)
 
     def neutral_finish(self, native: str) -> Finish | None:
         return self.finish_names.get(native)

@@ -92,7 +92,7 @@ def serve_as(scenario: Scenario, target_name: str) -> Scenario:
     usage = target.native_usage(backend.usage) if backend.usage is not None else None
     new_backend = dataclasses.replace(
         backend, dialect=target.name, frames=tuple(frames), finish_reason=target.native_finish(finish),
-        usage=usage, fault=fault, ping=backend.ping and target.name == "anthropic",
+        usage=usage, fault=fault, ping=backend.ping and target.pings,
     )
     raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))
     b = raw.setdefault("backend", {})

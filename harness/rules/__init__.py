@@ -38,6 +38,7 @@ from harness.rules import (
     fault,
     http,
     iso,
+    resp,
     sdk,
     sse,
     text,

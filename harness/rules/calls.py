@@ -18,7 +18,7 @@ rule = rule_group("calls", "CALLS")
     "arguments; none missing, extra or duplicated.",
     severity="client",
     stage="answer",
-    profiles=("openai", "anthropic"),
+    profiles=("openai", "anthropic", "responses"),
 )
 def expected_calls(ctx: Context) -> Iterator[Violation]:
     lines = diff_calls(ctx.expected_calls, ctx.received_calls)
@@ -39,7 +39,7 @@ def expected_calls(ctx: Context) -> Iterator[Violation]:
     "The answer's `finish_reason` is the one the scenario expects.",
     severity="client",
     stage="answer",
-    profiles=("openai",),
+    profiles=("openai", "responses"),
     ending=True,
 )
 def expected_finish(ctx: Context) -> Iterator[Violation]:

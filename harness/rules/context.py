@@ -35,20 +35,24 @@ from harness.compare import CallView, parse_object, render, shorten
 from harness.exchange import Exchange
 from harness.rules.registry import Options, Stage
 from harness.scenario import Scenario
-from harness.sdk_compat import SdkReading, read_anthropic_stream, read_stream
+from harness.responses_events import ResponsesEvent, answer_from_response, assemble_responses_stream
+from harness.responses_events import read_events as read_responses_events
+from harness.sdk_compat import SdkReading, read_anthropic_stream, read_responses_stream, read_stream
 from harness.sse import SSEEvent, SSEStream, parse_events
 from harness.xml_calls import XmlParse, parse_xml_calls, tool_vocabulary
 
 T = TypeVar("T")
-Dialect = Literal["openai", "anthropic"]
+Dialect = Literal["openai", "anthropic", "responses"]
+# The profiles whose answers are read in an API of their own (every other one reads chat completions).
+OWN_DIALECT: Mapping[str, Dialect] = {"anthropic": "anthropic", "responses": "responses"}
 
 
 def effective_options(options: Options, exchange: Exchange) -> Options:
-    """The options an exchange is judged under: an anthropic exchange is always judged
-    as anthropic, whatever profile the options name (its body cannot be read as chat
-    completions); options naming anthropic read any exchange as Messages."""
-    if exchange.profile == "anthropic" and options.profile != "anthropic":
-        return dataclasses.replace(options, profile="anthropic")
+    """The options an exchange is judged under: an anthropic (responses) exchange is always
+    judged as anthropic (responses), whatever profile the options name (its body cannot be
+    read as chat completions); options naming such a profile read any exchange in its API."""
+    if exchange.profile in OWN_DIALECT and options.profile != exchange.profile:
+        return dataclasses.replace(options, profile=exchange.profile)
     return options
 
 
@@ -73,7 +77,7 @@ class Context:
     @cached_property
     def dialect(self) -> Dialect:
         """The API the client speaks, which decides how the answer is read."""
-        return "anthropic" if self.options.profile == "anthropic" else "openai"
+        return OWN_DIALECT.get(self.options.profile, "openai")
 
     # ------------------------------------------------------------------ what arrived
 
@@ -129,8 +133,17 @@ class Context:
         return collect_blocks(self.events)
 
     @cached_property
+    def responses_events(self) -> tuple[ResponsesEvent, ...]:
+        """A Responses stream's events, every one of them."""
+        return read_responses_events(self.stream.events)
+
+    @cached_property
     def answer(self) -> Answer:
         anthropic = self.dialect == "anthropic"
+        if self.dialect == "responses":
+            if self.kind == "sse":
+                return assemble_responses_stream(self.responses_events)
+            return answer_from_response(self.body[0]) if self.kind == "json" else Answer("", (), None, None, None)
         if self.kind == "sse":
             return assemble_anthropic_stream(self.events) if anthropic else assemble_stream(self.payloads)
         if self.kind == "json":
@@ -146,6 +159,8 @@ class Context:
             return ()
         if self.dialect == "anthropic":
             return tuple(e.event for e in self.events if e.is_error)
+        if self.dialect == "responses":
+            return tuple(e.event for e in self.responses_events if e.is_error)
         return tuple(p.event for p in self.payloads if p.error is not None)
 
     @cached_property
@@ -243,7 +258,7 @@ class Context:
         report of an error event the scenario expects, that is the client doing its
         job: the reading then holds what the SDK had accumulated, without the error."""
         content_type = self.exchange.response_headers.get("content-type", "text/event-stream")
-        read = read_anthropic_stream if self.dialect == "anthropic" else read_stream
+        read = {"anthropic": read_anthropic_stream, "responses": read_responses_stream}.get(self.dialect, read_stream)
         reading = read(self.exchange.raw, {"content-type": content_type})
         if reading.error_event and self.error_accepted:
             return dataclasses.replace(reading, error=None)

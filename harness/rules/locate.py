@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.anthropic_events import client_events, collect_blocks
 from harness.assemble import choice_zero, first_choice
+from harness.responses_events import ENDINGS
 from harness.rules.context import Context, position
 from harness.sse import SSEEvent
 
@@ -89,8 +90,33 @@ def _anthropic_sources(ctx: Context) -> _Sources:
     return _Sources(tuple(starts), tuple(events), calls, finish)
 
 
+def _responses_sources(ctx: Context) -> _Sources:
+    """A Responses stream: its text deltas, the events that added function calls, the terminal event."""
+    starts: list[int] = []
+    events: list[SSEEvent] = []
+    calls: list[SSEEvent] = []
+    finish: SSEEvent | None = None
+    length = 0
+    for e in ctx.responses_events:
+        if e.type == "response.output_text.delta" and isinstance(e.get("delta"), str) and e.get("delta"):
+            starts.append(length)
+            events.append(e.event)
+            length += len(e.get("delta"))
+        elif e.type == "response.output_item.added" and isinstance(e.get("item"), Mapping) \
+                and e.get("item").get("type") == "function_call":
+            calls.append(e.event)
+        elif e.type in ENDINGS:
+            finish = e.event
+    return _Sources(tuple(starts), tuple(events), tuple(calls), finish)
+
+
+_SOURCES = {"anthropic": _anthropic_sources, "responses": _responses_sources}
+# Where each dialect's single body says how the answer ended.
+_FINISH_PATHS = {"anthropic": "/stop_reason", "responses": "/status"}
+
+
 def _sources(ctx: Context) -> _Sources:
-    return _anthropic_sources(ctx) if ctx.dialect == "anthropic" else _openai_sources(ctx)
+    return _SOURCES.get(ctx.dialect, _openai_sources)(ctx)
 
 
 def _at(ctx: Context, event: SSEEvent | None) -> Evidence:
@@ -121,6 +147,14 @@ def _blocks(ctx: Context, kind: str) -> list[tuple[int, Mapping[str, Any]]]:
     ]
 
 
+def _output_items(ctx: Context, kind: str) -> list[int]:
+    """The positions of the items of ``kind`` in a ``response`` body's output."""
+    body = ctx.body[0]
+    output = body.get("output") if isinstance(body, Mapping) else None
+    return [i for i, item in enumerate(output if isinstance(output, list) else ())
+            if isinstance(item, Mapping) and item.get("type") == kind]
+
+
 def _text_block_path(ctx: Context, offset: int) -> tuple[str, int]:
     """The pointer of the Messages text block holding character ``offset`` of the
     joined text, and the offset inside that block."""
@@ -136,7 +170,7 @@ def _text_block_path(ctx: Context, offset: int) -> tuple[str, int]:
 def finish(ctx: Context) -> Evidence:
     """Where the answer's finish reason (Messages: stop reason) was sent, or was due."""
     if ctx.kind == "json":
-        return {"json_path": "/stop_reason" if ctx.dialect == "anthropic" else _in_choice(ctx, "finish_reason")}
+        return {"json_path": _FINISH_PATHS.get(ctx.dialect) or _in_choice(ctx, "finish_reason")}
     if ctx.kind != "sse":
         return {}
     return _at(ctx, ctx.derived(_sources).finish_event)
@@ -150,6 +184,8 @@ def call(ctx: Context, index: int) -> Evidence:
             return finish(ctx)
         if ctx.dialect == "anthropic":
             return {"json_path": f"/content/{_blocks(ctx, 'tool_use')[index][0]}"}
+        if ctx.dialect == "responses":
+            return {"json_path": f"/output/{_output_items(ctx, 'function_call')[index]}"}
         return {"json_path": _in_choice(ctx, f"message/tool_calls/{index}")}
     if ctx.kind != "sse":
         return {}
@@ -173,6 +209,8 @@ def content(ctx: Context, offset: int) -> Evidence:
         if ctx.dialect == "anthropic":
             path, inside = _text_block_path(ctx, offset)
             return {"json_path": path, "text_offset": inside}
+        if ctx.dialect == "responses":
+            return {"json_path": "/output", "text_offset": offset}
         return {"json_path": _in_choice(ctx, "message/content"), "text_offset": offset}
     if ctx.kind != "sse":
         return {}

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 # client: a named client breaks; spec: the API's documentation says so (judged with
 # --strict); feature: a promise only some proxies make, judged when the user claims it.
 Severity = Literal["client", "spec", "feature"]
-Profile = Literal["openai", "xml-client", "anthropic"]
+Profile = Literal["openai", "xml-client", "anthropic", "responses"]
 # When a rule has something to judge: every run, any HTTP response (no transport
 # error, no timeout), a 200 answer, a 200 SSE stream, or a 200 single JSON body.
 Stage = Literal["always", "response", "answer", "stream", "single"]
@@ -85,7 +85,8 @@ class Entry:
 ENTRIES: dict[str, Entry] = {}
 OPENAI_PROFILES: frozenset[Profile] = frozenset({"openai", "xml-client"})
 ANTHROPIC: frozenset[Profile] = frozenset({"anthropic"})
-EVERY_PROFILE: frozenset[Profile] = OPENAI_PROFILES | ANTHROPIC
+RESPONSES: frozenset[Profile] = frozenset({"responses"})
+EVERY_PROFILE: frozenset[Profile] = OPENAI_PROFILES | ANTHROPIC | RESPONSES
 # The default of a rule: the OpenAI chat-completions dialect, whichever client reads it.
 ALL_PROFILES = OPENAI_PROFILES
 

@@ -1,4 +1,4 @@
-"""The wire schemas (OpenAI and Anthropic) the rules validate against, JSON Schema files beside the scenario schema."""
+"""The wire schemas (OpenAI, Anthropic and OpenAI Responses) the rules validate against, JSON Schema files beside the scenario schema."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ SchemaName = Literal[
     "anthropic_stream_event",
     "anthropic_message",
     "anthropic_error",
+    "responses_stream_event",
 ]
 
 

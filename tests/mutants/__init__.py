@@ -7,20 +7,22 @@ reference proxy (``base.rewritten`` with a ``Rewriter`` for wire breakage,
 ``base.with_parts`` for a swapped piece of behaviour). Chat-completion mutants live
 in ``mutants.openai``, Messages mutants (rewriters of ``SSEEvent``s with their
 ``event:`` names) in ``mutants.anthropic``, mutants of the proxy translating between
-the two APIs in ``mutants.translation``. ``mutants.fuzz_only`` holds mutants no
+the two APIs in ``mutants.translation``, mutants of its Responses API (and a correct
+variant of it) in ``mutants.responses``. ``mutants.fuzz_only`` holds mutants no
 hand-written scenario exposes and only generated cases catch (``FUZZ_ONLY``); proxies
 whose state is shared between exchanges or choices are in ``mutants.isolation``, and
 per-format parser defects in ``mutants.formats``.
 """
 
-from mutants import anthropic, formats, isolation, openai, translation
+from mutants import anthropic, formats, isolation, openai, responses, translation
 from mutants.fuzz_only import ALL_AT_ONCE, FUZZ_ONLY
 from mutants.base import Mutant
 from mutants.different import CORRECT_BUT_DIFFERENT
 
 MUTANTS: tuple[Mutant, ...] = (*openai.MUTANTS, *anthropic.MUTANTS, *translation.MUTANTS, *isolation.MUTANTS,
-                              *formats.MUTANTS)
-CORRECT: tuple[Mutant, ...] = (CORRECT_BUT_DIFFERENT, anthropic.CORRECT_BUT_DIFFERENT_MESSAGES)
+                              *formats.MUTANTS, *responses.MUTANTS)
+CORRECT: tuple[Mutant, ...] = (CORRECT_BUT_DIFFERENT, anthropic.CORRECT_BUT_DIFFERENT_MESSAGES,
+                               responses.CORRECT_BUT_DIFFERENT_RESPONSES)
 # Correct in one respect where the reference made another choice: each passes its cases, with --strict too.
 CORRECT_VARIANTS: tuple[Mutant, ...] = (openai.RELAYS_HALF_CALL, anthropic.RELAYS_HALF_TOOL_USE)
 ALL: tuple[Mutant, ...] = (*MUTANTS, *CORRECT, *CORRECT_VARIANTS, *FUZZ_ONLY, ALL_AT_ONCE)
