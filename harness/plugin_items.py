@@ -107,7 +107,8 @@ class ScenarioItem(pytest.Item):
         settings = dataclasses.replace(session.settings, proxy_url=session.shared.proxy_for(self.upstream))
         from harness.coverage import unclaimed_reason
 
-        profile, skip = choose_profile(scenario, session.client_profile, settings.features)
+        requested = session.requested_profile(scenario, self.upstream, settings.features)
+        profile, skip = choose_profile(scenario, requested, settings.features)
         if skip is None:
             skip = unclaimed_reason(scenario.family, session.formats, scenario.rescues)
         if skip is None and scenario.spec_only and not session.strict:

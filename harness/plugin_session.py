@@ -96,7 +96,8 @@ class ConformanceSession:
                          "calls one upstream dialect: name it (openai or anthropic), or natural")
         self.upstream_mode: str = mode
         # The upstream dialect of each item of a scenario (None: the scenario's own).
-        self.upstreams: tuple[str | None, ...] = {"natural": (None,), "all": ("openai", "anthropic")}.get(mode, (mode,))
+        self.upstreams: tuple[str | None, ...] = {"natural": (None,), "all": ("openai", "anthropic", "responses")}.get(
+            mode, (mode,))
         self.strict = bool(opt("strict"))
         try:
             profile = opt("client-profile")
@@ -351,10 +352,24 @@ class ConformanceSession:
 
         write_score_card(self, terminalreporter)
 
+    def requested_profile(self, scenario: Scenario, upstream: str | None, features: frozenset[str]) -> Profile | None:
+        """The client profile an item asks for: the user's; else, in the bundled run's pass in
+        front of a Responses upstream, a Responses client for each case a chat-completions
+        client asks (so that pass covers Responses as client and as upstream at once); else
+        each scenario's own (None)."""
+        from harness.profiles import choose_profile
+
+        if self.client_profile is not None or self.upstream_mode != "all" or upstream != "responses":
+            return self.client_profile
+        if scenario.client.profile != "openai" or choose_profile(scenario, "responses", features)[1] is not None:
+            return None
+        return "responses"
+
     def pairs_label(self) -> str:
         """The dialect pairs the run plays, as the header and report name them."""
         if self.upstream_mode == "all":
-            return "every pair (openai and anthropic upstreams, each scenario's client dialect)"
+            return ("every pair (openai, anthropic and responses upstreams; each scenario's client dialect, and a "
+                    "responses client for the chat-completions cases in front of the responses upstream)")
         if self.upstream_mode == "natural":
             return "each scenario's own (natural)"
         return self.upstream_mode

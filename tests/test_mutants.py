@@ -26,7 +26,7 @@ from mutants.base import Mutant, Rewriter, parse_event, proxy_config, reference
 from mutants.coverage import unproven
 from mutants.different import CORRECT_BUT_DIFFERENT
 from reference_proxy.rescue import ToolSpec, collect, rescue_text
-from support import PATIENT_TIMEOUT
+from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock and reference proxy)
 
 ServeFn = Callable[[Any], Any]
@@ -42,14 +42,14 @@ def serve_mutant(servers: ServeFn, mutant: Mutant, rig: Rig) -> str:
 def failed_rules(proxy_url: str, mock_url: str, scenario_ids: Iterable[str], *, profile: Profile | None,
                  upstream: str | None = None,
                  strict: bool = False, timeout: float = 5.0, workers: int = 1,
-                 explained: bool = False) -> dict[str, list[str]]:
+                 explained: bool = False, features: frozenset[str] = FEATURES) -> dict[str, list[str]]:
     """Each scenario played through the harness as one test item plays it: the rules it broke
     (``explained``: each with its message, for a test that expects none to show why one did)."""
-    settings = RunSettings(proxy_url=proxy_url, features=FEATURES, strict=strict, timeout=timeout)
+    settings = RunSettings(proxy_url=proxy_url, features=features, strict=strict, timeout=timeout)
 
     def one(scenario_id: str) -> list[str]:
         scenario = LIBRARY[scenario_id] if upstream is None else serve_as(LIBRARY[scenario_id], upstream)
-        chosen, skip = choose_profile(scenario, profile, FEATURES)
+        chosen, skip = choose_profile(scenario, profile, features)
         assert skip is None, f"{scenario_id}: {skip}"
         with MockControl(mock_url) as mock:
             run = play(scenario, settings=settings, mock=mock, profile=chosen)
@@ -148,11 +148,11 @@ def test_a_correct_but_different_proxy_passes_the_whole_library(profile: Profile
     formats, SSE framing and comments) fail nothing, anywhere in the library the profile
     is meaningful for; each is legal by the specification too, so not even with --strict
     (played once, strict: the default rules are a subset of the strict ones)."""
-    ids = [s.id for s in LIBRARY.values() if choose_profile(s, profile, FEATURES)[1] is None]
+    ids = [s.id for s in LIBRARY.values() if choose_profile(s, profile, WHOLE_LIBRARY_FEATURES)[1] is None]
     assert len(ids) > at_least
     url = serve_mutant(servers, different, rig)
     played = failed_rules(url, rig.mock_url, ids, profile=profile, strict=True, workers=4, timeout=PATIENT_TIMEOUT,
-                          explained=True)
+                          explained=True, features=WHOLE_LIBRARY_FEATURES)
     assert {s: rules for s, rules in played.items() if rules} == {}
 
 

@@ -31,7 +31,7 @@ from harness.scenario import bundled_scenarios_dir, load_library
 from mock_backends.app import create_app as create_mock
 from reference_proxy.app import create_app as create_proxy
 from reference_proxy.config import ProxyConfig
-from support import PATIENT_TIMEOUT
+from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 
 # In-process pytester runs drop every module first imported during the run. httpx
 # imports httpcore lazily and maps its exceptions by class, so httpcore must be
@@ -488,6 +488,7 @@ def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(
     report = pytester.path / "r.json"
     result = pytester.runpytest("-n", "2", "--conformance", "--conformance-strict", "--conformance-rechunk", str(rechunk),
                                 "--conformance-timeout", str(PATIENT_TIMEOUT),
+                                "--conformance-features", ",".join(sorted(WHOLE_LIBRARY_FEATURES)),
                                 "--conformance-rechunk-seed", "20261123", "-p", "no:cacheprovider", "-m", marks,
                                 "--conformance-report-json", str(report), "--conformance-upstream-dialect", "natural")
     data = json.loads(report.read_text())
@@ -570,8 +571,10 @@ def test_whole_library_passes_the_translating_reference_proxies(pytester: pytest
     translates, with every rule enforced: nothing fails, and what is skipped is a scenario
     that cannot be said in the other dialect, with that reason."""
     report = pytester.path / "r.json"
-    result = pytester.runpytest("-n", "2", "--conformance", "--conformance-strict", "-p", "no:cacheprovider", "-k", "upstream]",
+    result = pytester.runpytest("-n", "2", "--conformance", "--conformance-strict", "-p", "no:cacheprovider",
+                                "-k", "openai-upstream] or anthropic-upstream]",
                                 "--conformance-timeout", str(PATIENT_TIMEOUT),
+                                "--conformance-features", ",".join(sorted(WHOLE_LIBRARY_FEATURES)),
                                 "--conformance-report-json", str(report))
     data = json.loads(report.read_text())
     broken = {s["scenario"]: s["failures"] for s in data["scenarios"] if s["outcome"] not in ("passed", "skipped")}
