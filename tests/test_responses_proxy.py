@@ -25,7 +25,7 @@ from mock_backends.control import MockControl
 from reference_proxy.app import create_app
 from reference_proxy.config import ProxyConfig
 
-from support import PATIENT_TIMEOUT
+from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 
 # The reference proxy's upstream_dialect setting for each upstream the mock serves.
 UPSTREAMS = {"openai": "openai", "anthropic": "anthropic", "responses": "native"}
@@ -146,11 +146,10 @@ def test_a_correct_but_different_responses_proxy_passes(servers: tuple[str, Mock
     """Other item ids, extra event fields and one delta per call's arguments fail nothing,
     not even with --strict, on the cases of the families a translator touches most (an HTTP error
     has no events to rewrite)."""
-    from mutants.base import proxy_config
     from mutants.responses import CORRECT_BUT_DIFFERENT_RESPONSES as different
 
     mock_url, control, _ = servers
-    features = proxy_config("http://127.0.0.1:1/v1").features()
+    features = WHOLE_LIBRARY_FEATURES
     cases = [s for s in load_library() if (s.family in ("plain", "hermes") or s.id.startswith("faults-openai-drop"))
              and choose_profile(s, "responses", features)[1] is None]
     assert len(cases) >= 25
