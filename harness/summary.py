@@ -51,6 +51,7 @@ class ItemRecord:
     stale_entries: tuple[int, ...] = ()  # entries for this scenario whose failure did not happen
     upstream: str = ""  # the dialect the backend was served in
     cause: str = ""  # a cause the failure may share with others (an HTTP status, an unhealthy proxy)
+    own_profile: bool = True  # played by the client the scenario was written for
 
     @property
     def pair(self) -> str:
@@ -60,9 +61,10 @@ class ItemRecord:
 
     @property
     def label(self) -> str:
-        """The scenario id, with the pair when the backend was served in another dialect than the client's."""
+        """The scenario id, with the pair when it is not the scenario's own: the backend served
+        in another dialect than the client's, or another client than the one it was written for."""
         client = "openai" if self.profile == "xml-client" else self.profile
-        return self.scenario if self.upstream in ("", client) else f"{self.scenario} [{self.pair}]"
+        return self.scenario if self.upstream in ("", client) and self.own_profile else f"{self.scenario} [{self.pair}]"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -124,7 +126,8 @@ def item_record(
             )
         )
     return ItemRecord(scenario.id, scenario.family, profile, outcome, reason, tuple(failures), tuple(notes),
-                      upstream=upstream or scenario.backend.dialect, cause=cause)
+                      upstream=upstream or scenario.backend.dialect, cause=cause,
+                      own_profile=profile == scenario.client.profile)
 
 
 @dataclass
