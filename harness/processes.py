@@ -24,7 +24,10 @@ from harness.errors import ConformanceError
 
 CLI = "from harness.cli import run_main; run_main()"
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-START_TIMEOUT = 20.0  # seconds a server may take to answer its first health check
+# Seconds a server may take to answer its first health check. A safety net, not a margin: a
+# server that died is reported at once (its exit is watched); a live one on a machine loaded
+# on purpose took more than 20 s just to import, so only a hung one waits this long.
+START_TIMEOUT = 60.0
 
 
 @dataclass
