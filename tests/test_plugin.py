@@ -403,15 +403,16 @@ def test_unreachable_proxy_stops_the_run_with_its_url(pytester: pytest.Pytester)
 
 
 def test_bundled_library_is_the_default(pytester: pytest.Pytester) -> None:
-    """Without --proxy-url every scenario is played in both upstream dialects: under its
-    own id with its own, and as ``id[<other>-upstream]`` with the other."""
+    """Without --proxy-url every scenario is played in each upstream dialect: under its
+    own id with its own, and as ``id[<other>-upstream]`` with each other one."""
     result = pytester.runpytest("--conformance", "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
     collected = [line.removeprefix("conformance::") for line in result.stdout.lines if line.startswith("conformance::")]
-    other = {"openai": "anthropic", "anthropic": "openai"}
+    upstreams = ("openai", "anthropic", "responses")
     library = load_library()
     assert sorted(collected) == sorted([s.id for s in library] +
-                                       [f"{s.id}[{other[s.backend.dialect]}-upstream]" for s in library])
+                                       [f"{s.id}[{u}-upstream]" for s in library for u in upstreams
+                                        if u != s.backend.dialect])
     assert len(library) == len(list(bundled_scenarios_dir().rglob("*.yaml")))
 
 
