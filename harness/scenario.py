@@ -124,6 +124,8 @@ def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
             ExpectedError(
                 tuple(e["error"].get("status", ())),
                 e["error"].get("in_stream", "allowed" if e["error"].get("status") else "forbidden"),
+                bool(e["error"].get("optional", False)),
+                e["error"].get("content"),
             )
             if "error" in e
             else None

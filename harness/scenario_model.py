@@ -159,6 +159,10 @@ class ExpectedError:
 
     status: tuple[int, ...] = ()
     in_stream: Literal["allowed", "required", "forbidden"] = "forbidden"
+    # The proxy may also answer normally instead (then the rest of ``expect`` holds), and
+    # ``content`` is the visible text expected when an error inside the stream ends the answer.
+    optional: bool = False
+    content: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

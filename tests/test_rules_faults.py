@@ -69,6 +69,9 @@ S_STATUS = scenario({"error": {"status": [502, 503]}, "proxy_survives": True}, f
 S_ANY_STATUS = scenario({"error": {}}, fault=BAD_GATEWAY)
 S_ALLOWED = scenario({"error": {"status": [502], "in_stream": "allowed"}, "content": "Hello"}, fault=DROP)
 S_REQUIRED = scenario({"error": {"in_stream": "required"}, "content": "Hello"}, fault=DROP)
+# A broken upstream event: skipping it and ending with a clean error after the text before it are both right.
+S_EITHER = scenario({"error": {"in_stream": "allowed", "optional": True, "content": "Hello"},
+                     "content": "Hello world", "content_exact": True, "finish_reason": "stop"})
 S_FORBIDDEN = scenario({"error": {"status": [502], "in_stream": "forbidden"}}, fault=DROP)
 S_DROP_NO_ERROR = scenario({"content": "Hello"}, fault=DROP)
 S_NO_TERMINATOR = scenario({"content": "Hello world", "finish_reason": "stop"}, fault={"kind": "no_terminator"})
@@ -214,6 +217,8 @@ FAILS_FAST = ("fails-fast",)
 ALIVE: dict[str, Any] = {"survived": True, "survival_detail": "200 after 0.01 s"}
 
 ACCEPTABLE: list[Case] = [
+    case("ok-optional-error-answered-whole", S_EITHER, openai_text("Hello", " world")),
+    case("ok-optional-error-clean-error-after-the-text", S_EITHER, openai_text("Hello", error=True)),
     # The half call relayed as it came, then the error: openai-python and openai-node raise
     # at the error chunk, the AI SDK never emits a call whose arguments do not parse, and the
     # Anthropic SDKs raise at `event: error`. No client runs it (LiteLLM relays it so).
@@ -326,6 +331,8 @@ BROKEN: list[Case] = [
     ),
     case("fault-008-connection-cut-on-upstream-drop", S_REQUIRED, sse(ROLE, chunk({"content": "Hello"}), done=False),
          {"FAULT-008"}, transport_error="RemoteProtocolError: peer closed connection without sending complete message body"),
+    case("text-001-optional-error-answer-cut-silently", S_EITHER, openai_text("Hello"), {"TEXT-001", "SDK-002"}),
+    case("text-001-optional-error-text-before-it-lost", S_EITHER, openai_text(error=True), {"TEXT-001", "SDK-002"}),
     case("fault-007-proxy-died", S_STATUS, BAD_GATEWAY_BODY, {"FAULT-007"}, status=502, survived=False, survival_detail="ConnectError: connection refused"),
     case("fault-007-no-probe", S_BAD_JSON, json.dumps({"error": {"message": "bad", "type": "invalid_request_error"}}), {"FAULT-007"}, status=400),
     case("http-006-stall-too-slow", S_STALL, openai_text("Hello", " world"), {"HTTP-006"}, elapsed=7.5,

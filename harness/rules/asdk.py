@@ -39,7 +39,7 @@ def sdk_message(ctx: Context) -> Iterator[Violation]:
     lines = diff_calls(ctx.expected_calls, calls)
     if lines:
         yield Violation("SDK message tool_use blocks: " + "; ".join(lines), {"diff": lines})
-    expected = ctx.expect.content
+    expected = ctx.expected_content
     if expected is not None and not content_equal(expected, reading.content, exact=ctx.expect.content_exact):
         yield Violation(
             f"SDK message text {shorten(reading.content, 160)}, expected {shorten(expected, 160)}",

@@ -181,6 +181,15 @@ class Context:
         return (ex.status == 200 and ex.transport_error is not None and not ex.timed_out
                 and self.in_stream_policy != "forbidden")
 
+    @cached_property
+    def expected_content(self) -> str | None:
+        """The visible text this answer must hold: ``expect.error.content`` when an error
+        inside the stream, which the scenario accepts, ended it, else ``expect.content``."""
+        error = self.expect.error
+        if error is not None and error.content is not None and self.error_accepted:
+            return error.content
+        return self.expect.content
+
     def runs(self, arguments: str) -> bool:
         """Whether a client runs a call with these arguments. In a stream that ended with
         an error the scenario accepts, a call whose arguments are not one JSON object yet

@@ -16,7 +16,8 @@ rule = rule_group("content", "TEXT")
 
 @rule(
     "TEXT-001",
-    "The visible text (for xml-client: the text outside the XML calls) equals `expect.content`, compared with the ends "
+    "The visible text (for xml-client: the text outside the XML calls) equals `expect.content` (`expect.error.content` "
+    "when an in-stream error the scenario accepts ended the answer), compared with the ends "
     "trimmed, CRLF read as LF and each inner run of white space folded to one newline when it holds a line break, "
     "else to one space (byte for byte with `content_exact`).",
     severity="client",
@@ -24,7 +25,7 @@ rule = rule_group("content", "TEXT")
     profiles=EVERY_PROFILE,
 )
 def expected_content(ctx: Context) -> Iterator[Violation]:
-    expected = ctx.expect.content
+    expected = ctx.expected_content
     if expected is None:
         return
     actual = ctx.visible_text

@@ -24,5 +24,6 @@ MUTANTS: tuple[Mutant, ...] = (*openai.MUTANTS, *anthropic.MUTANTS, *translation
 CORRECT: tuple[Mutant, ...] = (CORRECT_BUT_DIFFERENT, anthropic.CORRECT_BUT_DIFFERENT_MESSAGES,
                                responses.CORRECT_BUT_DIFFERENT_RESPONSES)
 # Correct in one respect where the reference made another choice: each passes its cases, with --strict too.
-CORRECT_VARIANTS: tuple[Mutant, ...] = (openai.RELAYS_HALF_CALL, anthropic.RELAYS_HALF_TOOL_USE)
+CORRECT_VARIANTS: tuple[Mutant, ...] = (openai.RELAYS_HALF_CALL, anthropic.RELAYS_HALF_TOOL_USE,
+                                        openai.ERROR_AT_MALFORMED_EVENT)
 ALL: tuple[Mutant, ...] = (*MUTANTS, *CORRECT, *CORRECT_VARIANTS, *FUZZ_ONLY, ALL_AT_ONCE)

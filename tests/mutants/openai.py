@@ -733,6 +733,33 @@ class RelaysHalfCallsOnFailure(StreamPipeline):
         super()._end_choice(choice, out, complete_natives=True)
 
 
+def _not_a_json_object(data: str) -> bool:
+    try:
+        return not isinstance(json.loads(data), dict)
+    except ValueError:
+        return True
+
+
+class ErrorAtMalformedEvent(StreamPipeline):
+    """Ends the answer with a clean error chunk at an upstream event that is not JSON, as
+    LiteLLM does: the text before it stays, and the client is told the answer is cut."""
+
+    def feed_data(self, data: str) -> str:
+        if data.strip() != "[DONE]" and _not_a_json_object(data):
+            return self.fail({"message": "the upstream sent an event that is not JSON", "type": "server_error"})
+        return super().feed_data(data)
+
+
+class EndsAtMalformedEvent(StreamPipeline):
+    """Ends the answer as if complete at an upstream event that is not JSON: the rest is
+    lost and the client is never told."""
+
+    def feed_data(self, data: str) -> str:
+        if data.strip() != "[DONE]" and _not_a_json_object(data):
+            return self.close()
+        return super().feed_data(data)
+
+
 def forget_held_text(pipeline: StreamPipeline) -> None:
     """Drops the text its rescuers hold when the upstream fails."""
     for choice in pipeline._choices.values():
@@ -767,6 +794,15 @@ RELAYS_HALF_CALL = Mutant(
     (),
     ("faults-openai-drop-mid-native-call",),
     with_parts(Parts(chat_pipeline=RelaysHalfCallsOnFailure)),
+)
+
+# Correct, though unlike the reference: it ends with a clean error where an upstream event is broken.
+ERROR_AT_MALFORMED_EVENT = Mutant(
+    "error-at-malformed-event",
+    "Nothing: it ends the answer with a clean error chunk at a broken upstream event, after the text before it.",
+    (),
+    ("faults-openai-malformed-event",),
+    with_parts(Parts(chat_pipeline=ErrorAtMalformedEvent)),
 )
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -812,6 +848,8 @@ MUTANTS: tuple[Mutant, ...] = (
            ("FAULT-001",), ("faults-openai-drop-between-events",), rewritten(SwallowsStreamError)),
     Mutant("swallows-http-error", "Answers an upstream 500 with 200 and empty content.",
            ("FAULT-001",), ("faults-openai-http-500",), rewritten(SwallowsHttpError)),
+    Mutant("ends-at-malformed-event", "Ends the answer as if complete at a broken upstream event, losing the rest.",
+           ("TEXT-001", "SDK-002"), ("faults-openai-malformed-event",), with_parts(Parts(chat_pipeline=EndsAtMalformedEvent))),
     Mutant("repaired-call-on-drop", "Repairs the half-received native call into JSON that parses and delivers it when the upstream drops mid-call.",
            ("CALLS-001", "SDK-002"), ("faults-openai-drop-mid-native-call",),
            with_parts(Parts(chat_pipeline=CompletesCallsOnFailure))),
