@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from harness.compare import CallView, content_equal, diff_calls, shorten
 from harness.rules.context import Context
 from harness.rules.registry import ANTHROPIC, Violation, rule_group
+from harness.rules.sdk import accumulated_differences
 
 rule = rule_group("anthropic_sdk", "ASDK")
 
@@ -32,16 +32,4 @@ def sdk_reads(ctx: Context) -> Iterator[Violation]:
     profiles=ANTHROPIC,
 )
 def sdk_message(ctx: Context) -> Iterator[Violation]:
-    reading = ctx.sdk
-    if reading.error is not None:
-        return  # ASDK-001 reports it
-    calls = [CallView.from_json_text(c.name, c.arguments) for c in reading.tool_calls if ctx.runs(c.arguments)]
-    lines = diff_calls(ctx.expected_calls, calls)
-    if lines:
-        yield Violation("SDK message tool_use blocks: " + "; ".join(lines), {"diff": lines})
-    expected = ctx.expected_content
-    if expected is not None and not content_equal(expected, reading.content, exact=ctx.expect.content_exact):
-        yield Violation(
-            f"SDK message text {shorten(reading.content, 160)}, expected {shorten(expected, 160)}",
-            {"expected": expected, "actual": reading.content},
-        )
+    yield from accumulated_differences(ctx, calls_named="tool_use blocks", text_named="text", regex=False)

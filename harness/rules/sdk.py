@@ -31,22 +31,29 @@ def sdk_reads(ctx: Context) -> Iterator[Violation]:
     profiles=("openai",),
 )
 def sdk_message(ctx: Context) -> Iterator[Violation]:
+    yield from accumulated_differences(ctx, calls_named="calls", text_named="content", regex=True)
+
+
+def accumulated_differences(ctx: Context, *, calls_named: str, text_named: str, regex: bool) -> Iterator[Violation]:
+    """How the message the dialect's SDK accumulated differs from the expected answer: its
+    calls (those a client runs), its text and, with ``regex``, the content pattern. One
+    reading for every SDK rule, so the dialects' SDK checks cannot drift apart."""
     reading = ctx.sdk
     if reading.error is not None:
-        return  # SDK-001 reports it
+        return  # the SDK's own "reads without raising" rule reports it
     calls = [CallView.from_json_text(c.name, c.arguments) for c in reading.tool_calls if ctx.runs(c.arguments)]
     lines = diff_calls(ctx.expected_calls, calls)
     if lines:
-        yield Violation("SDK message calls: " + "; ".join(lines), {"diff": lines})
+        yield Violation(f"SDK message {calls_named}: " + "; ".join(lines), {"diff": lines})
     expected = ctx.expected_content
     if expected is not None and not content_equal(expected, reading.content, exact=ctx.expect.content_exact):
         yield Violation(
-            f"SDK message content {shorten(reading.content, 160)}, expected {shorten(expected, 160)}",
+            f"SDK message {text_named} {shorten(reading.content, 160)}, expected {shorten(expected, 160)}",
             {"expected": expected, "actual": reading.content},
         )
     pattern = ctx.expect.content_regex
-    if pattern is not None and re.search(pattern, reading.content, re.DOTALL) is None:
+    if regex and pattern is not None and re.search(pattern, reading.content, re.DOTALL) is None:
         yield Violation(
-            f"SDK message content {shorten(reading.content, 160)} does not match /{pattern}/",
+            f"SDK message {text_named} {shorten(reading.content, 160)} does not match /{pattern}/",
             {"expected": pattern, "actual": reading.content},
         )
