@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reference_proxy.rescue.families.json_calls import arguments_object
+from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.family import (
     Call,
     Carry,
@@ -103,10 +103,10 @@ class HarmonyParser(MarkerParser):
                         value: Any = scanner.value()
                     except ValueError:
                         return reject(carry.base + i)
-                    arguments = arguments_object(value) if isinstance(value, dict) else None
-                    if arguments is None:
+                    call = json_call(self._name, value) if isinstance(value, dict) else None
+                    if call is None:
                         return reject(carry.base + i)
-                    self._call = Call(self._name, arguments)
+                    self._call = call
                     self._state = _CALL
         if self._state == _CALL:
             i = skip_ws(s, i)
