@@ -109,7 +109,8 @@ class MarkerParser(ABC):
 
     @abstractmethod
     def finish(self) -> Verdict:
-        """The text ended: a verdict with ``done`` set."""
+        """The text ended: a verdict with ``done`` set; or, once, a passing verdict for the
+        text before a closing markup, after which ``finish`` is asked again."""
 
 
 @dataclass(frozen=True, slots=True)
