@@ -9,6 +9,7 @@ from types import MappingProxyType
 from harness.dialects.anthropic import ANTHROPIC
 from harness.dialects.base import DialectName, Finish, NativeCall, NotPortable, WireDialect
 from harness.dialects.openai import OPENAI
+from harness.dialects.request import NeutralRequest
 from harness.dialects.responses import RESPONSES
 
 DIALECTS: Mapping[str, WireDialect] = MappingProxyType({d.name: d for d in (OPENAI, ANTHROPIC, RESPONSES)})
@@ -23,5 +24,11 @@ def dialect(name: str) -> WireDialect:
         raise ValueError(f"unknown dialect {name!r} (choose from {', '.join(DIALECTS)})") from None
 
 
+def posted_to(path: str) -> WireDialect | None:
+    """The dialect whose endpoint a request was posted to (``/v1/messages``: Anthropic), if any."""
+    tail = path.rstrip("/")
+    return next((d for d in DIALECTS.values() if tail.endswith(d.endpoint)), None)
+
+
 __all__ = ["ANTHROPIC", "DIALECTS", "DIALECT_NAMES", "OPENAI", "DialectName", "Finish", "NativeCall",
-           "NotPortable", "RESPONSES", "WireDialect", "dialect"]
+           "NeutralRequest", "NotPortable", "RESPONSES", "WireDialect", "dialect", "posted_to"]

@@ -6,6 +6,22 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.dialects.base import NativeCall, NotPortable, WireDialect
+from harness.dialects.request import (
+    ABSENT,
+    Conversation,
+    NeutralRequest,
+    Role,
+    Tool,
+    ToolCall,
+    ToolChoice,
+    ToolResult,
+    arguments,
+    items,
+    mapping,
+    stream_flag,
+    string,
+    texts,
+)
 from harness.scenario import Frame, ToolCallFrame, ToolUseFrame
 
 
@@ -45,6 +61,53 @@ class AnthropicErrors:
         return message if isinstance(message, str) else None
 
 
+_ROLES: Mapping[str, Role] = {"user": "user", "assistant": "assistant"}
+_INTENTS: Mapping[str, ToolChoice] = {"auto": ToolChoice("auto"), "any": ToolChoice("required"),
+                                      "none": ToolChoice("none")}
+
+
+class MessagesRequests:
+    """A Messages request: ``system`` a string or text blocks; a message's content a
+    string or blocks, ``tool_use`` blocks an assistant's calls (``input`` an object) and
+    ``tool_result`` blocks the results of their ``tool_use_id`` (content a string or
+    blocks); tools ``{name, description, input_schema}`` (server tools, which have a
+    ``type`` of their own and no schema, are not function tools); ``tool_choice``
+    ``{"type": "auto" | "any" | "none" | "tool", "name"}``."""
+
+    def read(self, body: Any) -> NeutralRequest:
+        body = mapping(body)
+        conversation = Conversation()
+        for message in items(body.get("messages")):
+            role = _ROLES.get(str(message.get("role")))
+            content = message.get("content")
+            if role is None:
+                continue
+            blocks = items(content)
+            calls = [ToolCall(string(b.get("id")), string(b.get("name")), arguments(b.get("input")))
+                     for b in blocks if b.get("type") == "tool_use"]
+            results = [ToolResult(string(b.get("tool_use_id")), texts(b.get("content")))
+                       for b in blocks if b.get("type") == "tool_result"]
+            said = texts(content) if isinstance(content, str) else texts([b for b in blocks if b.get("type") == "text"])
+            conversation.add(role, said, calls, results)
+        tools = tuple(
+            Tool(name, schema if isinstance(schema := tool.get("input_schema"), Mapping) else None,
+                 string(tool.get("description")))
+            for tool in items(body.get("tools")) if tool.get("type", "custom") == "custom"
+            if isinstance(name := tool.get("name"), str)
+        )
+        return NeutralRequest(texts(body.get("system")), tuple(conversation.turns), tools,
+                              _tool_choice(body.get("tool_choice")), stream_flag(body))
+
+
+def _tool_choice(choice: Any) -> ToolChoice:
+    if choice is None:
+        return ABSENT
+    kind = mapping(choice).get("type")
+    if kind == "tool" and isinstance(name := mapping(choice).get("name"), str):
+        return ToolChoice("named", name)
+    return _INTENTS.get(str(kind), ToolChoice("other"))
+
+
 ANTHROPIC = WireDialect(
     name="anthropic",
     title="Anthropic Messages",
@@ -67,6 +130,7 @@ ANTHROPIC = WireDialect(
     server_error_type="api_error",
     calls=ToolUseCodec(),
     errors=AnthropicErrors(),
+    requests=MessagesRequests(),
     usage_names={"input": "input_tokens", "output": "output_tokens"},
     pings=True,
 )

@@ -1,5 +1,6 @@
 """What every wire dialect is, as one object: its name, endpoint, finish vocabulary,
-error types, and how a backend's native calls are written as scenario frames.
+error types, how a backend's native calls are written as scenario frames, and how a
+request body of its API reads as a dialect-neutral request (``harness.dialects.request``).
 
 A dialect-neutral backend script (text, native calls, finish, faults) is served in any
 dialect through these objects (``script.serve_as``); adding a dialect is one module
@@ -12,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from harness.dialects.request import RequestReader
 from harness.scenario import Frame
 
 DialectName = Literal["openai", "anthropic", "responses"]
@@ -73,6 +75,7 @@ class WireDialect:
     server_error_type: str  # other 5xx
     calls: CallCodec
     errors: ErrorShape
+    requests: RequestReader  # reads a request body of this API as a neutral request
     usage_names: Mapping[str, str] = field(default_factory=dict)  # neutral usage key -> native
     finish_aliases: Mapping[Finish, str] = field(default_factory=dict)  # neutral -> the nearest native reason
     pings: bool = False  # whether its streams may carry keep-alive ping events (a backend's ``ping``)

@@ -7,6 +7,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.dialects.base import NativeCall, NotPortable, WireDialect
+from harness.dialects.request import (
+    ABSENT,
+    Conversation,
+    NeutralRequest,
+    Tool,
+    ToolCall,
+    ToolChoice,
+    ToolResult,
+    arguments,
+    items,
+    mapping,
+    stream_flag,
+    string,
+    texts,
+)
 from harness.scenario import Frame, ToolCallFrame, ToolUseFrame
 
 
@@ -86,6 +101,54 @@ class OpenAIErrors:
         return message if isinstance(message, str) and "type" not in body else None
 
 
+_CHOICES: Mapping[str, ToolChoice] = {"auto": ToolChoice("auto"), "none": ToolChoice("none"),
+                                      "required": ToolChoice("required")}
+
+
+def chat_tool_choice(choice: Any) -> ToolChoice:
+    """``"auto"``, ``"none"``, ``"required"``, or ``{"type": "function", "function": {"name"}}``."""
+    if choice is None:
+        return ABSENT
+    if isinstance(choice, str):
+        return _CHOICES.get(choice, ToolChoice("other"))
+    name = mapping(mapping(choice).get("function")).get("name")
+    if mapping(choice).get("type") == "function" and isinstance(name, str):
+        return ToolChoice("named", name)
+    return ToolChoice("other")
+
+
+class ChatRequests:
+    """A Chat Completions request: ``system`` and ``developer`` messages are the system
+    text; an assistant message's ``tool_calls`` its calls (``function.arguments`` a JSON
+    string); a ``tool`` message the result of its ``tool_call_id``; function tools are
+    ``{"type": "function", "function": {name, description, parameters}}``."""
+
+    def read(self, body: Any) -> NeutralRequest:
+        body = mapping(body)
+        system: list[str] = []
+        conversation = Conversation()
+        for message in items(body.get("messages")):
+            role, content = message.get("role"), message.get("content")
+            if role in ("system", "developer"):
+                system.extend(texts(content))
+            elif role == "assistant":
+                calls = [ToolCall(string(call.get("id")), string(fn.get("name")), arguments(fn.get("arguments")))
+                         for call in items(message.get("tool_calls")) for fn in (mapping(call.get("function")),)]
+                conversation.add("assistant", texts(content), calls)
+            elif role == "tool":
+                conversation.add("user", results=[ToolResult(string(message.get("tool_call_id")), texts(content))])
+            elif role == "user":
+                conversation.add("user", texts(content))
+        tools = tuple(
+            Tool(name, fn.get("parameters") if isinstance(fn.get("parameters"), Mapping) else None,
+                 string(fn.get("description")))
+            for tool in items(body.get("tools")) if tool.get("type", "function") == "function"
+            for fn in (mapping(tool.get("function")),) if isinstance(name := fn.get("name"), str)
+        )
+        return NeutralRequest(tuple(system), tuple(conversation.turns), tools, chat_tool_choice(body.get("tool_choice")),
+                              stream_flag(body))
+
+
 OPENAI = WireDialect(
     name="openai",
     title="OpenAI Chat Completions",
@@ -97,6 +160,7 @@ OPENAI = WireDialect(
     server_error_type="server_error",
     calls=ToolCallCodec(),
     errors=OpenAIErrors(),
+    requests=ChatRequests(),
     usage_names={"input": "prompt_tokens", "output": "completion_tokens"},
     finish_aliases={"stop-sequence": "stop"},
 )

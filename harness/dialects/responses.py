@@ -9,12 +9,75 @@ API has no finish reason: an answer is ``completed`` (with calls or without) or
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from harness.dialects.anthropic import ToolUseCodec
 from harness.dialects.base import WireDialect
-from harness.dialects.openai import OPENAI
+from harness.dialects.openai import OPENAI, chat_tool_choice
+from harness.dialects.request import (
+    Conversation,
+    NeutralRequest,
+    Tool,
+    ToolCall,
+    ToolChoice,
+    ToolResult,
+    arguments,
+    items,
+    mapping,
+    stream_flag,
+    string,
+    texts,
+)
 
 # The finish words of a Responses backend script, and the status each ends with on the wire.
 STATUS = {"completed": "completed", "function_calls": "completed", "max_output_tokens": "incomplete"}
+
+
+
+class ResponsesRequests:
+    """A Responses request: ``instructions`` and ``system``/``developer`` messages are the
+    system text; ``input`` a string (one user turn) or items: messages (content a string
+    or ``input_text``/``output_text`` parts), ``function_call`` items (an assistant's
+    calls, ``arguments`` a JSON string, linked by ``call_id``) and ``function_call_output``
+    items (their results); function tools ``{"type": "function", name, parameters}``;
+    ``tool_choice`` as in chat, a named tool ``{"type": "function", "name"}``."""
+
+    def read(self, body: Any) -> NeutralRequest:
+        body = mapping(body)
+        system = list(texts(body.get("instructions")))
+        conversation = Conversation()
+        given = body.get("input")
+        if isinstance(given, str):
+            conversation.add("user", texts(given))
+        for item in items(given):
+            kind = item.get("type", "message")
+            role = item.get("role")
+            if kind == "message" and role in ("system", "developer"):
+                system.extend(texts(item.get("content")))
+            elif kind == "message" and role in ("user", "assistant"):
+                conversation.add("user" if role == "user" else "assistant", texts(item.get("content")))
+            elif kind == "function_call":
+                call = ToolCall(string(item.get("call_id")), string(item.get("name")), arguments(item.get("arguments")))
+                conversation.add("assistant", calls=[call])
+            elif kind == "function_call_output":
+                conversation.add("user", results=[ToolResult(string(item.get("call_id")), texts(item.get("output")))])
+        tools = tuple(
+            Tool(name, params if isinstance(params := tool.get("parameters"), Mapping) else None,
+                 string(tool.get("description")))
+            for tool in items(body.get("tools")) if tool.get("type") == "function"
+            if isinstance(name := tool.get("name"), str)
+        )
+        return NeutralRequest(tuple(system), tuple(conversation.turns), tools, _tool_choice(body.get("tool_choice")),
+                              stream_flag(body))
+
+
+def _tool_choice(choice: Any) -> ToolChoice:
+    named = mapping(choice)
+    if named.get("type") == "function" and isinstance(name := named.get("name"), str):
+        return ToolChoice("named", name)
+    return chat_tool_choice(choice) if not named else ToolChoice("other")
+
 
 RESPONSES = WireDialect(
     name="responses",
@@ -27,6 +90,7 @@ RESPONSES = WireDialect(
     server_error_type=OPENAI.server_error_type,
     calls=ToolUseCodec("OpenAI Responses"),
     errors=OPENAI.errors,
+    requests=ResponsesRequests(),
     usage_names={"input": "input_tokens", "output": "output_tokens"},
     finish_aliases={"stop-sequence": "completed"},
 )

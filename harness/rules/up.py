@@ -13,6 +13,19 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.compare import json_equal, render
+from harness.dialects.request import Tool
+from harness.rules.carried import (
+    answered_calls,
+    call_text,
+    carries,
+    find_in_order,
+    in_order,
+    intent_text,
+    readings,
+    same_call,
+    same_intent,
+    schema_differences,
+)
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 from harness.scenario import UpstreamAssertion
@@ -219,3 +232,144 @@ def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
         elif key not in sent and key in last.body:
             yield Violation(f"the proxy added {key}={render(last.body[key])}, which the client did not send",
                             {"path": f"/{key}", "expected": None, "actual": last.body[key]})
+
+
+# --------------------------------------------------------------------------- what a translation keeps
+# Judged through the neutral readings of both requests (``harness.rules.carried``), in every
+# pair of dialects: a proxy relaying the client's request unchanged passes them all.
+
+
+@rule(
+    "UP-004",
+    "Every function tool the client declared is offered upstream under its name with the same parameters: the "
+    "same properties with the same schemas, the same `required` (annotations such as descriptions, `$schema`, "
+    "`additionalProperties` and `strict` may differ, and tools may be added); with `tool_choice` none, withholding "
+    "every tool is right too. Without the tools Claude Code and Codex cannot call any (barbacane-dev/barbacane#133); "
+    "without a tool's schema the model invents its arguments (BerriAI/litellm#37567).",
+    severity="client",
+    stage="always",
+    profiles=EVERY_PROFILE,
+)
+def tools_offered(ctx: Context) -> Iterator[Violation]:
+    read = readings(ctx)
+    if read is None or not read.client.tools:
+        return
+    offered: dict[str, Tool] = {}
+    for tool in read.upstream.tools:
+        offered.setdefault(tool.name, tool)
+    if not offered and read.client.tool_choice.intent == "none":
+        return
+    for tool in read.client.tools:
+        got = offered.get(tool.name)
+        if got is None:
+            yield Violation(f"the client's tool {tool.name} is not offered upstream ({read.pair}); upstream offers "
+                            f"{', '.join(offered) or 'no tool'}", {"tool": tool.name, "offered": list(offered)})
+            continue
+        differences = schema_differences(tool, got)
+        if differences:
+            yield Violation(f"the tool {tool.name} reaches the backend with other parameters ({read.pair}): "
+                            + "; ".join(differences),
+                            {"tool": tool.name, "expected": tool.parameters, "actual": got.parameters})
+
+
+@rule(
+    "UP-005",
+    "Every tool result of the client's conversation reaches the backend with its text, answering a call of the "
+    "upstream conversation with the name and arguments of the call it answered (ids may be rewritten, the link "
+    "must hold). A broken link is refused by the backend, and Claude Code stops with `API Error: 400 … "
+    "unexpected tool_use_id found in tool_result blocks` (anthropics/claude-code#6836, diegosouzapw/OmniRoute#7705). "
+    "Not judged for the xml-client profile, whose proxy may rewrite the conversation for XML-reading clients.",
+    severity="client",
+    stage="always",
+    profiles=EVERY_PROFILE,
+)
+def results_linked(ctx: Context) -> Iterator[Violation]:
+    read = readings(ctx)
+    if read is None or ctx.options.profile == "xml-client":
+        return
+    answered = list(answered_calls(read.client))
+    upstream_calls = {call.id: call for call in reversed(read.upstream.calls) if call.id is not None}
+    found = find_in_order([r for r, _ in answered], read.upstream.results, lambda want, got: carries(got, want))
+    for (result, call), (_, got) in zip(answered, found):
+        about = {"call_id": result.call_id, "call": call_text(call), "text": render(result.text, 120)}
+        if got is None:
+            yield Violation(f"the result of {call_text(call)} (text {render(result.text, 80)}) does not reach the "
+                            f"backend ({read.pair})", about)
+            continue
+        linked = upstream_calls.get(got.call_id) if got.call_id is not None else None
+        if linked is None:
+            yield Violation(f"the result of {call_text(call)} reaches the backend answering the id "
+                            f"{render(got.call_id)}, which no call of the upstream conversation has ({read.pair})",
+                            {**about, "upstream_call_id": got.call_id})
+        elif not same_call(call, linked):
+            yield Violation(f"the result of {call_text(call)} reaches the backend answering another call, "
+                            f"{call_text(linked)} ({read.pair})", {**about, "upstream_call": call_text(linked)})
+
+
+@rule(
+    "UP-006",
+    "Every tool call of an assistant turn in the client's conversation reaches the backend, in order, with its "
+    "name and semantically equal arguments (ids may be rewritten). Not judged for the xml-client profile.",
+    severity="spec",
+    stage="always",
+    profiles=EVERY_PROFILE,
+)
+def calls_carried(ctx: Context) -> Iterator[Violation]:
+    read = readings(ctx)
+    if read is None or ctx.options.profile == "xml-client":
+        return
+    upstream = read.upstream.calls
+    for call, got in find_in_order(read.client.calls, upstream, same_call):
+        if got is not None:
+            continue
+        namesakes = [c for c in upstream if c.name == call.name]
+        seen = f"; upstream has {', '.join(call_text(c) for c in namesakes)}" if namesakes else ""
+        yield Violation(f"the assistant's call {call_text(call)} does not reach the backend ({read.pair}){seen}",
+                        {"call": call_text(call), "upstream_calls": [call_text(c) for c in upstream]})
+
+
+@rule(
+    "UP-007",
+    "The client's `tool_choice` reaches the backend with the same demand where the upstream's API can say it: "
+    "Anthropic `any` is OpenAI `required`, a named tool the same tool, `none` is `none` or no tool offered, `auto` "
+    "is `auto` or nothing said. A proxy claiming `tool-choice` emulates `any` and a named tool itself, so it may "
+    "leave them unsaid upstream, but not ask for anything else.",
+    severity="spec",
+    stage="always",
+    profiles=EVERY_PROFILE,
+)
+def tool_choice_kept(ctx: Context) -> Iterator[Violation]:
+    read = readings(ctx)
+    if read is None or not read.client.tools:
+        return
+    want, got = read.client.tool_choice, read.upstream.tool_choice
+    if want.intent == "other" or got.intent == "other" or same_intent(want, got):
+        return
+    if want.intent == "none" and not read.upstream.tools:
+        return
+    if want.intent in ("required", "named") and got.intent == "absent" and "tool-choice" in ctx.options.features:
+        return
+    yield Violation(f"the client asked tool_choice {intent_text(want)}; upstream it is {intent_text(got)} "
+                    f"({read.pair})", {"expected": intent_text(want), "actual": intent_text(got)})
+
+
+@rule(
+    "UP-008",
+    "The client's system text reaches the backend as system text (a proxy claiming `system-to-user` may move it "
+    "into the first user turn instead); text may be added around it.",
+    severity="spec",
+    stage="always",
+    profiles=EVERY_PROFILE,
+)
+def system_kept(ctx: Context) -> Iterator[Violation]:
+    read = readings(ctx)
+    if read is None or not read.client.system:
+        return
+    places = ["\n".join(read.upstream.system)]
+    if "system-to-user" in ctx.options.features:
+        first_user = next((t for t in read.upstream.turns if t.role == "user"), None)
+        places.append(first_user.text if first_user is not None else "")
+    if not any(in_order(read.client.system, place) for place in places):
+        yield Violation(f"the client's system text {render(chr(10).join(read.client.system), 120)} does not reach the "
+                        f"backend as system text ({read.pair})",
+                        {"expected": list(read.client.system), "actual": list(read.upstream.system)})
