@@ -30,9 +30,11 @@ def families() -> dict[str, Family]:
     import test_rules
     import test_rules_anthropic
     import test_rules_faults
+    import test_rules_translation
 
     return {"chat completions": test_rules.FAMILY, "anthropic": test_rules_anthropic.FAMILY,
-            "faults": test_rules_faults.FAMILY, "responses": test_responses_rules.FAMILY}
+            "faults": test_rules_faults.FAMILY, "responses": test_responses_rules.FAMILY,
+            "translation": test_rules_translation.FAMILY}
 
 
 def _path(module: ModuleType) -> str:
@@ -47,8 +49,9 @@ def _broken_cases() -> Iterable[tuple[str, str, Iterable[str]]]:
     import test_rules_anthropic
     import test_responses_rules
     import test_rules_faults
+    import test_rules_translation
 
-    for module in (test_rules, test_rules_anthropic, test_rules_faults, test_responses_rules):
+    for module in (test_rules, test_rules_anthropic, test_rules_faults, test_responses_rules, test_rules_translation):
         for case in module.BROKEN:
             yield _path(module), case.id, case.fails
     for pair in test_rules.PAIRS:

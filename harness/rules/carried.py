@@ -177,7 +177,7 @@ def find_in_order(wanted: Sequence[W], given: Sequence[G], match: Callable[[W, G
 
 # --------------------------------------------------------------------------- tool_choice
 
-_WORDS = {"auto": "auto", "none": "none", "required": "required (Anthropic any)", "absent": "nothing"}
+_WORDS = {"auto": "auto", "none": "none", "required": "required (Anthropic any)", "absent": "left unsaid"}
 
 
 def intent_text(choice: ToolChoice) -> str:

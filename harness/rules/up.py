@@ -349,8 +349,10 @@ def tool_choice_kept(ctx: Context) -> Iterator[Violation]:
         return
     if want.intent in ("required", "named") and got.intent == "absent" and "tool-choice" in ctx.options.features:
         return
+    hint = (" (a proxy that emulates tool_choice claims the tool-choice feature)"
+            if got.intent == "absent" and want.intent in ("required", "named") else "")
     yield Violation(f"the client asked tool_choice {intent_text(want)}; upstream it is {intent_text(got)} "
-                    f"({read.pair})", {"expected": intent_text(want), "actual": intent_text(got)})
+                    f"({read.pair}){hint}", {"expected": intent_text(want), "actual": intent_text(got)})
 
 
 @rule(

@@ -6,15 +6,20 @@ scenarios' backends served in the other dialect (``Mutant.upstream``).
 
 from __future__ import annotations
 
+import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 from mutants.anthropic import NATIVE as MESSAGES_NATIVE
 from mutants.anthropic import WHOLE as MESSAGES_WHOLE
 from mutants.anthropic import EndTurnWithToolUse, EventRewriter, InputAsString
-from mutants.base import Mutant, Out, Rewriter, rewritten
+from mutants.base import Mutant, Out, Rewriter, rewritten, with_parts
 from mutants.openai import NATIVE as CHAT_NATIVE
 from mutants.openai import StopWithToolCalls
+from reference_proxy.app import Parts
+from reference_proxy.request_shaping import MessagesRequest, parse_messages_request
+from reference_proxy.tool_choice import emulate_tool_choice
 
 
 class BlockStoppedTwice(EventRewriter):
@@ -43,7 +48,108 @@ class SamplingRewritten(Rewriter):
         return json.dumps(request).encode()
 
 
+# --------------------------------------------------------------------------- the request upstream
+# A Messages request as a broken translator reads it: the reference proxy then translates
+# what ``Parts.parse_messages`` hands it, so the defect shows in the request upstream.
+
+Change = Callable[[dict[str, Any]], None]
+
+
+def messages_read(change: Change, *, emulate: bool = True) -> Parts:
+    """The reference proxy, reading a Messages request as the reference does (``tool_choice``
+    emulated unless ``emulate`` is off), then changed by ``change`` before it is translated."""
+
+    def parse(raw: bytes) -> tuple[MessagesRequest, dict[str, Any] | None]:
+        req = parse_messages_request(raw)
+        shaped = emulate_tool_choice(req.body) if emulate else None
+        body = copy.deepcopy(shaped if shaped is not None else req.body)
+        change(body)
+        return req, body
+
+    return Parts(parse_messages=parse)
+
+
+def _blocks(body: dict[str, Any], kind: str) -> list[dict[str, Any]]:
+    return [b for m in body.get("messages") or () if isinstance(m.get("content"), list)
+            for b in m["content"] if isinstance(b, dict) and b.get("type") == kind]
+
+
+def schema_dropped(body: dict[str, Any]) -> None:
+    """Each tool offered with an empty object schema, as a translator that reads the
+    parameters from a field the client never sends (``parameters`` in a Messages tool)."""
+    for tool in body.get("tools") or ():
+        tool["input_schema"] = {"type": "object", "properties": {}}
+
+
+def results_renumbered(body: dict[str, Any]) -> None:
+    """Every tool_result given a fresh id of its own, the tool_use blocks keeping theirs:
+    a translator that mints ids for one side of the link only."""
+    for n, block in enumerate(_blocks(body, "tool_result")):
+        block["tool_use_id"] = f"call_{n:024d}"
+
+
+def any_as_auto(body: dict[str, Any]) -> None:
+    """``tool_choice: {type: any}`` said as ``auto``: the demand for a call is lost."""
+    if isinstance(body.get("tool_choice"), dict) and body["tool_choice"].get("type") == "any":
+        body["tool_choice"] = {"type": "auto"}
+
+
+class ChatRequestChanged(Rewriter):
+    """A chat request as a broken translator reads it before saying it in the Messages API."""
+
+    def change(self, request: dict[str, Any]) -> None:
+        raise NotImplementedError
+
+    def on_request(self, body: bytes) -> bytes:
+        try:
+            request = json.loads(body)
+        except ValueError:
+            return body
+        if isinstance(request, dict):
+            self.change(request)
+        return json.dumps(request).encode()
+
+
+class ArgumentsEncodedTwice(ChatRequestChanged):
+    """Each earlier call's arguments encoded once more, so the Messages upstream reads a
+    tool_use input holding the JSON text instead of the object."""
+
+    def change(self, request: dict[str, Any]) -> None:
+        for message in request.get("messages") or ():
+            for call in message.get("tool_calls") or ():
+                call["function"]["arguments"] = json.dumps(call["function"]["arguments"])
+
+
+class SystemDropped(ChatRequestChanged):
+    """The system messages left out of the translated request."""
+
+    def change(self, request: dict[str, Any]) -> None:
+        request["messages"] = [m for m in request.get("messages") or () if m.get("role") not in ("system", "developer")]
+
+
 MUTANTS: tuple[Mutant, ...] = (
+    Mutant("translated-tool-schema-dropped",
+           "Translating a Messages request for an OpenAI upstream, offers every tool with an empty parameter schema.",
+           ("UP-004",), ("translation-anthropic-conversation",), with_parts(messages_read(schema_dropped)),
+           upstream="openai"),
+    Mutant("translated-results-renumbered",
+           "Translating a Messages request for an OpenAI upstream, gives each tool result a fresh id and leaves "
+           "the calls theirs, so no result answers its call.",
+           ("UP-005",), ("translation-anthropic-conversation", "translation-anthropic-none"),
+           with_parts(messages_read(results_renumbered)), upstream="openai"),
+    Mutant("translated-any-as-auto",
+           'Translating a Messages request for an OpenAI upstream, says `tool_choice: {type: "any"}` as `"auto"`.',
+           ("UP-007",), ("translation-anthropic-any",), with_parts(messages_read(any_as_auto, emulate=False)),
+           strict=True, upstream="openai"),
+    Mutant("translated-arguments-encoded-twice",
+           "Translating a chat request for a Messages upstream, encodes the earlier calls' arguments twice, so "
+           "each tool_use input holds JSON text.",
+           ("UP-006", "UP-005"), ("translation-openai-conversation",), rewritten(ArgumentsEncodedTwice),
+           strict=True, upstream="anthropic"),
+    Mutant("translated-system-dropped", "Translating a chat request for a Messages upstream, leaves out its system text.",
+           ("UP-008",), ("translation-openai-conversation",), rewritten(SystemDropped), strict=True,
+           upstream="anthropic"),
+
     Mutant("request-sampling-rewritten", "Sends `temperature: 1.0` upstream whatever the client asked, and drops its seed.",
            ("UP-003",), ("plain-sampling-forwarded", CHAT_NATIVE), rewritten(SamplingRewritten), strict=True),
     Mutant("translated-input-as-string", "Translating a chat completion, gives a tool_use input as a string of JSON.",
