@@ -56,6 +56,7 @@ FAMILIES = {
     "anthropic",
     "faults",
     "bad-input",
+    "translation",
 }
 # Families that must be broad because each case covers one situation of many.
 MINIMUM_PER_FAMILY = {"anthropic": 12, "faults": 12, "bad-input": 6}
@@ -324,6 +325,12 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
         "orphan tool results": ("bad-input-openai-orphan-tool-result", "bad-input-anthropic-orphan-tool-result"),
         "huge or unfinished bodies": tuple(f"bad-input-{d}-{w}" for d in ("openai", "anthropic")
                                            for w in ("huge-message", "truncated-body")),
+    },
+    "translation": {
+        "multi-turn tool conversations": ("translation-openai-conversation", "translation-anthropic-conversation"),
+        "`tool_choice` in every form": tuple(f"translation-{d}-{c}" for d, cs in (
+            ("openai", ("required", "named", "none")), ("anthropic", ("any", "named", "none"))) for c in cs),
+        "no upstream assertion": ("translation-openai-conversation", "translation-anthropic-conversation"),
     },
 }
 
