@@ -100,6 +100,9 @@ M_AUTO = messages_scenario()
 M_ANY = messages_scenario(tool_choice={"type": "any"})
 M_NAMED = messages_scenario(tool_choice={"type": "tool", "name": "read_file"})
 M_NONE = messages_scenario(tool_choice={"type": "none"})
+UNTYPED_TOOLS = copy.deepcopy(MESSAGES_TOOLS)
+del UNTYPED_TOOLS[0]["input_schema"]["properties"]["options"]["type"]
+M_UNTYPED = messages_scenario(tools=UNTYPED_TOOLS)
 
 CHAT_ANSWER = "".join(
     f"data: {json.dumps({'id': 'c', 'object': 'chat.completion.chunk', 'created': 1, 'model': 'm', 'choices': [c]})}\n\n"
@@ -165,6 +168,12 @@ def _normalised_schemas(body: dict[str, Any]) -> None:
         tool.pop("description", None)
         for prop in schema["properties"].values():
             prop.pop("description", None)
+
+
+def _results_trimmed(body: dict[str, Any]) -> None:
+    for m in body["messages"]:
+        if m["role"] == "tool":
+            m["content"] = m["content"].strip()
 
 
 def _parts(body: dict[str, Any]) -> None:
@@ -256,6 +265,9 @@ ACCEPTABLE: list[Case] = [
     case("ok-tool-choice-emulated", M_ANY, "anthropic", edited(request(M_ANY), _emulated), features=("tool-choice",)),
     case("ok-system-moved-to-user", M_AUTO, "anthropic", edited(request(M_AUTO), _system_as_user),
          features=("system-to-user",)),
+    case("ok-results-trimmed", C_AUTO, "anthropic", chat_to_messages(edited(request(C_AUTO), _results_trimmed))),
+    # `type: object` said upstream where the client's nested schema had properties but left it unsaid
+    case("ok-object-type-added", M_UNTYPED, "openai", messages_to_chat(request(M_AUTO))),
     case("ok-tool-added", C_AUTO, "openai", {**request(C_AUTO), "tools": [
         *CHAT_TOOLS, {"type": "function", "function": {"name": "exit_tool", "parameters": {"type": "object"}}}]}),
 ]

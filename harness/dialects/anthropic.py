@@ -83,8 +83,8 @@ class MessagesRequests:
             if role is None:
                 continue
             blocks = items(content)
-            calls = [ToolCall(string(b.get("id")), string(b.get("name")), arguments(b.get("input")))
-                     for b in blocks if b.get("type") == "tool_use"]
+            calls = [ToolCall(string(b.get("id")), name, arguments(b.get("input")))
+                     for b in blocks if b.get("type") == "tool_use" and isinstance(name := b.get("name"), str)]
             results = [ToolResult(string(b.get("tool_use_id")), texts(b.get("content")))
                        for b in blocks if b.get("type") == "tool_result"]
             said = texts(content) if isinstance(content, str) else texts([b for b in blocks if b.get("type") == "text"])

@@ -132,8 +132,9 @@ class ChatRequests:
             if role in ("system", "developer"):
                 system.extend(texts(content))
             elif role == "assistant":
-                calls = [ToolCall(string(call.get("id")), string(fn.get("name")), arguments(fn.get("arguments")))
-                         for call in items(message.get("tool_calls")) for fn in (mapping(call.get("function")),)]
+                calls = [ToolCall(string(call.get("id")), name, arguments(fn.get("arguments")))
+                         for call in items(message.get("tool_calls")) for fn in (mapping(call.get("function")),)
+                         if isinstance(name := fn.get("name"), str)]
                 conversation.add("assistant", texts(content), calls)
             elif role == "tool":
                 conversation.add("user", results=[ToolResult(string(message.get("tool_call_id")), texts(content))])

@@ -25,11 +25,11 @@ Intent = Literal["auto", "none", "required", "named", "absent", "other"]
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
-    """A call an assistant turn made: ``arguments`` parsed from JSON (an empty string as
-    ``{}``), or the text itself when it is not JSON."""
+    """A call an assistant turn made (one without a name is not read as a call): ``arguments``
+    parsed from JSON (an empty string as ``{}``), or the text itself when it is not JSON."""
 
     id: str | None
-    name: str | None
+    name: str
     arguments: Any
 
 

@@ -57,8 +57,8 @@ class ResponsesRequests:
                 system.extend(texts(item.get("content")))
             elif kind == "message" and role in ("user", "assistant"):
                 conversation.add("user" if role == "user" else "assistant", texts(item.get("content")))
-            elif kind == "function_call":
-                call = ToolCall(string(item.get("call_id")), string(item.get("name")), arguments(item.get("arguments")))
+            elif kind == "function_call" and isinstance(name := item.get("name"), str):
+                call = ToolCall(string(item.get("call_id")), name, arguments(item.get("arguments")))
                 conversation.add("assistant", calls=[call])
             elif kind == "function_call_output":
                 conversation.add("user", results=[ToolResult(string(item.get("call_id")), texts(item.get("output")))])

@@ -67,7 +67,7 @@ _LITERAL = frozenset({"enum", "const"})
 def schema_shape(schema: Any) -> Any:
     """A JSON Schema with what does not change its meaning for a call's arguments taken
     out: annotations, ``additionalProperties``, empty ``properties`` and ``required``;
-    ``required`` as a sorted set."""
+    ``required`` as a sorted set, and ``type: object`` where there are properties."""
     if isinstance(schema, list):
         return [schema_shape(s) for s in schema]
     if not isinstance(schema, Mapping):
@@ -85,6 +85,8 @@ def schema_shape(schema: Any) -> Any:
         if value in ({}, []) and key in (*_NAMED, "required"):
             continue
         out[key] = value
+    if "properties" in out:
+        out.setdefault("type", "object")  # what a schema with properties describes, said or not
     return out
 
 
@@ -130,11 +132,15 @@ def same_call(a: ToolCall, b: ToolCall) -> bool:
     return a.name == b.name and (not isinstance(a.arguments, Mapping) or json_equal(a.arguments, b.arguments))
 
 
+def _folded(text: str) -> str:
+    return " ".join(text.split())
+
+
 def in_order(parts: Sequence[str], text: str) -> bool:
-    """Whether ``text`` holds each of ``parts``, in order (a translator may join parts with
-    any separator, and add text around them)."""
-    at = 0
-    for part in parts:
+    """Whether ``text`` holds each of ``parts``, in order, white space folded (a translator
+    may join parts with any separator, trim them, and add text around them)."""
+    at, text = 0, _folded(text)
+    for part in map(_folded, parts):
         found = text.find(part, at)
         if found < 0:
             return False

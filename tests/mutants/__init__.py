@@ -25,5 +25,6 @@ CORRECT: tuple[Mutant, ...] = (CORRECT_BUT_DIFFERENT, anthropic.CORRECT_BUT_DIFF
                                responses.CORRECT_BUT_DIFFERENT_RESPONSES)
 # Correct in one respect where the reference made another choice: each passes its cases, with --strict too.
 CORRECT_VARIANTS: tuple[Mutant, ...] = (openai.RELAYS_HALF_CALL, anthropic.RELAYS_HALF_TOOL_USE,
-                                        openai.ERROR_AT_MALFORMED_EVENT)
+                                        openai.ERROR_AT_MALFORMED_EVENT, translation.TRANSLATES_OTHERWISE_FOR_OPENAI,
+                                        translation.TRANSLATES_OTHERWISE_FOR_MESSAGES)
 ALL: tuple[Mutant, ...] = (*MUTANTS, *CORRECT, *CORRECT_VARIANTS, *FUZZ_ONLY, ALL_AT_ONCE)

@@ -163,3 +163,67 @@ MUTANTS: tuple[Mutant, ...] = (
            'Translating a Messages stream, sends `finish_reason: "stop"` after the tool calls.',
            ("TOOL-009", "CALLS-002", "EQ-001"), (CHAT_NATIVE,), rewritten(StopWithToolCalls), upstream="anthropic"),
 )
+
+
+# --------------------------------------------------------------------------- translating otherwise, and right
+
+CAREFUL_SCHEMA = "http://json-schema.org/draft-07/schema#"
+
+
+def _careful_schema(schema: Any) -> None:
+    if isinstance(schema, dict):
+        schema["additionalProperties"] = False
+        schema["$schema"] = CAREFUL_SCHEMA
+
+
+def said_otherwise(body: dict[str, Any]) -> None:
+    """What a careful translator may do that no backend can tell from the client's request:
+    every call id renamed on both sides of the link, strict-mode markers added to each
+    schema and descriptions dropped, string content and system text written as blocks."""
+    renamed: dict[str, str] = {}
+    for block in _blocks(body, "tool_use"):
+        renamed[block["id"]] = block["id"] = f"toolu_gw{len(renamed):018d}"
+    for block in _blocks(body, "tool_result"):
+        block["tool_use_id"] = renamed.get(block["tool_use_id"], block["tool_use_id"])
+    for tool in body.get("tools") or ():
+        tool.pop("description", None)
+        _careful_schema(tool.get("input_schema"))
+    for message in body.get("messages") or ():
+        if isinstance(message.get("content"), str):
+            message["content"] = [{"type": "text", "text": message["content"]}]
+    if isinstance(body.get("system"), str):
+        body["system"] = [{"type": "text", "text": body["system"]}]
+
+
+class ChatSaidOtherwise(ChatRequestChanged):
+    """The same for a chat request: ids renamed on the calls and their tool messages alike,
+    strict-mode markers in each schema, descriptions dropped, content written as parts."""
+
+    def change(self, request: dict[str, Any]) -> None:
+        renamed: dict[str, str] = {}
+        for message in request.get("messages") or ():
+            for call in message.get("tool_calls") or ():
+                renamed[call["id"]] = call["id"] = f"call_gw{len(renamed):017d}"
+            if message.get("role") == "tool":
+                message["tool_call_id"] = renamed.get(message["tool_call_id"], message["tool_call_id"])
+            if isinstance(message.get("content"), str) and message.get("role") != "tool":
+                message["content"] = [{"type": "text", "text": message["content"]}]
+        for tool in request.get("tools") or ():
+            tool["function"].pop("description", None)
+            _careful_schema(tool["function"].get("parameters"))
+
+
+MESSAGES_TRANSLATION = tuple(f"translation-anthropic-{c}" for c in ("conversation", "any", "named", "none"))
+CHAT_TRANSLATION = tuple(f"translation-openai-{c}" for c in ("conversation", "required", "named", "none"))
+TRANSLATES_OTHERWISE_FOR_OPENAI = Mutant(
+    "translates-messages-otherwise",
+    "Nothing: translating a Messages request for an OpenAI upstream, it renames every call id on both sides, "
+    "adds strict-mode markers to the schemas, drops descriptions and writes text as blocks.",
+    (), MESSAGES_TRANSLATION, with_parts(messages_read(said_otherwise)), upstream="openai",
+)
+TRANSLATES_OTHERWISE_FOR_MESSAGES = Mutant(
+    "translates-chat-otherwise",
+    "Nothing: translating a chat request for a Messages upstream, it renames every call id on both sides, adds "
+    "strict-mode markers to the schemas, drops descriptions and writes content as parts.",
+    (), CHAT_TRANSLATION, rewritten(ChatSaidOtherwise), upstream="anthropic",
+)
