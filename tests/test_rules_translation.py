@@ -268,6 +268,10 @@ ACCEPTABLE: list[Case] = [
     case("ok-results-trimmed", C_AUTO, "anthropic", chat_to_messages(edited(request(C_AUTO), _results_trimmed))),
     # `type: object` said upstream where the client's nested schema had properties but left it unsaid
     case("ok-object-type-added", M_UNTYPED, "openai", messages_to_chat(request(M_AUTO))),
+    case("ok-named-tool-alone-offered", M_NAMED, "openai", edited(messages_to_chat(request(M_NAMED)),
+                                                                  lambda b: b["tools"].pop(0))),
+    case("ok-none-emulated", C_NONE, "anthropic", edited(chat_to_messages(request(C_NONE)), _tool_choice(None)),
+         features=("tool-choice",)),
     case("ok-tool-added", C_AUTO, "openai", {**request(C_AUTO), "tools": [
         *CHAT_TOOLS, {"type": "function", "function": {"name": "exit_tool", "parameters": {"type": "object"}}}]}),
 ]
@@ -281,6 +285,8 @@ BROKEN: list[Case] = [
     case("up-004-required-lost", C_AUTO, "responses", edited(to_responses(request(C_AUTO)),
                                                              lambda b: b["tools"][1]["parameters"].pop("required")),
          ("UP-004",)),
+    case("up-004-named-tool-withheld", M_NAMED, "openai", edited(messages_to_chat(request(M_NAMED)),
+                                                                 lambda b: b["tools"].pop(1)), ("UP-004",)),
     case("up-004-none-but-some-tools-left", M_NONE, "openai", edited(messages_to_chat(request(M_NONE)),
                                                                      lambda b: b["tools"].pop(0)), ("UP-004",)),
     case("up-005-results-fresh-ids", M_AUTO, "openai", edited(messages_to_chat(request(M_AUTO)),

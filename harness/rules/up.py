@@ -244,7 +244,7 @@ def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
     "Every function tool the client declared is offered upstream under its name with the same parameters: the "
     "same properties with the same schemas, the same `required` (annotations such as descriptions, `$schema`, "
     "`additionalProperties` and `strict` may differ, and tools may be added); with `tool_choice` none, withholding "
-    "every tool is right too. Without the tools Claude Code and Codex cannot call any (barbacane-dev/barbacane#133); "
+    "every tool is right too, and with a named tool withholding the others. Without the tools Claude Code and Codex cannot call any (barbacane-dev/barbacane#133); "
     "without a tool's schema the model invents its arguments (BerriAI/litellm#37567).",
     severity="client",
     stage="always",
@@ -257,9 +257,12 @@ def tools_offered(ctx: Context) -> Iterator[Violation]:
     offered: dict[str, Tool] = {}
     for tool in read.upstream.tools:
         offered.setdefault(tool.name, tool)
-    if not offered and read.client.tool_choice.intent == "none":
+    choice = read.client.tool_choice
+    if not offered and choice.intent == "none":
         return
     for tool in read.client.tools:
+        if choice.intent == "named" and tool.name != choice.name:
+            continue  # only the named tool can be called: the others may be withheld
         got = offered.get(tool.name)
         if got is None:
             yield Violation(f"the client's tool {tool.name} is not offered upstream ({read.pair}); upstream offers "
@@ -332,8 +335,8 @@ def calls_carried(ctx: Context) -> Iterator[Violation]:
     "UP-007",
     "The client's `tool_choice` reaches the backend with the same demand where the upstream's API can say it: "
     "Anthropic `any` is OpenAI `required`, a named tool the same tool, `none` is `none` or no tool offered, `auto` "
-    "is `auto` or nothing said. A proxy claiming `tool-choice` emulates `any` and a named tool itself, so it may "
-    "leave them unsaid upstream, but not ask for anything else.",
+    "is `auto` or nothing said. A proxy claiming `tool-choice` emulates `tool_choice` itself, so it may leave it "
+    "unsaid upstream, but not ask for anything else.",
     severity="spec",
     stage="always",
     profiles=EVERY_PROFILE,
@@ -347,10 +350,10 @@ def tool_choice_kept(ctx: Context) -> Iterator[Violation]:
         return
     if want.intent == "none" and not read.upstream.tools:
         return
-    if want.intent in ("required", "named") and got.intent == "absent" and "tool-choice" in ctx.options.features:
+    emulated = got.intent == "absent" and want.intent in ("required", "named", "none")
+    if emulated and "tool-choice" in ctx.options.features:
         return
-    hint = (" (a proxy that emulates tool_choice claims the tool-choice feature)"
-            if got.intent == "absent" and want.intent in ("required", "named") else "")
+    hint = " (a proxy that emulates tool_choice claims the tool-choice feature)" if emulated else ""
     yield Violation(f"the client asked tool_choice {intent_text(want)}; upstream it is {intent_text(got)} "
                     f"({read.pair}){hint}", {"expected": intent_text(want), "actual": intent_text(got)})
 
