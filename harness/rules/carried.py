@@ -54,10 +54,15 @@ def readings(ctx: Context) -> Readings | None:
 
 # --------------------------------------------------------------------------- parameter schemas
 
-# Keywords that say nothing about which arguments are valid, and the ones a translator adds or
-# drops to suit an API (``additionalProperties: false`` for strict mode, ``$schema``).
+# Keywords that say nothing about which arguments are valid, the ones a translator adds or drops
+# to suit an API (``additionalProperties: false`` for strict mode, ``$schema``), and the value
+# constraints some APIs refuse and translators drop for them (``format``, ``minimum``, ...): what
+# is left is the shape of the arguments, their properties, types, ``required`` and ``enum``.
 _IGNORED = frozenset({"description", "title", "examples", "default", "$schema", "$comment", "$id", "deprecated",
-                      "readOnly", "writeOnly", "additionalProperties", "strict"})
+                      "readOnly", "writeOnly", "additionalProperties", "strict",
+                      "format", "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+                      "minLength", "maxLength", "minItems", "maxItems", "uniqueItems", "minProperties",
+                      "maxProperties"})
 # Keywords whose value maps names to schemas (the names are data, not keywords).
 _NAMED = frozenset({"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"})
 # Keywords whose value is data, compared as it is.
@@ -65,9 +70,9 @@ _LITERAL = frozenset({"enum", "const"})
 
 
 def schema_shape(schema: Any) -> Any:
-    """A JSON Schema with what does not change its meaning for a call's arguments taken
-    out: annotations, ``additionalProperties``, empty ``properties`` and ``required``;
-    ``required`` as a sorted set, and ``type: object`` where there are properties."""
+    """A JSON Schema reduced to the shape of the arguments it describes: annotations,
+    ``additionalProperties``, value constraints, empty ``properties`` and ``required`` taken
+    out; ``required`` as a sorted set, and ``type: object`` where there are properties."""
     if isinstance(schema, list):
         return [schema_shape(s) for s in schema]
     if not isinstance(schema, Mapping):

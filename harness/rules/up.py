@@ -241,9 +241,10 @@ def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "UP-004",
-    "Every function tool the client declared is offered upstream under its name with the same parameters: the "
-    "same properties with the same schemas, the same `required` (annotations such as descriptions, `$schema`, "
-    "`additionalProperties` and `strict` may differ, and tools may be added); with `tool_choice` none, withholding "
+    "Every function tool the client declared is offered upstream under its name with parameters of the same "
+    "shape: the same properties, nested alike, with the same types, `enum` and `required` (annotations such as "
+    "descriptions, `$schema`, `additionalProperties`, `strict` and value constraints such as `format` or `minimum` "
+    "may differ, and tools may be added); with `tool_choice` none, withholding "
     "every tool is right too, and with a named tool withholding the others. Without the tools Claude Code and Codex cannot call any (barbacane-dev/barbacane#133); "
     "without a tool's schema the model invents its arguments (BerriAI/litellm#37567).",
     severity="client",
