@@ -19,9 +19,11 @@ from typing import Any
 
 import pytest
 
+from harness.dialects import DIALECTS
+from harness.dialects.script import upstream_dialects
 from harness.exchange import Exchange, Profile, RecordedRequest
 from harness.rules import RULES, Options, evaluate
-from harness.scenario import Scenario, parse_scenario
+from harness.scenario import Scenario, load_library, parse_scenario
 from reference_proxy.responses_requests import chat_to_responses_request
 from reference_proxy.translate.requests import chat_to_messages, messages_to_chat
 from rule_proofs import Family
@@ -367,3 +369,20 @@ def test_a_request_of_no_known_api_or_a_client_of_its_own_bytes_is_not_judged() 
     elsewhere = RecordedRequest("POST", "/v1/generate", "", {}, c.exchange.upstream[-1].body, None, 0.0)
     ex = Exchange(**{**c.exchange.__dict__, "upstream": (elsewhere,)})
     assert evaluate(c.scenario, ex, _options(c, True)) == []
+
+
+def _client_reading(sc: Scenario) -> Any:
+    return DIALECTS["anthropic" if sc.client.profile == "anthropic" else "openai"].requests.read(sc.client.request)
+
+
+def test_the_translation_family_plays_in_every_dialect_pair() -> None:
+    """Its cases carry no upstream assertion nor anything else that keeps a case to one
+    dialect, and speak for both clients: the rules above judge them in every pair."""
+    family = [s for s in load_library() if s.family == "translation"]
+    assert {s.client.profile for s in family} == {"openai", "anthropic"}
+    for s in family:
+        assert not s.expect.upstream, s.id
+        assert upstream_dialects(s) == {name: None for name in DIALECTS}, s.id
+        assert _client_reading(s).tools and _client_reading(s).system, s.id
+    conversations = [s for s in family if s.id.endswith("-conversation")]
+    assert len(conversations) == 2 and all(len(_client_reading(s).results) >= 2 for s in conversations)
