@@ -37,7 +37,8 @@ from harness.exchange import Exchange, RecordedRequest
 from harness.rules import RULES, Options, compare_answers, compare_item, evaluate, rules_markdown
 from harness.rules import locate
 from harness.rules.context import Context, effective_options
-from harness.rules.registry import ENTRIES, Violation
+from harness.rules.citations import CLIENTS, Breaks, NoKnownClient
+from harness.rules.registry import ENTRIES, Severity, Violation, rule_group
 from harness.rules.report import check_location
 from harness.scenario import PROFILES, Profile, RawFrame, Scenario, ToolCallFrame, parse_scenario
 from harness.sse import parse_events
@@ -1311,6 +1312,49 @@ def test_rules_table_is_complete_and_ids_are_well_formed() -> None:
     table = rules_markdown()
     for rule_id in RULES:
         assert f"| {rule_id} |" in table
+
+
+_CITED = Breaks(("openai-python",), "raises on it")
+
+
+@pytest.mark.parametrize(
+    ("severity", "cited", "refusal"),
+    [
+        ("client", {}, "cites the real clients it breaks"),
+        ("client", {"breaks": Breaks((), "something breaks")}, "names no known client"),
+        ("client", {"breaks": Breaks(("a client nobody can look up",), "it breaks")}, "names no known client"),
+        ("client", {"breaks": Breaks(("openai-python",), " ")}, "not how it breaks"),
+        ("client", {"breaks": NoKnownClient("")}, "says what severity it proposes"),
+        ("client", {"breaks": Breaks(("openai-python",), "raises", ("see the SDK",))}, "public https URL"),
+        ("spec", {"breaks": _CITED}, "only a 'client' rule cites the clients it breaks"),
+        ("spec", {"source": "the spec"}, "public https URL"),
+    ],
+    ids=["client-uncited", "no-client", "unknown-client", "no-how", "no-proposal", "source-not-url",
+         "spec-citing-clients", "spec-source-not-url"],
+)
+def test_registration_refuses_a_rule_whose_citation_is_missing_or_wrong(
+    severity: Severity, cited: dict[str, Any], refusal: str
+) -> None:
+    """A client rule names the real clients it breaks and how, or it is not registered: the
+    import of its module fails (``_register``), so no client rule ships uncited."""
+    rule = rule_group("citations", "CITE")
+    with pytest.raises(ValueError, match=refusal):
+        rule("CITE-001", "A rule under test.", severity=severity, **cited)(lambda ctx: iter(()))
+    assert "CITE-001" not in ENTRIES
+
+
+def test_every_client_rule_cites_known_clients_and_the_docs_show_it() -> None:
+    table = rules_markdown(proofs())
+    for rule_id, rule in RULES.items():
+        if rule.severity != "client":
+            assert rule.breaks is None, rule_id
+            continue
+        assert isinstance(rule.breaks, (Breaks, NoKnownClient)), f"{rule_id} is a client rule without a citation"
+        if isinstance(rule.breaks, Breaks):
+            assert rule.breaks.clients and set(rule.breaks.clients) <= set(CLIENTS), rule_id
+            section = table.split(f"### {rule_id}\n", 1)[1].split("\n### ", 1)[0]
+            assert f"- **Breaks:** {', '.join(rule.breaks.clients)}" in section
+            assert rule.breaks.how.rstrip(".") in section
 
 
 def test_docs_rules_md_is_generated() -> None:

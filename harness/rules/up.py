@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.compare import json_equal, render
+from harness.rules.citations import SPEC_CHAT, SPEC_MESSAGES, Breaks, NoKnownClient
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 from harness.scenario import UpstreamAssertion
@@ -134,6 +135,11 @@ def check_assertion(a: UpstreamAssertion, upstream: Any, request: Any) -> str | 
     "Every `expect.upstream` assertion holds on the last request the proxy sent upstream "
     "(feature-bound assertions only when the proxy claims the feature).",
     severity="client",
+    breaks=Breaks(("Vercel AI SDK",), "the assertions hold the request parts a client depends on; e.g. the AI "
+                  "SDK's `generateObject` forces its tool with `tool_choice`, and when that never reaches the "
+                  "backend (passed on or emulated) the model may answer in text, which fails the client with "
+                  "`AI_NoObjectGeneratedError: No object generated: the tool was not called.` instead of an "
+                  "object"),
     stage="always",
     profiles=EVERY_PROFILE,
 )
@@ -168,6 +174,9 @@ def upstream_assertions(ctx: Context) -> Iterator[Violation]:
     "UP-002",
     "Exactly `expect.upstream_requests` requests reach the backend.",
     severity="client",
+    breaks=NoKnownClient("feature: a client cannot see how many requests reached the backend (its only scenarios "
+                         "are the loop-guard feature's and the tool-results one, whose content rules judge what "
+                         "the client sees)"),
     stage="always",
     profiles=EVERY_PROFILE,
 )
@@ -197,6 +206,7 @@ def _upstream_dialect(path: str) -> str | None:
     "The client's sampling parameters reach the backend as sent, and the proxy adds none the client did not "
     "send (a translating proxy is held to the parameters both APIs share: `temperature`, `top_p`).",
     severity="spec",
+    source=(SPEC_CHAT, SPEC_MESSAGES),
     stage="always",
 )
 def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
