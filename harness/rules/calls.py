@@ -44,7 +44,7 @@ def expected_calls(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("Codex CLI", "VS Code Copilot"), "clients act on the finish reason: Codex CLI runs calls only "
                   "at `tool_calls` and ends the turn at `stop`; Copilot hands calls on only at `tool_calls` or "
-                  "`stop`, and reports `length` as a cut answer", (CODEX_CHAT, COPILOT_SSE)),
+                  "`stop`", (CODEX_CHAT, COPILOT_SSE)),
     stage="answer",
     profiles=("openai", "responses"),
     ending=True,

@@ -193,8 +193,9 @@ def finish_sent(ctx: Context) -> Iterator[Violation]:
     "No content, tool call or role delta follows a choice's finish chunk.",
     severity="client",
     breaks=Breaks(("VS Code Copilot", "Codex CLI"), "Copilot closes a choice at its finish chunk and ignores every "
-                  "later chunk of it; Codex CLI emits a call with the arguments it holds at the finish: text, "
-                  "calls or arguments sent after the finish are lost", (COPILOT_SSE, CODEX_CHAT)),
+                  "later chunk of it, so text or calls sent after it are lost; Codex CLI emits a call with the "
+                  "arguments it holds at the `tool_calls` finish, so arguments sent after it are lost",
+                  (COPILOT_SSE, CODEX_CHAT)),
     stage="stream",
 )
 def nothing_after_finish(ctx: Context) -> Iterator[Violation]:

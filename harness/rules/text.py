@@ -67,9 +67,9 @@ def content_regex(ctx: Context) -> Iterator[Violation]:
     "```` ```tool_code ````, the scenario's markers) reaches the visible text beyond what the expected "
     "content itself holds.",
     severity="client",
-    breaks=Breaks(("VS Code Copilot", "openai-python"), "the markup is part of the content: Copilot renders it in "
-                  "the chat, and every client sends it back to the model in the history, next to the structured "
-                  "call it was already turned into"),
+    breaks=Breaks(("openai-python", "VS Code Copilot"), "the markup stays in the content: openai-python's "
+                  "`message.content` holds it for the application to show, and every client, Copilot included, "
+                  "sends it back to the model in the history next to the structured call it was turned into"),
     stage="answer",
     profiles=EVERY_PROFILE,
 )
