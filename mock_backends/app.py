@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from functools import partial
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -30,7 +30,7 @@ from harness.replay import anthropic as anthropic_replay
 from harness.replay import responses as responses_replay
 from harness.replay.fault_rate import FaultRate
 from harness.replay.openai import completion, error_body, plan_reply, stream_events
-from harness.replay.wire import ErrorAnswer, Event, dumps
+from harness.replay.wire import Delivery, Event, dumps
 from harness.scenario import Fault, Scenario, parse_scenario
 from mock_backends.lockstep import DEFAULT_PATIENCE, Lockstep
 from mock_backends.registry import AnswerLog, Registry, Run, RunNotFound, Selection, UnknownScenario
@@ -56,25 +56,6 @@ Dialect = Literal["openai", "anthropic", "responses"]
 _DIALECTS = {"openai": "POST .../chat/completions", "anthropic": "POST .../messages",
              "responses": "POST .../responses"}
 _CHECKS = {"openai": check_openai, "anthropic": check_anthropic, "responses": check_responses}
-
-
-class _Replay(Protocol):
-    """What delivering an answer needs of a replay, whatever its dialect."""
-
-    @property
-    def fault(self) -> Fault | None: ...
-    @property
-    def error(self) -> ErrorAnswer | None: ...
-    @property
-    def total_delay(self) -> float: ...
-    @property
-    def write_bytes(self) -> int | None: ...
-    @property
-    def split_multibyte(self) -> bool: ...
-    @property
-    def write_pause(self) -> float: ...
-    @property
-    def drops(self) -> bool: ...
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -108,15 +89,15 @@ def _speaks_anthropic(request: Request) -> bool:
     return "anthropic-version" in request.headers or request.scope["path"].rstrip("/").endswith("/messages")
 
 
-async def _deliver(replay: _Replay, stream: bool, events: Callable[[], list[Event]],
+async def _deliver(how: Delivery, stream: bool, events: Callable[[], list[Event]],
                    whole: Callable[[], Any], lockstep: Lockstep | None = None) -> Response:
     """Put an answer on the wire: ``events`` as a stream (in step with its lockstep group,
     if any), or ``whole`` as one JSON body once the whole answer would have been generated."""
-    fault = replay.fault
+    fault = how.fault
     if stream:
-        return ReplayStream(events(), write_bytes=replay.write_bytes, split_multibyte=replay.split_multibyte,
-                            write_pause=replay.write_pause, abort=replay.drops, lockstep=lockstep)
-    wait = replay.total_delay
+        return ReplayStream(events(), write_bytes=how.write_bytes, split_multibyte=how.split_multibyte,
+                            write_pause=how.write_pause, abort=how.drops, lockstep=lockstep)
+    wait = how.total_delay
     if fault is not None and fault.kind == "stall":
         wait += fault.seconds or 0.0
     if wait > 0:
@@ -337,20 +318,20 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
             drawn = fault_rate.decide(run.nonce, run.received - 1)
             if drawn is not None:
                 prepared = run.with_fault(drawn, fault_rate.fault(drawn, len(prepared.scenario.backend.frames)))
-        replay: _Replay
+        how: Delivery
         events: Callable[[], list[Event]]
         whole: Callable[[], Any]
         if dialect == "openai":
             openai = prepared.openai
             assert openai is not None
             reply = plan_reply(openai, body, completion_id="chatcmpl-" + os.urandom(16).hex(), created=int(now))
-            replay, stream = openai, reply.stream
+            how, stream = openai.delivery, reply.stream
             events, whole = partial(stream_events, openai, reply), partial(completion, openai, reply)
         elif dialect == "anthropic":
             anthropic = prepared.anthropic
             assert anthropic is not None
             areply = anthropic_replay.plan_reply(anthropic, body, message_id="msg_" + os.urandom(12).hex())
-            replay, stream = anthropic, areply.stream
+            how, stream = anthropic.delivery, areply.stream
             events = partial(anthropic_replay.stream_events, anthropic, areply)
             whole = partial(anthropic_replay.message, anthropic, areply)
         else:
@@ -358,19 +339,18 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
             assert answer_ is not None
             rreply = responses_replay.plan_reply(answer_, body, response_id="resp_" + os.urandom(24).hex(),
                                                  created_at=int(now))
-            replay, stream = answer_, rreply.stream
+            how, stream = answer_.delivery, rreply.stream
             events = partial(responses_replay.stream_events, answer_, rreply)
             whole = partial(responses_replay.response, answer_, rreply)
-        fault = replay.fault
-        if replay.error is not None:
-            _log("POST", path, replay.error.status, nonce=shown, scenario=scenario_id, kind="fault http_error" + took)
-            return named(Response(replay.error.body, replay.error.status, dict(replay.error.headers),
-                                  media_type=replay.error.media_type))
+        fault, error = how.fault, how.error
+        if error is not None:
+            _log("POST", path, error.status, nonce=shown, scenario=scenario_id, kind="fault http_error" + took)
+            return named(Response(error.body, error.status, dict(error.headers), media_type=error.media_type))
         kind = "stream" if stream else "json"
         _log("POST", path, 200, nonce=shown, scenario=scenario_id,
              kind=(f"{kind} fault {fault.kind}" if fault else kind) + took)
         try:
-            delivered = await _deliver(replay, stream, events, whole, run.lockstep)
+            delivered = await _deliver(how, stream, events, whole, run.lockstep)
         except BaseException:
             assert log is not None
             log.end()  # a client that hung up during the wait: the answer is over
