@@ -430,6 +430,9 @@ ACCEPTABLE: list[Case] = [
     case("ok-loop-guard-no-upstream", S_LOOP, TEXT_STREAM),
     case("ok-sampling-forwarded", S_SAMPLING, TEXT_STREAM, upstream=(upstream_request(dict(S_SAMPLING.client.request)),)),
     case("ok-fast-enough", S_SLOW, TEXT_STREAM, elapsed=0.2, features=("fails-fast",)),
+    case("ok-loop-guard-answers-alone", S_LOOP, TEXT_STREAM, features=("loop-guard",)),
+    # A proxy with no loop guard is not held to the count.
+    case("ok-upstream-count-without-loop-guard", S_LOOP, TEXT_STREAM, upstream=(upstream_request(dict(GOOD_UPSTREAM)),)),
     # A proxy that retries a failing upstream with back-off takes longer; unless it claims
     # fails-fast, no client is known to mind (openai-python itself waits 600 s).
     case("ok-slow-when-fails-fast-is-not-claimed", S_SLOW, TEXT_STREAM, elapsed=3.5),
@@ -768,7 +771,8 @@ BROKEN: list[Case] = [
     case("up-001-nothing-reached-backend", S_UPSTREAM, TEXT_STREAM, {"UP-001"}),
     case("up-003-sampling-rewritten", S_SAMPLING, TEXT_STREAM, {"UP-003"},
          upstream=(upstream_request({**S_SAMPLING.client.request, "temperature": 1.0, "top_p": 1}),)),
-    case("up-002-loop-guard-called-upstream", S_LOOP, TEXT_STREAM, {"UP-002"}, upstream=(upstream_request(dict(GOOD_UPSTREAM)),)),
+    case("up-002-loop-guard-called-upstream", S_LOOP, TEXT_STREAM, {"UP-002"}, upstream=(upstream_request(dict(GOOD_UPSTREAM)),),
+         features=("loop-guard",)),
     # sdk (other cases above also break SDK-001/SDK-002 as a consequence)
     case("sdk-001-retry-only-event", S_TEXT, "retry: 3000\n\n" + TEXT_STREAM, {"SDK-001"}),
     # errors

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 from harness.compare import render
 from harness.rules import locate
-from harness.rules.citations import Breaks, NoKnownClient
+from harness.rules.citations import SPEC_MESSAGES, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import ANTHROPIC, Violation, rule_group
 
@@ -71,10 +71,8 @@ def declared_names(ctx: Context) -> Iterator[Violation]:
     "ATOOL-003",
     '`stop_reason` is `"tool_use"` when a tool_use block was sent (unless the scenario expects another reason, '
     "such as `max_tokens`).",
-    severity="client",
-    breaks=NoKnownClient("spec: the Messages reference gives `tool_use` as the stop reason of a turn that calls "
-                         "tools, and its documented agent loop ends the turn on any other; the named clients run "
-                         "the tool_use blocks they receive whatever the stop reason"),
+    severity="spec",  # the named clients run the tool_use blocks they receive whatever the stop reason
+    source=SPEC_MESSAGES,
     stage="answer",
     profiles=ANTHROPIC,
 )

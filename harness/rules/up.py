@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.compare import json_equal, render
-from harness.rules.citations import SPEC_CHAT, SPEC_MESSAGES, Breaks, NoKnownClient
+from harness.rules.citations import SPEC_CHAT, SPEC_MESSAGES, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 from harness.scenario import UpstreamAssertion
@@ -172,11 +172,11 @@ def upstream_assertions(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "UP-002",
-    "Exactly `expect.upstream_requests` requests reach the backend.",
-    severity="client",
-    breaks=NoKnownClient("feature: a client cannot see how many requests reached the backend (its only scenarios "
-                         "are the loop-guard feature's and the tool-results one, whose content rules judge what "
-                         "the client sees)"),
+    "A proxy claiming `loop-guard` sends exactly `expect.upstream_requests` requests to the backend: none when "
+    "it answers a runaway tool loop itself, one below its threshold (a client cannot see the count, so it is the "
+    "feature's promise, not a client's need).",
+    severity="feature",
+    features=("loop-guard",),
     stage="always",
     profiles=EVERY_PROFILE,
 )

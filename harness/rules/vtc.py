@@ -10,7 +10,7 @@ from typing import Any
 from harness.compare import diff_calls, first_call_mismatch, render, shorten
 from harness.rules import locate
 from harness.rules.chunk import choices_of
-from harness.rules.citations import CLINE_OPENAI, Breaks, NoKnownClient
+from harness.rules.citations import CLINE_OPENAI, SPEC_CHAT, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
 from harness.xml_calls import escaped_entities, rendered, value_matches
@@ -113,10 +113,8 @@ def raw_values(ctx: Context) -> Iterator[Violation]:
     "VTC-004",
     'The finish_reason for an XML-reading client is `"stop"` (or the expected reason of an answer that did not end '
     "normally, such as `length`).",
-    severity="client",
-    breaks=NoKnownClient("spec: these clients ignore `finish_reason` (they read only the content), so `tool_calls` "
-                         "without structured calls breaks none known; it contradicts the Chat Completions "
-                         "reference, which gives `tool_calls` only when the model called a tool"),
+    severity="spec",  # these clients read only the content; the reference gives `tool_calls` only for real calls
+    source=SPEC_CHAT,
     stage="answer",
     profiles=("xml-client",),
     ending=True,

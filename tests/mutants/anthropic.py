@@ -416,7 +416,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("anthropic-partial-json-cut", "Cuts the closing brace off every tool input.",
            ("AEV-010", "CALLS-001"), (NATIVE, LEAK), rewritten(PartialJsonCutShort)),
     Mutant("anthropic-end-turn-with-tool-use", 'Reports `stop_reason: "end_turn"` after tool_use blocks.',
-           ("ATOOL-003", "ATOOL-004"), (NATIVE, LEAK), rewritten(EndTurnWithToolUse)),
+           ("ATOOL-003", "ATOOL-004"), (NATIVE, LEAK), rewritten(EndTurnWithToolUse), strict=True),
     Mutant("anthropic-shared-tool-use-id", "Gives every tool_use block the same id.",
            ("ATOOL-001",), ("anthropic-two-invokes",), rewritten(SharedToolUseId)),
     Mutant("anthropic-error-as-data-only", "Sends an error in a started stream without `event: error`.",
