@@ -37,7 +37,7 @@ from harness.exchange import Exchange, RecordedRequest
 from harness.rules import RULES, Options, compare_answers, compare_item, evaluate, rules_markdown
 from harness.rules import locate
 from harness.rules.context import Context, effective_options
-from harness.rules.citations import CLIENTS, Breaks, NoKnownClient
+from harness.rules.citations import CLIENTS, Breaks
 from harness.rules.registry import ENTRIES, Severity, Violation, rule_group
 from harness.rules.report import check_location
 from harness.scenario import PROFILES, Profile, RawFrame, Scenario, ToolCallFrame, parse_scenario
@@ -1328,12 +1328,11 @@ _CITED = Breaks(("openai-python",), "raises on it")
         ("client", {"breaks": Breaks((), "something breaks")}, "names no known client"),
         ("client", {"breaks": Breaks(("a client nobody can look up",), "it breaks")}, "names no known client"),
         ("client", {"breaks": Breaks(("openai-python",), " ")}, "not how it breaks"),
-        ("client", {"breaks": NoKnownClient("")}, "says what severity it proposes"),
         ("client", {"breaks": Breaks(("openai-python",), "raises", ("see the SDK",))}, "public https URL"),
         ("spec", {"breaks": _CITED}, "only a 'client' rule cites the clients it breaks"),
         ("spec", {"source": "the spec"}, "public https URL"),
     ],
-    ids=["client-uncited", "no-client", "unknown-client", "no-how", "no-proposal", "source-not-url",
+    ids=["client-uncited", "no-client", "unknown-client", "no-how", "source-not-url",
          "spec-citing-clients", "spec-source-not-url"],
 )
 def test_registration_refuses_a_rule_whose_citation_is_missing_or_wrong(
@@ -1353,12 +1352,11 @@ def test_every_client_rule_cites_known_clients_and_the_docs_show_it() -> None:
         if rule.severity != "client":
             assert rule.breaks is None, rule_id
             continue
-        assert isinstance(rule.breaks, (Breaks, NoKnownClient)), f"{rule_id} is a client rule without a citation"
-        if isinstance(rule.breaks, Breaks):
-            assert rule.breaks.clients and set(rule.breaks.clients) <= set(CLIENTS), rule_id
-            section = table.split(f"### {rule_id}\n", 1)[1].split("\n### ", 1)[0]
-            assert f"- **Breaks:** {', '.join(rule.breaks.clients)}" in section
-            assert rule.breaks.how.rstrip(".") in section
+        assert isinstance(rule.breaks, Breaks), f"{rule_id} is a client rule without a citation"
+        assert rule.breaks.clients and set(rule.breaks.clients) <= set(CLIENTS), rule_id
+        section = table.split(f"### {rule_id}\n", 1)[1].split("\n### ", 1)[0]
+        assert f"- **Breaks:** {', '.join(rule.breaks.clients)}" in section
+        assert rule.breaks.how.rstrip(".") in section
 
 
 def test_docs_rules_md_is_generated() -> None:

@@ -46,17 +46,6 @@ class Breaks:
     source: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class NoKnownClient:
-    """A ``client`` rule for which no named client is yet known to break: it stays visible in
-    docs/rules.md with the severity proposed for it, until a citation or a new severity
-    replaces it. Never a way to skip the citation quietly: the reason is printed."""
-
-    proposal: str
-
-
-Citation = Breaks | NoKnownClient
-
 # Public sources, each written once.
 _OPENAI_PY = "https://github.com/openai/openai-python/blob/main/src/openai/"
 OPENAI_SSE = _OPENAI_PY + "_streaming.py"

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
-from harness.rules.citations import CLIENTS, Breaks, Citation
+from harness.rules.citations import CLIENTS, Breaks
 
 if TYPE_CHECKING:
     from harness.rules.context import Context
@@ -37,7 +37,7 @@ class Rule:
     severity: Severity
     group: str
     # Who breaks, for a client rule (required); the spec pages a rule comes from (optional).
-    breaks: Citation | None = None
+    breaks: Breaks | None = None
     source: tuple[str, ...] = ()
 
 
@@ -110,8 +110,8 @@ def _register(entry: Entry) -> None:
 
 
 def _check_citation(rule: Rule) -> None:
-    """A client rule names the real clients it breaks and how (``breaks=``), or says plainly that
-    none is known yet (``NoKnownClient``); only a client rule makes that claim at all."""
+    """A client rule names the real clients it breaks and how (``breaks=``); only a client rule
+    makes that claim at all (a rule no named client breaks on is spec, a feature, or no rule)."""
     cited = rule.breaks
     if rule.severity != "client":
         if cited is not None:
@@ -120,14 +120,12 @@ def _check_citation(rule: Rule) -> None:
     elif cited is None:
         raise ValueError(f"rule {rule.id}: a 'client' rule cites the real clients it breaks and how "
                          f"(breaks=Breaks(...))")
-    elif isinstance(cited, Breaks):
+    else:
         unknown = [c for c in cited.clients if c not in CLIENTS]
         if not cited.clients or unknown or not cited.how.strip():
             raise ValueError(f"rule {rule.id}: the citation names no known client, or not how it breaks "
                              f"(unknown: {unknown}; known: {', '.join(CLIENTS)})")
-    elif not cited.proposal.strip():
-        raise ValueError(f"rule {rule.id}: a client rule no client is known to break says what severity it proposes")
-    links = rule.source + (cited.source if isinstance(cited, Breaks) else ())
+    links = rule.source + (cited.source if cited is not None else ())
     bad = [u for u in links if not u.startswith("https://")]
     if bad:
         raise ValueError(f"rule {rule.id}: a source is a public https URL, not {bad}")
@@ -140,7 +138,7 @@ class RuleGroup:
         self.group = group
         self.prefix = prefix
 
-    def _rule(self, rule_id: str, statement: str, severity: Severity, breaks: Citation | None,
+    def _rule(self, rule_id: str, statement: str, severity: Severity, breaks: Breaks | None,
               source: str | Sequence[str]) -> Rule:
         if not rule_id.startswith(self.prefix + "-"):
             raise ValueError(f"rule {rule_id} does not belong to group {self.group} ({self.prefix}-…)")
@@ -153,7 +151,7 @@ class RuleGroup:
         statement: str,
         *,
         severity: Severity,
-        breaks: Citation | None = None,
+        breaks: Breaks | None = None,
         source: str | Sequence[str] = (),
         stage: Stage = "answer",
         profiles: Iterable[Profile] = ALL_PROFILES,
@@ -186,7 +184,7 @@ class RuleGroup:
         statement: str,
         *,
         severity: Severity,
-        breaks: Citation | None = None,
+        breaks: Breaks | None = None,
         source: str | Sequence[str] = (),
         profiles: Iterable[Profile] = ALL_PROFILES,
         features: Iterable[str] = (),
@@ -201,7 +199,7 @@ class RuleGroup:
         statement: str,
         *,
         severity: Severity,
-        breaks: Citation | None = None,
+        breaks: Breaks | None = None,
         source: str | Sequence[str] = (),
         profiles: Iterable[Profile] = ALL_PROFILES,
     ) -> Callable[[ItemCheck], ItemCheck]:
@@ -215,7 +213,7 @@ class RuleGroup:
         statement: str,
         *,
         severity: Severity,
-        breaks: Citation | None = None,
+        breaks: Breaks | None = None,
         source: str | Sequence[str] = (),
         profiles: Iterable[Profile] = EVERY_PROFILE,
     ) -> Callable[[RoundCheck], RoundCheck]:

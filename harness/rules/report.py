@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.rules.citations import Breaks, NoKnownClient
+from harness.rules.citations import Breaks
 from harness.rules.registry import ENTRIES, Rule
 
 _GROUP_ORDER = (
@@ -63,9 +63,7 @@ def _by_file(found: Mapping[str, Sequence[str]], most: int = 4) -> str:
 
 def _who(rule: Rule) -> str:
     """The table's short answer to "who breaks": the clients a client rule names."""
-    if isinstance(rule.breaks, Breaks):
-        return ", ".join(rule.breaks.clients)
-    return "none known" if isinstance(rule.breaks, NoKnownClient) else ""
+    return ", ".join(rule.breaks.clients) if isinstance(rule.breaks, Breaks) else ""
 
 
 def _links(urls: Sequence[str]) -> str:
@@ -81,9 +79,6 @@ def _why(rule: Rule) -> list[str]:
         lines.append(f"- **How:** {cited.how.rstrip('.')}.")
         if cited.source:
             lines.append(f"- **Sources:** {_links(cited.source)}")
-    elif isinstance(cited, NoKnownClient):
-        lines.append("- **Breaks:** no named client is known to break on it yet")
-        lines.append(f"- **Proposed severity:** {cited.proposal.rstrip('.')}.")
     if rule.source:
         lines.append(f"- **Specification:** {_links(rule.source)}")
     return lines
@@ -106,8 +101,8 @@ def rules_markdown(proofs: Mapping[str, Proof] | None = None) -> str:
         "Every client rule cites who breaks: the table's last column names the clients, and the rule's own",
         "section below says what each one does (the error it raises, quoted where it is known) and where to",
         "read it (an SDK's source file or an issue). The registry refuses a client rule without such a",
-        "citation (`breaks=` in `harness/rules`); a client rule no client is yet known to break says so, with",
-        "the severity proposed for it. Spec rules name the specification page they come from.",
+        "citation (`breaks=` in `harness/rules`): a rule no named client breaks on is a spec rule, a feature,",
+        "or no rule at all. Spec rules name the specification page they come from.",
         "Rule ids are stable: a rule keeps its id for good, and a retired id is never reused (so the rules of",
         "the `xml-client` profile, for clients that read tool calls as XML in the content, keep the `VTC` prefix",
         "of its first name, \"virtual tool calling\").",
