@@ -609,6 +609,14 @@ BROKEN: list[Case] = [
         {"TOOL-003"},
     ),
     case(
+        "tool-003-null-id-and-name-later-are-the-schema-s-concern",
+        S_CALL,
+        sse(ROLE, chunk(start()),
+            chunk({"tool_calls": [{"index": 0, "id": None, "function": {"name": None, "arguments": PARIS_ARGS}}]}),
+            chunk(finish="tool_calls")),
+        {"CHUNK-003"},
+    ),
+    case(
         "tool-003-type-null",
         S_CALL,
         sse(ROLE, chunk(start()), chunk({"tool_calls": [{"index": 0, "type": None, "function": {"arguments": PARIS_ARGS}}]}), chunk(finish="tool_calls")),

@@ -308,10 +308,10 @@ BROKEN: list[Case] = [
         {"AEV-011", "AEV-003", "CALLS-001", "ASDK-002"},
     ),
     case(
-        "aev-011-prefilled-input",
+        "aev-012-prefilled-input",
         S_CALL,
         stream(start(), tool_block(0, input={"city": "Paris", "unit": "celsius"}), message_delta(), STOP),
-        {"AEV-011"},
+        {"AEV-012"},
     ),
     case(
         "atool-001-shared-id",

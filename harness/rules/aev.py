@@ -334,7 +334,7 @@ def tool_input_complete(ctx: Context) -> Iterator[Violation]:
         pieces = block.pieces("input_json_delta", "partial_json", until_stop=True)
         joined = "".join(text for _, text in pieces)
         if not joined:
-            continue  # no fragments: the starting input stands (AEV-011 judges it)
+            continue  # no fragments: the starting input stands (AEV-011 and AEV-012 judge it)
         if parse_object(joined) is not None or (block.stop is None and ctx.error_accepted):
             continue
         at = block.stop or (pieces[-1][0] if pieces else block.start)
@@ -347,8 +347,8 @@ def tool_input_complete(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "AEV-011",
-    "A tool_use block starts with `input: {}`: the input arrives as `input_json_delta` fragments, never as a "
-    "string or a prefilled object in `content_block_start`.",
+    "A tool_use block's `content_block_start` never carries its input as a string (AEV-012 holds it to the "
+    "API's `input: {}`).",
     severity="client",
     breaks=Breaks(("anthropic-sdk-python",), "the SDK starts the block's input from `content_block_start`: an "
                   "input sent there as a string stays a `str` in the accumulated message when no delta replaces "
@@ -356,16 +356,28 @@ def tool_input_complete(ctx: Context) -> Iterator[Violation]:
     stage="stream",
     profiles=ANTHROPIC,
 )
+def tool_input_not_a_string(ctx: Context) -> Iterator[Violation]:
+    for block in _tool_blocks(ctx):
+        value = block.content_block.get("input")
+        if isinstance(value, str):
+            yield Violation(f"{_label(block)} sends input as a string {shorten(value, 80)} (the client gets a str, "
+                            "not an object); expected {}", ctx.at_event(block.start.event, actual=value))
+
+
+@rule(
+    "AEV-012",
+    "A tool_use block starts with `input: {}`, as the API sends it: the input arrives as `input_json_delta` "
+    "fragments, not prefilled in `content_block_start` (a string there is AEV-011's).",
+    severity="spec",  # the SDKs take a prefilled object as the input, and replace it with the deltas if any come
+    source=SPEC_MESSAGES_STREAMING,
+    stage="stream",
+    profiles=ANTHROPIC,
+)
 def tool_input_starts_empty(ctx: Context) -> Iterator[Violation]:
     for block in _tool_blocks(ctx):
         cb = block.content_block
         value = cb.get("input")
-        if isinstance(value, Mapping) and not value:
+        if (isinstance(value, Mapping) and not value) or isinstance(value, str):
             continue
-        if "input" not in cb:
-            what = "has no 'input'"
-        elif isinstance(value, str):
-            what = f"sends input as a string {shorten(value, 80)} (the client gets a str, not an object)"
-        else:
-            what = f"starts with input {render(value, 80)}"
+        what = "has no 'input'" if "input" not in cb else f"starts with input {render(value, 80)}"
         yield Violation(f"{_label(block)} {what}; expected {{}}", ctx.at_event(block.start.event, actual=value))
