@@ -24,8 +24,8 @@ def _ended_by_error(ctx: Context) -> bool:
     "Every tool_use block has a non-empty `id`, distinct from the other blocks' ids.",
     severity="client",
     breaks=Breaks(("Claude Code",), "the client answers each tool_use with a `tool_result` naming its id and sends "
-                  "the history back; the Messages API refuses a repeated id (`` `tool_use` ids must be unique ``), "
-                  "so the next turn fails with a 400"),
+                  "the history back; the Messages API refuses a repeated id (`` `tool_use` ids must be unique ``) "
+                  "and an empty one (an id matches `^[a-zA-Z0-9_-]+$`), so the next turn fails with a 400"),
     stage="answer",
     profiles=ANTHROPIC,
 )

@@ -24,7 +24,6 @@ from harness.rules.schemas import schema_violation
 
 rule = rule_group("faults", "FAULT")
 
-_TRACEBACK = "Traceback (most recent call last)"
 
 
 def _is_2xx(status: int) -> bool:
@@ -107,7 +106,7 @@ def error_placement(ctx: Context) -> Iterator[Violation]:
 @rule(
     "FAULT-003",
     "In a fault or bad-input case, an error status comes with a JSON body holding `{\"error\": {\"message\": "
-    "…}}`, never an HTML page or a traceback; the dialect's full shape is ERR-002's and AERR-002's.",
+    "…}}`, never an HTML page or bare text; the dialect's full shape is ERR-002's and AERR-002's.",
     severity="client",
     breaks=Breaks(("openai-python",), "openai-python builds its error from the JSON body: with `{\"error\": "
                   "{\"message\": …}}` it raises e.g. `BadRequestError: Error code: 400 - <message>` with `code` "
@@ -131,11 +130,6 @@ def error_body_dialect(ctx: Context) -> Iterator[Violation]:
     if problem is not None:
         yield Violation(f"status {status} with a body that is not JSON: {excerpt!r}", {"excerpt": excerpt})
         return
-    at = text.find(_TRACEBACK)
-    if at >= 0:
-        yield Violation(
-            f"status {status}: the body holds a server traceback: {text[at : at + 160]!r}", {"excerpt": excerpt}
-        )
     # What the SDKs read; the dialect's full shape (a Messages error's `"type": "error"`) is ERR-002/AERR-002's.
     found = schema_violation(body, "client_error", f"status {status}: the body holds no error message: ",
                              excerpt=excerpt)
