@@ -209,7 +209,7 @@ def _walk(ctx: Context) -> Mapping[str, list[Violation]]:
     if not deltas:
         flaw("AEV-008", None, "no message_delta: the stream ends without a stop_reason")
     if not stops:
-        flaw("AEV-009", None, "no message_stop ends the stream")
+        flaw("AEV-013", None, "no message_stop ends the stream")
     return found
 
 
@@ -296,7 +296,8 @@ def one_message_delta(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "AEV-009",
-    "`message_stop` ends the stream, once; no event but `ping` follows it or an `error` event.",
+    "`message_stop` comes once, and no event but `ping` follows it or an `error` event (a stream without one is "
+    "AEV-013's).",
     severity="spec",
     source=SPEC_MESSAGES_STREAMING,
     stage="stream",
@@ -304,6 +305,21 @@ def one_message_delta(ctx: Context) -> Iterator[Violation]:
 )
 def message_stop_last(ctx: Context) -> Iterator[Violation]:
     yield from _grammar(ctx, "AEV-009")
+
+
+@rule(
+    "AEV-013",
+    "A stream that does not end with an `error` event ends with `message_stop`.",
+    severity="client",
+    breaks=Breaks(("anthropic-sdk-typescript", "Claude Code"), "the TypeScript SDK's MessageStream keeps a message "
+                  "only when its `message_stop` arrives: without it `finalMessage()` throws \"stream ended without "
+                  "producing a Message with role=assistant\", and an agent built on it (Claude Code's bundle "
+                  "carries this MessageStream) gets an error instead of the answer", (ANTHROPIC_TS_STREAM,)),
+    stage="stream",
+    profiles=ANTHROPIC,
+)
+def message_stop_present(ctx: Context) -> Iterator[Violation]:
+    yield from _grammar(ctx, "AEV-013")
 
 
 # --------------------------------------------------------------------------- tool_use blocks

@@ -172,6 +172,13 @@ class NoMessageStop(EventRewriter):
         return () if payload.get("type") == "message_stop" else (payload,)
 
 
+class MessageStopTwice(EventRewriter):
+    """Sends ``message_stop`` twice."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        return (payload, payload) if payload.get("type") == "message_stop" else (payload,)
+
+
 class InputAsString(EventRewriter):
     """Gives a whole answer's tool_use ``input`` as a string of JSON."""
 
@@ -434,7 +441,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("anthropic-error-as-data-only", "Sends an error in a started stream without `event: error`.",
            ("AERR-001",), ("faults-anthropic-drop-between-events",), rewritten(ErrorAsDataOnly)),
     Mutant("anthropic-no-message-stop", "Ends the stream without `message_stop`.",
-           ("AEV-009",), (NATIVE,), rewritten(NoMessageStop), strict=True),
+           ("AEV-013",), (NATIVE,), rewritten(NoMessageStop)),
+    Mutant("anthropic-message-stop-twice", "Sends `message_stop` twice.",
+           ("AEV-009",), (NATIVE,), rewritten(MessageStopTwice), strict=True),
     Mutant("anthropic-input-as-string", "Gives a whole answer's tool_use input as a string of JSON.",
            ("ABODY-003",), ("anthropic-non-stream",), rewritten(InputAsString)),
     Mutant("anthropic-hangs-on-upstream-failure", "Never ends the client's stream when the upstream fails.",
