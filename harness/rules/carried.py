@@ -124,11 +124,25 @@ def schema_differences(client: Tool, upstream: Tool) -> list[str]:
     return found
 
 
+def first_by_name(tools: Sequence[Tool]) -> dict[str, Tool]:
+    """The tools by name (the first of a name, should one repeat)."""
+    out: dict[str, Tool] = {}
+    for tool in tools:
+        out.setdefault(tool.name, tool)
+    return out
+
+
 # --------------------------------------------------------------------------- the conversation
 
 
 def call_text(call: ToolCall) -> str:
     return f"{call.name}({render(call.arguments, 100)})"
+
+
+def namesakes(call: ToolCall, calls: Sequence[ToolCall]) -> str:
+    """The calls of the same name, said after a missing call (``; upstream has ...``), or nothing."""
+    named = [call_text(c) for c in calls if c.name == call.name]
+    return f"; upstream has {', '.join(named)}" if named else ""
 
 
 def same_call(a: ToolCall, b: ToolCall) -> bool:
@@ -184,6 +198,16 @@ def find_in_order(wanted: Sequence[W], given: Sequence[G], match: Callable[[W, G
             out.append((item, given[index]))
             at = index + 1
     return out
+
+
+def system_places(request: NeutralRequest, *, moved: bool) -> list[str]:
+    """Where a request holds system text: its system texts, and (``moved``: for a proxy that
+    moves system text to the user) its first user turn too."""
+    places = ["\n".join(request.system)]
+    first_user = next((t for t in request.turns if t.role == "user"), None)
+    if moved:
+        places.append(first_user.text if first_user is not None else "")
+    return places
 
 
 # --------------------------------------------------------------------------- tool_choice

@@ -13,19 +13,22 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.compare import json_equal, render
-from harness.dialects.request import Tool
 from harness.rules.carried import (
     answered_calls,
     call_text,
     carries,
     find_in_order,
+    first_by_name,
     in_order,
     intent_text,
+    namesakes,
     readings,
     same_call,
     same_intent,
     schema_differences,
+    system_places,
 )
+from harness.rules.citations import SPEC_CHAT, SPEC_CHAT_CREATE, SPEC_MESSAGES, SPEC_RESPONSES, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 from harness.scenario import UpstreamAssertion
@@ -147,6 +150,11 @@ def check_assertion(a: UpstreamAssertion, upstream: Any, request: Any) -> str | 
     "Every `expect.upstream` assertion holds on the last request the proxy sent upstream "
     "(feature-bound assertions only when the proxy claims the feature).",
     severity="client",
+    breaks=Breaks(("Vercel AI SDK",), "the assertions hold the request parts a client depends on; e.g. the AI "
+                  "SDK's `generateObject` forces its tool with `tool_choice`, and when that never reaches the "
+                  "backend (passed on or emulated) the model may answer in text, which fails the client with "
+                  "`AI_NoObjectGeneratedError: No object generated: the tool was not called.` instead of an "
+                  "object"),
     stage="always",
     profiles=EVERY_PROFILE,
 )
@@ -179,8 +187,11 @@ def upstream_assertions(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "UP-002",
-    "Exactly `expect.upstream_requests` requests reach the backend.",
-    severity="client",
+    "A proxy claiming `loop-guard` sends exactly `expect.upstream_requests` requests to the backend: none when "
+    "it answers a runaway tool loop itself, one below its threshold (a client cannot see the count, so it is the "
+    "feature's promise, not a client's need).",
+    severity="feature",
+    features=("loop-guard",),
     stage="always",
     profiles=EVERY_PROFILE,
 )
@@ -210,6 +221,7 @@ def _upstream_dialect(path: str) -> str | None:
     "The client's sampling parameters reach the backend as sent, and the proxy adds none the client did not "
     "send (a translating proxy is held to the parameters both APIs share: `temperature`, `top_p`).",
     severity="spec",
+    source=(SPEC_CHAT, SPEC_MESSAGES),
     stage="always",
 )
 def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
@@ -244,10 +256,14 @@ def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
     "Every function tool the client declared is offered upstream under its name with parameters of the same "
     "shape: the same properties, nested alike, with the same types, `enum` and `required` (annotations such as "
     "descriptions, `$schema`, `additionalProperties`, `strict` and value constraints such as `format` or `minimum` "
-    "may differ, and tools may be added); with `tool_choice` none, withholding "
-    "every tool is right too, and with a named tool withholding the others. Without the tools Claude Code and Codex cannot call any (barbacane-dev/barbacane#133); "
-    "without a tool's schema the model invents its arguments (BerriAI/litellm#37567).",
+    "may differ, and tools may be added); with `tool_choice` none, withholding every tool is right too, and with "
+    "a named tool withholding the others.",
     severity="client",
+    breaks=Breaks(("Claude Code", "Codex CLI"), "a tool that never reaches the model is never called, and one "
+                  "whose schema is lost is called with arguments the model invents: tool calling through the "
+                  "translating proxy stops working",
+                  ("https://github.com/barbacane-dev/barbacane/pull/133",
+                   "https://github.com/BerriAI/litellm/issues/37567")),
     stage="always",
     profiles=EVERY_PROFILE,
 )
@@ -255,9 +271,7 @@ def tools_offered(ctx: Context) -> Iterator[Violation]:
     read = readings(ctx)
     if read is None or not read.client.tools:
         return
-    offered: dict[str, Tool] = {}
-    for tool in read.upstream.tools:
-        offered.setdefault(tool.name, tool)
+    offered = first_by_name(read.upstream.tools)
     choice = read.client.tool_choice
     if not offered and choice.intent == "none":
         return
@@ -280,10 +294,14 @@ def tools_offered(ctx: Context) -> Iterator[Violation]:
     "UP-005",
     "Every tool result of the client's conversation reaches the backend with its text, answering a call of the "
     "upstream conversation with the name and arguments of the call it answered (ids may be rewritten, the link "
-    "must hold). A broken link is refused by the backend, and Claude Code stops with `API Error: 400 … "
-    "unexpected tool_use_id found in tool_result blocks` (anthropics/claude-code#6836, diegosouzapw/OmniRoute#7705). "
-    "Not judged for the xml-client profile, whose proxy may rewrite the conversation for XML-reading clients.",
+    "must hold). Not judged for the xml-client profile, whose proxy may rewrite the conversation for XML-reading "
+    "clients.",
     severity="client",
+    breaks=Breaks(("Claude Code",), "the backend refuses a conversation whose tool result answers no call, and "
+                  "Claude Code stops the session with `API Error: 400 … unexpected `tool_use_id` found in "
+                  "`tool_result` blocks`",
+                  ("https://github.com/anthropics/claude-code/issues/6836",
+                   "https://github.com/diegosouzapw/OmniRoute/issues/7705")),
     stage="always",
     profiles=EVERY_PROFILE,
 )
@@ -315,6 +333,7 @@ def results_linked(ctx: Context) -> Iterator[Violation]:
     "Every tool call of an assistant turn in the client's conversation reaches the backend, in order, with its "
     "name and semantically equal arguments (ids may be rewritten). Not judged for the xml-client profile.",
     severity="spec",
+    source=(SPEC_CHAT_CREATE, SPEC_MESSAGES, SPEC_RESPONSES),
     stage="always",
     profiles=EVERY_PROFILE,
 )
@@ -326,9 +345,8 @@ def calls_carried(ctx: Context) -> Iterator[Violation]:
     for call, got in find_in_order(read.client.calls, upstream, same_call):
         if got is not None:
             continue
-        namesakes = [c for c in upstream if c.name == call.name]
-        seen = f"; upstream has {', '.join(call_text(c) for c in namesakes)}" if namesakes else ""
-        yield Violation(f"the assistant's call {call_text(call)} does not reach the backend ({read.pair}){seen}",
+        yield Violation(f"the assistant's call {call_text(call)} does not reach the backend ({read.pair})"
+                        f"{namesakes(call, upstream)}",
                         {"call": call_text(call), "upstream_calls": [call_text(c) for c in upstream]})
 
 
@@ -339,6 +357,7 @@ def calls_carried(ctx: Context) -> Iterator[Violation]:
     "is `auto` or nothing said. A proxy claiming `tool-choice` emulates `tool_choice` itself, so it may leave it "
     "unsaid upstream, but not ask for anything else.",
     severity="spec",
+    source=(SPEC_CHAT_CREATE, SPEC_MESSAGES, SPEC_RESPONSES),
     stage="always",
     profiles=EVERY_PROFILE,
 )
@@ -364,6 +383,7 @@ def tool_choice_kept(ctx: Context) -> Iterator[Violation]:
     "The client's system text reaches the backend as system text (a proxy claiming `system-to-user` may move it "
     "into the first user turn instead); text may be added around it.",
     severity="spec",
+    source=(SPEC_CHAT_CREATE, SPEC_MESSAGES, SPEC_RESPONSES),
     stage="always",
     profiles=EVERY_PROFILE,
 )
@@ -371,10 +391,7 @@ def system_kept(ctx: Context) -> Iterator[Violation]:
     read = readings(ctx)
     if read is None or not read.client.system:
         return
-    places = ["\n".join(read.upstream.system)]
-    if "system-to-user" in ctx.options.features:
-        first_user = next((t for t in read.upstream.turns if t.role == "user"), None)
-        places.append(first_user.text if first_user is not None else "")
+    places = system_places(read.upstream, moved="system-to-user" in ctx.options.features)
     if not any(in_order(read.client.system, place) for place in places):
         yield Violation(f"the client's system text {render(chr(10).join(read.client.system), 120)} does not reach the "
                         f"backend as system text ({read.pair})",
