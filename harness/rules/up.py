@@ -259,9 +259,9 @@ def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
     "may differ, and tools may be added); with `tool_choice` none, withholding every tool is right too, and with "
     "a named tool withholding the others.",
     severity="client",
-    breaks=Breaks(("Claude Code", "Codex CLI"), "a tool that never reaches the model is never called, and one "
-                  "whose schema is lost is called with arguments the model invents: tool calling through the "
-                  "translating proxy stops working",
+    breaks=Breaks(("Codex CLI",), "a tool that never reaches the model is never called, and one whose schema is "
+                  "lost is called with arguments the model invents: Codex's tool calling through a translating "
+                  "proxy that dropped its tools stopped working",
                   ("https://github.com/barbacane-dev/barbacane/pull/133",
                    "https://github.com/BerriAI/litellm/issues/37567")),
     stage="always",
@@ -298,8 +298,8 @@ def tools_offered(ctx: Context) -> Iterator[Violation]:
     "clients.",
     severity="client",
     breaks=Breaks(("Claude Code",), "the backend refuses a conversation whose tool result answers no call, and "
-                  "Claude Code stops the session with `API Error: 400 … unexpected `tool_use_id` found in "
-                  "`tool_result` blocks`",
+                  "Claude Code stops the turn with the backend's error, \"API Error: 400 … unexpected tool_use_id "
+                  "found in tool_result blocks\"",
                   ("https://github.com/anthropics/claude-code/issues/6836",
                    "https://github.com/diegosouzapw/OmniRoute/issues/7705")),
     stage="always",
