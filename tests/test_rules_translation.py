@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from harness.dialects import DIALECTS
 from harness.dialects.script import upstream_dialects
@@ -386,3 +388,48 @@ def test_the_translation_family_plays_in_every_dialect_pair() -> None:
         assert _client_reading(s).tools and _client_reading(s).system, s.id
     conversations = [s for s in family if s.id.endswith("-conversation")]
     assert len(conversations) == 2 and all(len(_client_reading(s).results) >= 2 for s in conversations)
+
+
+# --------------------------------------------------------------------------- any conversation, translated right
+
+_WORD = st.text(st.characters(min_codepoint=0x20, max_codepoint=0x17F), min_size=1, max_size=12)
+_VALUE = st.one_of(_WORD, st.integers(-1000, 1000), st.booleans(), st.lists(_WORD, max_size=3))
+
+
+@st.composite
+def chat_requests(draw: st.DrawFn) -> dict[str, Any]:
+    """A chat request: a system prompt, some tools, and turns of calls answered by results."""
+    names = draw(st.lists(st.from_regex(r"[a-z][a-z_]{0,10}", fullmatch=True), min_size=1, max_size=3, unique=True))
+    tools = [{"type": "function", "function": {"name": n, "parameters": {
+        "type": "object", "properties": {p: {"type": "string"} for p in draw(st.lists(_WORD, max_size=3))}}}}
+        for n in names]
+    messages: list[dict[str, Any]] = [{"role": "system", "content": draw(_WORD)},
+                                      {"role": "user", "content": draw(_WORD)}]
+    for turn in range(draw(st.integers(0, 3))):
+        calls = [{"id": f"call_{turn}_{i}", "type": "function", "function": {
+            "name": draw(st.sampled_from(names)),
+            "arguments": json.dumps(draw(st.dictionaries(_WORD, _VALUE, max_size=3)))}}
+            for i in range(draw(st.integers(1, 2)))]
+        messages.append({"role": "assistant", "content": draw(st.one_of(st.none(), _WORD)), "tool_calls": calls})
+        messages += [{"role": "tool", "tool_call_id": c["id"], "content": draw(_WORD)} for c in calls]
+    messages.append({"role": "user", "content": draw(_WORD)})
+    choice = draw(st.sampled_from([None, "auto", "required", "none", {"type": "function",
+                                                                      "function": {"name": names[0]}}]))
+    return {"model": "m", "stream": True, "messages": messages, "tools": tools,
+            **({"tool_choice": choice} if choice is not None else {})}
+
+
+@settings(max_examples=40, deadline=None)
+@given(chat_requests(), st.sampled_from(["anthropic", "responses", "round-trip"]))
+def test_a_conversation_translated_by_the_reference_proxy_breaks_no_up_rule(body: dict[str, Any], to: str) -> None:
+    """Whatever the conversation, the reference proxy's translation of it (to the Messages API,
+    to the Responses API, or to Messages and back) keeps what UP-004 to UP-008 ask."""
+    sc = parse_scenario({"id": "translation-case", "title": "t", "source": "synthetic",
+                         "backend": {"dialect": "openai", "frames": ["Hello world"]},
+                         "client": {"request": body}, "expect": {"content": "Hello world", "finish_reason": "stop"}})
+    sent = {"anthropic": chat_to_messages, "responses": to_responses,
+            "round-trip": lambda b: messages_to_chat(chat_to_messages(b))}[to](body)
+    c = case("generated", sc, "openai" if to == "round-trip" else to, sent)
+    kept = {"UP-004", "UP-005", "UP-006", "UP-007", "UP-008"}  # the round trip adds the max_tokens Messages needs
+    found = evaluate(c.scenario, c.exchange, _options(c, True))
+    assert [f"{f.rule_id}: {f.message}" for f in found if f.rule_id in kept] == []
