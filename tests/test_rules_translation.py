@@ -107,6 +107,9 @@ M_NONE = messages_scenario(tool_choice={"type": "none"})
 UNTYPED_TOOLS = copy.deepcopy(MESSAGES_TOOLS)
 del UNTYPED_TOOLS[0]["input_schema"]["properties"]["options"]["type"]
 M_UNTYPED = messages_scenario(tools=UNTYPED_TOOLS)
+QUOTED_TURNS = copy.deepcopy(MESSAGES_TURNS)
+QUOTED_TURNS[2]["content"][0]["content"] = 'name = "café"\n'
+M_QUOTED = messages_scenario(messages=QUOTED_TURNS)  # a result whose JSON form escapes its text
 
 CHAT_ANSWER = "".join(
     f"data: {json.dumps({'id': 'c', 'object': 'chat.completion.chunk', 'created': 1, 'model': 'm', 'choices': [c]})}\n\n"
@@ -173,6 +176,13 @@ def _normalised_schemas(body: dict[str, Any]) -> None:
         for prop in schema["properties"].values():
             prop.pop("description", None)
         schema["properties"]["path"]["minLength"] = 1  # a constraint one API takes and another drops
+
+
+def _blocks_as_json(body: dict[str, Any]) -> None:
+    """Each tool message's content given as the JSON of the Messages blocks it came from."""
+    for m in body["messages"]:
+        if m["role"] == "tool":
+            m["content"] = json.dumps([{"type": "text", "text": m["content"]}], ensure_ascii=True)
 
 
 def _results_trimmed(body: dict[str, Any]) -> None:
@@ -281,6 +291,8 @@ ACCEPTABLE: list[Case] = [
                                                                   lambda b: b["tools"].pop(0))),
     case("ok-none-emulated", C_NONE, "anthropic", edited(chat_to_messages(request(C_NONE)), _tool_choice(None)),
          features=("tool-choice",)),
+    case("ok-result-blocks-as-json-text", M_QUOTED, "openai", edited(messages_to_chat(request(M_QUOTED)),
+                                                                     _blocks_as_json)),
     case("ok-tool-added", C_AUTO, "openai", {**request(C_AUTO), "tools": [
         *CHAT_TOOLS, {"type": "function", "function": {"name": "exit_tool", "parameters": {"type": "object"}}}]}),
 ]

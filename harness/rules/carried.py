@@ -6,6 +6,7 @@ schemas in ways the backend cannot tell apart.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -168,8 +169,11 @@ def in_order(parts: Sequence[str], text: str) -> bool:
 
 
 def carries(upstream: ToolResult, client: ToolResult) -> bool:
-    """Whether a result upstream holds the client's result text."""
-    return in_order(client.texts, upstream.text)
+    """Whether a result upstream holds the client's result text: as text, or escaped inside
+    JSON text (a translator that passes a result's list of blocks on as its JSON)."""
+    escaped = [json.dumps(part, ensure_ascii=ascii)[1:-1] for ascii in (False, True) for part in client.texts]
+    half = len(client.texts)
+    return any(in_order(parts, upstream.text) for parts in (client.texts, escaped[:half], escaped[half:]))
 
 
 def answered_calls(request: NeutralRequest) -> Iterator[tuple[ToolResult, ToolCall]]:
