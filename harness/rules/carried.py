@@ -171,9 +171,9 @@ def in_order(parts: Sequence[str], text: str) -> bool:
 def carries(upstream: ToolResult, client: ToolResult) -> bool:
     """Whether a result upstream holds the client's result text: as text, or escaped inside
     JSON text (a translator that passes a result's list of blocks on as its JSON)."""
-    escaped = [json.dumps(part, ensure_ascii=ascii)[1:-1] for ascii in (False, True) for part in client.texts]
-    half = len(client.texts)
-    return any(in_order(parts, upstream.text) for parts in (client.texts, escaped[:half], escaped[half:]))
+    forms = [client.texts, *(tuple(json.dumps(part, ensure_ascii=escape)[1:-1] for part in client.texts)
+                             for escape in (False, True))]
+    return any(in_order(parts, upstream.text) for parts in forms)
 
 
 def answered_calls(request: NeutralRequest) -> Iterator[tuple[ToolResult, ToolCall]]:
@@ -208,9 +208,8 @@ def system_places(request: NeutralRequest, *, moved: bool) -> list[str]:
     """Where a request holds system text: its system texts, and (``moved``: for a proxy that
     moves system text to the user) its first user turn too."""
     places = ["\n".join(request.system)]
-    first_user = next((t for t in request.turns if t.role == "user"), None)
     if moved:
-        places.append(first_user.text if first_user is not None else "")
+        places += [t.text for t in request.turns if t.role == "user"][:1]
     return places
 
 
