@@ -137,7 +137,7 @@ def arguments(value: Any) -> Any:
         return {}
     try:
         return json.loads(value)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than a reader follows
         return value
 
 
