@@ -21,6 +21,7 @@ from typing import Any
 import yaml
 
 from harness.captures import Capture, CaptureError, format_name
+from harness.dialects import dialect as wire_dialect
 from harness.errors import ScenarioError
 from harness.import_yaml import ReviewNotes as ReviewNotes
 from harness.import_yaml import render_yaml as render_yaml
@@ -112,7 +113,7 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
             notes.client_comment.append(f"tools {names} added by the import (inferred from the calls seen)")
     else:
         request = {"model": capture.model or "imported-model"}
-        if dialect == "anthropic":
+        if wire_dialect(dialect).requests.needs_max_tokens:
             request["max_tokens"] = PLACEHOLDER_MAX_TOKENS
         request["stream"] = capture.streamed
         request["messages"] = [{"role": "user", "content": PLACEHOLDER_MESSAGE}]
@@ -206,17 +207,17 @@ def scenario_mapping(
     client = _client(capture, exp, notes)
     backend = _backend(capture, client["request"], notes)
     frames = len(capture.frames)
-    anthropic = capture.dialect == "anthropic"
+    wire = wire_dialect(capture.dialect)
     if capture.truncated:
         notes.checks.append(
-            f"backend: the capture stops after frame {frames} with no {'stop_reason' if anthropic else 'finish_reason'}. "
+            f"backend: the capture stops after frame {frames} with no {wire.finish_field}. "
             "If the backend really "
             f"stopped there, add `fault: {{kind: drop, after_frame: {frames}}}` to backend and say in expect "
             "what the client must get; if only the capture was cut short, the case replays a complete answer"
         )
     elif not capture.terminated:
         notes.checks.append(
-            f"backend: the stream ended without {'message_stop' if anthropic else repr('data: [DONE]')}. "
+            f"backend: the stream ended without {wire.stream_end}. "
             "If the backend really omits it, add "
             "`fault: {kind: no_terminator}` to backend"
         )

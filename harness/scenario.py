@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.dialects import DIALECTS
 from harness.errors import ScenarioError, ScenarioProblem
 from harness.scenario_checks import semantic_problems
 from harness.scenario_model import (
@@ -43,9 +44,6 @@ from harness.scenario_yaml import Lines, load_yaml
 
 # --------------------------------------------------------------------------- building
 
-
-# Each dialect's default finish, when a backend names none.
-_DEFAULT_FINISH = {"anthropic": "end_turn", "responses": "completed"}
 
 
 def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
@@ -85,7 +83,7 @@ def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
         frames=tuple(frames),
         stream=b.get("stream", "auto"),
         model=b.get("model"),
-        finish_reason=b.get("finish_reason", _DEFAULT_FINISH.get(b["dialect"], "stop")),
+        finish_reason=b.get("finish_reason", DIALECTS[b["dialect"]].default_finish),
         usage=b.get("usage"),
         delay_ms=float(b.get("delay_ms", 0)),
         write_bytes=b.get("write_bytes"),

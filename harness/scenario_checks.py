@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import ScenarioProblem
+from harness.dialects import DIALECTS
 from harness.scenario_model import OPENAI_PROFILES, tool_name
 from harness.scenario_schema import dotted
 from harness.scenario_yaml import Lines
@@ -69,20 +70,19 @@ def _tool_shapes(data: Mapping[str, Any], problem: Report) -> None:
             problem(["client", "request", "tools", i], f"a tool of this client's dialect is written {want}")
 
 
-# Dialects whose native call is one item of its own, written as a tool_use frame
-# (Anthropic tool_use blocks, Responses function_call items).
-_WHOLE_CALL_DIALECTS = ("anthropic", "responses")
+# What each kind of native-call frame is, for a backend whose dialect writes its calls in the other.
+_CALL_FRAMES = {"tool_call": "OpenAI deltas", "tool_use": "Anthropic blocks"}
 
 
 @_check("backend.dialect", "backend.frames")
 def _frame_dialect(data: Mapping[str, Any], problem: Report) -> None:
-    dialect = data["backend"]["dialect"]
+    dialect = DIALECTS[data["backend"]["dialect"]]
+    own = dialect.calls.frame_key
     for i, frame in enumerate(data["backend"]["frames"]):
         if isinstance(frame, Mapping):
-            if "tool_call" in frame and dialect != "openai":
-                problem(["backend", "frames", i], "tool_call frames are OpenAI deltas; an anthropic backend uses tool_use")
-            if "tool_use" in frame and dialect not in _WHOLE_CALL_DIALECTS:
-                problem(["backend", "frames", i], "tool_use frames are Anthropic blocks; an openai backend uses tool_call")
+            for key, what in _CALL_FRAMES.items():
+                if key in frame and key != own:
+                    problem(["backend", "frames", i], f"{key} frames are {what}; a {dialect.name} backend uses {own}")
 
 
 @_check("backend.frames", "client.request.tools")

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from harness.dialects.anthropic import ANTHROPIC
-from harness.dialects.base import DialectName, Finish, NativeCall, NotPortable, WireDialect
+from harness.dialects.base import DialectName, Finish, NativeCall, NotPortable, RequestShape, ToolChoice, WireDialect
 from harness.dialects.openai import OPENAI
 from harness.dialects.responses import RESPONSES
 
@@ -24,4 +24,4 @@ def dialect(name: str) -> WireDialect:
 
 
 __all__ = ["ANTHROPIC", "DIALECTS", "DIALECT_NAMES", "OPENAI", "DialectName", "Finish", "NativeCall",
-           "NotPortable", "RESPONSES", "WireDialect", "dialect"]
+           "NotPortable", "RESPONSES", "RequestShape", "ToolChoice", "WireDialect", "dialect"]

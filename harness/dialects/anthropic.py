@@ -5,14 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.dialects.base import NativeCall, NotPortable, WireDialect
-from harness.scenario import Frame, ToolCallFrame, ToolUseFrame
+from harness.dialects.base import NativeCall, NotPortable, ToolChoice, WireDialect
+from harness.scenario_model import Frame, ToolCallFrame, ToolUseFrame, tool_name
 
 
 class ToolUseCodec:
     """Each call: one tool_use frame whose input arrives as the call's fragments: a call
     that is one item of its own (an Anthropic ``tool_use`` block, a Responses
     ``function_call`` item), never interleaved with another."""
+
+    frame_key = "tool_use"
 
     def __init__(self, title: str = "Anthropic") -> None:
         self.title = title
@@ -45,6 +47,27 @@ class AnthropicErrors:
         return message if isinstance(message, str) else None
 
 
+class MessagesRequests:
+    """A Messages request: ``metadata.user_id``, ``max_tokens`` required, ``{name, input_schema}`` tools."""
+
+    user_id_path: tuple[str, ...] = ("metadata", "user_id")
+    needs_max_tokens = True
+    tool_form = "{name, input_schema}"
+
+    def tool(self, name: str, schema: Mapping[str, Any], description: str | None = None) -> dict[str, Any]:
+        tool: dict[str, Any] = {"name": name}
+        if description is not None:
+            tool["description"] = description
+        tool["input_schema"] = dict(schema)
+        return tool
+
+    def tool_ok(self, tool: Mapping[str, Any]) -> bool:
+        return tool_name(tool) is not None and ("input_schema" in tool or "function" not in tool)
+
+    def tool_choice(self, kind: ToolChoice, name: str | None = None) -> Any:
+        return {"type": "tool", "name": name} if kind == "one" else {"type": kind}
+
+
 ANTHROPIC = WireDialect(
     name="anthropic",
     title="Anthropic Messages",
@@ -67,6 +90,12 @@ ANTHROPIC = WireDialect(
     server_error_type="api_error",
     calls=ToolUseCodec(),
     errors=AnthropicErrors(),
+    requests=MessagesRequests(),
+    finish_field="stop_reason",
+    stream_end="message_stop",
+    answer_name="Messages",
+    short_name="Messages",
     usage_names={"input": "input_tokens", "output": "output_tokens"},
     pings=True,
+    request_id_header="request-id",
 )

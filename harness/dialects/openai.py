@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.dialects.base import NativeCall, NotPortable, WireDialect
-from harness.scenario import Frame, ToolCallFrame, ToolUseFrame
+from harness.dialects.base import NativeCall, NotPortable, ToolChoice, WireDialect
+from harness.scenario_model import Frame, ToolCallFrame, ToolUseFrame, tool_name
 
 
 @dataclass(slots=True)
@@ -36,6 +36,8 @@ class _Gathering:
 
 class ToolCallCodec:
     """Each call: a first delta with id, type and name, then one delta per argument fragment."""
+
+    frame_key = "tool_call"
 
     def write(self, calls: Sequence[tuple[int, NativeCall]]) -> list[Frame]:
         frames: list[Frame] = []
@@ -86,6 +88,29 @@ class OpenAIErrors:
         return message if isinstance(message, str) and "type" not in body else None
 
 
+class ChatRequests:
+    """A Chat Completions request: ``user``; tools wrapped in ``{type: function, function}``."""
+
+    user_id_path: tuple[str, ...] = ("user",)
+    needs_max_tokens = False
+    tool_form = "{type: function, function: {name, parameters}}"
+
+    def tool(self, name: str, schema: Mapping[str, Any], description: str | None = None) -> dict[str, Any]:
+        function: dict[str, Any] = {"name": name}
+        if description is not None:
+            function["description"] = description
+        function["parameters"] = dict(schema)
+        return {"type": "function", "function": function}
+
+    def tool_ok(self, tool: Mapping[str, Any]) -> bool:
+        return tool_name(tool) is not None and tool.get("type") == "function"
+
+    def tool_choice(self, kind: ToolChoice, name: str | None = None) -> Any:
+        if kind == "one":
+            return {"type": "function", "function": {"name": name}}
+        return "auto" if kind == "auto" else "required"
+
+
 OPENAI = WireDialect(
     name="openai",
     title="OpenAI Chat Completions",
@@ -97,6 +122,11 @@ OPENAI = WireDialect(
     server_error_type="server_error",
     calls=ToolCallCodec(),
     errors=OpenAIErrors(),
+    requests=ChatRequests(),
+    finish_field="finish_reason",
+    stream_end="'data: [DONE]'",
+    answer_name="chat.completion",
+    short_name="chat-completions",
     usage_names={"input": "prompt_tokens", "output": "completion_tokens"},
     finish_aliases={"stop-sequence": "stop"},
 )

@@ -9,12 +9,39 @@ API has no finish reason: an answer is ``completed`` (with calls or without) or
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from harness.dialects.anthropic import ToolUseCodec
-from harness.dialects.base import WireDialect
+from harness.dialects.base import ToolChoice, WireDialect
 from harness.dialects.openai import OPENAI
+from harness.scenario_model import tool_name
 
 # The finish words of a Responses backend script, and the status each ends with on the wire.
 STATUS = {"completed": "completed", "function_calls": "completed", "max_output_tokens": "incomplete"}
+
+class ResponsesRequests:
+    """A Responses request: ``user``; tools are ``{type: function, name, parameters}``."""
+
+    user_id_path: tuple[str, ...] = ("user",)
+    needs_max_tokens = False
+    tool_form = "{type: function, name, parameters}"
+
+    def tool(self, name: str, schema: Mapping[str, Any], description: str | None = None) -> dict[str, Any]:
+        tool: dict[str, Any] = {"type": "function", "name": name}
+        if description is not None:
+            tool["description"] = description
+        tool["parameters"] = dict(schema)
+        return tool
+
+    def tool_ok(self, tool: Mapping[str, Any]) -> bool:
+        return tool_name(tool) is not None and tool.get("type") == "function"
+
+    def tool_choice(self, kind: ToolChoice, name: str | None = None) -> Any:
+        if kind == "one":
+            return {"type": "function", "name": name}
+        return "auto" if kind == "auto" else "required"
+
 
 RESPONSES = WireDialect(
     name="responses",
@@ -27,6 +54,12 @@ RESPONSES = WireDialect(
     server_error_type=OPENAI.server_error_type,
     calls=ToolUseCodec("OpenAI Responses"),
     errors=OPENAI.errors,
+    requests=ResponsesRequests(),
+    # The API has no finish reason: an answer's status, read in chat-completions words.
+    finish_field="finish_reason",
+    stream_end="response.completed",
+    answer_name="Responses",
+    short_name="Responses",
     usage_names={"input": "input_tokens", "output": "output_tokens"},
     finish_aliases={"stop-sequence": "completed"},
 )
