@@ -22,6 +22,7 @@ import yaml
 
 from harness.captures import Capture, CaptureError, format_name
 from harness.dialects import dialect as wire_dialect
+from harness.dialects.clients import written_in
 from harness.errors import ScenarioError
 from harness.import_yaml import ReviewNotes as ReviewNotes
 from harness.import_yaml import render_yaml as render_yaml
@@ -35,7 +36,7 @@ from harness.import_expect import (
     inferred_tool,
     parser_tools,
 )
-from harness.scenario import Scenario, frame_to_mapping, parse_scenario, scenario_schema
+from harness.scenario import DEFAULT_PROFILE, Scenario, frame_to_mapping, parse_scenario, scenario_schema
 from reference_proxy.rescue import rescue_text
 
 DEFAULT_FAMILY = "imported"
@@ -134,12 +135,13 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
                 "tool definitions if it sent any, then re-check expect"
             )
         notes.client_comment.append("request not captured: placeholder message, tools inferred from the calls seen")
-    client: dict[str, Any] = {"profile": "anthropic"} if dialect == "anthropic" else {}
+    profiles = written_in(dialect)
+    client: dict[str, Any] = {"profile": profiles[0]} if profiles[0] != DEFAULT_PROFILE else {}
     agent = capture.headers.get("User-Agent") or next(
         (v for k, v in capture.headers.items() if k.lower() == "user-agent"), None
     )
-    if agent and dialect == "anthropic":
-        client["headers"] = {"User-Agent": agent}  # an anthropic case runs under its own profile only
+    if agent and len(profiles) == 1:
+        client["headers"] = {"User-Agent": agent}  # a case only its own profile plays keeps its client's
     elif agent:
         if any(p in agent.lower() for p in XML_CLIENT_AGENTS):
             notes.warnings.append(

@@ -13,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.dialects import DIALECTS
+from harness.dialects.clients import default_profiles
 from harness.errors import ScenarioError, ScenarioProblem
 from harness.scenario_checks import semantic_problems
 from harness.scenario_model import (
     FEATURES as FEATURES,
     OLD_NAMES as OLD_NAMES,
+    DEFAULT_PROFILE as DEFAULT_PROFILE,
     OPENAI_PROFILES as OPENAI_PROFILES,
     PROFILES as PROFILES,
     Backend as Backend,
@@ -93,11 +95,11 @@ def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
         fault=fault,
     )
     c = data["client"]
-    profile = c.get("profile", "openai")
+    profile = c.get("profile", DEFAULT_PROFILE)
     client = Client(
         request=c["request"],
         profile=profile,
-        profiles=tuple(c.get("profiles", ("anthropic",) if profile == "anthropic" else OPENAI_PROFILES)),
+        profiles=tuple(c.get("profiles", default_profiles(profile))),
         headers=dict(c.get("headers") or {}),
         raw_body=c.get("raw_body"),
         truncate_body=bool(c.get("truncate_body", False)),

@@ -10,7 +10,8 @@ from typing import Any
 
 from harness.errors import ScenarioProblem
 from harness.dialects import DIALECTS
-from harness.scenario_model import OPENAI_PROFILES, tool_name
+from harness.dialects.clients import client, default_profiles
+from harness.scenario_model import DEFAULT_PROFILE, tool_name
 from harness.scenario_schema import dotted
 from harness.scenario_yaml import Lines
 
@@ -58,16 +59,10 @@ def _not_declared(name: str, data: Mapping[str, Any], what: str = "tool") -> str
 
 @_check("client.profile", "client.request.tools")
 def _tool_shapes(data: Mapping[str, Any], problem: Report) -> None:
-    anthropic_client = data["client"].get("profile", "openai") == "anthropic"
+    requests = client(data["client"].get("profile", DEFAULT_PROFILE)).written_in.requests
     for i, tool in enumerate(data["client"]["request"].get("tools") or ()):
-        name = tool_name(tool)
-        if anthropic_client:
-            ok = name is not None and ("input_schema" in tool or "function" not in tool)
-        else:
-            ok = name is not None and tool.get("type") == "function"
-        if not ok:
-            want = "{name, input_schema}" if anthropic_client else "{type: function, function: {name, parameters}}"
-            problem(["client", "request", "tools", i], f"a tool of this client's dialect is written {want}")
+        if not (isinstance(tool, Mapping) and requests.tool_ok(tool)):
+            problem(["client", "request", "tools", i], f"a tool of this client's dialect is written {requests.tool_form}")
 
 
 # What each kind of native-call frame is, for a backend whose dialect writes its calls in the other.
@@ -157,12 +152,13 @@ def _upstream_checks(data: Mapping[str, Any], problem: Report) -> None:
 
 @_check("client.profile", "client.profiles")
 def _profiles(data: Mapping[str, Any], problem: Report) -> None:
-    profile = data["client"].get("profile", "openai")
-    profiles = data["client"].get("profiles", ["anthropic"] if profile == "anthropic" else list(OPENAI_PROFILES))
+    profile = data["client"].get("profile", DEFAULT_PROFILE)
+    profiles = data["client"].get("profiles", list(default_profiles(profile)))
     if profile not in profiles:
         problem(["client", "profile"], f"profile '{profile}' is not among 'profiles' {profiles}")
-    if "anthropic" in profiles and len(profiles) > 1:
-        problem(["client", "profiles"], "an anthropic client's request cannot be replayed as another profile")
+    alone = next((p for p in profiles if default_profiles(p) == (p,)), None)  # a request no other profile sends
+    if alone is not None and len(profiles) > 1:
+        problem(["client", "profiles"], f"{client(alone).label}'s request cannot be replayed as another profile")
 
 
 @_check("client.request.stream", "rechunk")

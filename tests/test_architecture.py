@@ -20,7 +20,7 @@ PACKAGES = ("harness", "mock_backends", "reference_proxy")
 # and the replay planning (what a scenario's backend sends, cut and faulted).
 CORE = ("harness.scenario", "harness.scenario_model", "harness.scenario_schema", "harness.scenario_checks",
         "harness.scenario_yaml", "harness.errors", "harness.exchange", "harness.nonce", "harness.dialects",
-        "harness.replay")
+        "harness.replay", "harness.responses_request")
 # What the harness reads and judges answers with: never the reference proxy's to use.
 JUDGES = ("harness.rules", "harness.sse", "harness.assemble", "harness.compare", "harness.sdk_compat",
           "harness.xml_calls", "harness.transcript", "harness.anthropic_events", "harness.markup", "harness.formats")

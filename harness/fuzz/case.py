@@ -23,6 +23,7 @@ from harness.formats import FORMATS, Call
 from harness.markup import DEFAULT_MARKERS
 
 Profile = Literal["openai", "xml-client", "anthropic"]
+PROFILES: tuple[Profile, ...] = ("openai", "xml-client", "anthropic")  # the client profiles it writes cases for
 SEPARATOR = "\n"  # what a model writes between prose and a call block
 NATIVE = "native"  # the format id of answers whose calls come as structured calls
 
