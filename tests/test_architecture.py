@@ -23,7 +23,8 @@ CORE = ("harness.scenario", "harness.scenario_model", "harness.scenario_schema",
         "harness.replay", "harness.responses_request")
 # What the harness reads and judges answers with: never the reference proxy's to use.
 JUDGES = ("harness.rules", "harness.sse", "harness.assemble", "harness.compare", "harness.sdk_compat",
-          "harness.xml_calls", "harness.transcript", "harness.anthropic_events", "harness.markup", "harness.formats")
+          "harness.xml_calls", "harness.transcript", "harness.anthropic_events", "harness.markup", "harness.formats",
+          "harness.reading")
 
 # (importing module, imported module prefix): why the arrow exists.
 CROSSING: dict[tuple[str, str], str] = {

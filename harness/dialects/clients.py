@@ -72,6 +72,13 @@ def client(name: str) -> ClientProfile:
         raise ValueError(f"unknown client profile {name!r} (choose from {', '.join(CLIENTS)})") from None
 
 
+def reads_own_api(name: str) -> bool:
+    """Whether no other profile reads answers in the API ``name``'s client reads (so an
+    exchange of it can only be read in that API)."""
+    own = client(name).answers
+    return sum(p.answers is own for p in CLIENTS.values()) == 1
+
+
 def written_in(dialect: str) -> tuple[Profile, ...]:
     """The profiles whose cases are written in ``dialect``'s API (not translated into another),
     first the one a case of that API names."""
