@@ -23,6 +23,9 @@ class ToolUseCodec:
         return [ToolUseFrame(call.name, call.id, call.fragments, call.delays[0] if call.delays else None)
                 for _, call in calls]
 
+    def whole(self, index: int, call: NativeCall) -> Frame:
+        return ToolUseFrame(call.name, call.id, call.fragments)
+
     def read(self, frames: Sequence[Frame]) -> list[Frame | NativeCall]:
         out: list[Frame | NativeCall] = []
         for frame in frames:
@@ -98,4 +101,6 @@ ANTHROPIC = WireDialect(
     usage_names={"input": "input_tokens", "output": "output_tokens"},
     pings=True,
     request_id_header="request-id",
+    call_id_prefix="toolu_",
+    splits_text=True,
 )

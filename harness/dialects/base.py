@@ -60,6 +60,10 @@ class CallCodec(Protocol):
         frames stay as they are); ``NotPortable`` when calls interleave."""
         ...
 
+    def whole(self, index: int, call: NativeCall) -> Frame:
+        """One frame carrying all of ``call`` (its position ``index`` among the calls)."""
+        ...
+
 
 ToolChoice = Literal["auto", "any", "one"]
 
@@ -108,6 +112,10 @@ class WireDialect:
     finish_aliases: Mapping[Finish, str] = field(default_factory=dict)  # neutral -> the nearest native reason
     pings: bool = False  # whether its streams may carry keep-alive ping events (a backend's ``ping``)
     request_id_header: str | None = None  # the header its answers carry the API's request id in
+    call_id_prefix: str = "call_"  # how the API's own call ids begin
+    # Whether an answer's text around its calls comes in parts of its own (Messages text
+    # blocks, Responses message items), which a proxy may trim one by one.
+    splits_text: bool = False
 
     def neutral_finish(self, native: str) -> Finish | None:
         return self.finish_names.get(native)

@@ -50,6 +50,9 @@ class ToolCallCodec:
             )
         return frames
 
+    def whole(self, index: int, call: NativeCall) -> Frame:
+        return ToolCallFrame(index, call.id, "function", call.name, "".join(call.fragments))
+
     def read(self, frames: Sequence[Frame]) -> list[Frame | NativeCall]:
         out: list[Frame | NativeCall] = []
         done: set[int] = set()

@@ -62,4 +62,5 @@ RESPONSES = WireDialect(
     short_name="Responses",
     usage_names={"input": "input_tokens", "output": "output_tokens"},
     finish_aliases={"stop-sequence": "completed"},
+    splits_text=True,
 )
