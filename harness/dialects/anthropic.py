@@ -102,5 +102,6 @@ ANTHROPIC = WireDialect(
     pings=True,
     request_id_header="request-id",
     call_id_prefix="toolu_",
+    client_header="anthropic-version",
     splits_text=True,
 )

@@ -113,6 +113,7 @@ class WireDialect:
     pings: bool = False  # whether its streams may carry keep-alive ping events (a backend's ``ping``)
     request_id_header: str | None = None  # the header its answers carry the API's request id in
     call_id_prefix: str = "call_"  # how the API's own call ids begin
+    client_header: str | None = None  # a header every client of the API sends, when it has one
     # Whether an answer's text around its calls comes in parts of its own (Messages text
     # blocks, Responses message items), which a proxy may trim one by one.
     splits_text: bool = False
