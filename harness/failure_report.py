@@ -43,7 +43,7 @@ def _call_lines(calls: Iterable[tuple[str, Any]]) -> list[str]:
 
 def _received_calls(scenario: Scenario, exchange: Exchange, answer: Answer) -> tuple[list[tuple[str, Any]], str]:
     """The calls a client of this profile reads, and the content left around them."""
-    if exchange.profile == "xml-client":
+    if client(exchange.profile).reads_xml:
         parsed = parse_xml_calls(answer.content, tool_vocabulary(exchange.request_body))
         return [(c.name, dict(c.params)) for c in parsed.calls], parsed.outside
     return [(c.name, c.arguments) for c in answer.tool_calls], answer.content
@@ -66,7 +66,7 @@ def answer_diff(scenario: Scenario, exchange: Exchange) -> list[str]:
     expected_lines = _call_lines((c.name, c.arguments) for c in expect.tool_calls)
     received_lines = _call_lines(calls)
     if expected_lines != received_lines:
-        via = " (read as XML from the content, xml-client profile)" if exchange.profile == "xml-client" else ""
+        via = " (read as XML from the content, xml-client profile)" if client(exchange.profile).reads_xml else ""
         out.append(f"tool calls{via} (- expected, + received):")
         diff = difflib.unified_diff(expected_lines, received_lines, lineterm="", n=len(expected_lines) + len(received_lines))
         out.extend("  " + line[0] + " " + line[1:] for line in list(diff)[3:])

@@ -64,6 +64,11 @@ class Context:
         return client(self.options.profile).answers.name
 
     @cached_property
+    def reads_xml(self) -> bool:
+        """Whether the client reads tool calls as XML in the text (the xml-client profile)."""
+        return client(self.options.profile).reads_xml
+
+    @cached_property
     def reading(self) -> Reading:
         return Reading(self.exchange, self.dialect)
 
@@ -177,13 +182,13 @@ class Context:
     def fault_case(self) -> bool:
         """A scenario about things going wrong: an upstream fault, a misbehaving client,
         or an expected error."""
-        client = self.scenario.client
+        sent = self.scenario.client
         return (
             self.scenario.backend.fault is not None
             or self.expect.error is not None
-            or client.raw_body is not None
-            or client.truncate_body
-            or client.pad_bytes is not None
+            or sent.raw_body is not None
+            or sent.truncate_body
+            or sent.pad_bytes is not None
         )
 
     # ------------------------------------------------------------------ profile-aware reading
@@ -199,7 +204,7 @@ class Context:
     @cached_property
     def received_calls(self) -> tuple[CallView, ...]:
         """The calls the client acts on: structured calls, or XML calls for xml-client."""
-        if self.options.profile == "xml-client":
+        if self.reads_xml:
             return tuple(CallView(c.name, dict(c.params), render(dict(c.params))) for c in self.xml.calls)
         return tuple(CallView.from_json_text(c.name, c.arguments) for c in self.answer.tool_calls
                      if self.runs(c.arguments))
@@ -207,7 +212,7 @@ class Context:
     @cached_property
     def visible_text(self) -> str:
         """The text the user sees: the content, minus the XML calls for xml-client."""
-        return self.xml.outside if self.options.profile == "xml-client" else self.answer.content
+        return self.xml.outside if self.reads_xml else self.answer.content
 
     @cached_property
     def expected_calls(self) -> list[tuple[str, Mapping[str, Any]]]:
@@ -220,7 +225,7 @@ class Context:
         wanted = self.expect.finish_reason
         if not any(client(p).reads_xml for p in default_profiles(self.options.profile)):
             return wanted  # a case no XML-reading client shares says its finish in the API's own words
-        if self.options.profile == "xml-client":
+        if self.reads_xml:
             return wanted if wanted not in (None, "stop", "tool_calls") else "stop"
         if wanted == "stop" and self.expect.tool_calls:
             return "tool_calls"  # a case written for xml-client, run as a structured-call client

@@ -210,7 +210,7 @@ def call(ctx: Context, index: int) -> Evidence:
 def received_call(ctx: Context, index: int) -> Evidence:
     """Where the ``index``-th call the client reads starts: a structured call, or for
     the xml-client profile the XML call in the text."""
-    if ctx.options.profile != "xml-client":
+    if not ctx.reads_xml:
         return call(ctx, index)
     calls = ctx.xml.calls
     return content(ctx, calls[index].start if index < len(calls) else len(ctx.answer.content))
@@ -235,7 +235,7 @@ def visible(ctx: Context, offset: int) -> Evidence:
     """``content`` for an offset into the visible text: the content itself, or for the
     xml-client profile the text outside the XML calls (mapped back into the content; its end
     is where the answer ends)."""
-    if ctx.options.profile != "xml-client":
+    if not ctx.reads_xml:
         return content(ctx, offset)
     if offset >= len(ctx.visible_text):
         return content(ctx, len(ctx.answer.content))
