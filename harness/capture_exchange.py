@@ -60,7 +60,7 @@ def _capture(
     file: str,
     entry: int | None = None,
 ) -> Capture:
-    dialect: Dialect = "anthropic" if isinstance(resp, MessagesParts) else "openai"
+    dialect: Dialect = resp.DIALECT
     asked = request.dialect if request is not None else None
     if asked is not None and asked != dialect:
         raise CaptureError(

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.compare import json_equal, render
+from harness.dialects import DIALECTS
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 from harness.scenario import UpstreamAssertion
@@ -188,8 +189,9 @@ _SHARED_SAMPLING = frozenset({"temperature", "top_p"})
 
 
 def _upstream_dialect(path: str) -> str | None:
+    """The API (of those whose sampling parameters are known) whose endpoint ``path`` is."""
     tail = path.rstrip("/")
-    return "anthropic" if tail.endswith("/messages") else "openai" if tail.endswith("/chat/completions") else None
+    return next((name for name in _SAMPLING if tail.endswith(DIALECTS[name].endpoint)), None)
 
 
 @rule(
