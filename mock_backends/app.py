@@ -27,11 +27,11 @@ from harness.exchange import RecordedRequest
 from harness.nonce import find_nonce
 from harness.replay.fault_rate import FaultRate
 from harness.replay.openai import error_body
-from harness.replay.wire import Event, dumps
+from harness.replay.wire import Delivery, Event, dumps
 from harness.scenario import Scenario, parse_scenario
 from mock_backends.lockstep import DEFAULT_PATIENCE, Lockstep
 from mock_backends.registry import AnswerLog, Registry, Run, RunNotFound, Selection, UnknownScenario
-from mock_backends.routes import ROUTES, Replay
+from mock_backends.routes import ROUTES
 from mock_backends.streaming import DroppedResponse, Logged, ReplayStream, quiet_deliberate_drops
 
 logger = logging.getLogger("mock_backends")
@@ -83,15 +83,15 @@ def _speaks(request: Request) -> str:
                 next((name for name, route in ROUTES.items() if path.endswith(route.wire.endpoint)), OPENAI.name))
 
 
-async def _deliver(replay: Replay, stream: bool, events: Callable[[], list[Event]],
+async def _deliver(how: Delivery, stream: bool, events: Callable[[], list[Event]],
                    whole: Callable[[], Any], lockstep: Lockstep | None = None) -> Response:
     """Put an answer on the wire: ``events`` as a stream (in step with its lockstep group,
     if any), or ``whole`` as one JSON body once the whole answer would have been generated."""
-    fault = replay.fault
+    fault = how.fault
     if stream:
-        return ReplayStream(events(), write_bytes=replay.write_bytes, split_multibyte=replay.split_multibyte,
-                            write_pause=replay.write_pause, abort=replay.drops, lockstep=lockstep)
-    wait = replay.total_delay
+        return ReplayStream(events(), write_bytes=how.write_bytes, split_multibyte=how.split_multibyte,
+                            write_pause=how.write_pause, abort=how.drops, lockstep=lockstep)
+    wait = how.total_delay
     if fault is not None and fault.kind == "stall":
         wait += fault.seconds or 0.0
     if wait > 0:
@@ -312,17 +312,16 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
             if drawn is not None:
                 prepared = run.with_fault(drawn, fault_rate.fault(drawn, len(prepared.scenario.backend.frames)))
         served = ROUTES[dialect].serve(prepared, body, now)
-        replay, stream, events, whole = served.replay, served.stream, served.events, served.whole
-        fault = replay.fault
-        if replay.error is not None:
-            _log("POST", path, replay.error.status, nonce=shown, scenario=scenario_id, kind="fault http_error" + took)
-            return named(Response(replay.error.body, replay.error.status, dict(replay.error.headers),
-                                  media_type=replay.error.media_type))
+        how, stream, events, whole = served.delivery, served.stream, served.events, served.whole
+        fault, error = how.fault, how.error
+        if error is not None:
+            _log("POST", path, error.status, nonce=shown, scenario=scenario_id, kind="fault http_error" + took)
+            return named(Response(error.body, error.status, dict(error.headers), media_type=error.media_type))
         kind = "stream" if stream else "json"
         _log("POST", path, 200, nonce=shown, scenario=scenario_id,
              kind=(f"{kind} fault {fault.kind}" if fault else kind) + took)
         try:
-            delivered = await _deliver(replay, stream, events, whole, run.lockstep)
+            delivered = await _deliver(how, stream, events, whole, run.lockstep)
         except BaseException:
             assert log is not None
             log.end()  # a client that hung up during the wait: the answer is over

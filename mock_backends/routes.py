@@ -19,37 +19,17 @@ from harness.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
 from harness.replay import anthropic as anthropic_replay
 from harness.replay import openai as openai_replay
 from harness.replay import responses as responses_replay
-from harness.replay.wire import ErrorAnswer, Event
-from harness.scenario import Fault
+from harness.replay.wire import Delivery, Event
 from mock_backends.registry import Prepared
 from mock_backends.responses_validation import check_responses
 from mock_backends.validation import RequestProblem, check_anthropic, check_openai
 
 
-class Replay(Protocol):
-    """What delivering an answer needs of a replay, whatever its dialect."""
-
-    @property
-    def fault(self) -> Fault | None: ...
-    @property
-    def error(self) -> ErrorAnswer | None: ...
-    @property
-    def total_delay(self) -> float: ...
-    @property
-    def write_bytes(self) -> int | None: ...
-    @property
-    def split_multibyte(self) -> bool: ...
-    @property
-    def write_pause(self) -> float: ...
-    @property
-    def drops(self) -> bool: ...
-
-
 @dataclass(frozen=True)
 class Served:
-    """One planned answer: the replay, whether it streams, and how to write it either way."""
+    """One planned answer: how it is delivered, whether it streams, and how to write it either way."""
 
-    replay: Replay
+    delivery: Delivery
     stream: bool
     events: Callable[[], list[Event]]
     whole: Callable[[], Any]
@@ -102,7 +82,7 @@ class ChatRoute:
         assert replay is not None
         reply = openai_replay.plan_reply(replay, body, completion_id="chatcmpl-" + os.urandom(16).hex(),
                                          created=int(now))
-        return Served(replay, reply.stream, partial(openai_replay.stream_events, replay, reply),
+        return Served(replay.delivery, reply.stream, partial(openai_replay.stream_events, replay, reply),
                       partial(openai_replay.completion, replay, reply))
 
 
@@ -129,7 +109,7 @@ class MessagesRoute:
         replay = prepared.anthropic
         assert replay is not None
         reply = anthropic_replay.plan_reply(replay, body, message_id="msg_" + os.urandom(12).hex())
-        return Served(replay, reply.stream, partial(anthropic_replay.stream_events, replay, reply),
+        return Served(replay.delivery, reply.stream, partial(anthropic_replay.stream_events, replay, reply),
                       partial(anthropic_replay.message, replay, reply))
 
 
@@ -146,7 +126,7 @@ class ResponsesRoute(ChatRoute):
         assert replay is not None
         reply = responses_replay.plan_reply(replay, body, response_id="resp_" + os.urandom(24).hex(),
                                             created_at=int(now))
-        return Served(replay, reply.stream, partial(responses_replay.stream_events, replay, reply),
+        return Served(replay.delivery, reply.stream, partial(responses_replay.stream_events, replay, reply),
                       partial(responses_replay.response, replay, reply))
 
 

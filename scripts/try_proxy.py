@@ -5,9 +5,10 @@
     python3 scripts/try_proxy.py claude-code-router [--workdir /tmp/try-ccr]
 
 Each proxy is installed in its own folder under --workdir (a venv for LiteLLM from PyPI, an
-npm prefix for claude-code-router), configured with one model whose upstream is the suite's mock
-backend (an OpenAI-compatible upstream), started on loopback, and the suite is run against it
-once per client dialect the proxy serves. Nothing is added to this project's dependencies: the
+npm prefix for claude-code-router), configured with models whose upstream is the suite's mock
+backend (OpenAI-compatible; for LiteLLM also an Anthropic Messages upstream, its anthropic/
+provider), started on loopback, and the suite is run against it once per dialect pair the proxy
+serves (``--pair client:upstream`` picks some). Nothing is added to this project's dependencies: the
 suite itself is the one installed in the project's .venv (``pip install -e .``).
 
 Per trial the script writes ``<workdir>/<pair>.json`` (the suite's JSON report) and
@@ -36,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / ".venv" / "bin" / "toolcall-conformance"
 MASTER_KEY = "sk-conformance-local-key-0123456789"  # LiteLLM refuses to start without a master key
 MODEL = "qwen3-coder-30b-a3b-instruct"
+ANTHROPIC_MODEL = "claude-sonnet-4-5"  # routed by LiteLLM to its anthropic/ provider, whose API base is the mock
 
 
 @dataclass(frozen=True)
@@ -103,6 +105,12 @@ def litellm_start(work: Path, port: int, mock_port: int) -> subprocess.Popen[byt
     config = work / "config.yaml"
     config.write_text(
         "model_list:\n"
+        # An Anthropic upstream: the suite asks for this model name (--model) in the trials that use it.
+        f'  - model_name: "{ANTHROPIC_MODEL}"\n'
+        "    litellm_params:\n"
+        f'      model: "anthropic/{ANTHROPIC_MODEL}"\n'
+        f'      api_base: "http://127.0.0.1:{mock_port}"\n'
+        '      api_key: "sk-ant-mock"\n'
         '  - model_name: "*"\n'
         "    litellm_params:\n"
         '      model: "openai/*"\n'
@@ -159,7 +167,11 @@ PROXIES = {
     # LiteLLM rescues no text format: --formats none (the format cases are coverage, not failures).
     "litellm": Proxy(litellm_install, litellm_start,
                      (Trial("openai", "openai", ("--proxy-header", f"Authorization: Bearer {MASTER_KEY}")),
-                      Trial("anthropic", "openai", ("--proxy-header", f"x-api-key: {MASTER_KEY}"))),
+                      Trial("anthropic", "openai", ("--proxy-header", f"x-api-key: {MASTER_KEY}")),
+                      Trial("openai", "anthropic", ("--proxy-header", f"Authorization: Bearer {MASTER_KEY}",
+                                                    "--model", ANTHROPIC_MODEL)),
+                      Trial("anthropic", "anthropic", ("--proxy-header", f"x-api-key: {MASTER_KEY}",
+                                                       "--model", ANTHROPIC_MODEL))),
                      litellm_version),
     # claude-code-router serves Anthropic clients only (POST /v1/messages).
     "claude-code-router": Proxy(ccr_install, ccr_start, (Trial("anthropic", "openai"),), ccr_version),
@@ -203,6 +215,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, help="throwaway folder (default /tmp/try-<proxy>)")
     parser.add_argument("--workers", default="1", help="pytest-xdist workers for the suite (at most 2 on a shared machine)")
     parser.add_argument("--clean", action="store_true", help="remove the workdir first (a fresh install)")
+    parser.add_argument("--pair", action="append", default=[], metavar="CLIENT:UPSTREAM",
+                        help="only this dialect pair (repeatable; default: every pair the proxy serves)")
     args = parser.parse_args(argv)
     proxy = PROXIES[args.proxy]
     work: Path = args.workdir or Path(f"/tmp/try-{args.proxy}")
@@ -218,7 +232,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     out: list[str] = []
     try:
         wait_listening(port, process, 120)
-        for trial in proxy.trials:
+        chosen = [t for t in proxy.trials if not args.pair or f"{t.client}:{t.upstream}" in args.pair]
+        if not chosen:
+            raise SystemExit(f"{args.proxy} serves none of {args.pair}")
+        for trial in chosen:
             report = work / f"{trial.name}.json"
             cmd = ["nice", "-n", "5", str(SUITE), "run", "--proxy-url", f"http://127.0.0.1:{port}/v1",
                    "--mock-port", str(mock_port), "--client-profile", trial.client, "--upstream-dialect",

@@ -79,7 +79,6 @@ CROSSING: dict[tuple[str, str], str] = {
     ("mock_backends.routes", "harness.dialects"): "core: the wire dialect each route serves",
     ("mock_backends.routes", "harness.replay"): "core: each dialect's replay planner",
     ("mock_backends.routes", "harness.replay.wire"): "core: events and error answers",
-    ("mock_backends.routes", "harness.scenario"): "core: the scenario model",
     ("mock_backends.streaming", "harness.replay.wire"): "core: events and how they are cut into writes",
     # The reference proxy: only the exception tree and a listening socket.
     ("reference_proxy.config", "harness.errors"): "core: the exception tree",

@@ -37,7 +37,8 @@ from harness.exchange import Exchange, RecordedRequest
 from harness.rules import RULES, Options, compare_answers, compare_item, evaluate, rules_markdown
 from harness.rules import locate
 from harness.rules.context import Context, effective_options
-from harness.rules.registry import ENTRIES, Violation
+from harness.rules.citations import CLIENTS, Breaks
+from harness.rules.registry import ENTRIES, Severity, Violation, rule_group
 from harness.rules.report import check_location
 from harness.scenario import PROFILES, Profile, RawFrame, Scenario, ToolCallFrame, parse_scenario
 from harness.sse import parse_events
@@ -429,6 +430,9 @@ ACCEPTABLE: list[Case] = [
     case("ok-loop-guard-no-upstream", S_LOOP, TEXT_STREAM),
     case("ok-sampling-forwarded", S_SAMPLING, TEXT_STREAM, upstream=(upstream_request(dict(S_SAMPLING.client.request)),)),
     case("ok-fast-enough", S_SLOW, TEXT_STREAM, elapsed=0.2, features=("fails-fast",)),
+    case("ok-loop-guard-answers-alone", S_LOOP, TEXT_STREAM, features=("loop-guard",)),
+    # A proxy with no loop guard is not held to the count.
+    case("ok-upstream-count-without-loop-guard", S_LOOP, TEXT_STREAM, upstream=(upstream_request(dict(GOOD_UPSTREAM)),)),
     # A proxy that retries a failing upstream with back-off takes longer; unless it claims
     # fails-fast, no client is known to mind (openai-python itself waits 600 s).
     case("ok-slow-when-fails-fast-is-not-claimed", S_SLOW, TEXT_STREAM, elapsed=3.5),
@@ -605,6 +609,14 @@ BROKEN: list[Case] = [
         {"TOOL-003"},
     ),
     case(
+        "tool-003-null-id-and-name-later-are-the-schema-s-concern",
+        S_CALL,
+        sse(ROLE, chunk(start()),
+            chunk({"tool_calls": [{"index": 0, "id": None, "function": {"name": None, "arguments": PARIS_ARGS}}]}),
+            chunk(finish="tool_calls")),
+        {"CHUNK-003"},
+    ),
+    case(
         "tool-003-type-null",
         S_CALL,
         sse(ROLE, chunk(start()), chunk({"tool_calls": [{"index": 0, "type": None, "function": {"arguments": PARIS_ARGS}}]}), chunk(finish="tool_calls")),
@@ -767,7 +779,8 @@ BROKEN: list[Case] = [
     case("up-001-nothing-reached-backend", S_UPSTREAM, TEXT_STREAM, {"UP-001"}),
     case("up-003-sampling-rewritten", S_SAMPLING, TEXT_STREAM, {"UP-003"},
          upstream=(upstream_request({**S_SAMPLING.client.request, "temperature": 1.0, "top_p": 1}),)),
-    case("up-002-loop-guard-called-upstream", S_LOOP, TEXT_STREAM, {"UP-002"}, upstream=(upstream_request(dict(GOOD_UPSTREAM)),)),
+    case("up-002-loop-guard-called-upstream", S_LOOP, TEXT_STREAM, {"UP-002"}, upstream=(upstream_request(dict(GOOD_UPSTREAM)),),
+         features=("loop-guard",)),
     # sdk (other cases above also break SDK-001/SDK-002 as a consequence)
     case("sdk-001-retry-only-event", S_TEXT, "retry: 3000\n\n" + TEXT_STREAM, {"SDK-001"}),
     # errors
@@ -1311,6 +1324,47 @@ def test_rules_table_is_complete_and_ids_are_well_formed() -> None:
     table = rules_markdown()
     for rule_id in RULES:
         assert f"| {rule_id} |" in table
+
+
+_CITED = Breaks(("openai-python",), "raises on it")
+
+
+@pytest.mark.parametrize(
+    ("severity", "cited", "refusal"),
+    [
+        ("client", {}, "cites the real clients it breaks"),
+        ("client", {"breaks": Breaks((), "something breaks")}, "names no known client"),
+        ("client", {"breaks": Breaks(("a client nobody can look up",), "it breaks")}, "names no known client"),
+        ("client", {"breaks": Breaks(("openai-python",), " ")}, "not how it breaks"),
+        ("client", {"breaks": Breaks(("openai-python",), "raises", ("see the SDK",))}, "public https URL"),
+        ("spec", {"breaks": _CITED}, "only a 'client' rule cites the clients it breaks"),
+        ("spec", {"source": "the spec"}, "public https URL"),
+    ],
+    ids=["client-uncited", "no-client", "unknown-client", "no-how", "source-not-url",
+         "spec-citing-clients", "spec-source-not-url"],
+)
+def test_registration_refuses_a_rule_whose_citation_is_missing_or_wrong(
+    severity: Severity, cited: dict[str, Any], refusal: str
+) -> None:
+    """A client rule names the real clients it breaks and how, or it is not registered: the
+    import of its module fails (``_register``), so no client rule ships uncited."""
+    rule = rule_group("citations", "CITE")
+    with pytest.raises(ValueError, match=refusal):
+        rule("CITE-001", "A rule under test.", severity=severity, **cited)(lambda ctx: iter(()))
+    assert "CITE-001" not in ENTRIES
+
+
+def test_every_client_rule_cites_known_clients_and_the_docs_show_it() -> None:
+    table = rules_markdown(proofs())
+    for rule_id, rule in RULES.items():
+        if rule.severity != "client":
+            assert rule.breaks is None, rule_id
+            continue
+        assert isinstance(rule.breaks, Breaks), f"{rule_id} is a client rule without a citation"
+        assert rule.breaks.clients and set(rule.breaks.clients) <= set(CLIENTS), rule_id
+        section = table.split(f"### {rule_id}\n", 1)[1].split("\n### ", 1)[0]
+        assert f"- **Breaks:** {', '.join(rule.breaks.clients)}" in section
+        assert rule.breaks.how.rstrip(".") in section
 
 
 def test_docs_rules_md_is_generated() -> None:

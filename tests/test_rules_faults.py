@@ -402,7 +402,7 @@ def test_case_ids_unique() -> None:
         ("fault-001-wrong-status", "status 500, expected status 502 or 503"),
         ("fault-002-stream-error-forbidden", "event 2 reports an error inside the stream; the scenario expects status 502"),
         ("fault-003-html-traceback-page", "with an HTML page"),
-        ("fault-003-traceback-in-json", "the body holds a server traceback"),
+        ("fault-003-traceback-in-json", "the body holds no error message"),
         ("fault-003-anthropic-gets-no-message", "the body holds no error message"),
         ("fault-004-no-done-after-error", "is not followed by 'data: [DONE]'"),
         ("fault-005-retry-after-dropped", "carried Retry-After: 7; the client's 429 has none"),

@@ -12,21 +12,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from harness.dialects import ANTHROPIC
-from harness.replay.openai import DEFAULT_MODEL
 from harness.replay.wire import (
-    ErrorAnswer,
-    Event,
-    dumps,
-    error_answer,
-    multibyte_cut,
-    status_phrase,
-    with_fault,
-    write_pause,
+    Delivery, Event, delivery, dumps, frame_delay, multibyte_cut, status_phrase, tokens, with_fault,
 )
-from harness.scenario import Backend, ContentFrame, Fault, RawFrame, ToolUseFrame
+from harness.scenario import Backend, ContentFrame, RawFrame, ToolUseFrame
 
 ERROR_TYPES: Mapping[int, str] = ANTHROPIC.error_types  # the API's error type for each status
 
@@ -75,24 +67,12 @@ class AnthropicReplay:
     pieces: tuple[Piece, ...]  # the content block events, then message_delta and message_stop
     frame_starts: tuple[int, ...]  # [k]: index in ``pieces`` of the first event after k frames
     first_block: int | None  # index in ``pieces`` of the first content_block_start; the ping follows it
-    stream: Literal["auto"] | bool
-    model: str | None
     stop_reason: str
     input_tokens: int
     output_tokens: int
     start_output_tokens: int  # what message_start reports: 1, as the API does, unless the answer has none
     blocks: tuple[TextBlock | ToolUseBlock, ...]
-    total_delay: float  # seconds a non-streaming answer takes
-    write_bytes: int | None
-    split_multibyte: bool
-    write_pause: float
-    fault: Fault | None
-    error: ErrorAnswer | None  # set for an http_error fault
-
-    @property
-    def drops(self) -> bool:
-        """Whether the connection is closed before the answer is complete."""
-        return self.fault is not None and self.fault.kind == "drop"
+    delivery: Delivery  # how it reaches the proxy: form, model, pace, writes, fault
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,15 +82,6 @@ class AnthropicReply:
     stream: bool
     model: str
     message_id: str
-
-
-def _tokens(usage: Mapping[str, Any], *names: str) -> int:
-    """A count under its Messages name or its OpenAI one (the scenario schema's)."""
-    for name in names:
-        value = usage.get(name)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return 0
 
 
 def _tool_input(fragments: tuple[str, ...]) -> Any:
@@ -185,11 +156,8 @@ def prepare(backend: Backend) -> AnthropicReplay:
     """Serialize a backend's frames once; the result is shared by every run of the scenario."""
     build = _Builder()
     starts: list[int] = []
-    total_delay = 0.0
     for frame in backend.frames:
-        delay = (backend.delay_ms if frame.delay_ms is None else frame.delay_ms) / 1000.0
-        total_delay += delay
-        build.delay += delay
+        build.delay += frame_delay(backend, frame)
         starts.append(len(build.pieces))
         if isinstance(frame, RawFrame):
             build.emit(frame.raw.encode("utf-8", "surrogatepass"))
@@ -201,31 +169,23 @@ def prepare(backend: Backend) -> AnthropicReplay:
     starts.append(len(build.pieces))
     build.close_text()
     usage = backend.usage or {}
-    output_tokens = _tokens(usage, "output_tokens", "completion_tokens")
+    output_tokens = tokens(usage, "output_tokens", "completion_tokens")
     stated = any(name in usage for name in ("output_tokens", "completion_tokens"))
     build.emit(sse_event({"type": "message_delta",
                           "delta": {"stop_reason": backend.finish_reason, "stop_sequence": None},
                           "usage": {"output_tokens": output_tokens}}))
     build.emit(_MESSAGE_STOP)
-    fault = backend.fault
     return AnthropicReplay(
         ping=backend.ping,
         pieces=tuple(build.pieces),
         frame_starts=tuple(starts),
         first_block=build.first_block,
-        stream=backend.stream,
-        model=backend.model,
         stop_reason=backend.finish_reason,
-        input_tokens=_tokens(usage, "input_tokens", "prompt_tokens"),
+        input_tokens=tokens(usage, "input_tokens", "prompt_tokens"),
         output_tokens=output_tokens,
         start_output_tokens=min(1, output_tokens) if stated else 1,
         blocks=tuple(build.blocks),
-        total_delay=total_delay,
-        write_bytes=backend.write_bytes,
-        split_multibyte=backend.split_multibyte,
-        write_pause=write_pause(backend),
-        fault=fault,
-        error=error_answer(fault, default_error_body) if fault is not None and fault.kind == "http_error" else None,
+        delivery=delivery(backend, default_error_body),
     )
 
 
@@ -246,10 +206,7 @@ def default_error_body(status: int) -> dict[str, Any]:
 
 def plan_reply(replay: AnthropicReplay, body: Mapping[str, Any], *, message_id: str) -> AnthropicReply:
     """Decide the answer's form from the request: stream or not, and the model."""
-    stream = body.get("stream") is True if replay.stream == "auto" else replay.stream
-    requested = body.get("model")
-    model = replay.model or (requested if isinstance(requested, str) and requested else DEFAULT_MODEL)
-    return AnthropicReply(stream, model, message_id)
+    return AnthropicReply(replay.delivery.streams(body), replay.delivery.model_for(body), message_id)
 
 
 def tool_id(message_id: str, block: int) -> str:
@@ -273,7 +230,7 @@ def stream_events(replay: AnthropicReplay, reply: AnthropicReply) -> list[Event]
             "stop_reason": None, "stop_sequence": None, "usage": _usage(replay, replay.start_output_tokens),
         },
     })
-    events = [Event(start, 0.0, multibyte_cut(start) if replay.split_multibyte else None)]
+    events = [Event(start, 0.0, replay.delivery.cut(start))]
     for piece in replay.pieces:
         if piece.after_id is None:
             events.append(Event(piece.data, piece.delay, piece.cut))
@@ -285,7 +242,7 @@ def stream_events(replay: AnthropicReplay, reply: AnthropicReply) -> list[Event]
     if replay.ping:  # with no block at all, right after message_start
         ping = 1 if replay.first_block is None else 2 + replay.first_block
         events.insert(ping, Event(_PING))
-    fault = replay.fault
+    fault = replay.delivery.fault
     # after_frame counts scenario frames; no_terminator leaves out message_stop only, as the
     # OpenAI dialect leaves out [DONE] after the finish chunk.
     at = 0

@@ -10,22 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from harness.dialects import OPENAI
-from harness.replay.wire import (
-    ErrorAnswer,
-    Event,
-    dumps,
-    error_answer,
-    multibyte_cut,
-    status_phrase,
-    with_fault,
-    write_pause,
-)
-from harness.scenario import Backend, ContentFrame, Fault, RawFrame, ToolCallFrame
-
-DEFAULT_MODEL = "toolcall-conformance-mock"
+from harness.replay.wire import DEFAULT_MODEL as DEFAULT_MODEL
+from harness.replay.wire import Delivery, Event, delivery, dumps, frame_delay, multibyte_cut, status_phrase, with_fault
+from harness.scenario import Backend, ContentFrame, RawFrame, ToolCallFrame
 
 _DONE = b"data: [DONE]\n\n"
 _ROLE_DELTA = b'{"role":"assistant","content":""}'
@@ -60,25 +50,13 @@ class OpenAIReplay:
     """A scenario's backend, ready to answer any number of requests."""
 
     pieces: tuple[FramePiece, ...]
-    stream: Literal["auto"] | bool
-    model: str | None
     finish_reason: str
     finish_json: bytes
     usage: Mapping[str, int]
     usage_json: bytes
     content: str | None  # joined content frames; None when there are none
     tool_calls: tuple[ToolCallTotal, ...]
-    total_delay: float  # seconds a non-streaming answer takes
-    write_bytes: int | None
-    split_multibyte: bool
-    write_pause: float  # seconds between the writes of one cut event
-    fault: Fault | None
-    error: ErrorAnswer | None  # set for an http_error fault
-
-    @property
-    def drops(self) -> bool:
-        """Whether the connection is closed before the answer is complete."""
-        return self.fault is not None and self.fault.kind == "drop"
+    delivery: Delivery  # how it reaches the proxy: form, model, pace, writes, fault
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,10 +108,8 @@ def prepare(backend: Backend) -> OpenAIReplay:
     pieces: list[FramePiece] = []
     calls: dict[int, dict[str, Any]] = {}
     contents: list[str] = []
-    total_delay = 0.0
     for frame in backend.frames:
-        delay = (backend.delay_ms if frame.delay_ms is None else frame.delay_ms) / 1000.0
-        total_delay += delay
+        delay = frame_delay(backend, frame)
         if isinstance(frame, RawFrame):
             data = frame.raw.encode("utf-8", "surrogatepass")
             pieces.append(FramePiece(data, True, delay, multibyte_cut(data)))
@@ -154,8 +130,6 @@ def prepare(backend: Backend) -> OpenAIReplay:
     usage = _usage(backend.usage)
     return OpenAIReplay(
         pieces=tuple(pieces),
-        stream=backend.stream,
-        model=backend.model,
         finish_reason=backend.finish_reason,
         finish_json=dumps(backend.finish_reason),
         usage=usage,
@@ -164,16 +138,7 @@ def prepare(backend: Backend) -> OpenAIReplay:
         tool_calls=tuple(
             ToolCallTotal(index, c["id"], c["name"], c["arguments"]) for index, c in sorted(calls.items())
         ),
-        total_delay=total_delay,
-        write_bytes=backend.write_bytes,
-        split_multibyte=backend.split_multibyte,
-        write_pause=write_pause(backend),
-        fault=backend.fault,
-        error=(
-            error_answer(backend.fault, default_error_body)
-            if backend.fault is not None and backend.fault.kind == "http_error"
-            else None
-        ),
+        delivery=delivery(backend, default_error_body),
     )
 
 
@@ -185,15 +150,10 @@ def default_error_body(status: int) -> dict[str, Any]:
 
 def plan_reply(replay: OpenAIReplay, body: Mapping[str, Any], *, completion_id: str, created: int) -> Reply:
     """Decide the answer's form from the request: stream or not, model, usage chunk."""
-    if replay.stream == "auto":
-        stream = body.get("stream") is True
-    else:
-        stream = replay.stream
     options = body.get("stream_options")
     include_usage = isinstance(options, Mapping) and options.get("include_usage") is True
-    requested = body.get("model")
-    model = replay.model or (requested if isinstance(requested, str) and requested else DEFAULT_MODEL)
-    return Reply(stream, model, include_usage, completion_id, created, asked_choices(body))
+    how = replay.delivery
+    return Reply(how.streams(body), how.model_for(body), include_usage, completion_id, created, asked_choices(body))
 
 
 def stream_events(replay: OpenAIReplay, reply: Reply) -> list[Event]:
@@ -208,7 +168,7 @@ def stream_events(replay: OpenAIReplay, reply: Reply) -> list[Event]:
     )
     head = b"data: " + envelope + b',"choices":[{"index":0,"delta":'
     # The envelope is ASCII unless the model name is not; only then can a cut fall in it.
-    head_cut = multibyte_cut(head) if replay.split_multibyte else None
+    head_cut = replay.delivery.cut(head)
     offset = len(head)
     events = [Event(head + _ROLE_DELTA + _OPEN_TAIL, 0.0, head_cut)]
     for piece in replay.pieces:
@@ -224,8 +184,9 @@ def stream_events(replay: OpenAIReplay, reply: Reply) -> list[Event]:
     events.append(Event(_DONE))
     # after_frame counts scenario frames: the fault strikes before event after_frame + 1
     # (the role chunk is event 0); no_terminator leaves out [DONE].
-    at = (replay.fault.after_frame or 0) + 1 if replay.fault is not None else 0
-    return with_fault(events, replay.fault, at=at, terminator=1)
+    fault = replay.delivery.fault
+    at = (fault.after_frame or 0) + 1 if fault is not None else 0
+    return with_fault(events, fault, at=at, terminator=1)
 
 
 def _several_choices(replay: OpenAIReplay, reply: Reply) -> list[Event]:
@@ -243,7 +204,7 @@ def _several_choices(replay: OpenAIReplay, reply: Reply) -> list[Event]:
         return data.replace(mark, str(i).encode()) if i else data
 
     def event(data: bytes, delay: float = 0.0) -> Event:
-        return Event(data, delay, multibyte_cut(data) if replay.split_multibyte else None)
+        return Event(data, delay, replay.delivery.cut(data))
 
     events = [event(head + _ROLE_DELTA + _OPEN_TAIL) for head in heads]
     for piece in replay.pieces:
@@ -254,8 +215,9 @@ def _several_choices(replay: OpenAIReplay, reply: Reply) -> list[Event]:
     if reply.include_usage:
         events.append(event(envelope + b',"choices":[],"usage":' + replay.usage_json + b"}\n\n"))
     events.append(Event(_DONE))
-    at = ((replay.fault.after_frame or 0) + 1) * reply.choices if replay.fault is not None else 0
-    return with_fault(events, replay.fault, at=at, terminator=1)
+    fault = replay.delivery.fault
+    at = ((fault.after_frame or 0) + 1) * reply.choices if fault is not None else 0
+    return with_fault(events, fault, at=at, terminator=1)
 
 
 def _own(text: str | None, i: int) -> str | None:

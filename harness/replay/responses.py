@@ -16,20 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from harness.dialects.responses import RESPONSES, STATUS
-from harness.scenario import Backend, ContentFrame, Fault, RawFrame, ToolUseFrame
-from harness.replay.openai import DEFAULT_MODEL, error_body
+from harness.scenario import Backend, ContentFrame, RawFrame, ToolUseFrame
+from harness.replay.openai import error_body
 from harness.replay.wire import (
-    ErrorAnswer,
-    Event,
-    dumps,
-    error_answer,
-    multibyte_cut,
-    status_phrase,
-    with_fault,
-    write_pause,
+    Delivery, Event, delivery, dumps, frame_delay, multibyte_cut, status_phrase, tokens, with_fault,
 )
 
 
@@ -61,21 +54,10 @@ class ResponsesReplay:
     """A scenario's Responses backend, ready to answer any number of requests."""
 
     steps: tuple[Step, ...]  # one per scenario frame
-    stream: Literal["auto"] | bool
-    model: str | None
     status: str  # completed | incomplete
     input_tokens: int
     output_tokens: int
-    total_delay: float
-    write_bytes: int | None
-    split_multibyte: bool
-    write_pause: float
-    fault: Fault | None
-    error: ErrorAnswer | None
-
-    @property
-    def drops(self) -> bool:
-        return self.fault is not None and self.fault.kind == "drop"
+    delivery: Delivery  # how it reaches the proxy: form, model, pace, writes, fault
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,20 +71,10 @@ class ResponsesReply:
     request: Mapping[str, Any]
 
 
-def _tokens(usage: Mapping[str, Any], *names: str) -> int:
-    for name in names:
-        value = usage.get(name)
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-    return 0
-
-
 def prepare(backend: Backend) -> ResponsesReplay:
     steps: list[Step] = []
-    total = 0.0
     for frame in backend.frames:
-        delay = (backend.delay_ms if frame.delay_ms is None else frame.delay_ms) / 1000.0
-        total += delay
+        delay = frame_delay(backend, frame)
         if isinstance(frame, ContentFrame):
             steps.append(TextStep(frame.content, delay))
         elif isinstance(frame, ToolUseFrame):
@@ -111,20 +83,12 @@ def prepare(backend: Backend) -> ResponsesReplay:
             steps.append(RawStep(frame.raw.encode("utf-8", "surrogatepass"), delay))
         # a Chat Completions tool_call delta has no Responses form; serve_as refuses such scripts
     usage = backend.usage or {}
-    fault = backend.fault
     return ResponsesReplay(
         steps=tuple(steps),
-        stream=backend.stream,
-        model=backend.model,
         status=STATUS.get(backend.finish_reason, "completed"),
-        input_tokens=_tokens(usage, "input_tokens", "prompt_tokens"),
-        output_tokens=_tokens(usage, "output_tokens", "completion_tokens"),
-        total_delay=total,
-        write_bytes=backend.write_bytes,
-        split_multibyte=backend.split_multibyte,
-        write_pause=write_pause(backend),
-        fault=fault,
-        error=error_answer(fault, default_error_body) if fault is not None and fault.kind == "http_error" else None,
+        input_tokens=tokens(usage, "input_tokens", "prompt_tokens"),
+        output_tokens=tokens(usage, "output_tokens", "completion_tokens"),
+        delivery=delivery(backend, default_error_body),
     )
 
 
@@ -136,10 +100,8 @@ def default_error_body(status: int) -> dict[str, Any]:
 
 def plan_reply(replay: ResponsesReplay, body: Mapping[str, Any], *, response_id: str,
                created_at: int) -> ResponsesReply:
-    stream = body.get("stream") is True if replay.stream == "auto" else replay.stream
-    requested = body.get("model")
-    model = replay.model or (requested if isinstance(requested, str) and requested else DEFAULT_MODEL)
-    return ResponsesReply(stream, model, response_id, created_at, body)
+    how = replay.delivery
+    return ResponsesReply(how.streams(body), how.model_for(body), response_id, created_at, body)
 
 
 def item_id(reply: ResponsesReply, kind: str, index: int) -> str:
@@ -235,7 +197,7 @@ class _Writer:
 def stream_events(replay: ResponsesReplay, reply: ResponsesReply) -> list[Event]:
     """Every event of the answer in order: created, in_progress, each item added, its deltas
     and done events, then completed (incomplete for ``max_output_tokens``)."""
-    out = _Writer(replay.split_multibyte)
+    out = _Writer(replay.delivery.split_multibyte)
     out.emit({"type": "response.created",
               "response": response_object(replay, reply, status="in_progress", output=[], usage=False)})
     out.emit({"type": "response.in_progress",
@@ -298,6 +260,6 @@ def stream_events(replay: ResponsesReplay, reply: ResponsesReply) -> list[Event]
     final = "response.completed" if replay.status == "completed" else "response.incomplete"
     out.emit({"type": final, "response": response_object(replay, reply, status=replay.status, output=done,
                                                          usage=True)})
-    fault = replay.fault
+    fault = replay.delivery.fault
     at = starts[fault.after_frame or 0] if fault is not None else 0
     return with_fault(out.events, fault, at=at, terminator=1)

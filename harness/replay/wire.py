@@ -13,11 +13,13 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
-from typing import Any
+from typing import Any, Literal
 
-from harness.scenario import Backend, Fault
+from harness.scenario import Backend, Fault, Frame
 
 _NON_ASCII = re.compile(rb"[\x80-\xff]")
+
+DEFAULT_MODEL = "toolcall-conformance-mock"  # the model an answer names when neither scenario nor request does
 
 SPLIT_PAUSE = 0.001  # default seconds between the writes of one cut event, so they leave separately
 
@@ -61,9 +63,18 @@ def writes(event: Event, *, write_bytes: int | None, split_multibyte: bool) -> l
     return [part[i : i + write_bytes] for part in parts for i in range(0, len(part), write_bytes)]
 
 
-def write_pause(backend: Backend) -> float:
-    """Seconds between the writes of one cut event."""
-    return SPLIT_PAUSE if backend.write_delay_ms is None else backend.write_delay_ms / 1000.0
+def frame_delay(backend: Backend, frame: Frame) -> float:
+    """Seconds the backend waits before ``frame``: its own delay, else the backend's."""
+    return (backend.delay_ms if frame.delay_ms is None else frame.delay_ms) / 1000.0
+
+
+def tokens(usage: Mapping[str, Any], *names: str) -> int:
+    """A count under the first of ``names`` that holds one (a scenario may name usage in any dialect)."""
+    for name in names:
+        value = usage.get(name)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return 0
 
 
 def with_fault(events: list[Event], fault: Fault | None, *, at: int, terminator: int) -> list[Event]:
@@ -118,3 +129,51 @@ def error_answer(fault: Fault, default_body: Callable[[int], Mapping[str, Any]])
             media_type = "text/plain; charset=utf-8"
         return ErrorAnswer(status, fault.body.encode("utf-8", "surrogatepass"), media_type, headers)
     return ErrorAnswer(status, dumps(fault.body), "application/json", headers)
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """How a replayed answer reaches the proxy, the same in every dialect: its form and
+    model, its pace, how its events are cut into writes, and its fault."""
+
+    stream: Literal["auto"] | bool
+    model: str | None
+    total_delay: float  # seconds a non-streaming answer takes
+    write_bytes: int | None
+    split_multibyte: bool
+    write_pause: float  # seconds between the writes of one cut event
+    fault: Fault | None
+    error: ErrorAnswer | None  # set for an http_error fault
+
+    @property
+    def drops(self) -> bool:
+        """Whether the connection is closed before the answer is complete."""
+        return self.fault is not None and self.fault.kind == "drop"
+
+    def streams(self, body: Mapping[str, Any]) -> bool:
+        """Whether the answer to ``body`` is streamed: as asked, unless the scenario forces it."""
+        return body.get("stream") is True if self.stream == "auto" else self.stream
+
+    def model_for(self, body: Mapping[str, Any]) -> str:
+        """The model the answer names: the scenario's, else the one asked for."""
+        requested = body.get("model")
+        return self.model or (requested if isinstance(requested, str) and requested else DEFAULT_MODEL)
+
+    def cut(self, data: bytes) -> int | None:
+        """Where ``data`` is cut in two inside a character, when the scenario asks for it."""
+        return multibyte_cut(data) if self.split_multibyte else None
+
+
+def delivery(backend: Backend, default_error_body: Callable[[int], Mapping[str, Any]]) -> Delivery:
+    """A backend's delivery; ``default_error_body`` is its dialect's error for a bare status."""
+    fault = backend.fault
+    return Delivery(
+        stream=backend.stream,
+        model=backend.model,
+        total_delay=sum(frame_delay(backend, frame) for frame in backend.frames),
+        write_bytes=backend.write_bytes,
+        split_multibyte=backend.split_multibyte,
+        write_pause=SPLIT_PAUSE if backend.write_delay_ms is None else backend.write_delay_ms / 1000.0,
+        fault=fault,
+        error=error_answer(fault, default_error_body) if fault is not None and fault.kind == "http_error" else None,
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from harness.compare import render, shorten
+from harness.rules.citations import SPEC_MESSAGES, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import ANTHROPIC, Violation, rule_group
 from harness.rules.schemas import schema_violation
@@ -17,6 +18,9 @@ rule = rule_group("anthropic_body", "ABODY")
     'A single Anthropic answer is a JSON object with `type: "message"` and a `content` array of blocks that '
     "each have a `type` (never an error report with status 200).",
     severity="client",
+    breaks=Breaks(("anthropic-sdk-python",), "the SDK does not validate the body: an error report sent with status "
+                  "200 becomes a `Message` whose `content` is None, and the application's loop over "
+                  "`message.content` raises `TypeError`"),
     stage="single",
     profiles=ANTHROPIC,
 )
@@ -52,6 +56,7 @@ def message_shape(ctx: Context) -> Iterator[Violation]:
     "ABODY-002",
     "A single Anthropic answer validates against `anthropic_message.schema.json`.",
     severity="spec",
+    source=SPEC_MESSAGES,
     stage="single",
     profiles=ANTHROPIC,
 )
@@ -67,6 +72,8 @@ def message_schema(ctx: Context) -> Iterator[Violation]:
     "ABODY-003",
     "Each tool_use block of a single answer carries its `input` as a JSON object, never as a string of JSON.",
     severity="client",
+    breaks=Breaks(("anthropic-sdk-python",), "the SDK keeps `input` as sent: the application gets "
+                  "`ToolUseBlock.input` as a `str`, not the arguments object it passes to the tool"),
     stage="single",
     profiles=ANTHROPIC,
 )

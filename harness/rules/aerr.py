@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from harness.compare import render
+from harness.rules.citations import ANTHROPIC_SSE, ANTHROPIC_TS_SSE, SPEC_ANTHROPIC_ERRORS, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import ANTHROPIC, Violation, rule_group
 from harness.rules.schemas import schema_errors, schema_violation
@@ -14,9 +15,13 @@ rule = rule_group("anthropic_errors", "AERR")
 
 @rule(
     "AERR-001",
-    'An error inside a started Anthropic stream is `event: error` with data `{"type": "error", "error": '
-    '{"type": …, "message": …}}` (the SDK raises only on that event name).',
+    "An error inside a started Anthropic stream is `event: error` with data `{\"type\": \"error\", \"error\": "
+    "{\"type\": …, \"message\": …}}`.",
     severity="client",
+    breaks=Breaks(("anthropic-sdk-python", "anthropic-sdk-typescript"), "both SDKs raise on an event named `error` "
+                  "only, with its data as the message (`APIStatusError: {'type': 'error', 'error': {…}}`); an "
+                  "error sent under another name is skipped, and the answer looks complete",
+                  (ANTHROPIC_SSE, ANTHROPIC_TS_SSE)),
     stage="stream",
     profiles=ANTHROPIC,
 )
@@ -38,6 +43,7 @@ def stream_error_shape(ctx: Context) -> Iterator[Violation]:
     'An error before an Anthropic stream is a non-2xx status with a `{"type": "error", "error": {"type": …, '
     '"message": …}}` JSON body.',
     severity="spec",
+    source=SPEC_ANTHROPIC_ERRORS,
     stage="response",
     profiles=ANTHROPIC,
 )

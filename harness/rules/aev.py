@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 from harness.anthropic_events import DELTA_KINDS, TOOL_BLOCKS, AnthropicEvent, Block
 from harness.compare import parse_object, render, shorten
+from harness.rules.citations import (
+    ANTHROPIC_ACCUMULATE, ANTHROPIC_SSE, ANTHROPIC_TS_SSE, ANTHROPIC_TS_STREAM, SPEC_MESSAGES_STREAMING, Breaks,
+)
 from harness.rules.context import Context
 from harness.rules.registry import ANTHROPIC, Violation, rule_group
 from harness.rules.schemas import schema_errors
@@ -30,9 +33,12 @@ def _typed(ctx: Context) -> Iterator[AnthropicEvent]:
 
 @rule(
     "AEV-001",
-    "Every event of an Anthropic stream has an `event:` line equal to its payload's `type` (the anthropic SDK "
-    "skips events without one and dispatches `ping` and `error` by the name alone).",
+    "Every event of an Anthropic stream has an `event:` line equal to its payload's `type`.",
     severity="client",
+    breaks=Breaks(("anthropic-sdk-python", "anthropic-sdk-typescript"), "both SDKs dispatch by the `event:` name: "
+                  "they skip an event without one and handle `ping` and `error` by the name alone; the TypeScript "
+                  "SDK (and released Python ones) yield only events named one of the six message event types, so "
+                  "an event under another name is lost", (ANTHROPIC_SSE, ANTHROPIC_TS_SSE)),
     stage="stream",
     profiles=ANTHROPIC,
 )
@@ -50,6 +56,11 @@ def event_names(ctx: Context) -> Iterator[Violation]:
     "AEV-002",
     "The data of every event is one JSON object with a string `type`.",
     severity="client",
+    breaks=Breaks(("anthropic-sdk-python", "anthropic-sdk-typescript"), "data that is not JSON raises "
+                  "(`JSONDecodeError`; TypeScript: `Could not parse message into JSON`); the TypeScript "
+                  "`MessageStream` dispatches on `type`: an event without one is dropped, or, first, fails with "
+                  "`Unexpected event order, got undefined before \"message_start\"`",
+                  (ANTHROPIC_SSE, ANTHROPIC_TS_SSE, ANTHROPIC_TS_STREAM)),
     stage="stream",
     profiles=ANTHROPIC,
 )
@@ -70,6 +81,7 @@ def event_json(ctx: Context) -> Iterator[Violation]:
     "AEV-003",
     "Every event validates against `anthropic_stream_event.schema.json` (the Messages streaming reference).",
     severity="spec",
+    source=SPEC_MESSAGES_STREAMING,
     stage="stream",
     profiles=ANTHROPIC,
 )
@@ -197,7 +209,7 @@ def _walk(ctx: Context) -> Mapping[str, list[Violation]]:
     if not deltas:
         flaw("AEV-008", None, "no message_delta: the stream ends without a stop_reason")
     if not stops:
-        flaw("AEV-009", None, "no message_stop ends the stream")
+        flaw("AEV-013", None, "no message_stop ends the stream")
     return found
 
 
@@ -210,6 +222,11 @@ def _grammar(ctx: Context, rule_id: str) -> Iterator[Violation]:
     "Exactly one `message_start`, before every other event (`ping` aside; a stream that begins with an `error` "
     "event needs none).",
     severity="client",
+    breaks=Breaks(("anthropic-sdk-python", "anthropic-sdk-typescript"), "a block opened before `message_start` is "
+                  "never recorded: the Python SDK raises `IndexError: list index out of range` at its first delta, "
+                  "TypeScript `Unexpected event order, got content_block_start before \"message_start\"`; "
+                  "TypeScript also refuses a second one (`… got message_start before receiving \"message_stop\"`)",
+                  (ANTHROPIC_ACCUMULATE, ANTHROPIC_TS_STREAM)),
     stage="stream",
     profiles=ANTHROPIC,
 )
@@ -219,9 +236,11 @@ def message_start_first(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "AEV-005",
-    "Content blocks are opened at indices 0, 1, 2…: each `content_block_start` takes the next index (the SDK "
-    "addresses blocks by position).",
+    "Content blocks are opened at indices 0, 1, 2…: each `content_block_start` takes the next index.",
     severity="client",
+    breaks=Breaks(("anthropic-sdk-python",), "the SDK appends each opened block to the message and addresses a "
+                  "delta by its `index` as a position: a first block at index 1 raises `IndexError: list index out "
+                  "of range`, and a reused index sends deltas to the wrong block", (ANTHROPIC_ACCUMULATE,)),
     stage="stream",
     profiles=ANTHROPIC,
 )
@@ -234,6 +253,9 @@ def block_indices(ctx: Context) -> Iterator[Violation]:
     "One block is open at a time: each is closed by its own `content_block_stop` before the next opens and "
     "before the message ends.",
     severity="client",
+    breaks=Breaks(("anthropic-sdk-typescript",), "its `MessageStream` reports a finished block (`contentBlock`) at "
+                  "each `content_block_stop` as the last block opened (`content.at(-1)`): with two open it reports "
+                  "the wrong one, and one never closed is never reported", (ANTHROPIC_TS_STREAM,)),
     stage="stream",
     profiles=ANTHROPIC,
 )
@@ -244,8 +266,11 @@ def blocks_closed(ctx: Context) -> Iterator[Violation]:
 @rule(
     "AEV-007",
     "Deltas go to the open block only, and match its kind: `text_delta` in a text block, `input_json_delta` in "
-    "a tool_use block, `thinking_delta`/`signature_delta` in a thinking block (the SDK drops the others).",
+    "a tool_use block, `thinking_delta`/`signature_delta` in a thinking block.",
     severity="client",
+    breaks=Breaks(("anthropic-sdk-python",), "its accumulator applies a delta only when it matches the kind of the "
+                  "block at its index and silently drops the others: the text or input the delta carried is lost",
+                  (ANTHROPIC_ACCUMULATE,)),
     stage="stream",
     profiles=ANTHROPIC,
 )
@@ -258,6 +283,10 @@ def deltas_match(ctx: Context) -> Iterator[Violation]:
     "Exactly one `message_delta`, after the last block is closed, carrying `delta.stop_reason` and "
     "`usage.output_tokens`.",
     severity="client",
+    breaks=Breaks(("anthropic-sdk-python",), "`stop_reason` and `usage.output_tokens` reach the message only "
+                  "through `message_delta`: without it the message has no `stop_reason`, without its `usage` the "
+                  "SDK raises `AttributeError: 'NoneType' object has no attribute 'output_tokens'`",
+                  (ANTHROPIC_ACCUMULATE,)),
     stage="stream",
     profiles=ANTHROPIC,
 )
@@ -267,13 +296,30 @@ def one_message_delta(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "AEV-009",
-    "`message_stop` ends the stream, once; no event but `ping` follows it or an `error` event.",
+    "`message_stop` comes once, and no event but `ping` follows it or an `error` event (a stream without one is "
+    "AEV-013's).",
     severity="spec",
+    source=SPEC_MESSAGES_STREAMING,
     stage="stream",
     profiles=ANTHROPIC,
 )
 def message_stop_last(ctx: Context) -> Iterator[Violation]:
     yield from _grammar(ctx, "AEV-009")
+
+
+@rule(
+    "AEV-013",
+    "A stream that does not end with an `error` event ends with `message_stop`.",
+    severity="client",
+    breaks=Breaks(("anthropic-sdk-typescript", "Claude Code"), "the TypeScript SDK's MessageStream keeps a message "
+                  "only when its `message_stop` arrives: without it `finalMessage()` throws \"stream ended without "
+                  "producing a Message with role=assistant\", and an agent built on it (Claude Code's bundle "
+                  "carries this MessageStream) gets an error instead of the answer", (ANTHROPIC_TS_STREAM,)),
+    stage="stream",
+    profiles=ANTHROPIC,
+)
+def message_stop_present(ctx: Context) -> Iterator[Violation]:
+    yield from _grammar(ctx, "AEV-013")
 
 
 # --------------------------------------------------------------------------- tool_use blocks
@@ -290,9 +336,12 @@ def _label(block: Block) -> str:
 @rule(
     "AEV-010",
     "A tool_use block's `partial_json` fragments join into one JSON object by its `content_block_stop`; a "
-    "stream never ends inside an unfinished input (the SDK's partial parsing would hand the tool half of it), "
-    "unless an `event: error` the scenario accepts cut it (the SDKs raise there and the block is never run).",
+    "stream never ends inside an unfinished input, unless an `event: error` the scenario accepts cut it (the "
+    "SDKs raise there and the block is never run).",
     severity="client",
+    breaks=Breaks(("anthropic-sdk-python",), "the SDK parses the input on every delta: invalid JSON raises "
+                  "`ValueError: Unable to parse tool parameter JSON from model. …`, and a stream ending inside the "
+                  "input hands the application the part parsed so far", (ANTHROPIC_ACCUMULATE,)),
     stage="stream",
     profiles=ANTHROPIC,
 )
@@ -301,7 +350,7 @@ def tool_input_complete(ctx: Context) -> Iterator[Violation]:
         pieces = block.pieces("input_json_delta", "partial_json", until_stop=True)
         joined = "".join(text for _, text in pieces)
         if not joined:
-            continue  # no fragments: the starting input stands (AEV-011 judges it)
+            continue  # no fragments: the starting input stands (AEV-011 and AEV-012 judge it)
         if parse_object(joined) is not None or (block.stop is None and ctx.error_accepted):
             continue
         at = block.stop or (pieces[-1][0] if pieces else block.start)
@@ -314,9 +363,29 @@ def tool_input_complete(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "AEV-011",
-    "A tool_use block starts with `input: {}`: the input arrives as `input_json_delta` fragments, never as a "
-    "string or a prefilled object in `content_block_start`.",
+    "A tool_use block's `content_block_start` never carries its input as a string (AEV-012 holds it to the "
+    "API's `input: {}`).",
     severity="client",
+    breaks=Breaks(("anthropic-sdk-python",), "the SDK starts the block's input from `content_block_start`: an "
+                  "input sent there as a string stays a `str` in the accumulated message when no delta replaces "
+                  "it, so the application gets no arguments object", (ANTHROPIC_ACCUMULATE,)),
+    stage="stream",
+    profiles=ANTHROPIC,
+)
+def tool_input_not_a_string(ctx: Context) -> Iterator[Violation]:
+    for block in _tool_blocks(ctx):
+        value = block.content_block.get("input")
+        if isinstance(value, str):
+            yield Violation(f"{_label(block)} sends input as a string {shorten(value, 80)} (the client gets a str, "
+                            "not an object); expected {}", ctx.at_event(block.start.event, actual=value))
+
+
+@rule(
+    "AEV-012",
+    "A tool_use block starts with `input: {}`, as the API sends it: the input arrives as `input_json_delta` "
+    "fragments, not prefilled in `content_block_start` (a string there is AEV-011's).",
+    severity="spec",  # the SDKs take a prefilled object as the input, and replace it with the deltas if any come
+    source=SPEC_MESSAGES_STREAMING,
     stage="stream",
     profiles=ANTHROPIC,
 )
@@ -324,12 +393,7 @@ def tool_input_starts_empty(ctx: Context) -> Iterator[Violation]:
     for block in _tool_blocks(ctx):
         cb = block.content_block
         value = cb.get("input")
-        if isinstance(value, Mapping) and not value:
+        if (isinstance(value, Mapping) and not value) or isinstance(value, str):
             continue
-        if "input" not in cb:
-            what = "has no 'input'"
-        elif isinstance(value, str):
-            what = f"sends input as a string {shorten(value, 80)} (the client gets a str, not an object)"
-        else:
-            what = f"starts with input {render(value, 80)}"
+        what = "has no 'input'" if "input" not in cb else f"starts with input {render(value, 80)}"
         yield Violation(f"{_label(block)} {what}; expected {{}}", ctx.at_event(block.start.event, actual=value))

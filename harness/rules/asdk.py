@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from harness.rules.citations import ANTHROPIC_ACCUMULATE, ANTHROPIC_SSE, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import ANTHROPIC, Violation, rule_group
 from harness.rules.sdk import accumulated_differences
@@ -16,6 +17,10 @@ rule = rule_group("anthropic_sdk", "ASDK")
     "The official `anthropic` SDK's `MessageStream` reads and accumulates the stream without raising (its report "
     "of an error event the scenario expects aside).",
     severity="client",
+    breaks=Breaks(("anthropic-sdk-python",), "the stream is read by the SDK's own SSE decoder and `MessageStream` "
+                  "accumulator: whatever they raise (`JSONDecodeError`, `IndexError`, `ValueError: Unable to parse "
+                  "tool parameter JSON from model. …`) is what an application built on it sees",
+                  (ANTHROPIC_SSE, ANTHROPIC_ACCUMULATE)),
     stage="stream",
     profiles=ANTHROPIC,
 )
@@ -28,6 +33,9 @@ def sdk_reads(ctx: Context) -> Iterator[Violation]:
     "ASDK-002",
     "The SDK's accumulated message holds the expected tool_use blocks (name and input, in order) and text.",
     severity="client",
+    breaks=Breaks(("anthropic-sdk-python",), "the accumulated message is what an application on the SDK acts on: "
+                  "its tool_use blocks are the calls it runs, its text blocks the text it shows",
+                  (ANTHROPIC_ACCUMULATE,)),
     stage="stream",
     profiles=ANTHROPIC,
 )

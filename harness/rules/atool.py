@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from harness.compare import render
 from harness.rules import locate
+from harness.rules.citations import SPEC_MESSAGES, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import ANTHROPIC, Violation, rule_group
 
@@ -20,9 +21,11 @@ def _ended_by_error(ctx: Context) -> bool:
 
 @rule(
     "ATOOL-001",
-    "Every tool_use block has a non-empty `id`, distinct from the other blocks' ids (the client's "
-    "`tool_result` must name it).",
+    "Every tool_use block has a non-empty `id`, distinct from the other blocks' ids.",
     severity="client",
+    breaks=Breaks(("Claude Code",), "the client answers each tool_use with a `tool_result` naming its id and sends "
+                  "the history back; the Messages API refuses a repeated id (`` `tool_use` ids must be unique ``) "
+                  "and an empty one (an id matches `^[a-zA-Z0-9_-]+$`), so the next turn fails with a 400"),
     stage="answer",
     profiles=ANTHROPIC,
 )
@@ -46,6 +49,10 @@ def tool_use_ids(ctx: Context) -> Iterator[Violation]:
     "ATOOL-002",
     "Every tool_use block names one of the tools the request declared.",
     severity="client",
+    breaks=Breaks(("Claude Code", "OpenCode"), "a call to a tool the request did not declare cannot run: Claude "
+                  "Code answers it with `<tool_use_error>Error: No such tool available: …</tool_use_error>`, "
+                  "OpenCode (on the AI SDK) with `Model tried to call unavailable tool '…'`, instead of doing the "
+                  "work"),
     stage="answer",
     profiles=ANTHROPIC,
 )
@@ -64,7 +71,8 @@ def declared_names(ctx: Context) -> Iterator[Violation]:
     "ATOOL-003",
     '`stop_reason` is `"tool_use"` when a tool_use block was sent (unless the scenario expects another reason, '
     "such as `max_tokens`).",
-    severity="client",
+    severity="spec",  # the named clients run the tool_use blocks they receive whatever the stop reason
+    source=SPEC_MESSAGES,
     stage="answer",
     profiles=ANTHROPIC,
 )
@@ -84,6 +92,9 @@ def stop_reason_tool_use(ctx: Context) -> Iterator[Violation]:
     "ATOOL-004",
     "The answer's `stop_reason` is the one the scenario expects (`expect.finish_reason`).",
     severity="client",
+    breaks=Breaks(("Claude Code",), "Claude Code acts on the stop reason: at `max_tokens` it reports \"Claude's "
+                  "response exceeded the … output token maximum\" instead of taking the cut answer as complete, so "
+                  "a wrong reason hides a cut answer or invents one"),
     stage="answer",
     profiles=ANTHROPIC,
 )

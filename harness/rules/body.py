@@ -7,6 +7,7 @@ from typing import Any
 
 from harness.assemble import choice_zero
 from harness.compare import render, shown
+from harness.rules.citations import AI_SDK_CHAT, SPEC_CHAT, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
 from harness.rules.schemas import schema_violation
@@ -27,6 +28,10 @@ def _message(ctx: Context) -> tuple[str, Mapping[str, Any]] | None:
     "BODY-001",
     "A single answer is a JSON object with a `choices` array whose choices each hold a `message` object.",
     severity="client",
+    breaks=Breaks(("openai-python", "Vercel AI SDK"), "openai-python does not validate the body, so without "
+                  "`choices` the application's `completion.choices[0]` raises `TypeError: 'NoneType' object is not "
+                  "subscriptable`; the AI SDK's response schema rejects it (`AI_TypeValidationError`)",
+                  (AI_SDK_CHAT,)),
     stage="single",
 )
 def body_shape(ctx: Context) -> Iterator[Violation]:
@@ -58,6 +63,7 @@ def body_shape(ctx: Context) -> Iterator[Violation]:
     "BODY-002",
     "A single answer validates against `chat_completion.schema.json`.",
     severity="spec",
+    source=SPEC_CHAT,
     stage="single",
 )
 def body_schema(ctx: Context) -> Iterator[Violation]:
@@ -73,6 +79,10 @@ def body_schema(ctx: Context) -> Iterator[Violation]:
     'Each call in a single answer has a non-empty `id`, `type: "function"`, a `function.name` and '
     "`function.arguments` as a string.",
     severity="client",
+    breaks=Breaks(("Vercel AI SDK", "openai-python"), "the AI SDK's response schema requires `function.name` and "
+                  "`function.arguments` as strings (`AI_TypeValidationError` otherwise); an application on "
+                  "openai-python answers each call with a `tool` message naming its `id`, which it cannot do "
+                  "without one", (AI_SDK_CHAT,)),
     stage="single",
 )
 def body_calls(ctx: Context) -> Iterator[Violation]:

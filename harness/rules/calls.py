@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from harness.compare import diff_calls, first_call_mismatch, render
 from harness.rules import locate
+from harness.rules.citations import CODEX_CHAT, COPILOT_SSE, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
 
@@ -17,6 +18,9 @@ rule = rule_group("calls", "CALLS")
     "The client receives exactly the expected tool calls, in order: same names, semantically equal "
     "arguments; none missing, extra or duplicated.",
     severity="client",
+    breaks=Breaks(("openai-python", "Vercel AI SDK"), "a client runs the calls it receives: a missing, extra, "
+                  "duplicated or altered call is a tool run wrongly or not at all (openai-python's accumulated "
+                  "`message.tool_calls`, read by SDK-002, holds the same list)"),
     stage="answer",
     profiles=("openai", "anthropic", "responses"),
 )
@@ -38,6 +42,9 @@ def expected_calls(ctx: Context) -> Iterator[Violation]:
     "CALLS-002",
     "The answer's `finish_reason` is the one the scenario expects.",
     severity="client",
+    breaks=Breaks(("Codex CLI", "VS Code Copilot"), "clients act on the finish reason: Codex CLI runs calls only "
+                  "at `tool_calls` and ends the turn at `stop`; Copilot hands calls on only at `tool_calls` or "
+                  "`stop`", (CODEX_CHAT, COPILOT_SSE)),
     stage="answer",
     profiles=("openai", "responses"),
     ending=True,

@@ -7,6 +7,10 @@ from typing import Any
 
 from harness.assemble import Payload
 from harness.compare import render
+from harness.rules.citations import (
+    AI_SDK_CHAT, AI_SDK_EVENTS, CODEX_CHAT, COPILOT_SSE, OPENAI_ACCUMULATE, OPENAI_DELTAS, OPENAI_SSE,
+    SPEC_CHAT_STREAMING, Breaks,
+)
 from harness.rules.context import Context
 from harness.rules.locate import end_of_stream
 from harness.rules.registry import Violation, rule_group
@@ -40,6 +44,9 @@ def _carries_output(delta: dict[str, Any]) -> bool:
     "CHUNK-001",
     "Every data payload other than `[DONE]` is one JSON object.",
     severity="client",
+    breaks=Breaks(("openai-python", "Vercel AI SDK"), "openai-python raises `JSONDecodeError: Expecting value: "
+                  "line 1 column 1 (char 0)` on a payload that is not JSON; the AI SDK ends the stream with an "
+                  "`AI_JSONParseError`", (OPENAI_SSE, AI_SDK_EVENTS)),
     stage="stream",
 )
 def payload_is_json(ctx: Context) -> Iterator[Violation]:
@@ -61,6 +68,10 @@ def _provider_extra(chunk: Mapping[str, Any]) -> bool:
     'Every chunk has a `choices` array and `object: "chat.completion.chunk"` (or, with `choices: []`, an '
     'empty `object`, as Azure OpenAI sends its prompt-filter chunk and the official SDKs accept).',
     severity="client",
+    breaks=Breaks(("openai-python",), "without `choices` its stream accumulator raises `TypeError: 'NoneType' "
+                  "object is not iterable`; a chunk whose `object` is not `chat.completion.chunk` is skipped "
+                  "(`_is_valid_chat_completion_chunk_weak`), losing the text or call it carries",
+                  (OPENAI_ACCUMULATE,)),
     stage="stream",
 )
 def chunk_shape(ctx: Context) -> Iterator[Violation]:
@@ -80,6 +91,7 @@ def chunk_shape(ctx: Context) -> Iterator[Violation]:
     "Every chunk validates against `chat_completion_chunk.schema.json` (id, created and model present; "
     "no `null` or empty `tool_calls` where the spec does not allow them).",
     severity="spec",
+    source=SPEC_CHAT_STREAMING,
     stage="stream",
 )
 def chunk_schema(ctx: Context) -> Iterator[Violation]:
@@ -93,6 +105,7 @@ def chunk_schema(ctx: Context) -> Iterator[Violation]:
     "CHUNK-004",
     "`id` and `model` are the same on every chunk of a stream.",
     severity="spec",
+    source=SPEC_CHAT_STREAMING,
     stage="stream",
 )
 def constant_identity(ctx: Context) -> Iterator[Violation]:
@@ -116,6 +129,9 @@ def constant_identity(ctx: Context) -> Iterator[Violation]:
     "CHUNK-005",
     'A `delta.role`, when sent, is `"assistant"` (never `""`).',
     severity="client",
+    breaks=Breaks(("Vercel AI SDK",), "its chunk schema allows `role` to be `\"assistant\"` or absent only: a "
+                  "chunk with `role: \"\"` fails validation (`AI_TypeValidationError`) and the stream ends with an "
+                  "error", (AI_SDK_CHAT,)),
     stage="stream",
 )
 def role_value(ctx: Context) -> Iterator[Violation]:
@@ -130,9 +146,11 @@ def role_value(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "CHUNK-006",
-    "The role is sent at most once per choice (the openai SDK concatenates repeated roles into "
-    '"assistantassistant").',
+    "The role is sent at most once per choice.",
     severity="client",
+    breaks=Breaks(("openai-python",), "its accumulator concatenates string fields, so a repeated role makes the "
+                  "message's role `\"assistantassistant\"`, a role no API accepts when the application sends the "
+                  "message back", (OPENAI_DELTAS,)),
     stage="stream",
 )
 def role_once(ctx: Context) -> Iterator[Violation]:
@@ -151,6 +169,9 @@ def role_once(ctx: Context) -> Iterator[Violation]:
     "CHUNK-007",
     "Every choice gets a `finish_reason`.",
     severity="client",
+    breaks=Breaks(("VS Code Copilot", "Codex CLI"), "both hand streamed tool calls on only when a finish reason "
+                  "arrives (Copilot at `tool_calls` or `stop`, Codex CLI at `tool_calls`): a choice that never "
+                  "gets one ends without its calls", (COPILOT_SSE, CODEX_CHAT)),
     stage="stream",
     ending=True,
 )
@@ -171,6 +192,10 @@ def finish_sent(ctx: Context) -> Iterator[Violation]:
     "CHUNK-008",
     "No content, tool call or role delta follows a choice's finish chunk.",
     severity="client",
+    breaks=Breaks(("VS Code Copilot", "Codex CLI"), "Copilot closes a choice at its finish chunk and ignores every "
+                  "later chunk of it, so text or calls sent after it are lost; Codex CLI emits a call with the "
+                  "arguments it holds at the `tool_calls` finish, so arguments sent after it are lost",
+                  (COPILOT_SSE, CODEX_CHAT)),
     stage="stream",
 )
 def nothing_after_finish(ctx: Context) -> Iterator[Violation]:
@@ -190,6 +215,7 @@ def nothing_after_finish(ctx: Context) -> Iterator[Violation]:
     "CHUNK-009",
     "`finish_reason` is non-null exactly once per choice, on the choice's last chunk.",
     severity="spec",
+    source=SPEC_CHAT_STREAMING,
     stage="stream",
 )
 def finish_once_last(ctx: Context) -> Iterator[Violation]:
@@ -207,9 +233,12 @@ def finish_once_last(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "CHUNK-011",
-    "A choice's `finish_reason`, once sent, never changes (a client acting on the first one it reads, "
-    'such as "stop" before "tool_calls", drops the calls).',
+    "A choice's `finish_reason`, once sent, never changes.",
     severity="client",
+    breaks=Breaks(("VS Code Copilot",), "Copilot acts on a choice's first finish reason and ignores the rest of "
+                  "the choice; it hands tool calls on only at a `tool_calls` or `stop` finish, so calls first "
+                  "finished with another reason (`length`, then `tool_calls`) are lost, and the reason it reports "
+                  "is always the first", (COPILOT_SSE,)),
     stage="stream",
 )
 def finish_unchanged(ctx: Context) -> Iterator[Violation]:
@@ -232,6 +261,7 @@ def finish_unchanged(ctx: Context) -> Iterator[Violation]:
     "CHUNK-010",
     "The role, when sent, comes on the choice's first chunk (repeats are CHUNK-006).",
     severity="spec",
+    source=SPEC_CHAT_STREAMING,
     stage="stream",
 )
 def role_first(ctx: Context) -> Iterator[Violation]:

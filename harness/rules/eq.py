@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from harness.compare import diff_calls, fold_ws, render, shorten
+from harness.rules.citations import Breaks
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 
@@ -17,6 +18,9 @@ rule = rule_group("equivalence", "EQ")
     "same content (white space folded as TEXT-001 folds it, line breaks kept), same finish_reason. An answer an "
     "accepted error ended is not a whole answer, and is not compared.",
     severity="client",
+    breaks=Breaks(("openai-python", "Vercel AI SDK"), "an application gets different calls or text for the same "
+                  "model output depending on whether it streams (`stream=True`, the AI SDK's `streamText`) or not "
+                  "(`generateText`): one of the two answers is wrong for the client that asked for it"),
     profiles=EVERY_PROFILE,
 )
 def stream_matches_single(streamed: Context, plain: Context) -> Iterator[Violation]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from harness.rules.citations import AI_SDK_CHAT, OPENAI_SSE, SPEC_OPENAI_ERRORS, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
 from harness.rules.schemas import schema_errors, schema_violation
@@ -13,10 +14,14 @@ rule = rule_group("errors", "ERR")
 
 @rule(
     "ERR-001",
-    'An error inside a started stream is sent as `data: {"error": {"message": …}}` with a string message '
-    "(openai-python then raises APIError with it); `type`, `param`, `code` may be null, as the Vercel AI SDK's "
-    "error schema allows.",
+    "An error inside a started stream is sent as `data: {\"error\": {\"message\": …}}` with a string message; "
+    "`type`, `param`, `code` may be null.",
     severity="client",
+    breaks=Breaks(("openai-python", "Vercel AI SDK"), "openai-python raises `APIError` with the message whenever a "
+                  "payload has an `error` object, and only `An error occurred during streaming` without a string "
+                  "message; the AI SDK's error schema needs `error.message` as a string (and allows `type`, "
+                  "`param`, `code` to be null): anything else is a validation error instead of the upstream's "
+                  "message; a failure in any other shape looks like a truncated answer", (OPENAI_SSE, AI_SDK_CHAT)),
     stage="stream",
 )
 def stream_error_shape(ctx: Context) -> Iterator[Violation]:
@@ -31,6 +36,7 @@ def stream_error_shape(ctx: Context) -> Iterator[Violation]:
     "ERR-002",
     'An error before the stream is a non-2xx status with an `{"error": {"message": …, "type": …}}` JSON body.',
     severity="spec",
+    source=SPEC_OPENAI_ERRORS,
     stage="response",
 )
 def error_body_shape(ctx: Context) -> Iterator[Violation]:

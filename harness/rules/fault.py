@@ -15,13 +15,15 @@ from collections.abc import Iterator
 
 from harness.compare import fold_ws, matched_prefix, shorten
 from harness.rules import locate
+from harness.rules.citations import (
+    OPENAI_CLIENT, OPENAI_ERRORS, SPEC_CHAT_STREAMING, SPEC_HTTP_RETRY_AFTER, SPEC_MESSAGES_STREAMING, Breaks,
+)
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, OPENAI_PROFILES, Violation, rule_group
 from harness.rules.schemas import schema_violation
 
 rule = rule_group("faults", "FAULT")
 
-_TRACEBACK = "Traceback (most recent call last)"
 
 
 def _is_2xx(status: int) -> bool:
@@ -46,6 +48,9 @@ def _wanted(ctx: Context) -> str:
     "when none is listed), or an error event inside a started stream where the scenario allows it; where the "
     "scenario makes the error optional (`expect.error.optional`), a normal answer is accepted too.",
     severity="client",
+    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "without an error the SDKs return what arrived as a "
+                  "complete answer: the application carries on with a cut or empty reply instead of retrying or "
+                  "reporting the failure"),
     stage="response",
     profiles=EVERY_PROFILE,
 )
@@ -80,6 +85,10 @@ def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
     "only where allowed or required (never in a fault or bad-input case that expects none there). A clean "
     "error status before any stream is always acceptable: every client handles it.",
     severity="client",
+    breaks=Breaks(("openai-python",), "openai-python retries a 408, 409, 429 or 5xx status by itself "
+                  "(`_should_retry`) and raises the status's own class (`RateLimitError`, `BadRequestError`, …) "
+                  "that applications catch; an error inside a started stream is never retried and arrives as a "
+                  "plain `APIError`", (OPENAI_CLIENT,)),
     stage="response",
     profiles=EVERY_PROFILE,
 )
@@ -96,11 +105,13 @@ def error_placement(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "FAULT-003",
-    "In a fault or bad-input case, an error status comes with a JSON body holding "
-    '`{"error": {"message": …}}`, which the official SDKs read (openai-python and anthropic-python raise the '
-    "status's error class with that message), never an HTML page or a traceback; the dialect's full shape is "
-    "ERR-002's and AERR-002's.",
+    "In a fault or bad-input case, an error status comes with a JSON body holding `{\"error\": {\"message\": "
+    "…}}`, never an HTML page or bare text; the dialect's full shape is ERR-002's and AERR-002's.",
     severity="client",
+    breaks=Breaks(("openai-python",), "openai-python builds its error from the JSON body: with `{\"error\": "
+                  "{\"message\": …}}` it raises e.g. `BadRequestError: Error code: 400 - <message>` with `code` "
+                  "and `type` set; an HTML or plain-text body leaves `Error code: 502` alone, the reason lost and "
+                  "`code`, `type` None", (OPENAI_CLIENT,)),
     stage="response",
     profiles=EVERY_PROFILE,
 )
@@ -119,11 +130,6 @@ def error_body_dialect(ctx: Context) -> Iterator[Violation]:
     if problem is not None:
         yield Violation(f"status {status} with a body that is not JSON: {excerpt!r}", {"excerpt": excerpt})
         return
-    at = text.find(_TRACEBACK)
-    if at >= 0:
-        yield Violation(
-            f"status {status}: the body holds a server traceback: {text[at : at + 160]!r}", {"excerpt": excerpt}
-        )
     # What the SDKs read; the dialect's full shape (a Messages error's `"type": "error"`) is ERR-002/AERR-002's.
     found = schema_violation(body, "client_error", f"status {status}: the body holds no error message: ",
                              excerpt=excerpt)
@@ -137,6 +143,7 @@ def error_body_dialect(ctx: Context) -> Iterator[Violation]:
     "for the terminator hang otherwise; openai-python raises at the error chunk and the SDKs tolerate a "
     "missing terminator, so this is the spec's, not a client's).",
     severity="spec",
+    source=SPEC_CHAT_STREAMING,
     stage="stream",
     profiles=OPENAI_PROFILES,
 )
@@ -155,6 +162,7 @@ def done_after_error(ctx: Context) -> Iterator[Violation]:
     "FAULT-005",
     "A `Retry-After` header the backend sent with a 429 is passed on to the client with the error status.",
     severity="spec",
+    source=SPEC_HTTP_RETRY_AFTER,
     stage="response",
     profiles=EVERY_PROFILE,
 )
@@ -184,6 +192,8 @@ def retry_after(ctx: Context) -> Iterator[Violation]:
     "when an accepted error ended the answer): text the proxy "
     "held back (a partial tag at a frame edge) is flushed before the answer ends.",
     severity="client",
+    breaks=Breaks(("openai-python",), "text the proxy held back and never flushed is missing from the message the "
+                  "application shows (openai-python's accumulated `message.content` ends short)"),
     stage="answer",
     profiles=EVERY_PROFILE,
 )
@@ -213,6 +223,8 @@ def text_flushed(ctx: Context) -> Iterator[Violation]:
     "When the scenario says the proxy survives (`expect.proxy_survives`), it still answers a plain request "
     "after this exchange.",
     severity="client",
+    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "every later request of every client fails: the SDKs "
+                  "raise `APIConnectionError: Connection error.` or a 5xx status error", (OPENAI_ERRORS,)),
     stage="always",
     profiles=EVERY_PROFILE,
 )
@@ -238,6 +250,7 @@ def proxy_survives(ctx: Context) -> Iterator[Violation]:
     "reaches the SDKs as a connection error without the cause (Claude Code retries it, so no client is known to "
     "break).",
     severity="spec",
+    source=(SPEC_MESSAGES_STREAMING, SPEC_CHAT_STREAMING),
     stage="always",
     profiles=EVERY_PROFILE,
 )

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from harness.rules.citations import (
+    CODEX_CHAT, OPENAI_CLIENT, OPENAI_ERRORS, OPENAI_SSE, SPEC_CHAT_STREAMING, SPEC_SSE, Breaks,
+)
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 
@@ -15,6 +18,9 @@ rule = rule_group("transport", "HTTP")
     "The proxy answers: the connection succeeds and a response arrives (a started stream cut where the scenario "
     "expects the upstream's failure to be reported tells the client of it: FAULT-008 judges how).",
     severity="client",
+    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "no answer reaches the client: both SDKs raise "
+                  "`APIConnectionError: Connection error.` (after their own retries) and the turn ends without a "
+                  "reply", (OPENAI_ERRORS,)),
     stage="always",
     profiles=EVERY_PROFILE,
 )
@@ -33,6 +39,10 @@ def answered(ctx: Context) -> Iterator[Violation]:
     "The answer completes within the run's timeout (the proxy's own time: the time the backend spends "
     "answering, as the mock measures it, is not counted).",
     severity="client",
+    breaks=Breaks(("openai-python", "Codex CLI"), "an answer that never completes leaves the client waiting: "
+                  "openai-python waits out its 600 s default timeout and raises `APITimeoutError: Request timed "
+                  "out.`; Codex CLI gives up on a silent stream with \"idle timeout waiting for SSE\"",
+                  (OPENAI_ERRORS, CODEX_CHAT)),
     stage="always",
     profiles=EVERY_PROFILE,
 )
@@ -57,6 +67,9 @@ def within_timeout(ctx: Context) -> Iterator[Violation]:
     "HTTP-003",
     "A normal scenario is answered with HTTP status 200.",
     severity="client",
+    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "a non-2xx status is an error to the SDKs: they raise "
+                  "the status's class (`InternalServerError: Error code: 500 - …`, `BadRequestError`, …) instead "
+                  "of returning the answer", (OPENAI_CLIENT,)),
     stage="response",
     profiles=EVERY_PROFILE,
 )
@@ -73,6 +86,7 @@ def status_ok(ctx: Context) -> Iterator[Violation]:
     "HTTP-004",
     "The Content-Type is `text/event-stream` for a stream and `application/json` for a single answer.",
     severity="spec",
+    source=(SPEC_CHAT_STREAMING, SPEC_SSE),
     stage="answer",
     profiles=EVERY_PROFILE,
 )
@@ -89,6 +103,10 @@ def content_type(ctx: Context) -> Iterator[Violation]:
     "HTTP-005",
     "A streaming request is answered with an SSE stream, a non-streaming request with one JSON body.",
     severity="client",
+    breaks=Breaks(("openai-python",), "a JSON body to a streaming request yields no chunk, so the application's "
+                  "stream ends empty without an error; an SSE body to a non-streaming request comes back as the "
+                  "raw `data: …` string instead of a `ChatCompletion`, and the application's `.choices` fails",
+                  (OPENAI_SSE,)),
     stage="answer",
     profiles=EVERY_PROFILE,
 )

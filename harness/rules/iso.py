@@ -29,6 +29,7 @@ from harness.assemble import answer_from_body, assemble_stream, parse_body
 from harness.compare import CallView, diff_calls
 from harness.dialects.clients import client
 from harness.exchange import Exchange
+from harness.rules.citations import OPENAI_ACCUMULATE, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import Options, Violation, rule_group
 from harness.scenario import Scenario
@@ -75,6 +76,8 @@ def _text(exchange: Exchange) -> str:
     "Nothing of one exchange reaches another: no answer carries text or arguments that only another exchange's "
     "backend wrote, whether the exchanges run at once or one after another.",
     severity="client",
+    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "the SDKs deliver what arrives: text or arguments "
+                  "from another conversation are shown to the wrong user, and its calls run in the wrong workspace"),
 )
 def no_leak(round_: Round) -> Iterator[Violation]:
     texts = {id(p): _text(p.exchange) for p in round_.played}
@@ -92,6 +95,9 @@ def no_leak(round_: Round) -> Iterator[Violation]:
     "An exchange played while others are in flight (the backend releasing their frames in lockstep) breaks "
     "exactly the rules it breaks when played alone.",
     severity="client",
+    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "a rule broken only while other exchanges are in "
+                  "flight breaks the client the way that rule says, under load only, where a proxy author's "
+                  "single-client test never sees it"),
 )
 def same_verdicts_together(round_: Round) -> Iterator[Violation]:
     if not round_.alone:
@@ -175,6 +181,8 @@ def _compared(round_: Round, played: Iterable[tuple[Played, str]]) -> Iterator[V
     "The same scenario played several times in a row gets the same answer each time: the same calls on the same "
     "indices, the same text and finish reason (each exchange's tag read as the same), breaking the same rules.",
     severity="client",
+    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "an answer that differs from one run to the next "
+                  "breaks the client the way the differing rule says, on some runs only"),
 )
 def same_answer_in_a_row(round_: Round) -> Iterator[Violation]:
     yield from _compared(round_, ((p, "") for p in round_.alone[1:]))
@@ -185,6 +193,9 @@ def same_answer_in_a_row(round_: Round) -> Iterator[Violation]:
     "An exchange played right after one that ended mid-call (cut off by `length`, a dropped upstream, a malformed "
     "event, or the client hanging up) gets the answer it gets when played first.",
     severity="client",
+    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "state left over from a conversation cut mid-call "
+                  "corrupts the next one: the client gets leftover text or arguments, or loses its own, the way "
+                  "the broken rule says"),
 )
 def unaffected_after_broken_exchange(round_: Round) -> Iterator[Violation]:
     yield from _compared(round_, ((p, f", right after {broken.label},") for broken, p in round_.after))
@@ -223,6 +234,9 @@ def expected_for_choice(ctx: Context, index: int) -> Sequence[tuple[str, Mapping
     "When the client asks for several choices (`n` > 1), each choice gets the calls its own backend choice wrote, "
     "on that choice's `index`: none missing, mixed with another choice's, or moved to another choice.",
     severity="client",
+    breaks=Breaks(("openai-python",), "openai-python accumulates each choice by its `index`: calls moved to "
+                  "another choice or mixed between choices land in the wrong `choices[n].message.tool_calls`",
+                  (OPENAI_ACCUMULATE,)),
     profiles=("openai",),
 )
 def choices_rescued_apart(ctx: Context) -> Iterator[Violation]:

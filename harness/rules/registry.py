@@ -13,11 +13,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from harness.rules.citations import CLIENTS, Breaks
+
 if TYPE_CHECKING:
     from harness.rules.context import Context
 
-# client: a named client breaks; spec: the API's documentation says so (judged with
-# --strict); feature: a promise only some proxies make, judged when the user claims it.
+# client: a named client breaks (the rule cites it: ``Breaks``); spec: the API's documentation
+# says so (judged with --strict); feature: a promise only some proxies make, judged when the
+# user claims it.
 Severity = Literal["client", "spec", "feature"]
 Profile = Literal["openai", "xml-client", "anthropic", "responses"]
 # When a rule has something to judge: every run, any HTTP response (no transport
@@ -33,6 +36,9 @@ class Rule:
     statement: str
     severity: Severity
     group: str
+    # Who breaks, for a client rule (required); the spec pages a rule comes from (optional).
+    breaks: Breaks | None = None
+    source: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -99,7 +105,30 @@ def _register(entry: Entry) -> None:
         raise ValueError(f"rule id {rule.id} is registered twice")
     if (rule.severity == "feature") != bool(entry.features):
         raise ValueError(f"rule {rule.id}: a rule of severity 'feature' names the features it judges, and only it")
+    _check_citation(rule)
     ENTRIES[rule.id] = entry
+
+
+def _check_citation(rule: Rule) -> None:
+    """A client rule names the real clients it breaks and how (``breaks=``); only a client rule
+    makes that claim at all (a rule no named client breaks on is spec, a feature, or no rule)."""
+    cited = rule.breaks
+    if rule.severity != "client":
+        if cited is not None:
+            raise ValueError(f"rule {rule.id}: only a 'client' rule cites the clients it breaks "
+                             f"(a spec or feature rule gives its spec pages as source=)")
+    elif cited is None:
+        raise ValueError(f"rule {rule.id}: a 'client' rule cites the real clients it breaks and how "
+                         f"(breaks=Breaks(...))")
+    else:
+        unknown = [c for c in cited.clients if c not in CLIENTS]
+        if not cited.clients or unknown or not cited.how.strip():
+            raise ValueError(f"rule {rule.id}: the citation names no known client, or not how it breaks "
+                             f"(unknown: {unknown}; known: {', '.join(CLIENTS)})")
+    links = rule.source + (cited.source if cited is not None else ())
+    bad = [u for u in links if not u.startswith("https://")]
+    if bad:
+        raise ValueError(f"rule {rule.id}: a source is a public https URL, not {bad}")
 
 
 class RuleGroup:
@@ -109,10 +138,12 @@ class RuleGroup:
         self.group = group
         self.prefix = prefix
 
-    def _rule(self, rule_id: str, statement: str, severity: Severity) -> Rule:
+    def _rule(self, rule_id: str, statement: str, severity: Severity, breaks: Breaks | None,
+              source: str | Sequence[str]) -> Rule:
         if not rule_id.startswith(self.prefix + "-"):
             raise ValueError(f"rule {rule_id} does not belong to group {self.group} ({self.prefix}-…)")
-        return Rule(rule_id, statement, severity, self.group)
+        sources = (source,) if isinstance(source, str) else tuple(source)
+        return Rule(rule_id, statement, severity, self.group, breaks, sources)
 
     def __call__(
         self,
@@ -120,19 +151,22 @@ class RuleGroup:
         statement: str,
         *,
         severity: Severity,
+        breaks: Breaks | None = None,
+        source: str | Sequence[str] = (),
         stage: Stage = "answer",
         profiles: Iterable[Profile] = ALL_PROFILES,
         features: Iterable[str] = (),
         ending: bool = False,
     ) -> Callable[[Check], Check]:
-        """Register one rule; everything about it is said here (``ending``: it judges how a
-        complete answer ends, so a stream that ended with an error the scenario accepts is
-        not asked for it)."""
+        """Register one rule; everything about it is said here (``breaks``: the real clients a
+        ``client`` rule breaks; ``source``: the spec pages a rule comes from; ``ending``: it
+        judges how a complete answer ends, so a stream that ended with an error the scenario
+        accepts is not asked for it)."""
 
         def register(check: Check) -> Check:
             _register(
                 Entry(
-                    self._rule(rule_id, statement, severity),
+                    self._rule(rule_id, statement, severity, breaks, source),
                     stage,
                     frozenset(profiles),
                     frozenset(features),
@@ -150,11 +184,14 @@ class RuleGroup:
         statement: str,
         *,
         severity: Severity,
+        breaks: Breaks | None = None,
+        source: str | Sequence[str] = (),
         profiles: Iterable[Profile] = ALL_PROFILES,
         features: Iterable[str] = (),
     ) -> Callable[[PairCheck], PairCheck]:
         """A rule judging two exchanges of one scenario (streamed and not)."""
-        return self._answers(rule_id, statement, severity, profiles, features, "pair_check")
+        return self._answers(self._rule(rule_id, statement, severity, breaks, source), profiles, features,
+                             "pair_check")
 
     def item(
         self,
@@ -162,11 +199,13 @@ class RuleGroup:
         statement: str,
         *,
         severity: Severity,
+        breaks: Breaks | None = None,
+        source: str | Sequence[str] = (),
         profiles: Iterable[Profile] = ALL_PROFILES,
     ) -> Callable[[ItemCheck], ItemCheck]:
         """A rule judging all the answers of one test item together (as written, without
         streaming, re-chunked)."""
-        return self._answers(rule_id, statement, severity, profiles, (), "item_check")
+        return self._answers(self._rule(rule_id, statement, severity, breaks, source), profiles, (), "item_check")
 
     def round(
         self,
@@ -174,19 +213,21 @@ class RuleGroup:
         statement: str,
         *,
         severity: Severity,
+        breaks: Breaks | None = None,
+        source: str | Sequence[str] = (),
         profiles: Iterable[Profile] = EVERY_PROFILE,
     ) -> Callable[[RoundCheck], RoundCheck]:
         """A rule judging a round of exchanges of one scenario, played one after another
         and at once (``harness.isolation``)."""
-        return self._answers(rule_id, statement, severity, profiles, (), "round_check")
+        return self._answers(self._rule(rule_id, statement, severity, breaks, source), profiles, (), "round_check")
 
-    def _answers(self, rule_id: str, statement: str, severity: Severity, profiles: Iterable[Profile],
-                 features: Iterable[str], kind: str) -> Callable[[C], C]:
+    def _answers(self, rule: Rule, profiles: Iterable[Profile], features: Iterable[str],
+                 kind: str) -> Callable[[C], C]:
         """Register a rule on several answers (its check goes in the entry's ``kind`` field)."""
 
         def register(check: C) -> C:
             given: Any = check  # one of the three kinds, told apart by ``kind``
-            _register(Entry(self._rule(rule_id, statement, severity), "answer", frozenset(profiles),
+            _register(Entry(rule, "answer", frozenset(profiles),
                             frozenset(features), pair_check=given if kind == "pair_check" else None,
                             item_check=given if kind == "item_check" else None,
                             round_check=given if kind == "round_check" else None))

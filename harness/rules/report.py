@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from harness.rules.registry import ENTRIES
+from harness.rules.citations import Breaks
+from harness.rules.registry import ENTRIES, Rule
 
 _GROUP_ORDER = (
     "transport",
@@ -60,46 +61,81 @@ def _by_file(found: Mapping[str, Sequence[str]], most: int = 4) -> str:
     return "; ".join(parts) or "none"
 
 
+def _who(rule: Rule) -> str:
+    """The table's short answer to "who breaks": the clients a client rule names."""
+    return ", ".join(rule.breaks.clients) if isinstance(rule.breaks, Breaks) else ""
+
+
+def _links(urls: Sequence[str]) -> str:
+    return ", ".join(f"<{url}>" for url in urls)
+
+
+def _why(rule: Rule) -> list[str]:
+    """The rule's citation, as the lines of its section."""
+    cited = rule.breaks
+    lines = []
+    if isinstance(cited, Breaks):
+        lines.append(f"- **Breaks:** {', '.join(cited.clients)}")
+        lines.append(f"- **How:** {cited.how.rstrip('.')}.")
+        if cited.source:
+            lines.append(f"- **Sources:** {_links(cited.source)}")
+    if rule.source:
+        lines.append(f"- **Specification:** {_links(rule.source)}")
+    return lines
+
+
 def rules_markdown(proofs: Mapping[str, Proof] | None = None) -> str:
-    """The Markdown table of every rule: id, severity, group, statement; with ``proofs``,
-    a second table giving each rule's function, breaking cases and mutants."""
+    """The Markdown table of every rule: id, severity, group, statement and the clients it
+    breaks; with ``proofs``, a section per rule giving who breaks and how (with sources),
+    its function, breaking cases and mutants."""
     lines = [
         "# Conformance rules",
         "",
         "Generated from `harness/rules` (`harness.rules.rules_markdown()`, with the proofs collected by",
         "`python tests/rule_proofs.py`, which rewrites this file); do not edit by hand.",
         "",
-        "Severity **client**: at least one real client breaks or silently misbehaves; always checked.",
+        "Severity **client**: at least one named real client breaks or silently misbehaves; always checked.",
         "Severity **spec**: only the specification requires it; checked with `--strict`.",
         "Severity **feature**: a promise only some proxies make; checked when the proxy claims the feature",
         "(`--features`, listed in docs/scenarios.md).",
+        "Every client rule cites who breaks: the table's last column names the clients, and the rule's own",
+        "section below says what each one does (the error it raises, quoted where it is known) and where to",
+        "read it (an SDK's source file or an issue). The registry refuses a client rule without such a",
+        "citation (`breaks=` in `harness/rules`): a rule no named client breaks on is a spec rule, a feature,",
+        "or no rule at all. Spec rules name the specification page they come from.",
         "Rule ids are stable: a rule keeps its id for good, and a retired id is never reused (so the rules of",
         "the `xml-client` profile, for clients that read tool calls as XML in the content, keep the `VTC` prefix",
         "of its first name, \"virtual tool calling\").",
         "",
-        "| id | severity | group | statement |",
-        "| --- | --- | --- | --- |",
+        "| id | severity | group | statement | breaks |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for rule_id in ordered_ids():
         rule = ENTRIES[rule_id].rule
         statement = rule.statement.replace("|", "\\|")
         shown = f"[{rule.id}](#{rule.id.lower()})" if proofs is not None else rule.id
-        lines.append(f"| {shown} | {rule.severity} | {rule.group} | {statement} |")
+        lines.append(f"| {shown} | {rule.severity} | {rule.group} | {statement} | {_who(rule)} |")
     if proofs is not None:
         lines += [
             "",
-            "## Where each rule is proven",
+            "## Each rule: who breaks, and where it is proven",
             "",
-            "Each rule's check (the function in `harness/rules` that judges it), the unit cases that break it",
-            "(an answer the rule must reject, next to a correct answer it accepts), and the mutant proxies in",
-            "`tests/mutants` it catches when the harness plays them live (`tests/test_mutants.py`).",
-            "",
-            "| id | check | breaking cases | mutants caught |",
-            "| --- | --- | --- | --- |",
+            "For each rule: the clients it breaks and how (client rules), its check (the function in",
+            "`harness/rules` that judges it), the unit cases that break it (an answer the rule must reject, next",
+            "to a correct answer it accepts), and the mutant proxies in `tests/mutants` it catches when the",
+            "harness plays them live (`tests/test_mutants.py`).",
         ]
         for rule_id in ordered_ids():
+            rule = ENTRIES[rule_id].rule
             path, function = check_location(rule_id)
             proof = proofs.get(rule_id, Proof({}, {}))
-            lines.append(f'| <a id="{rule_id.lower()}"></a>{rule_id} | [`{function}`](../{path}) | '
-                         f"{_by_file(proof.cases)} | {_by_file(proof.mutants)} |")
+            lines += [
+                "",
+                f"### {rule_id}",
+                "",
+                *_why(rule),
+                f"- **Check:** [`{function}`](../{path})",
+                f"- **Breaking cases:** {_by_file(proof.cases)}",
+                f"- **Mutants caught:** {_by_file(proof.mutants)}",
+            ]
     return "\n".join(lines) + "\n"

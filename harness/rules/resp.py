@@ -23,6 +23,7 @@ from typing import Any
 from harness.compare import render, shorten
 from harness.responses_events import ENDINGS, Fold, ResponsesEvent, fold, text_of
 from harness.rules import locate
+from harness.rules.citations import CODEX_RESPONSES, OPENAI_RESPONSES_STREAM, SPEC_RESPONSES_STREAMING, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import RESPONSES, Violation, rule_group
 from harness.rules.schemas import schema_errors
@@ -58,6 +59,7 @@ def _completes(f: Fold) -> bool:
     "Every event of a Responses stream is a JSON object with a string `type`, named by its `event:` line, with an "
     "integer `sequence_number` greater than the event's before it.",
     severity="spec",
+    source=SPEC_RESPONSES_STREAMING,
     stage="stream",
     profiles=RESPONSES,
 )
@@ -84,10 +86,12 @@ def event_order(ctx: Context) -> Iterator[Violation]:
 @rule(
     "RESP-002",
     "Every output item is added once, at an `output_index` of its own, and closed by exactly one "
-    "`response.output_item.done` before the response completes (Codex CLI acts on an item only at its "
-    "`response.output_item.done`: codex-rs `process_sse`; openai-python's `responses.stream()` raises "
-    "\"Duplicate response output index\").",
+    "`response.output_item.done` before the response completes.",
     severity="client",
+    breaks=Breaks(("Codex CLI", "openai-python"), "Codex CLI acts on an item only at its "
+                  "`response.output_item.done` (`process_sse`), so an item never closed is never run; "
+                  "openai-python's `responses.stream()` raises `RuntimeError: Duplicate response output index 0.` "
+                  "on an index added twice", (CODEX_RESPONSES, OPENAI_RESPONSES_STREAM)),
     stage="stream",
     profiles=RESPONSES,
 )
@@ -118,10 +122,12 @@ def items_closed_once(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "RESP-003",
-    "Every delta and `.done` event names, by `output_index` and `item_id`, an item added before it, of the kind it "
-    "fills (text to a `message`, arguments to a `function_call`): openai-python's `responses.stream()` looks the "
-    "item up by `output_index` and asserts its type (`ResponseStreamState.handle_event`).",
+    "Every delta and `.done` event names, by `output_index` and `item_id`, an item added before it, of the kind "
+    "it fills (text to a `message`, arguments to a `function_call`).",
     severity="client",
+    breaks=Breaks(("openai-python",), "`responses.stream()` looks the item up by `output_index` and asserts its "
+                  "type (`ResponseStreamState.handle_event`): a delta naming an item of the other kind fails there",
+                  (OPENAI_RESPONSES_STREAM,)),
     stage="stream",
     profiles=RESPONSES,
 )
@@ -187,6 +193,7 @@ def _disagreements(ctx: Context, kind: str) -> Iterator[Violation]:
     "A function call's argument deltas, joined, equal the `arguments` of its "
     "`response.function_call_arguments.done` and of its done item.",
     severity="spec",
+    source=SPEC_RESPONSES_STREAMING,
     stage="stream",
     profiles=RESPONSES,
 )
@@ -196,11 +203,13 @@ def arguments_agree(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "RESP-005",
-    "Every `function_call` item has a non-empty `call_id`, unique in the answer: the client answers the call with a "
-    "`function_call_output` naming it, and the API refuses an output whose call it cannot find (\"No tool call "
-    "found for function call output with call_id …\"); openai-python's `responses.stream()` raises on a repeated "
-    "one (\"conflicting output identities\").",
+    "Every `function_call` item has a non-empty `call_id`, unique in the answer.",
     severity="client",
+    breaks=Breaks(("openai-python", "Codex CLI"), "the client answers a call with a `function_call_output` naming "
+                  "its `call_id`, and the API refuses an output whose call it cannot find (\"No tool call found "
+                  "for function call output with call_id …\"); openai-python's `responses.stream()` raises "
+                  "`RuntimeError: Response snapshot has conflicting output identities.` on a repeated one",
+                  (OPENAI_RESPONSES_STREAM,)),
     stage="answer",
     profiles=RESPONSES,
 )
@@ -221,6 +230,7 @@ def call_ids(ctx: Context) -> Iterator[Violation]:
     "RESP-006",
     "A message's text deltas, joined, equal the text of its `response.output_text.done` and of its done item.",
     severity="spec",
+    source=SPEC_RESPONSES_STREAMING,
     stage="stream",
     profiles=RESPONSES,
 )
@@ -238,10 +248,11 @@ def _summary(item: Mapping[str, Any]) -> tuple[Any, ...]:
 
 @rule(
     "RESP-007",
-    "`response.completed` carries in `output` the items the stream closed, in `output_index` order "
-    "(openai-python's `get_final_response()` returns that response, and the OpenAI Agents SDK takes the turn's "
-    "items from it).",
+    "`response.completed` carries in `output` the items the stream closed, in `output_index` order.",
     severity="client",
+    breaks=Breaks(("openai-python", "OpenAI Agents SDK"), "openai-python's `get_final_response()` returns that "
+                  "response, and the OpenAI Agents SDK takes the turn's items from it: an item missing there is a "
+                  "call never run", (OPENAI_RESPONSES_STREAM,)),
     stage="stream",
     profiles=RESPONSES,
 )
@@ -265,9 +276,12 @@ def completed_output(ctx: Context) -> Iterator[Violation]:
 @rule(
     "RESP-008",
     "A stream that no error ends finishes with one `response.completed` (or `response.incomplete`) as its last "
-    "event: Codex CLI reports \"stream disconnected before completion\" without it, and openai-python's "
-    "`get_final_response()` raises.",
+    "event.",
     severity="client",
+    breaks=Breaks(("Codex CLI", "openai-python"), "Codex CLI reports \"stream disconnected before completion\" "
+                  "without it and retries the turn; openai-python's `get_final_response()` raises ``RuntimeError: "
+                  "Didn't receive a `response.completed` event.`` instead of returning the response",
+                  (CODEX_RESPONSES, OPENAI_RESPONSES_STREAM)),
     stage="stream",
     profiles=RESPONSES,
     ending=True,
@@ -290,6 +304,9 @@ def stream_completes(ctx: Context) -> Iterator[Violation]:
     "RESP-009",
     "The openai SDK's `responses.stream()` reads the stream without raising, to the answer the rules judge.",
     severity="client",
+    breaks=Breaks(("openai-python",), "`responses.stream()` is how applications on openai-python read a Responses "
+                  "stream: whatever it raises (a duplicate output index, conflicting output identities, a failed "
+                  "assertion) ends the application's turn", (OPENAI_RESPONSES_STREAM,)),
     stage="stream",
     profiles=RESPONSES,
 )
@@ -304,6 +321,7 @@ def sdk_reads_stream(ctx: Context) -> Iterator[Violation]:
     "An error inside a Responses stream is an `error` event with a string `message`, or a `response.failed` whose "
     "`response.error` has a string `code` and `message`.",
     severity="spec",
+    source=SPEC_RESPONSES_STREAMING,
     stage="stream",
     profiles=RESPONSES,
 )
@@ -326,6 +344,7 @@ def error_shape(ctx: Context) -> Iterator[Violation]:
     "RESP-011",
     "Every event validates against `responses_stream_event.schema.json` (the Responses streaming reference).",
     severity="spec",
+    source=SPEC_RESPONSES_STREAMING,
     stage="stream",
     profiles=RESPONSES,
 )

@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 
 from harness.compare import CallView, content_equal, diff_calls, shorten
+from harness.rules.citations import OPENAI_ACCUMULATE, OPENAI_SSE, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
 
@@ -16,6 +17,9 @@ rule = rule_group("sdk", "SDK")
     "SDK-001",
     "The official `openai` SDK reads and accumulates the stream without raising.",
     severity="client",
+    breaks=Breaks(("openai-python",), "the stream is read by the SDK's own SSE decoder and `ChatCompletionStream` "
+                  "accumulator: whatever they raise (`JSONDecodeError`, `TypeError`, `IndexError`, `RuntimeError`, "
+                  "an assertion) is what an application built on it sees", (OPENAI_SSE, OPENAI_ACCUMULATE)),
     stage="stream",
 )
 def sdk_reads(ctx: Context) -> Iterator[Violation]:
@@ -27,6 +31,8 @@ def sdk_reads(ctx: Context) -> Iterator[Violation]:
     "SDK-002",
     "The SDK's accumulated message holds the expected tool calls and content.",
     severity="client",
+    breaks=Breaks(("openai-python",), "the accumulated message is what an application on the SDK acts on: its "
+                  "`tool_calls` are the calls it runs, its `content` the text it shows", (OPENAI_ACCUMULATE,)),
     stage="stream",
     profiles=("openai",),
 )

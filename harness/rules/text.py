@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from harness.compare import first_difference, fold_ws, shorten
 from harness.rules import locate
 from harness.markup import DEFAULT_MARKERS, find_leaks
+from harness.rules.citations import Breaks
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 
@@ -21,6 +22,9 @@ rule = rule_group("content", "TEXT")
     "trimmed, CRLF read as LF and each inner run of white space folded to one newline when it holds a line break, "
     "else to one space (byte for byte with `content_exact`).",
     severity="client",
+    breaks=Breaks(("openai-python", "VS Code Copilot"), "a client shows, and sends back in its history, exactly "
+                  "the text it receives: lost, doubled or altered text is what the user reads and the model is "
+                  "sent next (openai-python's accumulated `message.content`, read by SDK-002, holds the same text)"),
     stage="answer",
     profiles=EVERY_PROFILE,
 )
@@ -43,6 +47,8 @@ def expected_content(ctx: Context) -> Iterator[Violation]:
     "TEXT-002",
     "The content matches `expect.content_regex`.",
     severity="client",
+    breaks=Breaks(("openai-python", "VS Code Copilot"), "a client shows, and sends back in its history, exactly "
+                  "the text it receives (openai-python's accumulated `message.content`, read by SDK-002)"),
     stage="answer",
     profiles=EVERY_PROFILE,
 )
@@ -61,6 +67,9 @@ def content_regex(ctx: Context) -> Iterator[Violation]:
     "```` ```tool_code ````, the scenario's markers) reaches the visible text beyond what the expected "
     "content itself holds.",
     severity="client",
+    breaks=Breaks(("openai-python", "VS Code Copilot"), "the markup stays in the content: openai-python's "
+                  "`message.content` holds it for the application to show, and every client, Copilot included, "
+                  "sends it back to the model in the history next to the structured call it was turned into"),
     stage="answer",
     profiles=EVERY_PROFILE,
 )

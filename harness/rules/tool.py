@@ -11,7 +11,9 @@ from harness.assemble import Payload
 from harness.compare import parse_object, render, shorten, shown
 from harness.rules import locate
 from harness.rules.chunk import choices_of
+from harness.rules.citations import AI_SDK_CHAT, CODEX_CHAT, COPILOT_SSE, OPENAI_ACCUMULATE, OPENAI_DELTAS, Breaks
 from harness.rules.context import Context
+from harness.rules.json_completion import JsonCompletion
 from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 from harness.scenario import RawFrame, Scenario, ToolCallFrame, ToolUseFrame
 from harness.sse import parse_events
@@ -58,6 +60,10 @@ def _fn(entry: Any) -> dict[str, Any]:
     "TOOL-001",
     "Every `tool_calls[]` delta entry has an integer `index` and a `function` object.",
     severity="client",
+    breaks=Breaks(("openai-python", "Vercel AI SDK"), "openai-python's accumulator raises ``RuntimeError: Expected "
+                  "list delta entry to have an `index` key`` (``TypeError: … `index` value is not an integer; "
+                  "None`` for a null one) and fails an assertion without `function`; the AI SDK's chunk schema "
+                  "requires both", (OPENAI_DELTAS, AI_SDK_CHAT)),
     stage="stream",
 )
 def entry_shape(ctx: Context) -> Iterator[Violation]:
@@ -86,6 +92,11 @@ def entry_shape(ctx: Context) -> Iterator[Violation]:
     "TOOL-002",
     'The first delta of each call carries a non-empty `id`, `type: "function"` and the whole `function.name`.',
     severity="client",
+    breaks=Breaks(("Vercel AI SDK", "OpenCode", "Codex CLI", "VS Code Copilot"), "the AI SDK (OpenCode's provider) "
+                  "raises `Expected 'id' to be a string.` or `Expected 'function.name' to be a string.` on a first "
+                  "delta without them, and keeps its name: a split name calls `get_` (`Model tried to call "
+                  "unavailable tool 'get_'`); Codex CLI keeps a name's first fragment, Copilot its last",
+                  (AI_SDK_CHAT, CODEX_CHAT, COPILOT_SSE)),
     stage="stream",
 )
 def first_delta_complete(ctx: Context) -> Iterator[Violation]:
@@ -120,17 +131,22 @@ def first_delta_complete(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "TOOL-003",
-    "Later deltas of a call never send `id` or `function.name` again, not even as null (clients concatenate "
-    "a repeated name; a repeated `type: \"function\"` is harmless and allowed).",
+    "Later deltas of a call never send `id` or `function.name` again, nor `type` as anything but `\"function\"` "
+    "(a null `id` or `name` is left as it was by the clients, and judged by the schema, CHUNK-003).",
     severity="client",
+    breaks=Breaks(("openai-python",), "its accumulator concatenates strings: a repeated id becomes `call_1call_1`, "
+                  "a name `get_weatherget_weather`; a later `type: null` fails an assertion (`type: \"function\"` "
+                  "is replaced, harmlessly)", (OPENAI_DELTAS, OPENAI_ACCUMULATE)),
     stage="stream",
 )
 def no_repeats(ctx: Context) -> Iterator[Violation]:
     for d in call_deltas(ctx):
         if d.first or d.index is None or not isinstance(d.entry, dict):
             continue
-        repeated = [k for k in ("id", "type") if k in d.entry and not (k == "type" and d.entry[k] == "function")]
-        if "name" in _fn(d.entry):
+        repeated = ["id"] if d.entry.get("id") is not None else []
+        if "type" in d.entry and d.entry["type"] != "function":
+            repeated.append("type")
+        if _fn(d.entry).get("name") is not None:
             repeated.append("function.name")
         if repeated:
             shown = ", ".join(
@@ -146,6 +162,9 @@ def no_repeats(ctx: Context) -> Iterator[Violation]:
     "TOOL-004",
     "Call indices start at 0 and each new call takes the next index.",
     severity="client",
+    breaks=Breaks(("openai-python",), "it puts each call at its `index`: a first call at index 1 raises "
+                  "`IndexError: list index out of range`, and a new call on a used index is merged into that call "
+                  "(`call_1call_2`, `get_weatherget_time`)", (OPENAI_DELTAS, OPENAI_ACCUMULATE)),
     stage="stream",
 )
 def contiguous_indices(ctx: Context) -> Iterator[Violation]:
@@ -166,6 +185,8 @@ def contiguous_indices(ctx: Context) -> Iterator[Violation]:
     "TOOL-005",
     "Parallel calls have distinct ids.",
     severity="client",
+    breaks=Breaks(("VS Code Copilot",), "Copilot starts a new call only at a different id: two calls sharing one "
+                  "become one call with both calls' arguments joined", (COPILOT_SSE,)),
     stage="answer",
 )
 def distinct_ids(ctx: Context) -> Iterator[Violation]:
@@ -187,6 +208,9 @@ def distinct_ids(ctx: Context) -> Iterator[Violation]:
     "Each call's arguments join into exactly one JSON object (a call cut short by an in-stream error the "
     "scenario accepts is never run by a client, and is not judged).",
     severity="client",
+    breaks=Breaks(("Vercel AI SDK", "openai-python"), "the AI SDK completes a call only once its arguments parse "
+                  "as JSON, so one whose arguments never parse never runs; openai-python hands the application "
+                  "`arguments` its `json.loads` rejects", (AI_SDK_CHAT,)),
     stage="answer",
 )
 def arguments_one_object(ctx: Context) -> Iterator[Violation]:
@@ -198,66 +222,13 @@ def arguments_one_object(ctx: Context) -> Iterator[Violation]:
             )
 
 
-class _Completion:
-    """Follows JSON text fragment by fragment and tells when a top-level value closed,
-    in one pass (re-parsing every prefix would be quadratic)."""
-
-    def __init__(self) -> None:
-        self.depth = 0
-        self.in_string = False
-        self.escaped = False
-        self.started = False
-        self.closed = False
-        self.scalar = False
-        self.text: list[str] = []
-
-    def feed(self, fragment: str) -> bool:
-        """Add ``fragment``; whether the text so far is a complete JSON object or array.
-        (Arguments that are not an object at all are TOOL-006's finding.)"""
-        self.text.append(fragment)
-        if self.scalar:
-            return False
-        for ch in fragment:
-            if self.closed:
-                break
-            if self.in_string:
-                if self.escaped:
-                    self.escaped = False
-                elif ch == "\\":
-                    self.escaped = True
-                elif ch == '"':
-                    self.in_string = False
-                continue
-            if not self.started:
-                if ch.isspace():
-                    continue
-                self.started = True
-                if ch not in "{[":
-                    self.scalar = True
-                    return False
-            if ch == '"':
-                self.in_string = True
-            elif ch in "{[":
-                self.depth += 1
-            elif ch in "}]":
-                self.depth -= 1
-                if self.depth == 0:
-                    self.closed = True
-        return self.closed and self._parses()
-
-    def _parses(self) -> bool:
-        try:
-            json.loads("".join(self.text))
-        except ValueError:
-            return False
-        return True
-
-
 @rule(
     "TOOL-007",
     "No earlier prefix of a call's argument stream is complete JSON by itself "
     "(no `{}` placeholder before the real arguments).",
     severity="client",
+    breaks=Breaks(("Vercel AI SDK",), "the AI SDK completes a call once its arguments parse as JSON: a `{}` "
+                  "placeholder runs the tool with no arguments and the real ones are ignored", (AI_SDK_CHAT,)),
     stage="stream",
 )
 def no_complete_prefix(ctx: Context) -> Iterator[Violation]:
@@ -268,7 +239,7 @@ def no_complete_prefix(ctx: Context) -> Iterator[Violation]:
             fragments.setdefault((d.choice, d.index), []).append((d.payload, args))
     for (_, index), parts in fragments.items():
         last_content = max((n for n, (_, f) in enumerate(parts) if f.strip()), default=-1)
-        progress = _Completion()
+        progress = JsonCompletion()
         for n, (payload, fragment) in enumerate(parts):
             if progress.feed(fragment) and n < last_content:
                 prefix = "".join(progress.text)
@@ -285,10 +256,11 @@ def no_complete_prefix(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "TOOL-008",
-    'A call without arguments sends `"{}"`, not an empty string (the older AI SDK stream parser completes a call '
-    "only once its arguments parse as JSON, so a call whose arguments stay empty never reaches the tool; an empty "
-    "string from the backend is not JSON either, so relaying it unchanged passes the defect on).",
+    "A call without arguments sends `\"{}\"`, not an empty string (an empty string from the backend is not JSON "
+    "either, so relaying it unchanged passes the defect on).",
     severity="client",
+    breaks=Breaks(("Vercel AI SDK",), "its stream parser completes a call only once the arguments parse as JSON: a "
+                  "call whose arguments stay `\"\"` never reaches the tool", (AI_SDK_CHAT,)),
     stage="answer",
 )
 def empty_arguments(ctx: Context) -> Iterator[Violation]:
@@ -306,6 +278,8 @@ def empty_arguments(ctx: Context) -> Iterator[Violation]:
     "Call ids are unique across requests: no two answers of one test item (streamed, not streamed, re-chunked) "
     "give a call the same id (Messages: tool_use id), unless the backend itself sent that id.",
     severity="client",
+    breaks=Breaks(("Claude Code",), "agents send their history back; the Messages API refuses one with two tool "
+                  "calls of one id (`` `tool_use` ids must be unique ``), and Claude Code stops there"),
     profiles=EVERY_PROFILE,
 )
 def ids_unique_across_requests(answers: Sequence[tuple[str, Context]]) -> Iterator[Violation]:
@@ -364,6 +338,8 @@ def _call_ids(value: Any) -> Iterator[str]:
     "TOOL-009",
     '`finish_reason` is `"tool_calls"` when calls were made.',
     severity="client",
+    breaks=Breaks(("Codex CLI",), "Codex CLI emits a streamed call only at `finish_reason: \"tool_calls\"`; at "
+                  "`stop` it ends the turn with the text alone and never runs the call", (CODEX_CHAT,)),
     stage="answer",
     profiles=("openai",),
     ending=True,

@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.compare import json_equal, render
 from harness.dialects import DIALECTS
+from harness.rules.citations import SPEC_CHAT, SPEC_MESSAGES, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
 from harness.scenario import UpstreamAssertion
@@ -135,6 +136,11 @@ def check_assertion(a: UpstreamAssertion, upstream: Any, request: Any) -> str | 
     "Every `expect.upstream` assertion holds on the last request the proxy sent upstream "
     "(feature-bound assertions only when the proxy claims the feature).",
     severity="client",
+    breaks=Breaks(("Vercel AI SDK",), "the assertions hold the request parts a client depends on; e.g. the AI "
+                  "SDK's `generateObject` forces its tool with `tool_choice`, and when that never reaches the "
+                  "backend (passed on or emulated) the model may answer in text, which fails the client with "
+                  "`AI_NoObjectGeneratedError: No object generated: the tool was not called.` instead of an "
+                  "object"),
     stage="always",
     profiles=EVERY_PROFILE,
 )
@@ -167,8 +173,11 @@ def upstream_assertions(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "UP-002",
-    "Exactly `expect.upstream_requests` requests reach the backend.",
-    severity="client",
+    "A proxy claiming `loop-guard` sends exactly `expect.upstream_requests` requests to the backend: none when "
+    "it answers a runaway tool loop itself, one below its threshold (a client cannot see the count, so it is the "
+    "feature's promise, not a client's need).",
+    severity="feature",
+    features=("loop-guard",),
     stage="always",
     profiles=EVERY_PROFILE,
 )
@@ -199,6 +208,7 @@ def _upstream_dialect(path: str) -> str | None:
     "The client's sampling parameters reach the backend as sent, and the proxy adds none the client did not "
     "send (a translating proxy is held to the parameters both APIs share: `temperature`, `top_p`).",
     severity="spec",
+    source=(SPEC_CHAT, SPEC_MESSAGES),
     stage="always",
 )
 def sampling_unchanged(ctx: Context) -> Iterator[Violation]:

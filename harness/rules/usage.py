@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
+from harness.rules.citations import SPEC_CHAT_STREAMING
 from harness.rules.context import Context
 from harness.rules.locate import end_of_stream
 from harness.rules.registry import Violation, rule_group
@@ -30,6 +31,7 @@ def _usage_chunks(ctx: Context) -> list[int]:
     "When `stream_options.include_usage` is set, a usage chunk (`choices: []`, a `usage` object) is the last "
     "chunk before `[DONE]`.",
     severity="spec",
+    source=SPEC_CHAT_STREAMING,
     stage="stream",
     ending=True,
 )
@@ -51,6 +53,7 @@ def usage_when_requested(ctx: Context) -> Iterator[Violation]:
     "No usage chunk is sent unless `stream_options.include_usage` was set (spec: the SDKs we know skip an "
     "empty `choices` list, hand-written clients reading `choices[0]` do not).",
     severity="spec",
+    source=SPEC_CHAT_STREAMING,
     stage="stream",
 )
 def no_usage_unasked(ctx: Context) -> Iterator[Violation]:

@@ -10,6 +10,7 @@ from typing import Any
 from harness.compare import diff_calls, first_call_mismatch, render, shorten
 from harness.rules import locate
 from harness.rules.chunk import choices_of
+from harness.rules.citations import CLINE_OPENAI, SPEC_CHAT, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import Violation, rule_group
 from harness.xml_calls import escaped_entities, rendered, value_matches
@@ -21,6 +22,9 @@ rule = rule_group("xml-client", "VTC")
     "VTC-001",
     "An XML-reading client gets no tool call entries (`tool_calls`) in any chunk or message.",
     severity="client",
+    breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "in their XML mode these clients read only `delta.content` "
+                  "(and usage) from the stream: a call sent as `tool_calls` is never seen, so it never runs",
+                  (CLINE_OPENAI,)),
     stage="answer",
     profiles=("xml-client",),
 )
@@ -44,6 +48,9 @@ def no_structured_calls(ctx: Context) -> Iterator[Violation]:
     "The XML tool calls in the content are exactly the expected calls, in order, with the values the client "
     "reads (strings raw, other values as JSON text).",
     severity="client",
+    breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "they parse the calls from the accumulated text, matching "
+                  "`<tool_name>` and `<param>` tags against fixed lists: a missing, unclosed or altered tag is a "
+                  "call run wrongly or not at all"),
     stage="answer",
     profiles=("xml-client",),
 )
@@ -80,6 +87,8 @@ def _expected_value(ctx: Context, position: int, name: str, param: str) -> Any:
     "VTC-003",
     "XML parameter values are raw text, never entity-escaped (`&lt;` reaches the client as is).",
     severity="client",
+    breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "they take a parameter's text as is, without entity "
+                  "decoding: `&lt;` is written into the file or command as `&lt;`"),
     stage="answer",
     profiles=("xml-client",),
 )
@@ -104,7 +113,8 @@ def raw_values(ctx: Context) -> Iterator[Violation]:
     "VTC-004",
     'The finish_reason for an XML-reading client is `"stop"` (or the expected reason of an answer that did not end '
     "normally, such as `length`).",
-    severity="client",
+    severity="spec",  # these clients read only the content; the reference gives `tool_calls` only for real calls
+    source=SPEC_CHAT,
     stage="answer",
     profiles=("xml-client",),
     ending=True,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, NamedTuple
 
 from reference_proxy.rescue.coercion import compact_json
@@ -28,10 +28,14 @@ class Call:
 
     name: str
     arguments: Mapping[str, Any]
+    # The arguments' compact JSON, when the family already wrote it to check they have one.
+    text: str | None = field(default=None, compare=False, repr=False)
 
     def arguments_json(self) -> str:
         """The arguments as compact JSON text. Families only build calls whose
         arguments have a JSON form, so failing here is a bug, not bad input."""
+        if self.text is not None:
+            return self.text
         text = compact_json(dict(self.arguments))
         if text is None:
             raise ValueError(f"arguments of {self.name!r} have no JSON form")
@@ -105,7 +109,8 @@ class MarkerParser(ABC):
 
     @abstractmethod
     def finish(self) -> Verdict:
-        """The text ended: a verdict with ``done`` set."""
+        """The text ended: a verdict with ``done`` set; or, once, a passing verdict for the
+        text before a closing markup, after which ``finish`` is asked again."""
 
 
 @dataclass(frozen=True, slots=True)

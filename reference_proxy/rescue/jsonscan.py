@@ -241,12 +241,15 @@ class JsonScanner:
         depth = len(self._stack)
         if self._capture:
             raw = "".join(self._token)
-            try:
-                decoded = loads_json('"' + raw + '"')
-            except ValueError:
-                return False
-            if not isinstance(decoded, str):  # pragma: no cover - a JSON string always decodes to str
-                return False
+            if "\\" in raw:
+                try:
+                    decoded = loads_json('"' + raw + '"')
+                except ValueError:
+                    return False
+                if not isinstance(decoded, str):  # pragma: no cover - a JSON string always decodes to str
+                    return False
+            else:  # no escape: the string is its own text (raw control characters are tolerated)
+                decoded = raw
             if self._string_is_key:
                 self._keys[-1] = decoded
                 self._expect = _COLON

@@ -95,6 +95,8 @@ class InputInBlockStart(EventRewriter):
     """Puts a tool_use block's whole input in its ``content_block_start`` and sends no
     ``input_json_delta``."""
 
+    as_text = False  # the input as its JSON text instead of an object
+
     def __init__(self) -> None:
         self.start: dict[str, Any] | None = None
         self.parts: list[str] = []
@@ -108,9 +110,16 @@ class InputInBlockStart(EventRewriter):
             return ()
         if self.start is not None and payload.get("type") == "content_block_stop":
             start, self.start = self.start, None
-            start["content_block"]["input"] = json.loads("".join(self.parts) or "{}")
+            text = "".join(self.parts) or "{}"
+            start["content_block"]["input"] = text if self.as_text else json.loads(text)
             return (start, payload)
         return (payload,)
+
+
+class InputAsStringInBlockStart(InputInBlockStart):
+    """Puts a tool_use block's whole input in its ``content_block_start`` as a string of JSON."""
+
+    as_text = True
 
 
 class PartialJsonCutShort(EventRewriter):
@@ -161,6 +170,13 @@ class NoMessageStop(EventRewriter):
 
     def on_payload(self, payload: dict[str, Any]) -> Out:
         return () if payload.get("type") == "message_stop" else (payload,)
+
+
+class MessageStopTwice(EventRewriter):
+    """Sends ``message_stop`` twice."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        return (payload, payload) if payload.get("type") == "message_stop" else (payload,)
 
 
 class InputAsString(EventRewriter):
@@ -412,17 +428,22 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("anthropic-indices-from-one", "Numbers content blocks from 1.",
            ("AEV-005",), (NATIVE, AROUND), rewritten(BlockIndicesFromOne)),
     Mutant("anthropic-input-in-block-start", "Puts the whole tool input in `content_block_start`, with no `input_json_delta`.",
-           ("AEV-011",), (NATIVE, LEAK), rewritten(InputInBlockStart)),
+           ("AEV-012",), (NATIVE, LEAK), rewritten(InputInBlockStart), strict=True),
+    Mutant("anthropic-input-as-string-in-block-start",
+           "Puts the whole tool input in `content_block_start` as a string of JSON, with no `input_json_delta`.",
+           ("AEV-011",), (NATIVE, LEAK), rewritten(InputAsStringInBlockStart)),
     Mutant("anthropic-partial-json-cut", "Cuts the closing brace off every tool input.",
            ("AEV-010", "CALLS-001"), (NATIVE, LEAK), rewritten(PartialJsonCutShort)),
     Mutant("anthropic-end-turn-with-tool-use", 'Reports `stop_reason: "end_turn"` after tool_use blocks.',
-           ("ATOOL-003", "ATOOL-004"), (NATIVE, LEAK), rewritten(EndTurnWithToolUse)),
+           ("ATOOL-003", "ATOOL-004"), (NATIVE, LEAK), rewritten(EndTurnWithToolUse), strict=True),
     Mutant("anthropic-shared-tool-use-id", "Gives every tool_use block the same id.",
            ("ATOOL-001",), ("anthropic-two-invokes",), rewritten(SharedToolUseId)),
     Mutant("anthropic-error-as-data-only", "Sends an error in a started stream without `event: error`.",
            ("AERR-001",), ("faults-anthropic-drop-between-events",), rewritten(ErrorAsDataOnly)),
     Mutant("anthropic-no-message-stop", "Ends the stream without `message_stop`.",
-           ("AEV-009",), (NATIVE,), rewritten(NoMessageStop), strict=True),
+           ("AEV-013",), (NATIVE,), rewritten(NoMessageStop)),
+    Mutant("anthropic-message-stop-twice", "Sends `message_stop` twice.",
+           ("AEV-009",), (NATIVE,), rewritten(MessageStopTwice), strict=True),
     Mutant("anthropic-input-as-string", "Gives a whole answer's tool_use input as a string of JSON.",
            ("ABODY-003",), ("anthropic-non-stream",), rewritten(InputAsString)),
     Mutant("anthropic-hangs-on-upstream-failure", "Never ends the client's stream when the upstream fails.",

@@ -840,7 +840,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("USAGE-001",), ("plain-include-usage",), rewritten(NoUsageChunk), strict=True),
     Mutant("xml-client-gets-tool-calls", "Gives an XML-reading client (Cline) structured `tool_calls` instead of XML.",
            ("VTC-001", "VTC-002", "VTC-004"), ("cline-xml-backend-native", "hermes-single"),
-           with_parts(Parts(xml_client=never_xml_client)), profile="xml-client"),
+           with_parts(Parts(xml_client=never_xml_client)), profile="xml-client", strict=True),
     # upstream faults
     Mutant("hangs-on-upstream-failure", "Never ends the client's stream when the upstream connection drops.",
            ("HTTP-002",), ("faults-openai-drop-between-events",), rewritten(HangsOnUpstreamFailure), timeout=2.0),

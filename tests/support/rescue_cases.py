@@ -567,7 +567,19 @@ CASES = [
         "<|channel|>analysis<|message|>Maybe " + harmony("read_file", {"path": "a"}) + " first.<|end|>",
         None,
     ),
-    Case("harmony-final-is-text", "<|start|>assistant<|channel|>final<|message|>Sunny.<|return|>", None),
+    Case("harmony-final-is-its-body", "<|start|>assistant<|channel|>final<|message|>Sunny.<|return|>", "Sunny."),
+    Case(
+        "harmony-final-after-analysis",
+        "<|channel|>analysis<|message|>Easy.<|end|><|start|>assistant<|channel|>final<|message|>Sunny, 20 °C.",
+        "<|channel|>analysis<|message|>Easy.<|end|>Sunny, 20 °C.",
+    ),
+    Case(
+        "harmony-final-body-is-not-scanned",
+        "<|channel|>final<|message|>Write <tool_call>{\"name\": \"get_weather\"}</tool_call> to call it.<|return|>",
+        "Write <tool_call>{\"name\": \"get_weather\"}</tool_call> to call it.",
+    ),
+    Case("harmony-final-header-only", "<|channel|>final<|message|>", ""),
+    Case("harmony-final-return-cut-at-end", "<|channel|>final<|message|>Done.<|ret", "Done.<|ret"),
     Case(
         "harmony-call-from-the-analysis-channel",
         "<|channel|>analysis<|message|>Need the weather.<|end|>"
@@ -583,17 +595,17 @@ CASES = [
     Case(
         "harmony-final-constrained-json-is-no-call",
         '<|channel|>final <|constrain|>json<|message|>{"name": "get_weather", "arguments": {"city": "Paris"}}<|return|>',
-        None,
+        '{"name": "get_weather", "arguments": {"city": "Paris"}}',
     ),
     Case(
         "harmony-final-addressed-to-a-function-is-text",
         '<|channel|>final to=functions.get_weather <|constrain|>json<|message|>{"city": "Paris"}<|call|>',
-        None,
+        '{"city": "Paris"}',
     ),
     Case(
         "harmony-preamble-then-call",
         "<|start|>assistant<|channel|>commentary<|message|>Checking the weather.<|end|>" + harmony("get_weather", {"city": "Paris"}),
-        "<|start|>assistant<|channel|>commentary<|message|>Checking the weather.<|end|>",
+        "Checking the weather.",
         [W_PARIS],
     ),
     Case("harmony-undeclared", harmony("nope", {}), None),

@@ -12,11 +12,14 @@ Only a ``commentary`` or ``analysis`` message to a declared ``functions.`` tool 
 body is one JSON object closed by ``<|call|>`` is a call: gpt-oss also addresses calls
 from its analysis channel, and llama.cpp's and vLLM's gpt-oss parsers take them. An
 ``analysis`` message with no recipient is reasoning: text as a whole up to its
-``<|end|>``, and no call inside it counts, as in a ``<think>`` block. Any other message
-(``final``, with or without ``<|constrain|>json``, a preamble, a built-in tool) is text;
-scanning goes on after its header. (vLLM would also take a ``final`` message addressed to
-a function; llama.cpp does not, and the Harmony format makes ``final`` the answer to the
-user, so neither does this family.)
+``<|end|>``, and no call inside it counts, as in a ``<think>`` block. A message said to
+the user (``final``, with or without ``<|constrain|>json`` or a recipient, or a
+``commentary`` preamble with no recipient) is its body alone: its header and its closing
+token are markup the user never sees, as llama.cpp's and vLLM's gpt-oss parsers deliver
+only the body; nothing in the body is scanned for calls. (vLLM would also take a
+``final`` message addressed to a function; llama.cpp does not, and the Harmony format
+makes ``final`` the answer to the user, so neither does this family.) Any other message
+(to a built-in tool) is text, and scanning goes on after its header.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from reference_proxy.rescue.families.json_calls import arguments_object
+from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.family import (
     Call,
     Carry,
@@ -34,6 +37,7 @@ from reference_proxy.rescue.family import (
     Opener,
     Verdict,
     accept,
+    emit,
     passing,
     reject,
     skip_ws,
@@ -47,6 +51,10 @@ CHANNEL = "<|channel|>"
 MESSAGE = "<|message|>"
 CALL = "<|call|>"
 END = "<|end|>"
+# What closes a message said to the user: the end of a message, of the turn (``<|return|>``
+# after ``final``), or a ``<|call|>`` the model wrote where it meant one of them.
+_SAID_CLOSERS = re.compile(r"<\|(?:end|return|call)\|>")
+_LONGEST_SAID_CLOSER = len("<|return|>")
 _MAX_HEADER = 256
 """Longest header (opener to ``<|message|>``) waited for; real ones are a few dozen characters."""
 _HEADER = re.compile(
@@ -57,7 +65,7 @@ _NOT_HEADER = re.compile(r"[\n`]")
 _FUNCTIONS = "functions."
 _CALL_CHANNELS = ("commentary", "analysis")
 
-_HEAD, _JSON, _CALL, _THOUGHT = range(4)
+_HEAD, _JSON, _CALL, _THOUGHT, _SAID = range(5)
 
 
 class HarmonyParser(MarkerParser):
@@ -77,7 +85,11 @@ class HarmonyParser(MarkerParser):
         if self._state == _HEAD:
             verdict, i = self._header(s, i)
             if verdict is not None:
+                if self._state == _SAID:  # the header is markup; the body waits for the next piece
+                    carry.keep(s, i)
                 return verdict
+        if self._state == _SAID:
+            return self._said(s, i)
             if self._state == _HEAD:
                 carry.keep(s, i)  # the header so far, kept whole: it is short
                 return None
@@ -103,10 +115,10 @@ class HarmonyParser(MarkerParser):
                         value: Any = scanner.value()
                     except ValueError:
                         return reject(carry.base + i)
-                    arguments = arguments_object(value) if isinstance(value, dict) else None
-                    if arguments is None:
+                    call = json_call(self._name, value) if isinstance(value, dict) else None
+                    if call is None:
                         return reject(carry.base + i)
-                    self._call = Call(self._name, arguments)
+                    self._call = call
                     self._state = _CALL
         if self._state == _CALL:
             i = skip_ws(s, i)
@@ -138,6 +150,9 @@ class HarmonyParser(MarkerParser):
         if channel == "analysis" and not recipient:
             self._state = _THOUGHT
             return None, body
+        if channel == "final" or (channel == "commentary" and not recipient):
+            self._state = _SAID
+            return emit((), self._carry.base + body), body
         name = self._tools.resolve(recipient[len(_FUNCTIONS) :]) if recipient.startswith(_FUNCTIONS) else None
         if channel not in _CALL_CHANNELS or name is None:
             return reject(len(head)), h
@@ -145,8 +160,36 @@ class HarmonyParser(MarkerParser):
         self._state = _JSON
         return None, body
 
+    def _said(self, s: str, i: int) -> Verdict | None:
+        """The body of a message to the user: let it through, then take its closer as markup
+        (first the body before the closer, then, on the next piece or at the end, the closer)."""
+        carry = self._carry
+        closer = _SAID_CLOSERS.search(s, i)
+        if closer is not None and closer.start() == i:  # the body before it is through
+            return accept((), carry.base + closer.end())
+        if closer is not None:
+            keep = closer.start()
+        else:  # a closer may be cut at the piece's end
+            tail = s.rfind("<", max(i, len(s) - _LONGEST_SAID_CLOSER + 1))
+            keep = len(s) if tail < 0 else tail
+        carry.keep(s, keep)
+        if carry.pos <= self._sent:
+            return None
+        self._sent = carry.pos
+        return passing(carry.pos)
+
     def finish(self) -> Verdict:
-        return reject(self._carry.end)
+        carry = self._carry
+        if self._state == _SAID:
+            closer = _SAID_CLOSERS.search(carry.text)
+            if closer is not None and closer.start() == 0:
+                return accept((), carry.pos + closer.end())
+            if closer is not None:  # the body first, then (asked again) its closer
+                carry.base = carry.pos
+                carry.keep(carry.text, closer.start())
+                self._sent = carry.pos
+                return passing(carry.pos)
+        return reject(carry.end)
 
 
 class Harmony(Family):

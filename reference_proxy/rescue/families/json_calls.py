@@ -45,20 +45,22 @@ class CallWatcher(Watcher):
         return True
 
 
-def arguments_object(raw: Any) -> dict[str, Any] | None:
-    """Arguments as written (object, JSON text of an object, or nothing) as an object."""
+def json_call(name: str, raw: Any) -> Call | None:
+    """A call to ``name`` with arguments as written (an object, the JSON text of one, or
+    nothing), or None when they are not an object with a JSON form."""
     if raw is None:
-        return {}
+        return Call(name, {}, "{}")
     if isinstance(raw, str):
         if not raw.strip():
-            return {}
+            return Call(name, {}, "{}")
         try:
             raw = loads_json(raw)
         except ValueError:
             return None
-    if not isinstance(raw, dict) or compact_json(raw) is None:
+    if not isinstance(raw, dict):
         return None
-    return raw
+    text = compact_json(raw)
+    return None if text is None else Call(name, raw, text)
 
 
 def call_from_object(obj: Any, tools: Toolbox) -> Call | None:
@@ -71,11 +73,7 @@ def call_from_object(obj: Any, tools: Toolbox) -> Call | None:
     resolved = tools.resolve(name)
     if resolved is None:
         return None
-    raw = next((obj[k] for k in ARGUMENT_KEYS if k in obj), None)
-    arguments = arguments_object(raw)
-    if arguments is None:
-        return None
-    return Call(resolved, arguments)
+    return json_call(resolved, next((obj[k] for k in ARGUMENT_KEYS if k in obj), None))
 
 
 def calls_from_values(values: Iterable[Any], tools: Toolbox) -> tuple[Call, ...] | None:

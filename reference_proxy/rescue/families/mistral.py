@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from reference_proxy.rescue.families.json_calls import CallWatcher, arguments_object, calls_from_values
+from reference_proxy.rescue.families.json_calls import CallWatcher, calls_from_values, json_call
 from reference_proxy.rescue.family import (
     Call,
     Carry,
@@ -57,8 +57,8 @@ class MistralParser(MarkerParser):
         if self._name is None:
             calls = calls_from_values([value], self._tools)
         else:
-            arguments = arguments_object(value) if isinstance(value, dict) else None
-            calls = None if arguments is None else (Call(self._name, arguments),)
+            call = json_call(self._name, value) if isinstance(value, dict) else None
+            calls = None if call is None else (call,)
         if not calls:
             return False
         # Another [TOOL_CALLS] may follow at once (v11 writes one per call).

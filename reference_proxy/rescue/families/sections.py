@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from reference_proxy.rescue.families.json_calls import arguments_object
+from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.family import (
     Call,
     Carry,
@@ -155,10 +155,10 @@ class SectionParser(MarkerParser):
                     value: Any = scanner.value()
                 except ValueError:
                     return reject(carry.base + i)
-                arguments = arguments_object(value) if isinstance(value, dict) else None
-                if arguments is None:
+                call = json_call(self._name, value) if isinstance(value, dict) else None
+                if call is None:
                     return reject(carry.base + i)
-                self._calls.append(Call(self._name, arguments))
+                self._calls.append(call)
                 self._state = _FENCE_CLOSE if t.fenced else _END
                 continue
             i = skip_ws(s, i)

@@ -1,0 +1,80 @@
+"""Why a rule is checked: the real clients a broken rule breaks, and the public text that says so.
+
+A rule is ``client`` severity only when a named real client breaks or silently misbehaves
+on the defect; its decorator then says which clients, what they do (their own error text
+where there is one) and where that can be read (``Breaks``). ``spec`` and ``feature`` rules
+may name the specification page they come from (``source=``). The registry refuses a
+``client`` rule without a ``Breaks`` and a client name it does not know, so the claim
+"a client breaks" is always one a proxy author can check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+# Every client a citation may name, with the project it is read from.
+CLIENTS: Mapping[str, str] = MappingProxyType({
+    "openai-python": "https://github.com/openai/openai-python",
+    "openai-node": "https://github.com/openai/openai-node",
+    "Vercel AI SDK": "https://github.com/vercel/ai",
+    "anthropic-sdk-python": "https://github.com/anthropics/anthropic-sdk-python",
+    "anthropic-sdk-typescript": "https://github.com/anthropics/anthropic-sdk-typescript",
+    "Claude Code": "https://github.com/anthropics/claude-code",
+    "Codex CLI": "https://github.com/openai/codex",
+    "OpenAI Agents SDK": "https://github.com/openai/openai-agents-python",
+    "Cline": "https://github.com/cline/cline",
+    "Roo Code": "https://github.com/RooCodeInc/Roo-Code",
+    "Kilo Code": "https://github.com/Kilo-Org/kilocode",
+    "VS Code Copilot": "https://github.com/microsoft/vscode-copilot-chat",
+    "OpenCode": "https://github.com/sst/opencode",
+})
+
+# The XML-era clients that read tool calls from the text (the xml-client profile).
+XML_CLIENTS = ("Cline", "Roo Code", "Kilo Code")
+
+
+@dataclass(frozen=True)
+class Breaks:
+    """Who breaks when a proxy breaks the rule, and how: the named real clients (keys of
+    ``CLIENTS``), what they then do (the error they raise, quoted where it is known) and the
+    public sources (an SDK's source file, an issue) a proxy author can read it in."""
+
+    clients: tuple[str, ...]
+    how: str
+    source: tuple[str, ...] = ()
+
+
+# Public sources, each written once.
+_OPENAI_PY = "https://github.com/openai/openai-python/blob/main/src/openai/"
+OPENAI_SSE = _OPENAI_PY + "_streaming.py"
+OPENAI_DELTAS = _OPENAI_PY + "lib/streaming/_deltas.py"
+OPENAI_ACCUMULATE = _OPENAI_PY + "lib/streaming/chat/_completions.py"
+OPENAI_RESPONSES_STREAM = _OPENAI_PY + "lib/streaming/responses/_responses.py"
+OPENAI_CLIENT = _OPENAI_PY + "_base_client.py"
+OPENAI_ERRORS = _OPENAI_PY + "_exceptions.py"
+_ANTHROPIC_PY = "https://github.com/anthropics/anthropic-sdk-python/blob/main/src/anthropic/"
+ANTHROPIC_SSE = _ANTHROPIC_PY + "_streaming.py"
+ANTHROPIC_ACCUMULATE = _ANTHROPIC_PY + "lib/streaming/_messages.py"
+_ANTHROPIC_TS = "https://github.com/anthropics/anthropic-sdk-typescript/blob/main/src/"
+ANTHROPIC_TS_SSE = _ANTHROPIC_TS + "core/streaming.ts"
+ANTHROPIC_TS_STREAM = _ANTHROPIC_TS + "lib/MessageStream.ts"
+AI_SDK_CHAT = ("https://github.com/vercel/ai/blob/main/packages/openai-compatible/src/chat/"
+               "openai-compatible-chat-language-model.ts")
+AI_SDK_EVENTS = "https://github.com/vercel/ai/blob/main/packages/provider-utils/src/parse-json-event-stream.ts"
+COPILOT_SSE = "https://github.com/microsoft/vscode-copilot-chat/blob/main/src/platform/networking/node/stream.ts"
+CODEX_CHAT = "https://github.com/openai/codex/blob/main/codex-rs/core/src/chat_completions.rs"
+CODEX_RESPONSES = "https://github.com/openai/codex/blob/main/codex-rs/core/src/client.rs"
+CLINE_OPENAI = "https://github.com/cline/cline/blob/main/src/api/providers/openai.ts"
+
+# Specification pages the spec rules come from.
+SPEC_CHAT_STREAMING = "https://platform.openai.com/docs/api-reference/chat-streaming"
+SPEC_CHAT = "https://platform.openai.com/docs/api-reference/chat/object"
+SPEC_MESSAGES_STREAMING = "https://docs.anthropic.com/en/docs/build-with-claude/streaming"
+SPEC_MESSAGES = "https://docs.anthropic.com/en/api/messages"
+SPEC_ANTHROPIC_ERRORS = "https://docs.anthropic.com/en/api/errors"
+SPEC_RESPONSES_STREAMING = "https://platform.openai.com/docs/api-reference/responses-streaming"
+SPEC_OPENAI_ERRORS = "https://platform.openai.com/docs/guides/error-codes"
+SPEC_SSE = "https://html.spec.whatwg.org/multipage/server-sent-events.html"
+SPEC_HTTP_RETRY_AFTER = "https://www.rfc-editor.org/rfc/rfc9110#name-retry-after"
