@@ -22,7 +22,7 @@ import yaml
 
 from harness.captures import Capture, CaptureError, format_name
 from harness.dialects import dialect as wire_dialect
-from harness.dialects.clients import written_in
+from harness.dialects.clients import profiles_written_in
 from harness.errors import ScenarioError
 from harness.import_yaml import ReviewNotes as ReviewNotes
 from harness.import_yaml import render_yaml as render_yaml
@@ -135,7 +135,7 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
                 "tool definitions if it sent any, then re-check expect"
             )
         notes.client_comment.append("request not captured: placeholder message, tools inferred from the calls seen")
-    profiles = written_in(dialect)
+    profiles = profiles_written_in(dialect)
     client: dict[str, Any] = {"profile": profiles[0]} if profiles[0] != DEFAULT_PROFILE else {}
     agent = capture.headers.get("User-Agent") or next(
         (v for k, v in capture.headers.items() if k.lower() == "user-agent"), None

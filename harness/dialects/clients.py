@@ -79,7 +79,7 @@ def reads_own_api(name: str) -> bool:
     return sum(p.answers is own for p in CLIENTS.values()) == 1
 
 
-def written_in(dialect: str) -> tuple[Profile, ...]:
+def profiles_written_in(dialect: str) -> tuple[Profile, ...]:
     """The profiles whose cases are written in ``dialect``'s API (not translated into another),
     first the one a case of that API names."""
     return tuple(p.name for p in CLIENTS.values() if p.written_in.name == dialect and p.written_as is None)
@@ -88,4 +88,4 @@ def written_in(dialect: str) -> tuple[Profile, ...]:
 def default_profiles(name: str) -> tuple[Profile, ...]:
     """The profiles a case written under ``name`` is meaningful under when it names none:
     every profile whose cases are written in the same API."""
-    return written_in(client(name).written_in.name)
+    return profiles_written_in(client(name).written_in.name)
