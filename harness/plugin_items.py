@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.dialects.clients import client
+from harness.scenario import DEFAULT_PROFILE
 from harness.errors import ConformanceError, ProxyUnreachable
 
 if TYPE_CHECKING:
@@ -117,7 +118,7 @@ class ScenarioItem(pytest.Item):
         played = client(profile)
         # A user's proxy is taken to serve OpenAI clients unless --client-profile says otherwise.
         if (skip is None and session.user_proxy_url and session.client_profile is None
-                and played.written_in is not client("openai").written_in):
+                and played.written_in is not client(DEFAULT_PROFILE).written_in):
             skip = (f"{played.label}'s scenario, and the proxy's clients are taken to speak openai "
                     f"(pass --client-profile {profile} to test its {played.answers.short_name} API)")
         if skip is None:

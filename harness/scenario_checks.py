@@ -77,7 +77,8 @@ def _frame_dialect(data: Mapping[str, Any], problem: Report) -> None:
         if isinstance(frame, Mapping):
             for key, what in _CALL_FRAMES.items():
                 if key in frame and key != own:
-                    problem(["backend", "frames", i], f"{key} frames are {what}; a {dialect.name} backend uses {own}")
+                    problem(["backend", "frames", i],
+                            f"{key} frames are {what}; a backend of the {dialect.name} dialect uses {own}")
 
 
 @_check("backend.frames", "client.request.tools")
