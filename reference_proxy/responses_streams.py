@@ -12,7 +12,6 @@ https://platform.openai.com/docs/api-reference/responses-streaming
 from __future__ import annotations
 
 import json
-import logging
 import secrets
 from collections.abc import Mapping
 from typing import Any
@@ -28,7 +27,6 @@ from reference_proxy.responses_answers import (
 )
 
 Item = dict[str, Any] | str
-log = logging.getLogger("reference_proxy.responses")
 
 
 def _map(value: Any) -> Mapping[str, Any]:
@@ -174,7 +172,6 @@ class ChunksAsResponses:
 
     def _text(self, text: str, out: list[str]) -> None:
         if self.message is None:
-            self._close_calls(out)
             index = len(self.output)
             ident = f"msg_{secrets.token_hex(16)}"
             self.output.append(None)
@@ -208,8 +205,10 @@ class ChunksAsResponses:
             return
         fn = _map(call.get("function"))
         if chat_index not in self.calls:
+            # Calls stay open until the answer ends: an upstream may go on with one after the next
+            # has begun, or after text (deltas name their call by index), and every argument
+            # fragment must reach the client. Items are numbered as they begin, so open ones mix.
             self._close_message(out)
-            self._close_calls(out)  # the pipeline sends each call whole: the one before it is complete
             index = len(self.output)
             ident = f"fc_{secrets.token_hex(16)}"
             given = call.get("id")
@@ -222,9 +221,7 @@ class ChunksAsResponses:
                                     "item": call_item(ident, call_id, name, "", "in_progress")}))
         index, ident, _, _, parts = self.calls[chat_index]
         fragment = fn.get("arguments")
-        if isinstance(fragment, str) and fragment and chat_index not in self.open_calls:
-            log.warning("dropped arguments for call %s after its item was closed: %.200r", ident, fragment)
-        elif isinstance(fragment, str) and fragment:
+        if isinstance(fragment, str) and fragment:
             parts.append(fragment)
             out.append(self._event({"type": "response.function_call_arguments.delta", "item_id": ident,
                                     "output_index": index, "delta": fragment}))

@@ -24,6 +24,7 @@ from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 from reference_proxy.app import create_app
 from reference_proxy.config import ProxyConfig
+from reference_proxy.responses_streams import ChunksAsResponses
 
 from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 
@@ -104,6 +105,64 @@ def test_the_follow_up_turn_reaches_a_chat_upstream_as_a_tool_message(
         {"role": "assistant", "content": None, "tool_calls": [
             {"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]},
         {"role": "tool", "tool_call_id": "call_1", "content": "sunny"}]
+
+
+def test_call_arguments_that_resume_after_another_call_or_text_all_reach_the_client(
+        servers: tuple[str, MockControl, dict[str, str]]) -> None:
+    """A chat upstream may go on with a call after the next one began, or after text: every
+    fragment reaches the Responses client, in the item of the call it belongs to."""
+    _, control, proxies = servers
+    frames: list[Any] = [
+        {"tool_call": {"index": 0, "id": "call_a", "type": "function", "name": "get_weather", "arguments": '{"ci'}},
+        {"tool_call": {"index": 1, "id": "call_b", "type": "function", "name": "get_weather", "arguments": '{"city"'}},
+        {"tool_call": {"index": 0, "arguments": 'ty": "Paris"}'}},
+        "Checking both.",
+        {"tool_call": {"index": 1, "arguments": ': "Oslo"}'}},
+    ]
+    scenario = parse_scenario({
+        "id": "responses-interleaved", "title": "interleaved native calls", "source": "synthetic",
+        "backend": {"dialect": "openai", "frames": frames, "finish_reason": "tool_calls"},
+        "client": {"request": {"model": "m", "messages": [{"role": "user", "content": "weather?"}],
+                               "tools": [{"type": "function", "function": {k: v for k, v in TOOLS[0].items()
+                                                                           if k != "type"}}]}},
+        "expect": {"tool_calls": [{"name": "get_weather", "arguments": {"city": "Paris"}},
+                                  {"name": "get_weather", "arguments": {"city": "Oslo"}}]},
+    })
+    request: dict[str, Any] = {"model": "m", "input": "weather?", "tools": TOOLS}
+    with sdk(proxies["openai"], control.arm(scenario)).responses.stream(**request) as stream:
+        deltas = [(event.output_index, event.delta) for event in stream
+                  if event.type == "response.function_call_arguments.delta"]
+        final = stream.get_final_response()
+    calls = [item for item in final.output if item.type == "function_call"]
+    assert [json.loads(item.arguments) for item in calls] == [{"city": "Paris"}, {"city": "Oslo"}]
+    assert len({item.call_id for item in calls}) == 2
+    for index, item in enumerate(final.output):
+        if item.type == "function_call":  # every fragment streamed to its own item
+            assert "".join(d for i, d in deltas if i == index) == item.arguments
+    assert final.output_text == "Checking both."
+
+
+def test_the_writer_keeps_every_call_open_until_the_answer_ends() -> None:
+    """Whatever order the chat chunks name their calls in (a call resumed after the next one
+    began, or after text), the Responses writer puts every fragment in its call's item."""
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        return json.dumps({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}], "model": "m"})
+
+    def call(index: int, arguments: str, name: str | None = None) -> dict[str, Any]:
+        fn = {"arguments": arguments} if name is None else {"name": name, "arguments": arguments}
+        return {"tool_calls": [{"index": index, **({"id": f"call_{index}"} if name else {}), "function": fn}]}
+
+    writer = ChunksAsResponses({"model": "m", "input": "weather?"}, "m")
+    chunks = [call(0, '{"ci', "get_weather"), call(1, '{"city"', "get_weather"), call(0, 'ty": "Paris"}'),
+              {"content": "Checking both."}, call(1, ': "Oslo"}')]
+    wire = "".join(writer.read(chunk(c)) for c in chunks) + writer.read(chunk({}, "tool_calls")) + writer.read("[DONE]")
+    events = [json.loads(line[6:]) for line in wire.splitlines() if line.startswith("data: ")]
+    final = events[-1]["response"]
+    assert events[-1]["type"] == "response.completed"
+    assert [(item["type"], item.get("arguments")) for item in final["output"]] == [
+        ("function_call", '{"city": "Paris"}'), ("function_call", '{"city": "Oslo"}'), ("message", None)]
+    numbers = [e["sequence_number"] for e in events]
+    assert numbers == sorted(numbers) and len(set(numbers)) == len(numbers)
 
 
 # The families played in front of each upstream: rescue where the text arrives unchanged, translation and

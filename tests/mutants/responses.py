@@ -198,17 +198,27 @@ class ErrorAsString(ResponsesRewriter):
 
 
 class DifferentButCorrect(ResponsesRewriter):
-    """Other item ids, extra event fields (the API's own ``obfuscation``, a vendor's), and each
-    call's arguments in one delta sent just before its ``.done``: all of it the API allows."""
+    """Other item ids, extra event fields (the API's own ``obfuscation``, a vendor's), each
+    call's arguments in one delta sent just before its ``.done``, and the events numbered anew
+    as they are sent: all of it the API allows."""
 
     def __init__(self) -> None:
-        self.held: dict[Any, tuple[Any, list[str]]] = {}  # output_index -> (first delta's number, deltas)
+        self.held: dict[Any, list[str]] = {}  # output_index -> the call's deltas
+        self.number = 0
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        out = self._rewritten(payload)
+        for event in out:
+            if "sequence_number" in event:
+                event["sequence_number"] = self.number
+                self.number += 1
+        return out
 
     @staticmethod
     def renamed(value: Any) -> Any:
         return "item-" + value[::-1] if isinstance(value, str) and value.startswith(("msg_", "fc_")) else value
 
-    def on_payload(self, payload: dict[str, Any]) -> Out:
+    def _rewritten(self, payload: dict[str, Any]) -> Out:
         kind = payload.get("type")
         if "item_id" in payload:
             payload["item_id"] = self.renamed(payload["item_id"])
@@ -218,14 +228,12 @@ class DifferentButCorrect(ResponsesRewriter):
         if kind == "response.output_text.delta":
             payload["obfuscation"] = "a1b2"
         if kind == "response.function_call_arguments.delta":
-            self.held.setdefault(payload.get("output_index"), (payload.get("sequence_number"), []))[1].append(
-                payload["delta"])
+            self.held.setdefault(payload.get("output_index"), []).append(payload["delta"])
             return ()
         if kind == "response.function_call_arguments.done" and payload.get("output_index") in self.held:
-            number, pieces = self.held.pop(payload.get("output_index"))
+            pieces = self.held.pop(payload.get("output_index"))
             one = {k: v for k, v in payload.items() if k not in ("arguments", "name")}
-            return ({**one, "type": "response.function_call_arguments.delta", "sequence_number": number,
-                     "delta": "".join(pieces)}, payload)
+            return ({**one, "type": "response.function_call_arguments.delta", "delta": "".join(pieces)}, payload)
         return (payload,)
 
     def on_answer(self, answer: dict[str, Any]) -> None:
