@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.exchange import Exchange
-from harness.sse import SSEEvent, parse_events
+from harness.sse import SSEEvent
 
 ResponseKind = Literal["sse", "json", "empty"]
 
@@ -234,25 +234,10 @@ def answer_from_body(body: Any, choice_index: int = 0) -> Answer:
 
 
 def answer_from_exchange(exchange: Exchange) -> Answer:
-    """The answer a client reads from ``exchange``: assembled from chunks (or, for the
-    anthropic profile, Messages events) for a stream, read from the body otherwise.
+    """The answer a client reads from ``exchange``: assembled from the stream's events
+    in its profile's dialect, read from the body otherwise (``harness.reading``).
     For the xml-client profile the caller parses the content with ``harness.xml_calls``."""
-    # Imported here: the Anthropic reader builds on this module's Answer.
-    from harness.anthropic_events import answer_from_message, assemble_anthropic_stream, read_events
+    # Imported here: the readers of every dialect build on this module's Answer.
+    from harness.reading import read_answer
 
-    kind = response_kind(exchange)
-    anthropic = exchange.profile == "anthropic"
-    if exchange.profile == "responses":
-        from harness.responses_events import answer_from_response, assemble_responses_stream
-        from harness.responses_events import read_events as read_responses_events
-
-        if kind == "sse":
-            return assemble_responses_stream(read_responses_events(parse_events(exchange.raw).events))
-        return answer_from_response(parse_body(exchange.raw)[0]) if kind == "json" else Answer("", (), None, None, None)
-    if kind == "sse":
-        events = parse_events(exchange.raw).events
-        return assemble_anthropic_stream(read_events(events)) if anthropic else assemble_stream(stream_payloads(events))
-    if kind == "json":
-        body = parse_body(exchange.raw)[0]
-        return answer_from_message(body) if anthropic else answer_from_body(body)
-    return Answer("", (), None, None, None)
+    return read_answer(exchange)

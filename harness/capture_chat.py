@@ -19,8 +19,10 @@ from harness.capture_messages import (
     read_messages_events,
     read_messages_sse,
 )
+from harness.capture_model import Dialect
 from harness.capture_stream import NOT_JSON, StreamParts, data_line, loads, parse_data, read_stream
 from harness.capture_text import _check_response_dialect, _http_head, _json, _list, _obj, _text
+from harness.dialects import OPENAI
 from harness.scenario import ContentFrame, RawFrame, ToolCallFrame
 from harness.sse import is_done_like, parse_events
 
@@ -31,8 +33,9 @@ from harness.sse import is_done_like, parse_events
 class _Response(StreamParts):
     """What a chat-completions response said, gathered chunk by chunk."""
 
-    FINISH: ClassVar[str] = "finish_reason"
-    END: ClassVar[str] = "'data: [DONE]'"
+    DIALECT: ClassVar[Dialect] = "openai"
+    FINISH: ClassVar[str] = OPENAI.finish_field
+    END: ClassVar[str] = OPENAI.stream_end
 
     chunks: int = 0
     reasoning: int = 0

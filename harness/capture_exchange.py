@@ -10,7 +10,8 @@ from typing import Any
 from harness.capture_chat import Answer
 from harness.capture_errors import CaptureError
 from harness.capture_messages import MessagesParts
-from harness.capture_model import DIALECT_NAMES, Capture, CaptureFormat, Dialect
+from harness.capture_model import Capture, CaptureFormat, Dialect
+from harness.dialects import dialect as wire_dialect
 from harness.capture_secrets import _SECRET_VALUE, _Secrets, _secrets_warning
 from harness.capture_text import _json, _text, request_dialect
 from harness.scenario import ContentFrame
@@ -59,12 +60,12 @@ def _capture(
     file: str,
     entry: int | None = None,
 ) -> Capture:
-    dialect: Dialect = "anthropic" if isinstance(resp, MessagesParts) else "openai"
+    dialect: Dialect = resp.DIALECT
     asked = request.dialect if request is not None else None
     if asked is not None and asked != dialect:
         raise CaptureError(
-            f"{origin}: the request is a {DIALECT_NAMES[asked]} request but the response is a "
-            f"{DIALECT_NAMES[dialect]} answer; "
+            f"{origin}: the request is a {wire_dialect(asked).short_name} request but the response is a "
+            f"{wire_dialect(dialect).short_name} answer; "
             "a capture holds one exchange"
         )
     warnings = [*_secrets_warning(origin, secrets), *resp.summary_warnings(origin)]

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 from harness.capture_errors import CaptureError
+from harness.capture_model import Dialect
+from harness.dialects import ANTHROPIC
 from harness.capture_stream import StreamParts, data_line, read_stream
 from harness.replay.anthropic import sse_event
 from harness.scenario import ContentFrame, RawFrame, ToolUseFrame
@@ -58,8 +60,9 @@ class MessagesParts(StreamParts):
     """What a Messages answer said, gathered event by event (its finish_reason is the
     stop_reason; it is done once message_stop came)."""
 
-    FINISH: ClassVar[str] = "stop_reason (no message_delta)"
-    END: ClassVar[str] = "message_stop"
+    DIALECT: ClassVar[Dialect] = "anthropic"
+    FINISH: ClassVar[str] = f"{ANTHROPIC.finish_field} (no message_delta)"
+    END: ClassVar[str] = ANTHROPIC.stream_end
 
     ping: bool = False
     started: bool = False  # message_start seen (or a whole message read)

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from harness.dialects import dialect as wire_dialect
 from harness.scenario import Frame
 
 
@@ -18,13 +19,12 @@ FORMAT_NAMES: Mapping[CaptureFormat, str] = {
     "har": "HAR",
     "jsonl": "JSON-lines log",
 }
-DIALECT_NAMES: Mapping[Dialect, str] = {"openai": "chat-completions", "anthropic": "Messages"}
 
 
 def format_name(fmt: CaptureFormat, dialect: Dialect) -> str:
     """How a scenario's ``source`` names the capture's format."""
     if fmt == "json":
-        return "chat.completion JSON" if dialect == "openai" else "Messages JSON"
+        return f"{wire_dialect(dialect).answer_name} JSON"
     return FORMAT_NAMES[fmt]
 
 

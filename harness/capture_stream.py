@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
+from harness.capture_model import Dialect
 from harness.scenario import Frame
 from harness.sse import SSEEvent, SSEStream
 
@@ -52,6 +53,7 @@ def data_line(value: Any) -> str:
 class StreamParts:
     """What an answer said, gathered event by event, in either dialect."""
 
+    DIALECT: ClassVar[Dialect]  # the API whose answer it reads
     FINISH: ClassVar[str]  # how a warning names a missing finish
     END: ClassVar[str]  # how a warning names the stream's last event
 

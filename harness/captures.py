@@ -24,7 +24,6 @@ from harness.capture_errors import UnsupportedDialect as UnsupportedDialect
 from harness.capture_exchange import _capture, _request_from_text
 from harness.capture_har import read_har as read_har
 from harness.capture_jsonl import read_jsonl as read_jsonl
-from harness.capture_model import DIALECT_NAMES as DIALECT_NAMES
 from harness.capture_model import FORMAT_NAMES as FORMAT_NAMES
 from harness.capture_model import FORMATS as FORMATS
 from harness.capture_model import Capture as Capture

@@ -8,16 +8,15 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.anthropic_events import answer_from_message, assemble_anthropic_stream, read_events
-from harness.assemble import Answer, answer_from_exchange, parse_body, response_kind
+from harness.assemble import Answer, answer_from_exchange
 from harness.compare import fold_ws
+from harness.dialects.clients import client
 from harness.exchange import Exchange
 from harness.rechunk import describe_split
 from harness.rules import Rule
 from harness.runner import Attempt, ScenarioRun
 from harness.scenario import Scenario
 from harness.summary import rules_by_id
-from harness.sse import parse_events
 from harness.transcript import Position, clip, transcript
 from harness.xml_calls import parse_xml_calls, tool_vocabulary
 
@@ -44,7 +43,7 @@ def _call_lines(calls: Iterable[tuple[str, Any]]) -> list[str]:
 
 def _received_calls(scenario: Scenario, exchange: Exchange, answer: Answer) -> tuple[list[tuple[str, Any]], str]:
     """The calls a client of this profile reads, and the content left around them."""
-    if exchange.profile == "xml-client":
+    if client(exchange.profile).reads_xml:
         parsed = parse_xml_calls(answer.content, tool_vocabulary(exchange.request_body))
         return [(c.name, dict(c.params)) for c in parsed.calls], parsed.outside
     return [(c.name, c.arguments) for c in answer.tool_calls], answer.content
@@ -52,11 +51,7 @@ def _received_calls(scenario: Scenario, exchange: Exchange, answer: Answer) -> t
 
 def read_answer(exchange: Exchange) -> Answer:
     """What the client of this exchange's dialect reads from it."""
-    if exchange.profile != "anthropic":
-        return answer_from_exchange(exchange)
-    if response_kind(exchange) == "sse":
-        return assemble_anthropic_stream(read_events(parse_events(exchange.raw).events))
-    return answer_from_message(parse_body(exchange.raw)[0])
+    return answer_from_exchange(exchange)
 
 
 def answer_diff(scenario: Scenario, exchange: Exchange) -> list[str]:
@@ -71,7 +66,7 @@ def answer_diff(scenario: Scenario, exchange: Exchange) -> list[str]:
     expected_lines = _call_lines((c.name, c.arguments) for c in expect.tool_calls)
     received_lines = _call_lines(calls)
     if expected_lines != received_lines:
-        via = " (read as XML from the content, xml-client profile)" if exchange.profile == "xml-client" else ""
+        via = " (read as XML from the content, xml-client profile)" if client(exchange.profile).reads_xml else ""
         out.append(f"tool calls{via} (- expected, + received):")
         diff = difflib.unified_diff(expected_lines, received_lines, lineterm="", n=len(expected_lines) + len(received_lines))
         out.extend("  " + line[0] + " " + line[1:] for line in list(diff)[3:])
@@ -85,7 +80,7 @@ def answer_diff(scenario: Scenario, exchange: Exchange) -> list[str]:
     elif expect.content_regex is not None:
         out.append(f"content must match /{expect.content_regex}/; received {clip(repr(content), 300)}")
     if expect.finish_reason is not None and answer.finish_reason != expect.finish_reason:
-        label = "stop_reason" if exchange.profile == "anthropic" else "finish_reason"
+        label = client(exchange.profile).answers.finish_field
         out.append(f"{label}: expected {expect.finish_reason!r}, received {answer.finish_reason!r}")
     if answer.error is not None:
         out.append(f"the proxy reported an error: {clip(json.dumps(answer.error, ensure_ascii=False), 300)}")

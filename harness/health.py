@@ -13,6 +13,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from harness.dialects.clients import client
 from harness.errors import ProxyUnreachable
 from harness.exchange import Exchange, Profile
 from harness.profiles import ENDPOINTS, written_profile
@@ -24,7 +25,7 @@ from mock_backends.control import MockControl
 def plain_scenario(profile: Profile, upstream: str) -> Scenario:
     """One plain question in the client's dialect, answered ``yes`` by a backend of ``upstream``."""
     request: dict[str, object] = {"model": "preflight", "messages": [{"role": "user", "content": "Say yes."}]}
-    if profile == "anthropic":
+    if client(profile).written_in.requests.needs_max_tokens:
         request["max_tokens"] = 16
     return parse_scenario({
         "id": f"preflight-{profile}-{upstream}", "title": "preflight", "source": "synthetic",

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.captures import Capture, Dialect
+from harness.dialects import dialect as wire_dialect
 from harness.scenario import ContentFrame, Frame, ToolCallFrame, ToolUseFrame
 from reference_proxy.anthropic_message import finish_message
 from reference_proxy.dedup import call_key
@@ -32,17 +33,13 @@ Call = tuple[str, dict[str, Any]]
 
 def declared_tools(request: Mapping[str, Any], dialect: Dialect) -> list[ToolSpec]:
     """The tools a request of ``dialect`` declares."""
-    return list(anthropic_tools(request)) if dialect == "anthropic" else tools_from_request(request)
+    return READINGS[dialect].declared(request)
 
 
 def parser_tools(request: Mapping[str, Any], dialect: Dialect) -> list[ToolSpec]:
-    """The tools text may become calls of: the declared ones, none under a Messages
-    ``tool_choice: {type: none}`` (the reference proxy then offers the backend no tool,
-    and rescues none)."""
-    choice = request.get("tool_choice")
-    if dialect == "anthropic" and isinstance(choice, Mapping) and choice.get("type") == "none":
-        return []
-    return declared_tools(request, dialect)
+    """The tools text may become calls of: the declared ones, none under a ``tool_choice``
+    of none (the reference proxy then offers the backend no tool, and rescues none)."""
+    return READINGS[dialect].offered(request)
 
 
 @dataclass
@@ -104,10 +101,7 @@ def inferred_tool(name: str, arguments: Mapping[str, Any] | None, dialect: Diale
     for key, value in (arguments or {}).items():
         kind = next((t for cls, t in _JSON_TYPES if isinstance(value, cls)), None)
         properties[key] = {"type": kind} if kind else {}
-    schema = {"type": "object", "properties": properties}
-    if dialect == "anthropic":
-        return {"name": name, "input_schema": schema}
-    return {"type": "function", "function": {"name": name, "parameters": schema}}
+    return wire_dialect(dialect).requests.tool(name, {"type": "object", "properties": properties})
 
 
 def _arguments(text: str) -> dict[str, Any] | None:
@@ -134,9 +128,7 @@ class Expectation:
 
 def expectation(capture: Capture, tools: Sequence[ToolSpec] | None, rescue: Rescue) -> Expectation:
     """The proposal for ``capture``, in its dialect; ``tools`` None when the request was not captured."""
-    if capture.dialect == "anthropic":
-        return messages_expectation(capture, tools)
-    return chat_expectation(capture, tools, rescue)
+    return READINGS[capture.dialect].expect(capture, tools, rescue)
 
 
 def _unusable_input(name: str, text: str) -> str:
@@ -242,3 +234,27 @@ def blocks_pattern(texts: Sequence[str]) -> str | None:
     if len(texts) < 2:
         return None
     return r"\A\s*" + r"\s*".join(re.escape(t) for t in texts) + r"\s*\Z"
+
+
+def _messages_offered(request: Mapping[str, Any]) -> list[ToolSpec]:
+    """A Messages request's tools, none under ``tool_choice: {type: none}`` (as
+    ``tools_from_request`` reads a chat request's ``tool_choice: "none"``)."""
+    choice = request.get("tool_choice")
+    return [] if isinstance(choice, Mapping) and choice.get("type") == "none" else list(anthropic_tools(request))
+
+
+@dataclass(frozen=True)
+class Reading:
+    """How the reference proxy reads a capture of one dialect: the tools its request
+    declares, the tools its text may become calls of, and the answer it proposes."""
+
+    declared: Callable[[Mapping[str, Any]], list[ToolSpec]]
+    offered: Callable[[Mapping[str, Any]], list[ToolSpec]]
+    expect: Callable[[Capture, Sequence[ToolSpec] | None, Rescue], Expectation]
+
+
+READINGS: Mapping[Dialect, Reading] = {
+    "openai": Reading(tools_from_request, tools_from_request, chat_expectation),
+    "anthropic": Reading(lambda request: list(anthropic_tools(request)), _messages_offered,
+                         lambda capture, tools, _rescue: messages_expectation(capture, tools)),
+}

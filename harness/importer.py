@@ -21,6 +21,8 @@ from typing import Any
 import yaml
 
 from harness.captures import Capture, CaptureError, format_name
+from harness.dialects import dialect as wire_dialect
+from harness.dialects.clients import profiles_written_in
 from harness.errors import ScenarioError
 from harness.import_yaml import ReviewNotes as ReviewNotes
 from harness.import_yaml import render_yaml as render_yaml
@@ -34,7 +36,7 @@ from harness.import_expect import (
     inferred_tool,
     parser_tools,
 )
-from harness.scenario import Scenario, frame_to_mapping, parse_scenario, scenario_schema
+from harness.scenario import DEFAULT_PROFILE, Scenario, frame_to_mapping, parse_scenario, scenario_schema
 from reference_proxy.rescue import rescue_text
 
 DEFAULT_FAMILY = "imported"
@@ -112,7 +114,7 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
             notes.client_comment.append(f"tools {names} added by the import (inferred from the calls seen)")
     else:
         request = {"model": capture.model or "imported-model"}
-        if dialect == "anthropic":
+        if wire_dialect(dialect).requests.needs_max_tokens:
             request["max_tokens"] = PLACEHOLDER_MAX_TOKENS
         request["stream"] = capture.streamed
         request["messages"] = [{"role": "user", "content": PLACEHOLDER_MESSAGE}]
@@ -133,12 +135,13 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
                 "tool definitions if it sent any, then re-check expect"
             )
         notes.client_comment.append("request not captured: placeholder message, tools inferred from the calls seen")
-    client: dict[str, Any] = {"profile": "anthropic"} if dialect == "anthropic" else {}
+    profiles = profiles_written_in(dialect)
+    client: dict[str, Any] = {"profile": profiles[0]} if profiles[0] != DEFAULT_PROFILE else {}
     agent = capture.headers.get("User-Agent") or next(
         (v for k, v in capture.headers.items() if k.lower() == "user-agent"), None
     )
-    if agent and dialect == "anthropic":
-        client["headers"] = {"User-Agent": agent}  # an anthropic case runs under its own profile only
+    if agent and len(profiles) == 1:
+        client["headers"] = {"User-Agent": agent}  # a case only its own profile plays keeps its client's
     elif agent:
         if any(p in agent.lower() for p in XML_CLIENT_AGENTS):
             notes.warnings.append(
@@ -206,17 +209,17 @@ def scenario_mapping(
     client = _client(capture, exp, notes)
     backend = _backend(capture, client["request"], notes)
     frames = len(capture.frames)
-    anthropic = capture.dialect == "anthropic"
+    wire = wire_dialect(capture.dialect)
     if capture.truncated:
         notes.checks.append(
-            f"backend: the capture stops after frame {frames} with no {'stop_reason' if anthropic else 'finish_reason'}. "
+            f"backend: the capture stops after frame {frames} with no {wire.finish_field}. "
             "If the backend really "
             f"stopped there, add `fault: {{kind: drop, after_frame: {frames}}}` to backend and say in expect "
             "what the client must get; if only the capture was cut short, the case replays a complete answer"
         )
     elif not capture.terminated:
         notes.checks.append(
-            f"backend: the stream ended without {'message_stop' if anthropic else repr('data: [DONE]')}. "
+            f"backend: the stream ended without {wire.stream_end}. "
             "If the backend really omits it, add "
             "`fault: {kind: no_terminator}` to backend"
         )

@@ -20,6 +20,8 @@ import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from harness.dialects import dialect as wire_dialect
+
 NONCE_HEADER = "X-Conformance-Nonce"
 _PREFIX = "tcc-"
 _NONCE = re.escape(_PREFIX) + "[0-9a-f]{32}"  # 16 random bytes, in hex
@@ -39,19 +41,22 @@ def nonce_line(nonce: str) -> str:
 
 
 def place_nonce(body: Mapping[str, Any], nonce: str, dialect: str = "openai") -> dict[str, Any]:
-    """A copy of a request body carrying ``nonce`` in its user-id field (OpenAI ``user``,
-    Anthropic ``metadata.user_id``; a value the client set itself is kept unless it is an
-    old nonce) and in the first and last user messages (string content, or a text part
-    added to a list of parts/blocks, which have the same shape in both dialects)."""
+    """A copy of a request body carrying ``nonce`` in its user-id field (the dialect's
+    ``user_id_path``: OpenAI ``user``, Anthropic ``metadata.user_id``; a value the client
+    set itself is kept unless it is an old nonce) and in the first and last user messages
+    (string content, or a text part added to a list of parts/blocks, which have the same
+    shape in both dialects)."""
     out = copy.deepcopy(dict(body))
-    if dialect == "anthropic":
-        metadata = out.get("metadata")
-        if metadata is None:
-            out["metadata"] = {"user_id": nonce}
-        elif isinstance(metadata, dict):
-            _set_id(metadata, "user_id", nonce)
-    else:
-        _set_id(out, "user", nonce)
+    *outer, key = wire_dialect(dialect).requests.user_id_path
+    holder: Any = out
+    for name in outer:  # a missing object is made; a value the client set that is no object is left alone
+        if holder.get(name) is None:
+            holder[name] = {}
+        holder = holder[name]
+        if not isinstance(holder, dict):
+            break
+    if isinstance(holder, dict):
+        _set_id(holder, key, nonce)
     messages = out.get("messages")
     if isinstance(messages, list):
         users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.dialects.clients import client
+from harness.scenario import DEFAULT_PROFILE
 from harness.errors import ConformanceError, ProxyUnreachable
 
 if TYPE_CHECKING:
@@ -113,9 +115,12 @@ class ScenarioItem(pytest.Item):
             skip = unclaimed_reason(scenario.family, session.formats, scenario.rescues)
         if skip is None and scenario.spec_only and not session.strict:
             skip = "a case only the spec decides (no client breaks either way): played with --strict"
-        if skip is None and session.user_proxy_url and session.client_profile is None and profile == "anthropic":
-            skip = ("an Anthropic client's scenario, and the proxy's clients are taken to speak openai "
-                    "(pass --client-profile anthropic to test its Messages API)")
+        played = client(profile)
+        # A user's proxy is taken to serve OpenAI clients unless --client-profile says otherwise.
+        if (skip is None and session.user_proxy_url and session.client_profile is None
+                and played.written_in is not client(DEFAULT_PROFILE).written_in):
+            skip = (f"{played.label}'s scenario, and the proxy's clients are taken to speak openai "
+                    f"(pass --client-profile {profile} to test its {played.answers.short_name} API)")
         if skip is None:
             try:
                 scenario = serve_as(scenario, upstream)

@@ -288,11 +288,11 @@ class ConformanceSession:
         It may take the default timeout even when ``--timeout`` is shorter: the first request
         can pay the proxy's cold start, and its verdict decides the whole run."""
         from harness.dialects import DIALECTS
+        from harness.dialects.clients import client
         from harness.health import plain_scenario, preflight
 
         profile: Profile = self.client_profile or "openai"
-        dialect = "anthropic" if profile == "anthropic" else "openai"
-        upstream = self.upstream_mode if self.upstream_mode in DIALECTS else dialect
+        upstream = self.upstream_mode if self.upstream_mode in DIALECTS else client(profile).written_in.name
         result = preflight(plain_scenario(profile, upstream), proxy_url=shared.proxy_url, mock=self.mock,
                            profile=profile, model=self.models.default, proxy_headers=self.proxy_headers,
                            timeout=max(self.timeout, DEFAULT_TIMEOUT))
@@ -357,13 +357,17 @@ class ConformanceSession:
         front of a Responses upstream, a Responses client for each case a chat-completions
         client asks (so that pass covers Responses as client and as upstream at once); else
         each scenario's own (None)."""
+        from harness.dialects.clients import CLIENTS
         from harness.profiles import choose_profile
 
-        if self.client_profile is not None or self.upstream_mode != "all" or upstream != "responses":
+        if self.client_profile is not None or self.upstream_mode != "all":
             return self.client_profile
-        if scenario.client.profile != "openai" or choose_profile(scenario, "responses", features)[1] is not None:
+        # A client of the upstream's API that says this case's request in its own words.
+        translating = next((p.name for p in CLIENTS.values()
+                            if p.answers.name == upstream and p.written_as == scenario.client.profile), None)
+        if translating is None or choose_profile(scenario, translating, features)[1] is not None:
             return None
-        return "responses"
+        return translating
 
     def pairs_label(self) -> str:
         """The dialect pairs the run plays, as the header and report name them."""

@@ -5,56 +5,38 @@ recognised by User-Agent), so each profile sends the headers of the client famil
 it stands for. Running a case under ``xml-client`` (clients that read tool calls as XML
 in the content; ``vtc`` is its old spelling) only makes sense when the proxy claims
 the ``xml-client`` feature; a case that conflicts with a feature the proxy claims is skipped.
+The profiles themselves are objects of the core (``harness.dialects.clients``); this
+module chooses one for a case and says the request as its client sends it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Any, Final
 
+from harness.dialects.clients import CLIENTS, client
 from harness.exchange import Profile
-from harness.responses_request import chat_to_responses
 from harness.scenario import OLD_NAMES, PROFILES, Scenario, current_name
 
+# Each profile's headers, where its client posts below the proxy's base URL
+# (``http://host:port/v1``), and the features a proxy must claim for it.
 DEFAULT_HEADERS: Final[Mapping[Profile, Mapping[str, str]]] = MappingProxyType(
-    {
-        "openai": MappingProxyType({"User-Agent": "OpenAI/Python toolcall-conformance"}),
-        "xml-client": MappingProxyType({"User-Agent": "Cline/3.38.0 toolcall-conformance"}),
-        "anthropic": MappingProxyType(
-            {"User-Agent": "Anthropic/Python toolcall-conformance", "anthropic-version": "2023-06-01"}
-        ),
-        "responses": MappingProxyType({"User-Agent": "OpenAI/Python toolcall-conformance"}),
-    }
-)
-
-# Where each profile's client posts, below the proxy's base URL (``http://host:port/v1``).
-ENDPOINTS: Final[Mapping[Profile, str]] = MappingProxyType(
-    {"openai": "/chat/completions", "xml-client": "/chat/completions", "anthropic": "/messages",
-     "responses": "/responses"}
-)
-
+    {p.name: p.headers for p in CLIENTS.values()})
+ENDPOINTS: Final[Mapping[Profile, str]] = MappingProxyType({p.name: p.endpoint for p in CLIENTS.values()})
 PROFILE_FEATURES: Final[Mapping[Profile, tuple[str, ...]]] = MappingProxyType(
-    {"openai": (), "xml-client": ("xml-client",), "anthropic": (), "responses": ()}
-)
-
-# Profiles whose client says a case written for another profile in its own API's words:
-# the profile the case must be meaningful under, and how its request body is rewritten.
-TRANSLATED: Final[Mapping[Profile, tuple[Profile, Callable[[Mapping[str, Any]], dict[str, Any]]]]] = MappingProxyType(
-    {"responses": ("openai", chat_to_responses)}
-)
+    {p.name: p.features for p in CLIENTS.values()})
 
 
 def written_profile(profile: Profile) -> Profile:
     """The profile a case for ``profile``'s client is written under (itself, unless translated)."""
-    translated = TRANSLATED.get(profile)
-    return translated[0] if translated is not None else profile
+    return client(profile).case_profile
 
 
 def client_body(profile: Profile, body: Mapping[str, Any]) -> dict[str, Any]:
     """The request body as ``profile``'s client sends it."""
-    translated = TRANSLATED.get(profile)
-    return translated[1](body) if translated is not None else dict(body)
+    rewrite = client(profile).rewrite
+    return rewrite(body) if rewrite is not None else dict(body)
 
 
 def parse_profile(value: str) -> Profile:
@@ -106,12 +88,12 @@ def conflict_skip_reason(clashing: Iterable[str]) -> str:
 def choose_profile(scenario: Scenario, requested: Profile | None, features: Iterable[str]) -> tuple[Profile, str | None]:
     """The profile a case runs under and, when it cannot run, why (the skip reason)."""
     profile: Profile = requested or scenario.client.profile
-    translated = TRANSLATED.get(profile)
-    if translated is not None and profile not in scenario.client.profiles:
-        if translated[0] not in scenario.client.profiles or scenario.client.raw_body is not None:
-            return profile, (f"not meaningful under client profile {profile}: it says a {translated[0]} client's "
+    written_as = client(profile).written_as
+    if written_as is not None and profile not in scenario.client.profiles:
+        if written_as not in scenario.client.profiles or scenario.client.raw_body is not None:
+            return profile, (f"not meaningful under client profile {profile}: it says a {written_as} client's "
                              "request, and its " + ("raw body cannot be rewritten" if scenario.client.raw_body
-                                                    is not None else f"client.profiles lack {translated[0]}"))
+                                                    is not None else f"client.profiles lack {written_as}"))
     elif profile not in scenario.client.profiles:
         meaningful = ", ".join(scenario.client.profiles)
         return profile, f"not meaningful under client profile {profile} (the scenario's client.profiles: {meaningful})"

@@ -17,6 +17,7 @@ from typing import Any
 import h11
 import httpx
 
+from harness.dialects.clients import client
 from harness.errors import MockError, ProxyUnreachable
 from harness.exchange import BackendActivity, Exchange, Profile
 from harness.nonce import NONCE_HEADER, place_nonce
@@ -306,7 +307,7 @@ def probe_scenario(scenario: Scenario, profile: Profile) -> Scenario:
         "stream": False,
         "messages": [{"role": "user", "content": "Are you still there? Answer yes."}],
     }
-    if profile == "anthropic":
+    if client(profile).written_in.requests.needs_max_tokens:
         request["max_tokens"] = 16
     return parse_scenario(
         {

@@ -12,11 +12,14 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from harness.dialects import DIALECTS
+from harness.dialects.clients import default_profiles
 from harness.errors import ScenarioError, ScenarioProblem
 from harness.scenario_checks import semantic_problems
 from harness.scenario_model import (
     FEATURES as FEATURES,
     OLD_NAMES as OLD_NAMES,
+    DEFAULT_PROFILE as DEFAULT_PROFILE,
     OPENAI_PROFILES as OPENAI_PROFILES,
     PROFILES as PROFILES,
     Backend as Backend,
@@ -43,9 +46,6 @@ from harness.scenario_yaml import Lines, load_yaml
 
 # --------------------------------------------------------------------------- building
 
-
-# Each dialect's default finish, when a backend names none.
-_DEFAULT_FINISH = {"anthropic": "end_turn", "responses": "completed"}
 
 
 def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
@@ -85,7 +85,7 @@ def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
         frames=tuple(frames),
         stream=b.get("stream", "auto"),
         model=b.get("model"),
-        finish_reason=b.get("finish_reason", _DEFAULT_FINISH.get(b["dialect"], "stop")),
+        finish_reason=b.get("finish_reason", DIALECTS[b["dialect"]].default_finish),
         usage=b.get("usage"),
         delay_ms=float(b.get("delay_ms", 0)),
         write_bytes=b.get("write_bytes"),
@@ -95,11 +95,11 @@ def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
         fault=fault,
     )
     c = data["client"]
-    profile = c.get("profile", "openai")
+    profile = c.get("profile", DEFAULT_PROFILE)
     client = Client(
         request=c["request"],
         profile=profile,
-        profiles=tuple(c.get("profiles", ("anthropic",) if profile == "anthropic" else OPENAI_PROFILES)),
+        profiles=tuple(c.get("profiles", default_profiles(profile))),
         headers=dict(c.get("headers") or {}),
         raw_body=c.get("raw_body"),
         truncate_body=bool(c.get("truncate_body", False)),

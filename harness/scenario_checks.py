@@ -9,7 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import ScenarioProblem
-from harness.scenario_model import OPENAI_PROFILES, tool_name
+from harness.dialects import DIALECTS
+from harness.dialects.clients import client, default_profiles
+from harness.scenario_model import DEFAULT_PROFILE, tool_name
 from harness.scenario_schema import dotted
 from harness.scenario_yaml import Lines
 
@@ -57,32 +59,26 @@ def _not_declared(name: str, data: Mapping[str, Any], what: str = "tool") -> str
 
 @_check("client.profile", "client.request.tools")
 def _tool_shapes(data: Mapping[str, Any], problem: Report) -> None:
-    anthropic_client = data["client"].get("profile", "openai") == "anthropic"
+    requests = client(data["client"].get("profile", DEFAULT_PROFILE)).written_in.requests
     for i, tool in enumerate(data["client"]["request"].get("tools") or ()):
-        name = tool_name(tool)
-        if anthropic_client:
-            ok = name is not None and ("input_schema" in tool or "function" not in tool)
-        else:
-            ok = name is not None and tool.get("type") == "function"
-        if not ok:
-            want = "{name, input_schema}" if anthropic_client else "{type: function, function: {name, parameters}}"
-            problem(["client", "request", "tools", i], f"a tool of this client's dialect is written {want}")
+        if not (isinstance(tool, Mapping) and requests.tool_ok(tool)):
+            problem(["client", "request", "tools", i], f"a tool of this client's dialect is written {requests.tool_form}")
 
 
-# Dialects whose native call is one item of its own, written as a tool_use frame
-# (Anthropic tool_use blocks, Responses function_call items).
-_WHOLE_CALL_DIALECTS = ("anthropic", "responses")
+# What each kind of native-call frame is, for a backend whose dialect writes its calls in the other.
+_CALL_FRAMES = {"tool_call": "OpenAI deltas", "tool_use": "Anthropic blocks"}
 
 
 @_check("backend.dialect", "backend.frames")
 def _frame_dialect(data: Mapping[str, Any], problem: Report) -> None:
-    dialect = data["backend"]["dialect"]
+    dialect = DIALECTS[data["backend"]["dialect"]]
+    own = dialect.calls.frame_key
     for i, frame in enumerate(data["backend"]["frames"]):
         if isinstance(frame, Mapping):
-            if "tool_call" in frame and dialect != "openai":
-                problem(["backend", "frames", i], "tool_call frames are OpenAI deltas; an anthropic backend uses tool_use")
-            if "tool_use" in frame and dialect not in _WHOLE_CALL_DIALECTS:
-                problem(["backend", "frames", i], "tool_use frames are Anthropic blocks; an openai backend uses tool_call")
+            for key, what in _CALL_FRAMES.items():
+                if key in frame and key != own:
+                    problem(["backend", "frames", i],
+                            f"{key} frames are {what}; a backend of the {dialect.name} dialect uses {own}")
 
 
 @_check("backend.frames", "client.request.tools")
@@ -157,12 +153,13 @@ def _upstream_checks(data: Mapping[str, Any], problem: Report) -> None:
 
 @_check("client.profile", "client.profiles")
 def _profiles(data: Mapping[str, Any], problem: Report) -> None:
-    profile = data["client"].get("profile", "openai")
-    profiles = data["client"].get("profiles", ["anthropic"] if profile == "anthropic" else list(OPENAI_PROFILES))
+    profile = data["client"].get("profile", DEFAULT_PROFILE)
+    profiles = data["client"].get("profiles", list(default_profiles(profile)))
     if profile not in profiles:
         problem(["client", "profile"], f"profile '{profile}' is not among 'profiles' {profiles}")
-    if "anthropic" in profiles and len(profiles) > 1:
-        problem(["client", "profiles"], "an anthropic client's request cannot be replayed as another profile")
+    alone = next((p for p in profiles if default_profiles(p) == (p,)), None)  # a request no other profile sends
+    if alone is not None and len(profiles) > 1:
+        problem(["client", "profiles"], f"{client(alone).label}'s request cannot be replayed as another profile")
 
 
 @_check("client.request.stream", "rechunk")

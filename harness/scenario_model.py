@@ -14,6 +14,7 @@ from typing import Any, Literal
 Profile = Literal["openai", "xml-client", "anthropic", "responses"]
 PROFILES: tuple[Profile, ...] = ("openai", "xml-client", "anthropic", "responses")
 OPENAI_PROFILES: tuple[Profile, ...] = ("openai", "xml-client")
+DEFAULT_PROFILE: Profile = "openai"  # a case's client when it names none
 FEATURES: tuple[str, ...] = ("force-non-stream", "system-to-user", "loop-guard", "xml-client", "tool-choice", "hold-back-cap",
                              "body-timeout", "fails-fast")
 #: Old spellings still read wherever a profile or feature is named (scenario files, ``--client-profile``,
@@ -109,7 +110,7 @@ class Backend:
 @dataclass(frozen=True, slots=True)
 class Client:
     request: Mapping[str, Any]
-    profile: Profile = "openai"
+    profile: Profile = DEFAULT_PROFILE
     profiles: tuple[Profile, ...] = OPENAI_PROFILES
     headers: Mapping[str, str] = field(default_factory=dict)
     raw_body: str | None = None
@@ -117,9 +118,12 @@ class Client:
     pad_bytes: int | None = None
 
     @property
-    def dialect(self) -> Literal["openai", "anthropic"]:
+    def dialect(self) -> str:
         """The API the client speaks: the request body is written in it."""
-        return "anthropic" if self.profile == "anthropic" else "openai"
+        # Imported here: the dialects read this model.
+        from harness.dialects.clients import client
+
+        return client(self.profile).written_in.name
 
     @property
     def tool_names(self) -> tuple[str, ...]:

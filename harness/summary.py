@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.dialects.clients import CLIENTS
 from harness.rules import RULES, Rule
 from harness.runner import ScenarioRun
 from harness.scenario import Scenario
@@ -56,15 +57,20 @@ class ItemRecord:
     @property
     def pair(self) -> str:
         """The dialect pair played, client → upstream."""
-        client = "openai" if self.profile == "xml-client" else self.profile
-        return f"{client} → {self.upstream or '?'}"
+        return f"{self.client_dialect} → {self.upstream or '?'}"
 
     @property
     def label(self) -> str:
         """The scenario id, with the pair when it is not the scenario's own: the backend served
         in another dialect than the client's, or another client than the one it was written for."""
-        client = "openai" if self.profile == "xml-client" else self.profile
-        return self.scenario if self.upstream in ("", client) and self.own_profile else f"{self.scenario} [{self.pair}]"
+        own = self.upstream in ("", self.client_dialect) and self.own_profile
+        return self.scenario if own else f"{self.scenario} [{self.pair}]"
+
+    @property
+    def client_dialect(self) -> str:
+        """The dialect the client read answers in (its profile's name, for a profile no longer known)."""
+        played = CLIENTS.get(self.profile)
+        return played.answers.name if played is not None else self.profile
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -1,9 +1,9 @@
-"""The mock backend's HTTP face: OpenAI and Anthropic routes under any prefix, and the control API.
+"""The mock backend's HTTP face: a route per wire dialect under any prefix, and the control API.
 
-Thin on purpose: selection and recording live in ``registry``, request checks in
-``validation``, the answers in the core's ``harness.replay`` planners; this
-module only moves bytes between them and the socket. Every answer, errors included,
-is in the shape the route's clients parse.
+Thin on purpose: selection and recording live in ``registry``, each dialect's route
+(its request checks, error shape and answer planning) in ``routes``, the answers in
+the core's ``harness.replay`` planners; this module only moves bytes between them and
+the socket. Every answer, errors included, is in the shape the route's clients parse.
 """
 
 from __future__ import annotations
@@ -14,29 +14,25 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
-from functools import partial
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
+from harness.dialects import DIALECTS, OPENAI
 from harness.errors import ScenarioError
 from harness.exchange import RecordedRequest
 from harness.nonce import find_nonce
-from harness.replay import anthropic as anthropic_replay
-from harness.replay import responses as responses_replay
 from harness.replay.fault_rate import FaultRate
-from harness.replay.openai import completion, error_body, plan_reply, stream_events
+from harness.replay.openai import error_body
 from harness.replay.wire import Delivery, Event, dumps
-from harness.scenario import Fault, Scenario, parse_scenario
+from harness.scenario import Scenario, parse_scenario
 from mock_backends.lockstep import DEFAULT_PATIENCE, Lockstep
 from mock_backends.registry import AnswerLog, Registry, Run, RunNotFound, Selection, UnknownScenario
+from mock_backends.routes import ROUTES
 from mock_backends.streaming import DroppedResponse, Logged, ReplayStream, quiet_deliberate_drops
-from mock_backends.responses_validation import check_responses
-from mock_backends.validation import check_anthropic, check_openai
 
 logger = logging.getLogger("mock_backends")
 
@@ -52,10 +48,6 @@ FAULT_HEADER = "X-Conformance-Fault"  # the kind of a fault drawn by the fault r
 SELECTED_BY_HEADER = "X-Conformance-Selected-By"
 _TOOK = {"queue": " (no nonce: oldest waiting run)", "only": " (no nonce: the only armed run)"}
 
-Dialect = Literal["openai", "anthropic", "responses"]
-_DIALECTS = {"openai": "POST .../chat/completions", "anthropic": "POST .../messages",
-             "responses": "POST .../responses"}
-_CHECKS = {"openai": check_openai, "anthropic": check_anthropic, "responses": check_responses}
 
 
 def _json(data: Any, status: int = 200) -> Response:
@@ -70,23 +62,25 @@ def _error(status: int, message: str, code: str, *, param: str | None = None, **
     return _json(body, status)
 
 
-def _anthropic_error(status: int, message: str, type: str) -> Response:
-    return _json(anthropic_replay.error_body(message, type), status)
-
-
-def _route_error(dialect: Dialect, status: int, message: str, code: str, *, param: str | None = None,
-                 api_type: str | None = None) -> Response:
+def _route_error(dialect: str, status: int, message: str, code: str, *, param: str | None = None,
+                 api_type: str | None = None, server: bool = False) -> Response:
     """An error in the route's dialect. OpenAI: ``code`` names the problem. Anthropic: the
     error type is the API's own (``api_type``) or, for problems only the mock has, ``code``."""
-    if dialect == "anthropic":
-        return _anthropic_error(status, message, api_type or code)
-    return _error(status, message, code, param=param)
+    return _json(ROUTES[dialect].error(message, code, param=param, api_type=api_type, server=server), status)
 
 
-def _speaks_anthropic(request: Request) -> bool:
-    """Whether to answer in the Anthropic shape: on the Messages route, or when the request
-    carries the header every Anthropic client sends."""
-    return "anthropic-version" in request.headers or request.scope["path"].rstrip("/").endswith("/messages")
+def _route_name(dialect: str) -> str:
+    """How a message names a dialect's route."""
+    return f"POST ...{DIALECTS[dialect].endpoint}" if dialect in DIALECTS else dialect
+
+
+def _speaks(request: Request) -> str:
+    """The dialect to answer a request in: the one whose clients all send a header it
+    carries, else the one whose route its path ends with, else OpenAI's."""
+    path = request.scope["path"].rstrip("/")
+    return next((name for name, route in ROUTES.items()
+                 if route.wire.client_header is not None and route.wire.client_header in request.headers),
+                next((name for name, route in ROUTES.items() if path.endswith(route.wire.endpoint)), OPENAI.name))
 
 
 async def _deliver(how: Delivery, stream: bool, events: Callable[[], list[Event]],
@@ -166,16 +160,14 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
         method, path = request.method, request.url.path
         _log(method, path, status)
         message = f"{method} {path}: {getattr(exc, 'detail', exc)}; {ROUTES_HELP}"
-        if _speaks_anthropic(request):
-            return _anthropic_error(status, message, anthropic_replay.error_type(status))
-        return _error(status, message, "invalid_route")
+        dialect = _speaks(request)
+        return _route_error(dialect, status, message, "invalid_route", api_type=DIALECTS[dialect].error_type(status))
 
     async def internal_error(request: Request, exc: Exception) -> Response:
         _log(request.method, request.url.path, 500)
         message = f"the mock backend failed: {type(exc).__name__}: {exc}"
-        if _speaks_anthropic(request):
-            return _anthropic_error(500, message, "api_error")
-        return _error(500, message, "mock_error", type="server_error")
+        dialect = _speaks(request)
+        return _route_error(dialect, 500, message, "mock_error", api_type=DIALECTS[dialect].error_type(500), server=True)
 
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, http_error)
@@ -251,7 +243,7 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
 
     # ------------------------------------------------------------------ completion routes, any prefix
 
-    async def answer(request: Request, dialect: Dialect) -> Response:
+    async def answer(request: Request, dialect: str) -> Response:
         scope = request.scope
         path = scope["path"]
         raw = await request.body()
@@ -286,8 +278,9 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
             if selection is not None:
                 response.headers[RUN_HEADER] = selection.run.nonce
                 response.headers[SELECTED_BY_HEADER] = selection.by
-            if dialect == "anthropic":
-                response.headers.setdefault("request-id", "req_" + os.urandom(12).hex())
+            request_id = DIALECTS[dialect].request_id_header
+            if request_id is not None:
+                response.headers.setdefault(request_id, "req_" + os.urandom(12).hex())
             if drawn is not None:
                 response.headers[FAULT_HEADER] = drawn
             return response if log is None else Logged(response, log)
@@ -306,10 +299,10 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
         backend = run.scenario.backend.dialect
         if backend != dialect:
             return refuse(400, "wrong dialect", f"run {run.nonce} replays scenario '{scenario_id}', whose backend "
-                          f"speaks the {backend} dialect ({_DIALECTS.get(backend, backend)}), not the {dialect} "
-                          f"dialect of {path} ({_DIALECTS[dialect]}); point the proxy's upstream at the route of "
+                          f"speaks the {backend} dialect ({_route_name(backend)}), not the {dialect} "
+                          f"dialect of {path} ({_route_name(dialect)}); point the proxy's upstream at the route of "
                           "its backend's dialect", "wrong_dialect")
-        invalid = _CHECKS[dialect](body)
+        invalid = ROUTES[dialect].check(body)
         if invalid is not None:
             return refuse(400, "invalid request", invalid.message, invalid.code or "invalid_request",
                           param=invalid.param, api_type="invalid_request_error")
@@ -318,30 +311,8 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
             drawn = fault_rate.decide(run.nonce, run.received - 1)
             if drawn is not None:
                 prepared = run.with_fault(drawn, fault_rate.fault(drawn, len(prepared.scenario.backend.frames)))
-        how: Delivery
-        events: Callable[[], list[Event]]
-        whole: Callable[[], Any]
-        if dialect == "openai":
-            openai = prepared.openai
-            assert openai is not None
-            reply = plan_reply(openai, body, completion_id="chatcmpl-" + os.urandom(16).hex(), created=int(now))
-            how, stream = openai.delivery, reply.stream
-            events, whole = partial(stream_events, openai, reply), partial(completion, openai, reply)
-        elif dialect == "anthropic":
-            anthropic = prepared.anthropic
-            assert anthropic is not None
-            areply = anthropic_replay.plan_reply(anthropic, body, message_id="msg_" + os.urandom(12).hex())
-            how, stream = anthropic.delivery, areply.stream
-            events = partial(anthropic_replay.stream_events, anthropic, areply)
-            whole = partial(anthropic_replay.message, anthropic, areply)
-        else:
-            answer_ = prepared.responses
-            assert answer_ is not None
-            rreply = responses_replay.plan_reply(answer_, body, response_id="resp_" + os.urandom(24).hex(),
-                                                 created_at=int(now))
-            how, stream = answer_.delivery, rreply.stream
-            events = partial(responses_replay.stream_events, answer_, rreply)
-            whole = partial(responses_replay.response, answer_, rreply)
+        served = ROUTES[dialect].serve(prepared, body, now)
+        how, stream, events, whole = served.delivery, served.stream, served.events, served.whole
         fault, error = how.fault, how.error
         if error is not None:
             _log("POST", path, error.status, nonce=shown, scenario=scenario_id, kind="fault http_error" + took)
@@ -359,40 +330,18 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
 
     async def models(request: Request) -> Response:
         _log("GET", request.url.path, 200, kind="models")
-        names = registry.model_names()
-        if _speaks_anthropic(request):
-            stamp = datetime.fromtimestamp(created, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-            return _json({
-                "data": [{"type": "model", "id": name, "display_name": name, "created_at": stamp} for name in names],
-                "has_more": False,
-                "first_id": names[0],
-                "last_id": names[-1],
-            })
-        return _json({
-            "object": "list",
-            "data": [
-                {"id": name, "object": "model", "created": created, "owned_by": "toolcall-conformance"}
-                for name in names
-            ],
-        })
+        return _json(ROUTES[_speaks(request)].models(registry.model_names(), created))
 
     async def any_prefix(request: Request) -> Response:
         method = request.scope["method"]
         path = request.scope["path"]
         trimmed = path.rstrip("/")
-        dialect: Dialect = "anthropic" if _speaks_anthropic(request) else "openai"
-        if trimmed.endswith("/chat/completions"):
+        dialect = _speaks(request)
+        routed = next((name for name, route in ROUTES.items() if trimmed.endswith(route.wire.endpoint)), None)
+        if routed is not None:
             if method == "POST":
-                return await answer(request, "openai")
-            allowed, dialect = "POST", "openai"
-        elif trimmed.endswith("/messages"):
-            if method == "POST":
-                return await answer(request, "anthropic")
-            allowed, dialect = "POST", "anthropic"
-        elif trimmed.endswith("/responses"):
-            if method == "POST":
-                return await answer(request, "responses")
-            allowed, dialect = "POST", "responses"
+                return await answer(request, routed)
+            allowed, dialect = "POST", routed
         elif trimmed.endswith("/models"):
             if method == "GET":
                 return await models(request)

@@ -20,10 +20,11 @@ PACKAGES = ("harness", "mock_backends", "reference_proxy")
 # and the replay planning (what a scenario's backend sends, cut and faulted).
 CORE = ("harness.scenario", "harness.scenario_model", "harness.scenario_schema", "harness.scenario_checks",
         "harness.scenario_yaml", "harness.errors", "harness.exchange", "harness.nonce", "harness.dialects",
-        "harness.replay")
+        "harness.replay", "harness.responses_request")
 # What the harness reads and judges answers with: never the reference proxy's to use.
 JUDGES = ("harness.rules", "harness.sse", "harness.assemble", "harness.compare", "harness.sdk_compat",
-          "harness.xml_calls", "harness.transcript", "harness.anthropic_events", "harness.markup", "harness.formats")
+          "harness.xml_calls", "harness.transcript", "harness.anthropic_events", "harness.markup", "harness.formats",
+          "harness.reading")
 
 # (importing module, imported module prefix): why the arrow exists.
 CROSSING: dict[tuple[str, str], str] = {
@@ -50,10 +51,10 @@ CROSSING: dict[tuple[str, str], str] = {
     ("harness.import_expect", "reference_proxy.dedup"): "a capture's proposed calls without a text copy",
     ("harness.import_expect", "reference_proxy.request_shaping"): "a capture's proposed upstream request",
     # The mock reads the shared model (to become imports of the core).
+    ("mock_backends.app", "harness.dialects"): "core: the wire dialects (endpoints, error types, request-id header)",
     ("mock_backends.app", "harness.errors"): "core: the exception tree",
     ("mock_backends.app", "harness.exchange"): "core: exchange records",
     ("mock_backends.app", "harness.nonce"): "core: the nonce that routes a request to its scenario",
-    ("mock_backends.app", "harness.replay"): "core: the replay planners (answers, cuts, faults)",
     ("mock_backends.app", "harness.replay.fault_rate"): "core: faults at a rate",
     ("mock_backends.app", "harness.replay.openai"): "core: the Chat Completions replay planner",
     ("mock_backends.app", "harness.replay.wire"): "core: events and error answers",
@@ -75,6 +76,9 @@ CROSSING: dict[tuple[str, str], str] = {
     ("mock_backends.registry", "harness.replay.openai"): "core: the Chat Completions replay planner",
     ("mock_backends.registry", "harness.replay.responses"): "core: the Responses replay planner",
     ("mock_backends.registry", "harness.scenario"): "core: the scenario model",
+    ("mock_backends.routes", "harness.dialects"): "core: the wire dialect each route serves",
+    ("mock_backends.routes", "harness.replay"): "core: each dialect's replay planner",
+    ("mock_backends.routes", "harness.replay.wire"): "core: events and error answers",
     ("mock_backends.streaming", "harness.replay.wire"): "core: events and how they are cut into writes",
     # The reference proxy: only the exception tree and a listening socket.
     ("reference_proxy.config", "harness.errors"): "core: the exception tree",
@@ -169,8 +173,6 @@ ONE_CONCEPT: dict[str, str] = {
     "reference_proxy/http1.py": "one HTTP/1.1 client transport: connection, parser callbacks and body stream together",
     "reference_proxy/app.py": "the proxy's one ASGI app: its routes share the request path from reading the body to "
                               "choosing the answer path (what to send lives in the pure modules)",
-    "mock_backends/app.py": "the mock's one ASGI app: its routes and control API share the registry and the socket "
-                            "handling (what to send lives in the replay planners)",
 }
 
 

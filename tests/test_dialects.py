@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from harness.dialects import ANTHROPIC, DIALECTS, OPENAI, NotPortable
+from harness.dialects import ANTHROPIC, DIALECTS, OPENAI, RESPONSES, NotPortable
+from harness.dialects.clients import CLIENTS, default_profiles, reads_own_api
 from harness.dialects.script import serve_as, upstream_dialects
 from harness.scenario import ContentFrame, ToolCallFrame, ToolUseFrame, load_library, parse_scenario
 from reference_proxy.errors import ProxyError
@@ -45,6 +46,43 @@ def test_error_shape_reads_what_it_writes_and_not_the_other(dialect: Any) -> Non
     other = ANTHROPIC if dialect.errors is OPENAI.errors else OPENAI  # Responses errors are OpenAI's shape
     assert dialect.errors.read(dialect.errors.write("boom", "x")) == "boom"
     assert dialect.errors.read(other.errors.write("boom", "x")) is None
+
+
+@pytest.mark.parametrize(
+    ("profile", "meaningful", "own_api", "endpoint"),
+    [("openai", ("openai", "xml-client"), False, "/chat/completions"),
+     ("xml-client", ("openai", "xml-client"), False, "/chat/completions"),
+     ("anthropic", ("anthropic",), True, "/messages"),
+     ("responses", ("openai", "xml-client"), True, "/responses")],  # its cases are chat cases, rewritten
+)
+def test_what_a_client_profile_implies(profile: str, meaningful: tuple[str, ...], own_api: bool,
+                                       endpoint: str) -> None:
+    assert default_profiles(profile) == meaningful
+    assert reads_own_api(profile) is own_api
+    assert CLIENTS[profile].endpoint == endpoint
+
+
+@pytest.mark.parametrize(
+    ("dialect", "tool", "choices"),
+    [(OPENAI, {"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}},
+      ["auto", "required", {"type": "function", "function": {"name": "read"}}]),
+     (ANTHROPIC, {"name": "read", "input_schema": {"type": "object"}},
+      [{"type": "auto"}, {"type": "any"}, {"type": "tool", "name": "read"}]),
+     (RESPONSES, {"type": "function", "name": "read", "parameters": {"type": "object"}},
+      ["auto", "required", {"type": "function", "name": "read"}])],
+    ids=["openai", "anthropic", "responses"],
+)
+def test_a_dialect_writes_its_own_requests(dialect: Any, tool: dict[str, Any], choices: list[Any]) -> None:
+    requests = dialect.requests
+    assert requests.tool("read", {"type": "object"}) == tool
+    assert requests.tool_ok(tool)
+    assert [requests.tool_choice("auto"), requests.tool_choice("any"), requests.tool_choice("one", "read")] == choices
+
+
+def test_a_chat_tool_is_no_messages_tool_and_back() -> None:
+    chat, messages = OPENAI.requests.tool("read", {}), ANTHROPIC.requests.tool("read", {})
+    assert not ANTHROPIC.requests.tool_ok(chat)
+    assert not OPENAI.requests.tool_ok(messages)
 
 
 def test_openai_calls_become_tool_use_blocks_and_back() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from harness.dialects import ANTHROPIC, DIALECTS, OPENAI, RESPONSES, WireDialect, posted_to
-from harness.dialects.request import NeutralRequest, Tool, ToolCall, ToolChoice, ToolResult, Turn
+from harness.dialects.request import NeutralRequest, Tool, ToolCall, ChoiceIntent, ToolResult, Turn
 from reference_proxy.responses_requests import chat_to_responses_request
 from reference_proxy.translate.requests import chat_to_messages, messages_to_chat
 
@@ -54,7 +54,7 @@ EXPECTED = NeutralRequest(
     turns=(Turn("user", ("What is in a.txt?",)), Turn("assistant", calls=(READ,)),
            Turn("user", ("And?",), results=(ToolResult("call_1", ("hello",)),))),
     tools=(Tool("read", SCHEMA, "Read a file."),),
-    tool_choice=ToolChoice("required"),
+    tool_choice=ChoiceIntent("required"),
     stream=True,
 )
 
@@ -109,11 +109,11 @@ CASES: list[tuple[str, WireDialect, Any, dict[str, Any]]] = [
                                                                              "arguments": "[" * 100_000}}]}]},
      {"calls": (ToolCall("c", "f", "[" * 100_000),)}),
     ("chat-named-tool-choice", OPENAI, {"tool_choice": {"type": "function", "function": {"name": "read"}}},
-     {"tool_choice": ToolChoice("named", "read")}),
-    ("chat-none", OPENAI, {"tool_choice": "none"}, {"tool_choice": ToolChoice("none")}),
+     {"tool_choice": ChoiceIntent("named", "read")}),
+    ("chat-none", OPENAI, {"tool_choice": "none"}, {"tool_choice": ChoiceIntent("none")}),
     ("chat-allowed-tools-is-another-form", OPENAI,
      {"tool_choice": {"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": []}}},
-     {"tool_choice": ToolChoice("other")}),
+     {"tool_choice": ChoiceIntent("other")}),
     ("chat-function-without-parameters", OPENAI, {"tools": [{"type": "function", "function": {"name": "now"}}]},
      {"tools": (Tool("now", None),)}),
     ("chat-custom-tool-is-no-function", OPENAI, {"tools": [{"type": "custom", "custom": {"name": "patch"}}]},
@@ -137,20 +137,20 @@ CASES: list[tuple[str, WireDialect, Any, dict[str, Any]]] = [
                                                                          "input_schema": {"type": "object"}}]},
      {"tools": (Tool("f", {"type": "object"}),)}),
     ("messages-named-tool", ANTHROPIC, {"tool_choice": {"type": "tool", "name": "f"}},
-     {"tool_choice": ToolChoice("named", "f")}),
-    ("messages-none", ANTHROPIC, {"tool_choice": {"type": "none"}}, {"tool_choice": ToolChoice("none")}),
+     {"tool_choice": ChoiceIntent("named", "f")}),
+    ("messages-none", ANTHROPIC, {"tool_choice": {"type": "none"}}, {"tool_choice": ChoiceIntent("none")}),
     ("messages-auto", ANTHROPIC, {"tool_choice": {"type": "auto", "disable_parallel_tool_use": True}},
-     {"tool_choice": ToolChoice("auto")}),
+     {"tool_choice": ChoiceIntent("auto")}),
     ("responses-input-as-string", RESPONSES, {"input": "hi"}, {"turns": (Turn("user", ("hi",)),)}),
     ("responses-system-message-and-instructions", RESPONSES,
      {"instructions": "a", "input": [{"type": "message", "role": "developer", "content": "b"}]},
      {"system": ("a", "b")}),
     ("responses-named-function", RESPONSES, {"tool_choice": {"type": "function", "name": "f"}},
-     {"tool_choice": ToolChoice("named", "f")}),
+     {"tool_choice": ChoiceIntent("named", "f")}),
     ("responses-hosted-tools-are-no-functions", RESPONSES,
      {"tools": [{"type": "web_search"}, {"type": "function", "name": "f", "parameters": SCHEMA}],
       "tool_choice": {"type": "web_search"}},
-     {"tools": (Tool("f", SCHEMA),), "tool_choice": ToolChoice("other")}),
+     {"tools": (Tool("f", SCHEMA),), "tool_choice": ChoiceIntent("other")}),
     ("responses-output-as-parts", RESPONSES,
      {"input": [{"type": "function_call_output", "call_id": "c", "output": [{"type": "input_text", "text": "r"}]},
                 {"type": "reasoning", "summary": []}]},

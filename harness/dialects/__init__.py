@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from harness.dialects.anthropic import ANTHROPIC
-from harness.dialects.base import DialectName, Finish, NativeCall, NotPortable, WireDialect
+from harness.dialects.base import DialectName, Finish, NativeCall, NotPortable, RequestShape, ToolChoice, WireDialect
 from harness.dialects.openai import OPENAI
 from harness.dialects.request import NeutralRequest
 from harness.dialects.responses import RESPONSES
@@ -31,4 +31,5 @@ def posted_to(path: str) -> WireDialect | None:
 
 
 __all__ = ["ANTHROPIC", "DIALECTS", "DIALECT_NAMES", "OPENAI", "DialectName", "Finish", "NativeCall",
-           "NeutralRequest", "NotPortable", "RESPONSES", "WireDialect", "dialect", "posted_to"]
+           "NeutralRequest", "NotPortable", "RESPONSES", "RequestShape", "ToolChoice", "WireDialect", "dialect",
+           "posted_to"]

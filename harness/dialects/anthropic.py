@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.dialects.base import NativeCall, NotPortable, WireDialect
+from harness.dialects.base import NativeCall, NotPortable, ToolChoice, WireDialect
 from harness.dialects.request import (
     ABSENT,
+    ChoiceIntent,
     Conversation,
     NeutralRequest,
     Role,
     Tool,
     ToolCall,
-    ToolChoice,
     ToolResult,
     arguments,
     items,
@@ -22,7 +22,7 @@ from harness.dialects.request import (
     string,
     texts,
 )
-from harness.scenario import Frame, ToolCallFrame, ToolUseFrame
+from harness.scenario_model import Frame, ToolCallFrame, ToolUseFrame, tool_name
 
 
 class ToolUseCodec:
@@ -30,12 +30,17 @@ class ToolUseCodec:
     that is one item of its own (an Anthropic ``tool_use`` block, a Responses
     ``function_call`` item), never interleaved with another."""
 
+    frame_key = "tool_use"
+
     def __init__(self, title: str = "Anthropic") -> None:
         self.title = title
 
     def write(self, calls: Sequence[tuple[int, NativeCall]]) -> list[Frame]:
         return [ToolUseFrame(call.name, call.id, call.fragments, call.delays[0] if call.delays else None)
                 for _, call in calls]
+
+    def whole(self, index: int, call: NativeCall) -> Frame:
+        return ToolUseFrame(call.name, call.id, call.fragments)
 
     def read(self, frames: Sequence[Frame]) -> list[Frame | NativeCall]:
         out: list[Frame | NativeCall] = []
@@ -62,17 +67,35 @@ class AnthropicErrors:
 
 
 _ROLES: Mapping[str, Role] = {"user": "user", "assistant": "assistant"}
-_INTENTS: Mapping[str, ToolChoice] = {"auto": ToolChoice("auto"), "any": ToolChoice("required"),
-                                      "none": ToolChoice("none")}
+_INTENTS: Mapping[str, ChoiceIntent] = {"auto": ChoiceIntent("auto"), "any": ChoiceIntent("required"),
+                                      "none": ChoiceIntent("none")}
 
 
 class MessagesRequests:
-    """A Messages request: ``system`` a string or text blocks; a message's content a
-    string or blocks, ``tool_use`` blocks an assistant's calls (``input`` an object) and
-    ``tool_result`` blocks the results of their ``tool_use_id`` (content a string or
-    blocks); tools ``{name, description, input_schema}`` (server tools, which have a
-    ``type`` of their own and no schema, are not function tools); ``tool_choice``
-    ``{"type": "auto" | "any" | "none" | "tool", "name"}``."""
+    """A Messages request: ``metadata.user_id``, ``max_tokens`` required, ``{name, input_schema}`` tools.
+
+    Read (``read``): ``system`` a string or text blocks; a message's content a string or
+    blocks, ``tool_use`` blocks an assistant's calls (``input`` an object) and ``tool_result``
+    blocks the results of their ``tool_use_id`` (content a string or blocks); server tools,
+    which have a ``type`` of their own and no schema, are not function tools;
+    ``tool_choice`` ``{"type": "auto" | "any" | "none" | "tool", "name"}``."""
+
+    user_id_path: tuple[str, ...] = ("metadata", "user_id")
+    needs_max_tokens = True
+    tool_form = "{name, input_schema}"
+
+    def tool(self, name: str, schema: Mapping[str, Any], description: str | None = None) -> dict[str, Any]:
+        tool: dict[str, Any] = {"name": name}
+        if description is not None:
+            tool["description"] = description
+        tool["input_schema"] = dict(schema)
+        return tool
+
+    def tool_ok(self, tool: Mapping[str, Any]) -> bool:
+        return tool_name(tool) is not None and ("input_schema" in tool or "function" not in tool)
+
+    def tool_choice(self, kind: ToolChoice, name: str | None = None) -> Any:
+        return {"type": "tool", "name": name} if kind == "one" else {"type": kind}
 
     def read(self, body: Any) -> NeutralRequest:
         body = mapping(body)
@@ -99,13 +122,15 @@ class MessagesRequests:
                               _tool_choice(body.get("tool_choice")), stream_flag(body))
 
 
-def _tool_choice(choice: Any) -> ToolChoice:
+
+def _tool_choice(choice: Any) -> ChoiceIntent:
     if choice is None:
         return ABSENT
     kind = mapping(choice).get("type")
     if kind == "tool" and isinstance(name := mapping(choice).get("name"), str):
-        return ToolChoice("named", name)
-    return _INTENTS.get(str(kind), ToolChoice("other"))
+        return ChoiceIntent("named", name)
+    return _INTENTS.get(str(kind), ChoiceIntent("other"))
+
 
 
 ANTHROPIC = WireDialect(
@@ -131,6 +156,14 @@ ANTHROPIC = WireDialect(
     calls=ToolUseCodec(),
     errors=AnthropicErrors(),
     requests=MessagesRequests(),
+    finish_field="stop_reason",
+    stream_end="message_stop",
+    answer_name="Messages",
+    short_name="Messages",
     usage_names={"input": "input_tokens", "output": "output_tokens"},
     pings=True,
+    request_id_header="request-id",
+    call_id_prefix="toolu_",
+    client_header="anthropic-version",
+    splits_text=True,
 )

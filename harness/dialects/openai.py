@@ -6,14 +6,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.dialects.base import NativeCall, NotPortable, WireDialect
+from harness.dialects.base import NativeCall, NotPortable, ToolChoice, WireDialect
 from harness.dialects.request import (
     ABSENT,
+    ChoiceIntent,
     Conversation,
     NeutralRequest,
     Tool,
     ToolCall,
-    ToolChoice,
     ToolResult,
     arguments,
     items,
@@ -22,7 +22,7 @@ from harness.dialects.request import (
     string,
     texts,
 )
-from harness.scenario import Frame, ToolCallFrame, ToolUseFrame
+from harness.scenario_model import Frame, ToolCallFrame, ToolUseFrame, tool_name
 
 
 @dataclass(slots=True)
@@ -52,6 +52,8 @@ class _Gathering:
 class ToolCallCodec:
     """Each call: a first delta with id, type and name, then one delta per argument fragment."""
 
+    frame_key = "tool_call"
+
     def write(self, calls: Sequence[tuple[int, NativeCall]]) -> list[Frame]:
         frames: list[Frame] = []
         for index, call in calls:
@@ -62,6 +64,9 @@ class ToolCallCodec:
                 for i, fragment in enumerate(call.fragments)
             )
         return frames
+
+    def whole(self, index: int, call: NativeCall) -> Frame:
+        return ToolCallFrame(index, call.id, "function", call.name, "".join(call.fragments))
 
     def read(self, frames: Sequence[Frame]) -> list[Frame | NativeCall]:
         out: list[Frame | NativeCall] = []
@@ -101,27 +106,47 @@ class OpenAIErrors:
         return message if isinstance(message, str) and "type" not in body else None
 
 
-_CHOICES: Mapping[str, ToolChoice] = {"auto": ToolChoice("auto"), "none": ToolChoice("none"),
-                                      "required": ToolChoice("required")}
+_CHOICES: Mapping[str, ChoiceIntent] = {"auto": ChoiceIntent("auto"), "none": ChoiceIntent("none"),
+                                      "required": ChoiceIntent("required")}
 
 
-def chat_tool_choice(choice: Any) -> ToolChoice:
+def chat_tool_choice(choice: Any) -> ChoiceIntent:
     """``"auto"``, ``"none"``, ``"required"``, or ``{"type": "function", "function": {"name"}}``."""
     if choice is None:
         return ABSENT
     if isinstance(choice, str):
-        return _CHOICES.get(choice, ToolChoice("other"))
+        return _CHOICES.get(choice, ChoiceIntent("other"))
     name = mapping(mapping(choice).get("function")).get("name")
     if mapping(choice).get("type") == "function" and isinstance(name, str):
-        return ToolChoice("named", name)
-    return ToolChoice("other")
+        return ChoiceIntent("named", name)
+    return ChoiceIntent("other")
 
 
 class ChatRequests:
-    """A Chat Completions request: ``system`` and ``developer`` messages are the system
-    text; an assistant message's ``tool_calls`` its calls (``function.arguments`` a JSON
-    string); a ``tool`` message the result of its ``tool_call_id``; function tools are
-    ``{"type": "function", "function": {name, description, parameters}}``."""
+    """A Chat Completions request: ``user``; tools wrapped in ``{type: function, function}``.
+
+    Read (``read``): ``system`` and ``developer`` messages are the system text; an assistant
+    message's ``tool_calls`` its calls (``function.arguments`` a JSON string); a ``tool``
+    message the result of its ``tool_call_id``."""
+
+    user_id_path: tuple[str, ...] = ("user",)
+    needs_max_tokens = False
+    tool_form = "{type: function, function: {name, parameters}}"
+
+    def tool(self, name: str, schema: Mapping[str, Any], description: str | None = None) -> dict[str, Any]:
+        function: dict[str, Any] = {"name": name}
+        if description is not None:
+            function["description"] = description
+        function["parameters"] = dict(schema)
+        return {"type": "function", "function": function}
+
+    def tool_ok(self, tool: Mapping[str, Any]) -> bool:
+        return tool_name(tool) is not None and tool.get("type") == "function"
+
+    def tool_choice(self, kind: ToolChoice, name: str | None = None) -> Any:
+        if kind == "one":
+            return {"type": "function", "function": {"name": name}}
+        return "auto" if kind == "auto" else "required"
 
     def read(self, body: Any) -> NeutralRequest:
         body = mapping(body)
@@ -146,8 +171,9 @@ class ChatRequests:
             for tool in items(body.get("tools")) if tool.get("type", "function") == "function"
             for fn in (mapping(tool.get("function")),) if isinstance(name := fn.get("name"), str)
         )
-        return NeutralRequest(tuple(system), tuple(conversation.turns), tools, chat_tool_choice(body.get("tool_choice")),
-                              stream_flag(body))
+        choice = chat_tool_choice(body.get("tool_choice"))
+        return NeutralRequest(tuple(system), tuple(conversation.turns), tools, choice, stream_flag(body))
+
 
 
 OPENAI = WireDialect(
@@ -162,6 +188,10 @@ OPENAI = WireDialect(
     calls=ToolCallCodec(),
     errors=OpenAIErrors(),
     requests=ChatRequests(),
+    finish_field="finish_reason",
+    stream_end="'data: [DONE]'",
+    answer_name="chat.completion",
+    short_name="chat-completions",
     usage_names={"input": "prompt_tokens", "output": "completion_tokens"},
     finish_aliases={"stop-sequence": "stop"},
 )

@@ -1,6 +1,6 @@
 """A request body of any wire dialect, read as what it asks: the neutral request.
 
-Each dialect reads its own request shape (``WireDialect.requests``) into the same
+Each dialect's request shape (``WireDialect.requests.read``) reads a body of its API into the same
 ``NeutralRequest``: the system text, the conversation as turns (text, the tool calls an
 assistant made, the tool results a user turn carries, with the call id each answers),
 the tools offered with their parameter schemas, ``tool_choice`` as an intent, and the
@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 Role = Literal["user", "assistant"]
 # What the client asked of tool use: the API's default (``auto``), no tool, some tool, one
@@ -71,12 +71,12 @@ class Tool:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolChoice:
+class ChoiceIntent:
     intent: Intent
     name: str | None = None  # the tool, for ``named``
 
 
-ABSENT = ToolChoice("absent")
+ABSENT = ChoiceIntent("absent")
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +84,7 @@ class NeutralRequest:
     system: tuple[str, ...] = ()  # the system (and developer) texts, in order
     turns: tuple[Turn, ...] = ()
     tools: tuple[Tool, ...] = ()
-    tool_choice: ToolChoice = ABSENT
+    tool_choice: ChoiceIntent = ABSENT
     stream: bool = False
 
     @property
@@ -96,12 +96,6 @@ class NeutralRequest:
     def results(self) -> tuple[ToolResult, ...]:
         """Every tool result of the conversation, in order."""
         return tuple(result for turn in self.turns for result in turn.results)
-
-
-class RequestReader(Protocol):
-    """How one dialect's request body reads as a ``NeutralRequest``."""
-
-    def read(self, body: Any) -> NeutralRequest: ...
 
 
 # --------------------------------------------------------------------------- shared by the readers

@@ -13,14 +13,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.dialects.anthropic import ToolUseCodec
-from harness.dialects.base import WireDialect
+from harness.dialects.base import ToolChoice, WireDialect
 from harness.dialects.openai import OPENAI, chat_tool_choice
 from harness.dialects.request import (
+    ChoiceIntent,
     Conversation,
     NeutralRequest,
     Tool,
     ToolCall,
-    ToolChoice,
     ToolResult,
     arguments,
     items,
@@ -29,19 +29,38 @@ from harness.dialects.request import (
     string,
     texts,
 )
+from harness.scenario_model import tool_name
 
 # The finish words of a Responses backend script, and the status each ends with on the wire.
 STATUS = {"completed": "completed", "function_calls": "completed", "max_output_tokens": "incomplete"}
 
-
-
 class ResponsesRequests:
-    """A Responses request: ``instructions`` and ``system``/``developer`` messages are the
-    system text; ``input`` a string (one user turn) or items: messages (content a string
-    or ``input_text``/``output_text`` parts), ``function_call`` items (an assistant's
-    calls, ``arguments`` a JSON string, linked by ``call_id``) and ``function_call_output``
-    items (their results); function tools ``{"type": "function", name, parameters}``;
-    ``tool_choice`` as in chat, a named tool ``{"type": "function", "name"}``."""
+    """A Responses request: ``user``; tools are ``{type: function, name, parameters}``.
+
+    Read (``read``): ``instructions`` and ``system``/``developer`` messages are the system
+    text; ``input`` a string (one user turn) or items: messages (content a string or
+    ``input_text``/``output_text`` parts), ``function_call`` items (an assistant's calls,
+    ``arguments`` a JSON string, linked by ``call_id``) and ``function_call_output`` items
+    (their results); a named tool is ``{"type": "function", "name"}``."""
+
+    user_id_path: tuple[str, ...] = ("user",)
+    needs_max_tokens = False
+    tool_form = "{type: function, name, parameters}"
+
+    def tool(self, name: str, schema: Mapping[str, Any], description: str | None = None) -> dict[str, Any]:
+        tool: dict[str, Any] = {"type": "function", "name": name}
+        if description is not None:
+            tool["description"] = description
+        tool["parameters"] = dict(schema)
+        return tool
+
+    def tool_ok(self, tool: Mapping[str, Any]) -> bool:
+        return tool_name(tool) is not None and tool.get("type") == "function"
+
+    def tool_choice(self, kind: ToolChoice, name: str | None = None) -> Any:
+        if kind == "one":
+            return {"type": "function", "name": name}
+        return "auto" if kind == "auto" else "required"
 
     def read(self, body: Any) -> NeutralRequest:
         body = mapping(body)
@@ -72,11 +91,13 @@ class ResponsesRequests:
                               stream_flag(body))
 
 
-def _tool_choice(choice: Any) -> ToolChoice:
+
+def _tool_choice(choice: Any) -> ChoiceIntent:
     named = mapping(choice)
     if named.get("type") == "function" and isinstance(name := named.get("name"), str):
-        return ToolChoice("named", name)
-    return chat_tool_choice(choice) if not named else ToolChoice("other")
+        return ChoiceIntent("named", name)
+    return chat_tool_choice(choice) if not named else ChoiceIntent("other")
+
 
 
 RESPONSES = WireDialect(
@@ -91,6 +112,12 @@ RESPONSES = WireDialect(
     calls=ToolUseCodec("OpenAI Responses"),
     errors=OPENAI.errors,
     requests=ResponsesRequests(),
+    # The API has no finish reason: an answer's status, read in chat-completions words.
+    finish_field="finish_reason",
+    stream_end="response.completed",
+    answer_name="Responses",
+    short_name="Responses",
     usage_names={"input": "input_tokens", "output": "output_tokens"},
     finish_aliases={"stop-sequence": "completed"},
+    splits_text=True,
 )

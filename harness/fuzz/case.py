@@ -19,10 +19,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.dialects import NativeCall, WireDialect
+from harness.dialects.clients import client
 from harness.formats import FORMATS, Call
+from harness.scenario import frame_to_mapping
 from harness.markup import DEFAULT_MARKERS
 
 Profile = Literal["openai", "xml-client", "anthropic"]
+PROFILES: tuple[Profile, ...] = ("openai", "xml-client", "anthropic")  # the client profiles it writes cases for
 SEPARATOR = "\n"  # what a model writes between prose and a call block
 NATIVE = "native"  # the format id of answers whose calls come as structured calls
 
@@ -85,40 +89,36 @@ class Case:
         return FORMATS[self.format_id].model if self.format_id is not None else "generated-model"
 
     @property
+    def wire(self) -> WireDialect:
+        """The client's dialect, which its backend speaks too."""
+        return client(self.profile).written_in
+
+    @property
     def expected_finish(self) -> str:
-        if self.profile == "anthropic":
-            return "tool_use" if self.calls else self.finish
-        return "tool_calls" if self.calls else self.finish
+        return self.wire.native_finish("tool") if self.calls else self.finish
 
     # ------------------------------------------------------------------ as a scenario
 
     def frames(self) -> list[Any]:
         frames: list[Any] = [self.text] if self.text else []
+        wire = self.wire
         for i, call in enumerate(self.native):
             arguments = json.dumps(dict(call.arguments), ensure_ascii=False)
-            if self.profile == "anthropic":
-                frames.append({"tool_use": {"id": f"toolu_gen{i:02d}", "name": call.name, "input_json": [arguments]}})
-            else:
-                frames.append({"tool_call": {"index": i, "id": f"call_gen{i:02d}", "type": "function",
-                                             "name": call.name, "arguments": arguments}})
+            native = NativeCall(call.name, f"{wire.call_id_prefix}gen{i:02d}", (arguments,))
+            frames.append(frame_to_mapping(wire.calls.whole(i, native)))
         return frames
 
     def request(self) -> dict[str, Any]:
         question = "Please help with this."
-        if self.profile == "anthropic":
-            request: dict[str, Any] = {
-                "model": self.model, "max_tokens": 1024, "stream": self.stream,
-                "messages": [{"role": "user", "content": question}],
-                "tools": [{"name": t.name, "description": f"The {t.name} tool.", "input_schema": dict(t.schema)}
-                          for t in self.tools],
-            }
-        else:
-            request = {
-                "model": self.model, "stream": self.stream,
-                "messages": [{"role": "user", "content": question}],
-                "tools": [{"type": "function", "function": {"name": t.name, "description": f"The {t.name} tool.",
-                                                            "parameters": dict(t.schema)}} for t in self.tools],
-            }
+        requests = self.wire.requests
+        request: dict[str, Any] = {"model": self.model}
+        if requests.needs_max_tokens:
+            request["max_tokens"] = 1024
+        request |= {
+            "stream": self.stream,
+            "messages": [{"role": "user", "content": question}],
+            "tools": [requests.tool(t.name, t.schema, f"The {t.name} tool.") for t in self.tools],
+        }
         if self.tool_choice is not None:
             request["tool_choice"] = self.tool_choice
         return request
@@ -131,7 +131,7 @@ class Case:
         # Only a delimiter that is markup on its own counts as a leak marker (a bare '>' is prose too).
         own = [m for m in markers if len(m.strip()) > 2 and m.strip() not in DEFAULT_MARKERS]
         expect: dict[str, Any] = {"tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in self.calls]}
-        if self.profile == "anthropic" and self.blocks:
+        if self.wire.splits_text and self.blocks:
             expect["content_regex"] = seams_pattern(self.prose)
         else:
             expect["content"] = self.visible
@@ -146,13 +146,11 @@ class Case:
 
     def base_data(self) -> dict[str, Any]:
         """The scenario before its frames are cut (the whole text in one frame)."""
-        dialect = "anthropic" if self.profile == "anthropic" else "openai"
-        backend: dict[str, Any] = {"dialect": dialect, "frames": self.frames(), "finish_reason": self.finish}
-        client: dict[str, Any] = {"request": self.request()}
-        client = {"profile": self.profile, "profiles": [self.profile], **client}
-        data: dict[str, Any] = {"backend": backend, "client": client, "expect": self.expect()}
-        if self.profile == "xml-client":
-            data = {"requires": ["xml-client"], **data}
+        backend: dict[str, Any] = {"dialect": self.wire.name, "frames": self.frames(), "finish_reason": self.finish}
+        played = {"profile": self.profile, "profiles": [self.profile], "request": self.request()}
+        data: dict[str, Any] = {"backend": backend, "client": played, "expect": self.expect()}
+        if client(self.profile).features:
+            data = {"requires": list(client(self.profile).features), **data}
         return data
 
     def describe(self) -> str:

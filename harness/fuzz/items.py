@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.dialects.clients import default_profiles
+from harness.fuzz.case import PROFILES
 from harness.errors import ConformanceError
 
 if TYPE_CHECKING:
@@ -36,7 +38,8 @@ def fuzz_settings(session: ConformanceSession, config: pytest.Config) -> tuple[F
     return FuzzSettings(
         run=session.settings,
         formats=formats,
-        profiles=("anthropic",) if profile == "anthropic" else ("openai",),
+        # The fuzzer writes cases for the plain client of the dialect the user's client writes in.
+        profiles=tuple(p for p in PROFILES if p == default_profiles(profile or "openai")[0]),
         examples=int(opt("conformance_fuzz")),
         seed=seed if seed is not None else session.shared.seed,
         max_time=limit,

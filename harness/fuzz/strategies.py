@@ -18,6 +18,8 @@ from hypothesis import strategies as st
 
 from harness.formats import FORMATS, Call
 from harness.fuzz import prose, values
+from harness.dialects import Finish
+from harness.dialects.clients import client
 from harness.fuzz.case import NATIVE, SEPARATOR, Case, Profile, Tool
 
 # Where a format's calls sit differs from the default (prose around each block, any
@@ -63,20 +65,13 @@ def _blocks(found: tuple[Call, ...], breaks: Sequence[bool]) -> tuple[tuple[Call
 
 def tool_choices(profile: Profile, offered: Sequence[Tool], found: Sequence[Call]) -> st.SearchStrategy[Any]:
     """Only choices the answer already honours: the proxy has nothing to enforce."""
-    options: list[Any] = [None]
+    requests = client(profile).written_in.requests
+    options: list[Any] = [None, requests.tool_choice("auto")]
     names = {c.name for c in found}
-    if profile == "anthropic":
-        options.append({"type": "auto"})
-        if found:
-            options.append({"type": "any"})
-            if len(names) == 1:
-                options.append({"type": "tool", "name": next(iter(names))})
-    else:
-        options.append("auto")
-        if found:
-            options.append("required")
-            if len(names) == 1:
-                options.append({"type": "function", "function": {"name": next(iter(names))}})
+    if found:
+        options.append(requests.tool_choice("any"))
+        if len(names) == 1:
+            options.append(requests.tool_choice("one", next(iter(names))))
     return st.sampled_from(options)
 
 
@@ -145,13 +140,13 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
     if format_id is not None and found and not alone and not tear and draw(st.booleans()):
         stretches[-1] += (" " if stretches[-1] else "") + draw(prose.mentions(FORMATS[format_id].delimiters))
     reasoning = ""
+    # Reasoning drafts are drawn for the plain Chat Completions client only (docs/fuzzing.md): a
+    # choice about which cases the fuzzer writes for one profile, not a fact of its dialect.
     if format_id is not None and not alone and not tear and profile == "openai" and draw(st.integers(0, 2)) == 0:
         reasoning = draw(reasoning_blocks(format_id, offered))
-    anthropic = profile == "anthropic"  # the backend speaks the client's dialect
-    if found:
-        finish = draw(st.sampled_from(["end_turn", "tool_use"] if anthropic else ["stop", "tool_calls"]))
-    else:
-        finish = draw(st.sampled_from(["end_turn", "max_tokens"] if anthropic else ["stop", "length"]))
+    wire = client(profile).written_in  # the backend speaks the client's dialect
+    ending: Finish = "tool" if found else "length"
+    finish = draw(st.sampled_from([wire.native_finish("end"), wire.native_finish(ending)]))
     case = Case(profile=profile, tools=offered, format_id=format_id, prose=tuple(stretches), blocks=blocks,
                 native=native_calls, finish=finish, stream=stream,
                 tool_choice=draw(tool_choices(profile, offered, found)), reasoning=reasoning)

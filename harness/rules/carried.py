@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from harness.compare import json_equal, render
 from harness.dialects import DIALECTS, NeutralRequest, WireDialect, posted_to
-from harness.dialects.request import Tool, ToolCall, ToolChoice, ToolResult
+from harness.dialects.request import Tool, ToolCall, ChoiceIntent, ToolResult
 from harness.rules.context import Context
 
 W = TypeVar("W")
@@ -218,11 +218,11 @@ def system_places(request: NeutralRequest, *, moved: bool) -> list[str]:
 _WORDS = {"auto": "auto", "none": "none", "required": "required (Anthropic any)", "absent": "left unsaid"}
 
 
-def intent_text(choice: ToolChoice) -> str:
+def intent_text(choice: ChoiceIntent) -> str:
     return f"the tool {choice.name}" if choice.intent == "named" else _WORDS.get(choice.intent, "another form")
 
 
-def same_intent(client: ToolChoice, upstream: ToolChoice) -> bool:
+def same_intent(client: ChoiceIntent, upstream: ChoiceIntent) -> bool:
     """The same demand on the model: ``auto`` and nothing said are one (the APIs' default
     with tools), the others only themselves (a named tool by its name)."""
     loose = {"absent": "auto"}

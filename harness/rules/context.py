@@ -1,8 +1,9 @@
 """Everything the rules read about one exchange, each part computed once, on demand.
 
-The reading follows the client's dialect: an anthropic exchange is read as Messages
-events or a Messages body, every other one as chat-completion chunks or a
-chat.completion body; both end up as the shared ``Answer``.
+The reading follows the client's dialect (``harness.reading``): an anthropic exchange
+is read as Messages events or a Messages body, a responses one as Responses events or a
+``response`` body, every other one as chat-completion chunks or a chat.completion body;
+all end up as the shared ``Answer``.
 """
 
 from __future__ import annotations
@@ -13,45 +14,28 @@ from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any, Literal, TypeVar
 
-from harness.assemble import (
-    Answer,
-    Payload,
-    ResponseKind,
-    answer_from_body,
-    assemble_stream,
-    parse_body,
-    response_kind,
-    stream_payloads,
-)
-from harness.anthropic_events import (
-    AnthropicEvent,
-    Block,
-    answer_from_message,
-    assemble_anthropic_stream,
-    collect_blocks,
-    read_events,
-)
+from harness.anthropic_events import AnthropicEvent, Block, collect_blocks
+from harness.assemble import Answer, Payload, ResponseKind
 from harness.compare import CallView, parse_object, render, shorten
+from harness.dialects.clients import client, default_profiles, reads_own_api
 from harness.exchange import Exchange
+from harness.reading import Reading
+from harness.responses_events import ResponsesEvent
 from harness.rules.registry import Options, Stage
 from harness.scenario import Scenario
-from harness.responses_events import ResponsesEvent, answer_from_response, assemble_responses_stream
-from harness.responses_events import read_events as read_responses_events
-from harness.sdk_compat import SdkReading, read_anthropic_stream, read_responses_stream, read_stream
-from harness.sse import SSEEvent, SSEStream, parse_events
+from harness.sdk_compat import SdkReading
+from harness.sse import SSEEvent, SSEStream
 from harness.xml_calls import XmlParse, parse_xml_calls, tool_vocabulary
 
 T = TypeVar("T")
-Dialect = Literal["openai", "anthropic", "responses"]
-# The profiles whose answers are read in an API of their own (every other one reads chat completions).
-OWN_DIALECT: Mapping[str, Dialect] = {"anthropic": "anthropic", "responses": "responses"}
 
 
 def effective_options(options: Options, exchange: Exchange) -> Options:
-    """The options an exchange is judged under: an anthropic (responses) exchange is always
-    judged as anthropic (responses), whatever profile the options name (its body cannot be
-    read as chat completions); options naming such a profile read any exchange in its API."""
-    if exchange.profile in OWN_DIALECT and options.profile != exchange.profile:
+    """The options an exchange is judged under: an exchange of a profile that alone reads
+    its API (anthropic, responses) is always judged under that profile, whatever profile
+    the options name (its body cannot be read as chat completions); options naming such
+    a profile read any exchange in its API."""
+    if reads_own_api(exchange.profile) and options.profile != exchange.profile:
         return dataclasses.replace(options, profile=exchange.profile)
     return options
 
@@ -75,9 +59,18 @@ class Context:
         return result
 
     @cached_property
-    def dialect(self) -> Dialect:
+    def dialect(self) -> str:
         """The API the client speaks, which decides how the answer is read."""
-        return OWN_DIALECT.get(self.options.profile, "openai")
+        return client(self.options.profile).answers.name
+
+    @cached_property
+    def reads_xml(self) -> bool:
+        """Whether the client reads tool calls as XML in the text (the xml-client profile)."""
+        return client(self.options.profile).reads_xml
+
+    @cached_property
+    def reading(self) -> Reading:
+        return Reading(self.exchange, self.dialect)
 
     # ------------------------------------------------------------------ what arrived
 
@@ -88,7 +81,7 @@ class Context:
 
     @cached_property
     def kind(self) -> ResponseKind:
-        return response_kind(self.exchange)
+        return self.reading.kind
 
     def in_stage(self, stage: Stage) -> bool:
         if stage == "always":
@@ -107,11 +100,11 @@ class Context:
 
     @cached_property
     def stream(self) -> SSEStream:
-        return parse_events(self.exchange.raw)
+        return self.reading.stream
 
     @cached_property
     def payloads(self) -> tuple[Payload, ...]:
-        return stream_payloads(self.stream.events)
+        return self.reading.payloads
 
     @cached_property
     def chunks(self) -> tuple[tuple[Payload, dict[str, Any]], ...]:
@@ -120,12 +113,12 @@ class Context:
 
     @cached_property
     def body(self) -> tuple[Any, str | None]:
-        return parse_body(self.exchange.raw)
+        return self.reading.body
 
     @cached_property
     def events(self) -> tuple[AnthropicEvent, ...]:
         """An anthropic stream's events, every one of them (a Messages stream has no terminator)."""
-        return read_events(self.stream.events)
+        return self.reading.events
 
     @cached_property
     def blocks(self) -> list[Block]:
@@ -135,20 +128,11 @@ class Context:
     @cached_property
     def responses_events(self) -> tuple[ResponsesEvent, ...]:
         """A Responses stream's events, every one of them."""
-        return read_responses_events(self.stream.events)
+        return self.reading.responses_events
 
     @cached_property
     def answer(self) -> Answer:
-        anthropic = self.dialect == "anthropic"
-        if self.dialect == "responses":
-            if self.kind == "sse":
-                return assemble_responses_stream(self.responses_events)
-            return answer_from_response(self.body[0]) if self.kind == "json" else Answer("", (), None, None, None)
-        if self.kind == "sse":
-            return assemble_anthropic_stream(self.events) if anthropic else assemble_stream(self.payloads)
-        if self.kind == "json":
-            return answer_from_message(self.body[0]) if anthropic else answer_from_body(self.body[0])
-        return Answer("", (), None, None, None)
+        return self.reading.answer
 
     # ------------------------------------------------------------------ errors and faults
 
@@ -157,11 +141,7 @@ class Context:
         """The events of a 200 stream that report an error, in whatever shape."""
         if not self.in_stage("stream"):
             return ()
-        if self.dialect == "anthropic":
-            return tuple(e.event for e in self.events if e.is_error)
-        if self.dialect == "responses":
-            return tuple(e.event for e in self.responses_events if e.is_error)
-        return tuple(p.event for p in self.payloads if p.error is not None)
+        return self.reading.stream_errors
 
     @cached_property
     def in_stream_policy(self) -> Literal["allowed", "required", "forbidden"]:
@@ -202,13 +182,13 @@ class Context:
     def fault_case(self) -> bool:
         """A scenario about things going wrong: an upstream fault, a misbehaving client,
         or an expected error."""
-        client = self.scenario.client
+        sent = self.scenario.client
         return (
             self.scenario.backend.fault is not None
             or self.expect.error is not None
-            or client.raw_body is not None
-            or client.truncate_body
-            or client.pad_bytes is not None
+            or sent.raw_body is not None
+            or sent.truncate_body
+            or sent.pad_bytes is not None
         )
 
     # ------------------------------------------------------------------ profile-aware reading
@@ -224,7 +204,7 @@ class Context:
     @cached_property
     def received_calls(self) -> tuple[CallView, ...]:
         """The calls the client acts on: structured calls, or XML calls for xml-client."""
-        if self.options.profile == "xml-client":
+        if self.reads_xml:
             return tuple(CallView(c.name, dict(c.params), render(dict(c.params))) for c in self.xml.calls)
         return tuple(CallView.from_json_text(c.name, c.arguments) for c in self.answer.tool_calls
                      if self.runs(c.arguments))
@@ -232,7 +212,7 @@ class Context:
     @cached_property
     def visible_text(self) -> str:
         """The text the user sees: the content, minus the XML calls for xml-client."""
-        return self.xml.outside if self.options.profile == "xml-client" else self.answer.content
+        return self.xml.outside if self.reads_xml else self.answer.content
 
     @cached_property
     def expected_calls(self) -> list[tuple[str, Mapping[str, Any]]]:
@@ -243,9 +223,9 @@ class Context:
         """The finish reason this profile must see (an XML-reading client always gets "stop",
         unless the case expects something other than a normal end)."""
         wanted = self.expect.finish_reason
-        if self.dialect == "anthropic":
-            return wanted  # the stop_reason, in the Messages API's own words
-        if self.options.profile == "xml-client":
+        if not any(client(p).reads_xml for p in default_profiles(self.options.profile)):
+            return wanted  # a case no XML-reading client shares says its finish in the API's own words
+        if self.reads_xml:
             return wanted if wanted not in (None, "stop", "tool_calls") else "stop"
         if wanted == "stop" and self.expect.tool_calls:
             return "tool_calls"  # a case written for xml-client, run as a structured-call client
@@ -267,8 +247,7 @@ class Context:
         report of an error event the scenario expects, that is the client doing its
         job: the reading then holds what the SDK had accumulated, without the error."""
         content_type = self.exchange.response_headers.get("content-type", "text/event-stream")
-        read = {"anthropic": read_anthropic_stream, "responses": read_responses_stream}.get(self.dialect, read_stream)
-        reading = read(self.exchange.raw, {"content-type": content_type})
+        reading = self.reading.reader.sdk(self.exchange.raw, {"content-type": content_type})
         if reading.error_event and self.error_accepted:
             return dataclasses.replace(reading, error=None)
         return reading

@@ -27,6 +27,7 @@ from typing import Any
 
 from harness.assemble import answer_from_body, assemble_stream, parse_body
 from harness.compare import CallView, diff_calls
+from harness.dialects.clients import client
 from harness.exchange import Exchange
 from harness.rules.citations import OPENAI_ACCUMULATE, Breaks
 from harness.rules.context import Context
@@ -147,7 +148,7 @@ def reading(p: Played, options: Options) -> Reading:
         return Reading(ex.status, None, _text(ex)[:200].replace(p.token, EXCHANGE_MARK), (), None)
     answer = ctx.answer
     calls = tuple((c.index, c.name, _canonical(c.arguments, p.token)) for c in answer.tool_calls)
-    if p.exchange.profile == "xml-client":
+    if client(p.exchange.profile).reads_xml:
         calls = tuple((i, c.name, _canonical(c.raw, p.token)) for i, c in enumerate(ctx.received_calls))
     return Reading(ex.status, None, ctx.visible_text.replace(p.token, EXCHANGE_MARK), calls, answer.finish_reason)
 

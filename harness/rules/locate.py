@@ -13,7 +13,7 @@ empty when the place cannot be named. The exchange is read in the client's diale
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,13 +110,8 @@ def _responses_sources(ctx: Context) -> _Sources:
     return _Sources(tuple(starts), tuple(events), tuple(calls), finish)
 
 
-_SOURCES = {"anthropic": _anthropic_sources, "responses": _responses_sources}
-# Where each dialect's single body says how the answer ended.
-_FINISH_PATHS = {"anthropic": "/stop_reason", "responses": "/status"}
-
-
 def _sources(ctx: Context) -> _Sources:
-    return _SOURCES.get(ctx.dialect, _openai_sources)(ctx)
+    return _PLACES[ctx.dialect].sources(ctx)
 
 
 def _at(ctx: Context, event: SSEEvent | None) -> Evidence:
@@ -167,10 +162,33 @@ def _text_block_path(ctx: Context, offset: int) -> tuple[str, int]:
     return "/content", offset
 
 
+@dataclass(frozen=True)
+class _Places:
+    """Where one dialect's answer keeps each piece: the events of a stream that carried
+    them, and the JSON pointers into a single body."""
+
+    sources: Callable[[Context], _Sources]
+    finish: Callable[[Context], str]  # the member saying how the answer ended
+    call: Callable[[Context, int], str]  # call ``index``, which exists
+    content: Callable[[Context, int], tuple[str, int]]  # the text holding an offset, and the offset inside it
+
+
+_PLACES: Mapping[str, _Places] = {
+    "openai": _Places(_openai_sources, lambda ctx: _in_choice(ctx, "finish_reason"),
+                      lambda ctx, index: _in_choice(ctx, f"message/tool_calls/{index}"),
+                      lambda ctx, offset: (_in_choice(ctx, "message/content"), offset)),
+    "anthropic": _Places(_anthropic_sources, lambda ctx: "/stop_reason",
+                         lambda ctx, index: f"/content/{_blocks(ctx, 'tool_use')[index][0]}", _text_block_path),
+    "responses": _Places(_responses_sources, lambda ctx: "/status",
+                         lambda ctx, index: f"/output/{_output_items(ctx, 'function_call')[index]}",
+                         lambda ctx, offset: ("/output", offset)),
+}
+
+
 def finish(ctx: Context) -> Evidence:
     """Where the answer's finish reason (Messages: stop reason) was sent, or was due."""
     if ctx.kind == "json":
-        return {"json_path": _FINISH_PATHS.get(ctx.dialect) or _in_choice(ctx, "finish_reason")}
+        return {"json_path": _PLACES[ctx.dialect].finish(ctx)}
     if ctx.kind != "sse":
         return {}
     return _at(ctx, ctx.derived(_sources).finish_event)
@@ -182,11 +200,7 @@ def call(ctx: Context, index: int) -> Evidence:
     if ctx.kind == "json":
         if index >= len(ctx.answer.tool_calls):
             return finish(ctx)
-        if ctx.dialect == "anthropic":
-            return {"json_path": f"/content/{_blocks(ctx, 'tool_use')[index][0]}"}
-        if ctx.dialect == "responses":
-            return {"json_path": f"/output/{_output_items(ctx, 'function_call')[index]}"}
-        return {"json_path": _in_choice(ctx, f"message/tool_calls/{index}")}
+        return {"json_path": _PLACES[ctx.dialect].call(ctx, index)}
     if ctx.kind != "sse":
         return {}
     events = ctx.derived(_sources).call_events
@@ -196,7 +210,7 @@ def call(ctx: Context, index: int) -> Evidence:
 def received_call(ctx: Context, index: int) -> Evidence:
     """Where the ``index``-th call the client reads starts: a structured call, or for
     the xml-client profile the XML call in the text."""
-    if ctx.options.profile != "xml-client":
+    if not ctx.reads_xml:
         return call(ctx, index)
     calls = ctx.xml.calls
     return content(ctx, calls[index].start if index < len(calls) else len(ctx.answer.content))
@@ -206,12 +220,8 @@ def content(ctx: Context, offset: int) -> Evidence:
     """Where the character at ``offset`` of the answer's text arrived; at or past its
     end, where the answer finished."""
     if ctx.kind == "json":
-        if ctx.dialect == "anthropic":
-            path, inside = _text_block_path(ctx, offset)
-            return {"json_path": path, "text_offset": inside}
-        if ctx.dialect == "responses":
-            return {"json_path": "/output", "text_offset": offset}
-        return {"json_path": _in_choice(ctx, "message/content"), "text_offset": offset}
+        path, inside = _PLACES[ctx.dialect].content(ctx, offset)
+        return {"json_path": path, "text_offset": inside}
     if ctx.kind != "sse":
         return {}
     sources = ctx.derived(_sources)
@@ -225,7 +235,7 @@ def visible(ctx: Context, offset: int) -> Evidence:
     """``content`` for an offset into the visible text: the content itself, or for the
     xml-client profile the text outside the XML calls (mapped back into the content; its end
     is where the answer ends)."""
-    if ctx.options.profile != "xml-client":
+    if not ctx.reads_xml:
         return content(ctx, offset)
     if offset >= len(ctx.visible_text):
         return content(ctx, len(ctx.answer.content))

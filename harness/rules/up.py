@@ -13,21 +13,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.compare import json_equal, render
-from harness.rules.carried import (
-    answered_calls,
-    call_text,
-    carries,
-    find_in_order,
-    first_by_name,
-    in_order,
-    intent_text,
-    namesakes,
-    readings,
-    same_call,
-    same_intent,
-    schema_differences,
-    system_places,
-)
+from harness.dialects import DIALECTS
+from harness.rules import carried
 from harness.rules.citations import SPEC_CHAT, SPEC_CHAT_CREATE, SPEC_MESSAGES, SPEC_RESPONSES, Breaks
 from harness.rules.context import Context
 from harness.rules.registry import EVERY_PROFILE, Violation, rule_group
@@ -212,8 +199,9 @@ _SHARED_SAMPLING = frozenset({"temperature", "top_p"})
 
 
 def _upstream_dialect(path: str) -> str | None:
+    """The API (of those whose sampling parameters are known) whose endpoint ``path`` is."""
     tail = path.rstrip("/")
-    return "anthropic" if tail.endswith("/messages") else "openai" if tail.endswith("/chat/completions") else None
+    return next((name for name in _SAMPLING if tail.endswith(DIALECTS[name].endpoint)), None)
 
 
 @rule(
@@ -268,10 +256,10 @@ def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
     profiles=EVERY_PROFILE,
 )
 def tools_offered(ctx: Context) -> Iterator[Violation]:
-    read = readings(ctx)
+    read = carried.readings(ctx)
     if read is None or not read.client.tools:
         return
-    offered = first_by_name(read.upstream.tools)
+    offered = carried.first_by_name(read.upstream.tools)
     choice = read.client.tool_choice
     if not offered and choice.intent == "none":
         return
@@ -283,7 +271,7 @@ def tools_offered(ctx: Context) -> Iterator[Violation]:
             yield Violation(f"the client's tool {tool.name} is not offered upstream ({read.pair}); upstream offers "
                             f"{', '.join(offered) or 'no tool'}", {"tool": tool.name, "offered": list(offered)})
             continue
-        differences = schema_differences(tool, got)
+        differences = carried.schema_differences(tool, got)
         if differences:
             yield Violation(f"the tool {tool.name} reaches the backend with other parameters ({read.pair}): "
                             + "; ".join(differences),
@@ -306,26 +294,29 @@ def tools_offered(ctx: Context) -> Iterator[Violation]:
     profiles=EVERY_PROFILE,
 )
 def results_linked(ctx: Context) -> Iterator[Violation]:
-    read = readings(ctx)
+    read = carried.readings(ctx)
     if read is None or ctx.options.profile == "xml-client":
         return
-    answered = list(answered_calls(read.client))
+    answered = list(carried.answered_calls(read.client))
     upstream_calls = {call.id: call for call in reversed(read.upstream.calls) if call.id is not None}
-    found = find_in_order([r for r, _ in answered], read.upstream.results, lambda want, got: carries(got, want))
+    found = carried.find_in_order([r for r, _ in answered], read.upstream.results,
+                                  lambda want, got: carried.carries(got, want))
     for (result, call), (_, got) in zip(answered, found):
-        about = {"call_id": result.call_id, "call": call_text(call), "text": render(result.text, 120)}
+        said = carried.call_text(call)
+        about = {"call_id": result.call_id, "call": said, "text": render(result.text, 120)}
         if got is None:
-            yield Violation(f"the result of {call_text(call)} (text {render(result.text, 80)}) does not reach the "
-                            f"backend ({read.pair})", about)
+            yield Violation(f"the result of {said} (text {render(result.text, 80)}) does not reach the backend "
+                            f"({read.pair})", about)
             continue
         linked = upstream_calls.get(got.call_id) if got.call_id is not None else None
         if linked is None:
-            yield Violation(f"the result of {call_text(call)} reaches the backend answering the id "
+            yield Violation(f"the result of {said} reaches the backend answering the id "
                             f"{render(got.call_id)}, which no call of the upstream conversation has ({read.pair})",
                             {**about, "upstream_call_id": got.call_id})
-        elif not same_call(call, linked):
-            yield Violation(f"the result of {call_text(call)} reaches the backend answering another call, "
-                            f"{call_text(linked)} ({read.pair})", {**about, "upstream_call": call_text(linked)})
+        elif not carried.same_call(call, linked):
+            other = carried.call_text(linked)
+            yield Violation(f"the result of {said} reaches the backend answering another call, {other} "
+                            f"({read.pair})", {**about, "upstream_call": other})
 
 
 @rule(
@@ -338,16 +329,17 @@ def results_linked(ctx: Context) -> Iterator[Violation]:
     profiles=EVERY_PROFILE,
 )
 def calls_carried(ctx: Context) -> Iterator[Violation]:
-    read = readings(ctx)
+    read = carried.readings(ctx)
     if read is None or ctx.options.profile == "xml-client":
         return
     upstream = read.upstream.calls
-    for call, got in find_in_order(read.client.calls, upstream, same_call):
+    for call, got in carried.find_in_order(read.client.calls, upstream, carried.same_call):
         if got is not None:
             continue
-        yield Violation(f"the assistant's call {call_text(call)} does not reach the backend ({read.pair})"
-                        f"{namesakes(call, upstream)}",
-                        {"call": call_text(call), "upstream_calls": [call_text(c) for c in upstream]})
+        said = carried.call_text(call)
+        yield Violation(f"the assistant's call {said} does not reach the backend ({read.pair})"
+                        f"{carried.namesakes(call, upstream)}",
+                        {"call": said, "upstream_calls": [carried.call_text(c) for c in upstream]})
 
 
 @rule(
@@ -362,11 +354,11 @@ def calls_carried(ctx: Context) -> Iterator[Violation]:
     profiles=EVERY_PROFILE,
 )
 def tool_choice_kept(ctx: Context) -> Iterator[Violation]:
-    read = readings(ctx)
+    read = carried.readings(ctx)
     if read is None or not read.client.tools:
         return
     want, got = read.client.tool_choice, read.upstream.tool_choice
-    if want.intent == "other" or got.intent == "other" or same_intent(want, got):
+    if want.intent == "other" or got.intent == "other" or carried.same_intent(want, got):
         return
     if want.intent == "none" and not read.upstream.tools:
         return
@@ -374,8 +366,9 @@ def tool_choice_kept(ctx: Context) -> Iterator[Violation]:
     if emulated and "tool-choice" in ctx.options.features:
         return
     hint = " (a proxy that emulates tool_choice claims the tool-choice feature)" if emulated else ""
-    yield Violation(f"the client asked tool_choice {intent_text(want)}; upstream it is {intent_text(got)} "
-                    f"({read.pair}){hint}", {"expected": intent_text(want), "actual": intent_text(got)})
+    asked, sent = carried.intent_text(want), carried.intent_text(got)
+    yield Violation(f"the client asked tool_choice {asked}; upstream it is {sent} ({read.pair}){hint}",
+                    {"expected": asked, "actual": sent})
 
 
 @rule(
@@ -388,11 +381,11 @@ def tool_choice_kept(ctx: Context) -> Iterator[Violation]:
     profiles=EVERY_PROFILE,
 )
 def system_kept(ctx: Context) -> Iterator[Violation]:
-    read = readings(ctx)
+    read = carried.readings(ctx)
     if read is None or not read.client.system:
         return
-    places = system_places(read.upstream, moved="system-to-user" in ctx.options.features)
-    if not any(in_order(read.client.system, place) for place in places):
+    places = carried.system_places(read.upstream, moved="system-to-user" in ctx.options.features)
+    if not any(carried.in_order(read.client.system, place) for place in places):
         yield Violation(f"the client's system text {render(chr(10).join(read.client.system), 120)} does not reach the "
                         f"backend as system text ({read.pair})",
                         {"expected": list(read.client.system), "actual": list(read.upstream.system)})

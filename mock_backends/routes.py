@@ -1,0 +1,133 @@
+"""The mock's route for each wire dialect, one object each: how it checks a request,
+words an error of its own, lists models, and serves a prepared scenario's answer.
+
+``app`` moves bytes between these and the socket without knowing which dialect it
+serves; adding a dialect is one route here over its replay planner (``harness.replay``)
+and its request checks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from functools import partial
+from typing import Any, Protocol
+
+from harness.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
+from harness.replay import anthropic as anthropic_replay
+from harness.replay import openai as openai_replay
+from harness.replay import responses as responses_replay
+from harness.replay.wire import Delivery, Event
+from mock_backends.registry import Prepared
+from mock_backends.responses_validation import check_responses
+from mock_backends.validation import RequestProblem, check_anthropic, check_openai
+
+
+@dataclass(frozen=True)
+class Served:
+    """One planned answer: how it is delivered, whether it streams, and how to write it either way."""
+
+    delivery: Delivery
+    stream: bool
+    events: Callable[[], list[Event]]
+    whole: Callable[[], Any]
+
+
+class Route(Protocol):
+    """One dialect's route of the mock."""
+
+    wire: WireDialect
+
+    def check(self, body: Mapping[str, Any]) -> RequestProblem | None:
+        """The first reason the API refuses ``body``, or None."""
+        ...
+
+    def error(self, message: str, code: str, *, param: str | None = None, api_type: str | None = None,
+              server: bool = False) -> dict[str, Any]:
+        """An error body for a problem the mock found. ``code`` names it (OpenAI's ``code``);
+        ``api_type`` is the API's own error type where it has one; ``server``: the mock's own failure."""
+        ...
+
+    def models(self, names: Sequence[str], created: int) -> dict[str, Any]:
+        """The model list the API's ``GET /models`` answers."""
+        ...
+
+    def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
+        """The answer to ``body`` planned from the prepared scenario (whose backend speaks this dialect)."""
+        ...
+
+
+class ChatRoute:
+    wire = OPENAI
+
+    def check(self, body: Mapping[str, Any]) -> RequestProblem | None:
+        return check_openai(body)
+
+    def error(self, message: str, code: str, *, param: str | None = None, api_type: str | None = None,
+              server: bool = False) -> dict[str, Any]:
+        return openai_replay.error_body(message, code=code, param=param,
+                                        type="server_error" if server else "invalid_request_error")
+
+    def models(self, names: Sequence[str], created: int) -> dict[str, Any]:
+        return {
+            "object": "list",
+            "data": [{"id": name, "object": "model", "created": created, "owned_by": "toolcall-conformance"}
+                     for name in names],
+        }
+
+    def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
+        replay = prepared.openai
+        assert replay is not None
+        reply = openai_replay.plan_reply(replay, body, completion_id="chatcmpl-" + os.urandom(16).hex(),
+                                         created=int(now))
+        return Served(replay.delivery, reply.stream, partial(openai_replay.stream_events, replay, reply),
+                      partial(openai_replay.completion, replay, reply))
+
+
+class MessagesRoute:
+    wire = ANTHROPIC
+
+    def check(self, body: Mapping[str, Any]) -> RequestProblem | None:
+        return check_anthropic(body)
+
+    def error(self, message: str, code: str, *, param: str | None = None, api_type: str | None = None,
+              server: bool = False) -> dict[str, Any]:
+        return anthropic_replay.error_body(message, api_type or code)
+
+    def models(self, names: Sequence[str], created: int) -> dict[str, Any]:
+        stamp = datetime.fromtimestamp(created, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return {
+            "data": [{"type": "model", "id": name, "display_name": name, "created_at": stamp} for name in names],
+            "has_more": False,
+            "first_id": names[0],
+            "last_id": names[-1],
+        }
+
+    def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
+        replay = prepared.anthropic
+        assert replay is not None
+        reply = anthropic_replay.plan_reply(replay, body, message_id="msg_" + os.urandom(12).hex())
+        return Served(replay.delivery, reply.stream, partial(anthropic_replay.stream_events, replay, reply),
+                      partial(anthropic_replay.message, replay, reply))
+
+
+class ResponsesRoute(ChatRoute):
+    """OpenAI's error and model-list shapes; its own checks and answers."""
+
+    wire = RESPONSES
+
+    def check(self, body: Mapping[str, Any]) -> RequestProblem | None:
+        return check_responses(body)
+
+    def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
+        replay = prepared.responses
+        assert replay is not None
+        reply = responses_replay.plan_reply(replay, body, response_id="resp_" + os.urandom(24).hex(),
+                                            created_at=int(now))
+        return Served(replay.delivery, reply.stream, partial(responses_replay.stream_events, replay, reply),
+                      partial(responses_replay.response, replay, reply))
+
+
+ROUTES: Mapping[str, Route] = {r.wire.name: r for r in (ChatRoute(), MessagesRoute(), ResponsesRoute())}
