@@ -182,3 +182,14 @@ def test_a_broken_body_reads_as_something(dialect: WireDialect, body: Any) -> No
 def test_the_dialect_a_request_was_posted_to(path: str, name: str | None) -> None:
     found = posted_to(path)
     assert (found.name if found is not None else None) == name
+
+
+@pytest.mark.parametrize("dialect", list(DIALECTS.values()), ids=list(DIALECTS))
+@pytest.mark.parametrize(("kind", "intent"), [("auto", ChoiceIntent("auto")), ("any", ChoiceIntent("required")),
+                                              ("one", ChoiceIntent("named", "read"))])
+def test_what_a_dialect_writes_it_reads_back(dialect: WireDialect, kind: Any, intent: ChoiceIntent) -> None:
+    """A tool and a tool_choice as the dialect's request shape writes them read as what was meant."""
+    body = {"tools": [dialect.requests.tool("read", SCHEMA, "Read a file.")],
+            "tool_choice": dialect.requests.tool_choice(kind, "read")}
+    read = dialect.requests.read(body)
+    assert read.tools == (Tool("read", SCHEMA, "Read a file."),) and read.tool_choice == intent
