@@ -36,7 +36,7 @@ from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock a
 FEATURES = proxy_config("http://127.0.0.1:1/v1").features()
 SEED = 20261125
 # Scenario folders that hold no text format of their own.
-NOT_FORMATS = frozenset({"plain", "features", "anthropic", "faults", "bad-input", "isolation"})
+NOT_FORMATS = frozenset({"plain", "features", "anthropic", "faults", "bad-input", "isolation", "translation"})
 
 
 def run_fuzz(proxy_url: str, mock_url: str, formats: tuple[str, ...], examples: int, out: Path, *,
