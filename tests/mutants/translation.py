@@ -120,6 +120,14 @@ class ArgumentsEncodedTwice(ChatRequestChanged):
                 call["function"]["arguments"] = json.dumps(call["function"]["arguments"])
 
 
+class RequiredAsAuto(ChatRequestChanged):
+    """``tool_choice: "required"`` read as ``"auto"``, so the Messages upstream is told ``auto``."""
+
+    def change(self, request: dict[str, Any]) -> None:
+        if request.get("tool_choice") == "required":
+            request["tool_choice"] = "auto"
+
+
 class SystemDropped(ChatRequestChanged):
     """The system messages left out of the translated request."""
 
@@ -146,6 +154,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "each tool_use input holds JSON text.",
            ("UP-006", "UP-005"), ("translation-openai-conversation",), rewritten(ArgumentsEncodedTwice),
            strict=True, upstream="anthropic"),
+    Mutant("translated-required-as-auto",
+           'Translating a chat request for a Messages upstream, says `tool_choice: "required"` as `{type: "auto"}`.',
+           ("UP-007",), ("translation-openai-required",), rewritten(RequiredAsAuto), strict=True,
+           upstream="anthropic"),
     Mutant("translated-system-dropped", "Translating a chat request for a Messages upstream, leaves out its system text.",
            ("UP-008",), ("translation-openai-conversation",), rewritten(SystemDropped), strict=True,
            upstream="anthropic"),
