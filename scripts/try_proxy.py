@@ -37,7 +37,9 @@ ROOT = Path(__file__).resolve().parents[1]
 SUITE = ROOT / ".venv" / "bin" / "toolcall-conformance"
 MASTER_KEY = "sk-conformance-local-key-0123456789"  # LiteLLM refuses to start without a master key
 MODEL = "qwen3-coder-30b-a3b-instruct"
-ANTHROPIC_MODEL = "claude-sonnet-4-5"  # routed by LiteLLM to its anthropic/ provider, whose API base is the mock
+# Routed by LiteLLM to its anthropic/ provider, whose API base is the mock. Not a real model's name: the
+# Anthropic client's cases name real Claude models, and those must reach the "*" (OpenAI upstream) entry.
+ANTHROPIC_MODEL = "conformance-messages-upstream"
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,10 @@ def litellm_start(work: Path, port: int, mock_port: int) -> subprocess.Popen[byt
         # /v1/messages in front of an openai/ model calls the Responses API unless told to use chat/completions
         "litellm_settings:\n"
         "  use_chat_completions_url_for_anthropic_messages: true\n"
+        # The router would cool a deployment down after the fault cases (a 401, a 429 ...) and answer 429
+        # to every later case: each case is judged on its own instead.
+        "router_settings:\n"
+        "  disable_cooldowns: true\n"
         "general_settings:\n"
         f'  master_key: "{MASTER_KEY}"\n'
     )
