@@ -114,7 +114,11 @@ class MessagesReader:
     """Anthropic Messages: typed events folded into content blocks; an error is ``event: error``."""
 
     def streamed(self, reading: Reading) -> Answer:
-        return assemble_anthropic_stream(reading.events)
+        # Both Anthropic SDKs raise at ``event: error`` (Claude Code reads through the TypeScript
+        # one): what a stream relays after it never reaches the client's answer.
+        events = reading.events
+        cut = next((i for i, event in enumerate(events) if event.is_error), None)
+        return assemble_anthropic_stream(events if cut is None else events[: cut + 1])
 
     def whole(self, body: Any) -> Answer:
         return answer_from_message(body)

@@ -283,6 +283,18 @@ BROKEN: list[Case] = [
     case("fault-001-no-error-reached-client", S_STATUS, openai_text("Hello", " world"), {"FAULT-001"}, **ALIVE),
     case("fault-001-wrong-status", S_STATUS, BAD_GATEWAY_BODY, {"FAULT-001"}, status=500, **ALIVE),
     case("fault-001-anthropic-no-error", A_STATUS, anthropic_text("Hello world"), {"FAULT-001"}),
+    # Events relayed after the error: the Anthropic SDKs raise at the error, so the client's text is
+    # what came before it (TEXT-001 holds); only the spec's "nothing after an error" is broken.
+    case(
+        "aev-009-events-relayed-after-the-error-event",
+        A_ALLOWED,
+        anthropic_text("Hel", "lo", error=True) + anthropic_events(
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": " world"}},
+            {"type": "content_block_stop", "index": 0},
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None}, "usage": {"output_tokens": 5}},
+            {"type": "message_stop"}),
+        {"AEV-009"},
+    ),
     case(
         "fault-001-anthropic-required-stream-ended-normally",
         scenario({"error": {"in_stream": "required"}}, fault=DROP, profile="anthropic"),

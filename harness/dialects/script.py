@@ -40,7 +40,7 @@ def _reason_fixed(scenario: Scenario, target: WireDialect) -> str | None:
     own = natural(scenario)
     only = scenario.raw.get("backend", {}).get("upstream_dialects")
     if only is not None and target.name not in only:
-        return f"the scenario is meaningful only with a {' or '.join(only)} upstream (backend.upstream_dialects)"
+        return f"the scenario is meaningful only with an upstream of the {' or '.join(only)} dialect (backend.upstream_dialects)"
     if any(isinstance(f, RawFrame) for f in scenario.backend.frames):
         return f"its raw frames are {own.title} wire bytes"
     if scenario.expect.upstream:
