@@ -284,7 +284,7 @@ def replay(
     rules = rules_by_id()
     click.echo(f"verdict: {len(result.failures)} rule(s) broken")
     for failure in result.failures:
-        click.echo(rule_heading(failure.rule_id, rules))
+        click.echo(rule_heading(failure.rule_id, rules))  # with who breaks, for a client rule
         for line in [*failure.message.splitlines(), *evidence_lines(failure.evidence)]:
             click.echo(f"  {line}")
         position = Position.of(failure.evidence)

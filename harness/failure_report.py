@@ -103,10 +103,15 @@ def evidence_lines(evidence: Mapping[str, Any]) -> list[str]:
 
 
 def rule_heading(rule_id: str, rules: Mapping[str, Rule]) -> str:
+    """The rule's line, and for a client rule the line naming who breaks on it: the
+    proxy's author sees at once which real client a failure costs them."""
     rule = rules.get(rule_id)
     if rule is None:
         return f"rule {rule_id}"
-    return f"rule {rule.id} [{rule.severity}, {rule.group}]: {rule.statement}"
+    heading = f"rule {rule.id} [{rule.severity}, {rule.group}]: {rule.statement}"
+    if rule.breaks is None:
+        return heading
+    return f"{heading}\n  breaks {', '.join(rule.breaks.clients)}: {rule.breaks.how}"
 
 
 def render_failures(

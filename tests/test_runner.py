@@ -362,6 +362,7 @@ def test_replay_prints_the_answer_and_the_verdicts(servers: ServeFn) -> None:
     assert "(non-streaming request; no response;" in bad.output
     assert "the exchange was abandoned after 0.4 s" in bad.output
     assert "rule HTTP-002 [client, transport]: The answer completes within the run's timeout (the proxy's own" in bad.output
+    assert "\n  breaks openai-python" in bad.output  # who a client rule's failure costs
 
     unknown = runner.invoke(main, ["replay", "plain-native-singel"])
     assert unknown.exit_code == 2 and "did you mean plain-native-single" in unknown.output
