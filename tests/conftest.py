@@ -1,5 +1,8 @@
 """The fixtures every test module may use, defined in ``tests/support``."""
 
+import importlib
+import pkgutil
+
 from support.servers import servers  # noqa: F401  (every live server in the tests is started through it)
 
 from hypothesis import settings
@@ -10,3 +13,22 @@ from hypothesis import settings
 # their seed.
 settings.register_profile("gate", derandomize=True, database=None)
 settings.load_profile("gate")
+
+
+# Run under Locust only: importing it would start gevent's monkey-patching in the test process.
+_NOT_IMPORTED = frozenset({"harness.locustfile"})
+
+
+def _import_the_project() -> None:
+    """Hypothesis also draws from the constants of the local modules imported so far, so which
+    modules a worker had imported when a property test ran changed its examples from one run to
+    the next. Importing every module of the project first makes that pool the same on every run
+    and every worker, whatever order the tests run in."""
+    for package in ("harness", "mock_backends", "reference_proxy"):
+        root = importlib.import_module(package)
+        for info in pkgutil.walk_packages(root.__path__, package + "."):
+            if info.name not in _NOT_IMPORTED:
+                importlib.import_module(info.name)
+
+
+_import_the_project()
