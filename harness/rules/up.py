@@ -248,10 +248,10 @@ def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
     "a named tool withholding the others.",
     severity="client",
     breaks=Breaks(("Codex CLI",), "a tool that never reaches the model is never called, and one whose schema is "
-                  "lost is called with arguments the model invents: Codex's tool calling through a translating "
-                  "proxy that dropped its tools stopped working",
-                  ("https://github.com/barbacane-dev/barbacane/pull/133",
-                   "https://github.com/BerriAI/litellm/issues/37567")),
+                  "lost is called with arguments the model invents: with Codex in front of LiteLLM translating to "
+                  "Gemini, tools whose description and parameters were silently dropped left every call failing "
+                  "as an unsupported call",
+                  ("https://github.com/BerriAI/litellm/issues/29854",)),
     stage="always",
     profiles=EVERY_PROFILE,
 )
