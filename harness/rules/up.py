@@ -289,7 +289,7 @@ def tools_offered(ctx: Context) -> Iterator[Violation]:
                   "Claude Code stops the turn with the backend's error, \"API Error: 400 … unexpected tool_use_id "
                   "found in tool_result blocks\"",
                   ("https://github.com/anthropics/claude-code/issues/6836",
-                   "https://github.com/diegosouzapw/OmniRoute/issues/7705")),
+                   "https://github.com/router-for-me/CLIProxyAPI/issues/497")),
     stage="always",
     profiles=EVERY_PROFILE,
 )
