@@ -114,7 +114,6 @@ class ChunksAsResponses:
         self.output: list[dict[str, Any] | None] = []  # by output_index; None while the item is open
         self.message: tuple[int, str, list[str]] | None = None  # the open message: output_index, id, texts
         self.calls: dict[int, tuple[int, str, str, str, list[str]]] = {}  # chat index -> output_index, id, call_id, name, args
-        self.open_calls: list[int] = []  # chat indices of calls not closed yet
         self.finish_reason: str | None = None
         self.usage: Any = None
 
@@ -216,7 +215,6 @@ class ChunksAsResponses:
             name = str(fn["name"]) if isinstance(fn.get("name"), str) else ""
             self.output.append(None)
             self.calls[chat_index] = (index, ident, call_id, name, [])
-            self.open_calls.append(chat_index)
             out.append(self._event({"type": "response.output_item.added", "output_index": index,
                                     "item": call_item(ident, call_id, name, "", "in_progress")}))
         index, ident, _, _, parts = self.calls[chat_index]
@@ -227,15 +225,14 @@ class ChunksAsResponses:
                                     "output_index": index, "delta": fragment}))
 
     def _close_calls(self, out: list[str]) -> None:
-        for chat_index in self.open_calls:
-            index, ident, call_id, name, parts = self.calls[chat_index]
+        """Close every call (once: the answer ends right after), in the order they began."""
+        for index, ident, call_id, name, parts in self.calls.values():
             arguments = "".join(parts)
             out.append(self._event({"type": "response.function_call_arguments.done", "item_id": ident,
                                     "output_index": index, "name": name, "arguments": arguments}))
             item = call_item(ident, call_id, name, arguments)
             out.append(self._event({"type": "response.output_item.done", "output_index": index, "item": item}))
             self.output[index] = item
-        self.open_calls = []
 
     def _finish(self, out: list[str]) -> None:
         self._start(out)
