@@ -114,6 +114,7 @@ class MistralParser(MarkerParser):
                         return self._stop(carry.base + i)
                     self._searched = max(0, n - i - len(ARGS) + 1)
                     break
+                self._searched = 0  # the next call's name is searched from its start
                 self._name = self._tools.resolve(s[i:k])
                 if self._name is None:
                     return self._stop(carry.base + k)
