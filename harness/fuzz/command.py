@@ -65,7 +65,8 @@ def format_line(result: FormatResult) -> str:
     if result.finding is not None:
         outcome = f"FAILED: {', '.join(result.finding.rules)}" + ("" if result.finding.shrunk else " (not shrunk)")
     stopped = f" (stopped: {result.stopped})" if result.stopped else ""
-    return (f"  {result.format_id:<12} {result.examples:>6} example(s) {result.elapsed:7.1f} s "
+    width = max(map(len, all_formats()))  # the columns line up whatever the format
+    return (f"  {result.format_id:<{width}} {result.examples:>6} example(s) {result.elapsed:7.1f} s "
             f"{result.rate:6.1f} examples/s  {outcome}{stopped}")
 
 
