@@ -44,14 +44,25 @@ class _Content:
         if not any(isinstance(p, WholeCall) for p in pieces):
             self.blocks.append(dict(text_block))  # nothing was taken out: the block as it came
             return
+        text: list[str] = []  # the pieces since the last call: one stretch of text (the rescuer
+        # hands held text, a possible opener, over in a piece of its own)
+
+        def end_text() -> None:
+            joined = "".join(text).strip()  # markup was taken out: the text around it, trimmed
+            text.clear()
+            if joined:
+                self.blocks.append({"type": "text", "text": joined})
+
         for piece in pieces:
             if isinstance(piece, str):
-                if piece.strip():  # markup was taken out: the text around it, trimmed
-                    self.blocks.append({"type": "text", "text": piece.strip()})
-            elif self.calls.rescued(piece.name, piece.arguments):
+                text.append(piece)
+                continue
+            end_text()
+            if self.calls.rescued(piece.name, piece.arguments):
                 self.blocks.append(
                     {"type": "tool_use", "id": new_tool_use_id(), "name": piece.name, "input": _as_input(piece.arguments)}
                 )
+        end_text()
 
     def native(self, block: Mapping[str, Any]) -> None:
         name = block.get("name")

@@ -438,6 +438,17 @@ def test_finish_message_with_the_real_parser_types_values() -> None:
     assert [(b["type"], b.get("input")) for b in body["content"]] == [("tool_use", {"label": "42", "retries": 3})]
 
 
+def test_the_text_after_a_rescued_call_is_one_block_whatever_the_parser_held() -> None:
+    """The parser holds a final backtick (a fence may open) and hands it over at the end, in a
+    piece of its own: it joins the text before it, not a block of its own with the space lost
+    between them (found by generation, ``scenarios/phi/generated-5f03345225.yaml``)."""
+    leak = 'Before.\n<tool_call>\n{"name": "get_weather", "arguments": {}}\n</tool_call>\nAfter, e.g. `code`'
+    body = message(text(leak))
+    finish_message(body, tools=TOOLS)
+    assert [(b["type"], b.get("text")) for b in body["content"]] == [
+        ("text", "Before."), ("tool_use", None), ("text", "After, e.g. `code`")]
+
+
 @pytest.mark.parametrize(
     "body",
     [
