@@ -485,7 +485,7 @@ XML_CASES = [
         '<opts>{"x":[1,"é"]}</opts>\n</execute_command>',
     ),
     ("write_to_file", '{"content": "x</content>y", "path": "p"}', "<write_to_file>\n<content>x</content>y</content>\n<path>p</path>\n</write_to_file>"),
-    ("broken", "{not json", "<broken>\n</broken>"),
+    ("broken", "{not json", "{not json"),  # no call the model made: kept as text
 ]
 
 

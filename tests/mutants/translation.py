@@ -17,7 +17,9 @@ from mutants.anthropic import EndTurnWithToolUse, EventRewriter, InputAsString
 from mutants.base import Mutant, Out, Rewriter, rewritten, with_parts
 from mutants.openai import NATIVE as CHAT_NATIVE
 from mutants.openai import StopWithToolCalls
+from reference_proxy.anthropic_stream import AnthropicStreamPipeline, _NativeCall
 from reference_proxy.app import Parts
+from reference_proxy.translate.answers import as_object
 from reference_proxy.request_shaping import MessagesRequest, parse_messages_request
 from reference_proxy.tool_choice import emulate_tool_choice
 
@@ -46,6 +48,18 @@ class SamplingRewritten(Rewriter):
         request["temperature"] = 1.0
         request.pop("seed", None)
         return json.dumps(request).encode()
+
+
+class BrokenInputAsEmpty(AnthropicStreamPipeline):
+    """Delivers a native call whose input is no JSON object (a chat call's broken arguments) as a
+    tool_use with `input: {}`, as a translator does that falls back to an empty object when the
+    arguments do not parse: a call the model never made, which the client runs."""
+
+    def _native(self, call: _NativeCall, out: list[str]) -> None:
+        if call.name and "".join(call.parts).strip() and as_object("".join(call.parts)) is None:
+            self._tool_use(call.id, call.name, (), out)
+        else:
+            super()._native(call, out)
 
 
 # --------------------------------------------------------------------------- the request upstream
@@ -172,6 +186,11 @@ MUTANTS: tuple[Mutant, ...] = (
            strict=True),
     Mutant("translated-block-stopped-twice", "Translating a chat stream, sends two `content_block_stop` for one block.",
            ("AEV-006",), (MESSAGES_NATIVE,), rewritten(BlockStoppedTwice), upstream="openai"),
+    Mutant("replaces-broken-arguments-with-empty-object",
+           "Translating a chat stream for a Messages client, turns a native call whose arguments are no JSON "
+           "into a tool_use with `input: {}`.",
+           ("CALLS-001", "ASDK-002", "EQ-001"), ("faults-anthropic-broken-native-arguments",),
+           with_parts(Parts(messages_pipeline=BrokenInputAsEmpty)), upstream="openai"),
     Mutant("translated-stop-with-tool-calls",
            'Translating a Messages stream, sends `finish_reason: "stop"` after the tool calls.',
            ("TOOL-009", "CALLS-002", "EQ-001"), (CHAT_NATIVE,), rewritten(StopWithToolCalls), upstream="anthropic"),
