@@ -666,3 +666,19 @@ def test_a_case_only_a_translating_proxy_can_be_played_on_waits_for_the_upstream
     named = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder),
                                "--conformance-upstream-dialect", "openai", "--conformance-strict")
     named.assert_outcomes(passed=2)
+
+
+def test_skipped_scenarios_are_counted_by_reason_unless_verbose(pytester: pytest.Pytester) -> None:
+    """After the score card, scenarios skipped for one reason are one line with their count; with
+    pytest's -v each is listed with its reason."""
+    qwen = sorted(i for i, s in LIBRARY.items() if s.family == "qwen-tools" and "generated" not in s.tags)[:2]
+    folder = _library(pytester, *qwen, STREAMED[0])
+    common = ("--conformance", "--conformance-scenarios", str(folder), "--conformance-upstream-dialect", "natural",
+              "--conformance-formats", "none")
+    reason = "not claimed: the proxy does not claim to rescue the qwen-tools format*"
+    folded = pytester.runpytest(*common)
+    folded.assert_outcomes(passed=1, skipped=2)
+    folded.stdout.fnmatch_lines([f"  2 scenarios skipped: {reason}", "  (-v lists each skipped scenario)"])
+    assert not any(f"{i}: skipped" in line for line in folded.outlines for i in qwen)
+    listed = pytester.runpytest(*common, "-v")
+    listed.stdout.fnmatch_lines([f"  {qwen[0]}: skipped: {reason}", f"  {qwen[1]}: skipped: {reason}"])
