@@ -688,6 +688,12 @@ BROKEN: list[Case] = [
         S_BROKEN,
         sse(ROLE, chunk({"content": BROKEN_ARGS}), chunk(finish="stop")),
     ),
+    case(  # the other right answer: a clean error inside the stream (the regex stands aside for the error's text)
+        "calls-001-broken-arguments-answered-with-an-error",
+        S_BROKEN,
+        sse(ROLE, ev('{"error": {"message": "the model wrote arguments that are no JSON", "type": "server_error", '
+                     '"param": null, "code": null}}')),
+    ),
     case(
         "calls-001-broken-arguments-as-empty-object",
         S_BROKEN,
