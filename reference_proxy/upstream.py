@@ -122,19 +122,20 @@ async def read_json(response: httpx.Response) -> dict[str, Any]:
     return body
 
 
-async def events(response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
-    """Each event of an SSE body that carries data, as the network delivers it (a UTF-8
-    character or a CRLF cut between two reads arrives whole). At the body's clean end an
-    event still waiting for its blank line counts too: a backend that closes right after
-    its last ``data:`` line has still said it, and nothing it said is dropped."""
+async def events(response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
+    """The events of an SSE body that carry data, a list per network read (events that
+    arrive together stay together, so the relay writes them together; a UTF-8 character
+    or a CRLF cut between two reads arrives whole). At the body's clean end an event
+    still waiting for its blank line counts too: a backend that closes right after its
+    last ``data:`` line has still said it, and nothing it said is dropped."""
     decoder = SSEDecoder()
     async for piece in response.aiter_bytes():
-        for event in decoder.feed(piece):
-            if event.data:
-                yield event
-    for event in decoder.finish():
-        if event.data:
-            yield event
+        batch = [event for event in decoder.feed(piece) if event.data]
+        if batch:
+            yield batch
+    last = [event for event in decoder.finish() if event.data]
+    if last:
+        yield last
 
 
 def is_event_stream(response: httpx.Response) -> bool:
