@@ -8,6 +8,7 @@ what the proxy does with events, independently of how the parser finds calls.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -702,6 +703,18 @@ def test_upstream_events_of_one_read_come_together() -> None:
         return [[event.data for event in batch] async for batch in events(response)]
 
     assert asyncio.run(collect()) == [["a", "b"], ["c"], ["d"], ["e"]]
+
+
+def test_upstream_events_of_a_compressed_body_are_decoded() -> None:
+    """Uncompressed bodies skip httpx's decoding layers; one a server compressed anyway does not."""
+    packed = gzip.compress(EVENTS_TEXT)
+    response = httpx.Response(200, headers={"content-type": "text/event-stream", "content-encoding": "gzip"},
+                              stream=Pieces([packed[:7], packed[7:]]))
+
+    async def collect() -> list[tuple[str, str]]:
+        return [(event.event, event.data) async for batch in events(response) for event in batch]
+
+    assert asyncio.run(collect()) == EXPECTED_EVENTS
 
 
 def test_upstream_events_of_a_long_line_delivered_byte_by_byte() -> None:
