@@ -17,6 +17,7 @@ from reference_proxy.rescue.coercion import loads_json
 
 _WS = re.compile(r"[ \t\r\n]*")
 _STRING_BODY = re.compile(r'[^"\\]*')
+_WHOLE_STRING = re.compile(r'"([^"\\]*)"')
 _SCALAR_BODY = re.compile(r"[-+.0-9A-Za-z]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS = frozenset(("true", "false", "null"))
@@ -192,6 +193,14 @@ class JsonScanner:
                     self._keys.append(None)
                     self._expect = _VALUE_OR_CLOSE
                 elif c == '"':
+                    m = _WHOLE_STRING.match(s, i)
+                    if m is not None:  # the whole string is here, with no escape
+                        i = m.end()
+                        if not self._whole_string(m.group(1), False):
+                            return self._fail(i)
+                        if self.status is Status.DONE:
+                            return i
+                        continue
                     self._open_string(is_key=False)
                 elif c in _SCALAR_START:
                     self._in_scalar = True
@@ -202,6 +211,12 @@ class JsonScanner:
                 i += 1
             elif expect <= _KEY:
                 if c == '"':
+                    m = _WHOLE_STRING.match(s, i)
+                    if m is not None:  # the whole key is here, with no escape
+                        i = m.end()
+                        if not self._whole_string(m.group(1), True):
+                            return self._fail(i)
+                        continue
                     self._open_string(is_key=True)
                     i += 1
                 elif c == "}" and expect == _KEY_OR_CLOSE:
@@ -235,6 +250,24 @@ class JsonScanner:
         self._string_is_key = is_key
         self._capture = len(self._stack) <= WATCH_DEPTH
         self._token = []
+
+    def _whole_string(self, raw: str, is_key: bool) -> bool:
+        """``_open_string`` and ``_string_done`` at once, for a string found whole in one
+        piece with no backslash (most are): it is its own text. False means stop."""
+        stack = self._stack
+        depth = len(stack)
+        if is_key:
+            self._expect = _COLON
+            if depth <= WATCH_DEPTH:
+                self._keys[-1] = raw
+                return self._watch.key(depth, raw)
+            return True
+        if depth <= WATCH_DEPTH and not self._watch.string_value(
+            depth, self._keys[-1] if stack and stack[-1] == "{" else None, raw
+        ):
+            return False
+        self._value_done()
+        return True
 
     def _string_done(self) -> bool:
         """A string closed: hand it to the watcher; False means stop."""

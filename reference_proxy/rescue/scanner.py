@@ -63,6 +63,7 @@ if _probe != Text("probe") or Text.__slots__ != ("text",):  # events.Text change
 del _probe
 
 
+
 def _merged(events: list[Event]) -> list[Event]:
     """Consecutive Text events joined into one."""
     if len(events) < 2:
@@ -210,6 +211,23 @@ class Rescuer:
                     event = _NEW_TEXT(Text)
                     _SET_TEXT(event, text)
                     return [event]
+        # Inside a marker that one parser owns, a piece within the buffer cap goes to it
+        # directly; nothing comes out until it has a verdict.
+        parsers = self._parsers
+        if len(parsers) == 1 and text and len(text) <= self._cut + self.buffer_cap - self._given:
+            size = len(text)
+            self._held.append(text)
+            self._fed += size
+            self._given += size
+            verdict = parsers[0].feed(text, 0)
+            if verdict is None:
+                return []
+            out: list[Event] = []
+            resume = self._settle(parsers[0], verdict, out)
+            if resume is not None:
+                self._text(self._rest(resume), out)
+            self._plain = self._fast and not (self._parsers or self._pending or self._line_blank)
+            return _merged(out)
         return self._feed(text)
 
     def finish(self) -> list[Event]:
@@ -225,7 +243,7 @@ class Rescuer:
                 assert asked < 3, "a parser's finish must settle the marker"
                 continue
             asked = 0
-            self._scan(self._rest(resume), out)
+            self._text(self._rest(resume), out)
         if self._pending:
             self._release(self._pending, out)
             self._pending = ""
@@ -247,36 +265,43 @@ class Rescuer:
             self._fed += len(text)
             resume = self._advance(text, 0, out)
             if resume is not None:
-                self._scan(self._rest(resume), out)
+                self._text(self._rest(resume), out)
         else:
-            s = self._pending + text if self._pending else text
-            if (
-                _WORD_OPENER is not None
-                and self._fast
-                and "<" not in s
-                and "`" not in s
-                and "[" not in s
-                and ("count" not in s or _WORD_OPENER(s) is None)
-                and ("\n" not in s or _LINE_OPENER(s) is None)
-                and not (self._line_blank and _LINE_HERE(s))
-                and not _LINE_BEGUN(s)  # the first letters of a line opener ("\nfunc")
-            ):
-                # No opener starts in ``s`` (a frequent case: a held "c" turned out to be
-                # prose); with no "<" or "`" in it, only a word opener can begin at its end.
-                n = len(s)
-                tail = s.endswith(_WORD_PREFIXES) or ("count" in s and s.rstrip(" \t\r\n").endswith("count"))
-                hold = self._openers.word_hold(s, self._last[-1:]) if tail else n
-                if hold == n:
-                    self._pending = ""
-                    self._release(s, out)
-                else:
-                    self._pending = s[hold:]
-                    self._release(s[:hold], out)
-            else:
-                self._pending = ""
-                self._scan(s, out)
+            self._text(self._pending + text if self._pending else text, out)
         self._plain = self._fast and not (self._parsers or self._pending or self._line_blank)
         return _merged(out)
+
+    def _text(self, s: str, out: list[Event]) -> None:
+        """Text mode over ``s`` (what follows everything released or held so far): the
+        plain-text check first, the opener search only when it fails."""
+        if not s:
+            self._pending = ""
+            return
+        if (
+            _WORD_OPENER is not None
+            and self._fast
+            and "<" not in s
+            and "`" not in s
+            and "[" not in s
+            and ("count" not in s or _WORD_OPENER(s) is None)
+            and ("\n" not in s or _LINE_OPENER(s) is None)
+            and not (self._line_blank and _LINE_HERE(s))
+            and not _LINE_BEGUN(s)  # the first letters of a line opener ("\nfunc")
+        ):
+            # No opener starts in ``s`` (a frequent case: a held "c" turned out to be
+            # prose); with no "<" or "`" in it, only a word opener can begin at its end.
+            n = len(s)
+            tail = s.endswith(_WORD_PREFIXES) or ("count" in s and s.rstrip(" \t\r\n").endswith("count"))
+            hold = self._openers.word_hold(s, self._last[-1:]) if tail else n
+            if hold == n:
+                self._pending = ""
+                self._release(s, out)
+            else:
+                self._pending = s[hold:]
+                self._release(s[:hold], out)
+        else:
+            self._pending = ""
+            self._scan(s, out)
 
     def _release(self, text: str, out: list[Event]) -> None:
         if not text:
@@ -422,21 +447,29 @@ class Rescuer:
             verdict = parser.feed(text, start) if text is not None else parser.finish()
             if verdict is None:
                 survivors.append(parser)
-            elif verdict.markup_end is not None:  # recognised: this parser owns the marker
-                self._parsers = [parser]
-                self._emit(verdict, out)
-                if not verdict.done:
-                    return None
-                return self._close(verdict.resume, out)
-            elif not verdict.done:  # passing: this parser owns the marker and lets text through
-                self._parsers = [parser]
-                self._pass(verdict.resume, out)
-                return None
+            elif verdict.markup_end is not None or not verdict.done:
+                return self._settle(parser, verdict, out)
             else:  # given up
                 self._resume = max(self._resume, verdict.resume)
         self._parsers = survivors
         if survivors:
             return None
+        return self._close(self._resume, out)
+
+    def _settle(self, parser: MarkerParser, verdict: Verdict, out: list[Event]) -> int | None:
+        """Act on one parser's verdict, as the last live parser or the one that owns the
+        marker from now on; see ``_advance``."""
+        if verdict.markup_end is not None:  # recognised: this parser owns the marker
+            self._parsers = [parser]
+            self._emit(verdict, out)
+            if not verdict.done:
+                return None
+            return self._close(verdict.resume, out)
+        if not verdict.done:  # passing: this parser owns the marker and lets text through
+            self._parsers = [parser]
+            self._pass(verdict.resume, out)
+            return None
+        self._resume = max(self._resume, verdict.resume)  # given up
         return self._close(self._resume, out)
 
     def _close(self, resume: int, out: list[Event]) -> int:
