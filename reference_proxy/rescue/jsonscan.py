@@ -127,6 +127,121 @@ class JsonScanner:
 
     def _run(self, s: str, i: int) -> int:
         n = len(s)
+        stack = self._stack
+        watch = self._watch
+        watched = watch is not _NO_WATCH
+        ws = _WS.match
+        while i < n:
+            if self._in_string or self._in_scalar:  # a token cut by the end of the last piece
+                i = self._rest_of_token(s, i)
+                if self.status is not Status.MORE or i >= n:
+                    return i
+            i = ws(s, i).end()  # type: ignore[union-attr]
+            if i >= n:
+                return n
+            c = s[i]
+            expect = self._expect
+            if expect == _COMMA_OR_CLOSE:
+                top = stack[-1]
+                if c == ",":
+                    self._expect = _KEY if top == "{" else _VALUE
+                    i += 1
+                    continue
+                if (c == "}" and top == "{") or (c == "]" and top == "["):
+                    i += 1
+                    stack.pop()
+                    self._keys.pop()
+                    if not stack:
+                        self.status = Status.DONE
+                        return i
+                    continue  # still _COMMA_OR_CLOSE
+                return self._fail(i)
+            if expect == _COLON:
+                if c != ":":
+                    return self._fail(i)
+                self._expect = _VALUE
+                i += 1
+                continue
+            if expect >= _KEY_OR_CLOSE:  # a key (or the object's end)
+                if c == '"':
+                    m = _WHOLE_STRING.match(s, i)
+                    if m is None:  # cut by the piece's end, or escaped: token by token
+                        self._open_string(is_key=True)
+                        i += 1
+                        continue
+                    i = m.end()
+                    self._expect = _COLON
+                    if len(stack) <= WATCH_DEPTH:
+                        key = m.group(1)
+                        self._keys[-1] = key
+                        if watched and not watch.key(len(stack), key):
+                            return self._fail(i)
+                    continue
+                if c == "}" and expect == _KEY_OR_CLOSE:
+                    i += 1
+                    stack.pop()
+                    self._keys.pop()
+                    if not stack:
+                        self.status = Status.DONE
+                        return i
+                    self._expect = _COMMA_OR_CLOSE
+                    continue
+                return self._fail(i)
+            # A value (or the array's end).
+            if stack and stack[-1] == "[":
+                if c == "]" and expect == _VALUE_OR_CLOSE:
+                    i += 1
+                    stack.pop()
+                    self._keys.pop()
+                    if not stack:
+                        self.status = Status.DONE
+                        return i
+                    self._expect = _COMMA_OR_CLOSE
+                    continue
+                if watched and not watch.item(len(stack), c):
+                    return self._fail(i)
+            if c == "{" or c == "[":
+                stack.append(c)
+                self._keys.append(None)
+                self._expect = _KEY_OR_CLOSE if c == "{" else _VALUE_OR_CLOSE
+                i += 1
+                continue
+            if c == '"':
+                m = _WHOLE_STRING.match(s, i)
+                if m is None:  # cut by the piece's end, or escaped: token by token
+                    self._open_string(is_key=False)
+                    i += 1
+                    continue
+                i = m.end()
+                depth = len(stack)
+                if (
+                    watched
+                    and depth <= WATCH_DEPTH
+                    and not watch.string_value(depth, self._keys[-1] if stack and stack[-1] == "{" else None, m.group(1))
+                ):
+                    return self._fail(i)
+            elif c in _SCALAR_START:
+                j = _SCALAR_BODY.match(s, i).end()  # type: ignore[union-attr]
+                if j >= n:  # the scalar may go on in the next piece
+                    self._in_scalar = True
+                    self._token = [s[i:j]]
+                    return n
+                token = s[i:j]
+                i = j
+                if token not in _LITERALS and not _NUMBER.fullmatch(token):
+                    return self._fail(i)
+            else:
+                return self._fail(i)
+            if not stack:  # a scalar or string at the root
+                self.status = Status.DONE
+                return i
+            self._expect = _COMMA_OR_CLOSE
+        return i
+
+    def _rest_of_token(self, s: str, i: int) -> int:
+        """Go on with a string or scalar begun in an earlier piece (or with an escape):
+        the index after it, ``len(s)`` if it goes on still, or where it broke."""
+        n = len(s)
         while i < n:
             if self._in_string:
                 if self._escape:
@@ -152,97 +267,19 @@ class JsonScanner:
                 self._in_string = False
                 if not self._string_done():
                     return self._fail(i)
-                if self.status is Status.DONE:
-                    return i
-                continue
-            if self._in_scalar:
-                j = _SCALAR_BODY.match(s, i).end()  # type: ignore[union-attr]
-                if j > i:
-                    self._token.append(s[i:j])
-                if j >= n:
-                    return n
-                i = j
-                self._in_scalar = False
-                token = "".join(self._token)
-                if token not in _LITERALS and not _NUMBER.fullmatch(token):
-                    return self._fail(i)
-                self._value_done()
-                if self.status is Status.DONE:
-                    return i
-                continue
-            i = _WS.match(s, i).end()  # type: ignore[union-attr]
-            if i >= n:
+                return i
+            j = _SCALAR_BODY.match(s, i).end()  # type: ignore[union-attr]
+            if j > i:
+                self._token.append(s[i:j])
+            if j >= n:
                 return n
-            c = s[i]
-            expect = self._expect
-            if expect <= _VALUE_OR_CLOSE:
-                if c == "]" and expect == _VALUE_OR_CLOSE:
-                    i += 1
-                    self._close()
-                    if self.status is Status.DONE:
-                        return i
-                    continue
-                if self._stack and self._stack[-1] == "[" and not self._watch.item(len(self._stack), c):
-                    return self._fail(i)
-                if c == "{":
-                    self._stack.append("{")
-                    self._keys.append(None)
-                    self._expect = _KEY_OR_CLOSE
-                elif c == "[":
-                    self._stack.append("[")
-                    self._keys.append(None)
-                    self._expect = _VALUE_OR_CLOSE
-                elif c == '"':
-                    m = _WHOLE_STRING.match(s, i)
-                    if m is not None:  # the whole string is here, with no escape
-                        i = m.end()
-                        if not self._whole_string(m.group(1), False):
-                            return self._fail(i)
-                        if self.status is Status.DONE:
-                            return i
-                        continue
-                    self._open_string(is_key=False)
-                elif c in _SCALAR_START:
-                    self._in_scalar = True
-                    self._token = []
-                    continue  # the scalar branch consumes it
-                else:
-                    return self._fail(i)
-                i += 1
-            elif expect <= _KEY:
-                if c == '"':
-                    m = _WHOLE_STRING.match(s, i)
-                    if m is not None:  # the whole key is here, with no escape
-                        i = m.end()
-                        if not self._whole_string(m.group(1), True):
-                            return self._fail(i)
-                        continue
-                    self._open_string(is_key=True)
-                    i += 1
-                elif c == "}" and expect == _KEY_OR_CLOSE:
-                    i += 1
-                    self._close()
-                    if self.status is Status.DONE:
-                        return i
-                else:
-                    return self._fail(i)
-            elif expect == _COLON:
-                if c != ":":
-                    return self._fail(i)
-                self._expect = _VALUE
-                i += 1
-            else:  # _COMMA_OR_CLOSE
-                top = self._stack[-1]
-                if c == ",":
-                    self._expect = _KEY if top == "{" else _VALUE
-                    i += 1
-                elif (c == "}" and top == "{") or (c == "]" and top == "["):
-                    i += 1
-                    self._close()
-                    if self.status is Status.DONE:
-                        return i
-                else:
-                    return self._fail(i)
+            i = j
+            self._in_scalar = False
+            token = "".join(self._token)
+            if token not in _LITERALS and not _NUMBER.fullmatch(token):
+                return self._fail(i)
+            self._value_done()
+            return i
         return i
 
     def _open_string(self, *, is_key: bool) -> None:
@@ -250,24 +287,6 @@ class JsonScanner:
         self._string_is_key = is_key
         self._capture = len(self._stack) <= WATCH_DEPTH
         self._token = []
-
-    def _whole_string(self, raw: str, is_key: bool) -> bool:
-        """``_open_string`` and ``_string_done`` at once, for a string found whole in one
-        piece with no backslash (most are): it is its own text. False means stop."""
-        stack = self._stack
-        depth = len(stack)
-        if is_key:
-            self._expect = _COLON
-            if depth <= WATCH_DEPTH:
-                self._keys[-1] = raw
-                return self._watch.key(depth, raw)
-            return True
-        if depth <= WATCH_DEPTH and not self._watch.string_value(
-            depth, self._keys[-1] if stack and stack[-1] == "{" else None, raw
-        ):
-            return False
-        self._value_done()
-        return True
 
     def _string_done(self) -> bool:
         """A string closed: hand it to the watcher; False means stop."""
@@ -295,11 +314,6 @@ class JsonScanner:
             return True
         self._value_done()
         return True
-
-    def _close(self) -> None:
-        self._stack.pop()
-        self._keys.pop()
-        self._value_done()
 
     def _value_done(self) -> None:
         if self._stack:

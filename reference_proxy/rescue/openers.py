@@ -87,6 +87,9 @@ class Openers:
         # Searched with the others, but its match starts at the newline before the opener.
         self.line_group = len(self.groups)
         self.groups.append(self.line_after_newline)
+        # The character every match of each group starts with: a group whose character is
+        # not in the text is not searched (``str.find`` costs less than a search).
+        self.group_firsts = [*self.group_by_first, "\n"]
         # Trailing pieces to hold: proper prefixes of openers; those that only begin word
         # openers are held only at a word start.
         self.prefix_needs_word: dict[str, bool] = {}
@@ -202,10 +205,11 @@ class Cursor:
                 if len(best[1]) >= openers.longest_anywhere_at.get(best[1][0], 0):
                     return best
         line_group = openers.line_group
+        firsts = openers.group_firsts
         for g, pattern in enumerate(openers.groups):
             m = self._next[g]
             if not self._known[g] or (m is not None and m.start() < i):
-                m = pattern.search(s, i)
+                m = pattern.search(s, i) if s.find(firsts[g], i) >= 0 else None
                 if m is not None and m.start() == 0 and g != line_group and _word_blocked(openers, m, before):
                     m = pattern.search(s, 1)
                 self._next[g] = m
