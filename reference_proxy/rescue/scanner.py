@@ -338,13 +338,28 @@ class Rescuer:
             self._release(s[i:start], out)
             # The marker is ``s[start:]``; positions in it count from ``start``.
             context = Context(self._line_blank, self._last[-1:], self._after_call)
-            self._parsers = [family.parser(opener, self._tools, context) for family in openers.families[opener]]
+            families = openers.families[opener]
+            self._resume = 0
+            if len(families) > 1 and len(s) - start <= self.buffer_cap:
+                # A shared opener: no parser for a family the next characters rule out.
+                # (Its parser would give up on this very piece, which it would be shown
+                # whole: the cap is not reached.)
+                parsers: list[MarkerParser] = []
+                after = start + len(opener)
+                for family in families:
+                    declined = family.declines(opener, s, after)
+                    if declined is None:
+                        parsers.append(family.parser(opener, self._tools, context))
+                    else:
+                        self._resume = max(self._resume, declined)
+                self._parsers = parsers
+            else:
+                self._parsers = [family.parser(opener, self._tools, context) for family in families]
             self._held = [s]
             self._held_start = -start
             self._fed = len(s) - start
             self._given = 0
             self._cut = 0
-            self._resume = 0
             resume = self._advance(s, start, out)
             if resume is None:
                 return

@@ -36,6 +36,7 @@ VALUE, END_VALUE = "<arg_value>", "</arg_value>"
 _AFTER_VALUE = (KEY, CLOSE)
 _MAX_NAME = 256
 _NAME_END = re.compile(r"[\n \t\r<]")
+_NOT_A_NAME = frozenset("{[<\n \t\r")  # right after the opener: no name can start here
 
 _NAME, _PAIRS, _KEY, _VALUE_OPEN, _VALUE = range(5)
 
@@ -134,3 +135,7 @@ class Glm(Family):
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return GlmParser(tools)
+
+    def declines(self, opener: str, s: str, i: int) -> int | None:
+        # A name must follow at once: JSON, a tag or a blank there is Hermes' or Qwen3-Coder's.
+        return len(opener) if i < len(s) and s[i] in _NOT_A_NAME else None
