@@ -49,7 +49,7 @@ _WORD_PREFIXES = _OPENERS.word_prefixes
 _LINE_RISK = _OPENERS.line_risk.search
 _LINE_OPENER = _OPENERS.line_after_newline.search
 _LINE_HERE = _OPENERS.line_here.match
-_LINE_BEGUN = _OPENERS.last_line_begun
+_LINE_BEGUN = _OPENERS.line_begun.fullmatch  # from the last line's start: ``Openers.last_line_begun``
 _WORD_OPENER = _OPENERS.group_by_first["c"].search if SHORTCUTS else None
 
 # ``Text(x)`` through the frozen dataclass ``__init__`` costs more than all the checks of
@@ -286,7 +286,7 @@ class Rescuer:
             and ("count" not in s or _WORD_OPENER(s) is None)
             and ("\n" not in s or _LINE_OPENER(s) is None)
             and not (self._line_blank and _LINE_HERE(s))
-            and not _LINE_BEGUN(s)  # the first letters of a line opener ("\nfunc")
+            and _LINE_BEGUN(s, s.rfind("\n") + 1) is None  # the first letters of a line opener ("\nfunc")
         ):
             # No opener starts in ``s`` (a frequent case: a held "c" turned out to be
             # prose); with no "<" or "`" in it, only a word opener can begin at its end.
@@ -395,9 +395,13 @@ class Rescuer:
         """Forget held pieces that end before marker position ``pos`` (nothing is copied)."""
         held = self._held
         start = self._held_start
+        last = len(held) - 1
         k = 0
-        while k < len(held) - 1 and start + len(held[k]) <= pos:
-            start += len(held[k])
+        while k < last:
+            end = start + len(held[k])
+            if end > pos:
+                break
+            start = end
             k += 1
         if k:
             del held[:k]
