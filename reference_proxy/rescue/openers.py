@@ -88,7 +88,7 @@ class Openers:
         self.line_group = len(self.groups)
         self.groups.append(self.line_after_newline)
         # The character every match of each group starts with: a group whose character is
-        # not in the text is not searched (``str.find`` costs less than a search).
+        # not in the text is not searched (``in`` costs less than a search).
         self.group_firsts = [*self.group_by_first, "\n"]
         # Trailing pieces to hold: proper prefixes of openers; those that only begin word
         # openers are held only at a word start.
@@ -181,9 +181,10 @@ class Cursor:
     def __init__(self, openers: Openers, s: str) -> None:
         self._openers = openers
         self._s = s
-        # Per group: its first match at or after the last search position, once known.
+        # Per group: its first match at or after the last search position, once known. A
+        # group whose first character is not in ``s`` is known to have none.
         self._next: list[re.Match[str] | None] = [None] * len(openers.groups)
-        self._known = [False] * len(openers.groups)
+        self._known = [first not in s for first in openers.group_firsts]
 
     def find(self, i: int, line_blank: bool, before: str) -> tuple[int, str, int] | None:
         """The first opener at or after ``i``: (its position, its literal, 0); or the
@@ -205,11 +206,10 @@ class Cursor:
                 if len(best[1]) >= openers.longest_anywhere_at.get(best[1][0], 0):
                     return best
         line_group = openers.line_group
-        firsts = openers.group_firsts
         for g, pattern in enumerate(openers.groups):
             m = self._next[g]
             if not self._known[g] or (m is not None and m.start() < i):
-                m = pattern.search(s, i) if s.find(firsts[g], i) >= 0 else None
+                m = pattern.search(s, i)
                 if m is not None and m.start() == 0 and g != line_group and _word_blocked(openers, m, before):
                     m = pattern.search(s, 1)
                 self._next[g] = m

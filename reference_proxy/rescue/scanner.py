@@ -357,10 +357,18 @@ class Rescuer:
                 self._parsers = [family.parser(opener, self._tools, context) for family in families]
             self._held = [s]
             self._held_start = -start
-            self._fed = len(s) - start
-            self._given = 0
+            self._fed = size = len(s) - start
             self._cut = 0
-            resume = self._advance(s, start, out)
+            parsers = self._parsers
+            if len(parsers) == 1 and size <= self.buffer_cap:  # most markers: one parser, shown all
+                self._given = size
+                verdict = parsers[0].feed(s, start)
+                if verdict is None:
+                    return
+                resume = self._settle(parsers[0], verdict, out)
+            else:
+                self._given = 0
+                resume = self._advance(s, start, out)
             if resume is None:
                 return
             self._held = []
