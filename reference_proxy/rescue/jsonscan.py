@@ -149,12 +149,9 @@ class JsonScanner:
                     continue
                 if (c == "}" and top == "{") or (c == "]" and top == "["):
                     i += 1
-                    stack.pop()
-                    self._keys.pop()
-                    if not stack:
-                        self.status = Status.DONE
+                    if self._closed():
                         return i
-                    continue  # still _COMMA_OR_CLOSE
+                    continue
                 return self._fail(i)
             if expect == _COLON:
                 if c != ":":
@@ -162,64 +159,51 @@ class JsonScanner:
                 self._expect = _VALUE
                 i += 1
                 continue
-            if expect >= _KEY_OR_CLOSE:  # a key (or the object's end)
-                if c == '"':
-                    m = _WHOLE_STRING.match(s, i)
-                    if m is None:  # cut by the piece's end, or escaped: token by token
-                        self._open_string(is_key=True)
-                        i += 1
-                        continue
-                    i = m.end()
-                    self._expect = _COLON
-                    if len(stack) <= WATCH_DEPTH:
-                        key = m.group(1)
-                        self._keys[-1] = key
-                        if watched and not watch.key(len(stack), key):
-                            return self._fail(i)
-                    continue
-                if c == "}" and expect == _KEY_OR_CLOSE:
-                    i += 1
-                    stack.pop()
-                    self._keys.pop()
-                    if not stack:
-                        self.status = Status.DONE
-                        return i
-                    self._expect = _COMMA_OR_CLOSE
-                    continue
-                return self._fail(i)
-            # A value (or the array's end).
-            if stack and stack[-1] == "[":
+            # A key (or the object's end), or a value (or the array's end).
+            if stack and stack[-1] == "[":  # (keys are in objects only)
                 if c == "]" and expect == _VALUE_OR_CLOSE:
                     i += 1
-                    stack.pop()
-                    self._keys.pop()
-                    if not stack:
-                        self.status = Status.DONE
+                    if self._closed():
                         return i
-                    self._expect = _COMMA_OR_CLOSE
                     continue
                 if watched and not watch.item(len(stack), c):
                     return self._fail(i)
-            if c == "{" or c == "[":
-                stack.append(c)
-                self._keys.append(None)
-                self._expect = _KEY_OR_CLOSE if c == "{" else _VALUE_OR_CLOSE
-                i += 1
-                continue
+            is_key = expect >= _KEY_OR_CLOSE
             if c == '"':
                 m = _WHOLE_STRING.match(s, i)
                 if m is None:  # cut by the piece's end, or escaped: token by token
-                    self._open_string(is_key=False)
+                    self._open_string(is_key=is_key)
                     i += 1
                     continue
                 i = m.end()
                 depth = len(stack)
+                if is_key:
+                    self._expect = _COLON
+                    if depth <= WATCH_DEPTH:
+                        key = m.group(1)
+                        self._keys[-1] = key
+                        if watched and not watch.key(depth, key):
+                            return self._fail(i)
+                    continue
                 if (
                     watched
                     and depth <= WATCH_DEPTH
                     and not watch.string_value(depth, self._keys[-1] if stack and stack[-1] == "{" else None, m.group(1))
                 ):
                     return self._fail(i)
+            elif is_key:
+                if c == "}" and expect == _KEY_OR_CLOSE:
+                    i += 1
+                    if self._closed():
+                        return i
+                    continue
+                return self._fail(i)
+            elif c == "{" or c == "[":
+                stack.append(c)
+                self._keys.append(None)
+                self._expect = _KEY_OR_CLOSE if c == "{" else _VALUE_OR_CLOSE
+                i += 1
+                continue
             elif c in _SCALAR_START:
                 j = _SCALAR_BODY.match(s, i).end()  # type: ignore[union-attr]
                 if j >= n:  # the scalar may go on in the next piece
@@ -313,6 +297,16 @@ class JsonScanner:
             self._expect = _COLON
             return True
         self._value_done()
+        return True
+
+    def _closed(self) -> bool:
+        """The innermost container closed; True when it was the root (the value is complete)."""
+        self._stack.pop()
+        self._keys.pop()
+        if self._stack:
+            self._expect = _COMMA_OR_CLOSE
+            return False
+        self.status = Status.DONE
         return True
 
     def _value_done(self) -> None:
