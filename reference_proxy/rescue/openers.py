@@ -80,10 +80,13 @@ class Openers:
             # Matched against the last line only (``last_line_begun``): a search for it
             # would try every position of a long piece, having no literal to look for.
             self.line_begun = re.compile(rf"[ \t]*(?:{_alternation(begun)})" if begun else r"(?!)")
+            # The characters such a last line can end in: any other, and it is not one.
+            self.line_begun_ends = "".join(sorted({x[-1] for x in begun}))
         else:
             self.line_after_newline = self.line_here = never
             self.line_risk = re.compile(r"\n[ \t]*\Z")
             self.line_begun = never
+            self.line_begun_ends = ""
         # Searched with the others, but its match starts at the newline before the opener.
         self.line_group = len(self.groups)
         self.groups.append(self.line_after_newline)

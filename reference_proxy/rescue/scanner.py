@@ -50,6 +50,7 @@ _LINE_RISK = _OPENERS.line_risk.search
 _LINE_OPENER = _OPENERS.line_after_newline.search
 _LINE_HERE = _OPENERS.line_here.match
 _LINE_BEGUN = _OPENERS.line_begun.fullmatch  # from the last line's start: ``Openers.last_line_begun``
+_LINE_BEGUN_ENDS = _OPENERS.line_begun_ends
 _WORD_OPENER = _OPENERS.group_by_first["c"].search if SHORTCUTS else None
 
 # ``Text(x)`` through the frozen dataclass ``__init__`` costs more than all the checks of
@@ -286,7 +287,8 @@ class Rescuer:
             and ("count" not in s or _WORD_OPENER(s) is None)
             and ("\n" not in s or _LINE_OPENER(s) is None)
             and not (self._line_blank and _LINE_HERE(s))
-            and _LINE_BEGUN(s, s.rfind("\n") + 1) is None  # the first letters of a line opener ("\nfunc")
+            # the first letters of a line opener ("\nfunc"), looked for when the last one may be
+            and (s[-1] not in _LINE_BEGUN_ENDS or _LINE_BEGUN(s, s.rfind("\n") + 1) is None)
         ):
             # No opener starts in ``s`` (a frequent case: a held "c" turned out to be
             # prose); with no "<" or "`" in it, only a word opener can begin at its end.
