@@ -120,11 +120,48 @@ class Openers:
         # beginning of one.
         self.signal_chars = "".join(sorted({o.literal[0] for o in anywhere if not is_word_char(o.literal[0])}))
         self.words = tuple(sorted(o.literal for o in anywhere if is_word_char(o.literal[0])))
+        # Per signal character: the characters an opener continues it with, anywhere and at
+        # a line start, and whether it is an opener by itself (``harmless``).
+        self.next_anywhere: dict[str, frozenset[str]] = {}
+        self.next_at_line: dict[str, frozenset[str]] = {}
+        self.alone: dict[str, tuple[bool, bool]] = {}
+        for first in self.signal_chars:
+            group = [o for o in self.specs.values() if o.literal[0] == first]
+            self.next_anywhere[first] = frozenset(o.literal[1] for o in group if len(o.literal) > 1 and not o.line_start)
+            self.next_at_line[first] = frozenset(o.literal[1] for o in group if len(o.literal) > 1 and o.line_start)
+            self.alone[first] = (
+                any(o.literal == first and not o.line_start for o in group),
+                any(o.literal == first and o.line_start for o in group),
+            )
         self.word_prefixes = tuple(sorted({w[:k] for w in self.words for k in range(1, len(w))}))
         self.word_prefix_set = frozenset(self.word_prefixes)
         for word in self.words:  # ``word_hold`` finds a held piece by the last first letter
             if word[0] in word[1:]:
                 raise ValueError(f"word opener {word!r} repeats its first letter")
+
+    def harmless(self, s: str, first: str) -> bool:
+        """Whether no ``first`` (a signal character) in ``s`` can begin an opener or the
+        start of one: each is followed, within ``s``, by a character no opener continues
+        it with, and one that a line opener continues it with (or that is a line opener by
+        itself, like ``[``) has a non-blank before it in ``s``: it is mid-line. Prose and
+        code hold many such (``a < b``, ``x[0]``, ``<b>``), which then cost no opener search."""
+        anywhere = self.next_anywhere[first]
+        at_line = self.next_at_line[first]
+        alone, alone_at_line = self.alone[first]
+        if alone:
+            return False
+        n = len(s)
+        k = s.find(first)
+        while k >= 0:
+            if k + 1 >= n:
+                return False
+            after = s[k + 1]
+            if after in anywhere:
+                return False
+            if (alone_at_line or after in at_line) and (k == 0 or s[k - 1] in " \t\r\n"):
+                return False
+            k = s.find(first, k + 1)
+        return True
 
     def last_line_begun(self, s: str) -> bool:
         """Whether the last line of ``s`` (all of it when it holds no newline) is blanks

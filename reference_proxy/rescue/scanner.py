@@ -46,6 +46,7 @@ _FIRST_LOOK = 1024
 # correct, only slower, until the shortcuts are extended.
 SHORTCUTS = _OPENERS.signal_chars == "<[`" and _OPENERS.words == ("count",)
 _WORD_PREFIXES = _OPENERS.word_prefixes
+_HARMLESS = _OPENERS.harmless
 _LINE_RISK = _OPENERS.line_risk.search
 _LINE_OPENER = _OPENERS.line_after_newline.search
 _LINE_HERE = _OPENERS.line_here.match
@@ -186,9 +187,9 @@ class Rescuer:
         if (
             self._plain
             and text
-            and "<" not in text
+            and ("<" not in text or _HARMLESS(text, "<"))
             and "`" not in text
-            and "[" not in text
+            and ("[" not in text or _HARMLESS(text, "["))
             and ("\n" not in text or _LINE_RISK(text) is None)
         ):
             self._after_call = False  # (a blank-only piece could keep it; it is never needed)
@@ -281,9 +282,9 @@ class Rescuer:
         if (
             _WORD_OPENER is not None
             and self._fast
-            and "<" not in s
+            and ("<" not in s or _HARMLESS(s, "<"))
             and "`" not in s
-            and "[" not in s
+            and ("[" not in s or _HARMLESS(s, "["))
             and ("count" not in s or _WORD_OPENER(s) is None)
             and ("\n" not in s or _LINE_OPENER(s) is None)
             and not (self._line_blank and _LINE_HERE(s))
