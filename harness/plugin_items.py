@@ -100,7 +100,7 @@ class ScenarioItem(pytest.Item):
         from harness.runner import play
 
         from harness.dialects import NotPortable
-        from harness.dialects.script import serve_as
+        from harness.dialects.script import natural_reason, serve_as
 
         session = self.conformance
         scenario = self.scenario
@@ -121,6 +121,8 @@ class ScenarioItem(pytest.Item):
                 and played.written_in is not client(DEFAULT_PROFILE).written_in):
             skip = (f"{played.label}'s scenario, and the proxy's clients are taken to speak openai "
                     f"(pass --client-profile {profile} to test its {played.answers.short_name} API)")
+        if skip is None and self.upstream is None:
+            skip = natural_reason(scenario, played.answers.name)
         if skip is None:
             try:
                 scenario = serve_as(scenario, upstream)

@@ -95,7 +95,8 @@ def write_score_card(session: ConformanceSession, terminalreporter: TerminalRepo
 
     tr = terminalreporter
     tr.write_sep("=", "tool-call conformance")
-    tr.write_line(render_text(summarize(session.records.values(), session.context())))
+    # Skipped scenarios are counted by reason; pytest's -v lists each.
+    tr.write_line(render_text(summarize(session.records.values(), session.context()), each_skip=tr.verbosity > 0))
     if session.known is not None:
         for entry in session.known.unmatched(s.id for s in session.scenarios):
             tr.write_line(f"warning: {session.known.path}: {entry.describe()} matches no scenario")

@@ -44,12 +44,12 @@ def _verdict(summary: Summary) -> str:
     return f"the other {clean} scenario(s) that ran pass every rule" if clean else ""
 
 
-def _left_out(summary: Summary) -> list[tuple[str, str]]:
-    """What the table does not show, as (scenario, what): skips, errors, items failed
-    for a stale known failure, notes. Both reports list exactly these."""
+def _left_out(summary: Summary, *, skips: bool = True) -> list[tuple[str, str]]:
+    """What the table does not show, as (scenario, what): skips (unless ``skips`` is off),
+    errors, items failed for a stale known failure, notes. Both reports list these."""
     out: list[tuple[str, str]] = []
     for item in summary.items:
-        if item.outcome in ("skipped", "error"):
+        if item.outcome == "error" or (skips and item.outcome == "skipped"):
             out.append((item.label, f"{item.outcome}: {item.reason}"))
         elif item.outcome == "failed" and not item.failures:
             out.append((item.label, "failed: listed as a known failure, but no longer fails"))
@@ -58,13 +58,30 @@ def _left_out(summary: Summary) -> list[tuple[str, str]]:
     return out
 
 
+def _skips_by_reason(summary: Summary) -> list[str]:
+    """The skipped scenarios, one line per reason, the most frequent first: a run against a
+    proxy of one client dialect that claims few formats skips hundreds of scenarios for a
+    handful of reasons. A reason that skipped one scenario keeps its scenario's name."""
+    groups: dict[str, list[str]] = {}
+    for item in summary.items:
+        if item.outcome == "skipped":
+            groups.setdefault(item.reason, []).append(item.label)
+    ordered = sorted(groups.items(), key=lambda group: (-len(group[1]), group[0]))
+    out = [f"  {labels[0]}: skipped: {reason}" if len(labels) == 1 else f"  {len(labels)} scenarios skipped: {reason}"
+           for reason, labels in ordered]
+    if any(len(labels) > 1 for labels in groups.values()):
+        out.append("  (-v lists each skipped scenario)")
+    return out
+
+
 def _score_line(name: str, score: FamilyScore, width: int) -> str:
     extra = [f"{n} {k}" for k, n in (("failed", score.failed), ("known", score.xfailed), ("skipped", score.skipped)) if n]
     return f"  {name:<{width}}  {score.score:>7}  {', '.join(extra)}".rstrip()
 
 
-def render_text(summary: Summary) -> str:
-    """Scores per family and the scenario × rule table of failures, for the terminal."""
+def render_text(summary: Summary, *, each_skip: bool = True) -> str:
+    """Scores per family and the scenario × rule table of failures, for the terminal;
+    without ``each_skip``, the skipped scenarios are counted by reason instead of listed."""
     out = ["scores per family (passed/ran; known failures and skips not counted as passed):"]
     fams = summary.families
     width = max([len(f) for f in fams] + [5])
@@ -95,7 +112,9 @@ def render_text(summary: Summary) -> str:
     if verdict:
         out.append(verdict)
     out.extend(f"{n} scenario(s): {cause}" for cause, n in summary.causes)
-    out.extend(f"  {scenario}: {what}" for scenario, what in _left_out(summary))
+    if not each_skip:
+        out.extend(_skips_by_reason(summary))
+    out.extend(f"  {scenario}: {what}" for scenario, what in _left_out(summary, skips=each_skip))
     return "\n".join(out)
 
 

@@ -33,6 +33,7 @@ from reference_proxy.openai_stream import dumps
 from reference_proxy.pipeline import RescuerFactory, ResponseStats, default_rescuer
 from reference_proxy.rescue import ToolSpec
 from reference_proxy.text_rescue import Deliveries, TextRescue, WholeCall
+from reference_proxy.translate.answers import as_object
 
 log = logging.getLogger("reference_proxy.anthropic")
 
@@ -391,9 +392,16 @@ class AnthropicStreamPipeline:
             out.append(sse_event({"type": "content_block_stop", "index": block.index}))
 
     def _native(self, call: _NativeCall, out: list[str]) -> None:
+        """A complete native call, delivered once. An input that is no JSON object (a
+        translated chat call's broken arguments) cannot be a tool_use: it is kept as text,
+        since any object made of it would be a call the model never made."""
+        joined = "".join(call.parts)
         if not call.name:
-            log.warning("dropped a native tool_use without a name (input %.200r)", "".join(call.parts))
-        elif self._calls.native(call.name, "".join(call.parts)):
+            log.warning("dropped a native tool_use without a name (input %.200r)", joined)
+        elif joined.strip() and as_object(joined) is None:
+            log.warning("native call %s has an input that is no JSON object: kept as text", call.name)
+            self._text(joined, out)
+        elif self._calls.native(call.name, joined):
             self._tool_use(call.id, call.name, call.parts, out)
 
     def _finish(self, out: list[str]) -> None:

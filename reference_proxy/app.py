@@ -134,8 +134,8 @@ class Parts:
     xml_client: Callable[[str | None, Sequence[str]], bool] = is_xml_client
     # A Messages request body: the parsed request, and the body to send instead (None: as it came).
     parse_messages: Callable[[bytes], tuple[MessagesRequest, dict[str, Any] | None]] = _parse_messages
-    # The upstream's SSE body as events, as the network delivers it.
-    upstream_events: Callable[[httpx.Response], AsyncIterator[ServerSentEvent]] = events
+    # The upstream's SSE body as events, a list per network read.
+    upstream_events: Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]] = events
 
 
 _T = TypeVar("_T")
@@ -333,10 +333,11 @@ class ProxyApp:
 
     async def _accumulate(self, upstream: httpx.Response, accumulator: EventSink) -> None:
         try:
-            async for sse in self.parts.upstream_events(upstream):
-                accumulator.feed_event(sse.event, sse.data)
-                if accumulator.done:
-                    break
+            async for batch in self.parts.upstream_events(upstream):
+                for sse in batch:
+                    accumulator.feed_event(sse.event, sse.data)
+                    if accumulator.done:
+                        return
         except httpx.TimeoutException as exc:
             raise upstream_timeout(f"reading the stream: {describe(exc)}") from None
         except httpx.HTTPError as exc:

@@ -34,6 +34,8 @@ from collections.abc import AsyncIterator
 import httptools
 import httpx
 
+from reference_proxy.read_deadline import ReadDeadline
+
 #: The longest status line plus headers accepted from the upstream.
 MAX_HEAD = 256 * 1024
 READ_SIZE = 65536
@@ -61,8 +63,10 @@ class _Connection:
     def close(self) -> None:
         self.writer.close()
 
-    async def read(self, timeout: float | None) -> bytes:
+    async def read(self, timeout: float | ReadDeadline | None) -> bytes:
         try:
+            if isinstance(timeout, ReadDeadline):
+                return await timeout.read(self.reader.read(READ_SIZE))
             async with asyncio.timeout(timeout):
                 return await self.reader.read(READ_SIZE)
         except TimeoutError:
@@ -197,6 +201,7 @@ class _Body(httpx.AsyncByteStream):
         if connection is None:
             return
         response = self._response
+        deadline = None if self._timeout is None else ReadDeadline(self._timeout)
         try:
             while True:
                 piece = response.take_body()
@@ -204,12 +209,14 @@ class _Body(httpx.AsyncByteStream):
                     yield piece
                 if response.complete:
                     return
-                data = await connection.read(self._timeout)
+                data = await connection.read(deadline)
                 if data:
                     response.feed(data)
                 else:
                     response.end_of_input()
         finally:
+            if deadline is not None:
+                deadline.close()
             await self.aclose()
 
     async def aclose(self) -> None:

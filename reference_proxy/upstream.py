@@ -5,7 +5,7 @@ the upstream's own status for its 4xx/5xx answers)."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Mapping
 from http.cookiejar import CookieJar, DefaultCookiePolicy
 from typing import Any
 
@@ -40,6 +40,7 @@ class Upstream:
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config
         self._client: httpx.AsyncClient | None = None
+        self._transport: LeanTransport  # the client's, made with it
 
     @property
     def client(self) -> httpx.AsyncClient:
@@ -56,9 +57,10 @@ class Upstream:
             # event per HTTP chunk (an upstream writes a chunk per token); see http1.py.
             # The cookie jar refuses every cookie: one client's upstream session must
             # never ride along on another client's requests.
+            self._transport = LeanTransport(max_connections=MAX_CONNECTIONS, max_keepalive=MAX_KEEPALIVE)
             self._client = httpx.AsyncClient(
                 timeout=timeout,
-                transport=LeanTransport(max_connections=MAX_CONNECTIONS, max_keepalive=MAX_KEEPALIVE),
+                transport=self._transport,
                 trust_env=False,
                 follow_redirects=False,
                 cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
@@ -77,8 +79,12 @@ class Upstream:
         body is read, closed, and passed on in the OpenAI shape).
         """
         request = self.client.build_request(method, url, headers=headers, content=content)
+        transport = self._transport
         try:
-            response = await self.client.send(request, stream=True)
+            # Straight to the transport: the client's send adds authentication, redirects
+            # and cookies, none of which the proxy uses (no auth, no redirects followed,
+            # a jar that refuses every cookie), and a wrapper around every body read.
+            response = await transport.handle_async_request(request)
         except httpx.TimeoutException as exc:
             raise upstream_timeout(describe(exc)) from None
         except httpx.HTTPError as exc:
@@ -122,19 +128,31 @@ async def read_json(response: httpx.Response) -> dict[str, Any]:
     return body
 
 
-async def events(response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
-    """Each event of an SSE body that carries data, as the network delivers it (a UTF-8
-    character or a CRLF cut between two reads arrives whole). At the body's clean end an
-    event still waiting for its blank line counts too: a backend that closes right after
-    its last ``data:`` line has still said it, and nothing it said is dropped."""
+async def events(response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
+    """The events of an SSE body that carry data, a list per network read (events that
+    arrive together stay together, so the relay writes them together; a UTF-8 character
+    or a CRLF cut between two reads arrives whole). At the body's clean end an event
+    still waiting for its blank line counts too: a backend that closes right after its
+    last ``data:`` line has still said it, and nothing it said is dropped."""
     decoder = SSEDecoder()
-    async for piece in response.aiter_bytes():
-        for event in decoder.feed(piece):
-            if event.data:
-                yield event
-    for event in decoder.finish():
-        if event.data:
-            yield event
+    async for piece in body_reads(response):
+        batch = [event for event in decoder.feed(piece) if event.data]
+        if batch:
+            yield batch
+    last = [event for event in decoder.finish() if event.data]
+    if last:
+        yield last
+
+
+def body_reads(response: httpx.Response) -> AsyncIterable[bytes]:
+    """The body as the network delivers it. Uncompressed (what inference servers send),
+    straight from the transport's stream: httpx's decoding layers cost two generator
+    steps per token and do nothing to it."""
+    stream = response.stream
+    encoding = response.headers.get("content-encoding", "").strip().lower()
+    if isinstance(stream, httpx.AsyncByteStream) and encoding in ("", "identity"):
+        return stream
+    return response.aiter_bytes()
 
 
 def is_event_stream(response: httpx.Response) -> bool:

@@ -82,16 +82,17 @@ def call_to_xml(name: str, arguments: str) -> str:
         parsed = json.loads(arguments) if arguments.strip() else {}
     except ValueError:
         parsed = None
+    if not isinstance(parsed, dict):
+        # A call without parameters would be one the model never made: the text stays text.
+        log.warning("xml-client: arguments of %s are not a JSON object, kept as text: %.200r", name, arguments)
+        return arguments
     lines = [f"<{name}>"]
-    if isinstance(parsed, dict):
-        for key, value in parsed.items():
-            text = value_text(value)
-            if f"</{key}>" in text and (name, key) not in LAST_CLOSE_PARAMS:
-                log.warning(
-                    "xml-client: %s.%s contains its own closing tag </%s>; the client will cut the value there", name, key, key
-                )
-            lines.append(f"<{key}>{text}</{key}>")
-    else:
-        log.warning("xml-client: arguments of %s are not a JSON object, written without parameters: %.200r", name, arguments)
+    for key, value in parsed.items():
+        text = value_text(value)
+        if f"</{key}>" in text and (name, key) not in LAST_CLOSE_PARAMS:
+            log.warning(
+                "xml-client: %s.%s contains its own closing tag </%s>; the client will cut the value there", name, key, key
+            )
+        lines.append(f"<{key}>{text}</{key}>")
     lines.append(f"</{name}>")
     return "\n".join(lines)

@@ -2,13 +2,14 @@
 """Try the conformance suite on a real proxy installed from its registry, in a throwaway environment.
 
     python3 scripts/try_proxy.py litellm [--workdir /tmp/try-litellm] [--pair openai:openai]
-    python3 scripts/try_proxy.py claude-code-router [--workdir /tmp/try-ccr]
+    python3 scripts/try_proxy.py claude-code-router [--workdir /tmp/try-ccr] [--pair anthropic:responses]
 
 Each proxy is installed in its own folder under --workdir (a venv for LiteLLM from PyPI, an
 npm prefix for claude-code-router), configured with models whose upstream is the suite's mock
 backend (OpenAI-compatible; for LiteLLM also an Anthropic Messages upstream, its anthropic/
-provider), started on loopback, and the suite is run against it once per dialect pair the proxy
-serves (``--pair client:upstream`` picks some). Nothing is added to this project's dependencies: the
+provider; for claude-code-router also a Messages and a Responses upstream, through its
+transformers), started on loopback, and the suite is run against it once per dialect pair the
+proxy serves (``--pair client:upstream`` picks some). Nothing is added to this project's dependencies: the
 suite itself is the one installed in the project's .venv (``pip install -e .``).
 
 Per trial the script writes ``<workdir>/<pair>.json`` (the suite's JSON report) and
@@ -147,18 +148,39 @@ def ccr_install(work: Path) -> None:
         run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(work), "@musistudio/claude-code-router"])
 
 
+# One provider per upstream dialect; a trial picks one by asking for the model "provider,model", which the
+# router sends to that provider as is. Without a transformer a provider is OpenAI-compatible; the
+# `Anthropic` transformer alone makes it a Messages upstream (requests pass through untranslated), and
+# `openai-responses` a Responses upstream.
+CCR_PROVIDERS = {
+    "openai": ("mock", "/v1/chat/completions", None),
+    "anthropic": ("mock-messages", "/v1/messages", "Anthropic"),
+    "responses": ("mock-responses", "/v1/responses", "openai-responses"),
+}
+
+
+def ccr_model(upstream: str) -> str:
+    return f"{CCR_PROVIDERS[upstream][0]},{MODEL}"
+
+
 def ccr_start(work: Path, port: int, mock_port: int) -> subprocess.Popen[bytes]:
     home = work / "home"  # the router reads ~/.claude-code-router/config.json: a throwaway HOME
     (home / ".claude-code-router").mkdir(parents=True, exist_ok=True)
+    providers = []
+    for name, path, transformer in CCR_PROVIDERS.values():
+        provider: dict[str, object] = {"name": name, "api_base_url": f"http://127.0.0.1:{mock_port}{path}",
+                                       "api_key": "sk-mock", "models": [MODEL]}
+        if transformer is not None:
+            provider["transformer"] = {"use": [transformer]}
+        providers.append(provider)
     (home / ".claude-code-router" / "config.json").write_text(json.dumps({
         "LOG": False,
         "HOST": "127.0.0.1",
         "PORT": port,
         "NON_INTERACTIVE_MODE": True,
         "API_TIMEOUT_MS": 60000,
-        "Providers": [{"name": "mock", "api_base_url": f"http://127.0.0.1:{mock_port}/v1/chat/completions",
-                       "api_key": "sk-mock", "models": [MODEL]}],
-        "Router": {"default": f"mock,{MODEL}"},
+        "Providers": providers,
+        "Router": {"default": ccr_model("openai")},
     }, indent=2))
     return spawn([str(work / "node_modules" / ".bin" / "ccr"), "start"], work / "proxy.log",
                  env={**os.environ, "HOME": str(home)}, cwd=work)
@@ -179,8 +201,12 @@ PROXIES = {
                       Trial("anthropic", "anthropic", ("--proxy-header", f"x-api-key: {MASTER_KEY}",
                                                        "--model", ANTHROPIC_MODEL))),
                      litellm_version),
-    # claude-code-router serves Anthropic clients only (POST /v1/messages).
-    "claude-code-router": Proxy(ccr_install, ccr_start, (Trial("anthropic", "openai"),), ccr_version),
+    # claude-code-router serves Anthropic clients only: its /v1/chat/completions and /v1/responses routes
+    # exist, but only a path ending in /v1/messages is given a provider (docs/compatibility.md).
+    "claude-code-router": Proxy(ccr_install, ccr_start,
+                                tuple(Trial("anthropic", upstream, ("--model", ccr_model(upstream)))
+                                      for upstream in CCR_PROVIDERS),
+                                ccr_version),
 }
 
 

@@ -473,7 +473,11 @@ def test_a_run_that_checks_nothing_fails_and_says_why(pytester: pytest.Pytester)
 
 # Scenarios the reference proxy is right to skip, with the reason the run gives: none,
 # since it claims every feature and conflicts with no case.
-JUSTIFIED_SKIPS: dict[str, str] = {}
+JUSTIFIED_SKIPS: dict[str, str] = {
+    # Only a translating proxy can be played on it: test_a_case_only_a_translating_proxy_can_be_played_on_… plays it.
+    "faults-anthropic-broken-native-arguments": "a case for a proxy that translates (Anthropic Messages cannot say its "
+                                                "backend): played with --upstream-dialect openai or responses",
+}
 
 
 @pytest.mark.parametrize(("marks", "rechunk"), [("not generated", 5), ("generated", 2)], ids=["hand-written", "generated"])
@@ -645,3 +649,36 @@ def test_a_spec_only_case_is_played_with_strict_only(pytester: pytest.Pytester) 
     strict = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder), "--conformance-upstream-dialect",
                                 "natural", "--conformance-strict")
     strict.assert_outcomes(passed=1)
+
+
+def test_a_case_only_a_translating_proxy_can_be_played_on_waits_for_the_upstream_to_be_named(
+        pytester: pytest.Pytester) -> None:
+    """A Messages client's case whose backend a Messages upstream cannot say (a native call whose
+    arguments are no JSON object) is skipped with the reason in the natural mode, where the proxy
+    is taken to call its client's own API, and played once the upstream dialect is named."""
+    folder = _library(pytester, "faults-anthropic-broken-native-arguments", "faults-openai-broken-native-arguments")
+    natural = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder),
+                                 "--conformance-upstream-dialect", "natural", "-rs")
+    natural.assert_outcomes(passed=1, skipped=1)
+    natural.stdout.fnmatch_lines(["*faults-anthropic-broken-native-arguments*: skipped: a case for a proxy that "
+                                  "translates (Anthropic Messages cannot say its backend): played with "
+                                  "--upstream-dialect openai or responses*"])
+    named = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder),
+                               "--conformance-upstream-dialect", "openai", "--conformance-strict")
+    named.assert_outcomes(passed=2)
+
+
+def test_skipped_scenarios_are_counted_by_reason_unless_verbose(pytester: pytest.Pytester) -> None:
+    """After the score card, scenarios skipped for one reason are one line with their count; with
+    pytest's -v each is listed with its reason."""
+    qwen = sorted(i for i, s in LIBRARY.items() if s.family == "qwen-tools" and "generated" not in s.tags)[:2]
+    folder = _library(pytester, *qwen, STREAMED[0])
+    common = ("--conformance", "--conformance-scenarios", str(folder), "--conformance-upstream-dialect", "natural",
+              "--conformance-formats", "none")
+    reason = "not claimed: the proxy does not claim to rescue the qwen-tools format*"
+    folded = pytester.runpytest(*common)
+    folded.assert_outcomes(passed=1, skipped=2)
+    folded.stdout.fnmatch_lines([f"  2 scenarios skipped: {reason}", "  (-v lists each skipped scenario)"])
+    assert not any(f"{i}: skipped" in line for line in folded.outlines for i in qwen)
+    listed = pytester.runpytest(*common, "-v")
+    listed.stdout.fnmatch_lines([f"  {qwen[0]}: skipped: {reason}", f"  {qwen[1]}: skipped: {reason}"])

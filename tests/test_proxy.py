@@ -22,6 +22,8 @@ import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
 from harness.compare import content_equal, json_equal
+from harness.dialects.clients import client
+from harness.dialects.script import natural_reason
 from harness.markup import DEFAULT_MARKERS, find_leaks
 from harness.nonce import NONCE_HEADER
 from harness.profiles import DEFAULT_HEADERS
@@ -74,8 +76,10 @@ CASES = runs([s for s in LIBRARY if plain_case(s) and s.backend.dialect == "open
              served=OPENAI_PROFILES)
 ANTHROPIC_CASES = runs([s for s in LIBRARY if plain_case(s) and s.backend.dialect == "anthropic"], every_profile=True,
                        served=("anthropic",))
-# Wire-level cases say nothing profile-specific: their own profile is enough.
-SPECIAL = runs([s for s in LIBRARY if not plain_case(s)], every_profile=False)
+# Wire-level cases say nothing profile-specific: their own profile is enough. A case only a translating proxy
+# can be played on (its backend cannot be said in its client's API) is the dialect-pair tests' (test_plugin).
+SPECIAL = runs([s for s in LIBRARY if not plain_case(s)
+                and natural_reason(s, client(s.client.profile).answers.name) is None], every_profile=False)
 
 
 def needed_features(scenario: Scenario, profile: str) -> set[str]:

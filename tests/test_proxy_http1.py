@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from reference_proxy.http1 import LeanTransport
+from reference_proxy.read_deadline import ReadDeadline
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 
@@ -222,3 +223,50 @@ async def test_request_is_sent_with_its_headers_and_body() -> None:
     assert head.startswith(b"POST /v1/chat/completions?a=1 HTTP/1.1\r\n")
     assert b"\r\nX-Test: yes" in head or b"\r\nx-test: yes" in head
     assert body == b'{"x":1}'
+
+
+# --------------------------------------------------------------------------- the body's read deadline
+
+
+async def test_a_body_read_that_waits_past_the_timeout_is_a_read_timeout() -> None:
+    async def stalls_mid_body(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        writer.write(CHUNKED + b"9\r\ndata: a\n\n\r\n")
+        await writer.drain()
+        await asyncio.sleep(5)
+
+    async with raw_server(stalls_mid_body) as url, client(read=0.2) as http:
+        async with http.stream("POST", url + "/x", content=b"{}") as response:
+            received = b""
+            with pytest.raises(httpx.ReadTimeout):
+                async for piece in response.aiter_bytes():
+                    received += piece
+    assert received == b"data: a\n\n"
+
+
+async def test_the_read_deadline_counts_from_each_read() -> None:
+    """Reads that each return at once never time out, however long the body lasts; the
+    time between reads (the relay writing to its client) is not a read's."""
+    deadline = ReadDeadline(0.2)
+    loop = asyncio.get_running_loop()
+    for _ in range(5):
+        ready: asyncio.Future[bytes] = loop.create_future()
+        loop.call_soon(ready.set_result, b"x")
+        assert await deadline.read(ready) == b"x"
+        await asyncio.sleep(0.1)
+    never: asyncio.Future[bytes] = loop.create_future()
+    with pytest.raises(TimeoutError):
+        await deadline.read(never)
+    deadline.close()
+
+
+async def test_a_cancelled_read_stays_cancelled() -> None:
+    """A client hanging up cancels the read: that is not the upstream timing out."""
+    deadline = ReadDeadline(60)
+    never: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+    reading = asyncio.ensure_future(deadline.read(never))
+    await asyncio.sleep(0)
+    reading.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reading
+    deadline.close()

@@ -1,5 +1,6 @@
 """The relay's flow control: a client that does not read slows the upstream reading
-down instead of making the proxy hold the whole answer in memory."""
+down instead of making the proxy hold the whole answer in memory; what one network
+read brought leaves in one write."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 import httpx
 
 from reference_proxy.pipeline import StreamPipeline
-from reference_proxy.relay import OUTBOX_LIMIT, RelayResponse
+from reference_proxy.relay import RelayResponse
 from starlette.types import Message
 
 PIECE = b"".join(
@@ -18,7 +19,7 @@ PIECE = b"".join(
                             "choices": [{"index": 0, "delta": {"content": "x" * 200}}]}).encode() + b"\n\n"
     for _ in range(50)
 )
-PIECES = 4 * OUTBOX_LIMIT // len(PIECE)  # an answer four times the limit
+PIECES = 400  # an answer of about 5 MB
 
 
 class CountingStream(httpx.AsyncByteStream):
@@ -65,8 +66,8 @@ async def test_a_client_that_stops_reading_stops_the_upstream_reads() -> None:
         await asyncio.sleep(0)
     stalled_at = stream.sent
     held = sum(len(b) for b in bodies) + sum(len(b) for b in relay._outbox)
-    assert stalled_at < PIECES / 2, "the upstream was read on while the client did not read"
-    assert held <= 2 * OUTBOX_LIMIT + 2 * len(PIECE)
+    assert stalled_at <= 2, "the upstream was read on while the client did not read"
+    assert held <= 2 * len(PIECE)
     reading.set()
     await asyncio.wait_for(task, 10)
     assert stream.sent == PIECES  # and once the client reads again, all of it arrives
@@ -100,3 +101,19 @@ async def test_a_write_that_fails_ends_the_upstream_reading_too() -> None:
     assert task.done(), "the response still waits for its reader"
     assert isinstance(task.exception(), RuntimeError)
     assert stream.sent < PIECES  # the upstream was not read to the end
+
+
+async def test_what_one_read_brought_leaves_in_one_write() -> None:
+    """Fifty events in one read: the first content at once (after its role chunk), the
+    other 49 in one write, then fifty per write."""
+    stream = CountingStream()
+    writes: list[int] = []
+
+    async def send(message: Message) -> None:
+        if message["type"] == "http.response.body":
+            writes.append(message.get("body", b"").count(b"data: "))
+
+    _, task = start_relay(stream, send)
+    await asyncio.wait_for(task, 30)
+    assert writes[:3] == [2, 49, 50]
+    assert sum(writes) == PIECES * 50 + 3  # and the role chunk, the finish chunk and [DONE]

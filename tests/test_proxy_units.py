@@ -8,6 +8,7 @@ what the proxy does with events, independently of how the parser finds calls.
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -485,7 +486,7 @@ XML_CASES = [
         '<opts>{"x":[1,"é"]}</opts>\n</execute_command>',
     ),
     ("write_to_file", '{"content": "x</content>y", "path": "p"}', "<write_to_file>\n<content>x</content>y</content>\n<path>p</path>\n</write_to_file>"),
-    ("broken", "{not json", "<broken>\n</broken>"),
+    ("broken", "{not json", "{not json"),  # no call the model made: kept as text
 ]
 
 
@@ -675,7 +676,7 @@ def read_events(pieces: Sequence[bytes]) -> list[tuple[str, str]]:
     response = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Pieces(pieces))
 
     async def collect() -> list[tuple[str, str]]:
-        return [(event.event, event.data) async for event in events(response)]
+        return [(event.event, event.data) async for batch in events(response) for event in batch]
 
     return asyncio.run(collect())
 
@@ -691,6 +692,29 @@ def test_upstream_events_whatever_the_network_split(cuts: list[int]) -> None:
 def test_upstream_events_leave_out_events_without_data_and_keep_an_unfinished_last_one() -> None:
     """A backend that closes right after its last data line has still said it."""
     assert read_events([b"event: ping\n\ndata:\n\ndata: a\n\ndata: b\r"]) == [("message", "a"), ("message", "b")]
+
+
+def test_upstream_events_of_one_read_come_together() -> None:
+    """The relay writes what one network read brought in one write: the reader keeps it together."""
+    response = httpx.Response(200, headers={"content-type": "text/event-stream"},
+                              stream=Pieces([b"data: a\n\ndata: b\n\ndata: c", b"\n\n", b"data: d\n\ndata: e"]))
+
+    async def collect() -> list[list[str]]:
+        return [[event.data for event in batch] async for batch in events(response)]
+
+    assert asyncio.run(collect()) == [["a", "b"], ["c"], ["d"], ["e"]]
+
+
+def test_upstream_events_of_a_compressed_body_are_decoded() -> None:
+    """Uncompressed bodies skip httpx's decoding layers; one a server compressed anyway does not."""
+    packed = gzip.compress(EVENTS_TEXT)
+    response = httpx.Response(200, headers={"content-type": "text/event-stream", "content-encoding": "gzip"},
+                              stream=Pieces([packed[:7], packed[7:]]))
+
+    async def collect() -> list[tuple[str, str]]:
+        return [(event.event, event.data) async for batch in events(response) for event in batch]
+
+    assert asyncio.run(collect()) == EXPECTED_EVENTS
 
 
 def test_upstream_events_of_a_long_line_delivered_byte_by_byte() -> None:

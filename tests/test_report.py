@@ -181,6 +181,32 @@ def test_a_run_without_failures_says_so_in_one_line(outcomes: list[str], text: s
     assert render_json(summary)["checked"] is (not summary.nothing_checked)
 
 
+def test_the_terminal_counts_skipped_scenarios_by_reason() -> None:
+    """Hundreds of scenarios skipped for a few reasons (another client dialect, formats not
+    claimed) are one line per reason, the most frequent first; a reason one scenario was skipped
+    for keeps its name; errors stay listed; every skip is listed one flag away (-v)."""
+    other_dialect = "not meaningful under client profile anthropic (the scenario's client.profiles: openai)"
+    unclaimed = "not claimed: the proxy does not claim to rescue the hermes format"
+    skips = {"hermes-single": unclaimed, "plain-native-single": other_dialect, "qwen-tools-single-call": other_dialect,
+             "plain-include-usage": other_dialect, "hermes-arguments-as-string": unclaimed,
+             "features-loop-guard": "requires feature loop-guard"}
+    records = [item_record(LIBRARY[i], "openai", "skipped", reason=r, run=None) for i, r in skips.items()]
+    records.append(item_record(LIBRARY["plain-text-multibyte"], "openai", "error", reason="boom", run=None))
+    summary = summarize(records)
+    folded = render_text(summary, each_skip=False).splitlines()
+    tail = folded[folded.index("  3 scenarios skipped: " + other_dialect):]
+    assert tail == [
+        "  3 scenarios skipped: " + other_dialect,
+        "  2 scenarios skipped: " + unclaimed,
+        "  features-loop-guard: skipped: requires feature loop-guard",
+        "  (-v lists each skipped scenario)",
+        "  plain-text-multibyte: error: boom",
+    ]
+    listed = render_text(summary).splitlines()
+    assert all(f"  {i}: skipped: {r}" in listed for i, r in skips.items())
+    assert "  plain-text-multibyte: error: boom" in listed and not any("scenarios skipped" in line for line in listed)
+
+
 STALE = "failed: listed as a known failure, but no longer fails"
 
 

@@ -13,6 +13,8 @@ from reference_proxy.request_shaping import anthropic_tools
 from reference_proxy.rescue.families.code import MAX_FENCE_LINE
 from reference_proxy.rescue import Rescuer, Text, ToolSpec, rescue_text, tools_from_request
 from reference_proxy.rescue.families import FAMILIES
+from reference_proxy.rescue.family import Context, Family, reject
+from reference_proxy.rescue.toolbox import Toolbox
 from support.rescue import ALL, check_events, feed_frames, outcome, split_at
 from support.rescue_cases import CASES, Case, coder, hermes, invoke
 
@@ -180,6 +182,30 @@ def test_an_oversized_marker_gives_one_answer_for_any_split(marker: str, before:
     assert (outcome(split), split_rescuer.overflowed) == (outcome(whole), whole_rescuer.overflowed)
     single_rescuer, single = feed_frames(list(text), ALL, buffer_cap=CAP)
     assert (outcome(single), single_rescuer.overflowed) == (outcome(whole), whole_rescuer.overflowed)
+
+
+# --------------------------------------------------------------------------- shared openers
+
+SHARED = [(family, opener.literal) for family in FAMILIES for opener in family.openers
+          if sum(1 for f in FAMILIES for o in f.openers if o.literal == opener.literal) > 1]
+AFTER_OPENER = st.lists(st.sampled_from(NEAR_MISSES + CALLS + ["<function=run>", "read_file\n", "ls "]), max_size=4).map("".join)
+
+
+def test_some_openers_are_shared() -> None:
+    assert {opener for _, opener in SHARED} >= {"<tool_call>"}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.sampled_from(SHARED), AFTER_OPENER | st.sampled_from(["", " ", "\n<", "\n<func", "<", "</tool_", "{", "\n{", "run"]))
+def test_a_family_declines_a_shared_opener_exactly_where_its_parser_gives_up(shared: tuple[Family, str], after: str) -> None:
+    """The scanner starts no parser for a family that declines: its word must be the
+    parser's own verdict on the same text."""
+    family, opener = shared
+    text = opener + after
+    declined = family.declines(opener, text, len(opener))
+    if declined is not None:
+        verdict = family.parser(opener, Toolbox(ALL), Context(True, "")).feed(text, 0)
+        assert verdict == reject(declined)
 
 
 # --------------------------------------------------------------------------- the scenario library

@@ -40,7 +40,16 @@ from harness.rules.context import Context, effective_options
 from harness.rules.citations import CLIENTS, Breaks
 from harness.rules.registry import ENTRIES, Severity, Violation, rule_group
 from harness.rules.report import check_location
-from harness.scenario import PROFILES, Profile, RawFrame, Scenario, ToolCallFrame, parse_scenario
+from harness.scenario import (
+    PROFILES,
+    Profile,
+    RawFrame,
+    Scenario,
+    ToolCallFrame,
+    bundled_scenarios_dir,
+    load_scenario,
+    parse_scenario,
+)
 from harness.sse import parse_events
 from harness.transcript import Position
 from harness.xml_calls import parse_xml_calls, tool_vocabulary
@@ -128,6 +137,10 @@ S_SAMPLING = scenario({"content": "Hello world", "finish_reason": "stop"}, reque
 S_LINES = scenario({"content": "Line one.\n\nLine two:  done.", "finish_reason": "stop"})
 S_EXACT = scenario({"content": "Hello world", "content_exact": True, "finish_reason": "stop"})
 S_REGEX = scenario({"content_regex": "^Hello\\b", "markers": ["count"]})
+# The backend sends a native call whose arguments are cut JSON: no object made of them is the model's call.
+_BROKEN = load_scenario(bundled_scenarios_dir() / "faults" / "openai-broken-native-arguments.yaml")
+S_BROKEN = replace(_BROKEN, expect=replace(_BROKEN.expect, proxy_survives=False))  # no survival probe here
+BROKEN_ARGS = '{"path": "notes.txt", "content": "first line\\nsecond'
 S_PROSE = scenario({"content": "Wrap a call in <tool_call> and </tool_call> tags.", "finish_reason": "stop"})
 S_SINGLE = scenario({"tool_calls": [PARIS], "finish_reason": "tool_calls"}, stream=False)
 S_SLOW = scenario({"content": "Hello world", "within_seconds": 1})
@@ -663,6 +676,41 @@ BROKEN: list[Case] = [
         replace(S_NOARGS, client=replace(S_NOARGS.client, request={**S_NOARGS.client.request, "stream": False})),
         completion({"role": "assistant", "content": None, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "get_time", "arguments": ""}}]}),
         {"TOOL-008", "CALLS-001"},
+    ),
+    case(
+        "calls-001-broken-arguments-relayed-as-sent",
+        S_BROKEN,
+        sse(ROLE, chunk(start(name="write_file", args="")), chunk(args(BROKEN_ARGS[:12])), chunk(args(BROKEN_ARGS[12:])),
+            chunk(finish="tool_calls")),
+    ),
+    case(
+        "calls-001-broken-arguments-kept-as-text",
+        S_BROKEN,
+        sse(ROLE, chunk({"content": BROKEN_ARGS}), chunk(finish="stop")),
+    ),
+    case(  # the other right answer: a clean error inside the stream (the regex stands aside for the error's text)
+        "calls-001-broken-arguments-answered-with-an-error",
+        S_BROKEN,
+        sse(ROLE, ev('{"error": {"message": "the model wrote arguments that are no JSON", "type": "server_error", '
+                     '"param": null, "code": null}}')),
+    ),
+    case(
+        "calls-001-broken-arguments-as-empty-object",
+        S_BROKEN,
+        sse(ROLE, chunk(start(name="write_file", args="{}")), chunk(finish="tool_calls")),
+        {"CALLS-001", "SDK-002"},
+    ),
+    case(
+        "calls-001-broken-arguments-as-the-part-that-parses",
+        S_BROKEN,
+        sse(ROLE, chunk(start(name="write_file", args='{"path": "notes.txt"}')), chunk(finish="tool_calls")),
+        {"CALLS-001", "SDK-002"},
+    ),
+    case(
+        "tool-006-broken-arguments-changed-on-the-way",
+        S_BROKEN,
+        sse(ROLE, chunk(start(name="write_file", args=BROKEN_ARGS.replace("second", "2nd"))), chunk(finish="tool_calls")),
+        {"TOOL-006", "CALLS-001", "SDK-002"},
     ),
     case("tool-009-finish-stop-with-calls", S_CALL, CALL_STREAM.replace('"finish_reason": "tool_calls"', '"finish_reason": "stop"'), {"TOOL-009", "CALLS-002"}),
     # expected calls and finish

@@ -358,6 +358,18 @@ BROKEN: list[Case] = [
         json.dumps({k: v for k, v in json.loads(message([TEXT_CONTENT, PARIS_USE])).items() if k != "usage"}),
         {"ABODY-002"},
     ),
+    case(  # a server tool's call and result, as the API answers a web search (claude-code-router writes these)
+        "abody-002-a-server-tool-result-is-a-block-of-the-api",
+        S_SINGLE,
+        message([{"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search", "input": {"query": "paris"}},
+                 {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "content": []}, TEXT_CONTENT, PARIS_USE]),
+    ),
+    case(
+        "abody-002-a-server-tool-result-without-its-call-id",
+        S_SINGLE,
+        message([{"type": "web_search_tool_result", "content": []}, TEXT_CONTENT, PARIS_USE]),
+        {"ABODY-002"},
+    ),
     case(
         "abody-003-input-as-string",
         S_SINGLE,

@@ -36,6 +36,20 @@ def upstream_dialects(scenario: Scenario) -> dict[str, str | None]:
     return out
 
 
+def natural_reason(scenario: Scenario, answers: str) -> str | None:
+    """Why a case cannot be played in its own dialect (``--upstream-dialect natural``) for a
+    client of the ``answers`` API, or None. A proxy played so is taken to call the API its
+    client speaks wherever the case's backend is written in it; a case whose backend cannot
+    be said in that API at all (``backend.upstream_dialects`` leaves it out) is for a proxy
+    that translates, so it waits for the upstream dialect to be named."""
+    only = scenario.raw.get("backend", {}).get("upstream_dialects")
+    if only is None or answers in only:
+        return None
+    named = " or ".join(only)
+    return (f"a case for a proxy that translates ({DIALECTS[answers].title} cannot say its backend): played "
+            f"with --upstream-dialect {named}")
+
+
 def _reason_fixed(scenario: Scenario, target: WireDialect) -> str | None:
     own = natural(scenario)
     only = scenario.raw.get("backend", {}).get("upstream_dialects")

@@ -16,7 +16,9 @@ rule = rule_group("calls", "CALLS")
 @rule(
     "CALLS-001",
     "The client receives exactly the expected tool calls, in order: same names, semantically equal "
-    "arguments; none missing, extra or duplicated.",
+    "arguments; none missing, extra or duplicated. A call the backend itself sent with arguments that are no "
+    "JSON object, passed on exactly as sent, is no call a client can run and is not counted; any object made "
+    "of them (`{}`, the keys that parse) is a call the model never made.",
     severity="client",
     breaks=Breaks(("openai-python", "Vercel AI SDK"), "a client runs the calls it receives: a missing, extra, "
                   "duplicated or altered call is a tool run wrongly or not at all (openai-python's accumulated "

@@ -17,6 +17,7 @@ from typing import Any, Literal, TypeVar
 from harness.anthropic_events import AnthropicEvent, Block, collect_blocks
 from harness.assemble import Answer, Payload, ResponseKind
 from harness.compare import CallView, parse_object, render, shorten
+from harness.dialects import NativeCall, dialect
 from harness.dialects.clients import client, default_profiles, reads_own_api
 from harness.exchange import Exchange
 from harness.reading import Reading
@@ -170,13 +171,35 @@ class Context:
             return error.content
         return self.expect.content
 
+    @cached_property
+    def expected_regex(self) -> str | None:
+        """The pattern the content must match: ``expect.content_regex``, unless an error inside the
+        stream, which the scenario accepts, ended the answer and ``expect.error.content`` says its text."""
+        error = self.expect.error
+        if error is not None and error.content is not None and self.error_accepted:
+            return None
+        return self.expect.content_regex
+
     def runs(self, arguments: str) -> bool:
         """Whether a client runs a call with these arguments. In a stream that ended with
         an error the scenario accepts, a call whose arguments are not one JSON object yet
         never runs: openai-python and openai-node raise at the error chunk, the AI SDK
         emits a call only once its arguments parse, and the Anthropic SDKs raise at
-        ``event: error``. A call cut short like this is the error's doing, not a call."""
-        return not self.error_accepted or parse_object(arguments) is not None
+        ``event: error``. A call cut short like this is the error's doing, not a call.
+        Nor is the backend's own broken call passed on with its arguments exactly as sent:
+        no client can parse them into a call to run."""
+        if parse_object(arguments) is not None:
+            return True
+        return not self.error_accepted and arguments not in self.broken_backend_arguments
+
+    @cached_property
+    def broken_backend_arguments(self) -> frozenset[str]:
+        """The arguments, joined, of each native call of the backend that are no JSON object
+        (an empty text aside, which means no arguments): what a proxy may only pass on unchanged."""
+        backend = self.scenario.backend
+        joined = ("".join(item.fragments) for item in dialect(backend.dialect).calls.read(backend.frames)
+                  if isinstance(item, NativeCall))
+        return frozenset(text for text in joined if text.strip() and parse_object(text) is None)
 
     @cached_property
     def fault_case(self) -> bool:

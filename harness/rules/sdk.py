@@ -57,7 +57,7 @@ def accumulated_differences(ctx: Context, *, calls_named: str, text_named: str, 
             f"SDK message {text_named} {shorten(reading.content, 160)}, expected {shorten(expected, 160)}",
             {"expected": expected, "actual": reading.content},
         )
-    pattern = ctx.expect.content_regex
+    pattern = ctx.expected_regex
     if regex and pattern is not None and re.search(pattern, reading.content, re.DOTALL) is None:
         yield Violation(
             f"SDK message {text_named} {shorten(reading.content, 160)} does not match /{pattern}/",

@@ -45,7 +45,8 @@ def expected_content(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "TEXT-002",
-    "The content matches `expect.content_regex`.",
+    "The content matches `expect.content_regex` (unless an in-stream error the scenario accepts, with its "
+    "`expect.error.content`, ended the answer: TEXT-001 then judges that text).",
     severity="client",
     breaks=Breaks(("openai-python", "VS Code Copilot"), "a client shows, and sends back in its history, exactly "
                   "the text it receives (openai-python's accumulated `message.content`, read by SDK-002)"),
@@ -53,7 +54,7 @@ def expected_content(ctx: Context) -> Iterator[Violation]:
     profiles=EVERY_PROFILE,
 )
 def content_regex(ctx: Context) -> Iterator[Violation]:
-    pattern = ctx.expect.content_regex
+    pattern = ctx.expected_regex
     if pattern is not None and re.search(pattern, ctx.answer.content, re.DOTALL) is None:
         yield Violation(
             f"content {shorten(ctx.answer.content, 160)} does not match /{pattern}/",

@@ -206,7 +206,9 @@ def distinct_ids(ctx: Context) -> Iterator[Violation]:
 @rule(
     "TOOL-006",
     "Each call's arguments join into exactly one JSON object (a call cut short by an in-stream error the "
-    "scenario accepts is never run by a client, and is not judged).",
+    "scenario accepts is never run by a client, and is not judged; nor is a native call whose arguments the "
+    "backend itself sent as no JSON object, passed on exactly as sent: no object a proxy made of them would be "
+    "the model's call).",
     severity="client",
     breaks=Breaks(("Vercel AI SDK", "openai-python"), "the AI SDK completes a call only once its arguments parse "
                   "as JSON, so one whose arguments never parse never runs; openai-python hands the application "
@@ -215,7 +217,7 @@ def distinct_ids(ctx: Context) -> Iterator[Violation]:
 )
 def arguments_one_object(ctx: Context) -> Iterator[Violation]:
     for position, call in enumerate(ctx.answer.tool_calls):
-        if call.arguments.strip() and parse_object(call.arguments) is None and not ctx.error_accepted:
+        if call.arguments.strip() and parse_object(call.arguments) is None and ctx.runs(call.arguments):
             yield Violation(
                 f"call {call.index} ({call.name}): arguments are not one JSON object: {shorten(call.arguments)}",
                 {"actual": call.arguments, **locate.call(ctx, position)},

@@ -144,6 +144,14 @@ class Family(ABC):
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         """A parser for a marker starting with ``opener`` found at ``context``."""
 
+    def declines(self, opener: str, s: str, i: int) -> int | None:
+        """For an opener several families claim: if what has arrived right after it
+        (``s[i:]``, the opener ending at ``i``) already rules this family out, the marker
+        position where its parser, shown ``s`` from the opener on, would give up; the
+        scanner then starts no parser for it. None: start one. It must answer exactly as
+        the parser would (``tests/test_rescue_properties.py`` checks it does)."""
+        return None
+
 
 # --------------------------------------------------------------------------- helpers for parsers
 

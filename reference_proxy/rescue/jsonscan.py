@@ -17,6 +17,7 @@ from reference_proxy.rescue.coercion import loads_json
 
 _WS = re.compile(r"[ \t\r\n]*")
 _STRING_BODY = re.compile(r'[^"\\]*')
+_WHOLE_STRING = re.compile(r'"([^"\\]*)"')
 _SCALAR_BODY = re.compile(r"[-+.0-9A-Za-z]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
 _LITERALS = frozenset(("true", "false", "null"))
@@ -126,6 +127,105 @@ class JsonScanner:
 
     def _run(self, s: str, i: int) -> int:
         n = len(s)
+        stack = self._stack
+        watch = self._watch
+        watched = watch is not _NO_WATCH
+        ws = _WS.match
+        while i < n:
+            if self._in_string or self._in_scalar:  # a token cut by the end of the last piece
+                i = self._rest_of_token(s, i)
+                if self.status is not Status.MORE or i >= n:
+                    return i
+            i = ws(s, i).end()  # type: ignore[union-attr]
+            if i >= n:
+                return n
+            c = s[i]
+            expect = self._expect
+            if expect == _COMMA_OR_CLOSE:
+                top = stack[-1]
+                if c == ",":
+                    self._expect = _KEY if top == "{" else _VALUE
+                    i += 1
+                    continue
+                if (c == "}" and top == "{") or (c == "]" and top == "["):
+                    i += 1
+                    if self._closed():
+                        return i
+                    continue
+                return self._fail(i)
+            if expect == _COLON:
+                if c != ":":
+                    return self._fail(i)
+                self._expect = _VALUE
+                i += 1
+                continue
+            # A key (or the object's end), or a value (or the array's end).
+            if stack and stack[-1] == "[":  # (keys are in objects only)
+                if c == "]" and expect == _VALUE_OR_CLOSE:
+                    i += 1
+                    if self._closed():
+                        return i
+                    continue
+                if watched and not watch.item(len(stack), c):
+                    return self._fail(i)
+            is_key = expect >= _KEY_OR_CLOSE
+            if c == '"':
+                m = _WHOLE_STRING.match(s, i)
+                if m is None:  # cut by the piece's end, or escaped: token by token
+                    self._open_string(is_key=is_key)
+                    i += 1
+                    continue
+                i = m.end()
+                depth = len(stack)
+                if is_key:
+                    self._expect = _COLON
+                    if depth <= WATCH_DEPTH:
+                        key = m.group(1)
+                        self._keys[-1] = key
+                        if watched and not watch.key(depth, key):
+                            return self._fail(i)
+                    continue
+                if (
+                    watched
+                    and depth <= WATCH_DEPTH
+                    and not watch.string_value(depth, self._keys[-1] if stack and stack[-1] == "{" else None, m.group(1))
+                ):
+                    return self._fail(i)
+            elif is_key:
+                if c == "}" and expect == _KEY_OR_CLOSE:
+                    i += 1
+                    if self._closed():
+                        return i
+                    continue
+                return self._fail(i)
+            elif c == "{" or c == "[":
+                stack.append(c)
+                self._keys.append(None)
+                self._expect = _KEY_OR_CLOSE if c == "{" else _VALUE_OR_CLOSE
+                i += 1
+                continue
+            elif c in _SCALAR_START:
+                j = _SCALAR_BODY.match(s, i).end()  # type: ignore[union-attr]
+                if j >= n:  # the scalar may go on in the next piece
+                    self._in_scalar = True
+                    self._token = [s[i:j]]
+                    return n
+                token = s[i:j]
+                i = j
+                if token not in _LITERALS and not _NUMBER.fullmatch(token):
+                    return self._fail(i)
+            else:
+                return self._fail(i)
+            if not stack:  # a scalar or string at the root
+                self.status = Status.DONE
+                return i
+            self._expect = _COMMA_OR_CLOSE
+        return i
+
+    def _rest_of_token(self, s: str, i: int) -> int:
+        """Go on with a string or scalar begun in an earlier piece (or with an escape):
+        the index after it, ``len(s)`` if it goes on still, or where it broke."""
+        n = len(s)
         while i < n:
             if self._in_string:
                 if self._escape:
@@ -151,83 +251,19 @@ class JsonScanner:
                 self._in_string = False
                 if not self._string_done():
                     return self._fail(i)
-                if self.status is Status.DONE:
-                    return i
-                continue
-            if self._in_scalar:
-                j = _SCALAR_BODY.match(s, i).end()  # type: ignore[union-attr]
-                if j > i:
-                    self._token.append(s[i:j])
-                if j >= n:
-                    return n
-                i = j
-                self._in_scalar = False
-                token = "".join(self._token)
-                if token not in _LITERALS and not _NUMBER.fullmatch(token):
-                    return self._fail(i)
-                self._value_done()
-                if self.status is Status.DONE:
-                    return i
-                continue
-            i = _WS.match(s, i).end()  # type: ignore[union-attr]
-            if i >= n:
+                return i
+            j = _SCALAR_BODY.match(s, i).end()  # type: ignore[union-attr]
+            if j > i:
+                self._token.append(s[i:j])
+            if j >= n:
                 return n
-            c = s[i]
-            expect = self._expect
-            if expect <= _VALUE_OR_CLOSE:
-                if c == "]" and expect == _VALUE_OR_CLOSE:
-                    i += 1
-                    self._close()
-                    if self.status is Status.DONE:
-                        return i
-                    continue
-                if self._stack and self._stack[-1] == "[" and not self._watch.item(len(self._stack), c):
-                    return self._fail(i)
-                if c == "{":
-                    self._stack.append("{")
-                    self._keys.append(None)
-                    self._expect = _KEY_OR_CLOSE
-                elif c == "[":
-                    self._stack.append("[")
-                    self._keys.append(None)
-                    self._expect = _VALUE_OR_CLOSE
-                elif c == '"':
-                    self._open_string(is_key=False)
-                elif c in _SCALAR_START:
-                    self._in_scalar = True
-                    self._token = []
-                    continue  # the scalar branch consumes it
-                else:
-                    return self._fail(i)
-                i += 1
-            elif expect <= _KEY:
-                if c == '"':
-                    self._open_string(is_key=True)
-                    i += 1
-                elif c == "}" and expect == _KEY_OR_CLOSE:
-                    i += 1
-                    self._close()
-                    if self.status is Status.DONE:
-                        return i
-                else:
-                    return self._fail(i)
-            elif expect == _COLON:
-                if c != ":":
-                    return self._fail(i)
-                self._expect = _VALUE
-                i += 1
-            else:  # _COMMA_OR_CLOSE
-                top = self._stack[-1]
-                if c == ",":
-                    self._expect = _KEY if top == "{" else _VALUE
-                    i += 1
-                elif (c == "}" and top == "{") or (c == "]" and top == "["):
-                    i += 1
-                    self._close()
-                    if self.status is Status.DONE:
-                        return i
-                else:
-                    return self._fail(i)
+            i = j
+            self._in_scalar = False
+            token = "".join(self._token)
+            if token not in _LITERALS and not _NUMBER.fullmatch(token):
+                return self._fail(i)
+            self._value_done()
+            return i
         return i
 
     def _open_string(self, *, is_key: bool) -> None:
@@ -263,10 +299,15 @@ class JsonScanner:
         self._value_done()
         return True
 
-    def _close(self) -> None:
+    def _closed(self) -> bool:
+        """The innermost container closed; True when it was the root (the value is complete)."""
         self._stack.pop()
         self._keys.pop()
-        self._value_done()
+        if self._stack:
+            self._expect = _COMMA_OR_CLOSE
+            return False
+        self.status = Status.DONE
+        return True
 
     def _value_done(self) -> None:
         if self._stack:

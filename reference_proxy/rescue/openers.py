@@ -80,13 +80,19 @@ class Openers:
             # Matched against the last line only (``last_line_begun``): a search for it
             # would try every position of a long piece, having no literal to look for.
             self.line_begun = re.compile(rf"[ \t]*(?:{_alternation(begun)})" if begun else r"(?!)")
+            # The characters such a last line can end in: any other, and it is not one.
+            self.line_begun_ends = "".join(sorted({x[-1] for x in begun}))
         else:
             self.line_after_newline = self.line_here = never
             self.line_risk = re.compile(r"\n[ \t]*\Z")
             self.line_begun = never
+            self.line_begun_ends = ""
         # Searched with the others, but its match starts at the newline before the opener.
         self.line_group = len(self.groups)
         self.groups.append(self.line_after_newline)
+        # The character every match of each group starts with: a group whose character is
+        # not in the text is not searched (``in`` costs less than a search).
+        self.group_firsts = [*self.group_by_first, "\n"]
         # Trailing pieces to hold: proper prefixes of openers; those that only begin word
         # openers are held only at a word start.
         self.prefix_needs_word: dict[str, bool] = {}
@@ -114,11 +120,48 @@ class Openers:
         # beginning of one.
         self.signal_chars = "".join(sorted({o.literal[0] for o in anywhere if not is_word_char(o.literal[0])}))
         self.words = tuple(sorted(o.literal for o in anywhere if is_word_char(o.literal[0])))
+        # Per signal character: the characters an opener continues it with, anywhere and at
+        # a line start, and whether it is an opener by itself (``harmless``).
+        self.next_anywhere: dict[str, frozenset[str]] = {}
+        self.next_at_line: dict[str, frozenset[str]] = {}
+        self.alone: dict[str, tuple[bool, bool]] = {}
+        for first in self.signal_chars:
+            group = [o for o in self.specs.values() if o.literal[0] == first]
+            self.next_anywhere[first] = frozenset(o.literal[1] for o in group if len(o.literal) > 1 and not o.line_start)
+            self.next_at_line[first] = frozenset(o.literal[1] for o in group if len(o.literal) > 1 and o.line_start)
+            self.alone[first] = (
+                any(o.literal == first and not o.line_start for o in group),
+                any(o.literal == first and o.line_start for o in group),
+            )
         self.word_prefixes = tuple(sorted({w[:k] for w in self.words for k in range(1, len(w))}))
         self.word_prefix_set = frozenset(self.word_prefixes)
         for word in self.words:  # ``word_hold`` finds a held piece by the last first letter
             if word[0] in word[1:]:
                 raise ValueError(f"word opener {word!r} repeats its first letter")
+
+    def harmless(self, s: str, first: str) -> bool:
+        """Whether no ``first`` (a signal character) in ``s`` can begin an opener or the
+        start of one: each is followed, within ``s``, by a character no opener continues
+        it with, and one that a line opener continues it with (or that is a line opener by
+        itself, like ``[``) has a non-blank before it in ``s``: it is mid-line. Prose and
+        code hold many such (``a < b``, ``x[0]``, ``<b>``), which then cost no opener search."""
+        anywhere = self.next_anywhere[first]
+        at_line = self.next_at_line[first]
+        alone, alone_at_line = self.alone[first]
+        if alone:
+            return False
+        n = len(s)
+        k = s.find(first)
+        while k >= 0:
+            if k + 1 >= n:
+                return False
+            after = s[k + 1]
+            if after in anywhere:
+                return False
+            if (alone_at_line or after in at_line) and (k == 0 or s[k - 1] in " \t\r\n"):
+                return False
+            k = s.find(first, k + 1)
+        return True
 
     def last_line_begun(self, s: str) -> bool:
         """Whether the last line of ``s`` (all of it when it holds no newline) is blanks
@@ -178,9 +221,10 @@ class Cursor:
     def __init__(self, openers: Openers, s: str) -> None:
         self._openers = openers
         self._s = s
-        # Per group: its first match at or after the last search position, once known.
+        # Per group: its first match at or after the last search position, once known. A
+        # group whose first character is not in ``s`` is known to have none.
         self._next: list[re.Match[str] | None] = [None] * len(openers.groups)
-        self._known = [False] * len(openers.groups)
+        self._known = [first not in s for first in openers.group_firsts]
 
     def find(self, i: int, line_blank: bool, before: str) -> tuple[int, str, int] | None:
         """The first opener at or after ``i``: (its position, its literal, 0); or the

@@ -46,10 +46,12 @@ _FIRST_LOOK = 1024
 # correct, only slower, until the shortcuts are extended.
 SHORTCUTS = _OPENERS.signal_chars == "<[`" and _OPENERS.words == ("count",)
 _WORD_PREFIXES = _OPENERS.word_prefixes
+_HARMLESS = _OPENERS.harmless
 _LINE_RISK = _OPENERS.line_risk.search
 _LINE_OPENER = _OPENERS.line_after_newline.search
 _LINE_HERE = _OPENERS.line_here.match
-_LINE_BEGUN = _OPENERS.last_line_begun
+_LINE_BEGUN = _OPENERS.line_begun.fullmatch  # from the last line's start: ``Openers.last_line_begun``
+_LINE_BEGUN_ENDS = _OPENERS.line_begun_ends
 _WORD_OPENER = _OPENERS.group_by_first["c"].search if SHORTCUTS else None
 
 # ``Text(x)`` through the frozen dataclass ``__init__`` costs more than all the checks of
@@ -61,6 +63,7 @@ _SET_TEXT(_probe, "probe")
 if _probe != Text("probe") or Text.__slots__ != ("text",):  # events.Text changed shape
     raise ImportError("reference_proxy.rescue.scanner builds Text events by filling its one slot")
 del _probe
+
 
 
 def _merged(events: list[Event]) -> list[Event]:
@@ -184,9 +187,9 @@ class Rescuer:
         if (
             self._plain
             and text
-            and "<" not in text
+            and ("<" not in text or _HARMLESS(text, "<"))
             and "`" not in text
-            and "[" not in text
+            and ("[" not in text or _HARMLESS(text, "["))
             and ("\n" not in text or _LINE_RISK(text) is None)
         ):
             self._after_call = False  # (a blank-only piece could keep it; it is never needed)
@@ -210,6 +213,23 @@ class Rescuer:
                     event = _NEW_TEXT(Text)
                     _SET_TEXT(event, text)
                     return [event]
+        # Inside a marker that one parser owns, a piece within the buffer cap goes to it
+        # directly; nothing comes out until it has a verdict.
+        parsers = self._parsers
+        if len(parsers) == 1 and text and len(text) <= self._cut + self.buffer_cap - self._given:
+            size = len(text)
+            self._held.append(text)
+            self._fed += size
+            self._given += size
+            verdict = parsers[0].feed(text, 0)
+            if verdict is None:
+                return []
+            out: list[Event] = []
+            resume = self._settle(parsers[0], verdict, out)
+            if resume is not None:
+                self._text(self._rest(resume), out)
+            self._plain = self._fast and not (self._parsers or self._pending or self._line_blank)
+            return _merged(out)
         return self._feed(text)
 
     def finish(self) -> list[Event]:
@@ -225,7 +245,7 @@ class Rescuer:
                 assert asked < 3, "a parser's finish must settle the marker"
                 continue
             asked = 0
-            self._scan(self._rest(resume), out)
+            self._text(self._rest(resume), out)
         if self._pending:
             self._release(self._pending, out)
             self._pending = ""
@@ -247,36 +267,44 @@ class Rescuer:
             self._fed += len(text)
             resume = self._advance(text, 0, out)
             if resume is not None:
-                self._scan(self._rest(resume), out)
+                self._text(self._rest(resume), out)
         else:
-            s = self._pending + text if self._pending else text
-            if (
-                _WORD_OPENER is not None
-                and self._fast
-                and "<" not in s
-                and "`" not in s
-                and "[" not in s
-                and ("count" not in s or _WORD_OPENER(s) is None)
-                and ("\n" not in s or _LINE_OPENER(s) is None)
-                and not (self._line_blank and _LINE_HERE(s))
-                and not _LINE_BEGUN(s)  # the first letters of a line opener ("\nfunc")
-            ):
-                # No opener starts in ``s`` (a frequent case: a held "c" turned out to be
-                # prose); with no "<" or "`" in it, only a word opener can begin at its end.
-                n = len(s)
-                tail = s.endswith(_WORD_PREFIXES) or ("count" in s and s.rstrip(" \t\r\n").endswith("count"))
-                hold = self._openers.word_hold(s, self._last[-1:]) if tail else n
-                if hold == n:
-                    self._pending = ""
-                    self._release(s, out)
-                else:
-                    self._pending = s[hold:]
-                    self._release(s[:hold], out)
-            else:
-                self._pending = ""
-                self._scan(s, out)
+            self._text(self._pending + text if self._pending else text, out)
         self._plain = self._fast and not (self._parsers or self._pending or self._line_blank)
         return _merged(out)
+
+    def _text(self, s: str, out: list[Event]) -> None:
+        """Text mode over ``s`` (what follows everything released or held so far): the
+        plain-text check first, the opener search only when it fails."""
+        if not s:
+            self._pending = ""
+            return
+        if (
+            _WORD_OPENER is not None
+            and self._fast
+            and ("<" not in s or _HARMLESS(s, "<"))
+            and "`" not in s
+            and ("[" not in s or _HARMLESS(s, "["))
+            and ("count" not in s or _WORD_OPENER(s) is None)
+            and ("\n" not in s or _LINE_OPENER(s) is None)
+            and not (self._line_blank and _LINE_HERE(s))
+            # the first letters of a line opener ("\nfunc"), looked for when the last one may be
+            and (s[-1] not in _LINE_BEGUN_ENDS or _LINE_BEGUN(s, s.rfind("\n") + 1) is None)
+        ):
+            # No opener starts in ``s`` (a frequent case: a held "c" turned out to be
+            # prose); with no "<" or "`" in it, only a word opener can begin at its end.
+            n = len(s)
+            tail = s.endswith(_WORD_PREFIXES) or ("count" in s and s.rstrip(" \t\r\n").endswith("count"))
+            hold = self._openers.word_hold(s, self._last[-1:]) if tail else n
+            if hold == n:
+                self._pending = ""
+                self._release(s, out)
+            else:
+                self._pending = s[hold:]
+                self._release(s[:hold], out)
+        else:
+            self._pending = ""
+            self._scan(s, out)
 
     def _release(self, text: str, out: list[Event]) -> None:
         if not text:
@@ -313,14 +341,37 @@ class Rescuer:
             self._release(s[i:start], out)
             # The marker is ``s[start:]``; positions in it count from ``start``.
             context = Context(self._line_blank, self._last[-1:], self._after_call)
-            self._parsers = [family.parser(opener, self._tools, context) for family in openers.families[opener]]
+            families = openers.families[opener]
+            self._resume = 0
+            if len(families) > 1 and len(s) - start <= self.buffer_cap:
+                # A shared opener: no parser for a family the next characters rule out.
+                # (Its parser would give up on this very piece, which it would be shown
+                # whole: the cap is not reached.)
+                parsers: list[MarkerParser] = []
+                after = start + len(opener)
+                for family in families:
+                    declined = family.declines(opener, s, after)
+                    if declined is None:
+                        parsers.append(family.parser(opener, self._tools, context))
+                    else:
+                        self._resume = max(self._resume, declined)
+                self._parsers = parsers
+            else:
+                self._parsers = [family.parser(opener, self._tools, context) for family in families]
             self._held = [s]
             self._held_start = -start
-            self._fed = len(s) - start
-            self._given = 0
+            self._fed = size = len(s) - start
             self._cut = 0
-            self._resume = 0
-            resume = self._advance(s, start, out)
+            parsers = self._parsers
+            if len(parsers) == 1 and size <= self.buffer_cap:  # most markers: one parser, shown all
+                self._given = size
+                verdict = parsers[0].feed(s, start)
+                if verdict is None:
+                    return
+                resume = self._settle(parsers[0], verdict, out)
+            else:
+                self._given = 0
+                resume = self._advance(s, start, out)
             if resume is None:
                 return
             self._held = []
@@ -355,9 +406,13 @@ class Rescuer:
         """Forget held pieces that end before marker position ``pos`` (nothing is copied)."""
         held = self._held
         start = self._held_start
+        last = len(held) - 1
         k = 0
-        while k < len(held) - 1 and start + len(held[k]) <= pos:
-            start += len(held[k])
+        while k < last:
+            end = start + len(held[k])
+            if end > pos:
+                break
+            start = end
             k += 1
         if k:
             del held[:k]
@@ -422,21 +477,29 @@ class Rescuer:
             verdict = parser.feed(text, start) if text is not None else parser.finish()
             if verdict is None:
                 survivors.append(parser)
-            elif verdict.markup_end is not None:  # recognised: this parser owns the marker
-                self._parsers = [parser]
-                self._emit(verdict, out)
-                if not verdict.done:
-                    return None
-                return self._close(verdict.resume, out)
-            elif not verdict.done:  # passing: this parser owns the marker and lets text through
-                self._parsers = [parser]
-                self._pass(verdict.resume, out)
-                return None
+            elif verdict.markup_end is not None or not verdict.done:
+                return self._settle(parser, verdict, out)
             else:  # given up
                 self._resume = max(self._resume, verdict.resume)
         self._parsers = survivors
         if survivors:
             return None
+        return self._close(self._resume, out)
+
+    def _settle(self, parser: MarkerParser, verdict: Verdict, out: list[Event]) -> int | None:
+        """Act on one parser's verdict, as the last live parser or the one that owns the
+        marker from now on; see ``_advance``."""
+        if verdict.markup_end is not None:  # recognised: this parser owns the marker
+            self._parsers = [parser]
+            self._emit(verdict, out)
+            if not verdict.done:
+                return None
+            return self._close(verdict.resume, out)
+        if not verdict.done:  # passing: this parser owns the marker and lets text through
+            self._parsers = [parser]
+            self._pass(verdict.resume, out)
+            return None
+        self._resume = max(self._resume, verdict.resume)  # given up
         return self._close(self._resume, out)
 
     def _close(self, resume: int, out: list[Event]) -> int:

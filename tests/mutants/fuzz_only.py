@@ -95,8 +95,8 @@ class RetypesNestedIntegers:
         return self._events(self.inner.finish())
 
 
-async def events_losing_three_way_tears(response: httpx.Response) -> AsyncIterator[ServerSentEvent]:
-    """The upstream's SSE events, decoded read by read with a decoder that waits one
+async def events_losing_three_way_tears(response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
+    """The upstream's SSE events (a list per read), decoded read by read with a decoder that waits one
     read for the rest of a character cut between reads, and drops the character when
     it is still incomplete after that read (it spans three or more)."""
     pending = b""
@@ -118,14 +118,17 @@ async def events_losing_three_way_tears(response: httpx.Response) -> AsyncIterat
             else:
                 pending = data[exc.start :]
         buffer += text
+        batch: list[ServerSentEvent] = []
         while "\n\n" in buffer:
             block, buffer = buffer.split("\n\n", 1)
             event = _parse(block)
             if event is not None:
-                yield event
+                batch.append(event)
+        if batch:
+            yield batch
     event = _parse(buffer)
     if event is not None:
-        yield event
+        yield [event]
 
 
 _CONTINUATION = bytes(range(0x80, 0xC0))

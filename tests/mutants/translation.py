@@ -14,10 +14,12 @@ from typing import Any
 from mutants.anthropic import NATIVE as MESSAGES_NATIVE
 from mutants.anthropic import WHOLE as MESSAGES_WHOLE
 from mutants.anthropic import EndTurnWithToolUse, EventRewriter, InputAsString
-from mutants.base import Mutant, Out, Rewriter, rewritten, with_parts
+from mutants.base import ChunkRewriter, Mutant, Out, Rewriter, finish_reason, rewritten, tool_calls, with_parts
 from mutants.openai import NATIVE as CHAT_NATIVE
 from mutants.openai import StopWithToolCalls
+from reference_proxy.anthropic_stream import AnthropicStreamPipeline, _NativeCall
 from reference_proxy.app import Parts
+from reference_proxy.translate.answers import as_object
 from reference_proxy.request_shaping import MessagesRequest, parse_messages_request
 from reference_proxy.tool_choice import emulate_tool_choice
 
@@ -46,6 +48,59 @@ class SamplingRewritten(Rewriter):
         request["temperature"] = 1.0
         request.pop("seed", None)
         return json.dumps(request).encode()
+
+
+class BrokenInputAsEmpty(AnthropicStreamPipeline):
+    """Delivers a native call whose input is no JSON object (a chat call's broken arguments) as a
+    tool_use with `input: {}`, as a translator does that falls back to an empty object when the
+    arguments do not parse: a call the model never made, which the client runs."""
+
+    def _native(self, call: _NativeCall, out: list[str]) -> None:
+        if call.name and "".join(call.parts).strip() and as_object("".join(call.parts)) is None:
+            self._tool_use(call.id, call.name, (), out)
+        else:
+            super()._native(call, out)
+
+
+def _or_empty(arguments: str) -> str:
+    """The arguments when they are one JSON object (or empty), else ``{}``."""
+    if not arguments.strip():
+        return arguments
+    try:
+        return arguments if isinstance(json.loads(arguments), dict) else "{}"
+    except ValueError:
+        return "{}"
+
+
+class BrokenArgumentsAsEmpty(ChunkRewriter):
+    """Hands a chat client every call's arguments at the finish, replaced by ``{}`` where they
+    are no JSON object: a translator that falls back to an empty object when they do not parse."""
+
+    def __init__(self) -> None:
+        self.held: dict[int, list[str]] = {}
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for call in tool_calls(chunk):
+            function = call.get("function")
+            fragment = function.pop("arguments", None) if isinstance(function, dict) else None
+            if isinstance(fragment, str):
+                self.held.setdefault(int(call.get("index", 0)), []).append(fragment)
+        if finish_reason(chunk) is None or not self.held:
+            return (chunk,)
+        head = {k: v for k, v in chunk.items() if k != "choices"}
+        calls = [{"index": i, "function": {"arguments": _or_empty("".join(parts))}} for i, parts in self.held.items()]
+        self.held.clear()
+        return ({**head, "choices": [{"index": 0, "delta": {"tool_calls": calls}, "finish_reason": None}]}, chunk)
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            return status, content_type, body
+        for choice in answer.get("choices") or () if isinstance(answer, dict) else ():
+            for call in (choice.get("message") or {}).get("tool_calls") or ():
+                call["function"]["arguments"] = _or_empty(call["function"].get("arguments") or "")
+        return status, content_type, json.dumps(answer).encode()
 
 
 # --------------------------------------------------------------------------- the request upstream
@@ -172,6 +227,16 @@ MUTANTS: tuple[Mutant, ...] = (
            strict=True),
     Mutant("translated-block-stopped-twice", "Translating a chat stream, sends two `content_block_stop` for one block.",
            ("AEV-006",), (MESSAGES_NATIVE,), rewritten(BlockStoppedTwice), upstream="openai"),
+    Mutant("replaces-broken-arguments-with-empty-object",
+           "Translating a chat stream for a Messages client, turns a native call whose arguments are no JSON "
+           "into a tool_use with `input: {}`.",
+           ("CALLS-001", "ASDK-002", "EQ-001"), ("faults-anthropic-broken-native-arguments",),
+           with_parts(Parts(messages_pipeline=BrokenInputAsEmpty)), upstream="openai"),
+    Mutant("normalises-broken-arguments-to-empty-object",
+           "Translating a Responses stream for a chat client, hands a call whose arguments are no JSON the "
+           "arguments `{}`.",
+           ("CALLS-001", "SDK-002"), ("faults-openai-broken-native-arguments",), rewritten(BrokenArgumentsAsEmpty),
+           upstream="responses"),
     Mutant("translated-stop-with-tool-calls",
            'Translating a Messages stream, sends `finish_reason: "stop"` after the tool calls.',
            ("TOOL-009", "CALLS-002", "EQ-001"), (CHAT_NATIVE,), rewritten(StopWithToolCalls), upstream="anthropic"),

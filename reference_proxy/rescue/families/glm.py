@@ -9,6 +9,7 @@ also write them on one line, ``<tool_call>ls <arg_key>dir</arg_key> <arg_value>x
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from reference_proxy.rescue.coercion import typed_value
@@ -34,7 +35,8 @@ KEY, END_KEY = "<arg_key>", "</arg_key>"
 VALUE, END_VALUE = "<arg_value>", "</arg_value>"
 _AFTER_VALUE = (KEY, CLOSE)
 _MAX_NAME = 256
-_NAME_ENDS = ("\n", " ", "\t", "\r", "<")
+_NAME_END = re.compile(r"[\n \t\r<]")
+_NOT_A_NAME = frozenset("{[<\n \t\r")  # right after the opener: no name can start here
 
 _NAME, _PAIRS, _KEY, _VALUE_OPEN, _VALUE = range(5)
 
@@ -61,7 +63,8 @@ class GlmParser(MarkerParser):
             if state == _NAME:
                 if s[i] in "{[<":
                     return reject(carry.base + i)  # Hermes JSON or Qwen3-Coder's <function=
-                j = min((k for k in (s.find(e, i, i + _MAX_NAME) for e in _NAME_ENDS) if k >= 0), default=-1)
+                m = _NAME_END.search(s, i, i + _MAX_NAME)
+                j = m.start() if m is not None else -1
                 if j < 0:
                     if n - i > _MAX_NAME:
                         return reject(carry.base + i)
@@ -132,3 +135,7 @@ class Glm(Family):
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return GlmParser(tools)
+
+    def declines(self, opener: str, s: str, i: int) -> int | None:
+        # A name must follow at once: JSON, a tag or a blank there is Hermes' or Qwen3-Coder's.
+        return len(opener) if i < len(s) and s[i] in _NOT_A_NAME else None

@@ -13,7 +13,7 @@ from typing import Any
 
 from reference_proxy.rescue.families.json_calls import CallWatcher, calls_from_values
 from reference_proxy.rescue.families.tagged_json import TaggedJsonParser
-from reference_proxy.rescue.family import Call, Context, Family, MarkerParser, Opener
+from reference_proxy.rescue.family import Call, Context, Family, MarkerParser, Opener, skip_ws, starts
 from reference_proxy.rescue.jsonscan import Watcher
 from reference_proxy.rescue.toolbox import Toolbox
 
@@ -36,3 +36,10 @@ class Hermes(Family):
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return HermesParser(opener, tools)
+
+    def declines(self, opener: str, s: str, i: int) -> int | None:
+        # Neither JSON nor the closer after blanks (Qwen3-Coder's <function=, GLM's name).
+        j = skip_ws(s, i)
+        if j < len(s) and s[j] not in HermesParser.value_starts and starts(s, j, HermesParser.closer) is False:
+            return j - i + len(opener)
+        return None

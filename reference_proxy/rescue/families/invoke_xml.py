@@ -58,11 +58,11 @@ class Tags:
     invoke: str
     parameter: str
 
-    @property
+    @cached_property
     def end_invoke(self) -> str:
         return self.invoke.replace("<", "</", 1) + ">"
 
-    @property
+    @cached_property
     def end_parameter(self) -> str:
         return self.parameter.replace("<", "</", 1) + ">"
 
@@ -240,7 +240,7 @@ class InvokeXmlParser(MarkerParser):
                 return self._report(done=True, resume=self._last_end)
             return reject(len(CORRUPT_WRAPPER) if state == _CORRUPT else carry.base + i)
         carry.keep(s, min(i, n))
-        return self._report()
+        return self._report() if self._calls else None
 
     def finish(self) -> Verdict:
         if self._state == _AFTER:

@@ -73,7 +73,10 @@ def call_from_object(obj: Any, tools: Toolbox) -> Call | None:
     resolved = tools.resolve(name)
     if resolved is None:
         return None
-    return json_call(resolved, next((obj[k] for k in ARGUMENT_KEYS if k in obj), None))
+    for key in ARGUMENT_KEYS:
+        if key in obj:
+            return json_call(resolved, obj[key])
+    return json_call(resolved, None)
 
 
 def calls_from_values(values: Iterable[Any], tools: Toolbox) -> tuple[Call, ...] | None:

@@ -172,6 +172,14 @@ class Qwen3Coder(Family):
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return Qwen3CoderParser(opener, tools)
 
+    def declines(self, opener: str, s: str, i: int) -> int | None:
+        # Inside the wrapper, only <function= may come first (after blanks).
+        if opener != FUNCTION:
+            j = skip_ws(s, i)
+            if j < len(s) and starts(s, j, FUNCTION) is False:
+                return j - i + len(opener)
+        return None
+
 
 SEED_CALL = "<seed:tool_call>"
 SEED_END_CALL = "</seed:tool_call>"

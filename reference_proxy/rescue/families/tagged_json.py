@@ -51,9 +51,21 @@ class TaggedJsonParser(MarkerParser):
 
     def feed(self, text: str, start: int = 0) -> Verdict | None:
         carry = self._carry
-        s, i = carry.join(text, start)
-        i += self._skip
-        self._skip = 0
+        scanner = self._json
+        if scanner is not None and not carry.text:
+            # Inside a value, nothing carried (the scanner keeps its own state): the piece
+            # goes to the scanner first, and most pieces end inside the value.
+            s, i = carry.join(text, start)
+            i = scanner.feed(s, i)
+            if scanner.status is Status.MORE:
+                carry.keep(s, i)
+                return None
+            if not self._value_over(scanner):
+                return reject(carry.base + i)
+        else:
+            s, i = carry.join(text, start)
+            i += self._skip
+            self._skip = 0
         n = len(s)
         while i < n:
             if self._state == _JSON:
@@ -62,14 +74,8 @@ class TaggedJsonParser(MarkerParser):
                 i = scanner.feed(s, i)
                 if scanner.status is Status.MORE:
                     break
-                if scanner.status is Status.ERROR:
+                if not self._value_over(scanner):
                     return reject(carry.base + i)
-                try:
-                    self._values.append(scanner.value())
-                except ValueError:
-                    return reject(carry.base + i)
-                self._json = None
-                self._state = _BODY
                 continue
             i = skip_ws(s, i)
             if i >= n:
@@ -90,6 +96,18 @@ class TaggedJsonParser(MarkerParser):
             return accept(calls, end) if calls is not None else reject(end)
         carry.keep(s, min(i, n))
         return None
+
+    def _value_over(self, scanner: JsonScanner) -> bool:
+        """A value's scan stopped: keep the value and read on (True), or it is no JSON."""
+        if scanner.status is Status.ERROR:
+            return False
+        try:
+            self._values.append(scanner.value())
+        except ValueError:
+            return False
+        self._json = None
+        self._state = _BODY
+        return True
 
     def finish(self) -> Verdict:
         if self.closer_optional_at_end and self._state == _BODY and self._values:
