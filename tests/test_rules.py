@@ -344,6 +344,23 @@ CHOICE_1 = '{"city": "Bergen-1", "unit": "celsius"}'
 ACCEPTABLE: list[Case] = [
     case("iso-005-two-choices-apart", S_TWO_CHOICES, two_choices(CHOICE_0, CHOICE_1)),
     case("ok-call-split-arguments", S_CALL, CALL_STREAM),
+    case(
+        "ok-broken-arguments-relayed-as-sent",
+        S_BROKEN,
+        sse(ROLE, chunk(start(name="write_file", args="")), chunk(args(BROKEN_ARGS[:12])), chunk(args(BROKEN_ARGS[12:])),
+            chunk(finish="tool_calls")),
+    ),
+    case(
+        "ok-broken-arguments-kept-as-text",
+        S_BROKEN,
+        sse(ROLE, chunk({"content": BROKEN_ARGS}), chunk(finish="stop")),
+    ),
+    case(  # the other right answer: a clean error inside the stream (the regex stands aside for the error's text)
+        "ok-broken-arguments-answered-with-an-error",
+        S_BROKEN,
+        sse(ROLE, ev('{"error": {"message": "the model wrote arguments that are no JSON", "type": "server_error", '
+                     '"param": null, "code": null}}')),
+    ),
     case("ok-name-and-arguments-in-one-delta", S_CALL, sse(ROLE, chunk(start(args=PARIS_ARGS)), chunk(finish="tool_calls"))),
     case(
         "ok-arguments-in-one-later-fragment",
@@ -678,39 +695,28 @@ BROKEN: list[Case] = [
         {"TOOL-008", "CALLS-001"},
     ),
     case(
-        "calls-001-broken-arguments-relayed-as-sent",
-        S_BROKEN,
-        sse(ROLE, chunk(start(name="write_file", args="")), chunk(args(BROKEN_ARGS[:12])), chunk(args(BROKEN_ARGS[12:])),
-            chunk(finish="tool_calls")),
-    ),
-    case(
-        "calls-001-broken-arguments-kept-as-text",
-        S_BROKEN,
-        sse(ROLE, chunk({"content": BROKEN_ARGS}), chunk(finish="stop")),
-    ),
-    case(  # the other right answer: a clean error inside the stream (the regex stands aside for the error's text)
-        "calls-001-broken-arguments-answered-with-an-error",
-        S_BROKEN,
-        sse(ROLE, ev('{"error": {"message": "the model wrote arguments that are no JSON", "type": "server_error", '
-                     '"param": null, "code": null}}')),
-    ),
-    case(
         "calls-001-broken-arguments-as-empty-object",
         S_BROKEN,
         sse(ROLE, chunk(start(name="write_file", args="{}")), chunk(finish="tool_calls")),
-        {"CALLS-001", "SDK-002"},
+        {"CALLS-001", "SDK-002", "TEXT-004"},
     ),
     case(
         "calls-001-broken-arguments-as-the-part-that-parses",
         S_BROKEN,
         sse(ROLE, chunk(start(name="write_file", args='{"path": "notes.txt"}')), chunk(finish="tool_calls")),
-        {"CALLS-001", "SDK-002"},
+        {"CALLS-001", "SDK-002", "TEXT-004"},
     ),
     case(
         "tool-006-broken-arguments-changed-on-the-way",
         S_BROKEN,
         sse(ROLE, chunk(start(name="write_file", args=BROKEN_ARGS.replace("second", "2nd"))), chunk(finish="tool_calls")),
-        {"TOOL-006", "CALLS-001", "SDK-002"},
+        {"TOOL-006", "CALLS-001", "SDK-002", "TEXT-004"},
+    ),
+    case(
+        "text-004-broken-call-dropped",
+        S_BROKEN,
+        sse(ROLE, chunk(finish="tool_calls")),
+        {"TEXT-004"},
     ),
     case("tool-009-finish-stop-with-calls", S_CALL, CALL_STREAM.replace('"finish_reason": "tool_calls"', '"finish_reason": "stop"'), {"TOOL-009", "CALLS-002"}),
     # expected calls and finish

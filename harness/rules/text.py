@@ -84,3 +84,28 @@ def no_markup_leak(ctx: Context) -> Iterator[Violation]:
             {"marker": leak.marker, "found": leak.found, "allowed": leak.allowed, "excerpt": around,
              **locate.visible(ctx, leak.offset)},
         )
+
+
+@rule(
+    "TEXT-004",
+    "A native call of the backend whose arguments are no JSON object is not lost: it reaches the client as a call "
+    "with those arguments exactly, or its arguments as text, or the answer ends with an error.",
+    severity="client",
+    breaks=Breaks(("openai-python", "VS Code Copilot"), "the model's call vanishes without a word: the client "
+                  "shows an answer with neither the call nor its text, and sends the model a history in which it "
+                  "never made the call"),
+    stage="answer",
+    profiles=EVERY_PROFILE,
+)
+def broken_call_kept(ctx: Context) -> Iterator[Violation]:
+    if ctx.exchange.status != 200 or ctx.error_accepted or ctx.answer.error is not None:
+        return
+    delivered = {call.arguments for call in ctx.answer.tool_calls}
+    text = fold_ws(ctx.visible_text)
+    for arguments in sorted(ctx.broken_backend_arguments):
+        if arguments not in delivered and fold_ws(arguments) not in text:
+            yield Violation(
+                f"the backend's call with arguments {shorten(arguments, 100)} reached the client neither as a call, "
+                "nor as text, nor with an error",
+                {"arguments": arguments, **locate.visible(ctx, len(ctx.visible_text))},
+            )

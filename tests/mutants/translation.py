@@ -103,6 +103,45 @@ class BrokenArgumentsAsEmpty(ChunkRewriter):
         return status, content_type, json.dumps(answer).encode()
 
 
+class DropsBrokenCalls(ChunkRewriter):
+    """Hands a chat client, at the finish, only the calls whose arguments are one JSON object
+    (or empty): a translator that drops a call it cannot read, without a word."""
+
+    def __init__(self) -> None:
+        self.held: dict[int, dict[str, Any]] = {}
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for delta in (c["delta"] for c in chunk.get("choices") or () if isinstance(c.get("delta"), dict)):
+            for call in delta.pop("tool_calls", None) or ():
+                whole = self.held.setdefault(int(call.get("index", 0)), {"function": {"arguments": ""}})
+                function = call.get("function") or {}
+                whole.update({k: v for k, v in call.items() if k != "function"})
+                whole["function"].update({k: v for k, v in function.items() if k != "arguments"})
+                whole["function"]["arguments"] += function.get("arguments") or ""
+        if finish_reason(chunk) is None or not self.held:
+            return (chunk,)
+        kept = [call for call in self.held.values() if _or_empty(call["function"]["arguments"]) != "{}"
+                or call["function"]["arguments"].strip() == "{}"]
+        self.held.clear()
+        if not kept:
+            return (chunk,)
+        head = {k: v for k, v in chunk.items() if k != "choices"}
+        return ({**head, "choices": [{"index": 0, "delta": {"tool_calls": kept}, "finish_reason": None}]}, chunk)
+
+    def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            return status, content_type, body
+        for choice in answer.get("choices") or () if isinstance(answer, dict) else ():
+            message = choice.get("message") or {}
+            kept = [call for call in message.get("tool_calls") or ()
+                    if _or_empty(call["function"].get("arguments") or "") != "{}"
+                    or call["function"]["arguments"].strip() == "{}"]
+            message["tool_calls"] = kept or None
+        return status, content_type, json.dumps(answer).encode()
+
+
 # --------------------------------------------------------------------------- the request upstream
 # A Messages request as a broken translator reads it: the reference proxy then translates
 # what ``Parts.parse_messages`` hands it, so the defect shows in the request upstream.
@@ -236,6 +275,11 @@ MUTANTS: tuple[Mutant, ...] = (
            "Translating a Responses stream for a chat client, hands a call whose arguments are no JSON the "
            "arguments `{}`.",
            ("CALLS-001", "SDK-002"), ("faults-openai-broken-native-arguments",), rewritten(BrokenArgumentsAsEmpty),
+           upstream="responses"),
+    Mutant("drops-broken-native-calls",
+           "Translating a Responses stream for a chat client, drops a call whose arguments are no JSON, "
+           "without a word.",
+           ("TEXT-004",), ("faults-openai-broken-native-arguments",), rewritten(DropsBrokenCalls),
            upstream="responses"),
     Mutant("translated-stop-with-tool-calls",
            'Translating a Messages stream, sends `finish_reason: "stop"` after the tool calls.',
