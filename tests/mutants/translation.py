@@ -72,6 +72,25 @@ def _or_empty(arguments: str) -> str:
         return "{}"
 
 
+def _readable(call: dict[str, Any]) -> bool:
+    """A call whose arguments are one JSON object, or empty."""
+    arguments = call["function"].get("arguments") or ""
+    return _or_empty(arguments) != "{}" or arguments.strip() == "{}"
+
+
+def _whole_calls_changed(body: bytes, change: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]) -> bytes:
+    """A whole chat completion with each message's tool calls passed through ``change``."""
+    try:
+        answer = json.loads(body)
+    except ValueError:
+        return body
+    for choice in answer.get("choices") or () if isinstance(answer, dict) else ():
+        message = choice.get("message") or {}
+        if message.get("tool_calls"):
+            message["tool_calls"] = change(message["tool_calls"]) or None
+    return json.dumps(answer).encode()
+
+
 class BrokenArgumentsAsEmpty(ChunkRewriter):
     """Hands a chat client every call's arguments at the finish, replaced by ``{}`` where they
     are no JSON object: a translator that falls back to an empty object when they do not parse."""
@@ -93,14 +112,12 @@ class BrokenArgumentsAsEmpty(ChunkRewriter):
         return ({**head, "choices": [{"index": 0, "delta": {"tool_calls": calls}, "finish_reason": None}]}, chunk)
 
     def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
-        try:
-            answer = json.loads(body)
-        except ValueError:
-            return status, content_type, body
-        for choice in answer.get("choices") or () if isinstance(answer, dict) else ():
-            for call in (choice.get("message") or {}).get("tool_calls") or ():
+        def as_empty(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            for call in calls:
                 call["function"]["arguments"] = _or_empty(call["function"].get("arguments") or "")
-        return status, content_type, json.dumps(answer).encode()
+            return calls
+
+        return status, content_type, _whole_calls_changed(body, as_empty)
 
 
 class DropsBrokenCalls(ChunkRewriter):
@@ -120,8 +137,7 @@ class DropsBrokenCalls(ChunkRewriter):
                 whole["function"]["arguments"] += function.get("arguments") or ""
         if finish_reason(chunk) is None or not self.held:
             return (chunk,)
-        kept = [call for call in self.held.values() if _or_empty(call["function"]["arguments"]) != "{}"
-                or call["function"]["arguments"].strip() == "{}"]
+        kept = [call for call in self.held.values() if _readable(call)]
         self.held.clear()
         if not kept:
             return (chunk,)
@@ -129,17 +145,7 @@ class DropsBrokenCalls(ChunkRewriter):
         return ({**head, "choices": [{"index": 0, "delta": {"tool_calls": kept}, "finish_reason": None}]}, chunk)
 
     def on_whole(self, status: int, content_type: str, body: bytes) -> tuple[int, str, bytes]:
-        try:
-            answer = json.loads(body)
-        except ValueError:
-            return status, content_type, body
-        for choice in answer.get("choices") or () if isinstance(answer, dict) else ():
-            message = choice.get("message") or {}
-            kept = [call for call in message.get("tool_calls") or ()
-                    if _or_empty(call["function"].get("arguments") or "") != "{}"
-                    or call["function"]["arguments"].strip() == "{}"]
-            message["tool_calls"] = kept or None
-        return status, content_type, json.dumps(answer).encode()
+        return status, content_type, _whole_calls_changed(body, lambda calls: [c for c in calls if _readable(c)])
 
 
 # --------------------------------------------------------------------------- the request upstream
