@@ -398,7 +398,7 @@ class AnthropicStreamPipeline:
         joined = "".join(call.parts)
         if not call.name:
             log.warning("dropped a native tool_use without a name (input %.200r)", joined)
-        elif joined.strip() and as_object(joined) is None:
+        elif as_object(joined) is None:  # (empty is no arguments: {})
             log.warning("native call %s has an input that is no JSON object: kept as text", call.name)
             self._text(joined, out)
         elif self._calls.native(call.name, joined):

@@ -12,12 +12,12 @@ such a value is written raw anyway and logged, since every alternative is worse.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import re
 from collections.abc import Sequence
 
 from reference_proxy.openai_stream import dumps
+from reference_proxy.translate.answers import as_object
 
 log = logging.getLogger("reference_proxy.xml_client")
 
@@ -78,11 +78,8 @@ def value_text(value: object) -> str:
 
 def call_to_xml(name: str, arguments: str) -> str:
     """One call as Cline-style XML, parameters in the order the arguments hold them."""
-    try:
-        parsed = json.loads(arguments) if arguments.strip() else {}
-    except ValueError:
-        parsed = None
-    if not isinstance(parsed, dict):
+    parsed = as_object(arguments)
+    if parsed is None:
         # A call without parameters would be one the model never made: the text stays text.
         log.warning("xml-client: arguments of %s are not a JSON object, kept as text: %.200r", name, arguments)
         return arguments

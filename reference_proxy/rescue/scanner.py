@@ -65,7 +65,6 @@ if _probe != Text("probe") or Text.__slots__ != ("text",):  # events.Text change
 del _probe
 
 
-
 def _merged(events: list[Event]) -> list[Event]:
     """Consecutive Text events joined into one."""
     if len(events) < 2:
