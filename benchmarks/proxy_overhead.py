@@ -62,8 +62,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from harness.processes import ServerProcess as Server  # noqa: E402
-from harness.processes import free_port, running  # noqa: E402
+from harness.run.processes import ServerProcess as Server  # noqa: E402
+from harness.run.processes import free_port, running  # noqa: E402
 from parser_throughput import cpu_model, plain_prose  # noqa: E402
 
 NONCE_HEADER = "X-Conformance-Nonce"

@@ -28,9 +28,9 @@ from typing import Any
 from parser_throughput import cpu_model
 from proxy_overhead import REQUEST_TIMEOUT, Connection, Target, arm, request_body, rescue_scenario, text_scenario, throughput
 
-from harness.processes import ServerProcess as Server
-from harness.processes import free_port, running
-from harness.responses_request import chat_to_responses
+from harness.run.processes import ServerProcess as Server
+from harness.run.processes import free_port, running
+from harness.core.dialects.responses_request import chat_to_responses
 
 
 def responses_body(scenario: dict[str, Any]) -> bytes:

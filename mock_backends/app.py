@@ -2,7 +2,7 @@
 
 Thin on purpose: selection and recording live in ``registry``, each dialect's route
 (its request checks, error shape and answer planning) in ``routes``, the answers in
-the core's ``harness.replay`` planners; this module only moves bytes between them and
+the core's ``harness.core.replay`` planners; this module only moves bytes between them and
 the socket. Every answer, errors included, is in the shape the route's clients parse.
 """
 
@@ -21,14 +21,14 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from harness.dialects import DIALECTS, OPENAI
-from harness.errors import ScenarioError
-from harness.exchange import RecordedRequest
-from harness.nonce import find_nonce
-from harness.replay.fault_rate import FaultRate
-from harness.replay.openai import error_body
-from harness.replay.wire import Delivery, Event, dumps
-from harness.scenario import Scenario, parse_scenario
+from harness.core.dialects import DIALECTS, OPENAI
+from harness.core.errors import ScenarioError
+from harness.core.exchange import RecordedRequest
+from harness.core.nonce import find_nonce
+from harness.core.replay.fault_rate import FaultRate
+from harness.core.replay.openai import error_body
+from harness.core.replay.wire import Delivery, Event, dumps
+from harness.core.scenario.loading import Scenario, parse_scenario
 from mock_backends.lockstep import DEFAULT_PATIENCE, Lockstep
 from mock_backends.registry import AnswerLog, Registry, Run, RunNotFound, Selection, UnknownScenario
 from mock_backends.routes import ROUTES
@@ -146,7 +146,7 @@ def _lockstep(registry: Registry, spec: Any) -> tuple[Lockstep | None, str | Non
 def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | None = None) -> FastAPI:
     """The mock backend; ``scenarios`` are preloaded so runs can be armed by id. With
     ``fault_rate``, that share of requests to runs without a fault of their own get one
-    (``harness.replay.fault_rate``)."""
+    (``harness.core.replay.fault_rate``)."""
     registry = Registry(scenarios)
     quiet_deliberate_drops()
     created = int(time.time())

@@ -9,11 +9,11 @@ from pathlib import Path
 import click
 import uvicorn
 
-from harness.errors import ScenarioError
-from harness.nonce import NONCE_HEADER
-from harness.replay.fault_rate import FaultRate
-from harness.scenario import bundled_scenarios_dir, validate_paths
-from harness.servers import listen_socket
+from harness.core.errors import ScenarioError
+from harness.core.nonce import NONCE_HEADER
+from harness.core.replay.fault_rate import FaultRate
+from harness.core.scenario.loading import bundled_scenarios_dir, validate_paths
+from harness.run.servers import listen_socket
 from mock_backends.app import create_app, logger
 
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import httpx
 
-from harness.errors import MockError
-from harness.exchange import BackendActivity, RecordedRequest
-from harness.scenario import Scenario
+from harness.core.errors import MockError
+from harness.core.exchange import BackendActivity, RecordedRequest
+from harness.core.scenario.loading import Scenario
 
 
 @dataclass(frozen=True)

@@ -17,16 +17,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.errors import MockError
-from harness.exchange import BackendActivity, RecordedAnswer, RecordedRequest
-from harness.nonce import NONCE_HEADER, new_nonce
-from harness.replay import anthropic as anthropic_replay
-from harness.replay import openai as openai_replay
-from harness.replay import responses as responses_replay
-from harness.replay.anthropic import AnthropicReplay
-from harness.replay.openai import DEFAULT_MODEL, OpenAIReplay
-from harness.replay.responses import ResponsesReplay
-from harness.scenario import Backend, Fault, Scenario
+from harness.core.errors import MockError
+from harness.core.exchange import BackendActivity, RecordedAnswer, RecordedRequest
+from harness.core.nonce import NONCE_HEADER, new_nonce
+from harness.core.replay import anthropic as anthropic_replay
+from harness.core.replay import openai as openai_replay
+from harness.core.replay import responses as responses_replay
+from harness.core.replay.anthropic import AnthropicReplay
+from harness.core.replay.openai import DEFAULT_MODEL, OpenAIReplay
+from harness.core.replay.responses import ResponsesReplay
+from harness.core.scenario.loading import Backend, Fault, Scenario
 from mock_backends.lockstep import Lockstep, LockstepGroups
 
 MAX_RUNS = 10_000

@@ -2,7 +2,7 @@
 words an error of its own, lists models, and serves a prepared scenario's answer.
 
 ``app`` moves bytes between these and the socket without knowing which dialect it
-serves; adding a dialect is one route here over its replay planner (``harness.replay``)
+serves; adding a dialect is one route here over its replay planner (``harness.core.replay``)
 and its request checks.
 """
 
@@ -15,11 +15,11 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import Any, Protocol
 
-from harness.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
-from harness.replay import anthropic as anthropic_replay
-from harness.replay import openai as openai_replay
-from harness.replay import responses as responses_replay
-from harness.replay.wire import Delivery, Event
+from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
+from harness.core.replay import anthropic as anthropic_replay
+from harness.core.replay import openai as openai_replay
+from harness.core.replay import responses as responses_replay
+from harness.core.replay.wire import Delivery, Event
 from mock_backends.registry import Prepared
 from mock_backends.responses_validation import check_responses
 from mock_backends.validation import RequestProblem, check_anthropic, check_openai

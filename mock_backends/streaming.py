@@ -17,7 +17,7 @@ from contextvars import ContextVar
 from starlette.responses import Response
 from starlette.types import Message, Receive, Scope, Send
 
-from harness.replay.wire import SPLIT_PAUSE, Event, writes
+from harness.core.replay.wire import SPLIT_PAUSE, Event, writes
 from mock_backends.registry import AnswerLog
 from mock_backends.lockstep import Lockstep
 

@@ -155,7 +155,7 @@ def app_from_environment() -> Any:
 def serve_forever(config: ProxyConfig, *, workers: int = 1) -> None:
     import uvicorn
 
-    from harness.servers import listen_socket
+    from harness.run.servers import listen_socket
     from reference_proxy.app import create_app
 
     _logging(config)

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from harness.errors import ConformanceError
+from harness.core.errors import ConformanceError
 from reference_proxy.rescue.families import FORMAT_IDS
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from harness.servers import serve  # noqa: E402
+from harness.run.servers import serve  # noqa: E402
 from mutants import ALL  # noqa: E402
 from mutants.base import Mutant  # noqa: E402
 

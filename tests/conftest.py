@@ -16,7 +16,7 @@ settings.load_profile("gate")
 
 
 # Run under Locust only: importing it would start gevent's monkey-patching in the test process.
-_NOT_IMPORTED = frozenset({"harness.locustfile"})
+_NOT_IMPORTED = frozenset({"harness.run.locustfile"})
 
 
 def _import_the_project() -> None:

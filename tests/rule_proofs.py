@@ -14,8 +14,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from harness.rules import Options
-from harness.rules.report import Proof
+from harness.judge.rules import Options
+from harness.judge.rules.report import Proof
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,7 +67,7 @@ def _broken_cases() -> Iterable[tuple[str, str, Iterable[str]]]:
 def proofs() -> dict[str, Proof]:
     """Every rule's breaking cases and mutants, by file, in the order the files list them."""
     import mutants
-    from harness.rules import RULES
+    from harness.judge.rules import RULES
 
     cases: dict[str, dict[str, list[str]]] = {rule_id: {} for rule_id in RULES}
     for path, case_id, broken in _broken_cases():
@@ -85,6 +85,6 @@ def proofs() -> dict[str, Proof]:
 if __name__ == "__main__":
     # tests/ on the path for the test modules, the root for the packages.
     sys.path[:1] = [str(ROOT / "tests"), str(ROOT)]
-    from harness.rules import rules_markdown
+    from harness.judge.rules import rules_markdown
 
     (ROOT / "docs" / "rules.md").write_text(rules_markdown(proofs()), "utf-8")

@@ -18,71 +18,71 @@ PACKAGES = ("harness", "mock_backends", "reference_proxy")
 
 # The shared model every shell reads: scenarios, errors, exchange records, nonces, dialects,
 # and the replay planning (what a scenario's backend sends, cut and faulted).
-CORE = ("harness.scenario", "harness.scenario_model", "harness.scenario_schema", "harness.scenario_checks",
-        "harness.scenario_yaml", "harness.errors", "harness.exchange", "harness.nonce", "harness.dialects",
-        "harness.replay", "harness.responses_request")
+CORE = ("harness.core.scenario.loading", "harness.core.scenario.model", "harness.core.scenario.schema", "harness.core.scenario.checks",
+        "harness.core.scenario.yaml_source", "harness.core.errors", "harness.core.exchange", "harness.core.nonce", "harness.core.dialects",
+        "harness.core.replay", "harness.core.dialects.responses_request")
 # What the harness reads and judges answers with: never the reference proxy's to use.
-JUDGES = ("harness.rules", "harness.sse", "harness.assemble", "harness.compare", "harness.sdk_compat",
-          "harness.xml_calls", "harness.transcript", "harness.anthropic_events", "harness.markup", "harness.formats",
-          "harness.reading")
+JUDGES = ("harness.judge.rules", "harness.judge.readers.sse", "harness.judge.readers.assemble", "harness.judge.compare", "harness.judge.readers.sdk_compat",
+          "harness.judge.readers.xml_calls", "harness.judge.readers.transcript", "harness.judge.readers.anthropic_events", "harness.judge.markup", "harness.generate.formats",
+          "harness.judge.readers.reading")
 
 # (importing module, imported module prefix): why the arrow exists.
 CROSSING: dict[tuple[str, str], str] = {
     # The shells that are about another shell: the CLI starts the mock and the proxy; the
     # embedded run serves both in-process.
-    ("harness.cli", "mock_backends.cli"): "the CLI's mock command",
-    ("harness.cli", "mock_backends.control"): "the CLI's run talks to the mock it started",
-    ("harness.cli", "reference_proxy.cli"): "the CLI's proxy command",
-    ("harness.embedded", "mock_backends.app"): "the bundled run serves the mock in-process",
-    ("harness.embedded", "reference_proxy.app"): "the bundled run serves the reference proxy in-process",
-    ("harness.embedded", "reference_proxy.config"): "the bundled run configures the reference proxy",
+    ("harness.cli.main", "mock_backends.cli"): "the CLI's mock command",
+    ("harness.cli.main", "mock_backends.control"): "the CLI's run talks to the mock it started",
+    ("harness.cli.main", "reference_proxy.cli"): "the CLI's proxy command",
+    ("harness.run.embedded", "mock_backends.app"): "the bundled run serves the mock in-process",
+    ("harness.run.embedded", "reference_proxy.app"): "the bundled run serves the reference proxy in-process",
+    ("harness.run.embedded", "reference_proxy.config"): "the bundled run configures the reference proxy",
     # The harness drives the mock through its control client (arming scenarios, reading what arrived).
-    ("harness.plugin_session", "mock_backends.control"): "arms scenarios, reads what reached the mock",
-    ("harness.runner", "mock_backends.control"): "arms scenarios, reads what reached the mock",
-    ("harness.proxy_client", "mock_backends.control"): "arms a scenario, reads what reached the mock",
-    ("harness.health", "mock_backends.control"): "the preflight's exchange through the mock",
-    ("harness.isolation", "mock_backends.control"): "isolation rounds arm several scenarios at once",
-    ("harness.fuzz.command", "mock_backends.control"): "generated cases are armed like written ones",
-    ("harness.fuzz.engine", "mock_backends.control"): "generated cases are armed like written ones",
+    ("harness.pytest.session", "mock_backends.control"): "arms scenarios, reads what reached the mock",
+    ("harness.run.runner", "mock_backends.control"): "arms scenarios, reads what reached the mock",
+    ("harness.run.proxy_client", "mock_backends.control"): "arms a scenario, reads what reached the mock",
+    ("harness.run.health", "mock_backends.control"): "the preflight's exchange through the mock",
+    ("harness.run.isolation", "mock_backends.control"): "isolation rounds arm several scenarios at once",
+    ("harness.cli.fuzzing", "mock_backends.control"): "generated cases are armed like written ones",
+    ("harness.run.fuzzing", "mock_backends.control"): "generated cases are armed like written ones",
     # The importer asks the reference proxy for a proposed expectation (one seam).
-    ("harness.importer", "reference_proxy.rescue"): "a capture's proposed calls, as the reference proxy rescues them",
-    ("harness.import_expect", "reference_proxy.rescue"): "a capture's proposed calls",
-    ("harness.import_expect", "reference_proxy.anthropic_message"): "a capture's proposed Messages answer",
-    ("harness.import_expect", "reference_proxy.dedup"): "a capture's proposed calls without a text copy",
-    ("harness.import_expect", "reference_proxy.request_shaping"): "a capture's proposed upstream request",
+    ("harness.capture.importer", "reference_proxy.rescue"): "a capture's proposed calls, as the reference proxy rescues them",
+    ("harness.capture.expect", "reference_proxy.rescue"): "a capture's proposed calls",
+    ("harness.capture.expect", "reference_proxy.anthropic_message"): "a capture's proposed Messages answer",
+    ("harness.capture.expect", "reference_proxy.dedup"): "a capture's proposed calls without a text copy",
+    ("harness.capture.expect", "reference_proxy.request_shaping"): "a capture's proposed upstream request",
     # The mock reads the shared model (to become imports of the core).
-    ("mock_backends.app", "harness.dialects"): "core: the wire dialects (endpoints, error types, request-id header)",
-    ("mock_backends.app", "harness.errors"): "core: the exception tree",
-    ("mock_backends.app", "harness.exchange"): "core: exchange records",
-    ("mock_backends.app", "harness.nonce"): "core: the nonce that routes a request to its scenario",
-    ("mock_backends.app", "harness.replay.fault_rate"): "core: faults at a rate",
-    ("mock_backends.app", "harness.replay.openai"): "core: the Chat Completions replay planner",
-    ("mock_backends.app", "harness.replay.wire"): "core: events and error answers",
-    ("mock_backends.app", "harness.scenario"): "core: the scenario model",
-    ("mock_backends.cli", "harness.errors"): "core: the exception tree",
-    ("mock_backends.cli", "harness.nonce"): "core: the nonce header",
-    ("mock_backends.cli", "harness.replay.fault_rate"): "core: faults at a rate",
-    ("mock_backends.cli", "harness.scenario"): "core: the scenario model",
-    ("mock_backends.cli", "harness.servers"): "a listening socket bound before the address is printed",
-    ("mock_backends.control", "harness.errors"): "core: the exception tree",
-    ("mock_backends.control", "harness.exchange"): "core: exchange records",
-    ("mock_backends.control", "harness.scenario"): "core: the scenario model",
-    ("mock_backends.fault_rate", "harness.replay.fault_rate"): "core: the old import path of FaultRate",
-    ("mock_backends.registry", "harness.errors"): "core: the exception tree",
-    ("mock_backends.registry", "harness.exchange"): "core: exchange records",
-    ("mock_backends.registry", "harness.nonce"): "core: nonces",
-    ("mock_backends.registry", "harness.replay"): "core: the replay planners",
-    ("mock_backends.registry", "harness.replay.anthropic"): "core: the Messages replay planner",
-    ("mock_backends.registry", "harness.replay.openai"): "core: the Chat Completions replay planner",
-    ("mock_backends.registry", "harness.replay.responses"): "core: the Responses replay planner",
-    ("mock_backends.registry", "harness.scenario"): "core: the scenario model",
-    ("mock_backends.routes", "harness.dialects"): "core: the wire dialect each route serves",
-    ("mock_backends.routes", "harness.replay"): "core: each dialect's replay planner",
-    ("mock_backends.routes", "harness.replay.wire"): "core: events and error answers",
-    ("mock_backends.streaming", "harness.replay.wire"): "core: events and how they are cut into writes",
+    ("mock_backends.app", "harness.core.dialects"): "core: the wire dialects (endpoints, error types, request-id header)",
+    ("mock_backends.app", "harness.core.errors"): "core: the exception tree",
+    ("mock_backends.app", "harness.core.exchange"): "core: exchange records",
+    ("mock_backends.app", "harness.core.nonce"): "core: the nonce that routes a request to its scenario",
+    ("mock_backends.app", "harness.core.replay.fault_rate"): "core: faults at a rate",
+    ("mock_backends.app", "harness.core.replay.openai"): "core: the Chat Completions replay planner",
+    ("mock_backends.app", "harness.core.replay.wire"): "core: events and error answers",
+    ("mock_backends.app", "harness.core.scenario.loading"): "core: the scenario model",
+    ("mock_backends.cli", "harness.core.errors"): "core: the exception tree",
+    ("mock_backends.cli", "harness.core.nonce"): "core: the nonce header",
+    ("mock_backends.cli", "harness.core.replay.fault_rate"): "core: faults at a rate",
+    ("mock_backends.cli", "harness.core.scenario.loading"): "core: the scenario model",
+    ("mock_backends.cli", "harness.run.servers"): "a listening socket bound before the address is printed",
+    ("mock_backends.control", "harness.core.errors"): "core: the exception tree",
+    ("mock_backends.control", "harness.core.exchange"): "core: exchange records",
+    ("mock_backends.control", "harness.core.scenario.loading"): "core: the scenario model",
+    ("mock_backends.fault_rate", "harness.core.replay.fault_rate"): "core: the old import path of FaultRate",
+    ("mock_backends.registry", "harness.core.errors"): "core: the exception tree",
+    ("mock_backends.registry", "harness.core.exchange"): "core: exchange records",
+    ("mock_backends.registry", "harness.core.nonce"): "core: nonces",
+    ("mock_backends.registry", "harness.core.replay"): "core: the replay planners",
+    ("mock_backends.registry", "harness.core.replay.anthropic"): "core: the Messages replay planner",
+    ("mock_backends.registry", "harness.core.replay.openai"): "core: the Chat Completions replay planner",
+    ("mock_backends.registry", "harness.core.replay.responses"): "core: the Responses replay planner",
+    ("mock_backends.registry", "harness.core.scenario.loading"): "core: the scenario model",
+    ("mock_backends.routes", "harness.core.dialects"): "core: the wire dialect each route serves",
+    ("mock_backends.routes", "harness.core.replay"): "core: each dialect's replay planner",
+    ("mock_backends.routes", "harness.core.replay.wire"): "core: events and error answers",
+    ("mock_backends.streaming", "harness.core.replay.wire"): "core: events and how they are cut into writes",
     # The reference proxy: only the exception tree and a listening socket.
-    ("reference_proxy.config", "harness.errors"): "core: the exception tree",
-    ("reference_proxy.cli", "harness.servers"): "a listening socket bound before the address is printed",
+    ("reference_proxy.config", "harness.core.errors"): "core: the exception tree",
+    ("reference_proxy.cli", "harness.run.servers"): "a listening socket bound before the address is printed",
 }
 
 
@@ -106,7 +106,7 @@ def imported(path: Path) -> set[str]:
 
 def in_core(module: str) -> bool:
     """A core module or one inside a core package (a module whose name only starts like one,
-    ``harness.replay_x``, is not in ``harness.replay``)."""
+    ``harness.replay_x``, is not in ``harness.core.replay``)."""
     return any(module == core or module.startswith(core + ".") for core in CORE)
 
 
@@ -138,12 +138,12 @@ def test_every_import_across_packages_is_listed_with_its_reason() -> None:
 def test_the_reference_proxy_never_uses_the_harness_readers_or_judges() -> None:
     used = {(m, name) for m, name in crossings() if m.startswith("reference_proxy")}
     assert [p for p in used if p[1].startswith(JUDGES)] == []
-    assert all(in_core(name) or name == "harness.servers" for _, name in used)
+    assert all(in_core(name) or name == "harness.run.servers" for _, name in used)
 
 
 def test_the_mock_reads_only_the_core_model() -> None:
     used = {name for m, name in crossings() if m.startswith("mock_backends")}
-    assert sorted(n for n in used if not in_core(n) and n != "harness.servers") == []
+    assert sorted(n for n in used if not in_core(n) and n != "harness.run.servers") == []
 
 
 def test_no_test_module_imports_another() -> None:
@@ -164,7 +164,7 @@ def test_no_test_module_imports_another() -> None:
 # would only scatter if cut (each entry below says which).
 MAX_LINES = 400
 ONE_CONCEPT: dict[str, str] = {
-    "harness/formats/cases.py": "the case taxonomy: one small builder per case id, read as one table (docs/taxonomy.md "
+    "harness/generate/formats/cases.py": "the case taxonomy: one small builder per case id, read as one table (docs/taxonomy.md "
                                 "is generated from it)",
     "reference_proxy/pipeline.py": "one streamed chat-completions answer: a per-choice state machine whose held text, "
                                    "buffered native calls, numbering and finish share their invariants",

@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.nonce import place_nonce
-from harness.replay.fault_rate import FAULT_KINDS, FaultRate
-from harness.scenario import load_library
+from harness.core.nonce import place_nonce
+from harness.core.replay.fault_rate import FAULT_KINDS, FaultRate
+from harness.core.scenario.loading import load_library
 from mock_backends.app import FAULT_HEADER, create_app
 from mock_backends.control import MockControl
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from harness.formats import FORMATS, Call, FormatError, TextFormat
-from harness.xml_calls import parse_xml_calls
+from harness.generate.formats import FORMATS, Call, FormatError, TextFormat
+from harness.judge.readers.xml_calls import parse_xml_calls
 from reference_proxy.rescue import ToolSpec, rescue_text
 
 READ = Call("read_file", {"path": "src/a.py"})

@@ -15,17 +15,17 @@ import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 
-from harness.cli import main
-from harness.formats import FORMATS
-from harness.fuzz.case import NATIVE, Case, scenario_data, seams_pattern
-from harness.fuzz.command import all_formats, parse_duration, parse_formats
-from harness.fuzz.engine import FuzzReport, FuzzSettings, fuzz
-from harness.fuzz.strategies import cases, profiles_for
-from harness.fuzz.yaml_out import dump_scenario
-from harness.profiles import choose_profile
-from harness.rules import Options, evaluate
-from harness.runner import RunSettings, play, run_exchange
-from harness.scenario import ContentFrame, Scenario, load_library, load_scenario, parse_scenario, validate_paths
+from harness.cli.main import main
+from harness.generate.formats import FORMATS
+from harness.generate.fuzz.case import NATIVE, Case, scenario_data, seams_pattern
+from harness.cli.fuzzing import all_formats, parse_duration, parse_formats
+from harness.run.fuzzing import FuzzReport, FuzzSettings, fuzz
+from harness.generate.fuzz.strategies import cases, profiles_for
+from harness.generate.fuzz.yaml_out import dump_scenario
+from harness.core.dialects.profiles import choose_profile
+from harness.judge.rules import Options, evaluate
+from harness.run.runner import RunSettings, play, run_exchange
+from harness.core.scenario.loading import ContentFrame, Scenario, load_library, load_scenario, parse_scenario, validate_paths
 from mock_backends.control import MockControl
 from mutants.base import Mutant, proxy_config
 from mutants.different import CORRECT_BUT_DIFFERENT

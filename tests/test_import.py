@@ -25,14 +25,14 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.captures import CaptureError, read_captures
-from harness.import_command import import_command
-from harness.importer import PLACEHOLDER_MESSAGE, ImportOptions, import_capture
-from harness.nonce import NONCE_HEADER, place_nonce
-from harness.profiles import choose_profile
-from harness.runner import RunSettings, play
-from harness.scenario import ContentFrame, Scenario, ToolUseFrame, load_scenario, validate_paths
-from harness.servers import RunningServer, serve
+from harness.capture.detect import CaptureError, read_captures
+from harness.cli.importing import import_command
+from harness.capture.importer import PLACEHOLDER_MESSAGE, ImportOptions, import_capture
+from harness.core.nonce import NONCE_HEADER, place_nonce
+from harness.core.dialects.profiles import choose_profile
+from harness.run.runner import RunSettings, play
+from harness.core.scenario.loading import ContentFrame, Scenario, ToolUseFrame, load_scenario, validate_paths
+from harness.run.servers import RunningServer, serve
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
 from reference_proxy.app import create_app as create_reference_proxy
@@ -848,7 +848,7 @@ def test_review_required_is_flagged_by_validate_and_run(tmp_path: Path) -> None:
     result = run(CAPTURES / "anthropic.sse", "--request", CAPTURES / "anthropic.request.json",
                  "-o", folder / "captured" / "pending.yaml", "--id", "pending-case", "--family", "captured")
     assert result.exit_code == 0, result.stderr
-    from harness.cli import main
+    from harness.cli.main import main
 
     checked = CliRunner().invoke(main, ["validate", str(folder)])
     assert checked.exit_code == 0

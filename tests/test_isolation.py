@@ -11,13 +11,13 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.exchange import Exchange
-from harness.isolation import breakers, tag
-from harness.nonce import place_nonce
-from harness.replay.wire import Event
-from harness.rules import Options, compare_round
-from harness.rules.iso import EXCHANGE_MARK, Played, Round
-from harness.scenario import load_library
+from harness.core.exchange import Exchange
+from harness.run.isolation import breakers, tag
+from harness.core.nonce import place_nonce
+from harness.core.replay.wire import Event
+from harness.judge.rules import Options, compare_round
+from harness.judge.rules.iso import EXCHANGE_MARK, Played, Round
+from harness.core.scenario.loading import load_library
 from mock_backends.app import create_app
 from mock_backends.control import Lockstep, MockControl
 from mock_backends.lockstep import Lockstep as Group

@@ -19,9 +19,9 @@ import anthropic
 import httpx
 import pytest
 
-from harness.nonce import NONCE_HEADER, new_nonce, place_nonce
-from harness.replay.openai import DEFAULT_MODEL
-from harness.scenario import (
+from harness.core.nonce import NONCE_HEADER, new_nonce, place_nonce
+from harness.core.replay.openai import DEFAULT_MODEL
+from harness.core.scenario.loading import (
     Backend,
     ContentFrame,
     RawFrame,

@@ -13,8 +13,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from harness.nonce import NONCE_HEADER
-from harness.scenario import bundled_scenarios_dir, load_scenario
+from harness.core.nonce import NONCE_HEADER
+from harness.core.scenario.loading import bundled_scenarios_dir, load_scenario
 from mock_backends.control import MockControl
 from support.processes import STARTUP, Output
 

@@ -20,10 +20,10 @@ import openai
 import pytest
 from click.testing import CliRunner
 
-from harness.errors import MockError
-from harness.nonce import NONCE_HEADER, find_nonce, new_nonce, nonce_line, place_nonce
-from harness.replay.openai import DEFAULT_MODEL
-from harness.scenario import (
+from harness.core.errors import MockError
+from harness.core.nonce import NONCE_HEADER, find_nonce, new_nonce, nonce_line, place_nonce
+from harness.core.replay.openai import DEFAULT_MODEL
+from harness.core.scenario.loading import (
     Backend,
     ContentFrame,
     Frame,

@@ -14,9 +14,9 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.nonce import NONCE_HEADER
-from harness.scenario import ContentFrame, Scenario, parse_scenario
-from harness.servers import RunningServer
+from harness.core.nonce import NONCE_HEADER
+from harness.core.scenario.loading import ContentFrame, Scenario, parse_scenario
+from harness.run.servers import RunningServer
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
 

@@ -12,15 +12,15 @@ from typing import Any
 
 import pytest
 
-from harness.exchange import Profile
-from harness.isolation import wants_round
-from harness.profiles import choose_profile
-from harness.rules import RULES
-from harness.rules.registry import ANTHROPIC, ENTRIES
-from harness.runner import RunSettings, play, run_exchange
-from harness.dialects.clients import client
-from harness.dialects.script import natural_reason, serve_as
-from harness.scenario import load_library
+from harness.core.exchange import Profile
+from harness.run.isolation import wants_round
+from harness.core.dialects.profiles import choose_profile
+from harness.judge.rules import RULES
+from harness.judge.rules.registry import ANTHROPIC, ENTRIES
+from harness.run.runner import RunSettings, play, run_exchange
+from harness.core.dialects.clients import client
+from harness.core.dialects.script import natural_reason, serve_as
+from harness.core.scenario.loading import load_library
 from mock_backends.control import MockControl
 from mutants import ALL, CORRECT_VARIANTS, MUTANTS, anthropic, openai
 from mutants.base import Mutant, Rewriter, parse_event, proxy_config, reference

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from harness.dialects import ANTHROPIC, DIALECTS, OPENAI, RESPONSES, WireDialect, posted_to
-from harness.dialects.request import NeutralRequest, Tool, ToolCall, ChoiceIntent, ToolResult, Turn
+from harness.core.dialects import ANTHROPIC, DIALECTS, OPENAI, RESPONSES, WireDialect, posted_to
+from harness.core.dialects.request import NeutralRequest, Tool, ToolCall, ChoiceIntent, ToolResult, Turn
 from reference_proxy.responses_requests import chat_to_responses_request
 from reference_proxy.translate.requests import chat_to_messages, messages_to_chat
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from harness.nonce import NONCE_RE, find_nonce, new_nonce, nonce_line, place_nonce
+from harness.core.nonce import NONCE_RE, find_nonce, new_nonce, nonce_line, place_nonce
 
 OLD, NEW = new_nonce(), new_nonce()
 TEXT_PART = {"type": "text", "text": "Look at this."}

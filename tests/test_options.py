@@ -1,5 +1,5 @@
 """One option table: the plugin's ``--conformance-<name>`` options, the run command's
-short spellings and the replay command all come from ``harness.options``; the plugin
+short spellings and the replay command all come from ``harness.run.options``; the plugin
 stays out of a user's way; the commands' usage errors are one clear line."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.options import OPTIONS, replay_args
-from harness.runner import run_exchange
-from harness.scenario import load_library
-from harness.servers import RunningServer
+from harness.cli.main import main
+from harness.run.options import OPTIONS, replay_args
+from harness.run.runner import run_exchange
+from harness.core.scenario.loading import load_library
+from harness.run.servers import RunningServer
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 from reference_proxy.app import create_app as create_proxy
@@ -134,7 +134,7 @@ def test_a_deliberate_drop_is_not_logged_as_an_error(servers: ServeFn, caplog: p
 ])
 def test_other_commands_take_the_options_they_share_with_the_run_from_the_table(command: str,
                                                                                names: tuple[str, ...]) -> None:
-    from harness.options import BY_NAME
+    from harness.run.options import BY_NAME
 
     params = {p.opts[0]: p for p in main.commands[command].params if isinstance(p, click.Option)}
     for name in names:

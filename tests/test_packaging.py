@@ -35,8 +35,8 @@ def test_the_wheel_carries_the_library_and_the_entry_points(wheel: Path) -> None
     assert {"harness/py.typed", "mock_backends/py.typed", "reference_proxy/py.typed"} <= set(names)
     meta = zipfile.ZipFile(wheel)
     entry_points = meta.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()
-    assert "toolcall-conformance = harness.cli:run_main" in entry_points
-    assert "toolcall_conformance = harness.plugin" in entry_points
+    assert "toolcall-conformance = harness.cli.main:run_main" in entry_points
+    assert "toolcall_conformance = harness.pytest.plugin" in entry_points
     requires = meta.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "Requires-Dist: pytest-xdist" in requires  # 'run -n' works after a plain install
 
@@ -51,12 +51,12 @@ def test_the_installed_copy_runs_on_workers_outside_the_clone(wheel: Path, tmp_p
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = {**os.environ, "PYTHONPATH": str(site)}
-    code = "import harness.scenario as s; print(s.__file__); print(s.bundled_scenarios_dir())"
+    code = "import harness.core.scenario.loading as s; print(s.__file__); print(s.bundled_scenarios_dir())"
     where = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env, capture_output=True, text=True,
                            timeout=120).stdout.split()
     assert where[0].startswith(str(site)) and where[1] == str(site / "harness" / "bundled_scenarios")
     run = subprocess.run(
-        [sys.executable, "-c", "from harness.cli import run_main; run_main()", "run", "-n", "2", "-p",
+        [sys.executable, "-c", "from harness.cli.main import run_main; run_main()", "run", "-n", "2", "-p",
          "no:cacheprovider", "-k", "plain-native-single or hermes-single", "--upstream-dialect", "natural",
          "--report-json", "r.json"],
         cwd=elsewhere, env=env, capture_output=True, text=True, timeout=600)

@@ -24,10 +24,10 @@ from starlette.routing import Route
 
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.nonce import NONCE_HEADER
-from harness.rules import RULES
-from harness.scenario import bundled_scenarios_dir, load_library
+from harness.cli.main import main
+from harness.core.nonce import NONCE_HEADER
+from harness.judge.rules import RULES
+from harness.core.scenario.loading import bundled_scenarios_dir, load_library
 from mock_backends.app import create_app as create_mock
 from reference_proxy.app import create_app as create_proxy
 from reference_proxy.config import ProxyConfig
@@ -630,7 +630,7 @@ def test_a_case_relying_on_another_format_is_not_claimed_without_it(pytester: py
 def test_unclaimed_reason_names_the_first_format_not_claimed(
     family: str, claimed: frozenset[str] | None, rescues: tuple[str, ...], skipped_for: str | None
 ) -> None:
-    from harness.coverage import unclaimed_reason
+    from harness.generate.coverage import unclaimed_reason
 
     reason = unclaimed_reason(family, claimed, rescues)
     assert (reason is None) == (skipped_for is None)

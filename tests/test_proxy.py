@@ -21,16 +21,16 @@ import openai
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 
-from harness.compare import content_equal, json_equal
-from harness.dialects.clients import client
-from harness.dialects.script import natural_reason
-from harness.markup import DEFAULT_MARKERS, find_leaks
-from harness.nonce import NONCE_HEADER
-from harness.profiles import DEFAULT_HEADERS
-from harness.rules.up import check_assertion
-from harness.scenario import RawFrame, Scenario, load_library, parse_scenario
-from harness.servers import bind_socket
-from harness.xml_calls import parse_xml_calls, tool_vocabulary, value_matches
+from harness.judge.compare import content_equal, json_equal
+from harness.core.dialects.clients import client
+from harness.core.dialects.script import natural_reason
+from harness.judge.markup import DEFAULT_MARKERS, find_leaks
+from harness.core.nonce import NONCE_HEADER
+from harness.core.dialects.profiles import DEFAULT_HEADERS
+from harness.judge.rules.up import check_assertion
+from harness.core.scenario.loading import RawFrame, Scenario, load_library, parse_scenario
+from harness.run.servers import bind_socket
+from harness.judge.readers.xml_calls import parse_xml_calls, tool_vocabulary, value_matches
 from reference_proxy.app import create_app
 from reference_proxy.config import ProxyConfig
 from support.chat_stream import check_and_fold, parse_sse
@@ -229,8 +229,8 @@ def test_special_scenario_judged_by_the_harness(rig: Rig, case: Case) -> None:
     """Cases about the wire itself (hand-written frames, upstream faults, malformed
     client bodies, expected errors) are judged by the harness's own rules, which know
     how to send and read them."""
-    from harness.rules import Options, evaluate
-    from harness.runner import run_exchange
+    from harness.judge.rules import Options, evaluate
+    from harness.run.runner import run_exchange
 
     scenario, profile, stream = case
     proxy = choose_proxy(rig, scenario, profile)

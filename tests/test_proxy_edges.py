@@ -24,10 +24,10 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from harness.nonce import NONCE_HEADER
-from harness.profiles import DEFAULT_HEADERS
-from harness.scenario import Scenario, parse_scenario
-from harness.servers import bind_socket, serve
+from harness.core.nonce import NONCE_HEADER
+from harness.core.dialects.profiles import DEFAULT_HEADERS
+from harness.core.scenario.loading import Scenario, parse_scenario
+from harness.run.servers import bind_socket, serve
 from reference_proxy.app import create_app
 from reference_proxy.config import ProxyConfig
 from support.chat_stream import check_and_fold, parse_sse

@@ -10,10 +10,10 @@ from typing import Any
 import openai
 import pytest
 
-from harness.formats import FORMATS, Call
-from harness.nonce import place_nonce
-from harness.scenario import Scenario, load_library
-from harness.servers import serve
+from harness.generate.formats import FORMATS, Call
+from harness.core.nonce import place_nonce
+from harness.core.scenario.loading import Scenario, load_library
+from harness.run.servers import serve
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 from reference_proxy.app import create_app

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.rechunk import (
+from harness.core.frames.rechunk import (
     MAX_TORN_WRITES,
     STRATEGIES,
     Layout,
@@ -26,8 +26,8 @@ from harness.rechunk import (
     variants,
     wire_events,
 )
-from harness.replay.wire import writes
-from harness.scenario import (
+from harness.core.replay.wire import writes
+from harness.core.scenario.loading import (
     ContentFrame,
     RawFrame,
     Scenario,

@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from harness.errors import ConformanceFailure
-from harness.exchange import Exchange
-from harness.known_failures import KnownFailuresError, judge, load_known_failures, parse_known_failures
-from harness.report import (
+from harness.core.errors import ConformanceFailure
+from harness.core.exchange import Exchange
+from harness.report.known_failures import KnownFailuresError, judge, load_known_failures, parse_known_failures
+from harness.report.scorecard import (
     ItemRecord,
     answer_diff,
     item_record,
@@ -21,10 +21,10 @@ from harness.report import (
     rules_by_id,
     summarize,
 )
-from harness.rules import Options, evaluate
-from harness.transcript import Position, json_pointer, transcript
-from harness.runner import Attempt, ScenarioRun
-from harness.scenario import load_library
+from harness.judge.rules import Options, evaluate
+from harness.judge.readers.transcript import Position, json_pointer, transcript
+from harness.run.runner import Attempt, ScenarioRun
+from harness.core.scenario.loading import load_library
 
 RULES = rules_by_id()
 LIBRARY = {s.id: s for s in load_library()}

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.scenario import ContentFrame, RawFrame, Scenario, ToolCallFrame, load_library
+from harness.core.scenario.loading import ContentFrame, RawFrame, Scenario, ToolCallFrame, load_library
 from reference_proxy.rescue import scanner
 from reference_proxy.rescue.family import Call
 from reference_proxy.rescue import (

@@ -8,7 +8,7 @@ import re
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from harness.scenario import ContentFrame, Scenario, load_library
+from harness.core.scenario.loading import ContentFrame, Scenario, load_library
 from reference_proxy.request_shaping import anthropic_tools
 from reference_proxy.rescue.families.code import MAX_FENCE_LINE
 from reference_proxy.rescue import Rescuer, Text, ToolSpec, rescue_text, tools_from_request

@@ -10,13 +10,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from harness.dialects.script import serve_as
-from harness.exchange import Exchange
-from harness.profiles import choose_profile
-from harness.responses_request import chat_to_responses
-from harness.runner import RunSettings, play
-from harness.scenario import Scenario, load_library
-from harness.servers import serve
+from harness.core.dialects.script import serve_as
+from harness.core.exchange import Exchange
+from harness.core.dialects.profiles import choose_profile
+from harness.core.dialects.responses_request import chat_to_responses
+from harness.run.runner import RunSettings, play
+from harness.core.scenario.loading import Scenario, load_library
+from harness.run.servers import serve
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
 
@@ -113,7 +113,7 @@ def test_the_plugin_plays_a_responses_client_with_the_bundled_proxy(pytester: py
 
 
 def test_re_chunked_variants_of_a_responses_backend_pass_relayed(mock: tuple[str, MockControl]) -> None:
-    """Re-chunking cuts the Responses events as the mock writes them (``harness.rechunk``)."""
+    """Re-chunking cuts the Responses events as the mock writes them (``harness.core.frames.rechunk``)."""
     url, control = mock
     scenario = serve_as(_library()["plain-native-parallel"], "responses")
     run = play(scenario, settings=RunSettings(proxy_url=url + "/v1", timeout=PATIENT_TIMEOUT, rechunk=3, seed=7),

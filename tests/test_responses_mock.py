@@ -16,11 +16,11 @@ import httpx
 import openai
 import pytest
 
-from harness.dialects import NotPortable
-from harness.dialects.script import serve_as
-from harness.nonce import NONCE_HEADER
-from harness.scenario import ContentFrame, Scenario, ToolUseFrame, load_library, parse_scenario
-from harness.servers import serve
+from harness.core.dialects import NotPortable
+from harness.core.dialects.script import serve_as
+from harness.core.nonce import NONCE_HEADER
+from harness.core.scenario.loading import ContentFrame, Scenario, ToolUseFrame, load_library, parse_scenario
+from harness.run.servers import serve
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
 

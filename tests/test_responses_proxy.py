@@ -13,13 +13,13 @@ from typing import Any
 import openai
 import pytest
 
-from harness.dialects import NotPortable
-from harness.dialects.script import serve_as
-from harness.nonce import NONCE_HEADER
-from harness.profiles import choose_profile
-from harness.runner import RunSettings, play
-from harness.scenario import Scenario, load_library, parse_scenario
-from harness.servers import serve
+from harness.core.dialects import NotPortable
+from harness.core.dialects.script import serve_as
+from harness.core.nonce import NONCE_HEADER
+from harness.core.dialects.profiles import choose_profile
+from harness.run.runner import RunSettings, play
+from harness.core.scenario.loading import Scenario, load_library, parse_scenario
+from harness.run.servers import serve
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 from reference_proxy.app import create_app

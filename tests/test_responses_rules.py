@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from harness.exchange import Exchange
-from harness.rules import RULES, Options, evaluate
-from harness.scenario import Scenario, parse_scenario
+from harness.core.exchange import Exchange
+from harness.judge.rules import RULES, Options, evaluate
+from harness.core.scenario.loading import Scenario, parse_scenario
 from rule_proofs import Family
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}

@@ -23,8 +23,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.assemble import answer_from_exchange
-from harness.compare import (
+from harness.judge.readers.assemble import answer_from_exchange
+from harness.judge.compare import (
     content_equal,
     first_difference,
     fold_ws,
@@ -33,14 +33,14 @@ from harness.compare import (
     matched_prefix,
     shorten,
 )
-from harness.exchange import Exchange, RecordedRequest
-from harness.rules import RULES, Options, compare_answers, compare_item, evaluate, rules_markdown
-from harness.rules import locate
-from harness.rules.context import Context, effective_options
-from harness.rules.citations import CLIENTS, Breaks
-from harness.rules.registry import ENTRIES, Severity, Violation, rule_group
-from harness.rules.report import check_location
-from harness.scenario import (
+from harness.core.exchange import Exchange, RecordedRequest
+from harness.judge.rules import RULES, Options, compare_answers, compare_item, evaluate, rules_markdown
+from harness.judge.rules import locate
+from harness.judge.rules.context import Context, effective_options
+from harness.judge.rules.citations import CLIENTS, Breaks
+from harness.judge.rules.registry import ENTRIES, Severity, Violation, rule_group
+from harness.judge.rules.report import check_location
+from harness.core.scenario.loading import (
     PROFILES,
     Profile,
     RawFrame,
@@ -50,9 +50,9 @@ from harness.scenario import (
     load_scenario,
     parse_scenario,
 )
-from harness.sse import parse_events
-from harness.transcript import Position
-from harness.xml_calls import parse_xml_calls, tool_vocabulary
+from harness.judge.readers.sse import parse_events
+from harness.judge.readers.transcript import Position
+from harness.judge.readers.xml_calls import parse_xml_calls, tool_vocabulary
 from rule_proofs import Family, families, proofs
 from support import messages_answers as messages
 
@@ -1433,7 +1433,7 @@ def test_every_rule_has_its_function_a_breaking_case_and_a_mutant() -> None:
     found = proofs()
     for rule_id in RULES:
         path, function = check_location(rule_id)
-        assert path == f"harness/rules/{rule_id.split('-')[0].lower()}.py", f"{rule_id} lives in {path}, not in its prefix's module"
+        assert path == f"harness/judge/rules/{rule_id.split('-')[0].lower()}.py", f"{rule_id} lives in {path}, not in its prefix's module"
         assert (ROOT / path).is_file() and f"def {function.rsplit('.', 1)[-1]}(" in (ROOT / path).read_text("utf-8")
         assert found[rule_id].cases, f"{rule_id}: no unit case breaks it"
         assert found[rule_id].mutants, f"{rule_id}: no mutant proxy is caught by it"

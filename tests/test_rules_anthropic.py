@@ -19,11 +19,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.assemble import answer_from_exchange
-from harness.exchange import Exchange, RecordedRequest
-from harness.rules import RULES, Options, compare_answers, evaluate
-from harness.scenario import Scenario
-from harness.sdk_compat import read_anthropic_stream
+from harness.judge.readers.assemble import answer_from_exchange
+from harness.core.exchange import Exchange, RecordedRequest
+from harness.judge.rules import RULES, Options, compare_answers, evaluate
+from harness.core.scenario.loading import Scenario
+from harness.judge.readers.sdk_compat import read_anthropic_stream
 from rule_proofs import Family
 from support.messages_answers import (
     CALL_STREAM,

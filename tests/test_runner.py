@@ -17,12 +17,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from harness.embedded import EmbeddedServers
-from harness.errors import ProxyUnreachable
-from harness.exchange import BackendActivity, Exchange, Profile
-from harness.nonce import NONCE_HEADER, NONCE_RE
-from harness.proxy_client import _fetch
-from harness.runner import (
+from harness.run.embedded import EmbeddedServers
+from harness.core.errors import ProxyUnreachable
+from harness.core.exchange import BackendActivity, Exchange, Profile
+from harness.core.nonce import NONCE_HEADER, NONCE_RE
+from harness.run.proxy_client import _fetch
+from harness.run.runner import (
     ModelChoice,
     RunSettings,
     build_request,
@@ -34,7 +34,7 @@ from harness.runner import (
     run_exchange,
     with_model,
 )
-from harness.scenario import Scenario, load_library, parse_scenario
+from harness.core.scenario.loading import Scenario, load_library, parse_scenario
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 
@@ -94,7 +94,7 @@ def test_request_headers_body_and_nonce(servers: ServeFn, mock: MockControl) -> 
 
 
 def test_scenario_headers_override_the_profile_and_users_override_both() -> None:
-    from harness.profiles import request_headers
+    from harness.core.dialects.profiles import request_headers
 
     merged = request_headers("xml-client", {"User-Agent": "RooCode/3"}, {"x-api-key": "k"})
     assert merged["User-Agent"] == "RooCode/3" and merged["x-api-key"] == "k"
@@ -346,7 +346,7 @@ def test_build_request_keeps_the_scenario_untouched() -> None:
 def test_replay_prints_the_answer_and_the_verdicts(servers: ServeFn) -> None:
     from click.testing import CliRunner
 
-    from harness.cli import main
+    from harness.cli.main import main
 
     runner = CliRunner()
     good = runner.invoke(main, ["replay", NATIVE.id, "--rechunk-seed", "3", "--rechunk-variant", "1"])

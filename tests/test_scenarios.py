@@ -16,12 +16,12 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from harness.cli import main
-from harness.errors import ScenarioError, ScenarioProblem
-from harness.nonce import place_nonce
-from harness.plugin import DEFAULT_TIMEOUT
-from harness.rules.up import check_assertion
-from harness.scenario import (
+from harness.cli.main import main
+from harness.core.errors import ScenarioError, ScenarioProblem
+from harness.core.nonce import place_nonce
+from harness.pytest.plugin import DEFAULT_TIMEOUT
+from harness.judge.rules.up import check_assertion
+from harness.core.scenario.loading import (
     ContentFrame,
     Scenario,
     UpstreamAssertion,

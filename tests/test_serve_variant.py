@@ -13,9 +13,9 @@ from types import ModuleType
 
 import pytest
 
-from harness.fuzz.engine import FuzzSettings, fuzz
-from harness.runner import RunSettings
-from harness.servers import serve
+from harness.run.fuzzing import FuzzSettings, fuzz
+from harness.run.runner import RunSettings
+from harness.run.servers import serve
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 from mutants import ALL, CORRECT

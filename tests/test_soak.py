@@ -11,14 +11,14 @@ from typing import Any
 import httpx
 import pytest
 
-from harness.exchange import Exchange
-from harness.isolation import new_token, tag
-from harness.nonce import NONCE_HEADER, place_nonce
-from harness.processes import free_port
-from harness.replay.fault_rate import FAULT_KINDS, FaultRate
-from harness.rules import Options
-from harness.scenario import load_library
-from harness.soak_judge import Tally, Verdict, first_content, judge, misdelivered, soak_cases
+from harness.core.exchange import Exchange
+from harness.run.isolation import new_token, tag
+from harness.core.nonce import NONCE_HEADER, place_nonce
+from harness.run.processes import free_port
+from harness.core.replay.fault_rate import FAULT_KINDS, FaultRate
+from harness.judge.rules import Options
+from harness.core.scenario.loading import load_library
+from harness.judge.soak import Tally, Verdict, first_content, judge, misdelivered, soak_cases
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
 from mutants.base import proxy_config, reference
@@ -27,7 +27,7 @@ from mutants.isolation import module_level_parser
 LIBRARY = {s.id: s for s in load_library()}
 SCENARIOS = [LIBRARY["isolation-hermes-in-flight"], LIBRARY["isolation-qwen-coder-in-flight"],
              LIBRARY["isolation-native-in-flight"]]
-CLI = [sys.executable, "-c", "from harness.cli import run_main; run_main()"]
+CLI = [sys.executable, "-c", "from harness.cli.main import run_main; run_main()"]
 
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)

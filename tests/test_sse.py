@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.sse import AnomalyKind, parse_events
+from harness.judge.readers.sse import AnomalyKind, parse_events
 
 LINE_PIECES = [b"data: ", b"data:", b"{}", b'{"a": 1}', b"[DONE]", b"\n", b"\r\n", b"\r", b": c", b"event: e", b"\xff"]
 

@@ -1,6 +1,6 @@
 """How a mutant proxy is made from the reference proxy, and what one declares.
 
-Two ways, both in-process and both served like any app (``harness.servers.serve``):
+Two ways, both in-process and both served like any app (``harness.run.servers.serve``):
 
 * **wire** (``rewritten``): the reference proxy runs unchanged behind an ASGI wrapper
   that rewrites its SSE answer one event at a time, as it streams (nothing waits for
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import reference_proxy.app as proxy_app
-from harness.exchange import Profile
+from harness.core.exchange import Profile
 from reference_proxy.app import Parts
 from reference_proxy.config import ProxyConfig
 from starlette.types import ASGIApp, Message, Receive, Scope, Send

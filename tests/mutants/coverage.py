@@ -15,7 +15,7 @@ from pathlib import Path
 
 def unproven() -> list[str]:
     """Rule ids no mutant names, in catalogue order."""
-    from harness.rules import RULES
+    from harness.judge.rules import RULES
     from mutants import MUTANTS
 
     named = {rule for mutant in MUTANTS for rule in mutant.rules}

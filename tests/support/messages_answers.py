@@ -7,8 +7,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.exchange import Exchange
-from harness.scenario import Scenario, parse_scenario
+from harness.core.exchange import Exchange
+from harness.core.scenario.loading import Scenario, parse_scenario
 
 # --------------------------------------------------------------------------- scenarios
 

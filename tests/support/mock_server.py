@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from harness.servers import serve
+from harness.run.servers import serve
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
 from support.servers import ServeFn

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from harness.servers import serve
+from harness.run.servers import serve
 from mock_backends.app import create_app as create_mock
 from mutants.base import proxy_config, reference
 

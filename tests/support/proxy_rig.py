@@ -15,9 +15,9 @@ import httpx2
 import openai
 import pytest
 
-from harness.nonce import place_nonce
-from harness.scenario import Scenario
-from harness.servers import serve
+from harness.core.nonce import place_nonce
+from harness.core.scenario.loading import Scenario
+from harness.run.servers import serve
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 from reference_proxy.app import create_app

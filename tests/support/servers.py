@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.servers import RunningServer, serve
+from harness.run.servers import RunningServer, serve
 
 ServeFn = Callable[[Any], RunningServer]
 

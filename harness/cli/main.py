@@ -1,0 +1,293 @@
+"""The ``toolcall-conformance`` command.
+
+Each subcommand is a thin shell over a pure core; the servers' commands live with
+their packages and are attached here, so this module only wires them together.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from harness.core.errors import ConformanceError
+from harness.run.options import BY_NAME, OPTIONS, click_option, closest, unknown_long_options
+from harness.core.scenario.loading import awaiting_review, bundled_scenarios_dir, review_note, validate_paths
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="toolcall-conformance")
+def main() -> None:
+    """Conformance suite for LLM tool-call proxies: mock backends, a reference proxy
+    and the rules real clients depend on."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+def validate(paths: tuple[Path, ...]) -> None:
+    """Check scenario files (default: the bundled library); report every problem."""
+    scenarios, problems = validate_paths(paths or (bundled_scenarios_dir(),))
+    for problem in problems:
+        click.echo(str(problem), err=True)
+    pending = awaiting_review(scenarios)
+    for scenario in pending:
+        click.echo(f"warning: {review_note(scenario)}", err=True)
+    waiting = f", {len(pending)} awaiting review" if pending else ""
+    click.echo(f"{len(scenarios)} valid, {len(problems)} problem(s){waiting}")
+    if problems:
+        sys.exit(1)
+
+
+@main.command("list")
+@click.option("--scenarios", "dirs", multiple=True, type=click.Path(path_type=Path), help="Scenario folder (repeatable).")
+@click.option("--tag", "tags", multiple=True, help="Only scenarios with this tag (repeatable: all must match).")
+@click.option("--family", "families", multiple=True, help="Only these families (repeatable).")
+def list_(dirs: tuple[Path, ...], tags: tuple[str, ...], families: tuple[str, ...]) -> None:
+    """Print the scenario catalogue: id, family, tags, title."""
+    scenarios, problems = validate_paths(dirs or (bundled_scenarios_dir(),))
+    for problem in problems:
+        click.echo(str(problem), err=True)
+    chosen = [
+        s
+        for s in scenarios
+        if all(t in s.tags for t in tags) and (not families or s.family in families)
+    ]
+    if chosen:
+        w_id = max(len(s.id) for s in chosen)
+        w_fam = max(len(s.family) for s in chosen)
+        for s in chosen:
+            click.echo(f"{s.id:<{w_id}}  {s.family:<{w_fam}}  {','.join(s.tags) or '-'}  {s.title}")
+    click.echo(f"{len(chosen)} scenario(s)", err=True)
+    if problems:
+        sys.exit(1)
+
+
+def _attach_server_commands() -> None:
+    from harness.cli.fuzzing import fuzz_command
+    from harness.cli.importing import import_command
+    from mock_backends.cli import mock
+    from harness.run.soak import soak
+    from reference_proxy.cli import proxy
+
+    main.add_command(mock)
+    main.add_command(soak)
+    main.add_command(proxy)
+    main.add_command(import_command)
+    main.add_command(fuzz_command)
+
+
+_attach_server_commands()
+
+
+def run_main() -> None:
+    """Entry point that turns our own errors into one line and exit status 2."""
+    try:
+        main(standalone_mode=True)
+    except ConformanceError as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
+# --------------------------------------------------------------------------- run / replay
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def table_options(*, replay: bool) -> Callable[[F], F]:
+    """The option table's entries as click options: those ``run`` offers (defaults left
+    to the plugin) or those ``replay`` takes (with their defaults)."""
+
+    def decorate(command: F) -> F:
+        for option in reversed(OPTIONS):
+            if not (option.replay if replay else option.cli):
+                continue
+            command = click_option(option, with_default=replay)(command)
+        return command
+
+    return decorate
+
+
+def _pytest_long_options() -> set[str]:
+    """Every ``--option`` pytest and its plugins know here (from ``pytest --help``)."""
+    import contextlib
+    import io
+    import re
+
+    import pytest
+
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text), contextlib.redirect_stderr(io.StringIO()):
+        pytest.main(["--help", "-p", "no:cacheprovider"])
+    return set(re.findall(r"(?<![\w-])--[a-zA-Z][\w-]*", text.getvalue()))
+
+
+def _mistyped(args: Sequence[str]) -> list[str]:
+    """A line for every ``--option`` among ``args`` that neither pytest nor this command
+    knows but that looks like a misspelt option of ours (pytest asked only then)."""
+    ours = [o.cli_flag for o in OPTIONS if o.cli]
+    suspects = [(arg, match) for arg in unknown_long_options(args, ours)
+                if (match := closest(arg, ours)) is not None]
+    if not suspects:
+        return []
+    known = _pytest_long_options()
+    return [f"error: no such option: {arg} (did you mean --{match}? see 'toolcall-conformance run --help')"
+            for arg, match in suspects if arg not in known]
+
+
+@main.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+    epilog="Every other argument goes to pytest: -k EXPR, -x, -n 4 (pytest-xdist), --lf, --junitxml PATH, "
+    "--tb long (the raw answers around every finding) ... The same options work in a plain pytest run as "
+    "--conformance-<name> (see docs/harness.md).",
+)
+@table_options(replay=False)
+@click.argument("pytest_args", nargs=-1, type=click.UNPROCESSED)
+def run(pytest_args: tuple[str, ...], **values: Any) -> None:
+    """Run the conformance suite (pytest with the plugin) and print the score card;
+    exit status non-zero on any failure."""
+    import os
+
+    import pytest
+
+    hints = _mistyped(pytest_args)
+    if hints:
+        for hint in hints:
+            click.echo(hint, err=True)
+        sys.exit(int(pytest.ExitCode.USAGE_ERROR))
+    # This process imported the harness (and httpx's anyio) before pytest started, so
+    # pytest cannot assertion-rewrite them; nothing here relies on that. Only scenarios
+    # are collected, so a pytest-asyncio installed beside the harness has nothing to run:
+    # its warning about a setting the user's folder leaves unset is noise here.
+    args = [
+        "--conformance-only",
+        "-W", "ignore::pytest.PytestAssertRewriteWarning",
+        "-W", 'ignore:The configuration option "asyncio_default_fixture_loop_scope" is unset',
+    ]
+    for option in OPTIONS:
+        if option.cli:
+            args += option.pytest_args(values[option.dest])
+    if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
+        args += ["-p", "harness.pytest.plugin"]
+    sys.exit(int(pytest.main([*args, *pytest_args])))
+
+
+@main.command()
+@click.argument("scenario_id")
+@table_options(replay=True)
+@click.option("--stream/--no-stream", default=None, help="Override the request's stream flag.")
+@click.option("--rechunk-variant", type=int, default=0, show_default=True, help="Which variant of the seed.")
+@click.option("--split", "split", metavar="OFFSETS", help="Content split points, e.g. 17,40 (from a shrunk failure).")
+def replay(
+    scenario_id: str,
+    stream: bool | None,
+    rechunk_variant: int,
+    split: str | None,
+    **values: Any,
+) -> None:
+    """Replay one scenario's exchange: print the answer as received and the rule verdicts."""
+    from difflib import get_close_matches
+
+    def value(name: str) -> Any:
+        return values[BY_NAME[name].dest]
+
+    proxy_url: str | None = value("proxy-url")
+    dirs: tuple[str, ...] = value("scenarios")
+    client_profile: str | None = value("client-profile")
+    features: tuple[str, ...] = value("features")
+    strict: bool = value("strict")
+    timeout: float = value("timeout")
+    models: tuple[str, ...] = value("model")
+    headers: tuple[str, ...] = value("proxy-header")
+    mock_host: str = value("mock-host")
+    mock_port: int = value("mock-port")
+    mock_url: str | None = value("mock-url")
+    rechunk_seed: int | None = value("rechunk-seed")
+    upstream_dialect: str | None = value("upstream-dialect")
+    if upstream_dialect == "natural":
+        upstream_dialect = None
+    elif upstream_dialect == "all":
+        raise click.UsageError("replay plays one exchange: --upstream-dialect takes openai, anthropic or natural")
+
+    from harness.run.embedded import EmbeddedServers
+    from harness.core.dialects.profiles import choose_profile, parse_profile
+    from harness.report.scorecard import evidence_lines, rule_heading, rules_by_id
+    from harness.run.runner import RunSettings, parse_features, parse_headers, parse_models, with_profile_features
+    from harness.run.runner import replay as replay_exchange
+    from harness.judge.readers.transcript import Position
+    from mock_backends.control import MockControl
+
+    scenarios, problems = validate_paths(dirs or (bundled_scenarios_dir(),))
+    for problem in problems:
+        click.echo(str(problem), err=True)
+    by_id = {s.id: s for s in scenarios}
+    if scenario_id not in by_id:
+        close = get_close_matches(scenario_id, list(by_id), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else " (see 'toolcall-conformance list')"
+        raise click.UsageError(f"no scenario {scenario_id!r}{hint}")
+    scenario = by_id[scenario_id]
+    if upstream_dialect is not None:
+        from harness.core.dialects import NotPortable
+        from harness.core.dialects.script import serve_as
+
+        try:
+            scenario = serve_as(scenario, upstream_dialect)
+        except NotPortable as exc:
+            raise click.UsageError(f"{scenario_id} cannot be served by a {upstream_dialect} upstream: {exc}") from exc
+    try:
+        model_choice = parse_models(models)
+        proxy_headers = parse_headers(headers)
+        splits = [int(p) for p in split.split(",") if p.strip()] if split else None
+        profile = parse_profile(client_profile) if client_profile else None
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    servers = EmbeddedServers(mock_host=mock_host, mock_port=mock_port, with_proxy=proxy_url is None,
+                              mock_url=mock_url, upstream_dialects=(upstream_dialect or "native",))
+    with servers as urls:
+        target = proxy_url.rstrip("/") if proxy_url else urls.proxy_url
+        assert target is not None
+        claimed = with_profile_features(parse_features(features) if features else urls.proxy_features, profile)
+        settings = RunSettings(proxy_url=target, features=claimed, strict=strict, timeout=timeout,
+                               models=model_choice, proxy_headers=proxy_headers, seed=rechunk_seed or 0)
+        chosen, skip = choose_profile(scenario, profile, claimed)
+        click.echo(f"scenario {scenario.id} ({scenario.family}): {scenario.title}")
+        click.echo(f"proxy {target}{' (reference proxy)' if proxy_url is None else ''}; mock backend {urls.mock_url}"
+                   f"; profile {chosen}; features {', '.join(sorted(claimed)) or 'none'}")
+        if skip:
+            click.echo(f"note: a conformance run would skip this: {skip}")
+        with MockControl(urls.mock_url.replace("://0.0.0.0:", "://127.0.0.1:")) as mock:
+            result = replay_exchange(
+                scenario, settings=settings, mock=mock, profile=chosen, stream=stream,
+                variant_index=rechunk_variant if rechunk_seed is not None else None, splits=splits,
+            )
+    ex = result.exchange
+    if result.variant is not None:
+        click.echo(result.variant.label)
+    if splits is not None:
+        click.echo(f"content split at {', '.join(map(str, splits))}")
+    status = "no response" if ex.status is None else f"HTTP {ex.status}"
+    timing = f"first byte {ex.first_byte:.3f} s, " if ex.first_byte is not None else ""
+    click.echo(f"--- answer as received ({'streaming' if ex.stream else 'non-streaming'} request; {status}; "
+               f"{len(ex.raw)} bytes; {timing}total {ex.elapsed:.3f} s) ---")
+    click.echo(ex.raw.decode("utf-8", "replace"), nl=not ex.raw.endswith(b"\n"))
+    click.echo("--- end of answer ---")
+    if ex.timed_out:
+        click.echo(f"the exchange was abandoned after {timeout:g} s")
+    if ex.transport_error:
+        click.echo(f"transport error: {ex.transport_error}")
+    click.echo(f"{len(ex.upstream)} request(s) reached the mock backend")
+    if not result.failures:
+        click.echo("verdict: every applicable rule holds")
+        return
+    rules = rules_by_id()
+    click.echo(f"verdict: {len(result.failures)} rule(s) broken")
+    for failure in result.failures:
+        click.echo(rule_heading(failure.rule_id, rules))  # with who breaks, for a client rule
+        for line in [*failure.message.splitlines(), *evidence_lines(failure.evidence)]:
+            click.echo(f"  {line}")
+        position = Position.of(failure.evidence)
+        if position.known:
+            click.echo(f"  at {position.describe()}")
+    sys.exit(1)

@@ -1,0 +1,123 @@
+"""OpenAI Responses (``POST /responses``): a native call is one ``function_call`` output
+item whose arguments stream as ``response.function_call_arguments.delta`` events.
+
+A call is an item of its own, as an Anthropic ``tool_use`` block is, so a backend
+script writes it as the same one-call-whole frame; errors are OpenAI's shape. The
+API has no finish reason: an answer is ``completed`` (with calls or without) or
+``incomplete`` for ``max_output_tokens``; a script names which with the words below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from harness.core.dialects.anthropic import ToolUseCodec
+from harness.core.dialects.base import ToolChoice, WireDialect
+from harness.core.dialects.openai import OPENAI, chat_tool_choice
+from harness.core.dialects.request import (
+    ChoiceIntent,
+    Conversation,
+    NeutralRequest,
+    Tool,
+    ToolCall,
+    ToolResult,
+    arguments,
+    items,
+    mapping,
+    stream_flag,
+    string,
+    texts,
+)
+from harness.core.scenario.model import tool_name
+
+# The finish words of a Responses backend script, and the status each ends with on the wire.
+STATUS = {"completed": "completed", "function_calls": "completed", "max_output_tokens": "incomplete"}
+
+class ResponsesRequests:
+    """A Responses request: ``user``; tools are ``{type: function, name, parameters}``.
+
+    Read (``read``): ``instructions`` and ``system``/``developer`` messages are the system
+    text; ``input`` a string (one user turn) or items: messages (content a string or
+    ``input_text``/``output_text`` parts), ``function_call`` items (an assistant's calls,
+    ``arguments`` a JSON string, linked by ``call_id``) and ``function_call_output`` items
+    (their results); a named tool is ``{"type": "function", "name"}``."""
+
+    user_id_path: tuple[str, ...] = ("user",)
+    needs_max_tokens = False
+    tool_form = "{type: function, name, parameters}"
+
+    def tool(self, name: str, schema: Mapping[str, Any], description: str | None = None) -> dict[str, Any]:
+        tool: dict[str, Any] = {"type": "function", "name": name}
+        if description is not None:
+            tool["description"] = description
+        tool["parameters"] = dict(schema)
+        return tool
+
+    def tool_ok(self, tool: Mapping[str, Any]) -> bool:
+        return tool_name(tool) is not None and tool.get("type") == "function"
+
+    def tool_choice(self, kind: ToolChoice, name: str | None = None) -> Any:
+        if kind == "one":
+            return {"type": "function", "name": name}
+        return "auto" if kind == "auto" else "required"
+
+    def read(self, body: Any) -> NeutralRequest:
+        body = mapping(body)
+        system = list(texts(body.get("instructions")))
+        conversation = Conversation()
+        given = body.get("input")
+        if isinstance(given, str):
+            conversation.add("user", texts(given))
+        for item in items(given):
+            kind = item.get("type", "message")
+            role = item.get("role")
+            if kind == "message" and role in ("system", "developer"):
+                system.extend(texts(item.get("content")))
+            elif kind == "message" and role in ("user", "assistant"):
+                conversation.add("user" if role == "user" else "assistant", texts(item.get("content")))
+            elif kind == "function_call" and isinstance(name := item.get("name"), str):
+                call = ToolCall(string(item.get("call_id")), name, arguments(item.get("arguments")))
+                conversation.add("assistant", calls=[call])
+            elif kind == "function_call_output":
+                conversation.add("user", results=[ToolResult(string(item.get("call_id")), texts(item.get("output")))])
+        tools = tuple(
+            Tool(name, params if isinstance(params := tool.get("parameters"), Mapping) else None,
+                 string(tool.get("description")))
+            for tool in items(body.get("tools")) if tool.get("type") == "function"
+            if isinstance(name := tool.get("name"), str)
+        )
+        return NeutralRequest(tuple(system), tuple(conversation.turns), tools, _tool_choice(body.get("tool_choice")),
+                              stream_flag(body))
+
+
+
+def _tool_choice(choice: Any) -> ChoiceIntent:
+    named = mapping(choice)
+    if named.get("type") == "function" and isinstance(name := named.get("name"), str):
+        return ChoiceIntent("named", name)
+    return chat_tool_choice(choice) if not named else ChoiceIntent("other")
+
+
+
+RESPONSES = WireDialect(
+    name="responses",
+    title="OpenAI Responses",
+    endpoint="/responses",
+    default_finish="completed",
+    finish_names={"completed": "end", "function_calls": "tool", "max_output_tokens": "length"},
+    error_types=OPENAI.error_types,
+    client_error_type=OPENAI.client_error_type,
+    server_error_type=OPENAI.server_error_type,
+    calls=ToolUseCodec("OpenAI Responses"),
+    errors=OPENAI.errors,
+    requests=ResponsesRequests(),
+    # The API has no finish reason: an answer's status, read in chat-completions words.
+    finish_field="finish_reason",
+    stream_end="response.completed",
+    answer_name="Responses",
+    short_name="Responses",
+    usage_names={"input": "input_tokens", "output": "output_tokens"},
+    finish_aliases={"stop-sequence": "completed"},
+    splits_text=True,
+)

@@ -1,0 +1,278 @@
+"""Loading scenarios: one YAML file, one case, validated and built into the model.
+
+Loading is pure (text in, ``Scenario`` or ``ScenarioError`` out) apart from reading
+the files themselves; every problem names file, line and field so an author can fix
+a scenario without reading this code. The model itself lives in ``scenario_model``
+and is re-exported here, where every package imports it from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.core.dialects import DIALECTS
+from harness.core.dialects.clients import default_profiles
+from harness.core.errors import ScenarioError, ScenarioProblem
+from harness.core.scenario.checks import semantic_problems
+from harness.core.scenario.model import (
+    FEATURES as FEATURES,
+    OLD_NAMES as OLD_NAMES,
+    DEFAULT_PROFILE as DEFAULT_PROFILE,
+    OPENAI_PROFILES as OPENAI_PROFILES,
+    PROFILES as PROFILES,
+    Backend as Backend,
+    Client as Client,
+    ContentFrame as ContentFrame,
+    Expect as Expect,
+    ExpectedCall as ExpectedCall,
+    ExpectedError as ExpectedError,
+    Fault as Fault,
+    Frame as Frame,
+    Profile as Profile,
+    RawFrame as RawFrame,
+    Scenario as Scenario,
+    ToolCallFrame as ToolCallFrame,
+    ToolUseFrame as ToolUseFrame,
+    UpstreamAssertion as UpstreamAssertion,
+    current_name as current_name,
+    frame_to_mapping as frame_to_mapping,
+    tool_name as tool_name,
+)
+from harness.core.scenario.schema import broken_paths, located, schema_errors
+from harness.core.scenario.schema import scenario_schema as scenario_schema
+from harness.core.scenario.yaml_source import Lines, load_yaml
+
+# --------------------------------------------------------------------------- building
+
+
+
+def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
+    b = data["backend"]
+    frames: list[Frame] = []
+    for f in b["frames"]:
+        if isinstance(f, str):
+            frames.append(ContentFrame(f))
+        elif "content" in f:
+            frames.append(ContentFrame(f["content"], f.get("delay_ms")))
+        elif "raw" in f:
+            frames.append(RawFrame(f["raw"], f.get("delay_ms")))
+        elif "tool_use" in f:
+            tu = f["tool_use"]
+            frames.append(ToolUseFrame(tu["name"], tu.get("id"), tuple(tu.get("input_json", ())), f.get("delay_ms")))
+        else:
+            tc = f["tool_call"]
+            frames.append(
+                ToolCallFrame(
+                    tc["index"], tc.get("id"), tc.get("type"), tc.get("name"), tc.get("arguments"), f.get("delay_ms")
+                )
+            )
+    fault = None
+    if "fault" in b:
+        fd = b["fault"]
+        fault = Fault(
+            kind=fd["kind"],
+            status=fd.get("status"),
+            body=fd.get("body"),
+            headers=dict(fd.get("headers") or {}),
+            after_frame=fd.get("after_frame"),
+            mid_event=bool(fd.get("mid_event", False)),
+            seconds=fd.get("seconds"),
+        )
+    backend = Backend(
+        dialect=b["dialect"],
+        frames=tuple(frames),
+        stream=b.get("stream", "auto"),
+        model=b.get("model"),
+        finish_reason=b.get("finish_reason", DIALECTS[b["dialect"]].default_finish),
+        usage=b.get("usage"),
+        delay_ms=float(b.get("delay_ms", 0)),
+        write_bytes=b.get("write_bytes"),
+        split_multibyte=bool(b.get("split_multibyte", False)),
+        write_delay_ms=b.get("write_delay_ms"),
+        ping=bool(b.get("ping", False)),
+        fault=fault,
+    )
+    c = data["client"]
+    profile = c.get("profile", DEFAULT_PROFILE)
+    client = Client(
+        request=c["request"],
+        profile=profile,
+        profiles=tuple(c.get("profiles", default_profiles(profile))),
+        headers=dict(c.get("headers") or {}),
+        raw_body=c.get("raw_body"),
+        truncate_body=bool(c.get("truncate_body", False)),
+        pad_bytes=c.get("pad_bytes"),
+    )
+    e = data.get("expect") or {}
+    upstream = []
+    for a in e.get("upstream") or ():
+        op = next(k for k in a if k not in ("path", "requires", "why"))
+        upstream.append(UpstreamAssertion(a["path"], op, a[op], tuple(a.get("requires", ())), a.get("why")))
+    expect = Expect(
+        tool_calls=tuple(ExpectedCall(t["name"], t["arguments"]) for t in e.get("tool_calls") or ()),
+        content=e.get("content"),
+        content_regex=e.get("content_regex"),
+        content_exact=bool(e.get("content_exact", False)),
+        finish_reason=e.get("finish_reason"),
+        markers=tuple(e.get("markers", ())),
+        upstream=tuple(upstream),
+        within_seconds=e.get("within_seconds"),
+        upstream_requests=e.get("upstream_requests"),
+        error=(
+            ExpectedError(
+                tuple(e["error"].get("status", ())),
+                e["error"].get("in_stream", "allowed" if e["error"].get("status") else "forbidden"),
+                bool(e["error"].get("optional", False)),
+                e["error"].get("content"),
+            )
+            if "error" in e
+            else None
+        ),
+        proxy_survives=bool(e.get("proxy_survives", False)),
+    )
+    return Scenario(
+        id=data["id"],
+        title=data["title"],
+        family=data.get("family", family),
+        source=data["source"],
+        backend=backend,
+        client=client,
+        expect=expect,
+        tags=tuple(data.get("tags", ())),
+        requires=tuple(data.get("requires", ())),
+        conflicts=tuple(data.get("conflicts", ())),
+        rescues=tuple(data.get("rescues", ())),
+        spec_only=bool(data.get("spec_only", False)),
+        review=data.get("review"),
+        stream_equivalence=bool(data.get("stream_equivalence", True)),
+        rechunk=bool(data.get("rechunk", True)),
+        path=path,
+        raw=data,
+    )
+
+
+def parse_scenario(
+    data: Any, *, where: str = "<inline>", family: str = "inline", text: str | None = None
+) -> Scenario:
+    """Validate plain data (already parsed YAML/JSON) and build a ``Scenario``."""
+    return _parse(data, where, family, Lines(text))
+
+
+def _current_names(data: Any) -> Any:
+    """``data`` with old profile and feature spellings translated (the schema accepts both), so
+    the checks and the model only see today's; a copy, the caller's data is left as it was."""
+    if not isinstance(data, dict):
+        return data
+
+    def names(value: Any) -> Any:
+        if isinstance(value, str):
+            return current_name(value)
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return list(dict.fromkeys(current_name(v) for v in value))
+        return value
+
+    out = dict(data)
+    for key in ("requires", "conflicts"):
+        if key in out:
+            out[key] = names(out[key])
+    client = out.get("client")
+    if isinstance(client, dict):
+        out["client"] = {**client, **{k: names(client[k]) for k in ("profile", "profiles") if k in client}}
+    expect = out.get("expect")
+    if isinstance(expect, dict) and isinstance(expect.get("upstream"), list):
+        upstream = [{**a, "requires": names(a["requires"])} if isinstance(a, dict) and "requires" in a else a
+                    for a in expect["upstream"]]
+        out["expect"] = {**expect, "upstream": upstream}
+    return out
+
+
+def _parse(data: Any, where: str, family: str, lines: Lines) -> Scenario:
+    errors = schema_errors(data)
+    data = _current_names(data)
+    problems = located(errors, where, lines, [])
+    problems += semantic_problems(data, broken_paths(errors), where, lines)
+    if problems:
+        raise ScenarioError(problems)
+    return _build(data, where if where != "<inline>" else None, family)
+
+
+def _load(path: Path) -> tuple[Scenario, Lines]:
+    where = str(path)
+    try:
+        text = path.read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ScenarioError([ScenarioProblem(where, None, "(file)", f"cannot read: {exc}")]) from exc
+    data = load_yaml(text, where)
+    if not isinstance(data, dict):
+        raise ScenarioError([ScenarioProblem(where, 1, "(top level)", "a scenario file holds one mapping")])
+    lines = Lines(text)
+    return _parse(data, where, path.parent.name, lines), lines
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read, parse and validate one scenario file."""
+    return _load(Path(path))[0]
+
+
+def scenario_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Every ``*.yaml``/``*.yml`` file named, or found below a named folder, in a stable order."""
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            yield from sorted(q for q in p.rglob("*") if q.suffix in (".yaml", ".yml") and q.is_file())
+        else:
+            yield p
+
+
+def validate_paths(paths: Iterable[str | Path]) -> tuple[list[Scenario], list[ScenarioProblem]]:
+    """Load every file; collect all problems instead of stopping at the first."""
+    scenarios: list[Scenario] = []
+    problems: list[ScenarioProblem] = []
+    seen: dict[str, str] = {}
+    for path in scenario_files(paths):
+        if not path.exists():
+            problems.append(ScenarioProblem(str(path), None, "(file)", "no such file or folder"))
+            continue
+        try:
+            scenario, lines = _load(path)
+        except ScenarioError as exc:
+            problems.extend(exc.problems)
+            continue
+        if scenario.id in seen:
+            problems.append(ScenarioProblem(str(path), lines.line(["id"]), "id",
+                                            f"id '{scenario.id}' is already used by {seen[scenario.id]}"))
+            continue
+        seen[scenario.id] = str(path)
+        scenarios.append(scenario)
+    return scenarios, problems
+
+
+def awaiting_review(scenarios: Iterable[Scenario]) -> list[Scenario]:
+    """Scenarios still marked ``review: required``: their expectation is an import's
+    proposal that no person has checked yet."""
+    return [s for s in scenarios if s.review == "required"]
+
+
+def review_note(scenario: Scenario) -> str:
+    where = scenario.path or scenario.id
+    return (f"{where}: review: required: the expectation of {scenario.id} is the import's proposal; check it "
+            "(see the comments at the top of the file), then delete the line")
+
+
+def load_library(paths: Iterable[str | Path] | None = None) -> list[Scenario]:
+    """All scenarios below ``paths`` (default: the bundled library); raises on any problem."""
+    scenarios, problems = validate_paths(paths if paths is not None else [bundled_scenarios_dir()])
+    if problems:
+        raise ScenarioError(problems)
+    return scenarios
+
+
+def bundled_scenarios_dir() -> Path:
+    """The library shipped with the package (wheel) or beside it (source checkout)."""
+    here = Path(__file__).resolve().parents[2]
+    for candidate in (here / "bundled_scenarios", here.parent / "scenarios"):
+        if candidate.is_dir():
+            return candidate
+    raise ScenarioError([ScenarioProblem(str(here), None, "(library)", "the bundled scenario library is missing")])

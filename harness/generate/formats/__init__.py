@@ -1,0 +1,50 @@
+"""How models write tool calls as text, one writer per format.
+
+``FORMATS`` maps each format's stable id to its writer. Scenario generators and the
+hypothesis strategies build model answers from these writers, never from a proxy's
+parser.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from harness.generate.formats.base import Call, FormatError, TextFormat
+from harness.generate.formats.glm import Glm
+from harness.generate.formats.harmony import GptOss
+from harness.generate.formats.json_formats import BareJson, Hermes, QwenTools, ToolCode
+from harness.generate.formats.llama import LlamaJson
+from harness.generate.formats.mistral import Granite, MistralList, MistralV11, Phi4Mini
+from harness.generate.formats.pythonic import Llama4Pythonic, Pythonic
+from harness.generate.formats.sections import DeepSeekV3, DeepSeekV31, KimiK2
+from harness.generate.formats.xml_formats import ClineXml, DeepSeekV32, InvokeXml, MiniMaxM2, QwenCoder, SeedOss
+
+_ALL: tuple[TextFormat, ...] = (
+    QwenTools(),
+    Hermes(),
+    QwenCoder(),
+    InvokeXml(),
+    ToolCode(),
+    ClineXml(),
+    BareJson(),
+    MistralList(),
+    MistralV11(),
+    LlamaJson(),
+    Pythonic(),
+    Glm(),
+    Granite(),
+    SeedOss(),
+    KimiK2(),
+    DeepSeekV31(),
+    DeepSeekV3(),
+    MiniMaxM2(),
+    GptOss(),
+    DeepSeekV32(),
+    Phi4Mini(),
+    Llama4Pythonic(),
+)
+
+FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})
+
+__all__ = ["FORMATS", "Call", "FormatError", "TextFormat"]

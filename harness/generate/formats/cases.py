@@ -1,0 +1,602 @@
+"""The case taxonomy played in every text format: one scenario per format × case id.
+
+Each builder takes a format's writer and returns the scenario mapping for one cell,
+or raises ``NotApplicable`` when the format cannot express the case. The frames are
+the writer's text, split where the case needs (inside delimiters, escapes,
+multi-byte characters); the expectation is what an agent client needs, never what a
+given proxy happens to do. ``generate`` writes the mappings as YAML files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import yaml
+
+from harness.generate.formats.base import Call, TextFormat
+from harness.core.exchange import Profile
+from harness.core.dialects.profiles import PROFILE_FEATURES
+
+Mapping_ = dict[str, Any]
+
+
+class NotApplicable(Exception):
+    """This format cannot express the case (the taxonomy records why)."""
+
+
+@dataclass(frozen=True)
+class CaseId:
+    id: str
+    meaning: str
+
+
+@dataclass(frozen=True)
+class Taxonomy:
+    cases: tuple[CaseId, ...]
+    not_applicable: Mapping[str, Mapping[str, str]]
+    """format id -> case id -> why the cell cannot exist."""
+    pending: Mapping[str, str]
+    """format id -> why its cells are not written yet (an open gap, shown as such)."""
+
+    def reason(self, format_id: str, case_id: str) -> str | None:
+        return self.not_applicable.get(format_id, {}).get(case_id)
+
+
+@cache
+def taxonomy() -> Taxonomy:
+    """The taxonomy as ``taxonomy.yaml`` (next to this module) holds it."""
+    data = yaml.safe_load(resources.files("harness.generate.formats").joinpath("taxonomy.yaml").read_text("utf-8"))
+    cases = tuple(CaseId(c["id"], c["meaning"]) for c in data["cases"])
+    return Taxonomy(cases, data.get("not_applicable") or {}, data.get("pending") or {})
+
+
+# --------------------------------------------------------------------------- tools
+
+
+def _tool(name: str, description: str, properties: Mapping[str, Any], required: Sequence[str] = ()) -> Mapping_:
+    parameters: Mapping_ = {"type": "object", "properties": dict(properties)}
+    if required:
+        parameters["required"] = list(required)
+    return {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+
+
+READ_FILE = _tool("read_file", "Read a file of the workspace.", {"path": {"type": "string"}}, ["path"])
+WRITE_FILE = _tool(
+    "write_file", "Write a file.", {"path": {"type": "string"}, "content": {"type": "string"}}, ["path", "content"]
+)
+GET_TIME = _tool("get_time", "The current time.", {})
+CREATE_ISSUE = _tool(
+    "create_issue",
+    "File an issue.",
+    {
+        "title": {"type": "string"},
+        "labels": {"type": "array", "items": {"type": "string"}},
+        "meta": {"type": "object"},
+        "steps": {"type": "array", "items": {"type": "object"}},
+    },
+    ["title"],
+)
+CONFIGURE = _tool(
+    "configure",
+    "Change the build settings.",
+    {
+        "retries": {"type": "integer"},
+        "ratio": {"type": "number"},
+        "verbose": {"type": "boolean"},
+        "timeout": {"type": ["integer", "null"]},
+        "targets": {"type": "array", "items": {"type": "string"}},
+        "env": {"type": "object"},
+    },
+    ["retries"],
+)
+TAG_RELEASE = _tool(
+    "tag_release",
+    "Tag a release.",
+    {"ticket": {"type": "string"}, "version": {"type": "string"}, "flag": {"type": "string"},
+     "nothing": {"type": "string"}, "big": {"type": "string"}},
+    ["ticket"],
+)
+
+READ = Call("read_file", {"path": "src/app.py"})
+READ_B = Call("read_file", {"path": "src/util.py"})
+
+
+def _name(tool: Mapping_) -> str:
+    return str(tool["function"]["name"])
+
+
+# --------------------------------------------------------------------------- frames
+
+
+def cut(text: str, points: Iterable[int]) -> list[str]:
+    """``text`` cut at ``points`` (empty pieces dropped)."""
+    pieces, last = [], 0
+    for p in sorted(set(points)):
+        if last < p < len(text):
+            pieces.append(text[last:p])
+            last = p
+    pieces.append(text[last:])
+    return [p for p in pieces if p]
+
+
+def inside_delimiters(text: str, fmt: TextFormat, every_char: bool = False, limit: int = 8) -> list[int]:
+    """Cut points in the middle of the delimiters' occurrences (or at each of their characters)."""
+    points: list[int] = []
+    for delimiter in fmt.delimiters:
+        if len(delimiter) < 2:
+            continue
+        start = text.find(delimiter)
+        while start >= 0 and len(points) < limit * 8:
+            if every_char:
+                points.extend(range(start + 1, start + len(delimiter) + 1))
+                points.append(start)
+            else:
+                points.append(start + len(delimiter) // 2)
+            start = text.find(delimiter, start + len(delimiter))
+    if not every_char:
+        points = sorted(set(points))[:limit]
+    return points
+
+
+def natural(text: str, fmt: TextFormat) -> list[str]:
+    return cut(text, inside_delimiters(text, fmt))
+
+
+def markers(fmt: TextFormat, text: str, content: str = "") -> list[str]:
+    """The format's delimiters that the text holds and the expected content does not."""
+    return [d for d in fmt.delimiters if len(d) >= 3 and d.strip() and d in text and d not in content]
+
+
+def native_frames(call: Call, call_id: str) -> list[Mapping_]:
+    arguments = json.dumps(dict(call.arguments))
+    half = len(arguments) // 2
+    return [
+        {"tool_call": {"index": 0, "id": call_id, "type": "function", "name": call.name, "arguments": ""}},
+        {"tool_call": {"index": 0, "arguments": arguments[:half]}},
+        {"tool_call": {"index": 0, "arguments": arguments[half:]}},
+    ]
+
+
+# --------------------------------------------------------------------------- cells
+
+
+@dataclass
+class Cell:
+    """What a case builder decides; ``scenario`` adds what every cell shares."""
+
+    title: str
+    why: str
+    frames: list[Any]
+    tools: list[Mapping_]
+    user: str
+    calls: list[Call]
+    content: str
+    exact: bool = False
+    finish: str = "stop"
+    backend: Mapping_ | None = None
+    request: Mapping_ | None = None
+    marker_text: str | None = None
+    top: Mapping_ | None = None  # top-level fields (rechunk)
+
+
+XML_CLIENT: Profile = "xml-client"
+"""The client profile that reads XML calls out of the content itself (Cline, Roo, Kilo)."""
+CLIENT_READ: frozenset[str] = frozenset({"cline-xml"})
+"""Formats no proxy rescues: the XML client reads them from the text the proxy relays, so
+their cells are played under ``XML_CLIENT`` and expect the calls as that client reads
+them (values are text, compared as JSON where the schema types them)."""
+
+
+def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
+    text = "".join(f for f in cell.frames if isinstance(f, str))
+    backend: Mapping_ = {"dialect": "openai", "frames": cell.frames, "finish_reason": cell.finish}
+    backend.update(cell.backend or {})
+    request: Mapping_ = {"model": fmt.model, "stream": True, "messages": [{"role": "user", "content": cell.user}]}
+    if cell.tools:
+        request["tools"] = cell.tools
+    request.update(cell.request or {})
+    client: Mapping_ = {"request": request}
+    top = dict(cell.top or {})
+    if fmt.id in CLIENT_READ:
+        client = {"profile": XML_CLIENT, "profiles": [XML_CLIENT], "request": request}
+        top.setdefault("requires", list(PROFILE_FEATURES[XML_CLIENT]))
+    elif not cell.calls or any(d in cell.content for d in fmt.delimiters if len(d) >= 3):
+        # An XML-reading client reads markup left in the text as calls of its own: a
+        # case whose answer keeps markup as text is about what an OpenAI client sees.
+        client = {"profiles": ["openai"], "request": request}
+    expect: Mapping_ = {
+        "tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in cell.calls],
+        "content": cell.content,
+    }
+    if cell.exact:
+        expect["content_exact"] = True
+    calls_finish = cell.calls and fmt.id not in CLIENT_READ  # an XML client reads its calls from a "stop" answer
+    expect["finish_reason"] = "tool_calls" if calls_finish else ("length" if cell.finish == "length" else "stop")
+    leak = markers(fmt, cell.marker_text if cell.marker_text is not None else text, cell.content)
+    if leak and cell.calls:
+        expect["markers"] = leak
+    return {
+        "id": f"{fmt.family}-{stem(fmt, case)}",
+        "title": f"{fmt.id}: {cell.title}",
+        "tags": sorted({fmt.family, f"format-{fmt.id}", f"case-{case}", "generated"}),
+        "source": f"synthetic, generated from the case taxonomy ({case}) with the {fmt.id} writer: {cell.why}",
+        **top,
+        "backend": backend,
+        "client": client,
+        "expect": expect,
+    }
+
+
+def stem(fmt: TextFormat, case: str) -> str:
+    """File stem of a cell: ``<format id>.<case id>`` (hand-written files have no dot)."""
+    return f"{fmt.id}.{case}"
+
+
+Builder = Callable[[TextFormat], Cell]
+BUILDERS: dict[str, Builder] = {}
+
+
+def builds(case: str) -> Callable[[Builder], Builder]:
+    def register(fn: Builder) -> Builder:
+        BUILDERS[case] = fn
+        return fn
+
+    return register
+
+
+@builds("one-call")
+def _one_call(fmt: TextFormat) -> Cell:
+    return Cell("one call is the whole answer, delimiters split across frames", "the basic rescue.",
+                natural(fmt.write([READ]), fmt), [READ_FILE], "Open src/app.py.", [READ], "")
+
+
+@builds("text-around")
+def _text_around(fmt: TextFormat) -> Cell:
+    before, after = "I'll read the entry point first.\n\n", "\n\nThen I will summarise it."
+    text = before + fmt.write([READ]) + after
+    return Cell("prose before and after the call stays", "only the markup may go; the prose is the user's.",
+                natural(text, fmt), [READ_FILE], "What does src/app.py do?", [READ],
+                "I'll read the entry point first.\n\nThen I will summarise it.")
+
+
+@builds("two-calls-one-block")
+def _two_calls_one_block(fmt: TextFormat) -> Cell:
+    text = fmt.write([READ, READ_B])
+    return Cell("two calls in one block give two calls in order", "parallel calls, as the format groups them.",
+                natural(text, fmt), [READ_FILE], "Compare src/app.py with src/util.py.", [READ, READ_B], "")
+
+
+@builds("two-calls-separate-blocks")
+def _two_calls_separate(fmt: TextFormat) -> Cell:
+    text = fmt.write([READ]) + "\n" + fmt.write([READ_B])
+    return Cell("two calls in two blocks give two calls in order", "parallel calls, one block each.",
+                natural(text, fmt), [READ_FILE], "Compare src/app.py with src/util.py.", [READ, READ_B], "")
+
+
+@builds("no-arguments")
+def _no_arguments(fmt: TextFormat) -> Cell:
+    call = Call("get_time", {})
+    return Cell("a call with no arguments gives {}", "a tool without parameters is called with an empty object.",
+                natural(fmt.write([call]), fmt), [GET_TIME], "What time is it?", [call], "")
+
+
+NESTED = Call("create_issue", {
+    "title": "Crash on {empty} input [parser]",
+    "labels": ["bug", "parser"],
+    "meta": {"priority": 2, "assignee": {"login": "mia", "teams": ["core"]}},
+    "steps": [{"n": 1, "do": "open"}, {"n": 2, "do": "submit {}"}],
+})
+
+
+@builds("nested-arguments")
+def _nested(fmt: TextFormat) -> Cell:
+    text = fmt.write([NESTED])
+    return Cell("nested objects and arrays arrive intact", "a scanner that stops at the first '}' cuts them.",
+                natural(text, fmt) if len(text) < 64 else cut(text, range(40, len(text), 37)),
+                [CREATE_ISSUE], "File a bug for the empty-input crash.", [NESTED], "")
+
+
+TYPED = Call("configure", {
+    "retries": 3, "ratio": 0.75, "verbose": True, "timeout": None,
+    "targets": ["linux", "mac"], "env": {"CI": "1", "depth": 2},
+})
+
+
+@builds("schema-types")
+def _schema_types(fmt: TextFormat) -> Cell:
+    return Cell("arguments typed by the schema: integer, number, boolean, null, array, object",
+                "formats that write bare text are typed by the tool's JSON Schema.",
+                natural(fmt.write([TYPED]), fmt), [CONFIGURE], "Retry three times, verbose, no timeout.", [TYPED], "")
+
+
+NUMERIC = Call("tag_release", {"ticket": "0042", "version": "1.10", "flag": "true", "nothing": "null", "big": "1e3"})
+
+
+@builds("numeric-string")
+def _numeric_string(fmt: TextFormat) -> Cell:
+    return Cell("number-, boolean- and null-looking strings stay strings",
+                "the schema says string, so '0042' must not become 42 (nor 'true' a boolean).",
+                natural(fmt.write([NUMERIC]), fmt), [TAG_RELEASE], "Tag 1.10 for ticket 0042.", [NUMERIC], "")
+
+
+UNICODE = Call("write_file", {"path": "docs/日本語/café.md",
+                              "content": 'Grüße 👋 from 東京 — "quoted" and back\\slash\ttab 🎉'})
+
+
+@builds("unicode")
+def _unicode(fmt: TextFormat) -> Cell:
+    text = fmt.write([UNICODE])
+    cuts = [text.index("東") + 1, text.index("👋"), text.index("\\") + 1]
+    return Cell("accents, CJK, emoji, quotes, backslashes and tabs arrive unchanged",
+                "values must be decoded once, never re-escaped or mangled.",
+                cut(text, cuts), [WRITE_FILE], "Write the greeting file.", [UNICODE], "")
+
+
+@builds("split-escape")
+def _split_escape(fmt: TextFormat) -> Cell:
+    call = Call("write_file", {"path": "notes.txt", "content": 'say "hi"\nbell \u0007 and café & Tom &amp; Jerry'})
+    text = fmt.write([call])
+    points = []
+    for escape in ('\\"', "\\n", "\\u0007", "&amp;"):
+        at = text.find(escape)
+        if at >= 0:
+            points.extend([at + 1, at + len(escape) // 2 + 1])
+    return Cell("frames cut inside escapes, network writes inside a multi-byte character",
+                "a decoder must join an escape or a UTF-8 sequence across reads.",
+                cut(text, points), [WRITE_FILE], "Write the notes.", [call], "",
+                backend={"split_multibyte": True})
+
+
+@builds("delimiter-in-value")
+def _delimiter_in_value(fmt: TextFormat) -> Cell:
+    closers = [d for d in fmt.delimiters if d.startswith("</") or d.startswith("\n```") or d == "```"]
+    if not closers:  # a format with no closer: its other delimiters
+        closers = [d for d in fmt.delimiters if len(d.strip()) >= 2 and not d.startswith("{")]
+    if not closers:
+        raise NotApplicable
+    inner = " and ".join(d.strip() for d in closers)
+    call = Call("write_file", {"path": "docs/format.md", "content": f"Each call ends with {inner} after its value."})
+    text = fmt.write([call])
+    first = text.index(inner) + len(closers[0].strip())
+    return Cell("the format's closing delimiters inside a string value do not end the call",
+                "a non-greedy match or a scanner closing on the first closer cuts the value; the frame ends "
+                "right after the inner delimiter.",
+                cut(text, [first]), [WRITE_FILE], "Document how a call ends in docs/format.md.", [call], "",
+                marker_text=text.replace(inner, ""))
+
+
+LONG = Call("write_file", {"path": "data/big.txt", "content": "".join(
+    f"line {i:04d}: the quick brown fox jumps over the lazy dog {{x}} [y] <z>\n" for i in range(600))})
+
+
+@builds("long-argument")
+def _long_argument(fmt: TextFormat) -> Cell:
+    text = fmt.write([LONG])
+    assert len(str(LONG.arguments["content"])) >= 40_000
+    return Cell("a 40 KB argument in 256-character frames arrives whole",
+                "no buffer cap below what real file writes need; nothing lost or duplicated. Not "
+                "re-split: one character per event would make 40,000 events per variant and test "
+                "nothing the other cells' re-splits do not.",
+                cut(text, range(256, len(text), 256)), [WRITE_FILE], "Write data/big.txt.", [LONG], "",
+                top={"rechunk": False})
+
+
+@builds("split-delimiters")
+def _split_delimiters(fmt: TextFormat) -> Cell:
+    text = "Reading it.\n" + fmt.write([READ])
+    return Cell("every delimiter cut at every character", "a tag split anywhere is still one tag.",
+                cut(text, inside_delimiters(text, fmt, every_char=True)), [READ_FILE], "Open src/app.py.",
+                [READ], "Reading it.")
+
+
+def _json_body(fmt: TextFormat) -> str:
+    """The writer's text for READ, for formats that write the arguments as JSON (or as
+    Python literals)."""
+    text = fmt.write([READ])
+    if '"path": "src/app.py"' not in text and 'path="src/app.py"' not in text:
+        raise NotApplicable
+    return text
+
+
+@builds("malformed-body")
+def _malformed(fmt: TextFormat) -> Cell:
+    broken = _json_body(fmt).replace('"src/app.py"', "src/app.py")
+    full = "Let me look.\n" + broken + "\nIf that fails I will list the folder."
+    return Cell("a call with invalid JSON is no call; it and the text after it are delivered",
+                "nothing is lost: the client sees what the model wrote when no call can be read from it.",
+                natural(full, fmt), [READ_FILE], "Open src/app.py.", [], full, exact=True)
+
+
+def _truncated(fmt: TextFormat) -> str:
+    text = fmt.write([READ])
+    return "Let me look.\n" + text[: text.index("src/app") + 5]
+
+
+@builds("unterminated")
+def _unterminated(fmt: TextFormat) -> Cell:
+    full = _truncated(fmt)
+    return Cell("the answer ends inside a call: no call, the text is delivered",
+                "an incomplete call must not be emitted nor completed with guessed arguments.",
+                natural(full, fmt), [READ_FILE], "Open src/app.py.", [], full, exact=True)
+
+
+@builds("length-cutoff")
+def _length_cutoff(fmt: TextFormat) -> Cell:
+    full = _truncated(fmt)
+    return Cell("cut off by the length limit inside a call: no call, the text kept, finish length",
+                "the client must learn the answer was cut, and gets what was written.",
+                natural(full, fmt), [READ_FILE], "Open src/app.py.", [], full, exact=True, finish="length",
+                request={"max_tokens": 24})
+
+
+@builds("undeclared-tool")
+def _undeclared(fmt: TextFormat) -> Cell:
+    text = "Here is what I would run:\n" + fmt.write([Call("delete_repo", {"name": "core"})]) + "\nShall I?"
+    return Cell("a call naming an undeclared tool is not a call; its text stays",
+                "only tools the request declares may be called; the text is not lost.",
+                natural(text, fmt), [READ_FILE], "Clean up the old repository.", [], text, exact=True)
+
+
+@builds("no-tools")
+def _no_tools(fmt: TextFormat) -> Cell:
+    text = "A call would look like this:\n" + fmt.write([READ]) + "\nbut you asked for none."
+    return Cell("a request without tools gets the markup as text", "with no tool declared nothing can be called.",
+                natural(text, fmt), [], "How do you read a file?", [], text, exact=True)
+
+
+@builds("prose-mention")
+def _prose_mention(fmt: TextFormat) -> Cell:
+    opener = next(d for d in fmt.delimiters if d.strip())
+    shown = fmt.write([READ]).replace("\n", " ")
+    ticks = "`" * (4 if "```" in shown else 1)
+    text = (f"The model writes {opener.strip()} before a call, as in {ticks} {shown} {ticks}; "
+            f"a proxy must look past that {ticks} {opener.strip()} {ticks}.")
+    return Cell("the opener mentioned in prose and inline code is text",
+                "explaining the format must not set off a call.",
+                natural(text, fmt), [READ_FILE], "How does the model call tools?", [], text, exact=True)
+
+
+@builds("fenced-example")
+def _fenced_example(fmt: TextFormat) -> Cell:
+    text = ("A call looks like this:\n\n````text\nExample:\n" + fmt.write([READ]) +
+            "\n````\n\nTell me when you want me to run it.")
+    return Cell("a call shown in a fenced example (with other lines) is text",
+                "an example amid prose is documentation, not a call.",
+                natural(text, fmt), [READ_FILE], "Show me the call syntax.", [], text, exact=True)
+
+
+THOUGHTS: dict[str, Callable[[str], str]] = {
+    # gpt-oss thinks on Harmony's analysis channel, a message of its own ended by <|end|>.
+    "gpt-oss": lambda body: f"<|channel|>analysis<|message|>{body}<|end|>",
+}
+
+
+def _think(body: str) -> str:
+    return f"<think>\n{body}\n</think>"
+
+
+@builds("reasoning-block")
+def _reasoning(fmt: TextFormat) -> Cell:
+    body = ("The user wants the entry point. I could write\n" + fmt.write([READ_B]) +
+            "\nbut src/app.py is the right file.")
+    thought = THOUGHTS.get(fmt.id, _think)(body) + "\n\n"
+    text = thought + fmt.write([READ])
+    where = "an analysis message" if fmt.id in THOUGHTS else "a closed <think> block"
+    return Cell(f"a call inside {where} is text; the call after it is a call",
+                "reasoning is not an answer: a model that drafts a call while thinking has not made it.",
+                natural(text, fmt), [READ_FILE], "Open the entry point.", [READ], thought.strip(),
+                marker_text=fmt.write([READ]))
+
+
+@builds("opener-prefix-at-end")
+def _prefix_at_end(fmt: TextFormat) -> Cell:
+    opener = fmt.delimiters[0]
+    if len(opener.strip()) < 3:
+        raise NotApplicable
+    text = "I will call the tool next: " + opener[: len(opener) - 1]
+    return Cell("the answer ends with a prefix of the opener; it is delivered",
+                "text held back in case an opener starts must be released when the answer ends.",
+                cut(text, [len(text) - len(opener) + 2]), [READ_FILE], "Go on.", [], text, exact=True)
+
+
+@builds("native-and-leaked-copy")
+def _native_and_copy(fmt: TextFormat) -> Cell:
+    frames: list[Any] = natural("Reading it.\n\n" + fmt.write([READ]), fmt)
+    frames += native_frames(READ, "call_native_01")
+    return Cell("a native call plus a text copy of it give one call",
+                "a backend that both parses and leaks the call must not make the client run it twice.",
+                frames, [READ_FILE], "Open src/app.py.", [READ], "Reading it.", finish="tool_calls")
+
+
+VARIANTS: dict[str, Callable[[str], str]] = {
+    # The closing tag left out at the end of the answer (Qwen and Hermes models stop on
+    # the end-of-turn token right after the JSON).
+    "hermes": lambda text: text[: text.rindex("</tool_call>")].rstrip(),
+    # No <tool_call> wrapper around <function=…> (Qwen3-Coder models drop it).
+    "qwen-coder": lambda text: text.replace("<tool_call>\n", "").replace("\n</tool_call>", ""),
+    # No <function_calls> wrapper around the <invoke> (the VTC design).
+    "invoke-xml": lambda text: text.replace("<function_calls>\n", "").replace("\n</function_calls>", ""),
+    # The opening fence in the middle of a line, not at its start (the Roo-Cline transformer spec).
+    "tool-code": lambda text: "Running it now: " + text,
+    # No blank after the token, and the call's id inside the object, as the Mistral-Nemo
+    # and Ministral templates render it (ml-explore/mlx-lm#1374, #1643).
+    # Blanks instead of newlines between the tags, the call in the middle of a line
+    # (GLM-4.5-Air under llama.cpp: ikawrakow/ik_llama.cpp discussion #753).
+    "glm": lambda text: "Listing it: " + text.replace("\n", " "),
+    # "<tool_call>" spelled out instead of the <|tool_call|> token, as Granite 3.1 writes it
+    # (vLLM's granite parser accepts both).
+    "granite": lambda text: text.replace("<|tool_call|>", "<tool_call>"),
+    # Each token on its own line and the name without its "functions." prefix, as
+    # ik_llama.cpp documents Kimi-K2 output (examples/server/function_calls.md).
+    "kimi-k2": lambda text: text.replace("|>", "|>\n").replace("functions.", ""),
+    # <|python_tag|> before the JSON: Llama 3.1 marks code for its built-in tools so, and
+    # models put it before ordinary calls too (vLLM's llama3_json parser strips it).
+    "llama3-json": lambda text: "<|python_tag|>" + text,
+    # The recipient in the role part of the header and the content type without
+    # <|constrain|>, which the Harmony format allows ("the recipient may be in the role or
+    # the channel section") and gpt-oss writes.
+    "gpt-oss": lambda text: text.replace("<|channel|>commentary to=functions.read_file <|constrain|>json",
+                                         " to=functions.read_file<|channel|>commentary json"),
+    # The wrapper named <｜DSML｜tool_calls>, as later DeepSeek models write it and hosts
+    # leak it into the content.
+    "deepseek-v32": lambda text: text.replace("DSML｜function_calls>", "DSML｜tool_calls>"),
+    # The section opener spelled with blanks for "▁", as DeepSeek-R1's distilled models
+    # write it (llama.cpp's deepseek_r1 parser accepts it and four other spellings).
+    "deepseek-v3": lambda text: text.replace("<｜tool▁calls▁begin｜>", "<｜tool calls begin｜>"),
+    # No <|python_end|> at the very end of the answer: the model stops on its end-of-turn
+    # token right after the list (vLLM's llama4_pythonic parser takes the token as optional).
+    "llama4-pythonic": lambda text: text.removesuffix("<|python_end|>"),
+    "mistral": lambda text: text.replace("[TOOL_CALLS] [", "[TOOL_CALLS][")[:-2] + ', "id": "a1b2c3d4e"}]',
+}
+
+
+@builds("opener-variant")
+def _opener_variant(fmt: TextFormat) -> Cell:
+    variant = VARIANTS.get(fmt.id)
+    if variant is None:
+        raise NotApplicable
+    text = variant(fmt.write([READ]))
+    prose = next((p for p in ("Running it now:", "Listing it:") if text.startswith(p)), "")
+    return Cell("the wrapper or opener missing or altered as models write it is still a call",
+                "models of this format really write it so, and the call is unambiguous.",
+                natural(text, fmt), [READ_FILE], "Open src/app.py.", [READ], prose)
+
+
+ORPHANS: dict[str, str] = {"qwen-tools": "</tools>", "hermes": "</tool_call>", "qwen-coder": "</tool_call>",
+                           "glm": "</tool_call>", "seed-oss": "</seed:tool_call>",
+                           "minimax-m2": "</minimax:tool_call>", "kimi-k2": "<|tool_calls_section_end|>", "deepseek-v31": "<｜tool▁calls▁end｜>",
+                           "deepseek-v3": "<｜tool▁calls▁end｜>",
+                           "gpt-oss": "<|call|>",
+                           "deepseek-v32": "</｜DSML｜function_calls>",
+                           "llama4-pythonic": "<|python_end|>",
+                           "invoke-xml": "</function_calls>", "cline-xml": "</read_file>"}
+
+
+@builds("orphan-closer")
+def _orphan_closer(fmt: TextFormat) -> Cell:
+    closer = ORPHANS.get(fmt.id)
+    if closer is None:
+        raise NotApplicable
+    text = fmt.write([READ]) + "\n" + closer + "\nDone."
+    return Cell("a closer left over after the call does not reach the client",
+                "models repeat a closer; orphan markup in the text confuses the user and XML clients.",
+                natural(text, fmt), [READ_FILE], "Open src/app.py.", [READ], "Done.")
+
+
+@builds("tool-choice-none")
+def _tool_choice_none(fmt: TextFormat) -> Cell:
+    text = "I would call it like this:\n" + fmt.write([READ])
+    return Cell("with tool_choice none the markup is delivered as text",
+                "the client asked for no calls; relaying the model's text unchanged is correct.",
+                natural(text, fmt), [READ_FILE], "Describe, do not call.", [], text, exact=True,
+                request={"tool_choice": "none"})
+
+
+def build(fmt: TextFormat, case: str) -> Mapping_:
+    """The scenario mapping of one cell; ``NotApplicable`` when the format cannot express it."""
+    return scenario(fmt, case, BUILDERS[case](fmt))

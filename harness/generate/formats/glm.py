@@ -1,0 +1,27 @@
+"""GLM-4.5/4.6 (the GLM-4.5 chat template; vLLM's ``glm45`` parser):
+``<tool_call>NAME\\n<arg_key>K</arg_key>\\n<arg_value>V</arg_value>\\n</tool_call>``, one block per
+call. Values are bare text (strings as they are, others as JSON), typed by the schema.
+The opener is Hermes's; what follows it (a name, not JSON) tells the two apart."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from harness.generate.formats.base import Call, bare_value, require_calls
+
+
+class Glm:
+    id = "glm"
+    family = "glm"
+    model = "glm-4.5-air"
+    delimiters: tuple[str, ...] = ("<tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
+                                   "</tool_call>")
+
+    def write(self, calls: Sequence[Call]) -> str:
+        require_calls(calls)
+        return "\n".join(
+            f"<tool_call>{c.name}\n"
+            + "".join(f"<arg_key>{k}</arg_key>\n<arg_value>{bare_value(v)}</arg_value>\n" for k, v in c.arguments.items())
+            + "</tool_call>"
+            for c in calls
+        )

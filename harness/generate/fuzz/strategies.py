@@ -1,0 +1,165 @@
+"""Hypothesis strategies that compose a whole case from its parts.
+
+request (tools with generated schemas, ``tool_choice``, stream or not, the client
+dialect), answer (prose, call blocks in one text format or native calls, the finish
+reason) and frames (cuts anywhere, and on purpose inside every delimiter and next to
+every non-ASCII character; torn network writes). Every part shrinks on its own, so a
+failure ends as the fewest calls, the shortest prose and the fewest cuts that still
+break the rule.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import strategies as st
+
+from harness.generate.formats import FORMATS, Call
+from harness.generate.fuzz import prose, values
+from harness.core.dialects import Finish
+from harness.core.dialects.clients import client
+from harness.generate.fuzz.case import NATIVE, SEPARATOR, Case, Profile, Tool
+
+# Where a format's calls sit differs from the default (prose around each block, any
+# client dialect of the run) for two formats: bare JSON is a call only as the whole
+# answer (with prose around it, it is prose quoting JSON), and Cline XML is what a
+# XML-reading client reads itself, so it is played to that profile only.
+ALONE: frozenset[str] = frozenset({"bare-json"})
+CLIENT_SIDE: dict[str, tuple[Profile, ...]] = {"cline-xml": ("xml-client",)}
+
+
+def profiles_for(format_id: str, profiles: Sequence[Profile]) -> tuple[Profile, ...]:
+    """The client profiles a format is played to in a run covering ``profiles``."""
+    return CLIENT_SIDE.get(format_id, tuple(profiles))
+PER_CHARACTER = 200  # characters: longer answers are not sent one character per frame (an event each)
+
+
+@st.composite
+def tools(draw: st.DrawFn) -> tuple[Tool, ...]:
+    names = draw(st.lists(st.sampled_from(values.TOOL_NAMES), min_size=1, max_size=3, unique=True))
+    return tuple(Tool(name, draw(values.object_schemas())) for name in names)
+
+
+@st.composite
+def calls(draw: st.DrawFn, offered: Sequence[Tool], max_calls: int = 3) -> tuple[Call, ...]:
+    chosen = draw(st.lists(st.sampled_from(list(offered)), max_size=max_calls))
+    return tuple(Call(t.name, draw(values.objects(t.schema))) for t in chosen)
+
+
+def _blocks(found: tuple[Call, ...], breaks: Sequence[bool]) -> tuple[tuple[Call, ...], ...]:
+    """The calls grouped into consecutive blocks (several calls in a row, or apart):
+    a new block starts before call ``i + 1`` where ``breaks[i]``."""
+    blocks: list[tuple[Call, ...]] = []
+    current: list[Call] = []
+    for i, call in enumerate(found):
+        if current and breaks[i - 1]:
+            blocks.append(tuple(current))
+            current = []
+        current.append(call)
+    if current:
+        blocks.append(tuple(current))
+    return tuple(blocks)
+
+
+def tool_choices(profile: Profile, offered: Sequence[Tool], found: Sequence[Call]) -> st.SearchStrategy[Any]:
+    """Only choices the answer already honours: the proxy has nothing to enforce."""
+    requests = client(profile).written_in.requests
+    options: list[Any] = [None, requests.tool_choice("auto")]
+    names = {c.name for c in found}
+    if found:
+        options.append(requests.tool_choice("any"))
+        if len(names) == 1:
+            options.append(requests.tool_choice("one", next(iter(names))))
+    return st.sampled_from(options)
+
+
+def interesting_offsets(text: str, delimiters: Sequence[str]) -> list[tuple[int, int]]:
+    """(start, end) of every delimiter occurrence and of every non-ASCII character."""
+    spans: list[tuple[int, int]] = []
+    for d in {d for d in delimiters if len(d) > 1}:
+        at = text.find(d)
+        while at >= 0:
+            spans.append((at, at + len(d)))
+            at = text.find(d, at + 1)
+    spans += [(i, i + 1) for i, ch in enumerate(text) if ord(ch) > 0x7F]
+    return sorted(spans)
+
+
+@st.composite
+def cuts(draw: st.DrawFn, text: str, native: str, delimiters: Sequence[str]) -> tuple[int, ...]:
+    """Offsets into ``text + native``: some anywhere, some inside delimiters and
+    around multi-byte characters."""
+    whole = len(text) + len(native)
+    if whole < 2:
+        return ()
+    chosen: set[int] = set(draw(st.lists(st.integers(1, whole - 1), max_size=8)))
+    for start, end in interesting_offsets(text, delimiters):
+        low, high = max(1, start if end - start == 1 else start + 1), min(end if end - start == 1 else end - 1,
+                                                                          len(text) - 1)
+        if low <= high and draw(st.booleans()):
+            chosen.add(draw(st.sampled_from(range(low, high + 1))))
+    if len(text) <= PER_CHARACTER and draw(st.integers(0, 5)) == 0:  # now and then: a frame per character
+        chosen.update(range(1, len(text)))
+    return tuple(sorted(c for c in chosen if 0 < c < whole and c != len(text)))
+
+
+@st.composite
+def reasoning_blocks(draw: st.DrawFn, format_id: str, offered: Sequence[Tool]) -> str:
+    """A closed ``<think>`` block in which the model drafts calls in the format (and
+    thinks better of them): a client must get it as text, and no call from it."""
+    drafted = draw(calls(offered, max_calls=2).filter(bool))
+    thought = [draw(prose.segments(max_tokens=6)), FORMATS[format_id].write(drafted),
+               draw(prose.segments(max_tokens=6))]
+    return "<think>\n" + SEPARATOR.join(thought) + "\n</think>\n\n"
+
+
+@st.composite
+def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] = ("openai",),
+          native: bool = True) -> Case:
+    """A whole case: request, answer and frames."""
+    profile = draw(st.sampled_from(list(profiles)))
+    stream = draw(st.integers(0, 3)) > 0  # a streamed case is also played without streaming
+    # Now and then a short streamed answer whose every event is torn into writes of one
+    # or two bytes: a character of three or four bytes then arrives in three reads or
+    # more (the mock pauses between writes, so the case stays short to stay fast, and
+    # its prose is mostly such characters).
+    tear = stream and draw(st.integers(0, 4)) == 0
+    offered = draw(tools())
+    kinds = [*formats, *([NATIVE] if native else [])]
+    kind = draw(st.sampled_from(kinds))
+    found = draw(calls(offered, max_calls=1 if tear else 3))
+    format_id = None if kind == NATIVE else kind
+    breaks = draw(st.lists(st.booleans(), min_size=len(found), max_size=len(found)))
+    blocks = _blocks(found, breaks) if format_id is not None else ()
+    native_calls = found if format_id is None else ()
+    alone = format_id in ALONE and bool(found)
+    stretches = ["" if alone else draw(prose.segments(max_tokens=4, wide=True) if tear else prose.segments())
+                 for _ in range(len(blocks) + 1)]
+    if format_id is not None and found and not alone and not tear and draw(st.booleans()):
+        stretches[-1] += (" " if stretches[-1] else "") + draw(prose.mentions(FORMATS[format_id].delimiters))
+    reasoning = ""
+    # Reasoning drafts are drawn for the plain Chat Completions client only (docs/fuzzing.md): a
+    # choice about which cases the fuzzer writes for one profile, not a fact of its dialect.
+    if format_id is not None and not alone and not tear and profile == "openai" and draw(st.integers(0, 2)) == 0:
+        reasoning = draw(reasoning_blocks(format_id, offered))
+    wire = client(profile).written_in  # the backend speaks the client's dialect
+    ending: Finish = "tool" if found else "length"
+    finish = draw(st.sampled_from([wire.native_finish("end"), wire.native_finish(ending)]))
+    case = Case(profile=profile, tools=offered, format_id=format_id, prose=tuple(stretches), blocks=blocks,
+                native=native_calls, finish=finish, stream=stream,
+                tool_choice=draw(tool_choices(profile, offered, found)), reasoning=reasoning)
+    if not stream:
+        return case
+    native_text = "".join(json.dumps(dict(c.arguments), ensure_ascii=False) for c in native_calls)
+    delimiters = FORMATS[format_id].delimiters if format_id is not None else ()
+    splits = draw(cuts(case.text, native_text, delimiters))
+    write_bytes = None
+    if tear:
+        splits = splits[:2]
+        write_bytes = draw(st.sampled_from([2, 1]))
+    split_multibyte = write_bytes is None and draw(st.booleans())
+    return Case(profile=profile, tools=offered, format_id=format_id, prose=tuple(stretches), blocks=blocks,
+                native=native_calls, finish=finish, stream=stream, tool_choice=case.tool_choice, splits=splits,
+                write_bytes=write_bytes, split_multibyte=split_multibyte, reasoning=reasoning)

@@ -1,0 +1,93 @@
+"""Rules for a single (non-streaming) Anthropic Messages answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from harness.judge.compare import render, shorten
+from harness.judge.rules.citations import SPEC_MESSAGES, Breaks
+from harness.judge.rules.context import Context
+from harness.judge.rules.registry import ANTHROPIC, Violation, rule_group
+from harness.judge.rules.schemas import schema_violation
+
+rule = rule_group("anthropic_body", "ABODY")
+
+
+@rule(
+    "ABODY-001",
+    'A single Anthropic answer is a JSON object with `type: "message"` and a `content` array of blocks that '
+    "each have a `type` (never an error report with status 200).",
+    severity="client",
+    breaks=Breaks(("anthropic-sdk-python",), "the SDK does not validate the body: an error report sent with status "
+                  "200 becomes a `Message` whose `content` is None, and the application's loop over "
+                  "`message.content` raises `TypeError`"),
+    stage="single",
+    profiles=ANTHROPIC,
+)
+def message_shape(ctx: Context) -> Iterator[Violation]:
+    body, error = ctx.body
+    excerpt = ctx.exchange.raw[:200].decode("utf-8", "replace")
+    if error is not None or not isinstance(body, Mapping):
+        yield Violation(f"the body is not a JSON object: {excerpt!r}", {"excerpt": excerpt})
+        return
+    if body.get("type") == "error" or "error" in body:
+        yield Violation(f"an error report with status 200: {excerpt!r}",
+                        {"excerpt": excerpt, "json_path": "/error" if "error" in body else "/type"})
+        return
+    if body.get("type") != "message":
+        yield Violation(
+            f"type is {render(body.get('type'))}, expected \"message\"", {"actual": body.get("type"), "json_path": "/type"}
+        )
+    content = body.get("content")
+    if not isinstance(content, list):
+        yield Violation(
+            f"content is {render(content, 60)}, expected an array of blocks", {"actual": content, "json_path": "/content"}
+        )
+        return
+    for i, block in enumerate(content):
+        if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
+            yield Violation(
+                f"content[{i}] is not a block with a type: {render(block, 100)}",
+                {"actual": block, "json_path": f"/content/{i}"},
+            )
+
+
+@rule(
+    "ABODY-002",
+    "A single Anthropic answer validates against `anthropic_message.schema.json`.",
+    severity="spec",
+    source=SPEC_MESSAGES,
+    stage="single",
+    profiles=ANTHROPIC,
+)
+def message_schema(ctx: Context) -> Iterator[Violation]:
+    body = ctx.body[0]
+    if isinstance(body, Mapping) and body.get("type") != "error" and "error" not in body:
+        found = schema_violation(body, "anthropic_message")
+        if found is not None:
+            yield found
+
+
+@rule(
+    "ABODY-003",
+    "Each tool_use block of a single answer carries its `input` as a JSON object, never as a string of JSON.",
+    severity="client",
+    breaks=Breaks(("anthropic-sdk-python",), "the SDK keeps `input` as sent: the application gets "
+                  "`ToolUseBlock.input` as a `str`, not the arguments object it passes to the tool"),
+    stage="single",
+    profiles=ANTHROPIC,
+)
+def tool_input_object(ctx: Context) -> Iterator[Violation]:
+    body = ctx.body[0]
+    content = body.get("content") if isinstance(body, Mapping) else None
+    for i, block in enumerate(content if isinstance(content, list) else ()):
+        if not isinstance(block, Mapping) or block.get("type") != "tool_use":
+            continue
+        value = block.get("input")
+        if isinstance(value, Mapping):
+            continue
+        what = f"a string {shorten(value, 100)}" if isinstance(value, str) else render(value, 100)
+        yield Violation(
+            f"content[{i}] ({render(block.get('name'))}): input is {what}, not an object",
+            {"actual": value, "json_path": f"/content/{i}/input"},
+        )

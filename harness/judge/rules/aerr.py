@@ -1,0 +1,64 @@
+"""Error rules of the Anthropic dialect: errors reach the client in the Messages API's shape."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+from harness.judge.compare import render
+from harness.judge.rules.citations import ANTHROPIC_SSE, ANTHROPIC_TS_SSE, SPEC_ANTHROPIC_ERRORS, Breaks
+from harness.judge.rules.context import Context
+from harness.judge.rules.registry import ANTHROPIC, Violation, rule_group
+from harness.judge.rules.schemas import schema_errors, schema_violation
+
+rule = rule_group("anthropic_errors", "AERR")
+
+
+@rule(
+    "AERR-001",
+    "An error inside a started Anthropic stream is `event: error` with data `{\"type\": \"error\", \"error\": "
+    "{\"type\": …, \"message\": …}}`.",
+    severity="client",
+    breaks=Breaks(("anthropic-sdk-python", "anthropic-sdk-typescript"), "both SDKs raise on an event named `error` "
+                  "only, with its data as the message (`APIStatusError: {'type': 'error', 'error': {…}}`); an "
+                  "error sent under another name is skipped, and the answer looks complete",
+                  (ANTHROPIC_SSE, ANTHROPIC_TS_SSE)),
+    stage="stream",
+    profiles=ANTHROPIC,
+)
+def stream_error_shape(ctx: Context) -> Iterator[Violation]:
+    for e in ctx.events:
+        if not e.is_error:
+            continue
+        problems = [] if e.name == "error" else [f"the event is named {render(e.name)}, not 'error'"]
+        if e.value is None:
+            problems.append(f"data is not JSON ({e.json_error})")
+        else:
+            problems.extend(schema_errors(e.value, "anthropic_error"))
+        if problems:
+            yield Violation(f"event {e.event.index}: error event " + "; ".join(problems), ctx.at_event(e.event))
+
+
+@rule(
+    "AERR-002",
+    'An error before an Anthropic stream is a non-2xx status with a `{"type": "error", "error": {"type": …, '
+    '"message": …}}` JSON body.',
+    severity="spec",
+    source=SPEC_ANTHROPIC_ERRORS,
+    stage="response",
+    profiles=ANTHROPIC,
+)
+def error_body_shape(ctx: Context) -> Iterator[Violation]:
+    status = ctx.exchange.status
+    body, problem = ctx.body
+    excerpt = ctx.exchange.raw[:200].decode("utf-8", "replace")
+    if status is not None and 200 <= status < 300:
+        if ctx.kind == "json" and isinstance(body, Mapping) and (body.get("type") == "error" or "error" in body):
+            yield Violation(f"an error body comes with status {status}: {excerpt!r}",
+                            {"actual": status, "json_path": "/error" if "error" in body else "/type"})
+        return
+    if problem is not None:
+        yield Violation(f"status {status} with a body that is not JSON: {excerpt!r}", {"excerpt": excerpt})
+        return
+    found = schema_violation(body, "anthropic_error", f"status {status} error body: ", excerpt=excerpt)
+    if found is not None:
+        yield found

@@ -1,0 +1,61 @@
+"""Expected-answer rules: the calls and finish reason the scenario expects."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from harness.judge.compare import diff_calls, first_call_mismatch, render
+from harness.judge.rules import locate
+from harness.judge.rules.citations import CODEX_CHAT, COPILOT_SSE, Breaks
+from harness.judge.rules.context import Context
+from harness.judge.rules.registry import Violation, rule_group
+
+rule = rule_group("calls", "CALLS")
+
+
+@rule(
+    "CALLS-001",
+    "The client receives exactly the expected tool calls, in order: same names, semantically equal "
+    "arguments; none missing, extra or duplicated. A call the backend itself sent with arguments that are no "
+    "JSON object, passed on exactly as sent, is no call a client can run and is not counted; any object made "
+    "of them (`{}`, the keys that parse) is a call the model never made.",
+    severity="client",
+    breaks=Breaks(("openai-python", "Vercel AI SDK"), "a client runs the calls it receives: a missing, extra, "
+                  "duplicated or altered call is a tool run wrongly or not at all (openai-python's accumulated "
+                  "`message.tool_calls`, read by SDK-002, holds the same list)"),
+    stage="answer",
+    profiles=("openai", "anthropic", "responses"),
+)
+def expected_calls(ctx: Context) -> Iterator[Violation]:
+    lines = diff_calls(ctx.expected_calls, ctx.received_calls)
+    if lines:
+        yield Violation(
+            "; ".join(lines),
+            {
+                "expected": [{"name": n, "arguments": dict(a)} for n, a in ctx.expected_calls],
+                "actual": [{"name": c.name, "arguments": c.raw} for c in ctx.received_calls],
+                "diff": lines,
+                **locate.received_call(ctx, first_call_mismatch(ctx.expected_calls, ctx.received_calls)),
+            },
+        )
+
+
+@rule(
+    "CALLS-002",
+    "The answer's `finish_reason` is the one the scenario expects.",
+    severity="client",
+    breaks=Breaks(("Codex CLI", "VS Code Copilot"), "clients act on the finish reason: Codex CLI runs calls only "
+                  "at `tool_calls` and ends the turn at `stop`; Copilot hands calls on only at `tool_calls` or "
+                  "`stop`", (CODEX_CHAT, COPILOT_SSE)),
+    stage="answer",
+    profiles=("openai", "responses"),
+    ending=True,
+)
+def expected_finish(ctx: Context) -> Iterator[Violation]:
+    wanted = ctx.expected_finish
+    actual = ctx.answer.finish_reason
+    if wanted is not None and actual != wanted:
+        yield Violation(
+            f"finish_reason is {render(actual)}, expected {render(wanted)}",
+            {"expected": wanted, "actual": actual, **locate.finish(ctx)},
+        )

@@ -1,0 +1,261 @@
+"""Fault rules: upstream failures and misbehaving clients, in both dialects.
+
+When the backend fails (an error status, a dropped connection, a stall, a stream
+without its terminator) or the client sends something broken, a proxy must still
+give the client an answer it can act on: an error in the client's own dialect, at
+the place the scenario expects it, with every piece of text already received, and
+it must go on serving afterwards. A call cut off by the fault must never reach the
+client half-made: TOOL-006 (chat completions) and AEV-010 (Messages) judge that; the
+time limit is HTTP-006's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from harness.judge.compare import fold_ws, matched_prefix, shorten
+from harness.judge.rules import locate
+from harness.judge.rules.citations import (
+    OPENAI_CLIENT, OPENAI_ERRORS, SPEC_CHAT_STREAMING, SPEC_HTTP_RETRY_AFTER, SPEC_MESSAGES_STREAMING, Breaks,
+)
+from harness.judge.rules.context import Context
+from harness.judge.rules.registry import EVERY_PROFILE, OPENAI_PROFILES, Violation, rule_group
+from harness.judge.rules.schemas import schema_violation
+
+rule = rule_group("faults", "FAULT")
+
+
+
+def _is_2xx(status: int) -> bool:
+    return 200 <= status < 300
+
+
+def _wanted(ctx: Context) -> str:
+    """The expected error, in words."""
+    want = ctx.expect.error
+    assert want is not None
+    statuses = f"status {' or '.join(map(str, want.status))}" if want.status else "an error status"
+    if not ctx.exchange.stream or want.in_stream == "forbidden":
+        return statuses
+    if want.in_stream == "required":
+        return "an error event inside the stream"
+    return f"{statuses} or an error event inside the stream"
+
+
+@rule(
+    "FAULT-001",
+    "When the scenario expects an error, the client gets one: a status among `expect.error.status` (any 4xx/5xx "
+    "when none is listed), or an error event inside a started stream where the scenario allows it; where the "
+    "scenario makes the error optional (`expect.error.optional`), a normal answer is accepted too.",
+    severity="client",
+    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "without an error the SDKs return what arrived as a "
+                  "complete answer: the application carries on with a cut or empty reply instead of retrying or "
+                  "reporting the failure"),
+    stage="response",
+    profiles=EVERY_PROFILE,
+)
+def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
+    want = ctx.expect.error
+    status = ctx.exchange.status
+    if want is None or status is None:
+        return
+    excerpt = ctx.exchange.raw[:200].decode("utf-8", "replace")
+    if not _is_2xx(status):
+        if (want.status and status not in want.status) or (not want.status and status < 400):
+            yield Violation(
+                f"status {status}, expected {_wanted(ctx)}: {excerpt!r}",
+                {"expected": list(want.status), "actual": status, "excerpt": excerpt},
+            )
+        return
+    if ctx.stream_errors:
+        return  # FAULT-002 judges whether the stream was the place for it
+    if want.optional:
+        return  # a normal answer is the other acceptable outcome (the content rules judge it)
+    what = "a stream that reports no error" if ctx.kind == "sse" else "a body that reports no error"
+    yield Violation(
+        f"no error reached the client: status {status} with {what}; expected {_wanted(ctx)}",
+        {"expected": _wanted(ctx), "actual": status, "excerpt": shorten(ctx.answer.content, 200),
+         **locate.finish(ctx)},
+    )
+
+
+@rule(
+    "FAULT-002",
+    "An error reaches the client where the scenario says (`expect.error.in_stream`): inside a started stream "
+    "only where allowed or required (never in a fault or bad-input case that expects none there). A clean "
+    "error status before any stream is always acceptable: every client handles it.",
+    severity="client",
+    breaks=Breaks(("openai-python",), "openai-python retries a 408, 409, 429 or 5xx status by itself "
+                  "(`_should_retry`) and raises the status's own class (`RateLimitError`, `BadRequestError`, …) "
+                  "that applications catch; an error inside a started stream is never retried and arrives as a "
+                  "plain `APIError`", (OPENAI_CLIENT,)),
+    stage="response",
+    profiles=EVERY_PROFILE,
+)
+def error_placement(ctx: Context) -> Iterator[Violation]:
+    policy = ctx.in_stream_policy
+    if ctx.stream_errors and policy == "forbidden" and ctx.fault_case:
+        event = ctx.stream_errors[0]
+        instead = f"expects {_wanted(ctx)}" if ctx.expect.error is not None else "expects no error"
+        yield Violation(
+            f"event {event.index} reports an error inside the stream; the scenario {instead}",
+            ctx.at_event(event),
+        )
+
+
+@rule(
+    "FAULT-003",
+    "In a fault or bad-input case, an error status comes with a JSON body holding `{\"error\": {\"message\": "
+    "…}}`, never an HTML page or bare text; the dialect's full shape is ERR-002's and AERR-002's.",
+    severity="client",
+    breaks=Breaks(("openai-python",), "openai-python builds its error from the JSON body: with `{\"error\": "
+                  "{\"message\": …}}` it raises e.g. `BadRequestError: Error code: 400 - <message>` with `code` "
+                  "and `type` set; an HTML or plain-text body leaves `Error code: 502` alone, the reason lost and "
+                  "`code`, `type` None", (OPENAI_CLIENT,)),
+    stage="response",
+    profiles=EVERY_PROFILE,
+)
+def error_body_dialect(ctx: Context) -> Iterator[Violation]:
+    status = ctx.exchange.status
+    if not ctx.fault_case or status is None or _is_2xx(status):
+        return
+    raw = ctx.exchange.raw
+    text = raw.decode("utf-8", "replace")
+    excerpt = text[:200]
+    content_type = ctx.exchange.response_headers.get("content-type", "")
+    if "html" in content_type.lower() or text.lstrip()[:15].lower().startswith(("<!doctype html", "<html")):
+        yield Violation(f"status {status} with an HTML page ({content_type!r}): {excerpt!r}", {"excerpt": excerpt})
+        return
+    body, problem = ctx.body
+    if problem is not None:
+        yield Violation(f"status {status} with a body that is not JSON: {excerpt!r}", {"excerpt": excerpt})
+        return
+    # What the SDKs read; the dialect's full shape (a Messages error's `"type": "error"`) is ERR-002/AERR-002's.
+    found = schema_violation(body, "client_error", f"status {status}: the body holds no error message: ",
+                             excerpt=excerpt)
+    if found is not None:
+        yield found
+
+
+@rule(
+    "FAULT-004",
+    "After an error chunk in a chat-completion stream, `data: [DONE]` still ends the stream (proxies that wait "
+    "for the terminator hang otherwise; openai-python raises at the error chunk and the SDKs tolerate a "
+    "missing terminator, so this is the spec's, not a client's).",
+    severity="spec",
+    source=SPEC_CHAT_STREAMING,
+    stage="stream",
+    profiles=OPENAI_PROFILES,
+)
+def done_after_error(ctx: Context) -> Iterator[Violation]:
+    errors = ctx.stream_errors
+    if not errors:
+        return
+    done = ctx.stream.done_event
+    if done is None or done.index < errors[0].index:
+        yield Violation(
+            f"the error chunk of event {errors[0].index} is not followed by 'data: [DONE]'", ctx.at_event(errors[0])
+        )
+
+
+@rule(
+    "FAULT-005",
+    "A `Retry-After` header the backend sent with a 429 is passed on to the client with the error status.",
+    severity="spec",
+    source=SPEC_HTTP_RETRY_AFTER,
+    stage="response",
+    profiles=EVERY_PROFILE,
+)
+def retry_after(ctx: Context) -> Iterator[Violation]:
+    fault = ctx.scenario.backend.fault
+    status = ctx.exchange.status
+    if fault is None or fault.kind != "http_error" or fault.status != 429 or status is None or _is_2xx(status):
+        return
+    sent = next((v for k, v in fault.headers.items() if k.lower() == "retry-after"), None)
+    if sent is None:
+        return
+    got = ctx.exchange.response_headers.get("retry-after")
+    if got is None:
+        yield Violation(
+            f"the backend's 429 carried Retry-After: {sent}; the client's {status} has none",
+            {"expected": sent, "actual": None},
+        )
+    elif got.strip() != sent.strip():
+        yield Violation(
+            f"Retry-After is {got!r}, the backend sent {sent!r}", {"expected": sent, "actual": got}
+        )
+
+
+@rule(
+    "FAULT-006",
+    "When the backend fails, the client's visible text is not shorter than `expect.content` (`expect.error.content` "
+    "when an accepted error ended the answer): text the proxy "
+    "held back (a partial tag at a frame edge) is flushed before the answer ends.",
+    severity="client",
+    breaks=Breaks(("openai-python",), "text the proxy held back and never flushed is missing from the message the "
+                  "application shows (openai-python's accumulated `message.content` ends short)"),
+    stage="answer",
+    profiles=EVERY_PROFILE,
+)
+def text_flushed(ctx: Context) -> Iterator[Violation]:
+    expected = ctx.expected_content
+    if ctx.scenario.backend.fault is None or expected is None:
+        return
+    exact = ctx.expect.content_exact
+    want, got = (expected, ctx.visible_text) if exact else (fold_ws(expected), fold_ws(ctx.visible_text))
+    if len(got) >= len(want):
+        return  # a different text of full length is TEXT-001's finding
+    same = matched_prefix(expected, ctx.visible_text, exact=exact)[0]
+    yield Violation(
+        f"the client got {len(got)} of the {len(want)} characters sent before the fault; missing from "
+        f"character {same}: {shorten(expected[same:], 160)}",
+        {
+            "expected": expected,
+            "actual": ctx.visible_text,
+            "missing": expected[same:],
+            **locate.visible(ctx, len(ctx.visible_text)),
+        },
+    )
+
+
+@rule(
+    "FAULT-007",
+    "When the scenario says the proxy survives (`expect.proxy_survives`), it still answers a plain request "
+    "after this exchange.",
+    severity="client",
+    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "every later request of every client fails: the SDKs "
+                  "raise `APIConnectionError: Connection error.` or a 5xx status error", (OPENAI_ERRORS,)),
+    stage="always",
+    profiles=EVERY_PROFILE,
+)
+def proxy_survives(ctx: Context) -> Iterator[Violation]:
+    if not ctx.expect.proxy_survives:
+        return
+    ex = ctx.exchange
+    if ex.survived is None:
+        yield Violation("the survival probe was not made, so the proxy's survival is unknown", {"expected": True})
+    elif not ex.survived:
+        detail = f": {ex.survival_detail}" if ex.survival_detail else ""
+        yield Violation(
+            f"the proxy no longer answers a plain request after this exchange{detail}",
+            {"expected": True, "actual": False, "detail": ex.survival_detail},
+        )
+
+
+@rule(
+    "FAULT-008",
+    "When the upstream fails inside a started stream, the proxy reports it with the dialect's error event and "
+    "ends the body; it does not cut the connection. The Messages streaming docs send a mid-stream failure as "
+    "`event: error`, and openai-python and openai-node raise an error chunk's message as an `APIError`; a cut "
+    "reaches the SDKs as a connection error without the cause (Claude Code retries it, so no client is known to "
+    "break).",
+    severity="spec",
+    source=(SPEC_MESSAGES_STREAMING, SPEC_CHAT_STREAMING),
+    stage="always",
+    profiles=EVERY_PROFILE,
+)
+def failure_reported_not_cut(ctx: Context) -> Iterator[Violation]:
+    if ctx.cut_where_failure_expected:
+        error = ctx.exchange.transport_error
+        yield Violation(f"the proxy answered 200, then cut the connection: {error}",
+                        {"actual": error, **locate.end_of_stream(ctx)})

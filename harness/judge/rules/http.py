@@ -1,0 +1,147 @@
+"""HTTP-level rules: the proxy answered, in time, with the right status and type."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from harness.judge.rules.citations import (
+    CODEX_CHAT, OPENAI_CLIENT, OPENAI_ERRORS, OPENAI_SSE, SPEC_CHAT_STREAMING, SPEC_SSE, Breaks,
+)
+from harness.judge.rules.context import Context
+from harness.judge.rules.registry import EVERY_PROFILE, Violation, rule_group
+
+rule = rule_group("transport", "HTTP")
+
+
+@rule(
+    "HTTP-001",
+    "The proxy answers: the connection succeeds and a response arrives (a started stream cut where the scenario "
+    "expects the upstream's failure to be reported tells the client of it: FAULT-008 judges how).",
+    severity="client",
+    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "no answer reaches the client: both SDKs raise "
+                  "`APIConnectionError: Connection error.` (after their own retries) and the turn ends without a "
+                  "reply", (OPENAI_ERRORS,)),
+    stage="always",
+    profiles=EVERY_PROFILE,
+)
+def answered(ctx: Context) -> Iterator[Violation]:
+    ex = ctx.exchange
+    if ex.timed_out or ctx.cut_where_failure_expected:
+        return  # HTTP-002, or FAULT-008, says what happened
+    if ex.transport_error is not None:
+        yield Violation(f"no answer from the proxy: {ex.transport_error}", {"actual": ex.transport_error})
+    elif ex.status is None:
+        yield Violation("no HTTP response arrived", {})
+
+
+@rule(
+    "HTTP-002",
+    "The answer completes within the run's timeout (the proxy's own time: the time the backend spends "
+    "answering, as the mock measures it, is not counted).",
+    severity="client",
+    breaks=Breaks(("openai-python", "Codex CLI"), "an answer that never completes leaves the client waiting: "
+                  "openai-python waits out its 600 s default timeout and raises `APITimeoutError: Request timed "
+                  "out.`; Codex CLI gives up on a silent stream with \"idle timeout waiting for SSE\"",
+                  (OPENAI_ERRORS, CODEX_CHAT)),
+    stage="always",
+    profiles=EVERY_PROFILE,
+)
+def within_timeout(ctx: Context) -> Iterator[Violation]:
+    ex = ctx.exchange
+    if ex.timed_out:
+        got = f"{len(ex.raw)} body byte(s)" if ex.status is not None else "no response"
+        # Whether the proxy got as far as the backend tells a proxy stuck on this
+        # exchange from one that is stuck as a whole (busy with an earlier one).
+        calls = len(ex.upstream)
+        reached = (f"{calls} request(s) for it had reached the mock backend" if calls
+                   else "no request for it had reached the mock backend")
+        backend = f", which spent {ex.backend_seconds:.1f} s answering" if ex.backend_seconds >= 0.05 else ""
+        yield Violation(
+            f"the run gave up after {ex.elapsed:.1f} s with {got}; {reached}{backend}",
+            {"elapsed": ex.elapsed, "status": ex.status, "bytes": len(ex.raw), "upstream_requests": calls,
+             "backend_seconds": ex.backend_seconds},
+        )
+
+
+@rule(
+    "HTTP-003",
+    "A normal scenario is answered with HTTP status 200.",
+    severity="client",
+    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "a non-2xx status is an error to the SDKs: they raise "
+                  "the status's class (`InternalServerError: Error code: 500 - …`, `BadRequestError`, …) instead "
+                  "of returning the answer", (OPENAI_CLIENT,)),
+    stage="response",
+    profiles=EVERY_PROFILE,
+)
+def status_ok(ctx: Context) -> Iterator[Violation]:
+    if ctx.expect.error is not None:
+        return  # not a normal scenario: FAULT-001 judges the status
+    status = ctx.exchange.status
+    if status != 200:
+        body = ctx.exchange.raw[:300].decode("utf-8", "replace")
+        yield Violation(f"status {status}, body: {body!r}", {"expected": 200, "actual": status, "excerpt": body})
+
+
+@rule(
+    "HTTP-004",
+    "The Content-Type is `text/event-stream` for a stream and `application/json` for a single answer.",
+    severity="spec",
+    source=(SPEC_CHAT_STREAMING, SPEC_SSE),
+    stage="answer",
+    profiles=EVERY_PROFILE,
+)
+def content_type(ctx: Context) -> Iterator[Violation]:
+    if ctx.kind == "empty":
+        return
+    wanted = "text/event-stream" if ctx.kind == "sse" else "application/json"
+    actual = ctx.exchange.response_headers.get("content-type")
+    if actual is None or actual.split(";")[0].strip().lower() != wanted:
+        yield Violation(f"Content-Type is {actual!r}, expected {wanted!r}", {"expected": wanted, "actual": actual})
+
+
+@rule(
+    "HTTP-005",
+    "A streaming request is answered with an SSE stream, a non-streaming request with one JSON body.",
+    severity="client",
+    breaks=Breaks(("openai-python",), "a JSON body to a streaming request yields no chunk, so the application's "
+                  "stream ends empty without an error; an SSE body to a non-streaming request comes back as the "
+                  "raw `data: …` string instead of a `ChatCompletion`, and the application's `.choices` fails",
+                  (OPENAI_SSE,)),
+    stage="answer",
+    profiles=EVERY_PROFILE,
+)
+def body_kind(ctx: Context) -> Iterator[Violation]:
+    wanted = "sse" if ctx.exchange.stream else "json"
+    if ctx.kind == "empty":
+        yield Violation("the body is empty", {"expected": wanted, "actual": "empty"})
+    elif ctx.kind != wanted:
+        names = {"sse": "an SSE stream", "json": "one JSON body"}
+        yield Violation(
+            f"the client asked for {names[wanted]} but got {names[ctx.kind]}",
+            {"expected": wanted, "actual": ctx.kind},
+        )
+
+
+@rule(
+    "HTTP-006",
+    "A proxy claiming `fails-fast` answers within the scenario's `expect.within_seconds` of its own time (the "
+    "time the backend spends answering, as the mock measures it, is not counted): no retries with back-off and "
+    "no waits of its own. No client is known to need such a bound (openai-python waits 600 s and retries a 5xx "
+    "itself), so a proxy that retries is not judged by it; a proxy that hangs fails HTTP-002 whatever it claims.",
+    severity="feature",
+    stage="response",
+    profiles=EVERY_PROFILE,
+    features=("fails-fast",),
+)
+def within_expected_time(ctx: Context) -> Iterator[Violation]:
+    limit = ctx.expect.within_seconds
+    ex = ctx.exchange
+    own = ex.elapsed - ex.backend_seconds
+    if limit is not None and own > limit:
+        took = f"the answer took {ex.elapsed:.2f} s"
+        if ex.backend_seconds:
+            took += f", {own:.2f} s of it the proxy's own (the mock backend spent {ex.backend_seconds:.2f} s answering)"
+        yield Violation(
+            f"{took}, the scenario allows {limit} s",
+            {"expected": limit, "actual": own, "elapsed": ex.elapsed, "backend_seconds": ex.backend_seconds},
+        )

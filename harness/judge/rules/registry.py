@@ -1,0 +1,240 @@
+"""The rule registry: every conformance rule, its stable id, and the check behind it.
+
+Each group module is named for its rules' id prefix (``HTTP-001`` is in ``http.py``)
+and declares its rules with ``rule_group(...)``; a rule's decorator is its whole
+definition, and registering is the only side effect of importing a group module. Ids never change meaning once
+published: a retired rule keeps its id out of use.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
+
+from harness.judge.rules.citations import CLIENTS, Breaks
+
+if TYPE_CHECKING:
+    from harness.judge.rules.context import Context
+
+# client: a named client breaks (the rule cites it: ``Breaks``); spec: the API's documentation
+# says so (judged with --strict); feature: a promise only some proxies make, judged when the
+# user claims it.
+Severity = Literal["client", "spec", "feature"]
+Profile = Literal["openai", "xml-client", "anthropic", "responses"]
+# When a rule has something to judge: every run, any HTTP response (no transport
+# error, no timeout), a 200 answer, a 200 SSE stream, or a 200 single JSON body.
+Stage = Literal["always", "response", "answer", "stream", "single"]
+
+_ID = re.compile(r"^[A-Z]+-\d{3}$")
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    statement: str
+    severity: Severity
+    group: str
+    # Who breaks, for a client rule (required); the spec pages a rule comes from (optional).
+    breaks: Breaks | None = None
+    source: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Options:
+    profile: Profile = "openai"
+    strict: bool = False
+    features: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    """One instance of a broken rule; a rule's violations fold into one failure."""
+
+    message: str
+    evidence: Mapping[str, Any] = field(default_factory=dict)
+
+
+Check = Callable[["Context"], Iterable[Violation]]
+PairCheck = Callable[["Context", "Context"], Iterable[Violation]]
+# Judges every answer of one test item together: (label of the exchange, its reading).
+ItemCheck = Callable[[Sequence[tuple[str, "Context"]]], Iterable[Violation]]
+# Judges a round of exchanges played one after another and at once (``harness.judge.rules.iso.Round``).
+RoundCheck = Callable[[Any], Iterable[Violation]]
+C = TypeVar("C", PairCheck, ItemCheck, RoundCheck)
+
+
+@dataclass(frozen=True)
+class Entry:
+    rule: Rule
+    stage: Stage
+    profiles: frozenset[Profile]
+    features: frozenset[str]
+    check: Check | None = None
+    pair_check: PairCheck | None = None
+    item_check: ItemCheck | None = None
+    round_check: RoundCheck | None = None
+    # Judges how a complete answer ends (a finish reason, a usage chunk): not applied
+    # to a stream that ended with an error the scenario accepts.
+    ending: bool = False
+
+    def enabled(self, options: Options) -> bool:
+        """Whether ``options`` ask for this rule at all (severity, profile, features)."""
+        return (
+            (self.rule.severity != "spec" or options.strict)
+            and options.profile in self.profiles
+            and self.features <= options.features
+        )
+
+
+ENTRIES: dict[str, Entry] = {}
+OPENAI_PROFILES: frozenset[Profile] = frozenset({"openai", "xml-client"})
+ANTHROPIC: frozenset[Profile] = frozenset({"anthropic"})
+RESPONSES: frozenset[Profile] = frozenset({"responses"})
+EVERY_PROFILE: frozenset[Profile] = OPENAI_PROFILES | ANTHROPIC | RESPONSES
+# The default of a rule: the OpenAI chat-completions dialect, whichever client reads it.
+ALL_PROFILES = OPENAI_PROFILES
+
+
+def _register(entry: Entry) -> None:
+    rule = entry.rule
+    if not _ID.match(rule.id):
+        raise ValueError(f"rule id {rule.id!r} is not PREFIX-NNN")
+    if rule.id in ENTRIES:
+        raise ValueError(f"rule id {rule.id} is registered twice")
+    if (rule.severity == "feature") != bool(entry.features):
+        raise ValueError(f"rule {rule.id}: a rule of severity 'feature' names the features it judges, and only it")
+    _check_citation(rule)
+    ENTRIES[rule.id] = entry
+
+
+def _check_citation(rule: Rule) -> None:
+    """A client rule names the real clients it breaks and how (``breaks=``); only a client rule
+    makes that claim at all (a rule no named client breaks on is spec, a feature, or no rule)."""
+    cited = rule.breaks
+    if rule.severity != "client":
+        if cited is not None:
+            raise ValueError(f"rule {rule.id}: only a 'client' rule cites the clients it breaks "
+                             f"(a spec or feature rule gives its spec pages as source=)")
+    elif cited is None:
+        raise ValueError(f"rule {rule.id}: a 'client' rule cites the real clients it breaks and how "
+                         f"(breaks=Breaks(...))")
+    else:
+        unknown = [c for c in cited.clients if c not in CLIENTS]
+        if not cited.clients or unknown or not cited.how.strip():
+            raise ValueError(f"rule {rule.id}: the citation names no known client, or not how it breaks "
+                             f"(unknown: {unknown}; known: {', '.join(CLIENTS)})")
+    links = rule.source + (cited.source if cited is not None else ())
+    bad = [u for u in links if not u.startswith("https://")]
+    if bad:
+        raise ValueError(f"rule {rule.id}: a source is a public https URL, not {bad}")
+
+
+class RuleGroup:
+    """The decorators one group module registers its rules with."""
+
+    def __init__(self, group: str, prefix: str) -> None:
+        self.group = group
+        self.prefix = prefix
+
+    def _rule(self, rule_id: str, statement: str, severity: Severity, breaks: Breaks | None,
+              source: str | Sequence[str]) -> Rule:
+        if not rule_id.startswith(self.prefix + "-"):
+            raise ValueError(f"rule {rule_id} does not belong to group {self.group} ({self.prefix}-…)")
+        sources = (source,) if isinstance(source, str) else tuple(source)
+        return Rule(rule_id, statement, severity, self.group, breaks, sources)
+
+    def __call__(
+        self,
+        rule_id: str,
+        statement: str,
+        *,
+        severity: Severity,
+        breaks: Breaks | None = None,
+        source: str | Sequence[str] = (),
+        stage: Stage = "answer",
+        profiles: Iterable[Profile] = ALL_PROFILES,
+        features: Iterable[str] = (),
+        ending: bool = False,
+    ) -> Callable[[Check], Check]:
+        """Register one rule; everything about it is said here (``breaks``: the real clients a
+        ``client`` rule breaks; ``source``: the spec pages a rule comes from; ``ending``: it
+        judges how a complete answer ends, so a stream that ended with an error the scenario
+        accepts is not asked for it)."""
+
+        def register(check: Check) -> Check:
+            _register(
+                Entry(
+                    self._rule(rule_id, statement, severity, breaks, source),
+                    stage,
+                    frozenset(profiles),
+                    frozenset(features),
+                    check=check,
+                    ending=ending,
+                )
+            )
+            return check
+
+        return register
+
+    def pair(
+        self,
+        rule_id: str,
+        statement: str,
+        *,
+        severity: Severity,
+        breaks: Breaks | None = None,
+        source: str | Sequence[str] = (),
+        profiles: Iterable[Profile] = ALL_PROFILES,
+        features: Iterable[str] = (),
+    ) -> Callable[[PairCheck], PairCheck]:
+        """A rule judging two exchanges of one scenario (streamed and not)."""
+        return self._answers(self._rule(rule_id, statement, severity, breaks, source), profiles, features,
+                             "pair_check")
+
+    def item(
+        self,
+        rule_id: str,
+        statement: str,
+        *,
+        severity: Severity,
+        breaks: Breaks | None = None,
+        source: str | Sequence[str] = (),
+        profiles: Iterable[Profile] = ALL_PROFILES,
+    ) -> Callable[[ItemCheck], ItemCheck]:
+        """A rule judging all the answers of one test item together (as written, without
+        streaming, re-chunked)."""
+        return self._answers(self._rule(rule_id, statement, severity, breaks, source), profiles, (), "item_check")
+
+    def round(
+        self,
+        rule_id: str,
+        statement: str,
+        *,
+        severity: Severity,
+        breaks: Breaks | None = None,
+        source: str | Sequence[str] = (),
+        profiles: Iterable[Profile] = EVERY_PROFILE,
+    ) -> Callable[[RoundCheck], RoundCheck]:
+        """A rule judging a round of exchanges of one scenario, played one after another
+        and at once (``harness.run.isolation``)."""
+        return self._answers(self._rule(rule_id, statement, severity, breaks, source), profiles, (), "round_check")
+
+    def _answers(self, rule: Rule, profiles: Iterable[Profile], features: Iterable[str],
+                 kind: str) -> Callable[[C], C]:
+        """Register a rule on several answers (its check goes in the entry's ``kind`` field)."""
+
+        def register(check: C) -> C:
+            given: Any = check  # one of the three kinds, told apart by ``kind``
+            _register(Entry(rule, "answer", frozenset(profiles),
+                            frozenset(features), pair_check=given if kind == "pair_check" else None,
+                            item_check=given if kind == "item_check" else None,
+                            round_check=given if kind == "round_check" else None))
+            return check
+
+        return register
+
+
+def rule_group(group: str, prefix: str) -> RuleGroup:
+    return RuleGroup(group, prefix)

@@ -1,0 +1,65 @@
+"""SDK rules: the stream read by the official openai SDK's own machinery."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from harness.judge.compare import CallView, content_equal, diff_calls, shorten
+from harness.judge.rules.citations import OPENAI_ACCUMULATE, OPENAI_SSE, Breaks
+from harness.judge.rules.context import Context
+from harness.judge.rules.registry import Violation, rule_group
+
+rule = rule_group("sdk", "SDK")
+
+
+@rule(
+    "SDK-001",
+    "The official `openai` SDK reads and accumulates the stream without raising.",
+    severity="client",
+    breaks=Breaks(("openai-python",), "the stream is read by the SDK's own SSE decoder and `ChatCompletionStream` "
+                  "accumulator: whatever they raise (`JSONDecodeError`, `TypeError`, `IndexError`, `RuntimeError`, "
+                  "an assertion) is what an application built on it sees", (OPENAI_SSE, OPENAI_ACCUMULATE)),
+    stage="stream",
+)
+def sdk_reads(ctx: Context) -> Iterator[Violation]:
+    if ctx.sdk.error is not None:
+        yield Violation(f"the openai SDK raised {ctx.sdk.error}", {"actual": ctx.sdk.error})
+
+
+@rule(
+    "SDK-002",
+    "The SDK's accumulated message holds the expected tool calls and content.",
+    severity="client",
+    breaks=Breaks(("openai-python",), "the accumulated message is what an application on the SDK acts on: its "
+                  "`tool_calls` are the calls it runs, its `content` the text it shows", (OPENAI_ACCUMULATE,)),
+    stage="stream",
+    profiles=("openai",),
+)
+def sdk_message(ctx: Context) -> Iterator[Violation]:
+    yield from accumulated_differences(ctx, calls_named="calls", text_named="content", regex=True)
+
+
+def accumulated_differences(ctx: Context, *, calls_named: str, text_named: str, regex: bool) -> Iterator[Violation]:
+    """How the message the dialect's SDK accumulated differs from the expected answer: its
+    calls (those a client runs), its text and, with ``regex``, the content pattern. One
+    reading for every SDK rule, so the dialects' SDK checks cannot drift apart."""
+    reading = ctx.sdk
+    if reading.error is not None:
+        return  # the SDK's own "reads without raising" rule reports it
+    calls = [CallView.from_json_text(c.name, c.arguments) for c in reading.tool_calls if ctx.runs(c.arguments)]
+    lines = diff_calls(ctx.expected_calls, calls)
+    if lines:
+        yield Violation(f"SDK message {calls_named}: " + "; ".join(lines), {"diff": lines})
+    expected = ctx.expected_content
+    if expected is not None and not content_equal(expected, reading.content, exact=ctx.expect.content_exact):
+        yield Violation(
+            f"SDK message {text_named} {shorten(reading.content, 160)}, expected {shorten(expected, 160)}",
+            {"expected": expected, "actual": reading.content},
+        )
+    pattern = ctx.expected_regex
+    if regex and pattern is not None and re.search(pattern, reading.content, re.DOTALL) is None:
+        yield Violation(
+            f"SDK message {text_named} {shorten(reading.content, 160)} does not match /{pattern}/",
+            {"expected": pattern, "actual": reading.content},
+        )

@@ -1,0 +1,129 @@
+"""Rules of the xml-client profile: clients that read tool calls as XML in the content (Cline, Roo Code,
+Kilo Code) get their calls as XML there. The rule ids keep their first prefix, VTC ("virtual tool calling"),
+and the module is named for it, as every rule module is named for its prefix."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from harness.judge.compare import diff_calls, first_call_mismatch, render, shorten
+from harness.judge.rules import locate
+from harness.judge.rules.chunk import choices_of
+from harness.judge.rules.citations import CLINE_OPENAI, SPEC_CHAT, Breaks
+from harness.judge.rules.context import Context
+from harness.judge.rules.registry import Violation, rule_group
+from harness.judge.readers.xml_calls import escaped_entities, rendered, value_matches
+
+rule = rule_group("xml-client", "VTC")
+
+
+@rule(
+    "VTC-001",
+    "An XML-reading client gets no tool call entries (`tool_calls`) in any chunk or message.",
+    severity="client",
+    breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "in their XML mode these clients read only `delta.content` "
+                  "(and usage) from the stream: a call sent as `tool_calls` is never seen, so it never runs",
+                  (CLINE_OPENAI,)),
+    stage="answer",
+    profiles=("xml-client",),
+)
+def no_structured_calls(ctx: Context) -> Iterator[Violation]:
+    if ctx.kind == "sse":
+        for p, _, choice in choices_of(ctx):
+            delta = choice.get("delta")
+            calls = delta.get("tool_calls") if isinstance(delta, Mapping) else None
+            if calls:
+                yield Violation(f"event {p.event.index} carries tool_calls {render(calls, 80)}", ctx.at(p))
+                return
+    elif ctx.answer.tool_calls:
+        yield Violation(
+            f"the message carries {len(ctx.answer.tool_calls)} structured tool call(s)",
+            {"actual": [c.name for c in ctx.answer.tool_calls], **locate.call(ctx, 0)},
+        )
+
+
+@rule(
+    "VTC-002",
+    "The XML tool calls in the content are exactly the expected calls, in order, with the values the client "
+    "reads (strings raw, other values as JSON text).",
+    severity="client",
+    breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "they parse the calls from the accumulated text, matching "
+                  "`<tool_name>` and `<param>` tags against fixed lists: a missing, unclosed or altered tag is a "
+                  "call run wrongly or not at all"),
+    stage="answer",
+    profiles=("xml-client",),
+)
+def expected_xml_calls(ctx: Context) -> Iterator[Violation]:
+    lines = diff_calls(ctx.expected_calls, ctx.received_calls, value_matches)
+    position = first_call_mismatch(ctx.expected_calls, ctx.received_calls, value_matches)
+    incomplete = [i for i, c in enumerate(ctx.xml.calls) if not c.complete]
+    if incomplete:
+        lines.append("unclosed call(s): " + ", ".join(ctx.xml.calls[i].name for i in incomplete))
+        position = min(position, incomplete[0])
+    if lines:
+        yield Violation(
+            "; ".join(lines),
+            {
+                "expected": [
+                    {"name": n, "arguments": {k: rendered(v) for k, v in a.items()}} for n, a in ctx.expected_calls
+                ],
+                "actual": [{"name": c.name, "arguments": dict(c.params)} for c in ctx.xml.calls],
+                "excerpt": shorten(ctx.answer.content, 300),
+                **locate.received_call(ctx, position),
+            },
+        )
+
+
+def _expected_value(ctx: Context, position: int, name: str, param: str) -> Any:
+    if position < len(ctx.expected_calls):
+        exp_name, args = ctx.expected_calls[position]
+        if exp_name == name and param in args:
+            return args[param]
+    return None
+
+
+@rule(
+    "VTC-003",
+    "XML parameter values are raw text, never entity-escaped (`&lt;` reaches the client as is).",
+    severity="client",
+    breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "they take a parameter's text as is, without entity "
+                  "decoding: `&lt;` is written into the file or command as `&lt;`"),
+    stage="answer",
+    profiles=("xml-client",),
+)
+def raw_values(ctx: Context) -> Iterator[Violation]:
+    for position, call in enumerate(ctx.xml.calls):
+        for param, value in call.params.items():
+            entities = escaped_entities(value)
+            if not entities:
+                continue
+            expected = _expected_value(ctx, position, call.name, param)
+            meant = rendered(expected) if expected is not None else ""
+            unexpected = [e for e in entities if e not in meant]
+            if unexpected:
+                yield Violation(
+                    f"{call.name}.{param} holds entity reference(s) {', '.join(sorted(set(unexpected)))}: "
+                    f"{shorten(value, 100)}",
+                    {"actual": value, "expected": meant or None, **locate.received_call(ctx, position)},
+                )
+
+
+@rule(
+    "VTC-004",
+    'The finish_reason for an XML-reading client is `"stop"` (or the expected reason of an answer that did not end '
+    "normally, such as `length`).",
+    severity="spec",  # these clients read only the content; the reference gives `tool_calls` only for real calls
+    source=SPEC_CHAT,
+    stage="answer",
+    profiles=("xml-client",),
+    ending=True,
+)
+def finish_stop(ctx: Context) -> Iterator[Violation]:
+    wanted = ctx.expected_finish
+    actual = ctx.answer.finish_reason
+    if actual != wanted:
+        yield Violation(
+            f"finish_reason is {render(actual)}, expected {render(wanted)}",
+            {"expected": wanted, "actual": actual, **locate.finish(ctx)},
+        )

@@ -1,0 +1,54 @@
+"""The command a failure prints to replay one exchange, written from the option table and the run's
+settings (``harness.run.options``), so it takes exactly the options the run was given."""
+
+from __future__ import annotations
+
+import shlex
+from typing import TYPE_CHECKING, Any
+
+from harness.run.options import replay_args
+
+if TYPE_CHECKING:
+    from harness.core.exchange import Profile
+    from harness.pytest.session import ConformanceSession
+    from harness.run.runner import Attempt
+    from harness.core.scenario.loading import Scenario
+
+
+def replay_command(session: ConformanceSession, scenario: Scenario, profile: Profile, attempt: Attempt, upstream: str | None = None) -> str:
+    """The replay command for one exchange, written from the option table."""
+    shared = session.shared
+    assert shared is not None
+    values: dict[str, Any] = {"scenarios": session.dirs, "strict": session.strict, "model": session.models.as_options(),
+                              "timeout": session.timeout}
+    if not shared.embedded_proxy:
+        values["proxy-url"] = shared.proxy_url
+        if shared.mock_served:
+            host, _, port = shared.mock_url.removeprefix("http://").rpartition(":")
+            values.update({"mock-host": host, "mock-port": int(port)})
+        else:
+            values["mock-url"] = shared.mock_url
+    if profile != scenario.client.profile:
+        values["client-profile"] = profile
+    if upstream is not None:
+        values["upstream-dialect"] = upstream
+    if session.claimed is not None:
+        values["features"] = [",".join(sorted(session.claimed)) or ","]
+    if attempt.variant is not None:
+        values["rechunk-seed"] = attempt.variant.seed
+    # A round of many exchanges is played by the run, not by replay: the item alone, again.
+    if attempt.kind == "isolation":
+        args = ["toolcall-conformance", "run", "-k", scenario.id, *replay_args(values)]
+    else:
+        args = ["toolcall-conformance", "replay", scenario.id, *replay_args(values)]
+    if attempt.kind in ("non-stream", "equivalence") and scenario.streams:
+        args.append("--no-stream")
+    if attempt.variant is not None:
+        args += ["--rechunk-variant", str(attempt.variant.index)]
+    command = shlex.join(args)
+    if session.proxy_headers:
+        command += "  # plus your --proxy-header options"
+    if attempt.shrunk is not None and attempt.shrunk.splits:
+        command += "\nreproduce the smallest split: " + shlex.join(
+            [*args, "--split", ",".join(map(str, attempt.shrunk.splits))])
+    return command

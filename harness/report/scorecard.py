@@ -1,0 +1,184 @@
+"""What users read: the session's score card as text, Markdown and JSON.
+
+Pure text and data: the plugin and the CLI hand in what happened and print or write
+what comes back. The results it renders are ``summary`` (item records travel between
+pytest-xdist workers and the controller as plain JSON-able mappings, so the summary is
+built from the same data however the run was split); one item's failure is explained
+by ``failure_report``. Both are re-exported here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.report.failure import answer_diff as answer_diff
+from harness.report.failure import evidence_lines as evidence_lines
+from harness.report.failure import read_answer as read_answer
+from harness.report.failure import render_failures as render_failures
+from harness.report.failure import rule_heading as rule_heading
+from harness.report.summary import FailureRecord as FailureRecord
+from harness.report.summary import FamilyScore as FamilyScore
+from harness.report.summary import ItemRecord as ItemRecord
+from harness.report.summary import Summary as Summary
+from harness.report.summary import item_record as item_record
+from harness.report.summary import rule_groups as rule_groups
+from harness.report.summary import rules_by_id as rules_by_id
+from harness.report.summary import summarize as summarize
+
+_TEXT_CELLS = {"pass": ".", "FAIL": "F", "xfail": "x", "skip": "s", "error": "E"}
+_MD_CELLS = {"pass": " ", "FAIL": "❌", "xfail": "⚠️", "skip": "⏭️", "error": "💥"}
+
+
+def _verdict(summary: Summary) -> str:
+    """One sentence on the run as a whole, or "" when the table says it. Only items
+    that passed count as passing: an error, or a known failure that no longer fails,
+    broke no rule but did not pass either."""
+    ran = summary.total.ran
+    if summary.nothing_checked:
+        reason, count = summary.skip_reason()
+        return (f"nothing was checked: all {len(summary.items)} scenario(s) were skipped; "
+                f"most often ({count} of them): {reason}")
+    clean = sum(1 for i in summary.items if i.outcome == "passed" and not i.failures)
+    if clean and clean == ran:
+        return f"every rule passes for every scenario that ran ({ran})"
+    return f"the other {clean} scenario(s) that ran pass every rule" if clean else ""
+
+
+def _left_out(summary: Summary, *, skips: bool = True) -> list[tuple[str, str]]:
+    """What the table does not show, as (scenario, what): skips (unless ``skips`` is off),
+    errors, items failed for a stale known failure, notes. Both reports list these."""
+    out: list[tuple[str, str]] = []
+    for item in summary.items:
+        if item.outcome == "error" or (skips and item.outcome == "skipped"):
+            out.append((item.label, f"{item.outcome}: {item.reason}"))
+        elif item.outcome == "failed" and not item.failures:
+            out.append((item.label, "failed: listed as a known failure, but no longer fails"))
+    for item in summary.items:
+        out.extend((item.label, note) for note in item.notes)
+    return out
+
+
+def _skips_by_reason(summary: Summary) -> list[str]:
+    """The skipped scenarios, one line per reason, the most frequent first: a run against a
+    proxy of one client dialect that claims few formats skips hundreds of scenarios for a
+    handful of reasons. A reason that skipped one scenario keeps its scenario's name."""
+    groups: dict[str, list[str]] = {}
+    for item in summary.items:
+        if item.outcome == "skipped":
+            groups.setdefault(item.reason, []).append(item.label)
+    ordered = sorted(groups.items(), key=lambda group: (-len(group[1]), group[0]))
+    out = [f"  {labels[0]}: skipped: {reason}" if len(labels) == 1 else f"  {len(labels)} scenarios skipped: {reason}"
+           for reason, labels in ordered]
+    if any(len(labels) > 1 for labels in groups.values()):
+        out.append("  (-v lists each skipped scenario)")
+    return out
+
+
+def _score_line(name: str, score: FamilyScore, width: int) -> str:
+    extra = [f"{n} {k}" for k, n in (("failed", score.failed), ("known", score.xfailed), ("skipped", score.skipped)) if n]
+    return f"  {name:<{width}}  {score.score:>7}  {', '.join(extra)}".rstrip()
+
+
+def render_text(summary: Summary, *, each_skip: bool = True) -> str:
+    """Scores per family and the scenario × rule table of failures, for the terminal;
+    without ``each_skip``, the skipped scenarios are counted by reason instead of listed."""
+    out = ["scores per family (passed/ran; known failures and skips not counted as passed):"]
+    fams = summary.families
+    width = max([len(f) for f in fams] + [5])
+    out.extend(_score_line(family, score, width) for family, score in fams.items())
+    total = summary.total
+    out.append(f"  {'total':<{width}}  {total.score:>7}")
+    pairs = summary.pairs
+    if len(pairs) > 1 or any(not p.endswith("?") for p in pairs):
+        out.append("scores per dialect pair (client → upstream):")
+        pw = max(len(p) for p in pairs)
+        out.extend(_score_line(pair, score, pw) for pair, score in pairs.items())
+    coverage = summary.coverage
+    if coverage:
+        out.append(coverage)
+    if not summary.items:
+        return "\n".join(out)
+    out.append("")
+    rules, rows = summary.broken_rules, summary.failing_items
+    if rules:
+        id_width = max(len(i.label) for i in rows)
+        out.append("rules failed per scenario (F fail, x known failure, . not broken; "
+                   "scenarios without a failure left out):")
+        out.append(f"  {'':<{id_width}}  " + "  ".join(rules))
+        for item in rows:
+            cells = "  ".join(f"{_TEXT_CELLS[summary.rule_cell(item, r)]:^{len(r)}}" for r in rules)
+            out.append(f"  {item.label:<{id_width}}  {cells}")
+    verdict = _verdict(summary)
+    if verdict:
+        out.append(verdict)
+    out.extend(f"{n} scenario(s): {cause}" for cause, n in summary.causes)
+    if not each_skip:
+        out.extend(_skips_by_reason(summary))
+    out.extend(f"  {scenario}: {what}" for scenario, what in _left_out(summary, skips=each_skip))
+    return "\n".join(out)
+
+
+def render_markdown(summary: Summary) -> str:
+    """The same, as Markdown fit for a CI job summary."""
+    total = summary.total
+    out = ["## Tool-call conformance", ""]
+    for key, value in summary.context.items():
+        if value not in (None, "", [], ()):
+            shown = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+            out.append(f"- **{key}**: {shown}")
+    out += ["", f"**Score: {total.score}** passed"
+            + (f", {total.failed} failed" if total.failed else "")
+            + (f", {total.xfailed} known failure(s)" if total.xfailed else "")
+            + (f", {total.skipped} skipped" if total.skipped else ""), ""]
+    out += ["| family | passed/ran | failed | known | skipped |", "| --- | ---: | ---: | ---: | ---: |"]
+    for family, score in summary.families.items():
+        out.append(f"| {family} | {score.score} | {score.failed} | {score.xfailed} | {score.skipped} |")
+    rules = summary.broken_rules
+    if rules:
+        out += ["", "| scenario | " + " | ".join(rules) + " |", "| --- | " + " | ".join(":---:" for _ in rules) + " |"]
+        for item in summary.failing_items:
+            cells = " | ".join(_MD_CELLS[summary.rule_cell(item, r)] for r in rules)
+            out.append(f"| `{item.label}` | {cells} |")
+        out += ["", "❌ fail · ⚠️ known failure · empty: not broken (passed, or the rule does not apply); "
+                "scenarios without a failure left out."]
+    verdict = _verdict(summary)
+    if verdict:
+        sentence = verdict[0].upper() + verdict[1:] + "."
+        out += ["", f"**{sentence}**" if summary.nothing_checked else sentence]
+    details = [
+        f"- `{item.label}` **{f.rule}**{' (known)' if f.expected else ''} [{f.severity}] in {f.attempt}: "
+        f"{f.message.splitlines()[0] if f.message else ''}"
+        for item in summary.failing_items
+        for f in item.failures
+    ]
+    details += [f"- `{scenario}` {what}" for scenario, what in _left_out(summary)]
+    if details:
+        out += ["", "<details><summary>Failures, skips and checks left out</summary>", "", *details, "", "</details>"]
+    return "\n".join(out) + "\n"
+
+
+def render_json(summary: Summary) -> dict[str, Any]:
+    rules = rules_by_id()
+    broken = summary.broken_rules
+    return {
+        "context": dict(summary.context),
+        "totals": {**summary.total.__dict__, "score": summary.total.score},
+        "checked": not summary.nothing_checked,
+        "families": {f: {**s.__dict__, "score": s.score} for f, s in summary.families.items()},
+        "pairs": {p: {**s.__dict__, "score": s.score} for p, s in summary.pairs.items()},
+        "coverage": summary.coverage,
+        "groups": summary.groups,
+        "failed_rules": broken,
+        "scenarios": [
+            {
+                **item.to_json(),
+                "groups": {g: summary.cell(item, g) for g in summary.groups},
+                "rules": {r: summary.rule_cell(item, r) for r in broken},
+            }
+            for item in summary.items
+        ],
+        "rules": [
+            {"id": r.id, "statement": r.statement, "severity": r.severity, "group": r.group}
+            for r in rules.values()
+        ],
+    }

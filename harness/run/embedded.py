@@ -1,0 +1,88 @@
+"""The servers a conformance run brings along: the mock backend and, when no proxy
+URL is given, the reference proxy wired to it.
+
+Both run in this process on loopback (or where ``--mock-host/--mock-port`` say, so
+an external proxy can be configured to call the mock) and are always stopped when
+the run ends, however it ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from types import TracebackType
+
+from harness.core.errors import ConformanceError
+from harness.run.servers import serve
+
+
+@dataclass(frozen=True)
+class EmbeddedUrls:
+    mock_url: str  # the mock's root; proxies call {mock_url}/v1/chat/completions
+    proxy_url: str | None  # the reference proxy's base URL ({...}/v1), when started (the first one)
+    proxy_features: frozenset[str]  # what the reference proxy claims (empty when not started)
+    # One reference proxy per upstream dialect it calls ("native": each client's own).
+    proxy_urls: Mapping[str, str] = field(default_factory=dict)
+
+
+class EmbeddedServers:
+    """Start with ``start()`` (or ``with``); ``close()`` stops everything started.
+
+    ``mock_url``: a mock that already runs; only the reference proxy is started then."""
+
+    def __init__(
+        self, *, mock_host: str = "127.0.0.1", mock_port: int = 0, with_proxy: bool = True, mock_url: str | None = None,
+        upstream_dialects: Sequence[str] = ("native",),
+    ) -> None:
+        self._upstream_dialects = tuple(upstream_dialects)
+        self._mock_url = mock_url.rstrip("/") if mock_url else None
+        self._mock_host = mock_host
+        self._mock_port = mock_port
+        self._with_proxy = with_proxy
+        self._stack = ExitStack()
+        self.urls: EmbeddedUrls | None = None
+
+    def start(self) -> EmbeddedUrls:
+        from mock_backends.app import create_app as create_mock
+
+        try:
+            if self._mock_url is not None:
+                mock_url = self._mock_url
+            else:
+                try:
+                    mock = self._stack.enter_context(serve(create_mock(), self._mock_host, self._mock_port))
+                except OSError as exc:
+                    raise ConformanceError(
+                        f"cannot serve the mock backend on {self._mock_host}:{self._mock_port}: {exc.strerror or exc}"
+                    ) from exc
+                mock_url = mock.url
+            proxy_urls: dict[str, str] = {}
+            features: frozenset[str] = frozenset()
+            if self._with_proxy:
+                from reference_proxy.app import create_app as create_proxy
+                from reference_proxy.config import ProxyConfig
+
+                for dialect in self._upstream_dialects:
+                    config = ProxyConfig(upstream=f"{mock_url}/v1", log_level="warning", upstream_dialect=dialect)
+                    proxy = self._stack.enter_context(serve(create_proxy(config)))
+                    proxy_urls[dialect] = f"{proxy.url}/v1"
+                    features = config.features()
+        except BaseException:
+            self._stack.close()
+            raise
+        first = next(iter(proxy_urls.values()), None)
+        self.urls = EmbeddedUrls(mock_url, first, features, proxy_urls)
+        return self.urls
+
+    def close(self) -> None:
+        self._stack.close()
+        self.urls = None
+
+    def __enter__(self) -> EmbeddedUrls:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()

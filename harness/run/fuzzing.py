@@ -1,0 +1,276 @@
+"""Generated cases played through a proxy, on hypothesis: search, shrink, save.
+
+Hypothesis draws each case (``strategies.cases``), the runner plays it exactly as it
+plays a scenario of the library (streamed, then without streaming, and both answers
+compared), and the rules judge it against the expectation the case carries. A broken
+rule fails the example; hypothesis shrinks it to the smallest case that still breaks
+the same rule (each rule fails with its own exception type, so shrinking never wanders
+to another defect) and the minimal case is written as a scenario file. Seeds and the
+example database make a run reproducible: the same seed draws the same cases, and a
+database replays the failures it saw first.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis.errors import Flaky
+
+from harness.core.errors import ProxyUnreachable
+from harness.generate.fuzz.case import NATIVE, Case, Profile, scenario_data
+from harness.generate.fuzz.strategies import cases, profiles_for
+from harness.generate.fuzz.yaml_out import dump_scenario
+from harness.run.runner import RunSettings, ScenarioRun, play
+from harness.core.scenario.loading import parse_scenario
+from mock_backends.control import MockControl
+
+
+@dataclass(frozen=True)
+class FuzzSettings:
+    """One fuzz run: what to generate, how much, and where findings go."""
+
+    run: RunSettings  # the proxy, features, strictness, timeout: as for the suite
+    formats: tuple[str, ...]  # text formats to write calls in; "native" for structured calls
+    profiles: tuple[Profile, ...] = ("openai",)
+    examples: int = 100  # per format
+    seed: int = 0
+    max_time: float | None = None  # seconds for the whole run
+    shrink_budget: int = 100  # cases played while shrinking one failure (each is a few exchanges)
+    shrink_seconds: float = 60.0  # and at most this long
+    database: Path | None = None
+    out: Path = Path("conformance-findings")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """The minimal failing case of one format, written as a scenario file."""
+
+    format_id: str
+    case: Case
+    rules: tuple[str, ...]
+    path: Path
+    scenario_id: str
+    run: ScenarioRun
+    shrunk: bool  # False when hypothesis could not reproduce the failure to shrink it
+
+
+@dataclass
+class FormatResult:
+    format_id: str
+    examples: int = 0
+    elapsed: float = 0.0
+    finding: Finding | None = None
+    stopped: str | None = None  # why generation stopped early (max time)
+
+    @property
+    def rate(self) -> float:
+        return self.examples / self.elapsed if self.elapsed > 0 else 0.0
+
+
+@dataclass
+class FuzzReport:
+    results: list[FormatResult] = field(default_factory=list)
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [r.finding for r in self.results if r.finding is not None]
+
+    @property
+    def examples(self) -> int:
+        return sum(r.examples for r in self.results)
+
+    @property
+    def elapsed(self) -> float:
+        return sum(r.elapsed for r in self.results)
+
+
+class _Broken(Exception):
+    """An example broke rules; one subclass per first rule (hypothesis keeps each apart)."""
+
+    def __init__(self, case: Case, run: ScenarioRun) -> None:
+        super().__init__(f"{case.describe()}: broke {', '.join(run.failed_rules)}")
+        self.case = case
+        self.run = run
+
+
+_BROKEN: dict[str, type[_Broken]] = {}
+
+
+def _broken(rule_id: str) -> type[_Broken]:
+    if rule_id not in _BROKEN:
+        _BROKEN[rule_id] = type(f"Broke_{rule_id.replace('-', '_')}", (_Broken,), {})
+    return _BROKEN[rule_id]
+
+
+class _Stop(BaseException):
+    """Generation stops at once (time is up, the proxy is gone): not a failure to shrink.
+    When shrinking ran out of budget it carries the smallest failure found so far."""
+
+    def __init__(self, best: _Broken | None = None) -> None:
+        super().__init__()
+        self.best = best
+
+
+def judge(case: Case, settings: RunSettings, mock: MockControl) -> ScenarioRun:
+    """Play one case as the suite plays a scenario."""
+    scenario = parse_scenario(scenario_data(case), family=case.family)
+    return play(scenario, settings=settings, mock=mock, profile=case.profile)
+
+
+def fuzz(
+    config: FuzzSettings,
+    mock: MockControl,
+    *,
+    replay_command: Callable[[str], str],
+    progress: Callable[[FormatResult], None] | None = None,
+    observe: Callable[[Case], None] | None = None,
+) -> FuzzReport:
+    """Every format in turn, ``config.examples`` examples each (fewer when time runs out);
+    ``observe`` sees every case before it is played."""
+    report = FuzzReport()
+    deadline = None if config.max_time is None else time.monotonic() + config.max_time
+    for format_id in config.formats:
+        result = fuzz_format(format_id, config, mock, deadline=deadline, replay_command=replay_command,
+                             observe=observe)
+        report.results.append(result)
+        if progress is not None:
+            progress(result)
+    return report
+
+
+def fuzz_format(
+    format_id: str,
+    config: FuzzSettings,
+    mock: MockControl,
+    *,
+    deadline: float | None,
+    replay_command: Callable[[str], str],
+    observe: Callable[[Case], None] | None = None,
+) -> FormatResult:
+    result = FormatResult(format_id)
+    formats = [] if format_id == NATIVE else [format_id]
+    profiles = profiles_for(format_id, config.profiles)
+    missing = sorted({"xml-client"} - config.run.features) if "xml-client" in profiles else []
+    if missing:
+        result.stopped = f"skipped: its client profile needs feature {', '.join(missing)} (--features xml-client)"
+        return result
+    strategy = cases(formats, profiles, native=format_id == NATIVE)
+    first: list[_Broken] = []
+    unreachable: list[ProxyUnreachable] = []
+    start = time.monotonic()
+
+    seen: dict[str, _Broken | None] = {}  # every case played while shrinking, by its repr
+    shrinking = [0]  # cases played while shrinking
+    shrink_until = [0.0]
+    best: list[_Broken] = []  # the latest (so smallest) failure of the first failure's rule
+
+    def check(case: Case) -> None:
+        if not first:
+            if deadline is not None and time.monotonic() > deadline:
+                result.stopped = "the time limit was reached"
+                raise _Stop()
+            result.examples += 1
+        case = _with_seed(case, config.seed)
+        key = repr(case)
+        if first:
+            # Shrinking: a case played before gives its verdict again (hypothesis replays
+            # the smallest one at the end); past the budget the smallest failure so far
+            # is the finding.
+            if key in seen:
+                known = seen[key]
+                if known is not None:
+                    raise known
+                return
+            if not shrinking[0]:
+                shrink_until[0] = time.monotonic() + config.shrink_seconds
+            if shrinking[0] >= config.shrink_budget or time.monotonic() > shrink_until[0]:
+                raise _Stop(best[-1] if best else first[0])
+            shrinking[0] += 1
+        if observe is not None:
+            observe(case)
+        try:
+            run = judge(case, config.run, mock)
+        except ProxyUnreachable as exc:
+            unreachable.append(exc)
+            raise _Stop() from exc
+        broken = _broken(run.failed_rules[0])(case, run) if run.failed_rules else None
+        if first:
+            seen[key] = broken
+        if broken is not None:
+            if not first:
+                first.append(broken)
+                seen[key] = broken
+            if type(broken) is type(first[0]):
+                best.append(broken)
+            raise broken
+
+    # The seed first: hypothesis's seed decorator turns the database off, and the
+    # settings applied over it turn it back on (a seed and a database together).
+    test = seed(config.seed)(given(strategy)(check))
+    test = settings(
+        max_examples=config.examples,
+        deadline=None,
+        database=_database(config.database),
+        derandomize=False,
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+        suppress_health_check=[HealthCheck.too_slow],
+        phases=tuple(Phase),
+    )(test)
+    # One database key per format and dialect set: a stored failure is replayed where it was found.
+    test.hypothesis.inner_test._hypothesis_internal_add_digest = (  # type: ignore[attr-defined]
+        f"{format_id}:{','.join(profiles)}".encode())
+    broken: _Broken | None = None
+    shrunk = True
+    try:
+        test()
+    except _Stop as stop:
+        broken = stop.best
+    except _Broken as exc:
+        broken = exc
+    except Flaky:
+        broken, shrunk = (first[0] if first else None), False
+    finally:
+        result.elapsed = time.monotonic() - start
+    if unreachable:
+        raise unreachable[0]
+    if broken is not None:
+        result.finding = _save(format_id, broken, shrunk, config, replay_command)
+    return result
+
+
+def _with_seed(case: Case, value: int) -> Case:
+    from dataclasses import replace
+
+    return replace(case, seed=value)
+
+
+def _database(path: Path | None) -> ExampleDatabase | None:
+    return None if path is None else DirectoryBasedExampleDatabase(str(path))
+
+
+def _save(format_id: str, broken: _Broken, shrunk: bool, config: FuzzSettings,
+          replay_command: Callable[[str], str]) -> Finding:
+    rules = tuple(broken.run.failed_rules)
+    data = scenario_data(broken.case, rules=rules)
+    scenario_id = str(data["id"])
+    family = broken.case.family
+    folder = config.out / family
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{scenario_id.removeprefix(family + '-')}.yaml"
+    header = [
+        f"generated by toolcall-conformance fuzz --seed {config.seed} (format {format_id})",
+        f"breaks: {', '.join(rules)}" + ("" if shrunk else " (not shrunk: the failure did not happen again)"),
+        f"replay: {replay_command(scenario_id)}",
+    ]
+    path.write_text(dump_scenario(data, header), encoding="utf-8")
+    return Finding(format_id, broken.case, rules, path, scenario_id, broken.run, shrunk)
+
+
+__all__ = ["Finding", "FormatResult", "FuzzReport", "FuzzSettings", "fuzz", "fuzz_format", "judge"]

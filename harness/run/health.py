@@ -1,0 +1,151 @@
+"""Is the run wired right, and is the proxy still well: whether anything listens at its
+URL, the preflight exchange before the scenarios, and the health probe between them.
+
+A miswired run (the proxy calls a port where no mock listens, or answers 404 to
+everything) is one diagnosis, not a hundred failures; a proxy that stops answering
+after some scenario (a circuit breaker, a crash, a hang) is named once, and the
+scenarios after it carry that cause instead of each costing the timeout.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from harness.core.dialects.clients import client
+from harness.core.errors import ProxyUnreachable
+from harness.core.exchange import Exchange, Profile
+from harness.core.dialects.profiles import ENDPOINTS, written_profile
+from harness.run.runner import probe_scenario, run_exchange
+from harness.core.scenario.loading import Scenario, parse_scenario
+from mock_backends.control import MockControl
+
+
+def plain_scenario(profile: Profile, upstream: str) -> Scenario:
+    """One plain question in the client's dialect, answered ``yes`` by a backend of ``upstream``."""
+    request: dict[str, object] = {"model": "preflight", "messages": [{"role": "user", "content": "Say yes."}]}
+    if client(profile).written_in.requests.needs_max_tokens:
+        request["max_tokens"] = 16
+    return parse_scenario({
+        "id": f"preflight-{profile}-{upstream}", "title": "preflight", "source": "synthetic",
+        "stream_equivalence": False, "backend": {"dialect": upstream, "frames": ["yes"]},
+        "client": {"profile": written_profile(profile), "profiles": [written_profile(profile)], "request": request},
+        "expect": {"content": "yes"},
+    })
+
+
+@dataclass(frozen=True)
+class Preflight:
+    """One plain exchange: whether it reached the mock, and what the client got."""
+
+    url: str
+    exchange: Exchange | None
+    unreachable: str | None = None
+
+    @property
+    def reached_mock(self) -> bool:
+        return self.exchange is not None and bool(self.exchange.upstream)
+
+    def diagnosis(self, mock_url: str, *, mock_served: bool) -> str:
+        """What went wrong, in a few lines, and what to check."""
+        lines = [f"preflight: a plain request through the proxy never reached the mock backend "
+                 f"(0 requests received)", f"  posted to: POST {self.url}"]
+        ex = self.exchange
+        if self.unreachable is not None:
+            lines.append(f"  received: nothing ({self.unreachable})")
+        elif ex is not None:
+            if ex.timed_out:
+                lines.append("  received: no complete answer before the timeout")
+            elif ex.transport_error:
+                lines.append(f"  received: {ex.transport_error}")
+            else:
+                body = ex.raw[:300].decode("utf-8", "replace").strip()
+                lines.append(f"  received: HTTP {ex.status} {body!r}")
+        lines.append(f"  the proxy's upstream should be the mock backend: {mock_url}/v1")
+        if mock_served:
+            lines.append("  (the mock's port changes each run unless fixed: pass --mock-port PORT and configure the "
+                         "proxy's upstream with it)")
+        return "\n".join(lines)
+
+
+def preflight(scenario: Scenario, *, proxy_url: str, mock: MockControl, profile: Profile, model: str | None,
+              proxy_headers: Mapping[str, str], timeout: float) -> Preflight:
+    url = f"{proxy_url.rstrip('/')}{ENDPOINTS[profile]}"
+    try:
+        exchange = run_exchange(scenario, proxy_url=proxy_url, mock=mock, stream=False, profile=profile, model=model,
+                                proxy_headers=proxy_headers, timeout=timeout)
+    except ProxyUnreachable as exc:
+        return Preflight(url, None, str(exc))
+    return Preflight(url, exchange)
+
+
+@dataclass
+class Health:
+    """What this process knows of the proxy's health between scenarios."""
+
+    since: str | None = None  # the scenario after which the proxy stopped answering plain requests
+    detail: str = ""
+    hangs: bool = False  # the health probe itself got no answer: later scenarios are not played
+
+    @property
+    def unhealthy(self) -> bool:
+        return self.since is not None
+
+    def cause(self) -> str:
+        what = "the health probe hangs" if self.hangs else self.detail
+        return f"proxy unhealthy since scenario {self.since} ({what})"
+
+    def check(self, after: Scenario, *, proxy_url: str, mock: MockControl, profile: Profile, model: str | None,
+              proxy_headers: Mapping[str, str], timeout: float) -> None:
+        """Probe the proxy with a plain request after ``after``; remember when it stops answering."""
+        probe = probe_scenario(after, profile)
+        try:
+            ex = run_exchange(probe, proxy_url=proxy_url, mock=mock, stream=False, profile=profile, model=model,
+                              proxy_headers=proxy_headers, timeout=timeout)
+        except ProxyUnreachable:
+            self._sick(after, "it no longer accepts connections", hangs=True)
+            return
+        if ex.timed_out:
+            self._sick(after, f"a plain request got no answer within {timeout:g} s", hangs=True)
+        elif ex.transport_error is not None or ex.status != 200:
+            got = ex.transport_error or f"HTTP {ex.status}"
+            self._sick(after, f"a plain request got {got}", hangs=False)
+        else:
+            self.since, self.detail, self.hangs = None, "", False
+
+    def _sick(self, after: Scenario, detail: str, *, hangs: bool) -> None:
+        if self.since is None:
+            self.since = after.id
+        self.detail, self.hangs = detail, hangs
+
+
+def _unreachable(url: str, timeout: float) -> str | None:
+    """Why nothing accepts connections at ``url``, or None when something does."""
+    import httpx
+
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError) as exc:
+        return f"not a valid URL: {exc}"
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        return "not an http:// or https:// URL"
+    port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    try:
+        with socket.create_connection((parsed.host, port), timeout=timeout):
+            return None
+    except OSError as exc:
+        return exc.strerror or str(exc) or type(exc).__name__
+
+
+def wait_for_listener(url: str, seconds: float, *, connect_timeout: float) -> str | None:
+    """Like ``_unreachable``, but tries again until ``seconds`` have passed: a proxy a CI
+    job has just started takes a moment to listen."""
+    import time
+
+    give_up = time.monotonic() + max(seconds, 0.0)
+    while True:
+        problem = _unreachable(url, connect_timeout)
+        if problem is None or problem.startswith("not ") or time.monotonic() >= give_up:
+            return problem  # reachable, not a URL at all, or out of patience
+        time.sleep(min(0.2, max(0.0, give_up - time.monotonic())))

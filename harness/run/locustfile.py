@@ -1,0 +1,277 @@
+"""The soak on Locust: ``ConformanceUser`` plays tagged scenarios through the proxy under test.
+
+Run it headless on one machine with ``toolcall-conformance soak``, or give this file to
+Locust itself, on one machine or on a master and its workers (``docs/soak.md``)::
+
+    locust -f "$(python -c 'import importlib.util as u; print(u.find_spec("harness.run.locustfile").origin)')" \\
+        --host http://127.0.0.1:8000/v1 --mock-url http://127.0.0.1:9100 --fault-rate 0.05 --fault-seed 1
+
+Each task is one exchange: arm a run of a scenario tagged for this exchange alone, send
+its request to the proxy, read the stream, judge it (``harness.judge.soak``), disarm.
+A broken rule is a Locust failure named by the rule id and statement; the request's
+name is the scenario id, with the drawn fault in brackets. The mock must be started
+with the same ``--fault-rate`` and ``--fault-seed``: the user computes which of its
+requests the mock faulted from the run's nonce.
+"""
+
+from __future__ import annotations
+
+# Locust first: importing it patches the standard library for gevent, which must happen
+# before anything imports ssl or socket (requests, httpx).
+from locust import User, constant, events, task  # isort: skip
+
+import json
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import gevent  # type: ignore[import-untyped]
+import requests
+from locust.env import Environment
+from locust.runners import MasterRunner, WorkerRunner
+from locust.util.timespan import parse_timespan
+
+from harness.core.exchange import Exchange, Profile
+from harness.run.isolation import new_token, tag
+from harness.core.nonce import NONCE_HEADER
+from harness.core.dialects.profiles import ENDPOINTS, request_headers
+from harness.core.replay.fault_rate import FaultRate
+from harness.judge.rules import Options
+from harness.judge.rules.iso import EXCHANGE_MARK
+from harness.run.runner import build_request, parse_features
+from harness.core.scenario.loading import Scenario, load_library
+from harness.judge.soak import SoakCase, Tally, first_content, judge, rss_kb, soak_cases
+
+TALLY = Tally()  # this process's exchanges (a worker's since its last report)
+OVERALL = Tally()  # on a master: every worker's, merged
+RSS: list[tuple[float, int]] = []
+_PROGRESS: list[Any] = []  # the greenlet printing progress lines, stopped before the summary
+
+
+class RuleFailure(Exception):
+    """A broken rule, as Locust reports a failure: the rule id and its statement."""
+
+
+def _options(parser: Any) -> None:
+    group = parser.add_argument_group("toolcall-conformance soak")
+    group.add_argument("--mock-url", default="http://127.0.0.1:9100", help="The mock backend the proxy calls.")
+    group.add_argument("--fault-rate", type=float, default=0.0, help="The mock's --fault-rate.")
+    group.add_argument("--fault-seed", type=int, default=0, help="The mock's --fault-seed.")
+    group.add_argument("--fault-stall", type=float, default=2.0, help="The mock's --fault-stall.")
+    group.add_argument("--soak-scenarios", default="", help="Scenario ids, comma separated (default: the isolation "
+                                                            "scenarios, whose backends tag each exchange).")
+    group.add_argument("--soak-features", default="", help="Optional features the proxy has (like --features).")
+    group.add_argument("--frame-delay-ms", type=float, default=20.0,
+                       help="Milliseconds the mock waits before each frame (a model's pace).")
+    group.add_argument("--exchange-timeout", type=float, default=30.0, help="Seconds one exchange may take.")
+    group.add_argument("--proxy-pid", type=int, default=0, help="Sample this process's RSS (Linux).")
+    group.add_argument("--progress-every", type=float, default=5.0, help="Seconds between progress lines.")
+    group.add_argument("--soak-duration", default="",
+                       help="Stop after this long from the first user on (30s, 10m, 1h30m); unlike --run-time, the "
+                            "time this file takes to load the library does not count.")
+
+
+@dataclass(frozen=True)
+class Settings:
+    proxy_url: str
+    mock_url: str
+    cases: tuple[SoakCase, ...]
+    rate: FaultRate | None
+    options: dict[Profile, Options]
+    timeout: float
+
+
+_SETTINGS: Settings | None = None
+
+
+def settings(environment: Environment) -> Settings:
+    """The soak's settings, read once per process from Locust's parsed options."""
+    global _SETTINGS
+    if _SETTINGS is None:
+        opts = environment.parsed_options
+        assert opts is not None, "the soak's settings come from Locust's command line"
+        library = {s.id: s for s in load_library()}
+        wanted = [i.strip() for i in str(getattr(opts, "soak_scenarios", "") or "").split(",") if i.strip()]
+        unknown = [i for i in wanted if i not in library]
+        if unknown:
+            raise ValueError(f"--soak-scenarios: unknown scenario(s) {', '.join(unknown)}")
+        chosen = [library[i] for i in wanted] or [s for s in library.values() if soakable(s)]
+        rate = FaultRate(opts.fault_rate, opts.fault_seed, opts.fault_stall) if opts.fault_rate > 0 else None
+        features = parse_features([opts.soak_features])
+        _SETTINGS = Settings(
+            proxy_url=str(environment.host or "").rstrip("/"),
+            mock_url=str(opts.mock_url).rstrip("/"),
+            cases=tuple(soak_cases(chosen, rate, opts.frame_delay_ms)),
+            rate=rate,
+            options={p: Options(profile=p, features=features) for p in ("openai", "xml-client", "anthropic")},
+            timeout=opts.exchange_timeout,
+        )
+    return _SETTINGS
+
+
+def soakable(scenario: Scenario) -> bool:
+    """A streaming scenario whose backend tags each exchange, and nothing else unusual."""
+    return (scenario.streams and EXCHANGE_MARK in scenario.backend.text and scenario.backend.fault is None
+            and scenario.client.raw_body is None and not scenario.client.truncate_body)
+
+
+class ConformanceUser(User):
+    """One client of the proxy under test, playing soak exchanges back to back."""
+
+    wait_time = constant(0)
+
+    def on_start(self) -> None:
+        self.soak = settings(self.environment)
+        self.http = requests.Session()
+        self.rng = random.Random()
+
+    def on_stop(self) -> None:
+        self.http.close()
+
+    @task
+    def exchange(self) -> None:
+        soak = self.soak
+        case = self.rng.choice(soak.cases)
+        token = new_token()
+        played = tag(case.scenario, token)
+        try:
+            armed = self.http.post(f"{soak.mock_url}/_mock/runs", json={"scenario": played.to_mapping()}, timeout=30)
+            armed.raise_for_status()
+            nonce: str = armed.json()["nonce"]
+        except (requests.RequestException, ValueError, KeyError) as exc:
+            self.environment.events.request.fire(
+                request_type="ARM", name=f"the mock at {soak.mock_url}", response_time=0, response_length=0,
+                exception=exc, context={})
+            return
+        try:
+            self._play(case, token, played, nonce)
+        finally:
+            self.http.delete(f"{soak.mock_url}/_mock/runs/{nonce}", timeout=30)
+
+    def _play(self, case: SoakCase, token: str, played: Scenario, nonce: str) -> None:
+        soak = self.soak
+        profile = played.client.profile
+        fault = soak.rate.decide(nonce) if soak.rate is not None else None
+        body = json.dumps(build_request(played, stream=True, model=None, nonce=nonce), ensure_ascii=False).encode()
+        headers = {**request_headers(profile, played.client.headers, {}), NONCE_HEADER: nonce,
+                   "content-type": "application/json"}
+        chunks: list[tuple[float, bytes]] = []
+        status: int | None = None
+        answer_headers: dict[str, str] = {}
+        error: str | None = None
+        timed_out = False
+        start = time.monotonic()
+        try:
+            with self.http.post(f"{soak.proxy_url}{ENDPOINTS[profile]}", data=body, headers=headers, stream=True,
+                                timeout=(10, soak.timeout)) as response:
+                status = response.status_code
+                answer_headers = {k.lower(): v for k, v in response.headers.items()}
+                for chunk in response.iter_content(chunk_size=None):
+                    chunks.append((time.monotonic() - start, chunk))
+                    if time.monotonic() - start > soak.timeout:
+                        timed_out = True
+                        break
+        except requests.exceptions.Timeout:
+            timed_out = True
+        except (requests.RequestException, OSError) as exc:
+            error = f"{type(exc).__name__}: {exc}"
+        elapsed = time.monotonic() - start
+        raw = b"".join(c for _, c in chunks)
+        exchange = Exchange(scenario_id=played.id, profile=profile, stream=True, request_body=json.loads(body),
+                            request_headers=headers, status=status, response_headers=answer_headers, raw=raw,
+                            elapsed=elapsed, first_byte=chunks[0][0] if chunks else None, transport_error=error,
+                            timed_out=timed_out)
+        faulted = tag(case.faulted[fault], token) if fault is not None else None
+        verdict = judge(case, token, played, exchange, soak.options[profile], fault, faulted)
+        TALLY.add(verdict, fault, first_content(chunks), elapsed)
+        self.environment.events.request.fire(
+            request_type="POST",
+            name=case.scenario.id + (f" [{fault}]" if fault else ""),
+            response_time=elapsed * 1000,
+            response_length=len(raw),
+            exception=RuleFailure(verdict.failure) if verdict.outcome == "failed" else None,
+            context={"detail": verdict.detail},
+        )
+
+
+# --------------------------------------------------------------------------- progress and summary
+
+
+def current(environment: Environment) -> Tally:
+    """Everything counted so far: a master's merged tally, else this process's."""
+    return OVERALL if isinstance(environment.runner, MasterRunner) else TALLY
+
+
+def _report(client_id: str, data: dict[str, Any]) -> None:
+    data["toolcall_conformance"] = TALLY.take()
+
+
+def _gather(client_id: str, data: dict[str, Any]) -> None:
+    OVERALL.merge(data.get("toolcall_conformance", {}))
+
+
+def _progress(environment: Environment, every: float, pid: int) -> None:
+    started = time.monotonic()
+    while True:
+        gevent.sleep(every)
+        elapsed = time.monotonic() - started
+        if pid:
+            kb = rss_kb(pid)
+            if kb is not None:
+                RSS.append((elapsed, kb))
+        runner = environment.runner
+        users = runner.user_count if runner is not None else 0
+        print(current(environment).progress(elapsed, users), flush=True)
+
+
+def _init(environment: Environment, **_: Any) -> None:
+    """Read the library, build the cases and judge one made-up answer before any user starts:
+    the rules import the SDKs on first use, which would stall every user at once."""
+    if environment.parsed_options is not None and not isinstance(environment.runner, MasterRunner):
+        soak = settings(environment)
+        case = soak.cases[0]
+        warm = Exchange(scenario_id=case.scenario.id, profile=case.scenario.client.profile, stream=True,
+                        request_body={}, request_headers={}, status=200,
+                        response_headers={"content-type": "text/event-stream"}, raw=b"data: [DONE]\n\n")
+        judge(case, new_token(), case.scenario, warm, soak.options[case.scenario.client.profile], None)
+
+
+def _start(environment: Environment, **_: Any) -> None:
+    global _SETTINGS
+    if not isinstance(environment.runner, MasterRunner):
+        _SETTINGS = None  # a worker has just received the master's options: read them again
+        settings(environment)
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    opts = environment.parsed_options
+    pid = int(getattr(opts, "proxy_pid", 0) or 0)
+    if pid:
+        kb = rss_kb(pid)
+        if kb is not None:
+            RSS.append((0.0, kb))
+    _PROGRESS.append(gevent.spawn(_progress, environment, float(getattr(opts, "progress_every", 5.0)), pid))
+    duration = str(getattr(opts, "soak_duration", "") or "")
+    if duration and environment.runner is not None:
+        gevent.spawn_later(parse_timespan(duration), environment.runner.quit)
+
+
+def _summary(environment: Environment, **_: Any) -> None:
+    if isinstance(environment.runner, WorkerRunner):
+        return
+    for greenlet in _PROGRESS:
+        greenlet.kill()
+    opts = environment.parsed_options
+    pid = int(getattr(opts, "proxy_pid", 0) or 0) if opts is not None else 0
+    if pid:
+        kb = rss_kb(pid)
+        if kb is not None and RSS:
+            RSS.append((RSS[-1][0], kb))
+    print(current(environment).summary(RSS), flush=True)
+
+
+# Locust's listener registration is untyped.
+for hook, listener in ((events.init_command_line_parser, _options), (events.report_to_master, _report),
+                       (events.worker_report, _gather), (events.init, _init), (events.test_start, _start),
+                       (events.quitting, _summary)):
+    hook.add_listener(listener)  # type: ignore[no-untyped-call]

@@ -1,0 +1,188 @@
+"""Every option of a conformance run, declared once.
+
+The pytest plugin adds each as ``--conformance-<name>`` (so it never collides with a
+user's own ``--model`` or ``--timeout``), ``toolcall-conformance run`` offers the short
+``--<name>`` spelling of those marked ``cli`` and translates it, and the replay command
+a failure prints is written from the same entries; the ``fuzz`` and ``soak`` commands
+take the options they share with a run from here too (``shared_options``). Adding an
+option is adding one ``Option`` to ``OPTIONS``; the plugin reads it as
+``config.getoption(option.dest)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from difflib import get_close_matches
+from typing import Any, Literal, TypeVar
+
+PYTEST_PREFIX = "--conformance-"
+DEFAULT_TIMEOUT = 10.0
+PROFILES = ("openai", "xml-client", "anthropic", "responses")
+# Accepted too: ``vtc``, the old spelling of ``xml-client`` (``harness.core.scenario.loading.OLD_NAMES``).
+PROFILE_CHOICES = (*PROFILES, "vtc")
+UPSTREAM_MODES = ("natural", "openai", "anthropic", "responses", "all")
+
+Kind = Literal["value", "flag", "multiple"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: its short name, what it takes, its default and its help."""
+
+    name: str  # the short spelling without dashes: "proxy-url" (pytest: --conformance-proxy-url)
+    help: str
+    type: type = str  # str, int, float (ignored for flags)
+    default: Any = None
+    kind: Kind = "value"  # "flag": on/off; "multiple": repeatable, a list
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    cli: bool = True  # ``toolcall-conformance run`` offers the short ``--<name>`` alias
+    replay: bool = False  # ``toolcall-conformance replay`` takes it too (for one exchange)
+
+    @property
+    def dest(self) -> str:
+        """The attribute pytest stores it under (``config.getoption(dest)``)."""
+        return "conformance_" + self.name.replace("-", "_")
+
+    @property
+    def pytest_flag(self) -> str:
+        return PYTEST_PREFIX + self.name
+
+    @property
+    def cli_flag(self) -> str:
+        return "--" + self.name
+
+    def pytest_args(self, value: Any) -> list[str]:
+        """``value`` (as the run command got it) as pytest arguments of the plugin, each
+        as one ``--flag=value`` word: pytest picks its rootdir from arguments naming
+        existing paths, and a scenario folder elsewhere must not move it."""
+        if self.kind == "flag":
+            return [self.pytest_flag] if value else []
+        if self.kind == "multiple":
+            return [f"{self.pytest_flag}={item}" for item in value]
+        return [] if value is None else [f"{self.pytest_flag}={_text(value)}"]
+
+
+def _text(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option("proxy-url", "Base URL of the proxy under test, e.g. http://localhost:8000/v1 (default: the bundled "
+           "reference proxy).", metavar="URL", replay=True),
+    Option("scenarios", "Scenario folder or file (repeatable); default: the bundled library.", kind="multiple",
+           metavar="PATH", replay=True),
+    Option("wait-for-proxy", "Wait up to SECONDS for the proxy under test to accept connections (a proxy started "
+           "just before the run, in CI) instead of stopping at once.", type=float, default=0.0, metavar="SECONDS"),
+    Option("mock-host", "Interface the mock backend listens on.", default="127.0.0.1", metavar="HOST",
+           replay=True),
+    Option("mock-port", "Port of the mock backend (default: a free port, printed in the header).", type=int,
+           default=0, metavar="PORT", replay=True),
+    Option("mock-url", "Use a mock backend that is already running at URL.", metavar="URL", replay=True),
+    Option("client-profile", "Run every scenario under this client profile (default: each scenario's own).",
+           choices=PROFILE_CHOICES, replay=True),
+    Option("upstream-dialect", "The dialect the proxy calls upstream: openai, anthropic or responses (every scenario's backend is "
+           "served in it), natural (each scenario's own; the default with --proxy-url) or all (every pair, with the "
+           "bundled reference proxies; their default).", metavar="DIALECT", choices=UPSTREAM_MODES, replay=True),
+    Option("formats", "The text formats (scenario families) your proxy rescues (repeatable or comma separated); the "
+           "cases of the others are reported as not claimed, in the coverage line (default: every format).",
+           kind="multiple", metavar="A,B"),
+    Option("features", "Optional features your proxy has (repeatable or comma separated), e.g. xml-client,loop-guard.",
+           kind="multiple", metavar="A,B", replay=True),
+    Option("strict", "Also enforce 'spec' severity rules.", kind="flag", default=False, replay=True),
+    Option("timeout", f"Seconds of the proxy's own time one exchange may take before it counts as hanging; the "
+           f"time the mock backend spends answering is added (default {DEFAULT_TIMEOUT:g}).", type=float,
+           default=DEFAULT_TIMEOUT, metavar="SECONDS", replay=True),
+    Option("model", "Model name sent to the proxy, for all scenarios or one family (repeatable).", kind="multiple",
+           metavar="[FAMILY=]NAME", replay=True),
+    Option("proxy-header", "Extra header sent to the proxy, e.g. auth (repeatable).", kind="multiple",
+           metavar="'NAME: VALUE'", replay=True),
+    Option("rechunk", "Also run N re-chunked variants of every streaming scenario.", type=int, default=0,
+           metavar="N"),
+    Option("rechunk-seed", "Seed of the re-chunked variants (default: random, printed).", type=int, metavar="S",
+           replay=True),
+    Option("expect-failures", "YAML file of known failures (scenario, rule, reason); they are reported as "
+           "expected.", metavar="FILE"),
+    Option("write-known-failures", "After the run, write every failure of it to FILE as a known-failures list "
+           "(an existing entry's reason is kept), to commit and pass as --expect-failures.", metavar="FILE"),
+    Option("update-known-failures", "Use FILE as --expect-failures, then drop from it the entries that pass "
+           "now and list them (new failures still fail the run).", metavar="FILE"),
+    Option("fuzz", "Also play N generated cases per text format (and native calls); implies --conformance.",
+           type=int, default=0, metavar="N"),
+    Option("fuzz-seed", "Seed of the generated cases (default: the run's seed, printed in the header).", type=int,
+           metavar="S"),
+    Option("fuzz-formats", "Formats to generate (default: every format and 'native').", kind="multiple",
+           metavar="A,B"),
+    Option("fuzz-max-time", "Stop generating a format after this long (e.g. 90s, 10m).", metavar="DURATION"),
+    Option("fuzz-out", "Folder the minimal failing cases are written to.", default="conformance-findings",
+           metavar="DIR"),
+    Option("report-json", "Write the results as JSON.", metavar="PATH"),
+    Option("record", "Write every exchange as a HAR file (client to proxy, proxy to mock, both answers) to "
+           "DIR/har/, and DIR/report.html: the score card, the rules and each failure's transcript in one file.",
+           metavar="DIR"),
+    Option("report-md", "Write the results as Markdown (for CI job summaries).", metavar="PATH"),
+)
+
+BY_NAME: Mapping[str, Option] = {option.name: option for option in OPTIONS}
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def click_option(option: Option, *, param: str | None = None, with_default: bool = True) -> Callable[[F], F]:
+    """``option`` as a click option under its short spelling: its type, choices, help and
+    (unless ``with_default`` is false) its default; passed as ``param`` (default: its dest)."""
+    import click
+
+    kwargs: dict[str, Any] = {"help": option.help, "metavar": option.metavar}
+    if option.kind == "flag":
+        kwargs.update(is_flag=True, default=False)
+    elif option.kind == "multiple":
+        kwargs.update(multiple=True)
+    else:
+        kwargs.update(type=click.Choice(option.choices) if option.choices else option.type,
+                      default=option.default if with_default else None)
+    decorator: Callable[[F], F] = click.option(option.cli_flag, param or option.dest, **kwargs)
+    return decorator
+
+
+def shared_options(*names: str) -> Callable[[F], F]:
+    """The table's options ``names`` for another command that takes them with the same meaning
+    (``fuzz``, ``soak``): same flag, type, default and help, each passed as its name with
+    ``-`` read as ``_`` (``proxy-url`` is ``proxy_url``)."""
+
+    def decorate(command: F) -> F:
+        for name in reversed(names):
+            command = click_option(BY_NAME[name], param=name.replace("-", "_"))(command)
+        return command
+
+    return decorate
+
+
+def replay_args(values: Mapping[str, Any]) -> list[str]:
+    """The replay command's arguments for ``values`` (option name to value), in table
+    order; values equal to the default are left out."""
+    out: list[str] = []
+    for option in OPTIONS:
+        value = values.get(option.name)
+        if not option.replay or value is None or value == option.default or value in ([], ()):
+            continue
+        if option.kind == "flag":
+            out.append(option.cli_flag)
+        elif option.kind == "multiple":
+            out += [arg for item in value for arg in (option.cli_flag, str(item))]
+        else:
+            out += [option.cli_flag, _text(value)]
+    return out
+
+
+def closest(name: str, names: Iterable[str]) -> str | None:
+    """The option a mistyped ``--name`` most likely meant, or None."""
+    found = get_close_matches(name.lstrip("-"), [n.lstrip("-") for n in names], n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def unknown_long_options(args: Sequence[str], known: Iterable[str]) -> list[str]:
+    """The ``--name`` arguments not in ``known`` (values after ``=`` ignored)."""
+    known_set = set(known)
+    return [a.split("=", 1)[0] for a in args if a.startswith("--") and a.split("=", 1)[0] not in known_set]

@@ -1,0 +1,116 @@
+"""The mock and the reference proxy as processes of their own, for load that must not share a
+process (or an interpreter lock) with the servers it measures: the soak, the benchmarks.
+
+``running`` starts ``toolcall-conformance <args>`` with this interpreter, waits until the
+server answers ``health`` with 200, and always stops it (SIGINT, then SIGKILL).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from harness.core.errors import ConformanceError
+
+CLI = "from harness.cli.main import run_main; run_main()"
+CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+# Seconds a server may take to answer its first health check. A safety net, not a margin: a
+# server that died is reported at once (its exit is watched); a live one on a machine loaded
+# on purpose took more than 20 s just to import, so only a hung one waits this long.
+START_TIMEOUT = 60.0
+
+
+@dataclass
+class ServerProcess:
+    name: str
+    process: subprocess.Popen[bytes]
+    port: int
+    log: IO[bytes]
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU so far of the server process and its children (uvicorn's workers)."""
+        return sum(process_cpu(pid) for pid in (self.process.pid, *children(self.process.pid)))
+
+    def log_tail(self, size: int = 2000) -> str:
+        self.log.flush()
+        self.log.seek(0)
+        return self.log.read().decode("utf-8", "replace")[-size:]
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` so far (Linux; 0 when it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (Linux)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry.name))
+            except (OSError, ValueError, IndexError):
+                continue
+    return found
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _answers(port: int, path: str) -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+            sock.sendall(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode())
+            return sock.recv(100).startswith(b"HTTP/1.1 200")
+    except OSError:
+        return False
+
+
+@contextmanager
+def running(name: str, args: Sequence[str], port: int, health: str, *, cwd: Path | None = None) -> Iterator[ServerProcess]:
+    """``toolcall-conformance *args`` listening on ``port``, until the block ends."""
+    log = tempfile.TemporaryFile()
+    process = subprocess.Popen([sys.executable, "-c", CLI, *args], stdout=log, stderr=subprocess.STDOUT, cwd=cwd)
+    server = ServerProcess(name, process, port, log)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while not _answers(port, health):
+            if process.poll() is not None:
+                raise ConformanceError(f"{name} exited with {process.returncode}:\n{server.log_tail()}")
+            if time.monotonic() > deadline:
+                raise ConformanceError(f"{name} did not answer on port {port} within {START_TIMEOUT:.0f} s:\n"
+                                       f"{server.log_tail()}")
+            time.sleep(0.05)
+        yield server
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+        log.close()

@@ -1,0 +1,351 @@
+"""One exchange with the proxy under test, the only place the harness talks to it: arm the mock, send the
+scenario's request, read the raw answer under one overall deadline (a proxy that hangs, trickles bytes or
+never closes cannot stall the run) and collect what the mock received."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import ssl
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+import h11
+import httpx
+
+from harness.core.dialects.clients import client
+from harness.core.errors import MockError, ProxyUnreachable
+from harness.core.exchange import BackendActivity, Exchange, Profile
+from harness.core.nonce import NONCE_HEADER, place_nonce
+from harness.core.dialects.profiles import ENDPOINTS, client_body, request_headers, written_profile
+from harness.core.scenario.loading import Scenario, parse_scenario
+from mock_backends.control import Lockstep, MockControl
+
+# --------------------------------------------------------------------------- one exchange
+
+
+PADDING = "(padding to make the message large) "
+
+
+def pad_text(text: str, size: int) -> str:
+    """``text`` grown with filler to ``size`` UTF-8 bytes (unchanged when already longer)."""
+    missing = size - len(text.encode("utf-8"))
+    if missing <= 0:
+        return text
+    return text + (PADDING * (missing // len(PADDING) + 1))[:missing]
+
+
+def _pad_first_user(body: dict[str, Any], size: int) -> None:
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return
+    for i, message in enumerate(messages):
+        if not (isinstance(message, dict) and message.get("role") == "user"):
+            continue
+        content = message.get("content")
+        if isinstance(content, list):
+            for j, part in enumerate(content):
+                if isinstance(part, dict) and isinstance(part.get("text"), str):
+                    parts = list(content)
+                    parts[j] = {**part, "text": pad_text(part["text"], size)}
+                    messages[i] = {**message, "content": parts}
+                    return
+        messages[i] = {**message, "content": pad_text(content if isinstance(content, str) else "", size)}
+        return
+
+
+def build_request(scenario: Scenario, *, stream: bool, model: str | None, nonce: str) -> dict[str, Any]:
+    """The body the client sends: the scenario's request, streaming as asked, with
+    the model the user chose, padded when the case asks for a huge message, and the
+    nonce placed where proxies keep it."""
+    body = dict(scenario.client.request)
+    body["stream"] = stream
+    if not stream:
+        body.pop("stream_options", None)
+    if model is not None:
+        body["model"] = model
+    if scenario.client.pad_bytes is not None:
+        body["messages"] = list(body.get("messages") or ())
+        _pad_first_user(body, scenario.client.pad_bytes)
+    return place_nonce(body, nonce, scenario.client.dialect)
+
+
+_MODEL_FIELD = re.compile(r'("model"\s*:\s*)"(?:[^"\\]|\\.)*"')
+
+
+def with_model(raw: str, model: str | None) -> str:
+    """A raw body with the model the user chose in place of its own (its first ``"model": "…"``),
+    so a model-routing proxy routes a malformed request as it would a good one."""
+    if model is None:
+        return raw
+    return _MODEL_FIELD.sub(lambda m: m.group(1) + json.dumps(model), raw, count=1)
+
+
+def _payload(scenario: Scenario, body: Mapping[str, Any], model: str | None = None) -> tuple[bytes, Mapping[str, Any]]:
+    """The bytes to send and the body as recorded: a misbehaving client's raw bytes
+    (recorded parsed when they are a JSON object) or the JSON request."""
+    raw = scenario.client.raw_body
+    if raw is None:
+        return json.dumps(body, ensure_ascii=False).encode("utf-8"), body
+    raw = with_model(raw, model)
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = None
+    return raw.encode("utf-8"), parsed if isinstance(parsed, dict) else {}
+
+
+@dataclass
+class _Received:
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    chunks: list[bytes] = field(default_factory=list)
+    first_byte: float | None = None
+    elapsed: float = 0.0
+    timed_out: bool = False
+    error: str | None = None
+
+    def add(self, chunk: bytes, start: float) -> None:
+        if chunk:
+            if self.first_byte is None:
+                self.first_byte = time.monotonic() - start
+            self.chunks.append(chunk)
+
+
+@cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every exchange: building one loads the CA bundle, which
+    costs more than a whole exchange over loopback."""
+    return httpx.create_ssl_context()
+
+
+async def _receive(url: str, body: bytes, headers: Mapping[str, str], got: _Received, start: float,
+                   hang_up: bool = False) -> None:
+    async with httpx.AsyncClient(timeout=None, trust_env=False, verify=_tls()) as client:
+        async with client.stream("POST", url, content=body, headers=dict(headers)) as response:
+            got.status = response.status_code
+            got.headers = {k.lower(): v for k, v in response.headers.items()}
+            async for chunk in response.aiter_bytes():
+                got.add(chunk, start)
+                if hang_up and chunk:
+                    return  # a client that goes away mid-answer: the connection closes here
+
+
+async def _receive_truncated(url: str, body: bytes, headers: Mapping[str, str], got: _Received, start: float) -> None:
+    """Announce ``body`` whole, send half of it, send nothing more, and read whatever
+    the proxy answers. Plain h11 on a socket: an HTTP client library would wait to
+    finish sending before it reads."""
+    target = httpx.URL(url)
+    port = target.port or (443 if target.scheme == "https" else 80)
+    reader, writer = await asyncio.open_connection(target.host, port, ssl=target.scheme == "https" or None)
+    try:
+        conn = h11.Connection(h11.CLIENT)
+        head = [("Host", f"{target.host}:{port}"), ("Content-Length", str(len(body))), *headers.items()]
+        writer.write(conn.send(h11.Request(method="POST", target=target.raw_path, headers=head)) or b"")
+        writer.write(conn.send(h11.Data(data=body[: len(body) // 2])) or b"")
+        await writer.drain()
+        while True:
+            event = conn.next_event()
+            if event is h11.NEED_DATA:
+                conn.receive_data(await reader.read(65536))
+            elif isinstance(event, h11.Response):
+                got.status = event.status_code
+                got.headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in event.headers}
+            elif isinstance(event, h11.Data):
+                got.add(bytes(event.data), start)
+            elif isinstance(event, (h11.EndOfMessage, h11.ConnectionClosed)):
+                if got.status is None:
+                    got.error = "the proxy closed the connection without an answer"
+                return
+    except h11.RemoteProtocolError as exc:
+        got.error = f"RemoteProtocolError: {exc}"
+    except (ConnectionResetError, BrokenPipeError) as exc:
+        got.error = f"{type(exc).__name__}: the proxy broke the connection"
+    finally:
+        writer.close()
+
+
+def deadline(start: float, timeout: float, backend: BackendActivity | None) -> float:
+    """When an exchange that began at ``start`` counts as hanging: ``timeout`` seconds of
+    the proxy's own time, plus the time the backend spent answering it as the mock measured
+    it (a stall or a slow drip is the backend's time, however slowly a loaded machine plays
+    it). A proxy retrying forever gains only the mock's short answers: it still times out."""
+    return start + timeout + (backend.busy_seconds if backend is not None else 0.0)
+
+
+BusyProbe = Callable[[], BackendActivity | None]
+
+
+def _fetch(url: str, body: bytes, headers: Mapping[str, str], timeout: float, *, truncate: bool,
+           backend: BusyProbe = lambda: None, hang_up: bool = False) -> _Received:
+    """Send one request and read the answer as it comes, until ``deadline``: asked of the
+    mock (``backend``) each time the deadline known so far is reached (or, with
+    ``hang_up``, only until its first bytes)."""
+    got = _Received()
+    start = time.monotonic()
+
+    async def fetch() -> None:
+        receiving = (_receive_truncated(url, body, headers, got, start) if truncate
+                     else _receive(url, body, headers, got, start, hang_up))
+        task = asyncio.ensure_future(receiving)
+        until = deadline(start, timeout, None)
+        try:
+            while True:
+                done, _ = await asyncio.wait((task,), timeout=max(0.0, until - time.monotonic()))
+                if done:
+                    task.result()
+                    return
+                later = deadline(start, timeout, await asyncio.to_thread(backend))
+                if later <= time.monotonic():
+                    got.timed_out = True
+                    return
+                until = later
+        except (httpx.ConnectError, ConnectionRefusedError):
+            raise
+        except (httpx.HTTPError, OSError) as exc:
+            got.error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        finally:
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(fetch())
+    got.elapsed = time.monotonic() - start
+    return got
+
+
+def _activity(mock: MockControl, nonce: str) -> BusyProbe:
+    def probe() -> BackendActivity | None:
+        try:
+            return mock.activity(nonce)
+        except MockError:
+            return None  # the mock cannot say: the proxy gets no more time
+
+    return probe
+
+
+def run_exchange(
+    scenario: Scenario,
+    *,
+    proxy_url: str,
+    mock: MockControl,
+    stream: bool,
+    profile: Profile,
+    model: str | None,
+    proxy_headers: Mapping[str, str],
+    timeout: float,
+    lockstep: Lockstep | None = None,
+    hang_up: bool = False,
+) -> Exchange:
+    """Play ``scenario`` once through the proxy at ``proxy_url`` (e.g. ``http://host:8000/v1``).
+
+    Never raises for anything the proxy does (errors, hangs, garbage): that is all in
+    the ``Exchange``. Raises ``ProxyUnreachable`` when nothing listens at the URL and
+    ``MockError`` when the mock itself fails. When the case expects the proxy to
+    survive it, one plain request follows and ``Exchange.survived`` says how it went.
+    ``lockstep`` arms the run in a lockstep group of the mock (``harness.run.isolation``);
+    ``hang_up`` closes the connection once the first bytes of the answer arrived.
+    """
+    nonce = mock.arm(scenario, lockstep=lockstep)
+    try:
+        body = client_body(profile, build_request(scenario, stream=stream, model=model, nonce=nonce))
+        headers = request_headers(profile, scenario.client.headers, proxy_headers)
+        headers = {**{k: v for k, v in headers.items() if k.lower() != NONCE_HEADER.lower()}, NONCE_HEADER: nonce}
+        url = f"{proxy_url.rstrip('/')}{ENDPOINTS[profile]}"
+        payload, recorded_body = _payload(scenario, body, model)
+        try:
+            got = _fetch(url, payload, headers, timeout, truncate=scenario.client.truncate_body,
+                         backend=_activity(mock, nonce), hang_up=hang_up)
+        except (httpx.ConnectError, ConnectionRefusedError) as exc:
+            raise ProxyUnreachable(
+                f"cannot connect to the proxy under test at {proxy_url} ({exc or 'connection refused'}); "
+                "is it running, and is --proxy-url right?"
+            ) from exc
+        recorded, activity = mock.state(nonce)
+        upstream = tuple(recorded)
+    finally:
+        try:
+            mock.disarm(nonce)
+        except MockError:
+            pass  # the run is over either way; an error reading it was already raised
+    survived: bool | None = None
+    detail: str | None = None
+    if scenario.expect.proxy_survives:
+        survived, detail = survival_probe(
+            scenario, proxy_url=proxy_url, mock=mock, profile=profile, model=model, proxy_headers=proxy_headers,
+            timeout=timeout,
+        )
+    return Exchange(
+        scenario_id=scenario.id,
+        profile=profile,
+        stream=stream,
+        request_body=recorded_body,
+        request_headers=headers,
+        status=got.status,
+        response_headers=got.headers,
+        raw=b"".join(got.chunks),
+        elapsed=got.elapsed,
+        first_byte=got.first_byte,
+        transport_error=got.error,
+        timed_out=got.timed_out,
+        upstream=upstream,
+        backend_seconds=activity.busy_seconds,
+        survived=survived,
+        survival_detail=detail,
+    )
+
+
+def probe_scenario(scenario: Scenario, profile: Profile) -> Scenario:
+    """A plain one-line question in the client's dialect, answered by the same
+    backend dialect: what the proxy must still handle after a bad exchange."""
+    request: dict[str, Any] = {
+        "model": scenario.client.request.get("model", "probe"),
+        "stream": False,
+        "messages": [{"role": "user", "content": "Are you still there? Answer yes."}],
+    }
+    if client(profile).written_in.requests.needs_max_tokens:
+        request["max_tokens"] = 16
+    return parse_scenario(
+        {
+            "id": f"{scenario.id}.survival-probe",
+            "title": f"survival probe after {scenario.id}",
+            "source": "synthetic",
+            "stream_equivalence": False,
+            "backend": {"dialect": scenario.backend.dialect, "frames": ["yes"]},
+            "client": {"profile": written_profile(profile), "profiles": [written_profile(profile)],
+                       "request": request},
+            "expect": {"content": "yes"},
+        },
+        family=scenario.family,
+    )
+
+
+def survival_probe(
+    scenario: Scenario,
+    *,
+    proxy_url: str,
+    mock: MockControl,
+    profile: Profile,
+    model: str | None,
+    proxy_headers: Mapping[str, str],
+    timeout: float,
+) -> tuple[bool, str]:
+    """Whether the proxy still answers a plain request (HTTP 200), and what happened."""
+    probe = probe_scenario(scenario, profile)
+    try:
+        ex = run_exchange(probe, proxy_url=proxy_url, mock=mock, stream=False, profile=profile, model=model,
+                          proxy_headers=proxy_headers, timeout=timeout)
+    except ProxyUnreachable:
+        return False, f"the proxy no longer accepts connections at {proxy_url}"
+    if ex.timed_out:
+        return False, f"a plain request got no complete answer within {timeout:g} s"
+    if ex.transport_error is not None:
+        return False, f"a plain request failed: {ex.transport_error}"
+    if ex.status != 200:
+        excerpt = ex.raw[:200].decode("utf-8", "replace")
+        return False, f"a plain request got HTTP {ex.status}: {excerpt!r}"
+    return True, f"a plain request got HTTP 200 in {ex.elapsed:.2f} s"

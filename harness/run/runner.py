@@ -1,0 +1,205 @@
+"""Playing scenarios against a proxy: everything one test item runs, and one replay.
+
+``play`` runs the exchanges of one test item: as written, without streaming, and
+re-chunked, shrinking a re-chunk failure to the boundary that causes it. Each exchange
+is ``proxy_client.run_exchange``, the only place the harness talks to the proxy under
+test; what the user passes is parsed in ``run_settings``. Both are re-exported here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.core.errors import ConformanceFailure
+from harness.core.exchange import Exchange, Profile
+from harness.run.proxy_client import PADDING as PADDING
+from harness.run.proxy_client import build_request as build_request
+from harness.run.proxy_client import deadline as deadline
+from harness.run.proxy_client import pad_text as pad_text
+from harness.run.proxy_client import probe_scenario as probe_scenario
+from harness.run.proxy_client import run_exchange as run_exchange
+from harness.run.proxy_client import survival_probe as survival_probe
+from harness.run.proxy_client import with_model as with_model
+from harness.core.frames.rechunk import Shrunk, Variant, apply_variant, shrink, variants
+from harness.run import isolation
+from harness.judge.rules import Options, compare_answers, compare_item, compare_round, evaluate
+from harness.run.settings import ModelChoice as ModelChoice
+from harness.run.settings import RunSettings as RunSettings
+from harness.run.settings import parse_features as parse_features
+from harness.run.settings import parse_header as parse_header
+from harness.run.settings import parse_headers as parse_headers
+from harness.run.settings import parse_models as parse_models
+from harness.run.settings import with_profile_features as with_profile_features
+from harness.core.scenario.loading import Scenario
+from mock_backends.control import MockControl
+
+# --------------------------------------------------------------------------- one test item
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One exchange of an item (or the comparison of two) and what it broke."""
+
+    kind: str  # "stream", "non-stream", "equivalence", "rechunk", "item" (all the answers together), "isolation"
+    label: str
+    scenario: Scenario  # as played (re-chunked variants differ from the file)
+    exchange: Exchange | None
+    failures: tuple[ConformanceFailure, ...]
+    other: Exchange | None = None  # "equivalence": the streamed exchange compared against
+    variant: Variant | None = None
+    shrunk: Shrunk | None = None
+    shrunk_rules: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ScenarioRun:
+    scenario: Scenario
+    profile: Profile
+    attempts: tuple[Attempt, ...]
+
+    @property
+    def failures(self) -> list[tuple[Attempt, ConformanceFailure]]:
+        return [(a, f) for a in self.attempts for f in a.failures]
+
+    @property
+    def failed_rules(self) -> list[str]:
+        """Distinct rule ids that failed, in the order first seen."""
+        return list(dict.fromkeys(f.rule_id for _, f in self.failures))
+
+
+def _exchange(scenario: Scenario, settings: RunSettings, mock: MockControl, profile: Profile, stream: bool) -> Exchange:
+    return run_exchange(
+        scenario,
+        proxy_url=settings.proxy_url,
+        mock=mock,
+        stream=stream,
+        profile=profile,
+        model=settings.models.for_family(scenario.family),
+        proxy_headers=settings.proxy_headers,
+        timeout=settings.timeout,
+    )
+
+
+def play(
+    scenario: Scenario,
+    *,
+    settings: RunSettings,
+    mock: MockControl,
+    profile: Profile,
+) -> ScenarioRun:
+    """Every exchange of one item; all failures are collected, none stops the others."""
+    options = Options(profile=profile, strict=settings.strict, features=settings.features)
+    attempts: list[Attempt] = []
+    template = scenario
+    if isolation.wants_round(scenario):
+        scenario = isolation.tag(scenario, isolation.new_token())
+    streamed = _exchange(scenario, settings, mock, profile, scenario.streams)
+    kind = "stream" if scenario.streams else "non-stream"
+    label = f"{'streaming' if scenario.streams else 'non-streaming'}, as the scenario's request says"
+    attempts.append(Attempt(kind, label, scenario, streamed, tuple(evaluate(scenario, streamed, options))))
+
+    replayable = scenario.client.raw_body is None and not scenario.client.truncate_body  # the JSON request is sent
+    if scenario.streams and scenario.stream_equivalence and replayable:
+        plain = _exchange(scenario, settings, mock, profile, False)
+        attempts.append(
+            Attempt("non-stream", "the same request with stream: false", scenario, plain,
+                    tuple(evaluate(scenario, plain, options)))
+        )
+        attempts.append(
+            Attempt("equivalence", "streamed vs non-streamed answer", scenario, plain,
+                    tuple(compare_answers(scenario, streamed, plain, options)), other=streamed)
+        )
+
+    # A fault is placed by frame number, so re-split frames would move it: such cases keep their frames.
+    if settings.rechunk > 0 and scenario.streams and scenario.rechunk and replayable and scenario.backend.fault is None:
+        main_rules = {f.rule_id for f in attempts[0].failures}
+        shrunk_once = False
+        for variant in variants(scenario, settings.rechunk, settings.seed):
+            played = apply_variant(scenario, variant)
+            exchange = _exchange(played, settings, mock, profile, True)
+            failures = tuple(evaluate(played, exchange, options))
+            new_rules = tuple(dict.fromkeys(f.rule_id for f in failures if f.rule_id not in main_rules))
+            shrunk: Shrunk | None = None
+            if new_rules and not shrunk_once and not exchange.timed_out:
+                # Only the first failing variant is shrunk: each shrink step is a full exchange.
+                shrunk_once = True
+                shrunk = _shrink(scenario, variant, new_rules, settings, mock, profile, options)
+            attempts.append(
+                Attempt("rechunk", variant.label, played, exchange, failures, variant=variant,
+                        shrunk=shrunk, shrunk_rules=new_rules if shrunk else ())
+            )
+    answers = [(a.label, a.scenario, a.exchange) for a in attempts
+               if a.kind != "equivalence" and a.exchange is not None]
+    together = tuple(compare_item(answers, options))
+    if together:
+        attempts.append(Attempt("item", "all the answers of this item together", scenario, None, together))
+    if isolation.wants_round(template):
+        def one(tagged: Scenario, **how: Any) -> Exchange:
+            return run_exchange(tagged, proxy_url=settings.proxy_url, mock=mock, stream=tagged.streams, profile=profile,
+                                model=settings.models.for_family(tagged.family), proxy_headers=settings.proxy_headers,
+                                timeout=settings.timeout, **how)
+
+        round_ = isolation.play_round(template, one, options, profile, settings.timeout)
+        failures = tuple(compare_round(round_, options))
+        attempts.append(Attempt("isolation", isolation.LABEL, scenario, None, failures))
+    return ScenarioRun(template, profile, tuple(attempts))
+
+
+def _shrink(
+    scenario: Scenario,
+    variant: Variant,
+    rules: Sequence[str],
+    settings: RunSettings,
+    mock: MockControl,
+    profile: Profile,
+    options: Options,
+) -> Shrunk:
+    wanted = set(rules)
+
+    def fails(splits: tuple[int, ...]) -> bool:
+        played = apply_variant(scenario, variant, splits)
+        exchange = _exchange(played, settings, mock, profile, True)
+        return any(f.rule_id in wanted for f in evaluate(played, exchange, options))
+
+    return shrink(variant.splits, fails, budget=settings.shrink_budget)
+
+
+# --------------------------------------------------------------------------- one replay
+
+
+@dataclass(frozen=True)
+class Replay:
+    """One exchange replayed on request, with what the rules say about it."""
+
+    scenario: Scenario  # as played (re-split when asked)
+    profile: Profile
+    exchange: Exchange
+    failures: tuple[ConformanceFailure, ...]
+    variant: Variant | None = None
+
+
+def replay(
+    scenario: Scenario,
+    *,
+    settings: RunSettings,
+    mock: MockControl,
+    profile: Profile,
+    stream: bool | None = None,
+    variant_index: int | None = None,
+    splits: Sequence[int] | None = None,
+) -> Replay:
+    """Replay one exchange of ``scenario``: as written, without streaming, one
+    re-chunked variant (``settings.seed`` + ``variant_index``) or an explicit split."""
+    streaming = scenario.streams if stream is None else stream
+    variant: Variant | None = None
+    played = scenario
+    if variant_index is not None:
+        variant = variants(scenario, variant_index + 1, settings.seed)[variant_index]
+        played = apply_variant(scenario, variant, splits)
+    elif splits is not None:
+        played = apply_variant(scenario, Variant(-1, "explicit", settings.seed, tuple(splits)))
+    exchange = _exchange(played, settings, mock, profile, streaming)
+    options = Options(profile=profile, strict=settings.strict, features=settings.features)
+    return Replay(played, profile, exchange, tuple(evaluate(played, exchange, options)), variant)
