@@ -28,7 +28,8 @@ from harness.core.nonce import find_nonce
 from harness.core.replay.fault_rate import FaultRate
 from harness.core.replay.openai import error_body
 from harness.core.replay.wire import Delivery, Event, dumps
-from harness.core.scenario.loading import Scenario, parse_scenario
+from harness.core.scenario.loading import parse_scenario
+from harness.core.scenario.model import Scenario
 from mock_backends.lockstep import DEFAULT_PATIENCE, Lockstep
 from mock_backends.registry import AnswerLog, Registry, Run, RunNotFound, Selection, UnknownScenario
 from mock_backends.routes import ROUTES

@@ -14,7 +14,7 @@ import httpx
 
 from harness.core.errors import MockError
 from harness.core.exchange import BackendActivity, RecordedRequest
-from harness.core.scenario.loading import Scenario
+from harness.core.scenario.model import Scenario
 
 
 @dataclass(frozen=True)

@@ -24,9 +24,10 @@ from harness.core.replay import anthropic as anthropic_replay
 from harness.core.replay import openai as openai_replay
 from harness.core.replay import responses as responses_replay
 from harness.core.replay.anthropic import AnthropicReplay
-from harness.core.replay.openai import DEFAULT_MODEL, OpenAIReplay
+from harness.core.replay.openai import OpenAIReplay
 from harness.core.replay.responses import ResponsesReplay
-from harness.core.scenario.loading import Backend, Fault, Scenario
+from harness.core.replay.wire import DEFAULT_MODEL
+from harness.core.scenario.model import Backend, Fault, Scenario
 from mock_backends.lockstep import Lockstep, LockstepGroups
 
 MAX_RUNS = 10_000

@@ -14,24 +14,27 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
-
-from harness.cli.main import main
-from harness.generate.formats import FORMATS
-from harness.generate.fuzz.case import NATIVE, Case, scenario_data, seams_pattern
-from harness.cli.fuzzing import all_formats, parse_duration, parse_formats
-from harness.run.fuzzing import FuzzReport, FuzzSettings, fuzz
-from harness.generate.fuzz.strategies import cases, profiles_for
-from harness.generate.fuzz.yaml_out import dump_scenario
-from harness.core.dialects.profiles import choose_profile
-from harness.judge.rules import Options, evaluate
-from harness.run.runner import RunSettings, play, run_exchange
-from harness.core.scenario.loading import ContentFrame, Scenario, load_library, load_scenario, parse_scenario, validate_paths
-from mock_backends.control import MockControl
 from mutants.base import Mutant, proxy_config
 from mutants.different import CORRECT_BUT_DIFFERENT
 from mutants.fuzz_only import ALL_AT_ONCE, FUZZ_ONLY
 from support import PATIENT_TIMEOUT
 from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock and reference proxy)
+
+from harness.cli.main import main
+from harness.core.dialects.profiles import choose_profile
+from harness.core.scenario.loading import load_library, load_scenario, parse_scenario, validate_paths
+from harness.core.scenario.model import ContentFrame, Scenario
+from harness.generate.formats import FORMATS
+from harness.generate.fuzz.case import NATIVE, Case, scenario_data, seams_pattern
+from harness.generate.fuzz.choices import all_formats, parse_duration, parse_formats
+from harness.generate.fuzz.strategies import cases, profiles_for
+from harness.generate.fuzz.yaml_out import dump_scenario
+from harness.judge.rules import Options, evaluate
+from harness.run.fuzzing import FuzzReport, FuzzSettings, fuzz
+from harness.run.proxy_client import run_exchange
+from harness.run.runner import play
+from harness.run.settings import RunSettings
+from mock_backends.control import MockControl
 
 FEATURES = proxy_config("http://127.0.0.1:1/v1").features()
 SEED = 20261125

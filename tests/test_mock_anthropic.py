@@ -18,24 +18,15 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
-
-from harness.core.nonce import NONCE_HEADER, new_nonce, place_nonce
-from harness.core.replay.openai import DEFAULT_MODEL
-from harness.core.scenario.loading import (
-    Backend,
-    ContentFrame,
-    RawFrame,
-    Scenario,
-    ToolUseFrame,
-    bundled_scenarios_dir,
-    parse_scenario,
-    validate_paths,
-)
-from mock_backends.app import create_app
-from mock_backends.control import MockControl
 from support.mock_server import Mock, fresh, http_client, shared  # noqa: F401  (fixtures)
 from support.servers import ServeFn
 
+from harness.core.nonce import NONCE_HEADER, new_nonce, place_nonce
+from harness.core.replay.wire import DEFAULT_MODEL
+from harness.core.scenario.loading import bundled_scenarios_dir, parse_scenario, validate_paths
+from harness.core.scenario.model import Backend, ContentFrame, RawFrame, Scenario, ToolUseFrame
+from mock_backends.app import create_app
+from mock_backends.control import MockControl
 
 TOOLS = [
     {"name": "get_weather", "input_schema": {"type": "object"}},

@@ -15,7 +15,8 @@ import httpx
 import pytest
 
 from harness.core.nonce import NONCE_HEADER
-from harness.core.scenario.loading import ContentFrame, Scenario, parse_scenario
+from harness.core.scenario.loading import parse_scenario
+from harness.core.scenario.model import ContentFrame, Scenario
 from harness.run.servers import RunningServer
 from mock_backends.app import create_app
 from mock_backends.control import MockControl

@@ -11,24 +11,26 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-
-from harness.core.exchange import Profile
-from harness.run.isolation import wants_round
-from harness.core.dialects.profiles import choose_profile
-from harness.judge.rules import RULES
-from harness.judge.rules.registry import ANTHROPIC, ENTRIES
-from harness.run.runner import RunSettings, play, run_exchange
-from harness.core.dialects.clients import client
-from harness.core.dialects.script import natural_reason, serve_as
-from harness.core.scenario.loading import load_library
-from mock_backends.control import MockControl
 from mutants import ALL, CORRECT_VARIANTS, MUTANTS, anthropic, openai
 from mutants.base import Mutant, Rewriter, parse_event, proxy_config, reference
 from mutants.coverage import unproven
 from mutants.different import CORRECT_BUT_DIFFERENT
-from reference_proxy.rescue import ToolSpec, collect, rescue_text
 from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock and reference proxy)
+
+from harness.core.dialects.clients import client
+from harness.core.dialects.profiles import choose_profile
+from harness.core.dialects.script import natural_reason, serve_as
+from harness.core.exchange import Profile
+from harness.core.scenario.loading import load_library
+from harness.judge.rules import RULES
+from harness.judge.rules.registry import ANTHROPIC, ENTRIES
+from harness.run.isolation import wants_round
+from harness.run.proxy_client import run_exchange
+from harness.run.runner import play
+from harness.run.settings import RunSettings
+from mock_backends.control import MockControl
+from reference_proxy.rescue import ToolSpec, collect, rescue_text
 
 ServeFn = Callable[[Any], Any]
 LIBRARY = {s.id: s for s in load_library()}

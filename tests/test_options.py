@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.main import main
-from harness.run.options import OPTIONS, replay_args
-from harness.run.runner import run_exchange
 from harness.core.scenario.loading import load_library
+from harness.run.options import OPTIONS, replay_args
+from harness.run.proxy_client import run_exchange
 from harness.run.servers import RunningServer
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl

@@ -6,9 +6,10 @@ from typing import Any
 
 import pytest
 
-from harness.core.exchange import Profile
 from harness.core.dialects.profiles import choose_profile
-from harness.core.scenario.loading import Scenario, parse_scenario
+from harness.core.exchange import Profile
+from harness.core.scenario.loading import parse_scenario
+from harness.core.scenario.model import Scenario
 
 
 def _scenario(**top: Any) -> Scenario:
@@ -74,9 +75,9 @@ def test_scenario_files_may_name_the_xml_client_profile_vtc(case: str) -> None:
 
 
 def test_the_command_line_may_name_the_xml_client_profile_and_feature_vtc() -> None:
-    from harness.run.options import BY_NAME
     from harness.core.dialects.profiles import parse_profile
-    from harness.run.runner import parse_features, with_profile_features
+    from harness.run.options import BY_NAME
+    from harness.run.settings import parse_features, with_profile_features
 
     assert parse_profile("vtc") == parse_profile("xml-client") == "xml-client"
     assert {"vtc", "xml-client"} <= set(BY_NAME["client-profile"].choices or ())

@@ -20,22 +20,23 @@ import anthropic
 import openai
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
-
-from harness.judge.compare import content_equal, json_equal
-from harness.core.dialects.clients import client
-from harness.core.dialects.script import natural_reason
-from harness.judge.markup import DEFAULT_MARKERS, find_leaks
-from harness.core.nonce import NONCE_HEADER
-from harness.core.dialects.profiles import DEFAULT_HEADERS
-from harness.judge.rules.up import check_assertion
-from harness.core.scenario.loading import RawFrame, Scenario, load_library, parse_scenario
-from harness.run.servers import bind_socket
-from harness.judge.readers.xml_calls import parse_xml_calls, tool_vocabulary, value_matches
-from reference_proxy.app import create_app
-from reference_proxy.config import ProxyConfig
 from support.chat_stream import check_and_fold, parse_sse
 from support.messages_stream import check_and_fold as check_and_fold_messages
 from support.proxy_rig import Proxy, Rig, request_body, rig  # noqa: F401  (rig: the module's servers)
+
+from harness.core.dialects.clients import client
+from harness.core.dialects.profiles import DEFAULT_HEADERS
+from harness.core.dialects.script import natural_reason
+from harness.core.nonce import NONCE_HEADER
+from harness.core.scenario.loading import load_library, parse_scenario
+from harness.core.scenario.model import RawFrame, Scenario
+from harness.judge.compare import content_equal, json_equal
+from harness.judge.markup import DEFAULT_MARKERS, find_leaks
+from harness.judge.readers.xml_calls import parse_xml_calls, tool_vocabulary, value_matches
+from harness.judge.rules.up import check_assertion
+from harness.run.servers import bind_socket
+from reference_proxy.app import create_app
+from reference_proxy.config import ProxyConfig
 
 LIBRARY = load_library()
 OPENAI_PROFILES = ("openai", "xml-client")  # clients of the chat-completions API
@@ -230,7 +231,7 @@ def test_special_scenario_judged_by_the_harness(rig: Rig, case: Case) -> None:
     client bodies, expected errors) are judged by the harness's own rules, which know
     how to send and read them."""
     from harness.judge.rules import Options, evaluate
-    from harness.run.runner import run_exchange
+    from harness.run.proxy_client import run_exchange
 
     scenario, profile, stream = case
     proxy = choose_proxy(rig, scenario, profile)

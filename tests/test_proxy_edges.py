@@ -23,16 +23,16 @@ import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
-
-from harness.core.nonce import NONCE_HEADER
-from harness.core.dialects.profiles import DEFAULT_HEADERS
-from harness.core.scenario.loading import Scenario, parse_scenario
-from harness.run.servers import bind_socket, serve
-from reference_proxy.app import create_app
-from reference_proxy.config import ProxyConfig
 from support.chat_stream import check_and_fold, parse_sse
 from support.proxy_rig import Rig, post, request_body, rig  # noqa: F401  (rig: the module's servers)
 
+from harness.core.dialects.profiles import DEFAULT_HEADERS
+from harness.core.nonce import NONCE_HEADER
+from harness.core.scenario.loading import parse_scenario
+from harness.core.scenario.model import Scenario
+from harness.run.servers import bind_socket, serve
+from reference_proxy.app import create_app
+from reference_proxy.config import ProxyConfig
 
 # --------------------------------------------------------------------------- inline cases
 

@@ -10,9 +10,10 @@ from typing import Any
 import openai
 import pytest
 
-from harness.generate.formats import FORMATS, Call
 from harness.core.nonce import place_nonce
-from harness.core.scenario.loading import Scenario, load_library
+from harness.core.scenario.loading import load_library
+from harness.core.scenario.model import Scenario
+from harness.generate.formats import FORMATS, Call
 from harness.run.servers import serve
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl

@@ -16,26 +16,19 @@ from harness.core.frames.rechunk import (
     STRATEGIES,
     Layout,
     apply_variant,
-    native_pieces,
     describe_split,
     layout,
     make_variant,
-    shrink,
+    native_pieces,
     tag_splits,
     variant_random,
     variants,
     wire_events,
 )
+from harness.core.frames.shrink import shrink
 from harness.core.replay.wire import writes
-from harness.core.scenario.loading import (
-    ContentFrame,
-    RawFrame,
-    Scenario,
-    ToolCallFrame,
-    ToolUseFrame,
-    load_library,
-    parse_scenario,
-)
+from harness.core.scenario.loading import load_library, parse_scenario
+from harness.core.scenario.model import ContentFrame, RawFrame, Scenario, ToolCallFrame, ToolUseFrame
 
 LIBRARY = load_library()
 

@@ -12,21 +12,6 @@ import re
 from dataclasses import dataclass
 
 import pytest
-
-from harness.core.scenario.loading import ContentFrame, RawFrame, Scenario, ToolCallFrame, load_library
-from reference_proxy.rescue import scanner
-from reference_proxy.rescue.family import Call
-from reference_proxy.rescue import (
-    ArgumentsDelta,
-    Rescuer,
-    Text,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolSpec,
-    collect,
-    rescue_text,
-    tools_from_request,
-)
 from support.rescue import (
     ALL,
     Calls,
@@ -38,6 +23,22 @@ from support.rescue import (
     same_calls,
 )
 from support.rescue_cases import CASES, W_PARIS, Case, coder, hermes, invoke
+
+from harness.core.scenario.loading import load_library
+from harness.core.scenario.model import ContentFrame, RawFrame, Scenario, ToolCallFrame
+from reference_proxy.rescue import (
+    ArgumentsDelta,
+    Rescuer,
+    Text,
+    ToolCallEnd,
+    ToolCallStart,
+    ToolSpec,
+    collect,
+    rescue_text,
+    scanner,
+    tools_from_request,
+)
+from reference_proxy.rescue.family import Call
 
 
 def _run(case: Case, frames: list[str]) -> tuple[str, Calls]:

@@ -7,16 +7,17 @@ import re
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-
-from harness.core.scenario.loading import ContentFrame, Scenario, load_library
-from reference_proxy.request_shaping import anthropic_tools
-from reference_proxy.rescue.families.code import MAX_FENCE_LINE
-from reference_proxy.rescue import Rescuer, Text, ToolSpec, rescue_text, tools_from_request
-from reference_proxy.rescue.families import FAMILIES
-from reference_proxy.rescue.family import Context, Family, reject
-from reference_proxy.rescue.toolbox import Toolbox
 from support.rescue import ALL, check_events, feed_frames, outcome, split_at
 from support.rescue_cases import CASES, Case, coder, hermes, invoke
+
+from harness.core.scenario.loading import load_library
+from harness.core.scenario.model import ContentFrame, Scenario
+from reference_proxy.request_shaping import anthropic_tools
+from reference_proxy.rescue import Rescuer, Text, ToolSpec, rescue_text, tools_from_request
+from reference_proxy.rescue.families import FAMILIES
+from reference_proxy.rescue.families.code import MAX_FENCE_LINE
+from reference_proxy.rescue.family import Context, Family, reject
+from reference_proxy.rescue.toolbox import Toolbox
 
 # Pieces that come near every opener and closer without naming a declared tool.
 NEAR_MISSES = [

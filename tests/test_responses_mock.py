@@ -19,7 +19,8 @@ import pytest
 from harness.core.dialects import NotPortable
 from harness.core.dialects.script import serve_as
 from harness.core.nonce import NONCE_HEADER
-from harness.core.scenario.loading import ContentFrame, Scenario, ToolUseFrame, load_library, parse_scenario
+from harness.core.scenario.loading import load_library, parse_scenario
+from harness.core.scenario.model import ContentFrame, Scenario, ToolUseFrame
 from harness.run.servers import serve
 from mock_backends.app import create_app
 from mock_backends.control import MockControl

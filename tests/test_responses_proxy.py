@@ -12,21 +12,22 @@ from typing import Any
 
 import openai
 import pytest
+from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 
 from harness.core.dialects import NotPortable
+from harness.core.dialects.profiles import choose_profile
 from harness.core.dialects.script import serve_as
 from harness.core.nonce import NONCE_HEADER
-from harness.core.dialects.profiles import choose_profile
-from harness.run.runner import RunSettings, play
-from harness.core.scenario.loading import Scenario, load_library, parse_scenario
+from harness.core.scenario.loading import load_library, parse_scenario
+from harness.core.scenario.model import Scenario
+from harness.run.runner import play
 from harness.run.servers import serve
+from harness.run.settings import RunSettings
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 from reference_proxy.app import create_app
 from reference_proxy.config import ProxyConfig
 from reference_proxy.responses_streams import ChunksAsResponses
-
-from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 
 # The reference proxy's upstream_dialect setting for each upstream the mock serves.
 UPSTREAMS = {"openai": "openai", "anthropic": "anthropic", "responses": "native"}

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from rule_proofs import Family
 
 from harness.core.exchange import Exchange
+from harness.core.scenario.loading import parse_scenario
+from harness.core.scenario.model import Scenario
 from harness.judge.rules import RULES, Options, evaluate
-from harness.core.scenario.loading import Scenario, parse_scenario
-from rule_proofs import Family
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}
 TIME = {"type": "function", "function": {"name": "get_time", "parameters": {"type": "object"}}}

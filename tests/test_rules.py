@@ -22,8 +22,12 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rule_proofs import Family, families, proofs
+from support import messages_answers as messages
 
-from harness.judge.readers.assemble import answer_from_exchange
+from harness.core.exchange import Exchange, RecordedRequest
+from harness.core.scenario.loading import bundled_scenarios_dir, load_scenario, parse_scenario
+from harness.core.scenario.model import PROFILES, Profile, RawFrame, Scenario, ToolCallFrame
 from harness.judge.compare import (
     content_equal,
     first_difference,
@@ -33,28 +37,15 @@ from harness.judge.compare import (
     matched_prefix,
     shorten,
 )
-from harness.core.exchange import Exchange, RecordedRequest
-from harness.judge.rules import RULES, Options, compare_answers, compare_item, evaluate, rules_markdown
-from harness.judge.rules import locate
-from harness.judge.rules.context import Context, effective_options
-from harness.judge.rules.citations import CLIENTS, Breaks
-from harness.judge.rules.registry import ENTRIES, Severity, Violation, rule_group
-from harness.judge.rules.report import check_location
-from harness.core.scenario.loading import (
-    PROFILES,
-    Profile,
-    RawFrame,
-    Scenario,
-    ToolCallFrame,
-    bundled_scenarios_dir,
-    load_scenario,
-    parse_scenario,
-)
+from harness.judge.readers.reading import read_answer
 from harness.judge.readers.sse import parse_events
 from harness.judge.readers.transcript import Position
 from harness.judge.readers.xml_calls import parse_xml_calls, tool_vocabulary
-from rule_proofs import Family, families, proofs
-from support import messages_answers as messages
+from harness.judge.rules import RULES, Options, compare_answers, compare_item, evaluate, locate, rules_markdown
+from harness.judge.rules.citations import CLIENTS, Breaks
+from harness.judge.rules.context import Context, effective_options
+from harness.judge.rules.registry import ENTRIES, Severity, Violation, rule_group
+from harness.judge.rules.report import check_location
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -1359,17 +1350,17 @@ def test_compare_item(sc: Scenario, answers: list[tuple[dict[str, Any], str, int
 # --------------------------------------------------------------------------- assembly and docs
 
 
-def test_answer_from_exchange_stream_and_single() -> None:
-    streamed = answer_from_exchange(exchange(S_TWO, TWO_CALL_STREAM))
+def test_read_answer_stream_and_single() -> None:
+    streamed = read_answer(exchange(S_TWO, TWO_CALL_STREAM))
     assert streamed.content == "Let me check."
     assert [(c.index, c.id, c.name, json.loads(c.arguments)) for c in streamed.tool_calls] == [
         (0, "call_a", "get_weather", {"city": "Paris"}),
         (1, "call_b", "get_time", {}),
     ]
     assert streamed.finish_reason == "tool_calls" and streamed.error is None
-    single = answer_from_exchange(exchange(S_SINGLE, completion(PARIS_MESSAGE, usage={"total_tokens": 3})))
+    single = read_answer(exchange(S_SINGLE, completion(PARIS_MESSAGE, usage={"total_tokens": 3})))
     assert single.content == "" and single.tool_calls[0].name == "get_weather" and single.usage == {"total_tokens": 3}
-    error = answer_from_exchange(exchange(S_TEXT, '{"error": {"message": "m", "type": "t"}}', status=400))
+    error = read_answer(exchange(S_TEXT, '{"error": {"message": "m", "type": "t"}}', status=400))
     assert error.error == {"message": "m", "type": "t"}
 
 

@@ -18,12 +18,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from harness.judge.readers.assemble import answer_from_exchange
-from harness.core.exchange import Exchange, RecordedRequest
-from harness.judge.rules import RULES, Options, compare_answers, evaluate
-from harness.core.scenario.loading import Scenario
-from harness.judge.readers.sdk_compat import read_anthropic_stream
 from rule_proofs import Family
 from support.messages_answers import (
     CALL_STREAM,
@@ -34,7 +28,6 @@ from support.messages_answers import (
     PARIS_JSON,
     PARIS_USE,
     PING,
-    STOP,
     S_CALL,
     S_CALL_ANY,
     S_SINGLE,
@@ -44,6 +37,7 @@ from support.messages_answers import (
     S_TIME,
     S_TWO,
     S_UPSTREAM,
+    STOP,
     TEXT_CALL_STREAM,
     TEXT_CONTENT,
     TEXT_STREAM,
@@ -62,6 +56,12 @@ from support.messages_answers import (
     text_delta,
     tool_block,
 )
+
+from harness.core.exchange import Exchange, RecordedRequest
+from harness.core.scenario.model import Scenario
+from harness.judge.readers.reading import read_answer
+from harness.judge.readers.sdk_compat import read_anthropic_stream
+from harness.judge.rules import RULES, Options, compare_answers, evaluate
 
 # --------------------------------------------------------------------------- cases
 
@@ -584,8 +584,8 @@ def test_acceptable_variations_never_fail(
 # --------------------------------------------------------------------------- assembly and the SDK
 
 
-def test_answer_from_exchange_reads_messages() -> None:
-    streamed = answer_from_exchange(exchange(S_TWO, TWO_STREAM))
+def test_read_answer_reads_messages() -> None:
+    streamed = read_answer(exchange(S_TWO, TWO_STREAM))
     assert streamed.content == "Let me check."
     assert [(c.index, c.id, c.name, json.loads(c.arguments)) for c in streamed.tool_calls] == [
         (0, "toolu_01", "get_weather", {"city": "Paris"}),
@@ -593,11 +593,11 @@ def test_answer_from_exchange_reads_messages() -> None:
     ]
     assert streamed.finish_reason == "tool_use" and streamed.error is None
     assert streamed.usage == {"input_tokens": 12, "output_tokens": 20}
-    single = answer_from_exchange(exchange(S_SINGLE, message([TEXT_CONTENT, PARIS_USE])))
+    single = read_answer(exchange(S_SINGLE, message([TEXT_CONTENT, PARIS_USE])))
     assert single.content == "Let me check." and json.loads(single.tool_calls[0].arguments) == PARIS["arguments"]
-    error = answer_from_exchange(exchange(S_TEXT, json.dumps(OVERLOADED), status=529))
+    error = read_answer(exchange(S_TEXT, json.dumps(OVERLOADED), status=529))
     assert error.error == OVERLOADED["error"]
-    cut = answer_from_exchange(exchange(S_TEXT, stream(start(), text_block(0, "Hel"), ev(OVERLOADED))))
+    cut = read_answer(exchange(S_TEXT, stream(start(), text_block(0, "Hel"), ev(OVERLOADED))))
     assert cut.content == "Hel" and cut.error == OVERLOADED["error"] and cut.finish_reason is None
 
 

@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from rule_proofs import Family
 
 from harness.core.exchange import Exchange
+from harness.core.scenario.loading import parse_scenario
+from harness.core.scenario.model import Profile, Scenario
 from harness.judge.rules import RULES, Options, evaluate
-from harness.core.scenario.loading import Profile, Scenario, parse_scenario
-from rule_proofs import Family
 
 WEATHER_OPENAI = {
     "type": "function",

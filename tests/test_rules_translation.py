@@ -20,16 +20,17 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from rule_proofs import Family
+from support import messages_answers as messages
 
 from harness.core.dialects import DIALECTS
 from harness.core.dialects.script import upstream_dialects
 from harness.core.exchange import Exchange, Profile, RecordedRequest
+from harness.core.scenario.loading import load_library, parse_scenario
+from harness.core.scenario.model import Scenario
 from harness.judge.rules import RULES, Options, evaluate
-from harness.core.scenario.loading import Scenario, load_library, parse_scenario
 from reference_proxy.responses_requests import chat_to_responses_request
 from reference_proxy.translate.requests import chat_to_messages, messages_to_chat
-from rule_proofs import Family
-from support import messages_answers as messages
 
 EDIT = {
     "type": "object",

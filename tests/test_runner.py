@@ -17,24 +17,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from harness.run.embedded import EmbeddedServers
 from harness.core.errors import ProxyUnreachable
 from harness.core.exchange import BackendActivity, Exchange, Profile
 from harness.core.nonce import NONCE_HEADER, NONCE_RE
-from harness.run.proxy_client import _fetch
-from harness.run.runner import (
-    ModelChoice,
-    RunSettings,
-    build_request,
-    deadline,
-    parse_features,
-    parse_header,
-    parse_models,
-    play,
-    run_exchange,
-    with_model,
-)
-from harness.core.scenario.loading import Scenario, load_library, parse_scenario
+from harness.core.scenario.loading import load_library, parse_scenario
+from harness.core.scenario.model import Scenario
+from harness.run.embedded import EmbeddedServers
+from harness.run.proxy_client import _fetch, build_request, deadline, run_exchange, with_model
+from harness.run.runner import play
+from harness.run.settings import ModelChoice, RunSettings, parse_features, parse_header, parse_models
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 

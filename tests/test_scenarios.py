@@ -19,16 +19,10 @@ from click.testing import CliRunner
 from harness.cli.main import main
 from harness.core.errors import ScenarioError, ScenarioProblem
 from harness.core.nonce import place_nonce
-from harness.pytest.plugin import DEFAULT_TIMEOUT
+from harness.core.scenario.loading import bundled_scenarios_dir, parse_scenario, validate_paths
+from harness.core.scenario.model import ContentFrame, Scenario, UpstreamAssertion
 from harness.judge.rules.up import check_assertion
-from harness.core.scenario.loading import (
-    ContentFrame,
-    Scenario,
-    UpstreamAssertion,
-    bundled_scenarios_dir,
-    parse_scenario,
-    validate_paths,
-)
+from harness.run.options import DEFAULT_TIMEOUT
 
 BAD = Path(__file__).parent / "bad_scenarios"
 LIBRARY = bundled_scenarios_dir()

@@ -12,16 +12,16 @@ from pathlib import Path
 from types import ModuleType
 
 import pytest
-
-from harness.run.fuzzing import FuzzSettings, fuzz
-from harness.run.runner import RunSettings
-from harness.run.servers import serve
-from mock_backends.app import create_app as create_mock
-from mock_backends.control import MockControl
 from mutants import ALL, CORRECT
 from mutants.base import proxy_config
 from support import PATIENT_TIMEOUT
 from support.processes import STARTUP, Output
+
+from harness.run.fuzzing import FuzzSettings, fuzz
+from harness.run.servers import serve
+from harness.run.settings import RunSettings
+from mock_backends.app import create_app as create_mock
+from mock_backends.control import MockControl
 
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "serve_variant.py"
 

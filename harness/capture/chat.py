@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.judge.readers.assemble import first_choice
 from harness.capture.errors import CaptureError
 from harness.capture.messages import (
     MessagesParts,
@@ -23,7 +22,8 @@ from harness.capture.model import Dialect
 from harness.capture.stream import NOT_JSON, StreamParts, data_line, loads, parse_data, read_stream
 from harness.capture.text import _check_response_dialect, _http_head, _json, _list, _obj, _text
 from harness.core.dialects import OPENAI
-from harness.core.scenario.loading import ContentFrame, RawFrame, ToolCallFrame
+from harness.core.scenario.model import ContentFrame, RawFrame, ToolCallFrame
+from harness.judge.readers.assemble import first_choice
 from harness.judge.readers.sse import is_done_like, parse_events
 
 # --------------------------------------------------------------------------- chunks → frames

@@ -19,25 +19,13 @@ file and what is wrong.
 from __future__ import annotations
 
 from harness.capture.chat import read_chunks, read_completion_object, read_sse
-from harness.capture.errors import CaptureError as CaptureError
-from harness.capture.errors import UnsupportedDialect as UnsupportedDialect
+from harness.capture.errors import CaptureError
 from harness.capture.exchange import _capture, _request_from_text
-from harness.capture.har import read_har as read_har
-from harness.capture.jsonl import read_jsonl as read_jsonl
-from harness.capture.model import FORMAT_NAMES as FORMAT_NAMES
-from harness.capture.model import FORMATS as FORMATS
-from harness.capture.model import Capture as Capture
-from harness.capture.model import CaptureFile as CaptureFile
-from harness.capture.model import CaptureFormat as CaptureFormat
-from harness.capture.model import Dialect as Dialect
-from harness.capture.model import format_name as format_name
-from harness.capture.secrets import REDACTED as REDACTED
+from harness.capture.har import read_har
+from harness.capture.jsonl import read_jsonl
+from harness.capture.model import FORMAT_NAMES, CaptureFile, CaptureFormat
 from harness.capture.secrets import _Secrets
-from harness.capture.secrets import clean_headers as clean_headers
-from harness.capture.text import _http_head, _json, _text
-from harness.capture.text import detect_format as detect_format
-from harness.capture.text import path_dialect as path_dialect
-from harness.capture.text import request_dialect as request_dialect
+from harness.capture.text import _http_head, _json, _text, detect_format
 
 # --------------------------------------------------------------------------- entry point
 

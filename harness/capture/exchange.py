@@ -11,10 +11,10 @@ from harness.capture.chat import Answer
 from harness.capture.errors import CaptureError
 from harness.capture.messages import MessagesParts
 from harness.capture.model import Capture, CaptureFormat, Dialect
-from harness.core.dialects import dialect as wire_dialect
 from harness.capture.secrets import _SECRET_VALUE, _Secrets, _secrets_warning
 from harness.capture.text import _json, _text, request_dialect
-from harness.core.scenario.loading import ContentFrame
+from harness.core.dialects import dialect as wire_dialect
+from harness.core.scenario.model import ContentFrame
 
 # --------------------------------------------------------------------------- requests
 

@@ -15,18 +15,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
-from harness.capture.detect import Capture, CaptureError, format_name
-from harness.core.dialects import dialect as wire_dialect
-from harness.core.dialects.clients import profiles_written_in
-from harness.core.errors import ScenarioError
-from harness.capture.yaml_out import ReviewNotes as ReviewNotes
-from harness.capture.yaml_out import render_yaml as render_yaml
-from harness.capture.yaml_out import review_checks as review_checks
+from harness.capture.errors import CaptureError
 from harness.capture.expect import (
     Call,
     Expectation,
@@ -36,7 +30,14 @@ from harness.capture.expect import (
     inferred_tool,
     parser_tools,
 )
-from harness.core.scenario.loading import DEFAULT_PROFILE, Scenario, frame_to_mapping, parse_scenario, scenario_schema
+from harness.capture.model import Capture, format_name
+from harness.capture.yaml_out import ReviewNotes, render_yaml, review_checks
+from harness.core.dialects import dialect as wire_dialect
+from harness.core.dialects.clients import profiles_written_in
+from harness.core.errors import ScenarioError
+from harness.core.scenario.loading import parse_scenario
+from harness.core.scenario.model import DEFAULT_PROFILE, Scenario, frame_to_mapping
+from harness.core.scenario.schema import scenario_schema
 from reference_proxy.rescue import rescue_text
 
 DEFAULT_FAMILY = "imported"

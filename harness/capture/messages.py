@@ -20,10 +20,10 @@ from typing import Any, ClassVar
 
 from harness.capture.errors import CaptureError
 from harness.capture.model import Dialect
-from harness.core.dialects import ANTHROPIC
 from harness.capture.stream import StreamParts, data_line, read_stream
+from harness.core.dialects import ANTHROPIC
 from harness.core.replay.anthropic import sse_event
-from harness.core.scenario.loading import ContentFrame, RawFrame, ToolUseFrame
+from harness.core.scenario.model import ContentFrame, RawFrame, ToolUseFrame
 from harness.judge.readers.sse import SSEStream
 
 MESSAGES_EVENTS = frozenset({

@@ -1,0 +1,4 @@
+"""The ``toolcall-conformance`` command (entry point ``main.run_main``) and its
+sub-commands" own modules (``importing``, ``fuzzing``)."""
+
+__all__ = ["main"]

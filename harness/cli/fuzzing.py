@@ -3,47 +3,21 @@
 from __future__ import annotations
 
 import random
-import re
 import shlex
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from harness.generate.fuzz.case import NATIVE
+from harness.generate.fuzz.choices import all_formats, parse_duration, parse_formats
+from harness.run.fuzzing import finding_lines
 from harness.run.options import shared_options
 
 if TYPE_CHECKING:
-    from harness.run.fuzzing import Finding, FormatResult
+    from harness.run.fuzzing import FormatResult
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
 DEFAULT_DATABASE = Path(".hypothesis") / "conformance-fuzz"
-
-
-def parse_duration(text: str) -> float:
-    """``90``, ``90s``, ``10m`` or ``1.5h`` as seconds."""
-    match = _DURATION.match(text)
-    if match is None:
-        raise ValueError(f"--max-time {text!r}: expected seconds or a number with s, m or h (e.g. 10m)")
-    return float(match.group(1)) * {"s": 1, "m": 60, "h": 3600}[match.group(2) or "s"]
-
-
-def all_formats() -> list[str]:
-    """Every text format the library has writers for, and native calls."""
-    from harness.generate.formats import FORMATS
-
-    return [*FORMATS, NATIVE]
-
-
-def parse_formats(values: Sequence[str]) -> tuple[str, ...]:
-    known = all_formats()
-    chosen = [part.strip() for value in values for part in value.split(",") if part.strip()]
-    unknown = [f for f in chosen if f not in known]
-    if unknown:
-        raise ValueError(f"--formats: unknown format(s) {', '.join(unknown)} (known: {', '.join(known)})")
-    return tuple(dict.fromkeys(chosen)) or tuple(known)
 
 
 def replay_args(scenario_id: str, out: Path, *, proxy_url: str | None, mock: tuple[str, int] | None,
@@ -68,17 +42,6 @@ def format_line(result: FormatResult) -> str:
     width = max(map(len, all_formats()))  # the columns line up whatever the format
     return (f"  {result.format_id:<{width}} {result.examples:>6} example(s) {result.elapsed:7.1f} s "
             f"{result.rate:6.1f} examples/s  {outcome}{stopped}")
-
-
-def finding_lines(finding: Finding, replay: str) -> list[str]:
-    from harness.report.scorecard import render_failures
-
-    text = render_failures(finding.run, reproduce=lambda attempt: replay)
-    return [
-        f"  scenario written to {finding.path} (id {finding.scenario_id})",
-        f"  replay: {replay}",
-        *("    " + line for line in text.splitlines()),
-    ]
 
 
 @click.command("fuzz")
@@ -117,10 +80,10 @@ def fuzz_command(
     """Generate answers (prose, calls in every text format, native calls, cut anywhere),
     play them through the proxy, judge them by what was generated, and write the
     smallest failing case as a scenario file."""
-    from harness.run.embedded import EmbeddedServers
     from harness.generate.fuzz.case import Profile
+    from harness.run.embedded import EmbeddedServers
     from harness.run.fuzzing import FuzzSettings, fuzz
-    from harness.run.runner import RunSettings, parse_features, parse_headers
+    from harness.run.settings import RunSettings, parse_features, parse_headers
     from mock_backends.control import MockControl
 
     try:

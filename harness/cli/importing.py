@@ -15,9 +15,11 @@ from pathlib import Path
 
 import click
 
-from harness.capture.detect import FORMATS, Capture, CaptureError, CaptureFormat, read_captures
-from harness.core.errors import ConformanceError
+from harness.capture.detect import read_captures
+from harness.capture.errors import CaptureError
 from harness.capture.importer import ImportedScenario, ImportOptions, check_names, import_capture
+from harness.capture.model import FORMATS, Capture, CaptureFormat
+from harness.core.errors import ConformanceError
 
 EXIT_BAD_INPUT = 2
 

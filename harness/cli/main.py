@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 import click
 
 from harness.core.errors import ConformanceError
-from harness.run.options import BY_NAME, OPTIONS, click_option, closest, unknown_long_options
 from harness.core.scenario.loading import awaiting_review, bundled_scenarios_dir, review_note, validate_paths
+from harness.run.options import BY_NAME, OPTIONS, click_option, closest, unknown_long_options
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -68,8 +68,8 @@ def list_(dirs: tuple[Path, ...], tags: tuple[str, ...], families: tuple[str, ..
 def _attach_server_commands() -> None:
     from harness.cli.fuzzing import fuzz_command
     from harness.cli.importing import import_command
-    from mock_backends.cli import mock
     from harness.run.soak import soak
+    from mock_backends.cli import mock
     from reference_proxy.cli import proxy
 
     main.add_command(mock)
@@ -211,12 +211,13 @@ def replay(
     elif upstream_dialect == "all":
         raise click.UsageError("replay plays one exchange: --upstream-dialect takes openai, anthropic or natural")
 
-    from harness.run.embedded import EmbeddedServers
     from harness.core.dialects.profiles import choose_profile, parse_profile
-    from harness.report.scorecard import evidence_lines, rule_heading, rules_by_id
-    from harness.run.runner import RunSettings, parse_features, parse_headers, parse_models, with_profile_features
-    from harness.run.runner import replay as replay_exchange
     from harness.judge.readers.transcript import Position
+    from harness.report.failure import evidence_lines, rule_heading
+    from harness.report.summary import rules_by_id
+    from harness.run.embedded import EmbeddedServers
+    from harness.run.runner import replay as replay_exchange
+    from harness.run.settings import RunSettings, parse_features, parse_headers, parse_models, with_profile_features
     from mock_backends.control import MockControl
 
     scenarios, problems = validate_paths(dirs or (bundled_scenarios_dir(),))

@@ -1,0 +1,5 @@
+"""The shared model every package reads, with no I/O: scenarios and their loading, the
+exception tree, exchange and run records, nonces, the wire dialects and client profiles, and
+the replay planners that say what a backend sends."""
+
+__all__ = ["dialects", "errors", "exchange", "frames", "nonce", "records", "replay", "scenario"]

@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from harness.core.exchange import Exchange
+from harness.core.replay.fault_rate import FAULT_KINDS, FaultKind, FaultRate
+from harness.core.scenario.loading import parse_scenario
+from harness.core.scenario.model import ContentFrame, Scenario
+from harness.judge.markup import DEFAULT_MARKERS
 from harness.judge.rules import RULES, Options, evaluate
 from harness.judge.rules.iso import EXCHANGE_MARK
-from harness.judge.markup import DEFAULT_MARKERS
-from harness.core.replay.fault_rate import FAULT_KINDS, FaultKind, FaultRate
-from harness.core.scenario.loading import ContentFrame, Scenario, parse_scenario
 
 TOKEN = re.compile(rb"xq[0-9a-f]{12}")  # the shape of ``harness.run.isolation.new_token``
 FIRST_CONTENT = re.compile(rb'"(?:content|text|partial_json)":"[^"]|"tool_calls"|"tool_use"')

@@ -11,19 +11,19 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.core.dialects.clients import default_profiles
-from harness.generate.fuzz.case import PROFILES
 from harness.core.errors import ConformanceError
+from harness.generate.fuzz.case import PROFILES
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
+    from harness.pytest.session import ConformanceSession
     from harness.run.fuzzing import Finding, FuzzSettings
-    from harness.pytest.plugin import ConformanceSession
 
 
 def fuzz_settings(session: ConformanceSession, config: pytest.Config) -> tuple[FuzzSettings, tuple[str, ...]]:
     """The fuzz settings of this run, and the formats to play."""
-    from harness.cli.fuzzing import parse_duration, parse_formats
+    from harness.generate.fuzz.choices import parse_duration, parse_formats
     from harness.run.fuzzing import FuzzSettings
 
     opt = config.getoption
@@ -86,7 +86,7 @@ class FuzzItem(pytest.Item):
     def repr_failure(self, excinfo: ExceptionInfo[BaseException], style: Any = None) -> str | TerminalRepr:
         exc = excinfo.value
         if isinstance(exc, FuzzFailed):
-            from harness.cli.fuzzing import finding_lines
+            from harness.run.fuzzing import finding_lines
 
             return "\n".join([f"{self.format_id}: {exc}", *finding_lines(exc.finding, exc.replay)])
         return super().repr_failure(excinfo, style=style)

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.core.dialects.clients import client
-from harness.core.scenario.loading import DEFAULT_PROFILE
 from harness.core.errors import ConformanceError, ProxyUnreachable
+from harness.core.scenario.model import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
 
-    from harness.report.known_failures import Judgement
+    from harness.core.records import ScenarioRun
+    from harness.core.scenario.model import Scenario
     from harness.pytest.session import ConformanceSession
-    from harness.report.scorecard import ItemRecord
-    from harness.run.runner import ScenarioRun
-    from harness.core.scenario.loading import Scenario
+    from harness.report.known_failures import Judgement
+    from harness.report.summary import ItemRecord
 
 # Marks pytest gives a meaning to: a family or tag by these names gets a "tag-" prefix.
 _RESERVED_MARKS = frozenset(
@@ -94,13 +94,12 @@ class ScenarioItem(pytest.Item):
         return path, None, f"{self.scenario.family}/{self.scenario.id}"
 
     def runtest(self) -> None:
-        from harness.report.known_failures import judge
-        from harness.core.dialects.profiles import choose_profile, feature_skip_reason, missing_features
-        from harness.report.scorecard import item_record
-        from harness.run.runner import play
-
         from harness.core.dialects import NotPortable
+        from harness.core.dialects.profiles import choose_profile, feature_skip_reason, missing_features
         from harness.core.dialects.script import natural_reason, serve_as
+        from harness.report.known_failures import judge
+        from harness.report.summary import item_record
+        from harness.run.runner import play
 
         session = self.conformance
         scenario = self.scenario
@@ -176,7 +175,7 @@ class ScenarioItem(pytest.Item):
             failure = self._render(ItemFailed(run, judgement), full=True) if judgement.outcome == "failed" else None
             from harness.pytest.outputs import record_item
 
-            record_item(session, self, run, failure)
+            record_item(session, run, failure)
         if judgement.outcome == "xfailed":
             pytest.xfail(judgement.xfail_reason)
         if judgement.outcome == "failed":
@@ -202,7 +201,7 @@ class ScenarioItem(pytest.Item):
         run, judgement = exc.run, exc.judgement
         known = {rule: entry.reason for rule, entry in judgement.expected.items()}
         from harness.pytest.reproduce import replay_command
-        from harness.report.scorecard import render_failures
+        from harness.report.failure import render_failures
 
         text = ""
         if run.failures:

@@ -10,10 +10,9 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from _pytest.terminal import TerminalReporter
 
-    from harness.pytest.items import ScenarioItem
+    from harness.core.records import ScenarioRun
     from harness.pytest.session import ConformanceSession
-    from harness.report.scorecard import Summary
-    from harness.run.runner import ScenarioRun
+    from harness.report.summary import Summary
 
 
 def write_file(path: str, text: str) -> None:
@@ -25,7 +24,8 @@ def write_file(path: str, text: str) -> None:
 def write_record(session: ConformanceSession, summary: Summary) -> None:
     """``--record``: the HTML report over what the items wrote (HAR files, transcripts)."""
     from harness.report.record import html_report
-    from harness.report.scorecard import render_text, rules_by_id
+    from harness.report.scorecard import render_text
+    from harness.report.summary import rules_by_id
 
     assert session.record_dir is not None
     failures = []
@@ -41,7 +41,7 @@ def write_record(session: ConformanceSession, summary: Summary) -> None:
     session.known_note.append(f"record: {hars} HAR file(s) in {session.record_dir / 'har'}; report {report}")
 
 
-def record_item(session: ConformanceSession, item: ScenarioItem, run: ScenarioRun, failure: str | None) -> None:
+def record_item(session: ConformanceSession, run: ScenarioRun, failure: str | None) -> None:
     """An item's exchanges as a HAR file, and its failure's full transcript (the
     worker that played it writes them; the controller reads them at the end)."""
     from harness.core.dialects.profiles import ENDPOINTS
@@ -91,7 +91,8 @@ def write_score_card(session: ConformanceSession, terminalreporter: TerminalRepo
         for line in session.known_note:
             terminalreporter.write_line(line)
         return
-    from harness.report.scorecard import render_text, summarize
+    from harness.report.scorecard import render_text
+    from harness.report.summary import summarize
 
     tr = terminalreporter
     tr.write_sep("=", "tool-call conformance")

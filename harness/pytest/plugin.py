@@ -20,15 +20,9 @@ from typing import Any
 
 import pytest
 
+from harness.pytest.hooks import RunHooks
+from harness.pytest.session import SESSION_PLUGIN, WORKER_KEY, ConformanceSession
 from harness.run.options import BY_NAME, OPTIONS
-from harness.run.options import DEFAULT_TIMEOUT as DEFAULT_TIMEOUT
-from harness.pytest.items import ConformanceSuite as ConformanceSuite
-from harness.pytest.items import ItemFailed as ItemFailed
-from harness.pytest.items import ScenarioItem as ScenarioItem
-from harness.pytest.items import mark_name as mark_name
-from harness.pytest.session import SESSION_PLUGIN, WORKER_KEY
-from harness.pytest.session import ConformanceSession as ConformanceSession
-from harness.pytest.session import Shared as Shared
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -69,6 +63,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.add_cleanup(session.close)
     session.start()
     config.pluginmanager.register(session, SESSION_PLUGIN)
+    config.pluginmanager.register(RunHooks(session), SESSION_PLUGIN + "-hooks")
 
 
 @pytest.hookimpl(optionalhook=True)

@@ -10,9 +10,9 @@ from harness.run.options import replay_args
 
 if TYPE_CHECKING:
     from harness.core.exchange import Profile
+    from harness.core.records import Attempt
+    from harness.core.scenario.model import Scenario
     from harness.pytest.session import ConformanceSession
-    from harness.run.runner import Attempt
-    from harness.core.scenario.loading import Scenario
 
 
 def replay_command(session: ConformanceSession, scenario: Scenario, profile: Profile, attempt: Attempt, upstream: str | None = None) -> str:

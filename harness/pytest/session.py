@@ -3,9 +3,7 @@ xdist worker is handed), the header, the preflight, and the score card and repor
 
 from __future__ import annotations
 
-import json
 import random
-from collections.abc import Generator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,24 +12,22 @@ import pytest
 
 from harness.core.errors import ConformanceError
 from harness.run.options import BY_NAME, DEFAULT_TIMEOUT
-from harness.pytest.items import ConformanceSuite, ScenarioItem, mark_name
 
 if TYPE_CHECKING:
-    from _pytest.terminal import TerminalReporter
 
-    from harness.run.embedded import EmbeddedServers
     from harness.core.exchange import Profile
+    from harness.core.scenario.model import Scenario
     from harness.report.known_failures import KnownFailures
-    from harness.report.scorecard import ItemRecord
-    from harness.run.runner import ModelChoice, RunSettings
-    from harness.core.scenario.loading import Scenario
+    from harness.report.summary import ItemRecord
+    from harness.run.embedded import EmbeddedServers
+    from harness.run.settings import ModelChoice, RunSettings
     from mock_backends.control import MockControl
 
 WORKER_KEY = "toolcall_conformance"
 SESSION_PLUGIN = "toolcall-conformance-session"
 
 
-def _opt(config: pytest.Config, name: str) -> Any:
+def opt_value(config: pytest.Config, name: str) -> Any:
     return config.getoption(BY_NAME[name].dest)
 
 
@@ -60,7 +56,7 @@ class Shared:
         return self.proxy_urls.get(upstream or "native") or self.proxy_urls.get("native") or self.proxy_url
 
 
-def _usage(message: str) -> pytest.UsageError:
+def usage_error(message: str) -> pytest.UsageError:
     return pytest.UsageError(message)
 
 
@@ -68,16 +64,17 @@ class ConformanceSession:
     """The plugin's state for one pytest run (registered only when active)."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from harness.report.known_failures import load_known_failures
         from harness.core.dialects.profiles import parse_profile
-        from harness.report.scorecard import rules_by_id
-        from harness.run.runner import parse_features, parse_headers, parse_models
-        from harness.core.scenario.loading import FEATURES, bundled_scenarios_dir, validate_paths
+        from harness.core.scenario.loading import bundled_scenarios_dir, validate_paths
+        from harness.core.scenario.model import FEATURES
+        from harness.report.known_failures import load_known_failures
+        from harness.report.summary import rules_by_id
+        from harness.run.settings import parse_features, parse_headers, parse_models
 
         self.config = config
 
         def opt(name: str) -> Any:
-            return _opt(config, name)
+            return opt_value(config, name)
 
         self.only = bool(config.getoption("conformance_only"))
         self.user_proxy_url: str | None = (opt("proxy-url") or "").rstrip("/") or None
@@ -92,7 +89,7 @@ class ConformanceSession:
         self.formats = parse_formats(opt("formats"))
         mode = opt("upstream-dialect") or ("natural" if self.user_proxy_url else "all")
         if mode == "all" and self.user_proxy_url:
-            raise _usage("--conformance-upstream-dialect all plays the bundled reference proxies; a proxy under test "
+            raise usage_error("--conformance-upstream-dialect all plays the bundled reference proxies; a proxy under test "
                          "calls one upstream dialect: name it (openai or anthropic), or natural")
         self.upstream_mode: str = mode
         # The upstream dialect of each item of a scenario (None: the scenario's own).
@@ -105,32 +102,32 @@ class ConformanceSession:
             self.models: ModelChoice = parse_models(opt("model"))
             self.proxy_headers = parse_headers(opt("proxy-header"))
         except ValueError as exc:
-            raise _usage(str(exc)) from exc
+            raise usage_error(str(exc)) from exc
         self.claimed = parse_features(opt("features")) if opt("features") else None
         if self.claimed is not None:
             unknown = sorted(self.claimed - set(FEATURES))
             if unknown:
-                raise _usage(f"--features: unknown feature(s) {', '.join(unknown)} (known: {', '.join(FEATURES)})")
+                raise usage_error(f"--features: unknown feature(s) {', '.join(unknown)} (known: {', '.join(FEATURES)})")
         if self.timeout <= 0:
-            raise _usage("--timeout must be a positive number of seconds")
+            raise usage_error("--timeout must be a positive number of seconds")
         if self.rechunk < 0:
-            raise _usage("--rechunk must be 0 or more")
+            raise usage_error("--rechunk must be 0 or more")
         scenarios, problems = validate_paths(self.dirs or [bundled_scenarios_dir()])
         if problems:
-            raise _usage("invalid scenarios:\n" + "\n".join(map(str, problems)))
+            raise usage_error("invalid scenarios:\n" + "\n".join(map(str, problems)))
         self.scenarios: list[Scenario] = scenarios
         self.known: KnownFailures | None = None
         self.write_known: str | None = opt("write-known-failures")
         self.update_known: str | None = opt("update-known-failures")
         expect = opt("expect-failures")
         if self.update_known and expect and Path(expect).resolve() != Path(self.update_known).resolve():
-            raise _usage("--update-known-failures FILE reads FILE as the known failures: leave out --expect-failures "
+            raise usage_error("--update-known-failures FILE reads FILE as the known failures: leave out --expect-failures "
                          f"{expect}, or name the same file")
         if self.update_known or expect:
             try:
                 self.known = load_known_failures(self.update_known or expect, known_rules=set(rules_by_id()))
             except ConformanceError as exc:
-                raise _usage(str(exc)) from exc
+                raise usage_error(str(exc)) from exc
         self.known_note: list[str] = []  # what writing the known-failures file did, for the summary
         self.record_dir: Path | None = Path(opt("record")) if opt("record") else None
         self.report_json: str | None = opt("report-json")
@@ -145,8 +142,6 @@ class ConformanceSession:
 
         self.health = Health()  # this process's view of the proxy between scenarios
         self.worker = hasattr(config, "workerinput")
-        for name in {"conformance", *(s.family for s in scenarios), *(t for s in scenarios for t in s.tags)}:
-            config.addinivalue_line("markers", f"{mark_name(name)}: toolcall-conformance family or tag")
 
     # ------------------------------------------------------------------ servers
 
@@ -156,10 +151,10 @@ class ConformanceSession:
         if self.worker:
             data = getattr(self.config, "workerinput", {}).get(WORKER_KEY)
             if data is None:
-                raise _usage("toolcall-conformance: this xdist worker got no server URLs from the controller")
+                raise usage_error("toolcall-conformance: this xdist worker got no server URLs from the controller")
             self.shared = Shared.from_json(data)
             return
-        seed = _opt(self.config, "rechunk-seed")
+        seed = opt_value(self.config, "rechunk-seed")
         if seed is None:
             seed = random.SystemRandom().randrange(1, 1_000_000)
         embedded_proxy = self.user_proxy_url is None
@@ -180,7 +175,7 @@ class ConformanceSession:
         try:
             urls = self.embedded.start()
         except ConformanceError as exc:
-            raise _usage(str(exc)) from exc
+            raise usage_error(str(exc)) from exc
         proxy_url = urls.proxy_url if embedded_proxy else self.user_proxy_url
         assert proxy_url is not None
         self.shared = Shared(proxy_url, urls.mock_url, self._features(urls.proxy_features), seed, embedded_proxy,
@@ -189,7 +184,7 @@ class ConformanceSession:
     def _features(self, proxy_default: frozenset[str]) -> tuple[str, ...]:
         """The features the run claims: ``--features`` (else the reference proxy's, or
         none), plus what an explicit ``--client-profile`` implies."""
-        from harness.run.runner import with_profile_features
+        from harness.run.settings import with_profile_features
 
         base = self.claimed if self.claimed is not None else proxy_default
         features = with_profile_features(base, self.client_profile)
@@ -215,7 +210,7 @@ class ConformanceSession:
 
     @property
     def settings(self) -> RunSettings:
-        from harness.run.runner import RunSettings
+        from harness.run.settings import RunSettings
 
         assert self.shared is not None
         return RunSettings(
@@ -228,129 +223,6 @@ class ConformanceSession:
             rechunk=self.rechunk,
             seed=self.shared.seed,
         )
-
-    # ------------------------------------------------------------------ hooks
-
-    def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        shared = self.shared
-        if shared is None:
-            return []
-        who = "the bundled reference proxy" if shared.embedded_proxy else "your proxy"
-        lines = [f"conformance: {len(self.scenarios)} scenario(s); proxy under test: {shared.proxy_url} ({who})"]
-        from harness.core.scenario.loading import awaiting_review
-
-        pending = awaiting_review(self.scenarios)
-        if pending:
-            lines.append(f"conformance: warning: {len(pending)} scenario(s) marked 'review: required' (an import's "
-                         f"unchecked proposal): {', '.join(s.id for s in pending)}")
-        if shared.mock_served and not shared.embedded_proxy:
-            lines.append(f"conformance: mock backend at {shared.mock_url} -- configure your proxy's upstream as "
-                         f"{shared.mock_url}/v1 (fix the port with --mock-port)")
-        else:
-            lines.append(f"conformance: mock backend at {shared.mock_url}")
-        features = ", ".join(shared.features) or "none"
-        source = " (the reference proxy's)" if shared.embedded_proxy and self.claimed is None else ""
-        if self.implied:
-            source += f" ({', '.join(sorted(self.implied))} implied by --client-profile {self.client_profile})"
-        profile = self.client_profile or ("openai" if self.user_proxy_url else "each scenario's own")
-        lines.append(f"conformance: upstream dialect: {self.pairs_label()}")
-        lines.append(f"conformance: claimed features: {features}{source}; client profile: "
-                     f"{profile}; strict: {'yes' if self.strict else 'no'}; "
-                     f"timeout {self.timeout:g} s")
-        if config.getoption("conformance_fuzz"):
-            fuzz_seed = config.getoption("conformance_fuzz_seed")
-            fuzz_seed = shared.seed if fuzz_seed is None else fuzz_seed
-            lines.append(f"conformance: {config.getoption('conformance_fuzz')} generated case(s) per format, seed "
-                         f"{fuzz_seed} (reproduce with --conformance-fuzz-seed {fuzz_seed})")
-        if self.rechunk:
-            lines.append(f"conformance: {self.rechunk} re-chunked variant(s) per streaming scenario, "
-                         f"seed {shared.seed} (reproduce with --rechunk-seed {shared.seed})")
-        return lines
-
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        shared = self.shared
-        if self.worker or shared is None or shared.embedded_proxy or self.config.option.collectonly:
-            return
-        from harness.run.health import wait_for_listener
-
-        patience = float(_opt(self.config, "wait-for-proxy") or 0.0)
-        problem = wait_for_listener(shared.proxy_url, patience, connect_timeout=min(self.timeout, 5.0))
-        if problem is not None:  # a usage error is printed once, as one line
-            waited = f" after waiting {patience:g} s" if patience > 0 else ""
-            raise _usage(f"cannot connect to the proxy under test at {shared.proxy_url} ({problem}){waited}; "
-                         "is it running, and is --proxy-url right?")
-        self._preflight(shared)
-
-    def _preflight(self, shared: Shared) -> None:
-        """One plain exchange per client dialect in use: a request that never reaches the mock
-        stops the run with a diagnosis instead of failing every scenario the same way.
-
-        It may take the default timeout even when ``--timeout`` is shorter: the first request
-        can pay the proxy's cold start, and its verdict decides the whole run."""
-        from harness.core.dialects import DIALECTS
-        from harness.core.dialects.clients import client
-        from harness.run.health import plain_scenario, preflight
-
-        profile: Profile = self.client_profile or "openai"
-        upstream = self.upstream_mode if self.upstream_mode in DIALECTS else client(profile).written_in.name
-        result = preflight(plain_scenario(profile, upstream), proxy_url=shared.proxy_url, mock=self.mock,
-                           profile=profile, model=self.models.default, proxy_headers=self.proxy_headers,
-                           timeout=max(self.timeout, DEFAULT_TIMEOUT))
-        if not result.reached_mock:
-            pytest.exit(result.diagnosis(shared.mock_url, mock_served=shared.mock_served),
-                        returncode=pytest.ExitCode.USAGE_ERROR)
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, pytest.CollectReport,
-                                                                                   pytest.CollectReport]:
-        report = yield
-        if isinstance(collector, pytest.Session) and report.passed:
-            suite = ConformanceSuite.from_parent(collector, name="conformance", nodeid="conformance")
-            suite.conformance = self
-            if self.only:
-                report.result = [suite]
-            else:
-                report.result.append(suite)
-        return report
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[
-            None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        if isinstance(item, ScenarioItem) and report.when == "call" and item.record is not None:
-            report.conformance_record = json.dumps(item.record.to_json())  # type: ignore[attr-defined]
-        return report
-
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        data = getattr(report, "conformance_record", None)
-        if isinstance(data, str):
-            from harness.report.scorecard import ItemRecord
-
-            self.records[report.nodeid] = ItemRecord.from_json(json.loads(data))
-
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.worker:
-            return
-        from harness.pytest.outputs import write_file, write_known_failures, write_record
-        from harness.report.scorecard import render_json, render_markdown, summarize
-
-        summary = summarize(self.records.values(), self.context())
-        if summary.nothing_checked and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED  # every scenario skipped: nothing was checked
-        write_known_failures(self)
-        if self.record_dir is not None:
-            write_record(self, summary)
-        if self.report_json:
-            write_file(self.report_json, json.dumps(render_json(summary), indent=2, ensure_ascii=False) + "\n")
-        if self.report_md:
-            write_file(self.report_md, render_markdown(summary))
-
-    def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
-        if self.worker:
-            return
-        from harness.pytest.outputs import write_score_card
-
-        write_score_card(self, terminalreporter)
 
     def requested_profile(self, scenario: Scenario, upstream: str | None, features: frozenset[str]) -> Profile | None:
         """The client profile an item asks for: the user's; else, in the bundled run's pass in

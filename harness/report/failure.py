@@ -8,17 +8,18 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.judge.readers.assemble import Answer, answer_from_exchange
-from harness.judge.compare import fold_ws
 from harness.core.dialects.clients import client
 from harness.core.exchange import Exchange
 from harness.core.frames.rechunk import describe_split
-from harness.judge.rules import Rule
-from harness.run.runner import Attempt, ScenarioRun
-from harness.core.scenario.loading import Scenario
-from harness.report.summary import rules_by_id
+from harness.core.records import Attempt, ScenarioRun
+from harness.core.scenario.model import Scenario
+from harness.judge.compare import fold_ws
+from harness.judge.readers.assemble import Answer
+from harness.judge.readers.reading import read_answer
 from harness.judge.readers.transcript import Position, clip, transcript
 from harness.judge.readers.xml_calls import parse_xml_calls, tool_vocabulary
+from harness.judge.rules import Rule
+from harness.report.summary import rules_by_id
 
 # --------------------------------------------------------------------------- one failing item
 
@@ -47,11 +48,6 @@ def _received_calls(scenario: Scenario, exchange: Exchange, answer: Answer) -> t
         parsed = parse_xml_calls(answer.content, tool_vocabulary(exchange.request_body))
         return [(c.name, dict(c.params)) for c in parsed.calls], parsed.outside
     return [(c.name, c.arguments) for c in answer.tool_calls], answer.content
-
-
-def read_answer(exchange: Exchange) -> Answer:
-    """What the client of this exchange's dialect reads from it."""
-    return answer_from_exchange(exchange)
 
 
 def answer_diff(scenario: Scenario, exchange: Exchange) -> list[str]:

@@ -11,19 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.report.failure import answer_diff as answer_diff
-from harness.report.failure import evidence_lines as evidence_lines
-from harness.report.failure import read_answer as read_answer
-from harness.report.failure import render_failures as render_failures
-from harness.report.failure import rule_heading as rule_heading
-from harness.report.summary import FailureRecord as FailureRecord
-from harness.report.summary import FamilyScore as FamilyScore
-from harness.report.summary import ItemRecord as ItemRecord
-from harness.report.summary import Summary as Summary
-from harness.report.summary import item_record as item_record
-from harness.report.summary import rule_groups as rule_groups
-from harness.report.summary import rules_by_id as rules_by_id
-from harness.report.summary import summarize as summarize
+from harness.report.summary import FamilyScore, Summary, rules_by_id
 
 _TEXT_CELLS = {"pass": ".", "FAIL": "F", "xfail": "x", "skip": "s", "error": "E"}
 _MD_CELLS = {"pass": " ", "FAIL": "❌", "xfail": "⚠️", "skip": "⏭️", "error": "💥"}

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.dialects.clients import CLIENTS
-from harness.judge.rules import RULES, Rule
-from harness.run.runner import ScenarioRun
-from harness.core.scenario.loading import Scenario
+from harness.core.records import ScenarioRun
+from harness.core.scenario.model import Scenario
 from harness.judge.readers.transcript import clip
+from harness.judge.rules import RULES, Rule
 
 
 def rules_by_id() -> dict[str, Rule]:

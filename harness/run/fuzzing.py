@@ -22,11 +22,14 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 
 from harness.core.errors import ProxyUnreachable
+from harness.core.records import ScenarioRun
+from harness.core.scenario.loading import parse_scenario
 from harness.generate.fuzz.case import NATIVE, Case, Profile, scenario_data
 from harness.generate.fuzz.strategies import cases, profiles_for
 from harness.generate.fuzz.yaml_out import dump_scenario
-from harness.run.runner import RunSettings, ScenarioRun, play
-from harness.core.scenario.loading import parse_scenario
+from harness.report.failure import render_failures
+from harness.run.runner import play
+from harness.run.settings import RunSettings
 from mock_backends.control import MockControl
 
 
@@ -274,3 +277,12 @@ def _save(format_id: str, broken: _Broken, shrunk: bool, config: FuzzSettings,
 
 
 __all__ = ["Finding", "FormatResult", "FuzzReport", "FuzzSettings", "fuzz", "fuzz_format", "judge"]
+
+
+def finding_lines(finding: Finding, replay: str) -> list[str]:
+    text = render_failures(finding.run, reproduce=lambda attempt: replay)
+    return [
+        f"  scenario written to {finding.path} (id {finding.scenario_id})",
+        f"  replay: {replay}",
+        *("    " + line for line in text.splitlines()),
+    ]

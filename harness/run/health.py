@@ -14,11 +14,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.core.dialects.clients import client
+from harness.core.dialects.profiles import ENDPOINTS, written_profile
 from harness.core.errors import ProxyUnreachable
 from harness.core.exchange import Exchange, Profile
-from harness.core.dialects.profiles import ENDPOINTS, written_profile
-from harness.run.runner import probe_scenario, run_exchange
-from harness.core.scenario.loading import Scenario, parse_scenario
+from harness.core.scenario.loading import parse_scenario
+from harness.core.scenario.model import Scenario
+from harness.run.proxy_client import probe_scenario, run_exchange
 from mock_backends.control import MockControl
 
 

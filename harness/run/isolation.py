@@ -25,10 +25,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harness.core.exchange import Exchange, Profile
+from harness.core.scenario.loading import _build as build_scenario
+from harness.core.scenario.loading import parse_scenario
+from harness.core.scenario.model import Scenario
 from harness.judge.rules import Options, evaluate
 from harness.judge.rules.iso import EXCHANGE_MARK, Played, Round
-from harness.core.scenario.loading import Scenario, parse_scenario
-from harness.core.scenario.loading import _build as build_scenario
 from mock_backends.control import Lockstep
 
 TAG = "isolation"  # the scenario tag that asks for a round

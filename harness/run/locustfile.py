@@ -32,16 +32,18 @@ from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 from locust.util.timespan import parse_timespan
 
-from harness.core.exchange import Exchange, Profile
-from harness.run.isolation import new_token, tag
-from harness.core.nonce import NONCE_HEADER
 from harness.core.dialects.profiles import ENDPOINTS, request_headers
+from harness.core.exchange import Exchange, Profile
+from harness.core.nonce import NONCE_HEADER
 from harness.core.replay.fault_rate import FaultRate
+from harness.core.scenario.loading import load_library
+from harness.core.scenario.model import Scenario
 from harness.judge.rules import Options
 from harness.judge.rules.iso import EXCHANGE_MARK
-from harness.run.runner import build_request, parse_features
-from harness.core.scenario.loading import Scenario, load_library
 from harness.judge.soak import SoakCase, Tally, first_content, judge, rss_kb, soak_cases
+from harness.run.isolation import new_token, tag
+from harness.run.proxy_client import build_request
+from harness.run.settings import parse_features
 
 TALLY = Tally()  # this process's exchanges (a worker's since its last report)
 OVERALL = Tally()  # on a master: every worker's, merged

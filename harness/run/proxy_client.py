@@ -18,11 +18,12 @@ import h11
 import httpx
 
 from harness.core.dialects.clients import client
+from harness.core.dialects.profiles import ENDPOINTS, client_body, request_headers, written_profile
 from harness.core.errors import MockError, ProxyUnreachable
 from harness.core.exchange import BackendActivity, Exchange, Profile
 from harness.core.nonce import NONCE_HEADER, place_nonce
-from harness.core.dialects.profiles import ENDPOINTS, client_body, request_headers, written_profile
-from harness.core.scenario.loading import Scenario, parse_scenario
+from harness.core.scenario.loading import parse_scenario
+from harness.core.scenario.model import Scenario
 from mock_backends.control import Lockstep, MockControl
 
 # --------------------------------------------------------------------------- one exchange

@@ -14,59 +14,17 @@ from typing import Any
 
 from harness.core.errors import ConformanceFailure
 from harness.core.exchange import Exchange, Profile
-from harness.run.proxy_client import PADDING as PADDING
-from harness.run.proxy_client import build_request as build_request
-from harness.run.proxy_client import deadline as deadline
-from harness.run.proxy_client import pad_text as pad_text
-from harness.run.proxy_client import probe_scenario as probe_scenario
-from harness.run.proxy_client import run_exchange as run_exchange
-from harness.run.proxy_client import survival_probe as survival_probe
-from harness.run.proxy_client import with_model as with_model
-from harness.core.frames.rechunk import Shrunk, Variant, apply_variant, shrink, variants
-from harness.run import isolation
+from harness.core.frames.rechunk import Variant, apply_variant, variants
+from harness.core.frames.shrink import Shrunk, shrink
+from harness.core.records import Attempt, ScenarioRun
+from harness.core.scenario.model import Scenario
 from harness.judge.rules import Options, compare_answers, compare_item, compare_round, evaluate
-from harness.run.settings import ModelChoice as ModelChoice
-from harness.run.settings import RunSettings as RunSettings
-from harness.run.settings import parse_features as parse_features
-from harness.run.settings import parse_header as parse_header
-from harness.run.settings import parse_headers as parse_headers
-from harness.run.settings import parse_models as parse_models
-from harness.run.settings import with_profile_features as with_profile_features
-from harness.core.scenario.loading import Scenario
+from harness.run import isolation
+from harness.run.proxy_client import run_exchange
+from harness.run.settings import RunSettings
 from mock_backends.control import MockControl
 
 # --------------------------------------------------------------------------- one test item
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One exchange of an item (or the comparison of two) and what it broke."""
-
-    kind: str  # "stream", "non-stream", "equivalence", "rechunk", "item" (all the answers together), "isolation"
-    label: str
-    scenario: Scenario  # as played (re-chunked variants differ from the file)
-    exchange: Exchange | None
-    failures: tuple[ConformanceFailure, ...]
-    other: Exchange | None = None  # "equivalence": the streamed exchange compared against
-    variant: Variant | None = None
-    shrunk: Shrunk | None = None
-    shrunk_rules: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ScenarioRun:
-    scenario: Scenario
-    profile: Profile
-    attempts: tuple[Attempt, ...]
-
-    @property
-    def failures(self) -> list[tuple[Attempt, ConformanceFailure]]:
-        return [(a, f) for a in self.attempts for f in a.failures]
-
-    @property
-    def failed_rules(self) -> list[str]:
-        """Distinct rule ids that failed, in the order first seen."""
-        return list(dict.fromkeys(f.rule_id for _, f in self.failures))
 
 
 def _exchange(scenario: Scenario, settings: RunSettings, mock: MockControl, profile: Profile, stream: bool) -> Exchange:

@@ -6,10 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from harness.core.exchange import Profile
 from harness.core.dialects.profiles import PROFILE_FEATURES
-from harness.core.frames.rechunk import DEFAULT_SHRINK_BUDGET
-from harness.core.scenario.loading import current_name
+from harness.core.exchange import Profile
+from harness.core.frames.shrink import DEFAULT_SHRINK_BUDGET
+from harness.core.scenario.model import current_name
 
 # --------------------------------------------------------------------------- user settings
 

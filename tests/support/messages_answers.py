@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.core.exchange import Exchange
-from harness.core.scenario.loading import Scenario, parse_scenario
+from harness.core.scenario.loading import parse_scenario
+from harness.core.scenario.model import Scenario
 
 # --------------------------------------------------------------------------- scenarios
 

@@ -16,7 +16,7 @@ import openai
 import pytest
 
 from harness.core.nonce import place_nonce
-from harness.core.scenario.loading import Scenario
+from harness.core.scenario.model import Scenario
 from harness.run.servers import serve
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl

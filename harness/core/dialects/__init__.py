@@ -30,6 +30,6 @@ def posted_to(path: str) -> WireDialect | None:
     return next((d for d in DIALECTS.values() if tail.endswith(d.endpoint)), None)
 
 
-__all__ = ["ANTHROPIC", "DIALECTS", "DIALECT_NAMES", "OPENAI", "DialectName", "Finish", "NativeCall",
-           "NeutralRequest", "NotPortable", "RESPONSES", "RequestShape", "ToolChoice", "WireDialect", "dialect",
-           "posted_to"]
+__all__ = ["ANTHROPIC", "DIALECTS", "DIALECT_NAMES", "DialectName", "Finish", "NativeCall", "NeutralRequest",
+           "NotPortable", "OPENAI", "RESPONSES", "RequestShape", "ToolChoice", "WireDialect", "clients",
+           "dialect", "posted_to", "profiles", "request", "responses", "script"]

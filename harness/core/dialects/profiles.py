@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from harness.core.dialects.clients import CLIENTS, client
 from harness.core.exchange import Profile
-from harness.core.scenario.loading import OLD_NAMES, PROFILES, Scenario, current_name
+from harness.core.scenario.model import OLD_NAMES, PROFILES, Scenario, current_name
 
 # Each profile's headers, where its client posts below the proxy's base URL
 # (``http://host:port/v1``), and the features a proxy must claim for it.

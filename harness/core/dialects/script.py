@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from harness.core.dialects import DIALECTS, NativeCall, NotPortable, WireDialect, dialect
-from harness.core.scenario.loading import Frame, RawFrame, Scenario, frame_to_mapping
+from harness.core.scenario.model import Frame, RawFrame, Scenario, frame_to_mapping
 
 
 def natural(scenario: Scenario) -> WireDialect:

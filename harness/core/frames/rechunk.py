@@ -37,7 +37,7 @@ from harness.core.replay import anthropic as anthropic_replay
 from harness.core.replay import openai as openai_replay
 from harness.core.replay import responses as responses_replay
 from harness.core.replay.wire import Event
-from harness.core.scenario.loading import (
+from harness.core.scenario.model import (
     Backend,
     ContentFrame,
     Frame,
@@ -47,9 +47,6 @@ from harness.core.scenario.loading import (
     ToolUseFrame,
     frame_to_mapping,
 )
-from harness.core.frames.shrink import DEFAULT_SHRINK_BUDGET as DEFAULT_SHRINK_BUDGET
-from harness.core.frames.shrink import Shrunk as Shrunk
-from harness.core.frames.shrink import shrink as shrink
 
 STRATEGIES: Final[tuple[str, ...]] = ("per-char", "tags", "random", "multibyte", "native-per-char", "native-json")
 MAX_TORN_WRITES: Final[int] = 1000

@@ -6,3 +6,5 @@ Part of the shared core: the mock puts these plans on the socket, and the harnes
 with the same code where it must agree with the mock byte for byte (re-chunked variants,
 a capture's Messages frames, the soak's view of which requests were faulted).
 """
+
+__all__ = ["anthropic", "fault_rate", "openai", "responses", "wire"]

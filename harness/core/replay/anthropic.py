@@ -16,9 +16,17 @@ from typing import Any
 
 from harness.core.dialects import ANTHROPIC
 from harness.core.replay.wire import (
-    Delivery, Event, delivery, dumps, frame_delay, multibyte_cut, status_phrase, tokens, with_fault,
+    Delivery,
+    Event,
+    delivery,
+    dumps,
+    frame_delay,
+    multibyte_cut,
+    status_phrase,
+    tokens,
+    with_fault,
 )
-from harness.core.scenario.loading import Backend, ContentFrame, RawFrame, ToolUseFrame
+from harness.core.scenario.model import Backend, ContentFrame, RawFrame, ToolUseFrame
 
 ERROR_TYPES: Mapping[int, str] = ANTHROPIC.error_types  # the API's error type for each status
 

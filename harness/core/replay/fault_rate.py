@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Literal
 
-from harness.core.scenario.loading import Fault
+from harness.core.scenario.model import Fault
 
 FaultKind = Literal["drop", "stall", "http_503", "http_429"]
 FAULT_KINDS: tuple[FaultKind, ...] = ("drop", "stall", "http_503", "http_429")

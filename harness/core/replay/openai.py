@@ -13,9 +13,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.dialects import OPENAI
-from harness.core.replay.wire import DEFAULT_MODEL as DEFAULT_MODEL
-from harness.core.replay.wire import Delivery, Event, delivery, dumps, frame_delay, multibyte_cut, status_phrase, with_fault
-from harness.core.scenario.loading import Backend, ContentFrame, RawFrame, ToolCallFrame
+from harness.core.replay.wire import (
+    Delivery,
+    Event,
+    delivery,
+    dumps,
+    frame_delay,
+    multibyte_cut,
+    status_phrase,
+    with_fault,
+)
+from harness.core.scenario.model import Backend, ContentFrame, RawFrame, ToolCallFrame
 
 _DONE = b"data: [DONE]\n\n"
 _ROLE_DELTA = b'{"role":"assistant","content":""}'

@@ -19,11 +19,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.dialects.responses import RESPONSES, STATUS
-from harness.core.scenario.loading import Backend, ContentFrame, RawFrame, ToolUseFrame
 from harness.core.replay.openai import error_body
 from harness.core.replay.wire import (
-    Delivery, Event, delivery, dumps, frame_delay, multibyte_cut, status_phrase, tokens, with_fault,
+    Delivery,
+    Event,
+    delivery,
+    dumps,
+    frame_delay,
+    multibyte_cut,
+    status_phrase,
+    tokens,
+    with_fault,
 )
+from harness.core.scenario.model import Backend, ContentFrame, RawFrame, ToolUseFrame
 
 
 @dataclass(frozen=True, slots=True)

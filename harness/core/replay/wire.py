@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Literal
 
-from harness.core.scenario.loading import Backend, Fault, Frame
+from harness.core.scenario.model import Backend, Fault, Frame
 
 _NON_ASCII = re.compile(rb"[\x80-\xff]")
 

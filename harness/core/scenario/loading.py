@@ -17,31 +17,23 @@ from harness.core.dialects.clients import default_profiles
 from harness.core.errors import ScenarioError, ScenarioProblem
 from harness.core.scenario.checks import semantic_problems
 from harness.core.scenario.model import (
-    FEATURES as FEATURES,
-    OLD_NAMES as OLD_NAMES,
-    DEFAULT_PROFILE as DEFAULT_PROFILE,
-    OPENAI_PROFILES as OPENAI_PROFILES,
-    PROFILES as PROFILES,
-    Backend as Backend,
-    Client as Client,
-    ContentFrame as ContentFrame,
-    Expect as Expect,
-    ExpectedCall as ExpectedCall,
-    ExpectedError as ExpectedError,
-    Fault as Fault,
-    Frame as Frame,
-    Profile as Profile,
-    RawFrame as RawFrame,
-    Scenario as Scenario,
-    ToolCallFrame as ToolCallFrame,
-    ToolUseFrame as ToolUseFrame,
-    UpstreamAssertion as UpstreamAssertion,
-    current_name as current_name,
-    frame_to_mapping as frame_to_mapping,
-    tool_name as tool_name,
+    DEFAULT_PROFILE,
+    Backend,
+    Client,
+    ContentFrame,
+    Expect,
+    ExpectedCall,
+    ExpectedError,
+    Fault,
+    Frame,
+    RawFrame,
+    Scenario,
+    ToolCallFrame,
+    ToolUseFrame,
+    UpstreamAssertion,
+    current_name,
 )
 from harness.core.scenario.schema import broken_paths, located, schema_errors
-from harness.core.scenario.schema import scenario_schema as scenario_schema
 from harness.core.scenario.yaml_source import Lines, load_yaml
 
 # --------------------------------------------------------------------------- building

@@ -47,4 +47,4 @@ _ALL: tuple[TextFormat, ...] = (
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})
 
-__all__ = ["FORMATS", "Call", "FormatError", "TextFormat"]
+__all__ = ["Call", "FORMATS", "FormatError", "TextFormat"]

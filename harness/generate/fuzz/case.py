@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from harness.core.dialects import NativeCall, WireDialect
 from harness.core.dialects.clients import client
+from harness.core.scenario.model import frame_to_mapping
 from harness.generate.formats import FORMATS, Call
-from harness.core.scenario.loading import frame_to_mapping
 from harness.judge.markup import DEFAULT_MARKERS
 
 Profile = Literal["openai", "xml-client", "anthropic"]

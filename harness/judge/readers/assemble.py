@@ -231,13 +231,3 @@ def answer_from_body(body: Any, choice_index: int = 0) -> Answer:
             )
         )
     return Answer(content, tuple(calls), finish, usage, error)
-
-
-def answer_from_exchange(exchange: Exchange) -> Answer:
-    """The answer a client reads from ``exchange``: assembled from the stream's events
-    in its profile's dialect, read from the body otherwise (``harness.judge.readers.reading``).
-    For the xml-client profile the caller parses the content with ``harness.judge.readers.xml_calls``."""
-    # Imported here: the readers of every dialect build on this module's Answer.
-    from harness.judge.readers.reading import read_answer
-
-    return read_answer(exchange)

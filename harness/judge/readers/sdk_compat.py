@@ -28,6 +28,7 @@ from openai.types.chat import ChatCompletionChunk
 from openai.types.chat.parsed_chat_completion import ParsedChatCompletion
 
 from harness.judge.readers.assemble import AssembledCall
+from harness.judge.readers.responses_events import finish_of
 
 _URL = "http://proxy/v1/chat/completions"
 _ANTHROPIC_URL = "http://proxy/v1/messages"
@@ -169,8 +170,6 @@ _RESPONSES_URL = "http://proxy/v1/responses"
 
 def _responses_reading(response: Any, error: str | None, event: bool) -> SdkReading:
     """The SDK's final (or last known) response, in Chat Completions words like every reading."""
-    from harness.judge.readers.responses_events import finish_of
-
     if response is None:
         return SdkReading("", (), None, error, event)
     texts: list[str] = []

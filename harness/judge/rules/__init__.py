@@ -18,10 +18,7 @@ from typing import Any
 
 from harness.core.errors import ConformanceFailure
 from harness.core.exchange import Exchange
-from harness.judge.rules.context import Context, effective_options
-from harness.judge.rules.registry import ENTRIES, Entry, Options, Rule, Violation
-from harness.judge.rules.report import ordered_ids, rules_markdown
-from harness.core.scenario.loading import Scenario
+from harness.core.scenario.model import Scenario
 
 # Importing a group module registers its rules; the table order comes from report.py.
 from harness.judge.rules import (
@@ -47,9 +44,13 @@ from harness.judge.rules import (
     usage,
     vtc,
 )
+from harness.judge.rules.context import Context, effective_options
+from harness.judge.rules.registry import ENTRIES, Entry, Rule, Violation
+from harness.judge.rules.report import ordered_ids, rules_markdown
+from harness.judge.rules.terms import Options
 
-__all__ = ["RULES", "Options", "Rule", "compare_answers", "compare_item", "compare_round", "evaluate",
-           "rules_markdown"]
+__all__ = ["Options", "RULES", "Rule", "compare_answers", "compare_item", "compare_round", "evaluate", "iso",
+           "registry", "rules_markdown"]
 
 RULES: Mapping[str, Rule] = MappingProxyType({rule_id: ENTRIES[rule_id].rule for rule_id in ordered_ids()})
 

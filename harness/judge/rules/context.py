@@ -14,19 +14,19 @@ from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any, Literal, TypeVar
 
-from harness.judge.readers.anthropic_events import AnthropicEvent, Block, collect_blocks
-from harness.judge.readers.assemble import Answer, Payload, ResponseKind
-from harness.judge.compare import CallView, parse_object, render, shorten
 from harness.core.dialects import NativeCall, dialect
 from harness.core.dialects.clients import client, default_profiles, reads_own_api
 from harness.core.exchange import Exchange
+from harness.core.scenario.model import Scenario
+from harness.judge.compare import CallView, parse_object, render, shorten
+from harness.judge.readers.anthropic_events import AnthropicEvent, Block, collect_blocks
+from harness.judge.readers.assemble import Answer, Payload, ResponseKind
 from harness.judge.readers.reading import Reading
 from harness.judge.readers.responses_events import ResponsesEvent
-from harness.judge.rules.registry import Options, Stage
-from harness.core.scenario.loading import Scenario
 from harness.judge.readers.sdk_compat import SdkReading
 from harness.judge.readers.sse import SSEEvent, SSEStream
 from harness.judge.readers.xml_calls import XmlParse, parse_xml_calls, tool_vocabulary
+from harness.judge.rules.terms import Options, Stage
 
 T = TypeVar("T")
 

@@ -25,14 +25,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.judge.readers.assemble import answer_from_body, assemble_stream, parse_body
-from harness.judge.compare import CallView, diff_calls
 from harness.core.dialects.clients import client
 from harness.core.exchange import Exchange
+from harness.core.scenario.model import Scenario
+from harness.judge.compare import CallView, diff_calls
+from harness.judge.readers.assemble import answer_from_body, assemble_stream, parse_body
 from harness.judge.rules.citations import OPENAI_ACCUMULATE, Breaks
 from harness.judge.rules.context import Context
-from harness.judge.rules.registry import Options, Violation, rule_group
-from harness.core.scenario.loading import Scenario
+from harness.judge.rules.registry import Violation, rule_group
+from harness.judge.rules.terms import Options
 
 rule = rule_group("isolation", "ISO")
 

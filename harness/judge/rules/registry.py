@@ -11,21 +11,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 from harness.judge.rules.citations import CLIENTS, Breaks
-
-if TYPE_CHECKING:
-    from harness.judge.rules.context import Context
+from harness.judge.rules.context import Context
+from harness.judge.rules.terms import Options, Profile, Stage
 
 # client: a named client breaks (the rule cites it: ``Breaks``); spec: the API's documentation
 # says so (judged with --strict); feature: a promise only some proxies make, judged when the
 # user claims it.
 Severity = Literal["client", "spec", "feature"]
-Profile = Literal["openai", "xml-client", "anthropic", "responses"]
-# When a rule has something to judge: every run, any HTTP response (no transport
-# error, no timeout), a 200 answer, a 200 SSE stream, or a 200 single JSON body.
-Stage = Literal["always", "response", "answer", "stream", "single"]
 
 _ID = re.compile(r"^[A-Z]+-\d{3}$")
 
@@ -41,13 +36,6 @@ class Rule:
     source: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Options:
-    profile: Profile = "openai"
-    strict: bool = False
-    features: frozenset[str] = frozenset()
-
-
 @dataclass(frozen=True, slots=True)
 class Violation:
     """One instance of a broken rule; a rule's violations fold into one failure."""
@@ -56,10 +44,10 @@ class Violation:
     evidence: Mapping[str, Any] = field(default_factory=dict)
 
 
-Check = Callable[["Context"], Iterable[Violation]]
-PairCheck = Callable[["Context", "Context"], Iterable[Violation]]
+Check = Callable[[Context], Iterable[Violation]]
+PairCheck = Callable[[Context, Context], Iterable[Violation]]
 # Judges every answer of one test item together: (label of the exchange, its reading).
-ItemCheck = Callable[[Sequence[tuple[str, "Context"]]], Iterable[Violation]]
+ItemCheck = Callable[[Sequence[tuple[str, Context]]], Iterable[Violation]]
 # Judges a round of exchanges played one after another and at once (``harness.judge.rules.iso.Round``).
 RoundCheck = Callable[[Any], Iterable[Violation]]
 C = TypeVar("C", PairCheck, ItemCheck, RoundCheck)

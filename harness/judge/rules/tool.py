@@ -7,16 +7,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.judge.readers.assemble import Payload
+from harness.core.scenario.model import RawFrame, Scenario, ToolCallFrame, ToolUseFrame
 from harness.judge.compare import parse_object, render, shorten, shown
+from harness.judge.readers.assemble import Payload
+from harness.judge.readers.sse import parse_events
 from harness.judge.rules import locate
 from harness.judge.rules.chunk import choices_of
 from harness.judge.rules.citations import AI_SDK_CHAT, CODEX_CHAT, COPILOT_SSE, OPENAI_ACCUMULATE, OPENAI_DELTAS, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.json_completion import JsonCompletion
 from harness.judge.rules.registry import EVERY_PROFILE, Violation, rule_group
-from harness.core.scenario.loading import RawFrame, Scenario, ToolCallFrame, ToolUseFrame
-from harness.judge.readers.sse import parse_events
 
 rule = rule_group("tool_calls", "TOOL")
 

@@ -12,13 +12,13 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harness.judge.compare import json_equal, render
 from harness.core.dialects import DIALECTS
+from harness.core.scenario.model import UpstreamAssertion
+from harness.judge.compare import json_equal, render
 from harness.judge.rules import carried
 from harness.judge.rules.citations import SPEC_CHAT, SPEC_CHAT_CREATE, SPEC_MESSAGES, SPEC_RESPONSES, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import EVERY_PROFILE, Violation, rule_group
-from harness.core.scenario.loading import UpstreamAssertion
 
 rule = rule_group("upstream", "UP")
 

@@ -1,0 +1,154 @@
+"""The plugin's hooks for one active run: the header, the preflight, collection of the
+scenario items, carrying each item's record back from the workers, and the reports and
+score card at the end. Apart from the run's state (``session``) so that the state is read
+by the items and outputs without any of them importing back."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Generator
+from typing import TYPE_CHECKING
+
+import pytest
+
+from harness.pytest.items import ConformanceSuite, ScenarioItem, mark_name
+from harness.pytest.session import ConformanceSession, Shared, opt_value, usage_error
+from harness.run.options import DEFAULT_TIMEOUT
+
+if TYPE_CHECKING:
+    from _pytest.terminal import TerminalReporter
+
+    from harness.core.exchange import Profile
+
+
+class RunHooks:
+    """Registered beside the session when the plugin is active."""
+
+    def __init__(self, session: ConformanceSession) -> None:
+        self.session = session
+        config = session.config
+        scenarios = session.scenarios
+        for name in {"conformance", *(s.family for s in scenarios), *(t for s in scenarios for t in s.tags)}:
+            config.addinivalue_line("markers", f"{mark_name(name)}: toolcall-conformance family or tag")
+
+    def pytest_report_header(self, config: pytest.Config) -> list[str]:
+        shared = self.session.shared
+        if shared is None:
+            return []
+        who = "the bundled reference proxy" if shared.embedded_proxy else "your proxy"
+        lines = [f"conformance: {len(self.session.scenarios)} scenario(s); proxy under test: {shared.proxy_url} ({who})"]
+        from harness.core.scenario.loading import awaiting_review
+
+        pending = awaiting_review(self.session.scenarios)
+        if pending:
+            lines.append(f"conformance: warning: {len(pending)} scenario(s) marked 'review: required' (an import's "
+                         f"unchecked proposal): {', '.join(s.id for s in pending)}")
+        if shared.mock_served and not shared.embedded_proxy:
+            lines.append(f"conformance: mock backend at {shared.mock_url} -- configure your proxy's upstream as "
+                         f"{shared.mock_url}/v1 (fix the port with --mock-port)")
+        else:
+            lines.append(f"conformance: mock backend at {shared.mock_url}")
+        features = ", ".join(shared.features) or "none"
+        source = " (the reference proxy's)" if shared.embedded_proxy and self.session.claimed is None else ""
+        if self.session.implied:
+            source += f" ({', '.join(sorted(self.session.implied))} implied by --client-profile {self.session.client_profile})"
+        profile = self.session.client_profile or ("openai" if self.session.user_proxy_url else "each scenario's own")
+        lines.append(f"conformance: upstream dialect: {self.session.pairs_label()}")
+        lines.append(f"conformance: claimed features: {features}{source}; client profile: "
+                     f"{profile}; strict: {'yes' if self.session.strict else 'no'}; "
+                     f"timeout {self.session.timeout:g} s")
+        if config.getoption("conformance_fuzz"):
+            fuzz_seed = config.getoption("conformance_fuzz_seed")
+            fuzz_seed = shared.seed if fuzz_seed is None else fuzz_seed
+            lines.append(f"conformance: {config.getoption('conformance_fuzz')} generated case(s) per format, seed "
+                         f"{fuzz_seed} (reproduce with --conformance-fuzz-seed {fuzz_seed})")
+        if self.session.rechunk:
+            lines.append(f"conformance: {self.session.rechunk} re-chunked variant(s) per streaming scenario, "
+                         f"seed {shared.seed} (reproduce with --rechunk-seed {shared.seed})")
+        return lines
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        shared = self.session.shared
+        if self.session.worker or shared is None or shared.embedded_proxy or self.session.config.option.collectonly:
+            return
+        from harness.run.health import wait_for_listener
+
+        patience = float(opt_value(self.session.config, "wait-for-proxy") or 0.0)
+        problem = wait_for_listener(shared.proxy_url, patience, connect_timeout=min(self.session.timeout, 5.0))
+        if problem is not None:  # a usage error is printed once, as one line
+            waited = f" after waiting {patience:g} s" if patience > 0 else ""
+            raise usage_error(f"cannot connect to the proxy under test at {shared.proxy_url} ({problem}){waited}; "
+                         "is it running, and is --proxy-url right?")
+        self._preflight(shared)
+
+    def _preflight(self, shared: Shared) -> None:
+        """One plain exchange per client dialect in use: a request that never reaches the mock
+        stops the run with a diagnosis instead of failing every scenario the same way.
+
+        It may take the default timeout even when ``--timeout`` is shorter: the first request
+        can pay the proxy's cold start, and its verdict decides the whole run."""
+        from harness.core.dialects import DIALECTS
+        from harness.core.dialects.clients import client
+        from harness.run.health import plain_scenario, preflight
+
+        profile: Profile = self.session.client_profile or "openai"
+        upstream = self.session.upstream_mode if self.session.upstream_mode in DIALECTS else client(profile).written_in.name
+        result = preflight(plain_scenario(profile, upstream), proxy_url=shared.proxy_url, mock=self.session.mock,
+                           profile=profile, model=self.session.models.default, proxy_headers=self.session.proxy_headers,
+                           timeout=max(self.session.timeout, DEFAULT_TIMEOUT))
+        if not result.reached_mock:
+            pytest.exit(result.diagnosis(shared.mock_url, mock_served=shared.mock_served),
+                        returncode=pytest.ExitCode.USAGE_ERROR)
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_make_collect_report(self, collector: pytest.Collector) -> Generator[None, pytest.CollectReport,
+                                                                                   pytest.CollectReport]:
+        report = yield
+        if isinstance(collector, pytest.Session) and report.passed:
+            suite = ConformanceSuite.from_parent(collector, name="conformance", nodeid="conformance")
+            suite.conformance = self.session
+            if self.session.only:
+                report.result = [suite]
+            else:
+                report.result.append(suite)
+        return report
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[
+            None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if isinstance(item, ScenarioItem) and report.when == "call" and item.record is not None:
+            report.conformance_record = json.dumps(item.record.to_json())  # type: ignore[attr-defined]
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        data = getattr(report, "conformance_record", None)
+        if isinstance(data, str):
+            from harness.report.summary import ItemRecord
+
+            self.session.records[report.nodeid] = ItemRecord.from_json(json.loads(data))
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.session.worker:
+            return
+        from harness.pytest.outputs import write_file, write_known_failures, write_record
+        from harness.report.scorecard import render_json, render_markdown
+        from harness.report.summary import summarize
+
+        summary = summarize(self.session.records.values(), self.session.context())
+        if summary.nothing_checked and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED  # every scenario skipped: nothing was checked
+        write_known_failures(self.session)
+        if self.session.record_dir is not None:
+            write_record(self.session, summary)
+        if self.session.report_json:
+            write_file(self.session.report_json, json.dumps(render_json(summary), indent=2, ensure_ascii=False) + "\n")
+        if self.session.report_md:
+            write_file(self.session.report_md, render_markdown(summary))
+
+    def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
+        if self.session.worker:
+            return
+        from harness.pytest.outputs import write_score_card
+
+        write_score_card(self.session, terminalreporter)
