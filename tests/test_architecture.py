@@ -69,8 +69,6 @@ CROSSING: dict[tuple[str, str], str] = {
 KNOWN_CIRCLES: dict[frozenset[str], str] = {
     frozenset(["harness.core.dialects", "harness.core.dialects.anthropic", "harness.core.dialects.base", "harness.core.dialects.clients", "harness.core.dialects.openai", "harness.core.dialects.responses", "harness.core.scenario.model"]):
         "the scenario model reads the dialect of a client; the dialects read names of the model",
-    frozenset(["reference_proxy.rescue.families", "reference_proxy.rescue.families.code", "reference_proxy.rescue.scanner"]):
-        "the scanner and the code-fence family each reach into the other",
     frozenset(["reference_proxy.app", "reference_proxy.responses_route"]):
         "the Responses route reaches into helpers of the app",
 }

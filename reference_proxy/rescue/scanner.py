@@ -30,12 +30,20 @@ from reference_proxy.rescue.events import (
     ToolSpec,
     collect,
 )
-from reference_proxy.rescue.families import FAMILIES, FORMAT_IDS, families_for
-from reference_proxy.rescue.family import Call, Context, MarkerParser, Verdict
+from reference_proxy.rescue.families import FORMAT_IDS, families_for
+from reference_proxy.rescue.family import Call, Context, Family, MarkerParser, Verdict
 from reference_proxy.rescue.openers import WORD_CHARS as _WORD_CHARS
 from reference_proxy.rescue.openers import Cursor, Openers
 from reference_proxy.rescue.toolbox import Toolbox
 
+
+def _nested(tools: Toolbox, openers: Openers) -> Rescuer:
+    """A rescuer for a fenced block's content, without a cap of its own (the outer rescuer's holds)."""
+    return Rescuer(tools, buffer_cap=1 << 62, openers=openers, keep_calls=True)
+
+
+FAMILIES: tuple[Family, ...] = families_for(None, nest=_nested)
+"""Every family, in priority order."""
 _OPENERS = Openers(FAMILIES)
 _FIRST_LOOK = 1024
 """How much of a longer piece a marker's parsers are shown at first (``_advance_in_steps``)."""
@@ -536,7 +544,7 @@ def openers_for(formats: frozenset[str] | None) -> Openers | None:
     unknown = sorted(formats - frozenset(FORMAT_IDS))
     if unknown:
         raise ValueError(f"unknown text format(s) {', '.join(unknown)}; known: {', '.join(FORMAT_IDS)}")
-    return Openers(families_for(formats))
+    return Openers(families_for(formats, nest=_nested))
 
 
 def rescue_text(text: str, tools: Sequence[ToolSpec]) -> tuple[str, list[RescuedCall]]:

@@ -16,7 +16,7 @@ from mutants.openai import with_rescuer
 from reference_proxy.app import Parts
 from reference_proxy.pipeline import RescuerLike
 from reference_proxy.rescue import Event, Rescuer, Text, ToolSpec
-from reference_proxy.rescue.families import CALLS, FAMILIES
+from reference_proxy.rescue.families import CALLS
 from reference_proxy.rescue.families.code import Code
 from reference_proxy.rescue.families.harmony import Harmony, HarmonyParser
 from reference_proxy.rescue.families.hermes import Hermes
@@ -25,6 +25,7 @@ from reference_proxy.rescue.families.json_calls import calls_from_values
 from reference_proxy.rescue.families.qwen3_coder import Qwen3Coder, Qwen3CoderParser
 from reference_proxy.rescue.family import Carry, Context, Family, MarkerParser, Verdict, accept, reject
 from reference_proxy.rescue.openers import Openers
+from reference_proxy.rescue.scanner import FAMILIES
 from reference_proxy.rescue.toolbox import Toolbox
 
 
@@ -32,7 +33,7 @@ def _replaced(old: type[Family], new: Family) -> tuple[Family, ...]:
     """The rescuer's families with one swapped, inside fenced blocks too."""
     calls = tuple(new if isinstance(f, old) else f for f in CALLS)
     swapped = tuple(new if isinstance(f, old) else f for f in FAMILIES)
-    return tuple(Code(calls) if isinstance(f, Code) else f for f in swapped)
+    return tuple(Code(calls, nest=f.nest) if isinstance(f, Code) else f for f in swapped)
 
 
 def _rescuers(families: Sequence[Family]) -> Any:

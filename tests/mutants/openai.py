@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from starlette.types import ASGIApp
+
 from mutants import base
 from mutants.base import (
     DONE,
@@ -35,13 +37,13 @@ from mutants.base import (
 )
 from reference_proxy.app import Parts
 from reference_proxy.config import ProxyConfig
-from starlette.types import ASGIApp
 from reference_proxy.pipeline import RescuerFactory, RescuerLike, StreamPipeline, _Choice
 from reference_proxy.rescue import Event, Rescuer, Text, ToolSpec
-from reference_proxy.rescue.families import CALLS, FAMILIES
+from reference_proxy.rescue.families import CALLS
 from reference_proxy.rescue.families.code import Code
 from reference_proxy.rescue.family import Family
 from reference_proxy.rescue.openers import Openers
+from reference_proxy.rescue.scanner import FAMILIES
 
 # --------------------------------------------------------------------------- wire: tool calls
 
@@ -663,7 +665,7 @@ def families_without(family: str) -> tuple[Family, ...]:
     if family not in {f.name for f in FAMILIES}:
         raise ValueError(f"no rescue family {family!r}")
     calls = tuple(f for f in CALLS if f.name != family)
-    return tuple(Code(calls) if isinstance(f, Code) else f for f in FAMILIES if f.name != family)
+    return tuple(Code(calls, nest=f.nest) if isinstance(f, Code) else f for f in FAMILIES if f.name != family)
 
 
 class ForgetsHeldTextAtEnd:

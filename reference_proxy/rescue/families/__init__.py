@@ -9,15 +9,15 @@ claim the same opener, each gets a parser and the first one to recognise a call 
 from __future__ import annotations
 
 from reference_proxy.rescue.families.bare_json import BareJson
-from reference_proxy.rescue.families.code import TOOL_CODE_FORMAT, Code
+from reference_proxy.rescue.families.code import TOOL_CODE_FORMAT, Code, Nest
 from reference_proxy.rescue.families.glm import Glm
 from reference_proxy.rescue.families.harmony import Harmony
 from reference_proxy.rescue.families.hermes import Hermes
 from reference_proxy.rescue.families.invoke_xml import DeepSeekDsml, InvokeXml, MiniMaxM2
-from reference_proxy.rescue.families.qwen3_coder import Qwen3Coder, SeedOss
 from reference_proxy.rescue.families.mistral import Granite, Mistral, Phi4Mini
 from reference_proxy.rescue.families.orphans import Orphans
 from reference_proxy.rescue.families.pythonic import Llama4Pythonic, Pythonic
+from reference_proxy.rescue.families.qwen3_coder import Qwen3Coder, SeedOss
 from reference_proxy.rescue.families.qwen_tools import QwenTools
 from reference_proxy.rescue.families.reasoning import Reasoning
 from reference_proxy.rescue.families.sections import DeepSeek, DeepSeekV3, KimiK2
@@ -26,18 +26,18 @@ from reference_proxy.rescue.family import Family
 CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), SeedOss(), Glm(), InvokeXml(), MiniMaxM2(), Mistral(), Granite(), Phi4Mini(), KimiK2(), DeepSeek(), DeepSeekV3(), DeepSeekDsml(), Harmony(), Llama4Pythonic(), Pythonic(), BareJson())
 
 
-def families_for(formats: frozenset[str] | None = None) -> tuple[Family, ...]:
+def families_for(formats: frozenset[str] | None, *, nest: Nest) -> tuple[Family, ...]:
     """The families that read ``formats`` (format ids; None: every format), in priority
-    order, with the families that read no call (reasoning, code, left-over closers)."""
+    order, with the families that read no call (reasoning, code, left-over closers); a
+    fence's content is scanned by what ``nest`` makes (the scanner's own rescuer)."""
     calls = CALLS if formats is None else tuple(f for f in CALLS if formats.intersection(f.formats))
-    code = Code(calls, tool_code=formats is None or TOOL_CODE_FORMAT in formats)
+    code = Code(calls, nest=nest, tool_code=formats is None or TOOL_CODE_FORMAT in formats)
     last = tuple(f for f in calls if isinstance(f, BareJson))  # after code: a fence is not bare JSON
     first = tuple(f for f in calls if not isinstance(f, BareJson))
     return (Reasoning(), *first, code, *last, Orphans())
 
 
-FAMILIES: tuple[Family, ...] = families_for()
 FORMAT_IDS: tuple[str, ...] = tuple(sorted({*(x for f in CALLS for x in f.formats), TOOL_CODE_FORMAT}))
 """Every format id some family reads."""
 
-__all__ = ["CALLS", "FAMILIES", "FORMAT_IDS", "families_for"]
+__all__ = ["CALLS", "FORMAT_IDS", "families_for"]

@@ -29,8 +29,8 @@ keeps this module to the fences themselves.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from reference_proxy.rescue.events import Event, Text, collect
 from reference_proxy.rescue.families.tool_code import LANGUAGE, ToolCodeParser
@@ -50,8 +50,23 @@ from reference_proxy.rescue.family import (
 from reference_proxy.rescue.openers import Openers
 from reference_proxy.rescue.toolbox import Toolbox
 
-if TYPE_CHECKING:
-    from reference_proxy.rescue.scanner import Rescuer
+
+class Nested(Protocol):
+    """A rescuer for a fence's content: the scanner's own, handed in (``Nest``) so that this
+    family needs nothing of the scanner that runs it."""
+
+    @property
+    def in_marker(self) -> bool: ...
+
+    def feed(self, text: str) -> list[Event]: ...
+
+    def finish(self) -> list[Event]: ...
+
+    def take_calls(self) -> tuple[Call, ...]: ...
+
+
+Nest = Callable[[Toolbox, Openers], Nested]
+"""Makes the rescuer of a fence's content, without a cap of its own (the outer rescuer's holds)."""
 
 BACKTICK = "`"
 TOOL_CODE_FORMAT = "tool-code"
@@ -83,7 +98,7 @@ class CodeParser(MarkerParser):
     # A fence's content state: class defaults, set when a fence opens, so that the many
     # inline spans cost no more than they need.
     _at_line = True  # the next character of the content starts a line
-    _inner: Rescuer | None = None  # scans the content, from its first non-blank character
+    _inner: Nested | None = None  # scans the content, from its first non-blank character
     _calls: tuple[Call, ...] = ()
     _tool_code: ToolCodeParser | None = None
 
@@ -279,7 +294,7 @@ class CodeParser(MarkerParser):
             if text[0] not in self._family.call_starts:  # cannot begin a call: code
                 self._to_code()
                 return
-            inner = self._inner = _nested(self._tools, self._family.call_openers)
+            inner = self._inner = self._family.nest(self._tools, self._family.call_openers)
         self._take(inner.feed(text))
 
     def _take(self, events: Sequence[Event]) -> None:
@@ -307,19 +322,12 @@ class Code(Family):
     # MAX_SPAN), so a cut anywhere changes nothing.
     openers = (Opener(BACKTICK, plain=f"(?!`)[^`\\n<]{{0,{MAX_SPAN - 3}}}`(?=[^`])"),)
 
-    def __init__(self, calls: Sequence[Family], *, tool_code: bool = True) -> None:
+    def __init__(self, calls: Sequence[Family], *, nest: Nest, tool_code: bool = True) -> None:
         self.call_openers = Openers(calls)
+        self.nest = nest
         self.tool_code = tool_code
         """Whether a ``tool_code`` block is a call (else it is a fence like any other)."""
         self.call_starts = frozenset(literal[0] for literal in self.call_openers.specs)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return CodeParser(self, tools, context)
-
-
-def _nested(tools: Toolbox, openers: Openers) -> Rescuer:
-    """A rescuer for a fence's content, without a cap of its own (the outer rescuer's holds)."""
-    # The scanner imports every family, this one included, so it is imported on first use.
-    from reference_proxy.rescue.scanner import Rescuer
-
-    return Rescuer(tools, buffer_cap=1 << 62, openers=openers, keep_calls=True)
