@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 import click
 
 from harness.generate.fuzz.choices import all_formats, parse_duration, parse_formats
-from harness.run.fuzzing import finding_lines
 from harness.run.options import shared_options
 
 if TYPE_CHECKING:
@@ -82,7 +81,7 @@ def fuzz_command(
     smallest failing case as a scenario file."""
     from harness.generate.fuzz.case import Profile
     from harness.run.embedded import EmbeddedServers
-    from harness.run.fuzzing import FuzzSettings, fuzz
+    from harness.run.fuzzing import FuzzSettings, finding_lines, fuzz
     from harness.run.settings import RunSettings, parse_features, parse_headers
     from mock_backends.control import MockControl
 
