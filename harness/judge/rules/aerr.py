@@ -10,7 +10,7 @@ from harness.judge.rules.context import Context
 from harness.judge.rules.registry import ANTHROPIC, Violation, rule_group
 from harness.judge.rules.schemas import schema_errors, schema_violation
 
-rule = rule_group("anthropic_errors", "AERR")
+rule = rule_group("anthropic_errors", "AERR", profiles=ANTHROPIC)
 
 
 @rule(
@@ -23,7 +23,6 @@ rule = rule_group("anthropic_errors", "AERR")
                   "error sent under another name is skipped, and the answer looks complete",
                   (ANTHROPIC_SSE, ANTHROPIC_TS_SSE)),
     stage="stream",
-    profiles=ANTHROPIC,
 )
 def stream_error_shape(ctx: Context) -> Iterator[Violation]:
     for e in ctx.events:
@@ -45,7 +44,6 @@ def stream_error_shape(ctx: Context) -> Iterator[Violation]:
     severity="spec",
     source=SPEC_ANTHROPIC_ERRORS,
     stage="response",
-    profiles=ANTHROPIC,
 )
 def error_body_shape(ctx: Context) -> Iterator[Violation]:
     status = ctx.exchange.status

@@ -12,7 +12,7 @@ from harness.judge.rules.context import Context
 from harness.judge.rules.registry import EVERY_PROFILE, Violation, rule_group
 from harness.judge.readers.sse import AnomalyKind
 
-rule = rule_group("framing", "SSE")
+rule = rule_group("framing", "SSE", stage="stream")
 
 
 def _anomalies(ctx: Context, *kinds: AnomalyKind) -> Iterator[Violation]:
@@ -31,7 +31,6 @@ def _anomalies(ctx: Context, *kinds: AnomalyKind) -> Iterator[Violation]:
                   "openai-python's SSE decoder ignores the unknown field, and Copilot, which cuts `data:` off the "
                   "front of every line, fails to parse the rest (`Error parsing JSON stream data for request id "
                   "…`) and drops it; what the line held never reaches the application", (OPENAI_SSE, COPILOT_SSE)),
-    stage="stream",
     profiles=EVERY_PROFILE,
 )
 def payload_on_data_lines(ctx: Context) -> Iterator[Violation]:
@@ -45,7 +44,6 @@ def payload_on_data_lines(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python", "anthropic-sdk-python"), "two payloads without a blank line between them are "
                   "one event, whose data lines the SDKs join with a newline and fail to parse: `JSONDecodeError: "
                   "Extra data: line 2 column 1`, and the stream ends there", (OPENAI_SSE, ANTHROPIC_SSE)),
-    stage="stream",
     profiles=EVERY_PROFILE,
 )
 def events_separated(ctx: Context) -> Iterator[Violation]:
@@ -59,7 +57,6 @@ def events_separated(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("VS Code Copilot",), "Copilot reads the stream line by line and parses each `data:` line as one "
                   "JSON payload: both halves of a payload split over two lines fail (`Error parsing JSON stream "
                   "data for request id …`) and are dropped, with the text or call they carried", (COPILOT_SSE,)),
-    stage="stream",
 )
 def one_data_line(ctx: Context) -> Iterator[Violation]:
     yield from _anomalies(ctx, "split-payload")
@@ -70,7 +67,6 @@ def one_data_line(ctx: Context) -> Iterator[Violation]:
     "The stream is terminated by `data: [DONE]`.",
     severity="spec",
     source=SPEC_CHAT_STREAMING,
-    stage="stream",
 )
 def done_sent(ctx: Context) -> Iterator[Violation]:
     yield from _anomalies(ctx, "done-missing")
@@ -83,7 +79,6 @@ def done_sent(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("Vercel AI SDK",), "the AI SDK skips the terminator only when the data is exactly `[DONE]`; "
                   "anything else (`[DONE] `, `[done]`) goes to its JSON parser and the stream ends with an "
                   "`AI_JSONParseError`", (AI_SDK_EVENTS,)),
-    stage="stream",
 )
 def done_exact(ctx: Context) -> Iterator[Violation]:
     yield from _anomalies(ctx, "done-not-exact")
@@ -96,7 +91,6 @@ def done_exact(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python", "VS Code Copilot"), "both stop reading at the terminator (openai-python leaves "
                   "its loop at `[DONE]`, Copilot returns), so whatever a later chunk carries, text, a call or a "
                   "finish reason, never reaches the application", (OPENAI_SSE, COPILOT_SSE)),
-    stage="stream",
 )
 def nothing_after_done(ctx: Context) -> Iterator[Violation]:
     yield from _anomalies(ctx, "event-after-done")
@@ -107,7 +101,6 @@ def nothing_after_done(ctx: Context) -> Iterator[Violation]:
     "`[DONE]` is sent once, ends with its blank line, and nothing but blank lines and comments follows it.",
     severity="spec",
     source=(SPEC_CHAT_STREAMING, SPEC_SSE),
-    stage="stream",
 )
 def done_last(ctx: Context) -> Iterator[Violation]:
     yield from _anomalies(ctx, "done-repeated", "bytes-after-done")
@@ -119,7 +112,6 @@ def done_last(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python",), "openai-python decodes every line as UTF-8 and raises `UnicodeDecodeError: "
                   "'utf-8' codec can't decode byte …`, ending the stream", (OPENAI_SSE,)),
-    stage="stream",
     profiles=EVERY_PROFILE,
 )
 def valid_utf8(ctx: Context) -> Iterator[Violation]:
@@ -133,7 +125,6 @@ def valid_utf8(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python",), "an SSE event is dispatched only at its blank line: openai-python's decoder "
                   "drops an unterminated last event, so a finish chunk sent without it leaves the message without "
                   "a `finish_reason`", (OPENAI_SSE,)),
-    stage="stream",
     profiles=EVERY_PROFILE,
 )
 def events_terminated(ctx: Context) -> Iterator[Violation]:
