@@ -207,11 +207,11 @@ def _walk(ctx: Context) -> Mapping[str, list[Violation]]:
     return found
 
 
-def _grammar(ctx: Context, rule_id: str) -> Iterator[Violation]:
-    yield from ctx.derived(_walk).get(rule_id, ())
+# The rules of the grammar, each judged by what ``_walk`` files under its id.
+grammar = rule.found_by(_walk)
 
 
-@rule(
+grammar(
     "AEV-004",
     "Exactly one `message_start`, before every other event (`ping` aside; a stream that begins with an `error` "
     "event needs none).",
@@ -222,11 +222,9 @@ def _grammar(ctx: Context, rule_id: str) -> Iterator[Violation]:
                   "TypeScript also refuses a second one (`… got message_start before receiving \"message_stop\"`)",
                   (ANTHROPIC_ACCUMULATE, ANTHROPIC_TS_STREAM)),
 )
-def message_start_first(ctx: Context) -> Iterator[Violation]:
-    yield from _grammar(ctx, "AEV-004")
 
 
-@rule(
+grammar(
     "AEV-005",
     "Content blocks are opened at indices 0, 1, 2…: each `content_block_start` takes the next index.",
     severity="client",
@@ -234,11 +232,9 @@ def message_start_first(ctx: Context) -> Iterator[Violation]:
                   "delta by its `index` as a position: a first block at index 1 raises `IndexError: list index out "
                   "of range`, and a reused index sends deltas to the wrong block", (ANTHROPIC_ACCUMULATE,)),
 )
-def block_indices(ctx: Context) -> Iterator[Violation]:
-    yield from _grammar(ctx, "AEV-005")
 
 
-@rule(
+grammar(
     "AEV-006",
     "One block is open at a time: each is closed by its own `content_block_stop` before the next opens and "
     "before the message ends.",
@@ -247,11 +243,9 @@ def block_indices(ctx: Context) -> Iterator[Violation]:
                   "each `content_block_stop` as the last block opened (`content.at(-1)`): with two open it reports "
                   "the wrong one, and one never closed is never reported", (ANTHROPIC_TS_STREAM,)),
 )
-def blocks_closed(ctx: Context) -> Iterator[Violation]:
-    yield from _grammar(ctx, "AEV-006")
 
 
-@rule(
+grammar(
     "AEV-007",
     "Deltas go to the open block only, and match its kind: `text_delta` in a text block, `input_json_delta` in "
     "a tool_use block, `thinking_delta`/`signature_delta` in a thinking block.",
@@ -260,11 +254,9 @@ def blocks_closed(ctx: Context) -> Iterator[Violation]:
                   "block at its index and silently drops the others: the text or input the delta carried is lost",
                   (ANTHROPIC_ACCUMULATE,)),
 )
-def deltas_match(ctx: Context) -> Iterator[Violation]:
-    yield from _grammar(ctx, "AEV-007")
 
 
-@rule(
+grammar(
     "AEV-008",
     "Exactly one `message_delta`, after the last block is closed, carrying `delta.stop_reason` and "
     "`usage.output_tokens`.",
@@ -274,22 +266,18 @@ def deltas_match(ctx: Context) -> Iterator[Violation]:
                   "SDK raises `AttributeError: 'NoneType' object has no attribute 'output_tokens'`",
                   (ANTHROPIC_ACCUMULATE,)),
 )
-def one_message_delta(ctx: Context) -> Iterator[Violation]:
-    yield from _grammar(ctx, "AEV-008")
 
 
-@rule(
+grammar(
     "AEV-009",
     "`message_stop` comes once, and no event but `ping` follows it or an `error` event (a stream without one is "
     "AEV-013's).",
     severity="spec",
     source=SPEC_MESSAGES_STREAMING,
 )
-def message_stop_last(ctx: Context) -> Iterator[Violation]:
-    yield from _grammar(ctx, "AEV-009")
 
 
-@rule(
+grammar(
     "AEV-013",
     "A stream that does not end with an `error` event ends with `message_stop`.",
     severity="client",
@@ -298,8 +286,6 @@ def message_stop_last(ctx: Context) -> Iterator[Violation]:
                   "producing a Message with role=assistant\", and an agent built on it (Claude Code's bundle "
                   "carries this MessageStream) gets an error instead of the answer", (ANTHROPIC_TS_STREAM,)),
 )
-def message_stop_present(ctx: Context) -> Iterator[Violation]:
-    yield from _grammar(ctx, "AEV-013")
 
 
 # --------------------------------------------------------------------------- tool_use blocks

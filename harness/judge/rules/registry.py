@@ -172,6 +172,12 @@ class RuleGroup:
 
         return register
 
+    def found_by(self, sort: Callable[[Context], Mapping[str, Sequence[Violation]]]) -> Found:
+        """The rules whose violations one pass over an exchange (``sort``, run once per exchange)
+        finds and files under their ids: each is declared by calling the result with its id and
+        what its decorator would say, and judged by that pass."""
+        return Found(self, sort)
+
     def pair(self, rule_id: str, statement: str, *, features: Iterable[str] = (),
              **said: Unpack[Said]) -> Callable[[PairCheck], PairCheck]:
         """A rule judging two exchanges of one scenario (streamed and not)."""
@@ -201,6 +207,24 @@ class RuleGroup:
             return check
 
         return register
+
+
+@dataclass(frozen=True)
+class Found:
+    """Declares rules judged by one pass (``RuleGroup.found_by``): each takes what the pass files
+    under its id."""
+
+    group: RuleGroup
+    sort: Callable[[Context], Mapping[str, Sequence[Violation]]]
+
+    def __call__(self, rule_id: str, statement: str, **said: Unpack[Said]) -> None:
+        sort = self.sort
+
+        def check(ctx: Context) -> Iterable[Violation]:
+            return ctx.derived(sort).get(rule_id, ())
+
+        check.__module__, check.__qualname__ = sort.__module__, sort.__qualname__
+        self.group(rule_id, statement, **said)(check)
 
 
 def rule_group(group: str, prefix: str, *, stage: Stage = "answer",

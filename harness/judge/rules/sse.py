@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 from harness.judge.rules.citations import (
@@ -15,15 +16,30 @@ from harness.judge.readers.sse import AnomalyKind
 rule = rule_group("framing", "SSE", stage="stream")
 
 
-def _anomalies(ctx: Context, *kinds: AnomalyKind) -> Iterator[Violation]:
-    for a in ctx.stream.of_kind(*kinds):
+# The rule each framing flaw the SSE reader finds breaks.
+_RULE_OF: Mapping[AnomalyKind, str] = {
+    "stray-payload": "SSE-001", "glued-events": "SSE-002", "split-payload": "SSE-003", "done-missing": "SSE-004",
+    "done-not-exact": "SSE-005", "event-after-done": "SSE-006", "done-repeated": "SSE-007",
+    "bytes-after-done": "SSE-007", "invalid-utf8": "SSE-008", "unterminated-event": "SSE-009",
+}
+
+
+def _anomalies(ctx: Context) -> Mapping[str, list[Violation]]:
+    """The stream's framing flaws, in stream order, each filed under the rule it breaks."""
+    found: dict[str, list[Violation]] = defaultdict(list)
+    for a in ctx.stream.anomalies:
         evidence: dict[str, Any] = {"byte_offset": a.byte_offset, "excerpt": a.excerpt}
         if a.event_index is not None:
             evidence["event_index"] = a.event_index
-        yield Violation(a.message, evidence)
+        found[_RULE_OF[a.kind]].append(Violation(a.message, evidence))
+    return found
 
 
-@rule(
+# Each rule judged by the flaws filed under its id.
+framing = rule.found_by(_anomalies)
+
+
+framing(
     "SSE-001",
     "Every payload is carried on `data:` lines.",
     severity="client",
@@ -33,11 +49,9 @@ def _anomalies(ctx: Context, *kinds: AnomalyKind) -> Iterator[Violation]:
                   "…`) and drops it; what the line held never reaches the application", (OPENAI_SSE, COPILOT_SSE)),
     profiles=EVERY_PROFILE,
 )
-def payload_on_data_lines(ctx: Context) -> Iterator[Violation]:
-    yield from _anomalies(ctx, "stray-payload")
 
 
-@rule(
+framing(
     "SSE-002",
     "Events are separated by a blank line: two payloads never share one event.",
     severity="client",
@@ -46,11 +60,9 @@ def payload_on_data_lines(ctx: Context) -> Iterator[Violation]:
                   "Extra data: line 2 column 1`, and the stream ends there", (OPENAI_SSE, ANTHROPIC_SSE)),
     profiles=EVERY_PROFILE,
 )
-def events_separated(ctx: Context) -> Iterator[Violation]:
-    yield from _anomalies(ctx, "glued-events")
 
 
-@rule(
+framing(
     "SSE-003",
     "Each JSON payload sits on a single `data:` line.",
     severity="client",
@@ -58,21 +70,17 @@ def events_separated(ctx: Context) -> Iterator[Violation]:
                   "JSON payload: both halves of a payload split over two lines fail (`Error parsing JSON stream "
                   "data for request id …`) and are dropped, with the text or call they carried", (COPILOT_SSE,)),
 )
-def one_data_line(ctx: Context) -> Iterator[Violation]:
-    yield from _anomalies(ctx, "split-payload")
 
 
-@rule(
+framing(
     "SSE-004",
     "The stream is terminated by `data: [DONE]`.",
     severity="spec",
     source=SPEC_CHAT_STREAMING,
 )
-def done_sent(ctx: Context) -> Iterator[Violation]:
-    yield from _anomalies(ctx, "done-missing")
 
 
-@rule(
+framing(
     "SSE-005",
     "The terminator's data is exactly `[DONE]`.",
     severity="client",
@@ -80,11 +88,9 @@ def done_sent(ctx: Context) -> Iterator[Violation]:
                   "anything else (`[DONE] `, `[done]`) goes to its JSON parser and the stream ends with an "
                   "`AI_JSONParseError`", (AI_SDK_EVENTS,)),
 )
-def done_exact(ctx: Context) -> Iterator[Violation]:
-    yield from _anomalies(ctx, "done-not-exact")
 
 
-@rule(
+framing(
     "SSE-006",
     "No chunk follows `[DONE]`.",
     severity="client",
@@ -92,21 +98,17 @@ def done_exact(ctx: Context) -> Iterator[Violation]:
                   "its loop at `[DONE]`, Copilot returns), so whatever a later chunk carries, text, a call or a "
                   "finish reason, never reaches the application", (OPENAI_SSE, COPILOT_SSE)),
 )
-def nothing_after_done(ctx: Context) -> Iterator[Violation]:
-    yield from _anomalies(ctx, "event-after-done")
 
 
-@rule(
+framing(
     "SSE-007",
     "`[DONE]` is sent once, ends with its blank line, and nothing but blank lines and comments follows it.",
     severity="spec",
     source=(SPEC_CHAT_STREAMING, SPEC_SSE),
 )
-def done_last(ctx: Context) -> Iterator[Violation]:
-    yield from _anomalies(ctx, "done-repeated", "bytes-after-done")
 
 
-@rule(
+framing(
     "SSE-008",
     "The stream is valid UTF-8.",
     severity="client",
@@ -114,11 +116,9 @@ def done_last(ctx: Context) -> Iterator[Violation]:
                   "'utf-8' codec can't decode byte …`, ending the stream", (OPENAI_SSE,)),
     profiles=EVERY_PROFILE,
 )
-def valid_utf8(ctx: Context) -> Iterator[Violation]:
-    yield from _anomalies(ctx, "invalid-utf8")
 
 
-@rule(
+framing(
     "SSE-009",
     "Every chunk event ends with a blank line.",
     severity="client",
@@ -127,5 +127,3 @@ def valid_utf8(ctx: Context) -> Iterator[Violation]:
                   "a `finish_reason`", (OPENAI_SSE,)),
     profiles=EVERY_PROFILE,
 )
-def events_terminated(ctx: Context) -> Iterator[Violation]:
-    yield from _anomalies(ctx, "unterminated-event")
