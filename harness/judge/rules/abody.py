@@ -10,7 +10,7 @@ from harness.judge.rules.context import Context
 from harness.judge.rules.registry import ANTHROPIC, Violation, rule_group
 from harness.judge.rules.schemas import schema_violation
 
-rule = rule_group("anthropic_body", "ABODY")
+rule = rule_group("anthropic_body", "ABODY", stage="single", profiles=ANTHROPIC)
 
 
 @rule(
@@ -21,8 +21,6 @@ rule = rule_group("anthropic_body", "ABODY")
     breaks=Breaks(("anthropic-sdk-python",), "the SDK does not validate the body: an error report sent with status "
                   "200 becomes a `Message` whose `content` is None, and the application's loop over "
                   "`message.content` raises `TypeError`"),
-    stage="single",
-    profiles=ANTHROPIC,
 )
 def message_shape(ctx: Context) -> Iterator[Violation]:
     body, error = ctx.body
@@ -57,8 +55,6 @@ def message_shape(ctx: Context) -> Iterator[Violation]:
     "A single Anthropic answer validates against `anthropic_message.schema.json`.",
     severity="spec",
     source=SPEC_MESSAGES,
-    stage="single",
-    profiles=ANTHROPIC,
 )
 def message_schema(ctx: Context) -> Iterator[Violation]:
     body = ctx.body[0]
@@ -74,8 +70,6 @@ def message_schema(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("anthropic-sdk-python",), "the SDK keeps `input` as sent: the application gets "
                   "`ToolUseBlock.input` as a `str`, not the arguments object it passes to the tool"),
-    stage="single",
-    profiles=ANTHROPIC,
 )
 def tool_input_object(ctx: Context) -> Iterator[Violation]:
     body = ctx.body[0]

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 from harness.judge.compare import render
 from harness.judge.rules.citations import ANTHROPIC_SSE, ANTHROPIC_TS_SSE, SPEC_ANTHROPIC_ERRORS, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import ANTHROPIC, Violation, rule_group
-from harness.judge.rules.schemas import schema_errors, schema_violation
+from harness.judge.rules.schemas import error_body_violations, schema_errors
 
-rule = rule_group("anthropic_errors", "AERR")
+rule = rule_group("anthropic_errors", "AERR", profiles=ANTHROPIC)
 
 
 @rule(
@@ -23,7 +23,6 @@ rule = rule_group("anthropic_errors", "AERR")
                   "error sent under another name is skipped, and the answer looks complete",
                   (ANTHROPIC_SSE, ANTHROPIC_TS_SSE)),
     stage="stream",
-    profiles=ANTHROPIC,
 )
 def stream_error_shape(ctx: Context) -> Iterator[Violation]:
     for e in ctx.events:
@@ -45,20 +44,6 @@ def stream_error_shape(ctx: Context) -> Iterator[Violation]:
     severity="spec",
     source=SPEC_ANTHROPIC_ERRORS,
     stage="response",
-    profiles=ANTHROPIC,
 )
 def error_body_shape(ctx: Context) -> Iterator[Violation]:
-    status = ctx.exchange.status
-    body, problem = ctx.body
-    excerpt = ctx.exchange.raw[:200].decode("utf-8", "replace")
-    if status is not None and 200 <= status < 300:
-        if ctx.kind == "json" and isinstance(body, Mapping) and (body.get("type") == "error" or "error" in body):
-            yield Violation(f"an error body comes with status {status}: {excerpt!r}",
-                            {"actual": status, "json_path": "/error" if "error" in body else "/type"})
-        return
-    if problem is not None:
-        yield Violation(f"status {status} with a body that is not JSON: {excerpt!r}", {"excerpt": excerpt})
-        return
-    found = schema_violation(body, "anthropic_error", f"status {status} error body: ", excerpt=excerpt)
-    if found is not None:
-        yield found
+    yield from error_body_violations(ctx, "anthropic_error", typed=True)

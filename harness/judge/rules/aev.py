@@ -22,7 +22,7 @@ from harness.judge.rules.context import Context
 from harness.judge.rules.registry import ANTHROPIC, Violation, rule_group
 from harness.judge.rules.schemas import schema_errors
 
-rule = rule_group("anthropic_stream", "AEV")
+rule = rule_group("anthropic_stream", "AEV", stage="stream", profiles=ANTHROPIC)
 
 
 def _typed(ctx: Context) -> Iterator[AnthropicEvent]:
@@ -39,8 +39,6 @@ def _typed(ctx: Context) -> Iterator[AnthropicEvent]:
                   "they skip an event without one and handle `ping` and `error` by the name alone; the TypeScript "
                   "SDK (and released Python ones) yield only events named one of the six message event types, so "
                   "an event under another name is lost", (ANTHROPIC_SSE, ANTHROPIC_TS_SSE)),
-    stage="stream",
-    profiles=ANTHROPIC,
 )
 def event_names(ctx: Context) -> Iterator[Violation]:
     for e in _typed(ctx):
@@ -61,8 +59,6 @@ def event_names(ctx: Context) -> Iterator[Violation]:
                   "`MessageStream` dispatches on `type`: an event without one is dropped, or, first, fails with "
                   "`Unexpected event order, got undefined before \"message_start\"`",
                   (ANTHROPIC_SSE, ANTHROPIC_TS_SSE, ANTHROPIC_TS_STREAM)),
-    stage="stream",
-    profiles=ANTHROPIC,
 )
 def event_json(ctx: Context) -> Iterator[Violation]:
     for e in ctx.events:
@@ -82,8 +78,6 @@ def event_json(ctx: Context) -> Iterator[Violation]:
     "Every event validates against `anthropic_stream_event.schema.json` (the Messages streaming reference).",
     severity="spec",
     source=SPEC_MESSAGES_STREAMING,
-    stage="stream",
-    profiles=ANTHROPIC,
 )
 def event_schema(ctx: Context) -> Iterator[Violation]:
     for e in _typed(ctx):
@@ -213,11 +207,11 @@ def _walk(ctx: Context) -> Mapping[str, list[Violation]]:
     return found
 
 
-def _grammar(ctx: Context, rule_id: str) -> Iterator[Violation]:
-    yield from ctx.derived(_walk).get(rule_id, ())
+# The rules of the grammar, each judged by what ``_walk`` files under its id.
+grammar = rule.found_by(_walk)
 
 
-@rule(
+grammar(
     "AEV-004",
     "Exactly one `message_start`, before every other event (`ping` aside; a stream that begins with an `error` "
     "event needs none).",
@@ -227,28 +221,20 @@ def _grammar(ctx: Context, rule_id: str) -> Iterator[Violation]:
                   "TypeScript `Unexpected event order, got content_block_start before \"message_start\"`; "
                   "TypeScript also refuses a second one (`… got message_start before receiving \"message_stop\"`)",
                   (ANTHROPIC_ACCUMULATE, ANTHROPIC_TS_STREAM)),
-    stage="stream",
-    profiles=ANTHROPIC,
 )
-def message_start_first(ctx: Context) -> Iterator[Violation]:
-    yield from _grammar(ctx, "AEV-004")
 
 
-@rule(
+grammar(
     "AEV-005",
     "Content blocks are opened at indices 0, 1, 2…: each `content_block_start` takes the next index.",
     severity="client",
     breaks=Breaks(("anthropic-sdk-python",), "the SDK appends each opened block to the message and addresses a "
                   "delta by its `index` as a position: a first block at index 1 raises `IndexError: list index out "
                   "of range`, and a reused index sends deltas to the wrong block", (ANTHROPIC_ACCUMULATE,)),
-    stage="stream",
-    profiles=ANTHROPIC,
 )
-def block_indices(ctx: Context) -> Iterator[Violation]:
-    yield from _grammar(ctx, "AEV-005")
 
 
-@rule(
+grammar(
     "AEV-006",
     "One block is open at a time: each is closed by its own `content_block_stop` before the next opens and "
     "before the message ends.",
@@ -256,14 +242,10 @@ def block_indices(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("anthropic-sdk-typescript",), "its `MessageStream` reports a finished block (`contentBlock`) at "
                   "each `content_block_stop` as the last block opened (`content.at(-1)`): with two open it reports "
                   "the wrong one, and one never closed is never reported", (ANTHROPIC_TS_STREAM,)),
-    stage="stream",
-    profiles=ANTHROPIC,
 )
-def blocks_closed(ctx: Context) -> Iterator[Violation]:
-    yield from _grammar(ctx, "AEV-006")
 
 
-@rule(
+grammar(
     "AEV-007",
     "Deltas go to the open block only, and match its kind: `text_delta` in a text block, `input_json_delta` in "
     "a tool_use block, `thinking_delta`/`signature_delta` in a thinking block.",
@@ -271,14 +253,10 @@ def blocks_closed(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("anthropic-sdk-python",), "its accumulator applies a delta only when it matches the kind of the "
                   "block at its index and silently drops the others: the text or input the delta carried is lost",
                   (ANTHROPIC_ACCUMULATE,)),
-    stage="stream",
-    profiles=ANTHROPIC,
 )
-def deltas_match(ctx: Context) -> Iterator[Violation]:
-    yield from _grammar(ctx, "AEV-007")
 
 
-@rule(
+grammar(
     "AEV-008",
     "Exactly one `message_delta`, after the last block is closed, carrying `delta.stop_reason` and "
     "`usage.output_tokens`.",
@@ -287,27 +265,19 @@ def deltas_match(ctx: Context) -> Iterator[Violation]:
                   "through `message_delta`: without it the message has no `stop_reason`, without its `usage` the "
                   "SDK raises `AttributeError: 'NoneType' object has no attribute 'output_tokens'`",
                   (ANTHROPIC_ACCUMULATE,)),
-    stage="stream",
-    profiles=ANTHROPIC,
 )
-def one_message_delta(ctx: Context) -> Iterator[Violation]:
-    yield from _grammar(ctx, "AEV-008")
 
 
-@rule(
+grammar(
     "AEV-009",
     "`message_stop` comes once, and no event but `ping` follows it or an `error` event (a stream without one is "
     "AEV-013's).",
     severity="spec",
     source=SPEC_MESSAGES_STREAMING,
-    stage="stream",
-    profiles=ANTHROPIC,
 )
-def message_stop_last(ctx: Context) -> Iterator[Violation]:
-    yield from _grammar(ctx, "AEV-009")
 
 
-@rule(
+grammar(
     "AEV-013",
     "A stream that does not end with an `error` event ends with `message_stop`.",
     severity="client",
@@ -315,11 +285,7 @@ def message_stop_last(ctx: Context) -> Iterator[Violation]:
                   "only when its `message_stop` arrives: without it `finalMessage()` throws \"stream ended without "
                   "producing a Message with role=assistant\", and an agent built on it (Claude Code's bundle "
                   "carries this MessageStream) gets an error instead of the answer", (ANTHROPIC_TS_STREAM,)),
-    stage="stream",
-    profiles=ANTHROPIC,
 )
-def message_stop_present(ctx: Context) -> Iterator[Violation]:
-    yield from _grammar(ctx, "AEV-013")
 
 
 # --------------------------------------------------------------------------- tool_use blocks
@@ -342,8 +308,6 @@ def _label(block: Block) -> str:
     breaks=Breaks(("anthropic-sdk-python",), "the SDK parses the input on every delta: invalid JSON raises "
                   "`ValueError: Unable to parse tool parameter JSON from model. …`, and a stream ending inside the "
                   "input hands the application the part parsed so far", (ANTHROPIC_ACCUMULATE,)),
-    stage="stream",
-    profiles=ANTHROPIC,
 )
 def tool_input_complete(ctx: Context) -> Iterator[Violation]:
     for block in _tool_blocks(ctx):
@@ -369,8 +333,6 @@ def tool_input_complete(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("anthropic-sdk-python",), "the SDK starts the block's input from `content_block_start`: an "
                   "input sent there as a string stays a `str` in the accumulated message when no delta replaces "
                   "it, so the application gets no arguments object", (ANTHROPIC_ACCUMULATE,)),
-    stage="stream",
-    profiles=ANTHROPIC,
 )
 def tool_input_not_a_string(ctx: Context) -> Iterator[Violation]:
     for block in _tool_blocks(ctx):
@@ -386,8 +348,6 @@ def tool_input_not_a_string(ctx: Context) -> Iterator[Violation]:
     "fragments, not prefilled in `content_block_start` (a string there is AEV-011's).",
     severity="spec",  # the SDKs take a prefilled object as the input, and replace it with the deltas if any come
     source=SPEC_MESSAGES_STREAMING,
-    stage="stream",
-    profiles=ANTHROPIC,
 )
 def tool_input_starts_empty(ctx: Context) -> Iterator[Violation]:
     for block in _tool_blocks(ctx):

@@ -9,7 +9,7 @@ from harness.judge.rules.context import Context
 from harness.judge.rules.registry import ANTHROPIC, Violation, rule_group
 from harness.judge.rules.sdk import accumulated_differences
 
-rule = rule_group("anthropic_sdk", "ASDK")
+rule = rule_group("anthropic_sdk", "ASDK", stage="stream", profiles=ANTHROPIC)
 
 
 @rule(
@@ -21,8 +21,6 @@ rule = rule_group("anthropic_sdk", "ASDK")
                   "accumulator: whatever they raise (`JSONDecodeError`, `IndexError`, `ValueError: Unable to parse "
                   "tool parameter JSON from model. …`) is what an application built on it sees",
                   (ANTHROPIC_SSE, ANTHROPIC_ACCUMULATE)),
-    stage="stream",
-    profiles=ANTHROPIC,
 )
 def sdk_reads(ctx: Context) -> Iterator[Violation]:
     if ctx.sdk.error is not None:
@@ -36,8 +34,6 @@ def sdk_reads(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("anthropic-sdk-python",), "the accumulated message is what an application on the SDK acts on: "
                   "its tool_use blocks are the calls it runs, its text blocks the text it shows",
                   (ANTHROPIC_ACCUMULATE,)),
-    stage="stream",
-    profiles=ANTHROPIC,
 )
 def sdk_message(ctx: Context) -> Iterator[Violation]:
     yield from accumulated_differences(ctx, calls_named="tool_use blocks", text_named="text", regex=False)

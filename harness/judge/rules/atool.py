@@ -11,7 +11,7 @@ from harness.judge.rules.citations import SPEC_MESSAGES, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import ANTHROPIC, Violation, rule_group
 
-rule = rule_group("anthropic_calls", "ATOOL")
+rule = rule_group("anthropic_calls", "ATOOL", profiles=ANTHROPIC)
 
 
 def _ended_by_error(ctx: Context) -> bool:
@@ -26,8 +26,6 @@ def _ended_by_error(ctx: Context) -> bool:
     breaks=Breaks(("Claude Code",), "the client answers each tool_use with a `tool_result` naming its id and sends "
                   "the history back; the Messages API refuses a repeated id (`` `tool_use` ids must be unique ``) "
                   "and an empty one (an id matches `^[a-zA-Z0-9_-]+$`), so the next turn fails with a 400"),
-    stage="answer",
-    profiles=ANTHROPIC,
 )
 def tool_use_ids(ctx: Context) -> Iterator[Violation]:
     seen: dict[str, int] = {}
@@ -53,8 +51,6 @@ def tool_use_ids(ctx: Context) -> Iterator[Violation]:
                   "Code answers it with `<tool_use_error>Error: No such tool available: …</tool_use_error>`, "
                   "OpenCode (on the AI SDK) with `Model tried to call unavailable tool '…'`, instead of doing the "
                   "work"),
-    stage="answer",
-    profiles=ANTHROPIC,
 )
 def declared_names(ctx: Context) -> Iterator[Violation]:
     declared = [n for n in ctx.scenario.client.tool_names if n]
@@ -73,8 +69,6 @@ def declared_names(ctx: Context) -> Iterator[Violation]:
     "such as `max_tokens`).",
     severity="spec",  # the named clients run the tool_use blocks they receive whatever the stop reason
     source=SPEC_MESSAGES,
-    stage="answer",
-    profiles=ANTHROPIC,
 )
 def stop_reason_tool_use(ctx: Context) -> Iterator[Violation]:
     answer = ctx.answer
@@ -95,8 +89,6 @@ def stop_reason_tool_use(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("Claude Code",), "Claude Code acts on the stop reason: at `max_tokens` it reports \"Claude's "
                   "response exceeded the … output token maximum\" instead of taking the cut answer as complete, so "
                   "a wrong reason hides a cut answer or invents one"),
-    stage="answer",
-    profiles=ANTHROPIC,
 )
 def expected_stop_reason(ctx: Context) -> Iterator[Violation]:
     wanted = ctx.expected_finish

@@ -12,7 +12,7 @@ from harness.judge.rules.context import Context
 from harness.judge.rules.registry import Violation, rule_group
 from harness.judge.rules.schemas import schema_violation
 
-rule = rule_group("body", "BODY")
+rule = rule_group("body", "BODY", stage="single")
 
 
 def _message(ctx: Context) -> tuple[str, Mapping[str, Any]] | None:
@@ -32,7 +32,6 @@ def _message(ctx: Context) -> tuple[str, Mapping[str, Any]] | None:
                   "`choices` the application's `completion.choices[0]` raises `TypeError: 'NoneType' object is not "
                   "subscriptable`; the AI SDK's response schema rejects it (`AI_TypeValidationError`)",
                   (AI_SDK_CHAT,)),
-    stage="single",
 )
 def body_shape(ctx: Context) -> Iterator[Violation]:
     body, error = ctx.body
@@ -64,7 +63,6 @@ def body_shape(ctx: Context) -> Iterator[Violation]:
     "A single answer validates against `chat_completion.schema.json`.",
     severity="spec",
     source=SPEC_CHAT,
-    stage="single",
 )
 def body_schema(ctx: Context) -> Iterator[Violation]:
     body = ctx.body[0]
@@ -83,7 +81,6 @@ def body_schema(ctx: Context) -> Iterator[Violation]:
                   "`function.arguments` as strings (`AI_TypeValidationError` otherwise); an application on "
                   "openai-python answers each call with a `tool` message naming its `id`, which it cannot do "
                   "without one", (AI_SDK_CHAT,)),
-    stage="single",
 )
 def body_calls(ctx: Context) -> Iterator[Violation]:
     found = _message(ctx)

@@ -16,7 +16,7 @@ from harness.judge.rules.locate import end_of_stream
 from harness.judge.rules.registry import Violation, rule_group
 from harness.judge.rules.schemas import schema_errors
 
-rule = rule_group("chunks", "CHUNK")
+rule = rule_group("chunks", "CHUNK", stage="stream")
 
 
 def choices_of(ctx: Context) -> Iterator[tuple[Payload, int, dict[str, Any]]]:
@@ -47,7 +47,6 @@ def _carries_output(delta: dict[str, Any]) -> bool:
     breaks=Breaks(("openai-python", "Vercel AI SDK"), "openai-python raises `JSONDecodeError: Expecting value: "
                   "line 1 column 1 (char 0)` on a payload that is not JSON; the AI SDK ends the stream with an "
                   "`AI_JSONParseError`", (OPENAI_SSE, AI_SDK_EVENTS)),
-    stage="stream",
 )
 def payload_is_json(ctx: Context) -> Iterator[Violation]:
     for p in ctx.payloads:
@@ -72,7 +71,6 @@ def _provider_extra(chunk: Mapping[str, Any]) -> bool:
                   "object is not iterable`; a chunk whose `object` is not `chat.completion.chunk` is skipped "
                   "(`_is_valid_chat_completion_chunk_weak`), losing the text or call it carries",
                   (OPENAI_ACCUMULATE,)),
-    stage="stream",
 )
 def chunk_shape(ctx: Context) -> Iterator[Violation]:
     for p, chunk in ctx.chunks:
@@ -92,7 +90,6 @@ def chunk_shape(ctx: Context) -> Iterator[Violation]:
     "no `null` or empty `tool_calls` where the spec does not allow them).",
     severity="spec",
     source=SPEC_CHAT_STREAMING,
-    stage="stream",
 )
 def chunk_schema(ctx: Context) -> Iterator[Violation]:
     for p, chunk in ctx.chunks:
@@ -106,7 +103,6 @@ def chunk_schema(ctx: Context) -> Iterator[Violation]:
     "`id` and `model` are the same on every chunk of a stream.",
     severity="spec",
     source=SPEC_CHAT_STREAMING,
-    stage="stream",
 )
 def constant_identity(ctx: Context) -> Iterator[Violation]:
     for key in ("id", "model"):
@@ -132,7 +128,6 @@ def constant_identity(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("Vercel AI SDK",), "its chunk schema allows `role` to be `\"assistant\"` or absent only: a "
                   "chunk with `role: \"\"` fails validation (`AI_TypeValidationError`) and the stream ends with an "
                   "error", (AI_SDK_CHAT,)),
-    stage="stream",
 )
 def role_value(ctx: Context) -> Iterator[Violation]:
     for p, _, choice in choices_of(ctx):
@@ -151,7 +146,6 @@ def role_value(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python",), "its accumulator concatenates string fields, so a repeated role makes the "
                   "message's role `\"assistantassistant\"`, a role no API accepts when the application sends the "
                   "message back", (OPENAI_DELTAS,)),
-    stage="stream",
 )
 def role_once(ctx: Context) -> Iterator[Violation]:
     role_seen: dict[int, int] = {}
@@ -172,7 +166,6 @@ def role_once(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("VS Code Copilot", "Codex CLI"), "both hand streamed tool calls on only when a finish reason "
                   "arrives (Copilot at `tool_calls` or `stop`, Codex CLI at `tool_calls`): a choice that never "
                   "gets one ends without its calls", (COPILOT_SSE, CODEX_CHAT)),
-    stage="stream",
     ending=True,
 )
 def finish_sent(ctx: Context) -> Iterator[Violation]:
@@ -196,7 +189,6 @@ def finish_sent(ctx: Context) -> Iterator[Violation]:
                   "later chunk of it, so text or calls sent after it are lost; Codex CLI emits a call with the "
                   "arguments it holds at the `tool_calls` finish, so arguments sent after it are lost",
                   (COPILOT_SSE, CODEX_CHAT)),
-    stage="stream",
 )
 def nothing_after_finish(ctx: Context) -> Iterator[Violation]:
     finished: dict[int, int] = {}
@@ -216,7 +208,6 @@ def nothing_after_finish(ctx: Context) -> Iterator[Violation]:
     "`finish_reason` is non-null exactly once per choice, on the choice's last chunk.",
     severity="spec",
     source=SPEC_CHAT_STREAMING,
-    stage="stream",
 )
 def finish_once_last(ctx: Context) -> Iterator[Violation]:
     finished: dict[int, int] = {}
@@ -239,7 +230,6 @@ def finish_once_last(ctx: Context) -> Iterator[Violation]:
                   "the choice; it hands tool calls on only at a `tool_calls` or `stop` finish, so calls first "
                   "finished with another reason (`length`, then `tool_calls`) are lost, and the reason it reports "
                   "is always the first", (COPILOT_SSE,)),
-    stage="stream",
 )
 def finish_unchanged(ctx: Context) -> Iterator[Violation]:
     first: dict[int, tuple[int, Any]] = {}
@@ -262,7 +252,6 @@ def finish_unchanged(ctx: Context) -> Iterator[Violation]:
     "The role, when sent, comes on the choice's first chunk (repeats are CHUNK-006).",
     severity="spec",
     source=SPEC_CHAT_STREAMING,
-    stage="stream",
 )
 def role_first(ctx: Context) -> Iterator[Violation]:
     seen: set[int] = set()

@@ -7,7 +7,7 @@ from collections.abc import Iterator, Mapping
 from harness.judge.rules.citations import AI_SDK_CHAT, OPENAI_SSE, SPEC_OPENAI_ERRORS, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import Violation, rule_group
-from harness.judge.rules.schemas import schema_errors, schema_violation
+from harness.judge.rules.schemas import error_body_violations, schema_errors
 
 rule = rule_group("errors", "ERR")
 
@@ -40,17 +40,4 @@ def stream_error_shape(ctx: Context) -> Iterator[Violation]:
     stage="response",
 )
 def error_body_shape(ctx: Context) -> Iterator[Violation]:
-    status = ctx.exchange.status
-    body, problem = ctx.body
-    excerpt = ctx.exchange.raw[:200].decode("utf-8", "replace")
-    if status is not None and 200 <= status < 300:
-        if ctx.kind == "json" and isinstance(body, Mapping) and "error" in body:
-            yield Violation(f"an error body comes with status {status}: {excerpt!r}",
-                            {"actual": status, "json_path": "/error"})
-        return
-    if problem is not None:
-        yield Violation(f"status {status} with a body that is not JSON: {excerpt!r}", {"excerpt": excerpt})
-        return
-    found = schema_violation(body, "openai_error", f"status {status} error body: ", excerpt=excerpt)
-    if found is not None:
-        yield found
+    yield from error_body_violations(ctx, "openai_error", typed=False)

@@ -22,7 +22,7 @@ from harness.judge.rules.context import Context
 from harness.judge.rules.registry import EVERY_PROFILE, OPENAI_PROFILES, Violation, rule_group
 from harness.judge.rules.schemas import schema_violation
 
-rule = rule_group("faults", "FAULT")
+rule = rule_group("faults", "FAULT", profiles=EVERY_PROFILE)
 
 
 
@@ -52,7 +52,6 @@ def _wanted(ctx: Context) -> str:
                   "complete answer: the application carries on with a cut or empty reply instead of retrying or "
                   "reporting the failure"),
     stage="response",
-    profiles=EVERY_PROFILE,
 )
 def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
     want = ctx.expect.error
@@ -90,7 +89,6 @@ def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
                   "that applications catch; an error inside a started stream is never retried and arrives as a "
                   "plain `APIError`", (OPENAI_CLIENT,)),
     stage="response",
-    profiles=EVERY_PROFILE,
 )
 def error_placement(ctx: Context) -> Iterator[Violation]:
     policy = ctx.in_stream_policy
@@ -113,7 +111,6 @@ def error_placement(ctx: Context) -> Iterator[Violation]:
                   "and `type` set; an HTML or plain-text body leaves `Error code: 502` alone, the reason lost and "
                   "`code`, `type` None", (OPENAI_CLIENT,)),
     stage="response",
-    profiles=EVERY_PROFILE,
 )
 def error_body_dialect(ctx: Context) -> Iterator[Violation]:
     status = ctx.exchange.status
@@ -164,7 +161,6 @@ def done_after_error(ctx: Context) -> Iterator[Violation]:
     severity="spec",
     source=SPEC_HTTP_RETRY_AFTER,
     stage="response",
-    profiles=EVERY_PROFILE,
 )
 def retry_after(ctx: Context) -> Iterator[Violation]:
     fault = ctx.scenario.backend.fault
@@ -195,7 +191,6 @@ def retry_after(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python",), "text the proxy held back and never flushed is missing from the message the "
                   "application shows (openai-python's accumulated `message.content` ends short)"),
     stage="answer",
-    profiles=EVERY_PROFILE,
 )
 def text_flushed(ctx: Context) -> Iterator[Violation]:
     expected = ctx.expected_content
@@ -226,7 +221,6 @@ def text_flushed(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python", "anthropic-sdk-python"), "every later request of every client fails: the SDKs "
                   "raise `APIConnectionError: Connection error.` or a 5xx status error", (OPENAI_ERRORS,)),
     stage="always",
-    profiles=EVERY_PROFILE,
 )
 def proxy_survives(ctx: Context) -> Iterator[Violation]:
     if not ctx.expect.proxy_survives:
@@ -252,7 +246,6 @@ def proxy_survives(ctx: Context) -> Iterator[Violation]:
     severity="spec",
     source=(SPEC_MESSAGES_STREAMING, SPEC_CHAT_STREAMING),
     stage="always",
-    profiles=EVERY_PROFILE,
 )
 def failure_reported_not_cut(ctx: Context) -> Iterator[Violation]:
     if ctx.cut_where_failure_expected:

@@ -10,7 +10,7 @@ from harness.judge.rules.citations import (
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import EVERY_PROFILE, Violation, rule_group
 
-rule = rule_group("transport", "HTTP")
+rule = rule_group("transport", "HTTP", profiles=EVERY_PROFILE)
 
 
 @rule(
@@ -22,7 +22,6 @@ rule = rule_group("transport", "HTTP")
                   "`APIConnectionError: Connection error.` (after their own retries) and the turn ends without a "
                   "reply", (OPENAI_ERRORS,)),
     stage="always",
-    profiles=EVERY_PROFILE,
 )
 def answered(ctx: Context) -> Iterator[Violation]:
     ex = ctx.exchange
@@ -44,7 +43,6 @@ def answered(ctx: Context) -> Iterator[Violation]:
                   "out.`; Codex CLI gives up on a silent stream with \"idle timeout waiting for SSE\"",
                   (OPENAI_ERRORS, CODEX_CHAT)),
     stage="always",
-    profiles=EVERY_PROFILE,
 )
 def within_timeout(ctx: Context) -> Iterator[Violation]:
     ex = ctx.exchange
@@ -71,7 +69,6 @@ def within_timeout(ctx: Context) -> Iterator[Violation]:
                   "the status's class (`InternalServerError: Error code: 500 - …`, `BadRequestError`, …) instead "
                   "of returning the answer", (OPENAI_CLIENT,)),
     stage="response",
-    profiles=EVERY_PROFILE,
 )
 def status_ok(ctx: Context) -> Iterator[Violation]:
     if ctx.expect.error is not None:
@@ -88,7 +85,6 @@ def status_ok(ctx: Context) -> Iterator[Violation]:
     severity="spec",
     source=(SPEC_CHAT_STREAMING, SPEC_SSE),
     stage="answer",
-    profiles=EVERY_PROFILE,
 )
 def content_type(ctx: Context) -> Iterator[Violation]:
     if ctx.kind == "empty":
@@ -108,7 +104,6 @@ def content_type(ctx: Context) -> Iterator[Violation]:
                   "raw `data: …` string instead of a `ChatCompletion`, and the application's `.choices` fails",
                   (OPENAI_SSE,)),
     stage="answer",
-    profiles=EVERY_PROFILE,
 )
 def body_kind(ctx: Context) -> Iterator[Violation]:
     wanted = "sse" if ctx.exchange.stream else "json"
@@ -130,7 +125,6 @@ def body_kind(ctx: Context) -> Iterator[Violation]:
     "itself), so a proxy that retries is not judged by it; a proxy that hangs fails HTTP-002 whatever it claims.",
     severity="feature",
     stage="response",
-    profiles=EVERY_PROFILE,
     features=("fails-fast",),
 )
 def within_expected_time(ctx: Context) -> Iterator[Violation]:

@@ -32,10 +32,10 @@ from harness.judge.compare import CallView, diff_calls
 from harness.judge.readers.assemble import answer_from_body, assemble_stream, parse_body
 from harness.judge.rules.citations import OPENAI_ACCUMULATE, Breaks
 from harness.judge.rules.context import Context
-from harness.judge.rules.registry import Violation, rule_group
+from harness.judge.rules.registry import EVERY_PROFILE, Violation, rule_group
 from harness.judge.rules.terms import Options
 
-rule = rule_group("isolation", "ISO")
+rule = rule_group("isolation", "ISO", profiles=EVERY_PROFILE)
 
 EXCHANGE_MARK = "{{exchange}}"  # replaced by each exchange's own tag before it is played
 CHOICE_MARK = "{{choice}}"  # replaced by the choice's index in choices 1.. of an answer with several

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Required, TypedDict, TypeVar, Unpack
 
 from harness.judge.rules.citations import CLIENTS, Breaks
 from harness.judge.rules.context import Context
@@ -119,103 +119,88 @@ def _check_citation(rule: Rule) -> None:
         raise ValueError(f"rule {rule.id}: a source is a public https URL, not {bad}")
 
 
-class RuleGroup:
-    """The decorators one group module registers its rules with."""
+class Said(TypedDict, total=False):
+    """What a rule's decorator says besides its id and statement (``breaks``: the real clients a
+    ``client`` rule breaks; ``source``: the spec pages a rule comes from; ``profiles``: where it is
+    judged, the group's profiles unless said)."""
 
-    def __init__(self, group: str, prefix: str) -> None:
+    severity: Required[Severity]
+    breaks: Breaks | None
+    source: str | Sequence[str]
+    profiles: Iterable[Profile]
+
+
+class RuleGroup:
+    """The decorators one group module registers its rules with, and what its rules share
+    unless one says otherwise: the stage they judge and the profiles they are judged in."""
+
+    def __init__(self, group: str, prefix: str, *, stage: Stage = "answer",
+                 profiles: Iterable[Profile] = ALL_PROFILES) -> None:
         self.group = group
         self.prefix = prefix
+        self.stage: Stage = stage
+        self.profiles = frozenset(profiles)
 
-    def _rule(self, rule_id: str, statement: str, severity: Severity, breaks: Breaks | None,
-              source: str | Sequence[str]) -> Rule:
+    def _rule(self, rule_id: str, statement: str, said: Said) -> Rule:
         if not rule_id.startswith(self.prefix + "-"):
             raise ValueError(f"rule {rule_id} does not belong to group {self.group} ({self.prefix}-…)")
+        source = said.get("source", ())
         sources = (source,) if isinstance(source, str) else tuple(source)
-        return Rule(rule_id, statement, severity, self.group, breaks, sources)
+        return Rule(rule_id, statement, said["severity"], self.group, said.get("breaks"), sources)
+
+    def _profiles(self, said: Said) -> frozenset[Profile]:
+        return frozenset(said["profiles"]) if "profiles" in said else self.profiles
 
     def __call__(
         self,
         rule_id: str,
         statement: str,
         *,
-        severity: Severity,
-        breaks: Breaks | None = None,
-        source: str | Sequence[str] = (),
-        stage: Stage = "answer",
-        profiles: Iterable[Profile] = ALL_PROFILES,
+        stage: Stage | None = None,
         features: Iterable[str] = (),
         ending: bool = False,
+        **said: Unpack[Said],
     ) -> Callable[[Check], Check]:
-        """Register one rule; everything about it is said here (``breaks``: the real clients a
-        ``client`` rule breaks; ``source``: the spec pages a rule comes from; ``ending``: it
-        judges how a complete answer ends, so a stream that ended with an error the scenario
-        accepts is not asked for it)."""
+        """Register one rule; everything about it is said here (``stage``: the group's unless
+        said; ``ending``: it judges how a complete answer ends, so a stream that ended with an
+        error the scenario accepts is not asked for it)."""
 
         def register(check: Check) -> Check:
-            _register(
-                Entry(
-                    self._rule(rule_id, statement, severity, breaks, source),
-                    stage,
-                    frozenset(profiles),
-                    frozenset(features),
-                    check=check,
-                    ending=ending,
-                )
-            )
+            _register(Entry(self._rule(rule_id, statement, said), stage or self.stage, self._profiles(said),
+                            frozenset(features), check=check, ending=ending))
             return check
 
         return register
 
-    def pair(
-        self,
-        rule_id: str,
-        statement: str,
-        *,
-        severity: Severity,
-        breaks: Breaks | None = None,
-        source: str | Sequence[str] = (),
-        profiles: Iterable[Profile] = ALL_PROFILES,
-        features: Iterable[str] = (),
-    ) -> Callable[[PairCheck], PairCheck]:
-        """A rule judging two exchanges of one scenario (streamed and not)."""
-        return self._answers(self._rule(rule_id, statement, severity, breaks, source), profiles, features,
-                             "pair_check")
+    def found_by(self, sort: Callable[[Context], Mapping[str, Sequence[Violation]]]) -> Found:
+        """The rules whose violations one pass over an exchange (``sort``, run once per exchange)
+        finds and files under their ids: each is declared by calling the result with its id and
+        what its decorator would say, and judged by that pass."""
+        return Found(self, sort)
 
-    def item(
-        self,
-        rule_id: str,
-        statement: str,
-        *,
-        severity: Severity,
-        breaks: Breaks | None = None,
-        source: str | Sequence[str] = (),
-        profiles: Iterable[Profile] = ALL_PROFILES,
-    ) -> Callable[[ItemCheck], ItemCheck]:
+    def pair(self, rule_id: str, statement: str, *, features: Iterable[str] = (),
+             **said: Unpack[Said]) -> Callable[[PairCheck], PairCheck]:
+        """A rule judging two exchanges of one scenario (streamed and not)."""
+        return self._answers(rule_id, statement, said, features, "pair_check")
+
+    def item(self, rule_id: str, statement: str, **said: Unpack[Said]) -> Callable[[ItemCheck], ItemCheck]:
         """A rule judging all the answers of one test item together (as written, without
         streaming, re-chunked)."""
-        return self._answers(self._rule(rule_id, statement, severity, breaks, source), profiles, (), "item_check")
+        return self._answers(rule_id, statement, said, (), "item_check")
 
-    def round(
-        self,
-        rule_id: str,
-        statement: str,
-        *,
-        severity: Severity,
-        breaks: Breaks | None = None,
-        source: str | Sequence[str] = (),
-        profiles: Iterable[Profile] = EVERY_PROFILE,
-    ) -> Callable[[RoundCheck], RoundCheck]:
+    def round(self, rule_id: str, statement: str, **said: Unpack[Said]) -> Callable[[RoundCheck], RoundCheck]:
         """A rule judging a round of exchanges of one scenario, played one after another
         and at once (``harness.run.isolation``)."""
-        return self._answers(self._rule(rule_id, statement, severity, breaks, source), profiles, (), "round_check")
+        return self._answers(rule_id, statement, said, (), "round_check")
 
-    def _answers(self, rule: Rule, profiles: Iterable[Profile], features: Iterable[str],
+    def _answers(self, rule_id: str, statement: str, said: Said, features: Iterable[str],
                  kind: str) -> Callable[[C], C]:
         """Register a rule on several answers (its check goes in the entry's ``kind`` field)."""
+        rule = self._rule(rule_id, statement, said)
 
         def register(check: C) -> C:
             given: Any = check  # one of the three kinds, told apart by ``kind``
-            _register(Entry(rule, "answer", frozenset(profiles),
+            _register(Entry(rule, "answer", self._profiles(said),
                             frozenset(features), pair_check=given if kind == "pair_check" else None,
                             item_check=given if kind == "item_check" else None,
                             round_check=given if kind == "round_check" else None))
@@ -224,5 +209,24 @@ class RuleGroup:
         return register
 
 
-def rule_group(group: str, prefix: str) -> RuleGroup:
-    return RuleGroup(group, prefix)
+@dataclass(frozen=True)
+class Found:
+    """Declares rules judged by one pass (``RuleGroup.found_by``): each takes what the pass files
+    under its id."""
+
+    group: RuleGroup
+    sort: Callable[[Context], Mapping[str, Sequence[Violation]]]
+
+    def __call__(self, rule_id: str, statement: str, **said: Unpack[Said]) -> None:
+        sort = self.sort
+
+        def check(ctx: Context) -> Iterable[Violation]:
+            return ctx.derived(sort).get(rule_id, ())
+
+        check.__module__, check.__qualname__ = sort.__module__, sort.__qualname__
+        self.group(rule_id, statement, **said)(check)
+
+
+def rule_group(group: str, prefix: str, *, stage: Stage = "answer",
+               profiles: Iterable[Profile] = ALL_PROFILES) -> RuleGroup:
+    return RuleGroup(group, prefix, stage=stage, profiles=profiles)

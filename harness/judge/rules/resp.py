@@ -28,7 +28,7 @@ from harness.judge.rules.context import Context
 from harness.judge.rules.registry import RESPONSES, Violation, rule_group
 from harness.judge.rules.schemas import schema_errors
 
-rule = rule_group("responses", "RESP")
+rule = rule_group("responses", "RESP", stage="stream", profiles=RESPONSES)
 
 # Which item kind each kind of addressed event fills.
 _FILLS: Mapping[str, str] = {
@@ -60,8 +60,6 @@ def _completes(f: Fold) -> bool:
     "integer `sequence_number` greater than the event's before it.",
     severity="spec",
     source=SPEC_RESPONSES_STREAMING,
-    stage="stream",
-    profiles=RESPONSES,
 )
 def event_order(ctx: Context) -> Iterator[Violation]:
     last: int | None = None
@@ -92,8 +90,6 @@ def event_order(ctx: Context) -> Iterator[Violation]:
                   "`response.output_item.done` (`process_sse`), so an item never closed is never run; "
                   "openai-python's `responses.stream()` raises `RuntimeError: Duplicate response output index 0.` "
                   "on an index added twice", (CODEX_RESPONSES, OPENAI_RESPONSES_STREAM)),
-    stage="stream",
-    profiles=RESPONSES,
 )
 def items_closed_once(ctx: Context) -> Iterator[Violation]:
     added: dict[Any, ResponsesEvent] = {}
@@ -128,8 +124,6 @@ def items_closed_once(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python",), "`responses.stream()` looks the item up by `output_index` and asserts its "
                   "type (`ResponseStreamState.handle_event`): a delta naming an item of the other kind fails there",
                   (OPENAI_RESPONSES_STREAM,)),
-    stage="stream",
-    profiles=RESPONSES,
 )
 def deltas_address_their_item(ctx: Context) -> Iterator[Violation]:
     items: dict[Any, Mapping[str, Any]] = {}
@@ -194,8 +188,6 @@ def _disagreements(ctx: Context, kind: str) -> Iterator[Violation]:
     "`response.function_call_arguments.done` and of its done item.",
     severity="spec",
     source=SPEC_RESPONSES_STREAMING,
-    stage="stream",
-    profiles=RESPONSES,
 )
 def arguments_agree(ctx: Context) -> Iterator[Violation]:
     return _disagreements(ctx, "function_call")
@@ -211,7 +203,6 @@ def arguments_agree(ctx: Context) -> Iterator[Violation]:
                   "`RuntimeError: Response snapshot has conflicting output identities.` on a repeated one",
                   (OPENAI_RESPONSES_STREAM,)),
     stage="answer",
-    profiles=RESPONSES,
 )
 def call_ids(ctx: Context) -> Iterator[Violation]:
     seen: set[str] = set()
@@ -231,8 +222,6 @@ def call_ids(ctx: Context) -> Iterator[Violation]:
     "A message's text deltas, joined, equal the text of its `response.output_text.done` and of its done item.",
     severity="spec",
     source=SPEC_RESPONSES_STREAMING,
-    stage="stream",
-    profiles=RESPONSES,
 )
 def text_agrees(ctx: Context) -> Iterator[Violation]:
     return _disagreements(ctx, "message")
@@ -253,8 +242,6 @@ def _summary(item: Mapping[str, Any]) -> tuple[Any, ...]:
     breaks=Breaks(("openai-python", "OpenAI Agents SDK"), "openai-python's `get_final_response()` returns that "
                   "response, and the OpenAI Agents SDK takes the turn's items from it: an item missing there is a "
                   "call never run", (OPENAI_RESPONSES_STREAM,)),
-    stage="stream",
-    profiles=RESPONSES,
 )
 def completed_output(ctx: Context) -> Iterator[Violation]:
     f = folded(ctx)
@@ -282,8 +269,6 @@ def completed_output(ctx: Context) -> Iterator[Violation]:
                   "without it and retries the turn; openai-python's `get_final_response()` raises ``RuntimeError: "
                   "Didn't receive a `response.completed` event.`` instead of returning the response",
                   (CODEX_RESPONSES, OPENAI_RESPONSES_STREAM)),
-    stage="stream",
-    profiles=RESPONSES,
     ending=True,
 )
 def stream_completes(ctx: Context) -> Iterator[Violation]:
@@ -307,8 +292,6 @@ def stream_completes(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python",), "`responses.stream()` is how applications on openai-python read a Responses "
                   "stream: whatever it raises (a duplicate output index, conflicting output identities, a failed "
                   "assertion) ends the application's turn", (OPENAI_RESPONSES_STREAM,)),
-    stage="stream",
-    profiles=RESPONSES,
 )
 def sdk_reads_stream(ctx: Context) -> Iterator[Violation]:
     reading = ctx.sdk
@@ -322,8 +305,6 @@ def sdk_reads_stream(ctx: Context) -> Iterator[Violation]:
     "`response.error` has a string `code` and `message`.",
     severity="spec",
     source=SPEC_RESPONSES_STREAMING,
-    stage="stream",
-    profiles=RESPONSES,
 )
 def error_shape(ctx: Context) -> Iterator[Violation]:
     for e in ctx.responses_events:
@@ -345,8 +326,6 @@ def error_shape(ctx: Context) -> Iterator[Violation]:
     "Every event validates against `responses_stream_event.schema.json` (the Responses streaming reference).",
     severity="spec",
     source=SPEC_RESPONSES_STREAMING,
-    stage="stream",
-    profiles=RESPONSES,
 )
 def event_schema(ctx: Context) -> Iterator[Violation]:
     for e in _typed(ctx):

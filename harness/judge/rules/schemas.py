@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
+from collections.abc import Iterator, Mapping
 from typing import Any, Literal
 
 import jsonschema
 
+from harness.judge.rules.context import Context
 from harness.judge.rules.registry import Violation
 from harness.judge.readers.transcript import json_pointer
 
@@ -61,3 +63,24 @@ def schema_violation(instance: Any, name: SchemaName, lead: str = "", **evidence
         return None
     errors = _described(problems)
     return Violation(lead + "; ".join(errors), {"actual": errors, **evidence, "json_path": problems[0][0]})
+
+
+def error_body_violations(ctx: Context, name: SchemaName, *, typed: bool) -> Iterator[Violation]:
+    """An error before the stream, in either dialect: a non-2xx status whose JSON body validates
+    against the dialect's error schema ``name``, and no error body with a 2xx status (``typed``:
+    the dialect also marks an error body by ``"type": "error"``)."""
+    status = ctx.exchange.status
+    body, problem = ctx.body
+    excerpt = ctx.exchange.raw[:200].decode("utf-8", "replace")
+    if status is not None and 200 <= status < 300:
+        marked = "error" in body or (typed and body.get("type") == "error") if isinstance(body, Mapping) else False
+        if ctx.kind == "json" and marked:
+            yield Violation(f"an error body comes with status {status}: {excerpt!r}",
+                            {"actual": status, "json_path": "/error" if "error" in body else "/type"})
+        return
+    if problem is not None:
+        yield Violation(f"status {status} with a body that is not JSON: {excerpt!r}", {"excerpt": excerpt})
+        return
+    found = schema_violation(body, name, f"status {status} error body: ", excerpt=excerpt)
+    if found is not None:
+        yield found

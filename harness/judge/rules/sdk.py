@@ -10,7 +10,7 @@ from harness.judge.rules.citations import OPENAI_ACCUMULATE, OPENAI_SSE, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import Violation, rule_group
 
-rule = rule_group("sdk", "SDK")
+rule = rule_group("sdk", "SDK", stage="stream")
 
 
 @rule(
@@ -20,7 +20,6 @@ rule = rule_group("sdk", "SDK")
     breaks=Breaks(("openai-python",), "the stream is read by the SDK's own SSE decoder and `ChatCompletionStream` "
                   "accumulator: whatever they raise (`JSONDecodeError`, `TypeError`, `IndexError`, `RuntimeError`, "
                   "an assertion) is what an application built on it sees", (OPENAI_SSE, OPENAI_ACCUMULATE)),
-    stage="stream",
 )
 def sdk_reads(ctx: Context) -> Iterator[Violation]:
     if ctx.sdk.error is not None:
@@ -33,7 +32,6 @@ def sdk_reads(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python",), "the accumulated message is what an application on the SDK acts on: its "
                   "`tool_calls` are the calls it runs, its `content` the text it shows", (OPENAI_ACCUMULATE,)),
-    stage="stream",
     profiles=("openai",),
 )
 def sdk_message(ctx: Context) -> Iterator[Violation]:

@@ -12,7 +12,7 @@ from harness.judge.rules.citations import Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import EVERY_PROFILE, Violation, rule_group
 
-rule = rule_group("content", "TEXT")
+rule = rule_group("content", "TEXT", profiles=EVERY_PROFILE)
 
 
 @rule(
@@ -25,8 +25,6 @@ rule = rule_group("content", "TEXT")
     breaks=Breaks(("openai-python", "VS Code Copilot"), "a client shows, and sends back in its history, exactly "
                   "the text it receives: lost, doubled or altered text is what the user reads and the model is "
                   "sent next (openai-python's accumulated `message.content`, read by SDK-002, holds the same text)"),
-    stage="answer",
-    profiles=EVERY_PROFILE,
 )
 def expected_content(ctx: Context) -> Iterator[Violation]:
     expected = ctx.expected_content
@@ -50,8 +48,6 @@ def expected_content(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python", "VS Code Copilot"), "a client shows, and sends back in its history, exactly "
                   "the text it receives (openai-python's accumulated `message.content`, read by SDK-002)"),
-    stage="answer",
-    profiles=EVERY_PROFILE,
 )
 def content_regex(ctx: Context) -> Iterator[Violation]:
     pattern = ctx.expected_regex
@@ -71,8 +67,6 @@ def content_regex(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python", "VS Code Copilot"), "the markup stays in the content: openai-python's "
                   "`message.content` holds it for the application to show, and every client, Copilot included, "
                   "sends it back to the model in the history next to the structured call it was turned into"),
-    stage="answer",
-    profiles=EVERY_PROFILE,
 )
 def no_markup_leak(ctx: Context) -> Iterator[Violation]:
     text = ctx.visible_text
@@ -94,8 +88,6 @@ def no_markup_leak(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python", "VS Code Copilot"), "the model's call vanishes without a word: the client "
                   "shows an answer with neither the call nor its text, and sends the model a history in which it "
                   "never made the call"),
-    stage="answer",
-    profiles=EVERY_PROFILE,
 )
 def broken_call_kept(ctx: Context) -> Iterator[Violation]:
     if ctx.exchange.status != 200 or ctx.error_accepted or ctx.answer.error is not None:

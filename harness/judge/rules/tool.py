@@ -18,7 +18,7 @@ from harness.judge.rules.context import Context
 from harness.judge.rules.json_completion import JsonCompletion
 from harness.judge.rules.registry import EVERY_PROFILE, Violation, rule_group
 
-rule = rule_group("tool_calls", "TOOL")
+rule = rule_group("tool_calls", "TOOL", stage="stream")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,7 +64,6 @@ def _fn(entry: Any) -> dict[str, Any]:
                   "list delta entry to have an `index` key`` (``TypeError: … `index` value is not an integer; "
                   "None`` for a null one) and fails an assertion without `function`; the AI SDK's chunk schema "
                   "requires both", (OPENAI_DELTAS, AI_SDK_CHAT)),
-    stage="stream",
 )
 def entry_shape(ctx: Context) -> Iterator[Violation]:
     for p, _, choice in choices_of(ctx):
@@ -97,7 +96,6 @@ def entry_shape(ctx: Context) -> Iterator[Violation]:
                   "delta without them, and keeps its name: a split name calls `get_` (`Model tried to call "
                   "unavailable tool 'get_'`); Codex CLI keeps a name's first fragment, Copilot its last",
                   (AI_SDK_CHAT, CODEX_CHAT, COPILOT_SSE)),
-    stage="stream",
 )
 def first_delta_complete(ctx: Context) -> Iterator[Violation]:
     names: dict[tuple[int, int], Any] = {}
@@ -137,7 +135,6 @@ def first_delta_complete(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python",), "its accumulator concatenates strings: a repeated id becomes `call_1call_1`, "
                   "a name `get_weatherget_weather`; a later `type: null` fails an assertion (`type: \"function\"` "
                   "is replaced, harmlessly)", (OPENAI_DELTAS, OPENAI_ACCUMULATE)),
-    stage="stream",
 )
 def no_repeats(ctx: Context) -> Iterator[Violation]:
     for d in call_deltas(ctx):
@@ -165,7 +162,6 @@ def no_repeats(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python",), "it puts each call at its `index`: a first call at index 1 raises "
                   "`IndexError: list index out of range`, and a new call on a used index is merged into that call "
                   "(`call_1call_2`, `get_weatherget_time`)", (OPENAI_DELTAS, OPENAI_ACCUMULATE)),
-    stage="stream",
 )
 def contiguous_indices(ctx: Context) -> Iterator[Violation]:
     expected: dict[int, int] = {}
@@ -231,7 +227,6 @@ def arguments_one_object(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("Vercel AI SDK",), "the AI SDK completes a call once its arguments parse as JSON: a `{}` "
                   "placeholder runs the tool with no arguments and the real ones are ignored", (AI_SDK_CHAT,)),
-    stage="stream",
 )
 def no_complete_prefix(ctx: Context) -> Iterator[Violation]:
     fragments: dict[tuple[int, int], list[tuple[Payload, str]]] = {}

@@ -18,9 +18,9 @@ from harness.judge.compare import json_equal, render
 from harness.judge.rules import carried
 from harness.judge.rules.citations import SPEC_CHAT, SPEC_CHAT_CREATE, SPEC_MESSAGES, SPEC_RESPONSES, Breaks
 from harness.judge.rules.context import Context
-from harness.judge.rules.registry import EVERY_PROFILE, Violation, rule_group
+from harness.judge.rules.registry import EVERY_PROFILE, OPENAI_PROFILES, Violation, rule_group
 
-rule = rule_group("upstream", "UP")
+rule = rule_group("upstream", "UP", stage="always", profiles=EVERY_PROFILE)
 
 
 def _tokens(pointer: str) -> list[str]:
@@ -142,8 +142,6 @@ def check_assertion(a: UpstreamAssertion, upstream: Any, request: Any) -> str | 
                   "backend (passed on or emulated) the model may answer in text, which fails the client with "
                   "`AI_NoObjectGeneratedError: No object generated: the tool was not called.` instead of an "
                   "object"),
-    stage="always",
-    profiles=EVERY_PROFILE,
 )
 def upstream_assertions(ctx: Context) -> Iterator[Violation]:
     active = [a for a in ctx.expect.upstream if set(a.requires) <= ctx.options.features]
@@ -179,8 +177,6 @@ def upstream_assertions(ctx: Context) -> Iterator[Violation]:
     "feature's promise, not a client's need).",
     severity="feature",
     features=("loop-guard",),
-    stage="always",
-    profiles=EVERY_PROFILE,
 )
 def upstream_count(ctx: Context) -> Iterator[Violation]:
     wanted = ctx.expect.upstream_requests
@@ -210,7 +206,7 @@ def _upstream_dialect(path: str) -> str | None:
     "send (a translating proxy is held to the parameters both APIs share: `temperature`, `top_p`).",
     severity="spec",
     source=(SPEC_CHAT, SPEC_MESSAGES),
-    stage="always",
+    profiles=OPENAI_PROFILES,
 )
 def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
     ex = ctx.exchange
@@ -252,8 +248,6 @@ def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
                   "Gemini, tools whose description and parameters were silently dropped left every call failing "
                   "as an unsupported call",
                   ("https://github.com/BerriAI/litellm/issues/29854",)),
-    stage="always",
-    profiles=EVERY_PROFILE,
 )
 def tools_offered(ctx: Context) -> Iterator[Violation]:
     read = carried.readings(ctx)
@@ -290,8 +284,6 @@ def tools_offered(ctx: Context) -> Iterator[Violation]:
                   "found in tool_result blocks\"",
                   ("https://github.com/anthropics/claude-code/issues/6836",
                    "https://github.com/router-for-me/CLIProxyAPI/issues/497")),
-    stage="always",
-    profiles=EVERY_PROFILE,
 )
 def results_linked(ctx: Context) -> Iterator[Violation]:
     read = carried.readings(ctx)
@@ -325,8 +317,6 @@ def results_linked(ctx: Context) -> Iterator[Violation]:
     "name and semantically equal arguments (ids may be rewritten). Not judged for the xml-client profile.",
     severity="spec",
     source=(SPEC_CHAT_CREATE, SPEC_MESSAGES, SPEC_RESPONSES),
-    stage="always",
-    profiles=EVERY_PROFILE,
 )
 def calls_carried(ctx: Context) -> Iterator[Violation]:
     read = carried.readings(ctx)
@@ -350,8 +340,6 @@ def calls_carried(ctx: Context) -> Iterator[Violation]:
     "unsaid upstream, but not ask for anything else.",
     severity="spec",
     source=(SPEC_CHAT_CREATE, SPEC_MESSAGES, SPEC_RESPONSES),
-    stage="always",
-    profiles=EVERY_PROFILE,
 )
 def tool_choice_kept(ctx: Context) -> Iterator[Violation]:
     read = carried.readings(ctx)
@@ -377,8 +365,6 @@ def tool_choice_kept(ctx: Context) -> Iterator[Violation]:
     "into the first user turn instead); text may be added around it.",
     severity="spec",
     source=(SPEC_CHAT_CREATE, SPEC_MESSAGES, SPEC_RESPONSES),
-    stage="always",
-    profiles=EVERY_PROFILE,
 )
 def system_kept(ctx: Context) -> Iterator[Violation]:
     read = carried.readings(ctx)

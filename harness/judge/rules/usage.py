@@ -9,7 +9,7 @@ from harness.judge.rules.context import Context
 from harness.judge.rules.locate import end_of_stream
 from harness.judge.rules.registry import Violation, rule_group
 
-rule = rule_group("usage", "USAGE")
+rule = rule_group("usage", "USAGE", stage="stream")
 
 
 def _requested(ctx: Context) -> bool:
@@ -32,7 +32,6 @@ def _usage_chunks(ctx: Context) -> list[int]:
     "chunk before `[DONE]`.",
     severity="spec",
     source=SPEC_CHAT_STREAMING,
-    stage="stream",
     ending=True,
 )
 def usage_when_requested(ctx: Context) -> Iterator[Violation]:
@@ -54,7 +53,6 @@ def usage_when_requested(ctx: Context) -> Iterator[Violation]:
     "empty `choices` list, hand-written clients reading `choices[0]` do not).",
     severity="spec",
     source=SPEC_CHAT_STREAMING,
-    stage="stream",
 )
 def no_usage_unasked(ctx: Context) -> Iterator[Violation]:
     if _requested(ctx):

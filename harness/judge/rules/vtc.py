@@ -15,7 +15,7 @@ from harness.judge.rules.context import Context
 from harness.judge.rules.registry import Violation, rule_group
 from harness.judge.readers.xml_calls import escaped_entities, rendered, value_matches
 
-rule = rule_group("xml-client", "VTC")
+rule = rule_group("xml-client", "VTC", profiles=("xml-client",))
 
 
 @rule(
@@ -25,8 +25,6 @@ rule = rule_group("xml-client", "VTC")
     breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "in their XML mode these clients read only `delta.content` "
                   "(and usage) from the stream: a call sent as `tool_calls` is never seen, so it never runs",
                   (CLINE_OPENAI,)),
-    stage="answer",
-    profiles=("xml-client",),
 )
 def no_structured_calls(ctx: Context) -> Iterator[Violation]:
     if ctx.kind == "sse":
@@ -51,8 +49,6 @@ def no_structured_calls(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "they parse the calls from the accumulated text, matching "
                   "`<tool_name>` and `<param>` tags against fixed lists: a missing, unclosed or altered tag is a "
                   "call run wrongly or not at all"),
-    stage="answer",
-    profiles=("xml-client",),
 )
 def expected_xml_calls(ctx: Context) -> Iterator[Violation]:
     lines = diff_calls(ctx.expected_calls, ctx.received_calls, value_matches)
@@ -89,8 +85,6 @@ def _expected_value(ctx: Context, position: int, name: str, param: str) -> Any:
     severity="client",
     breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "they take a parameter's text as is, without entity "
                   "decoding: `&lt;` is written into the file or command as `&lt;`"),
-    stage="answer",
-    profiles=("xml-client",),
 )
 def raw_values(ctx: Context) -> Iterator[Violation]:
     for position, call in enumerate(ctx.xml.calls):
@@ -115,8 +109,6 @@ def raw_values(ctx: Context) -> Iterator[Violation]:
     "normally, such as `length`).",
     severity="spec",  # these clients read only the content; the reference gives `tool_calls` only for real calls
     source=SPEC_CHAT,
-    stage="answer",
-    profiles=("xml-client",),
     ending=True,
 )
 def finish_stop(ctx: Context) -> Iterator[Violation]:
