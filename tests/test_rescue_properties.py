@@ -14,7 +14,7 @@ from harness.core.scenario.loading import load_library
 from harness.core.scenario.model import ContentFrame, Scenario
 from reference_proxy.request_shaping import anthropic_tools
 from reference_proxy.rescue import Rescuer, Text, ToolSpec, rescue_text, tools_from_request
-from reference_proxy.rescue.families import FAMILIES
+from reference_proxy.rescue.scanner import FAMILIES
 from reference_proxy.rescue.families.code import MAX_FENCE_LINE
 from reference_proxy.rescue.family import Context, Family, reject
 from reference_proxy.rescue.toolbox import Toolbox

@@ -65,6 +65,10 @@ class Watcher:
 _NO_WATCH = Watcher()
 
 
+NOT_JSON = object()
+"""``JsonScanner.result`` of a scan that found no value."""
+
+
 class JsonScanner:
     """Feed pieces of one JSON value; learn where it ends or where it broke."""
 
@@ -104,6 +108,16 @@ class JsonScanner:
     def value(self) -> object:
         """The decoded value; only meaningful once DONE. Raises ValueError if undecodable."""
         return loads_json(self.text())
+
+    def result(self) -> object:
+        """Once the scan stopped (its status not MORE): the value, or ``NOT_JSON`` when there
+        is none (a syntax error, a watcher's veto, text that does not decode)."""
+        if self.status is Status.ERROR:
+            return NOT_JSON
+        try:
+            return self.value()
+        except ValueError:
+            return NOT_JSON
 
     def feed(self, s: str, i: int = 0) -> int:
         """Consume ``s`` from ``i``; return the index after what was consumed.

@@ -15,8 +15,8 @@ import re
 from typing import Any
 
 from reference_proxy.rescue.families.json_calls import CALL_KEYS, CallWatcher, calls_from_values
-from reference_proxy.rescue.family import Carry, Context, Family, MarkerParser, Opener, Verdict, accept, reject
-from reference_proxy.rescue.jsonscan import JsonScanner, Status
+from reference_proxy.rescue.family import CarriedParser, Context, Family, MarkerParser, Opener, Verdict, accept, reject
+from reference_proxy.rescue.jsonscan import NOT_JSON, JsonScanner, Status
 from reference_proxy.rescue.toolbox import Toolbox
 
 PYTHON_TAG = "<|python_tag|>"
@@ -26,12 +26,11 @@ _JSON = 0
 _AFTER = 1  # a value is complete; only blanks, another value or the line end may follow
 
 
-class BareJsonParser(MarkerParser):
+class BareJsonParser(CarriedParser):
     def __init__(self, tools: Toolbox, skip: int = 0) -> None:
         """``skip``: the length of a token before the JSON (``<|python_tag|>``)."""
+        super().__init__(skip)
         self._tools = tools
-        self._carry = Carry()
-        self._skip = skip
         self._state = _AFTER if skip else _JSON
         self._json = JsonScanner(CallWatcher(tools, keys=CALL_KEYS))
         self._values: list[Any] = []
@@ -41,24 +40,18 @@ class BareJsonParser(MarkerParser):
         calls = calls_from_values(self._values, self._tools)
         return accept(calls, end) if calls else reject(end)
 
-    def feed(self, text: str, start: int = 0) -> Verdict | None:
-        carry = self._carry
-        s, i = carry.join(text, start)
-        i += self._skip
-        self._skip = 0
+    def scan(self, s: str, i: int) -> Verdict | int:
+        base = self._carry.base
         n = len(s)
         while i < n:
             if self._state == _JSON:
                 i = self._json.feed(s, i)
-                status = self._json.status
-                if status is Status.MORE:
+                if self._json.status is Status.MORE:
                     break
-                if status is Status.ERROR:
-                    return reject(carry.base + i)
-                try:
-                    self._values.append(self._json.value())
-                except ValueError:
-                    return reject(carry.base + i)
+                value = self._json.result()
+                if value is NOT_JSON:
+                    return reject(base + i)
+                self._values.append(value)
                 self._state = _AFTER
                 continue
             i = _BLANKS.match(s, i).end()  # type: ignore[union-attr]
@@ -67,18 +60,17 @@ class BareJsonParser(MarkerParser):
             c = s[i]
             if c == "\n":
                 calls = None if self._separated else calls_from_values(self._values, self._tools)
-                return accept(calls, carry.base + i + 1) if calls else reject(carry.base + i)
+                return accept(calls, base + i + 1) if calls else reject(base + i)
             if c == ";" and not self._separated:  # Llama 3.x: "{...}; {...}"
                 self._separated = True
                 i += 1
                 continue
             if c not in "{[":
-                return reject(carry.base + i)
+                return reject(base + i)
             self._separated = False
             self._json = JsonScanner(CallWatcher(self._tools, keys=CALL_KEYS))
             self._state = _JSON
-        carry.keep(s, min(i, n))
-        return None
+        return i
 
     def finish(self) -> Verdict:
         end = self._carry.end

@@ -14,18 +14,19 @@ from typing import Any
 
 from reference_proxy.rescue.coercion import typed_value
 from reference_proxy.rescue.family import (
+    NOT_YET,
     Call,
-    Carry,
+    CarriedParser,
     Context,
     Family,
     MarkerParser,
     Opener,
+    Tags,
+    TextValue,
     Verdict,
     accept,
-    confirmed,
+    next_tag,
     reject,
-    skip_ws,
-    starts,
 )
 from reference_proxy.rescue.toolbox import Toolbox
 
@@ -38,94 +39,61 @@ _MAX_NAME = 256
 _NAME_END = re.compile(r"[\n \t\r<]")
 _NOT_A_NAME = frozenset("{[<\n \t\r")  # right after the opener: no name can start here
 
-_NAME, _PAIRS, _KEY, _VALUE_OPEN, _VALUE = range(5)
+_NAME, _PAIRS, _KEY, _VALUE_OPEN, _VALUE, _CLOSED = range(6)
+# After blanks, the tags that may come next in a state and the states they lead to.
+_TAGS: dict[int, Tags] = {
+    _PAIRS: ((KEY, CLOSE), (_KEY, _CLOSED)),
+    _VALUE_OPEN: ((VALUE,), (_VALUE,)),
+}
 
 
-class GlmParser(MarkerParser):
+class GlmParser(CarriedParser):
     def __init__(self, tools: Toolbox) -> None:
+        super().__init__(len(OPEN))
         self._tools = tools
-        self._carry = Carry()
-        self._skip = len(OPEN)
         self._state = _NAME
         self._name = ""
         self._key = ""
         self._params: dict[str, Any] = {}
-        self._value: list[str] = []
+        self._text = TextValue()
 
-    def feed(self, text: str, start: int = 0) -> Verdict | None:
-        carry = self._carry
-        s, i = carry.join(text, start)
-        i += self._skip
-        self._skip = 0
+    def scan(self, s: str, i: int) -> Verdict | int:
+        base = self._carry.base
         n = len(s)
         while i < n:
             state = self._state
             if state == _NAME:
                 if s[i] in "{[<":
-                    return reject(carry.base + i)  # Hermes JSON or Qwen3-Coder's <function=
+                    return reject(base + i)  # Hermes JSON or Qwen3-Coder's <function=
                 m = _NAME_END.search(s, i, i + _MAX_NAME)
                 j = m.start() if m is not None else -1
                 if j < 0:
-                    if n - i > _MAX_NAME:
-                        return reject(carry.base + i)
-                    break
+                    return reject(base + i) if n - i > _MAX_NAME else i
                 name = self._tools.resolve(s[i:j])
                 if name is None:
-                    return reject(carry.base + j)
+                    return reject(base + j)
                 self._name, self._state, i = name, _PAIRS, j
                 continue
-            if state in (_KEY, _VALUE):
-                end = END_KEY if state == _KEY else END_VALUE
-                j = s.find(end, i)
-                if state == _VALUE:  # a closing tag inside the value is followed by neither tag
-                    while j >= 0 and confirmed(s, j + len(end), _AFTER_VALUE) is False:
-                        j = s.find(end, j + 1)
-                    if j >= 0 and confirmed(s, j + len(end), _AFTER_VALUE) is None:
-                        self._value.append(s[i:j])
-                        i = j
-                        break
-                if j < 0:
-                    keep = max(i, n - len(end) + 1)
-                    self._value.append(s[i:keep])
-                    i = keep
-                    break
-                self._value.append(s[i:j])
-                written, self._value = "".join(self._value), []
-                if state == _KEY:
-                    self._key, self._state = written.strip(), _VALUE_OPEN
-                else:
-                    schema = self._tools.property_schema(self._name, self._key)
-                    self._params[self._key] = typed_value(written, schema)
-                    self._state = _PAIRS
-                i = j + len(end)
+            if state == _KEY:
+                i, written = self._text.read(s, i, END_KEY)
+                if written is None:
+                    return i
+                self._key, self._state = written.strip(), _VALUE_OPEN
                 continue
-            i = skip_ws(s, i)
-            if i >= n:
-                break
-            if state == _VALUE_OPEN:
-                found = starts(s, i, VALUE)
-                if found:
-                    i += len(VALUE)
-                    self._state = _VALUE
-                    continue
-            else:  # _PAIRS
-                found = starts(s, i, KEY)
-                if found:
-                    i += len(KEY)
-                    self._state = _KEY
-                    continue
-                if found is False:
-                    found = starts(s, i, CLOSE)
-                    if found:
-                        return accept((Call(self._name, self._params),), carry.base + i + len(CLOSE))
-            if found is None:
-                break
-            return reject(carry.base + i)
-        carry.keep(s, min(i, n))
-        return None
-
-    def finish(self) -> Verdict:
-        return reject(self._carry.end)
+            if state == _VALUE:
+                i, written = self._text.read(s, i, END_VALUE, _AFTER_VALUE)
+                if written is None:
+                    return i
+                self._params[self._key] = typed_value(written, self._tools.property_schema(self._name, self._key))
+                self._state = _PAIRS
+                continue
+            i, state = next_tag(s, i, _TAGS[state])
+            if state < 0:
+                return i if state == NOT_YET else reject(base + i)
+            self._state = state
+            if state == _CLOSED:
+                return accept((Call(self._name, self._params),), base + i)
+        return i
 
 
 class Glm(Family):

@@ -25,7 +25,6 @@ makes ``final`` the answer to the user, so neither does this family.) Any other 
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.family import (
@@ -108,13 +107,8 @@ class HarmonyParser(MarkerParser):
                 i = skip_ws(s, i)
             if i < n:
                 i = scanner.feed(s, i)
-                if scanner.status is Status.ERROR:
-                    return reject(carry.base + i)
                 if scanner.status is not Status.MORE:
-                    try:
-                        value: Any = scanner.value()
-                    except ValueError:
-                        return reject(carry.base + i)
+                    value = scanner.result()
                     call = json_call(self._name, value) if isinstance(value, dict) else None
                     if call is None:
                         return reject(carry.base + i)

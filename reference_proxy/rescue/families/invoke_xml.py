@@ -25,16 +25,16 @@ from reference_proxy.rescue.coercion import typed_value
 from reference_proxy.rescue.family import (
     MAX_TAG,
     Call,
-    Carry,
+    CarriedParser,
     Context,
     Family,
     MarkerParser,
     Opener,
+    TextValue,
     Verdict,
-    confirmed,
     reject,
     skip_ws,
-    starts,
+    which,
 )
 from reference_proxy.rescue.toolbox import Toolbox
 
@@ -67,6 +67,11 @@ class Tags:
         return self.parameter.replace("<", "</", 1) + ">"
 
     @cached_property
+    def after_value(self) -> tuple[str, str]:
+        """What may follow a value's closing tag (and so may come next among the parameters)."""
+        return (self.parameter, self.end_invoke)
+
+    @cached_property
     def invoke_tag(self) -> re.Pattern[str]:
         return re.compile(re.escape(self.invoke) + _NAMED_TAG + r"\s*>")
 
@@ -82,46 +87,55 @@ INVOKE_TAGS = Tags(INVOKE, PARAMETER)
 _CORRUPT, _WRAPPER, _TAG, _PARAMS, _PARAM_TAG, _VALUE, _AFTER = range(7)
 
 
-class InvokeXmlParser(MarkerParser):
+class InvokeXmlParser(CarriedParser):
     def __init__(self, opener: str, tools: Toolbox, context: Context, wrapper: str = WRAPPER,
                  tags: Tags = INVOKE_TAGS) -> None:
         """``wrapper``: the opening wrapper tag (MiniMax M2 writes ``<minimax:tool_call>``);
         ``tags``: the invoke and parameter elements (DeepSeek's DSML prefixes them)."""
+        if opener == wrapper:
+            super().__init__(len(wrapper))
+            self._state = _WRAPPER
+        elif opener == CORRUPT_WRAPPER:
+            super().__init__(len(CORRUPT_WRAPPER))
+            self._state = _CORRUPT
+        else:
+            super().__init__()
+            self._state = _TAG
         self._end_wrapper = wrapper.replace("<", "</", 1)
+        self._wrapper_tags = (tags.invoke, self._end_wrapper)
         self._t = tags
-        self._after_value = (tags.parameter, tags.end_invoke)
         self._raw = False  # the value's string="true" attribute: raw text, not typed
         self._tools = tools
-        self._carry = Carry()
         # "count" after a blank mid-line is prose unless "<invoke" follows it at once.
         self._glued = opener == CORRUPT_WRAPPER and context.after_blank
-        if opener == wrapper:
-            self._skip, self._state = len(wrapper), _WRAPPER
-        elif opener == CORRUPT_WRAPPER:
-            self._skip, self._state = len(CORRUPT_WRAPPER), _CORRUPT
-        else:
-            self._skip, self._state = 0, _TAG
         self._searched = 0  # how much of a carried tag was already searched for '>'
         self._name = ""
         self._param = ""
         self._params: dict[str, Any] = {}
-        self._value: list[str] = []
+        self._text = TextValue()
         self._calls: list[Call] = []  # complete, not yet reported
         self._last_end: int | None = None  # end of the last complete invoke
         self._emitted = False
 
-    def _report(self, *, done: bool = False, resume: int = 0) -> Verdict | None:
+    def _report(self) -> Verdict | None:
+        """The calls complete and not yet reported, if any; the marker goes on."""
+        calls, self._calls = tuple(self._calls), []
+        if not calls:
+            return None
+        self._emitted = True
+        return Verdict(calls, self._last_end, False, self._last_end or 0)
+
+    def _over(self, resume: int) -> Verdict:
+        """The marker is over: the calls not yet reported; scanning resumes at ``resume``."""
         calls, self._calls = tuple(self._calls), []
         if calls:
             self._emitted = True
-        if done:
-            return Verdict(calls, self._last_end if calls else None, True, resume)
-        return Verdict(calls, self._last_end, False, self._last_end or 0) if calls else None
+        return Verdict(calls, self._last_end if calls else None, True, resume)
 
-    def _fail(self, at: int) -> Verdict | None:
+    def _fail(self, at: int) -> Verdict:
         """The text from the last complete invoke on is no call."""
         if self._emitted or self._calls:
-            return self._report(done=True, resume=at)
+            return self._over(at)
         return reject(at)
 
     def _tag(self, s: str, i: int, pattern: re.Pattern[str], literal: str) -> tuple[int, str | None]:
@@ -151,36 +165,19 @@ class InvokeXmlParser(MarkerParser):
         return typed_value(value, self._tools.property_schema(self._name, self._param))
 
     def feed(self, text: str, start: int = 0) -> Verdict | None:
-        carry = self._carry
-        s, i = carry.join(text, start)
-        i += self._skip
-        self._skip = 0
+        verdict = super().feed(text, start)
+        return self._report() if verdict is None and self._calls else verdict
+
+    def scan(self, s: str, i: int) -> Verdict | int:
+        base = self._carry.base
         n = len(s)
         while i < n:
             state = self._state
             if state == _VALUE:
-                end_parameter = self._t.end_parameter
-                j = s.find(end_parameter, i)
-                real: bool | None = False
-                while j >= 0:  # a closing tag inside the value is followed by neither tag
-                    real = confirmed(s, j + len(end_parameter), self._after_value)
-                    if real is not False:
-                        break
-                    j = s.find(end_parameter, j + 1)
-                if j < 0:
-                    keep = max(i, n - len(end_parameter) + 1)
-                    self._value.append(s[i:keep])
-                    i = keep
-                    break
-                if real is None:
-                    self._value.append(s[i:j])
-                    i = j
-                    break
-                self._value.append(s[i:j])
-                value = "".join(self._value)
-                self._value = []
+                i, value = self._text.read(s, i, self._t.end_parameter, self._t.after_value)
+                if value is None:
+                    return i
                 self._params[self._param] = self._typed(value)
-                i = j + len(end_parameter)
                 self._state = _PARAMS
                 continue
             if state in (_TAG, _PARAM_TAG):
@@ -188,13 +185,13 @@ class InvokeXmlParser(MarkerParser):
                 literal, pattern = (t.invoke, t.invoke_tag) if state == _TAG else (t.parameter, t.parameter_tag)
                 j, written = self._tag(s, i, pattern, literal)
                 if j < 0:
-                    return self._fail(carry.base + i + 1)
+                    return self._fail(base + i + 1)
                 if written is None:
                     break
                 if state == _TAG:
                     name = self._tools.resolve(written)
                     if name is None:
-                        return self._fail(carry.base + j)
+                        return self._fail(base + j)
                     self._name, self._params = name, {}
                     self._state = _PARAMS
                 else:
@@ -207,49 +204,41 @@ class InvokeXmlParser(MarkerParser):
             if i >= n:
                 break
             if state == _PARAMS:
-                found = starts(s, i, self._t.parameter)
-                if found:
+                tag = which(s, i, self._t.after_value)
+                if tag is None:
+                    break
+                if tag < 0:
+                    return self._fail(base + i)
+                if tag == 0:
                     self._state = _PARAM_TAG
                     continue
-                if found is False:
-                    found = starts(s, i, self._t.end_invoke)
-                    if found:
-                        i += len(self._t.end_invoke)
-                        self._calls.append(Call(self._name, self._params))
-                        self._last_end = carry.base + i
-                        self._state = _AFTER
-                        continue
-                if found is None:
-                    break
-                return self._fail(carry.base + i)
-            # _CORRUPT, _WRAPPER, _AFTER: an invoke may start here
-            found = starts(s, i, self._t.invoke)
-            if found:
+                i += len(self._t.end_invoke)
+                self._calls.append(Call(self._name, self._params))
+                self._last_end = base + i
+                self._state = _AFTER
+                continue
+            # _CORRUPT, _WRAPPER, _AFTER: an invoke may start here (and, but after "count", the wrapper close)
+            tag = which(s, i, self._wrapper_tags[:1] if state == _CORRUPT else self._wrapper_tags)
+            if tag == 0:
                 self._state = _TAG
                 continue
-            if state != _CORRUPT and found is False:
-                found = starts(s, i, self._end_wrapper)
-                if found:
-                    end = carry.base + i + len(self._end_wrapper)
-                    calls, self._calls = tuple(self._calls), []
-                    return Verdict(calls, end, True, end)
-            if found is None:
+            if tag == 1:
+                end = base + i + len(self._end_wrapper)
+                calls, self._calls = tuple(self._calls), []
+                return Verdict(calls, end, True, end)
+            if tag is None:
                 break
             if state == _AFTER:
                 assert self._last_end is not None
-                return self._report(done=True, resume=self._last_end)
-            return reject(len(CORRUPT_WRAPPER) if state == _CORRUPT else carry.base + i)
-        carry.keep(s, min(i, n))
-        return self._report() if self._calls else None
+                return self._over(self._last_end)
+            return reject(len(CORRUPT_WRAPPER) if state == _CORRUPT else base + i)
+        return i
 
     def finish(self) -> Verdict:
         if self._state == _AFTER:
             assert self._last_end is not None
-            verdict = self._report(done=True, resume=self._last_end)
-        else:
-            verdict = self._fail(self._carry.end)
-        assert verdict is not None
-        return verdict
+            return self._over(self._last_end)
+        return self._fail(self._carry.end)
 
 
 class InvokeXml(Family):

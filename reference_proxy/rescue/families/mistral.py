@@ -13,41 +13,41 @@ from typing import Any
 
 from reference_proxy.rescue.families.json_calls import CallWatcher, calls_from_values, json_call
 from reference_proxy.rescue.family import (
+    NO_NAME,
     Call,
-    Carry,
+    CarriedParser,
     Context,
     Family,
     MarkerParser,
     Opener,
     Verdict,
     emit,
+    name_end,
     reject,
     skip_ws,
     starts,
 )
-from reference_proxy.rescue.jsonscan import JsonScanner, Status
+from reference_proxy.rescue.jsonscan import NOT_JSON, JsonScanner, Status
 from reference_proxy.rescue.toolbox import Toolbox
 
 TOOL_CALLS = "[TOOL_CALLS]"
 ARGS = "[ARGS]"
-_MAX_NAME = 256
 
 _HEAD, _NAME, _JSON, _AFTER = range(4)
 
 
-class MistralParser(MarkerParser):
+class MistralParser(CarriedParser):
     """A special token, then a JSON list of call objects (or, ``named``, the v11
     ``NAME[ARGS]{json}`` form); the token may repeat before each further call."""
 
     def __init__(self, tools: Toolbox, token: str = TOOL_CALLS, *, named: bool = True) -> None:
+        super().__init__(len(token))
         self._tools = tools
         self._token = token
         self._named = named
-        self._carry = Carry()
-        self._skip = len(token)
         self._state = _HEAD
         self._name: str | None = None  # set: the v11 form, arguments follow
-        self._json: JsonScanner | None = None
+        self._json = JsonScanner()
         self._searched = 0
         self._last_end = 0  # end of the last call's markup
         self._calls: list[Call] = []  # complete, not yet reported
@@ -74,26 +74,24 @@ class MistralParser(MarkerParser):
         return reject(at)
 
     def feed(self, text: str, start: int = 0) -> Verdict | None:
-        carry = self._carry
-        s, i = carry.join(text, start)
-        i += self._skip
-        self._skip = 0
+        verdict = super().feed(text, start)
+        if verdict is None and self._calls:
+            calls, self._calls = tuple(self._calls), []
+            return emit(calls, self._last_end)
+        return verdict
+
+    def scan(self, s: str, i: int) -> Verdict | int:
+        base = self._carry.base
         n = len(s)
         while i < n:
             if self._state == _JSON:
                 scanner = self._json
-                assert scanner is not None
                 i = scanner.feed(s, i)
                 if scanner.status is Status.MORE:
                     break
-                if scanner.status is Status.ERROR:
-                    return self._stop(carry.base + i)
-                try:
-                    value = scanner.value()
-                except ValueError:
-                    return self._stop(carry.base + i)
-                if not self._done(value, carry.base + i):
-                    return self._stop(carry.base + i)
+                value = scanner.result()
+                if value is NOT_JSON or not self._done(value, base + i):
+                    return self._stop(base + i)
                 continue
             if self._state == _AFTER:
                 i = skip_ws(s, i)
@@ -108,22 +106,22 @@ class MistralParser(MarkerParser):
                 self._state = _HEAD
                 continue
             if self._state == _NAME:
-                k = s.find(ARGS, i + self._searched, i + _MAX_NAME + len(ARGS))
+                k = name_end(s, i, ARGS, self._searched)
                 if k < 0:
-                    if n - i > _MAX_NAME + len(ARGS):
-                        return self._stop(carry.base + i)
+                    if k == NO_NAME:
+                        return self._stop(base + i)
                     self._searched = max(0, n - i - len(ARGS) + 1)
                     break
                 self._searched = 0  # the next call's name is searched from its start
                 self._name = self._tools.resolve(s[i:k])
                 if self._name is None:
-                    return self._stop(carry.base + k)
+                    return self._stop(base + k)
                 i = skip_ws(s, k + len(ARGS))
                 if i >= n:
                     self._state = _HEAD
                     break
                 if s[i] != "{":
-                    return self._stop(carry.base + i)
+                    return self._stop(base + i)
                 self._json = JsonScanner()
                 self._state = _JSON
                 continue
@@ -133,7 +131,7 @@ class MistralParser(MarkerParser):
                 break
             if self._name is not None:
                 if s[i] != "{":
-                    return self._stop(carry.base + i)
+                    return self._stop(base + i)
                 self._json = JsonScanner()
             elif s[i] in "[{":
                 self._json = JsonScanner(CallWatcher(self._tools))
@@ -141,13 +139,9 @@ class MistralParser(MarkerParser):
                 self._state = _NAME
                 continue
             else:
-                return self._stop(carry.base + i)
+                return self._stop(base + i)
             self._state = _JSON
-        carry.keep(s, min(i, n))
-        if self._calls:
-            calls, self._calls = tuple(self._calls), []
-            return emit(calls, self._last_end)
-        return None
+        return i
 
     def finish(self) -> Verdict:
         return self._stop(self._last_end if self._state == _AFTER else self._carry.end)

@@ -16,15 +16,20 @@ from typing import Any
 
 from reference_proxy.rescue.coercion import typed_value
 from reference_proxy.rescue.family import (
+    NOT_YET,
+    NO_NAME,
     Call,
-    Carry,
+    CarriedParser,
     Context,
     Family,
     MarkerParser,
     Opener,
+    Tags,
     Verdict,
     accept,
     confirmed,
+    name_end,
+    next_tag,
     reject,
     skip_ws,
     starts,
@@ -41,22 +46,26 @@ END_CALL = "</tool_call>"
 _VALUE_END = re.compile(f"{re.escape(END_PARAMETER)}|\\n(?:{re.escape(PARAMETER)}|{re.escape(END_FUNCTION)})")
 _AFTER_VALUE = (PARAMETER, END_FUNCTION)
 _VALUE_END_KEEP = max(len(END_PARAMETER), 1 + len(PARAMETER), 1 + len(END_FUNCTION)) - 1
-_MAX_NAME = 256
 
-_HEAD, _NAME, _PARAMS, _PARAM_NAME, _VALUE_START, _VALUE, _TAIL = range(7)
+_HEAD, _NAME, _PARAMS, _PARAM_NAME, _VALUE_START, _VALUE, _TAIL, _CLOSED = range(8)
+# After blanks, the tags that may come next in a state and the states they lead to (in
+# _TAIL, the wrapper's closing tag leads to _CLOSED).
+_TAGS: dict[int, Tags] = {
+    _HEAD: ((FUNCTION,), (_NAME,)),
+    _PARAMS: ((PARAMETER, END_FUNCTION), (_PARAM_NAME, _TAIL)),
+}
 
 
-class Qwen3CoderParser(MarkerParser):
+class Qwen3CoderParser(CarriedParser):
     def __init__(self, opener: str, tools: Toolbox, end_call: str = END_CALL, *, edge_newlines: bool = True) -> None:
         """``end_call``: the wrapper's closing tag (Seed-OSS wraps the same calls in
         ``<seed:tool_call>``); ``edge_newlines``: one newline after the opening and before
         the closing parameter tag belongs to the markup (Seed-OSS writes values inline)."""
+        self._wrapped = opener == end_call.replace("/", "")
+        super().__init__(len(opener) if self._wrapped else 0)  # unwrapped: parsed from <function= on
         self._edges = edge_newlines
         self._tools = tools
-        self._carry = Carry()
-        self._end_call = end_call
-        self._wrapped = opener == end_call.replace("/", "")
-        self._skip = len(opener) if self._wrapped else 0  # unwrapped: parsed from <function= on
+        self._tail: Tags = ((end_call,), (_CLOSED,))
         self._state = _HEAD
         self._name = ""
         self._param = ""
@@ -71,11 +80,8 @@ class Qwen3CoderParser(MarkerParser):
         self._params[self._param] = typed_value(value, self._tools.property_schema(self._name, self._param))
         self._value = []
 
-    def feed(self, text: str, start: int = 0) -> Verdict | None:
-        carry = self._carry
-        s, i = carry.join(text, start)
-        i += self._skip
-        self._skip = 0
+    def scan(self, s: str, i: int) -> Verdict | int:
+        base = self._carry.base
         n = len(s)
         while i < n:
             state = self._state
@@ -107,11 +113,11 @@ class Qwen3CoderParser(MarkerParser):
                 self._state = _VALUE
                 continue
             if state in (_NAME, _PARAM_NAME):
-                # Bounded: a name that has not ended within _MAX_NAME characters is none.
-                j = s.find(">", i + self._searched, i + _MAX_NAME + 1)
+                # Bounded: a name that has not ended within MAX_NAME characters is none.
+                j = name_end(s, i, ">", self._searched)
                 if j < 0:
-                    if n - i > _MAX_NAME:
-                        return reject(carry.base + i)
+                    if j == NO_NAME:
+                        return reject(base + i)
                     self._searched = n - i
                     break
                 self._searched = 0
@@ -120,48 +126,20 @@ class Qwen3CoderParser(MarkerParser):
                 if state == _NAME:
                     name = self._tools.resolve(written)
                     if name is None:
-                        return reject(carry.base + i)
+                        return reject(base + i)
                     self._name = name
                     self._state = _PARAMS
                 else:
                     self._param = written.strip()
                     self._state = _VALUE_START
                 continue
-            i = skip_ws(s, i)
-            if i >= n:
-                break
-            if state == _HEAD:
-                found = starts(s, i, FUNCTION)
-                if found:
-                    i += len(FUNCTION)
-                    self._state = _NAME
-                    continue
-            elif state == _PARAMS:
-                found = starts(s, i, PARAMETER)
-                if found:
-                    i += len(PARAMETER)
-                    self._state = _PARAM_NAME
-                    continue
-                if found is False:
-                    found = starts(s, i, END_FUNCTION)
-                    if found:
-                        i += len(END_FUNCTION)
-                        if not self._wrapped:
-                            return accept((Call(self._name, self._params),), carry.base + i)
-                        self._state = _TAIL
-                        continue
-            else:  # _TAIL
-                found = starts(s, i, self._end_call)
-                if found:
-                    return accept((Call(self._name, self._params),), carry.base + i + len(self._end_call))
-            if found is None:
-                break
-            return reject(carry.base + i)
-        carry.keep(s, min(i, n))
-        return None
-
-    def finish(self) -> Verdict:
-        return reject(self._carry.end)
+            i, state = next_tag(s, i, self._tail if state == _TAIL else _TAGS[state])
+            if state < 0:
+                return i if state == NOT_YET else reject(base + i)
+            self._state = state
+            if state == _CLOSED or (state == _TAIL and not self._wrapped):
+                return accept((Call(self._name, self._params),), base + i)
+        return i
 
 
 class Qwen3Coder(Family):

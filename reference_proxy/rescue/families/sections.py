@@ -21,27 +21,28 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from functools import cached_property
 
 from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.family import (
+    NOT_YET,
     Call,
-    Carry,
+    CarriedParser,
     Context,
     Family,
     MarkerParser,
     Opener,
+    Tags,
     Verdict,
     accept,
+    name_end,
+    next_tag,
     reject,
     skip_ws,
     starts,
 )
 from reference_proxy.rescue.jsonscan import JsonScanner, Status
 from reference_proxy.rescue.toolbox import Toolbox
-
-_MAX_NAME = 256
-
 
 @dataclass(frozen=True)
 class Tokens:
@@ -53,6 +54,17 @@ class Tokens:
     name_of: Callable[[str], str]
     fenced: bool = False
     """DeepSeek V3: ``function`` before the separator, the name and a ```` ```json ```` fence after."""
+
+    @cached_property
+    def tags(self) -> dict[int, Tags]:
+        """After blanks, the tokens that may come next in a state and the states they lead to."""
+        return {
+            _CALLS: ((self.call_begin,), (_NAME,)),
+            _MORE_CALLS: ((self.call_begin, self.section_end), (_NAME, _CLOSED)),
+            _END: ((self.call_end,), (_MORE_CALLS,)),
+            _FENCE_OPEN: ((_FENCE,), (_FENCE_TAG_OR_JSON,)),
+            _FENCE_CLOSE: ((_FENCE,), (_END,)),
+        }
 
 
 def _kimi_name(written: str) -> str:
@@ -77,56 +89,50 @@ _TYPE = "function"
 _FENCE = "```"
 _FENCE_TAG = "json"
 
-_CALLS, _NAME, _JSON, _END, _FNAME, _FENCE_OPEN, _FENCE_TAG_OR_JSON, _FENCE_CLOSE = range(8)
+# _CALLS: before the first call; _MORE_CALLS: after one, where the section may end.
+_CALLS, _MORE_CALLS, _NAME, _JSON, _END, _FNAME, _FENCE_OPEN, _FENCE_TAG_OR_JSON, _FENCE_CLOSE, _CLOSED = range(10)
 
 
-class SectionParser(MarkerParser):
+class SectionParser(CarriedParser):
     def __init__(self, tools: Toolbox, tokens: Tokens, opener: str = "") -> None:
+        super().__init__(len(opener or tokens.section_begin))
         self._tools = tools
         self._t = tokens
-        self._carry = Carry()
-        self._skip = len(opener or tokens.section_begin)
+        self._tags = tokens.tags
         self._state = _CALLS
         self._name = ""
         self._json: JsonScanner | None = None
         self._calls: list[Call] = []
 
-    def feed(self, text: str, start: int = 0) -> Verdict | None:
-        carry, t = self._carry, self._t
-        s, i = carry.join(text, start)
-        i += self._skip
-        self._skip = 0
+    def scan(self, s: str, i: int) -> Verdict | int:
+        base, t = self._carry.base, self._t
         n = len(s)
         while i < n:
             if self._state == _NAME:
-                k = s.find(t.separator, i, i + _MAX_NAME + len(t.separator))
+                k = name_end(s, i, t.separator)
                 if k < 0:
-                    if n - i > _MAX_NAME + len(t.separator):
-                        return reject(carry.base + i)
-                    break
+                    return i if k == NOT_YET else reject(base + i)
                 if t.fenced:
                     if s[i:k].strip() != _TYPE:
-                        return reject(carry.base + k)
+                        return reject(base + k)
                     i = k + len(t.separator)
                     self._state = _FNAME
                     continue
                 name = self._tools.resolve(t.name_of(s[i:k]))
                 if name is None:
-                    return reject(carry.base + k)
+                    return reject(base + k)
                 self._name = name
                 i = skip_ws(s, k + len(t.separator))
                 self._json = JsonScanner()
                 self._state = _JSON
                 continue
             if self._state == _FNAME:  # the name, up to the end of its line
-                k = s.find("\n", i, i + _MAX_NAME + 1)
+                k = name_end(s, i, "\n")
                 if k < 0:
-                    if n - i > _MAX_NAME:
-                        return reject(carry.base + i)
-                    break
+                    return i if k == NOT_YET else reject(base + i)
                 name = self._tools.resolve(s[i:k])
                 if name is None:
-                    return reject(carry.base + k)
+                    return reject(base + k)
                 self._name = name
                 i = k + 1
                 self._state = _FENCE_OPEN
@@ -149,51 +155,20 @@ class SectionParser(MarkerParser):
                 i = scanner.feed(s, i)
                 if scanner.status is Status.MORE:
                     break
-                if scanner.status is Status.ERROR:
-                    return reject(carry.base + i)
-                try:
-                    value: Any = scanner.value()
-                except ValueError:
-                    return reject(carry.base + i)
+                value = scanner.result()
                 call = json_call(self._name, value) if isinstance(value, dict) else None
                 if call is None:
-                    return reject(carry.base + i)
+                    return reject(base + i)
                 self._calls.append(call)
                 self._state = _FENCE_CLOSE if t.fenced else _END
                 continue
-            i = skip_ws(s, i)
-            if i >= n:
-                break
-            if self._state in (_FENCE_OPEN, _FENCE_CLOSE):
-                found = starts(s, i, _FENCE)
-                if found:
-                    i += len(_FENCE)
-                    self._state = _FENCE_TAG_OR_JSON if self._state == _FENCE_OPEN else _END
-                    continue
-            elif self._state == _END:
-                found = starts(s, i, t.call_end)
-                if found:
-                    i += len(t.call_end)
-                    self._state = _CALLS
-                    continue
-            else:  # _CALLS
-                found = starts(s, i, t.call_begin)
-                if found:
-                    i += len(t.call_begin)
-                    self._state = _NAME
-                    continue
-                if found is False and self._calls:
-                    found = starts(s, i, t.section_end)
-                    if found:
-                        return accept(tuple(self._calls), carry.base + i + len(t.section_end))
-            if found is None:
-                break
-            return reject(carry.base + i)
-        carry.keep(s, min(i, n))
-        return None
-
-    def finish(self) -> Verdict:
-        return reject(self._carry.end)
+            i, state = next_tag(s, i, self._tags[self._state])
+            if state < 0:
+                return i if state == NOT_YET else reject(base + i)
+            self._state = state
+            if state == _CLOSED:
+                return accept(tuple(self._calls), base + i)
+        return i
 
 
 class KimiK2(Family):

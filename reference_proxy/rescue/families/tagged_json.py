@@ -11,15 +11,15 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
-from reference_proxy.rescue.family import Call, Carry, MarkerParser, Verdict, accept, reject, skip_ws, starts
-from reference_proxy.rescue.jsonscan import JsonScanner, Status, Watcher
+from reference_proxy.rescue.family import Call, CarriedParser, Verdict, accept, reject, skip_ws, starts
+from reference_proxy.rescue.jsonscan import NOT_JSON, JsonScanner, Status, Watcher
 from reference_proxy.rescue.toolbox import Toolbox
 
 _BODY = 0
 _JSON = 1
 
 
-class TaggedJsonParser(MarkerParser):
+class TaggedJsonParser(CarriedParser):
     """Subclasses set the closer and say what the values mean."""
 
     closer: str
@@ -34,9 +34,8 @@ class TaggedJsonParser(MarkerParser):
 
     def __init__(self, opener: str, tools: Toolbox, *, origin: int = 0) -> None:
         """``origin``: the marker position of the first piece's ``start`` (its opener)."""
+        super().__init__(len(opener), origin)
         self._tools = tools
-        self._carry = Carry(origin)
-        self._skip = len(opener)
         self._state = _BODY
         self._json: JsonScanner | None = None
         self._values: list[Any] = []
@@ -52,20 +51,22 @@ class TaggedJsonParser(MarkerParser):
     def feed(self, text: str, start: int = 0) -> Verdict | None:
         carry = self._carry
         scanner = self._json
-        if scanner is not None and not carry.text:
-            # Inside a value, nothing carried (the scanner keeps its own state): the piece
-            # goes to the scanner first, and most pieces end inside the value.
-            s, i = carry.join(text, start)
-            i = scanner.feed(s, i)
-            if scanner.status is Status.MORE:
-                carry.keep(s, i)
-                return None
-            if not self._value_over(scanner):
-                return reject(carry.base + i)
-        else:
-            s, i = carry.join(text, start)
-            i += self._skip
-            self._skip = 0
+        if scanner is None or carry.text:
+            return super().feed(text, start)
+        # Inside a value, nothing carried (the scanner keeps its own state): the piece goes
+        # to the scanner first, and most pieces end inside the value.
+        s, i = carry.join(text, start)
+        i = scanner.feed(s, i)
+        if scanner.status is Status.MORE:
+            carry.keep(s, i)
+            return None
+        if not self._value_over(scanner):
+            return reject(carry.base + i)
+        self._skip = i - start  # the value is read: the rest of the piece as any other
+        return super().feed(text, start)
+
+    def scan(self, s: str, i: int) -> Verdict | int:
+        base = self._carry.base
         n = len(s)
         while i < n:
             if self._state == _JSON:
@@ -75,7 +76,7 @@ class TaggedJsonParser(MarkerParser):
                 if scanner.status is Status.MORE:
                     break
                 if not self._value_over(scanner):
-                    return reject(carry.base + i)
+                    return reject(base + i)
                 continue
             i = skip_ws(s, i)
             if i >= n:
@@ -88,23 +89,20 @@ class TaggedJsonParser(MarkerParser):
             if closed is None:
                 break
             if not closed:
-                return reject(carry.base + i)
-            end = carry.base + i + len(self.closer)
+                return reject(base + i)
+            end = base + i + len(self.closer)
             if not self._values:
                 return accept((), end) if self.empty_is_markup else reject(end)
             calls = self.calls(self._values)
             return accept(calls, end) if calls is not None else reject(end)
-        carry.keep(s, min(i, n))
-        return None
+        return i
 
     def _value_over(self, scanner: JsonScanner) -> bool:
         """A value's scan stopped: keep the value and read on (True), or it is no JSON."""
-        if scanner.status is Status.ERROR:
+        value = scanner.result()
+        if value is NOT_JSON:
             return False
-        try:
-            self._values.append(scanner.value())
-        except ValueError:
-            return False
+        self._values.append(value)
         self._json = None
         self._state = _BODY
         return True
