@@ -7,7 +7,6 @@ answers:
 * tool-call arguments sent in the same delta as the name (calls whose name has an even
   length) or in many small deltas (the others);
 * text and arguments cut into fragments of 1, 2 and 3 characters (then the rest);
-* no ``role`` at all;
 * unknown fields on every chunk, choice and delta, on every ``tool_calls[]`` entry and
   its ``function``, and on whole answers;
 * other id formats: ``gen-…`` chunk ids, ``fc_…`` call ids;
@@ -55,14 +54,13 @@ class Different(ChunkRewriter):
         return [self._extras(c) for c in self._split(chunk)]
 
     def _extras(self, chunk: dict[str, Any]) -> dict[str, Any]:
-        """Unknown fields at every level a client reads; no role anywhere. Changed in
+        """Unknown fields at every level a client reads. Changed in
         place: the pieces ``_split`` makes of a chunk share nothing this changes but
         with the same values."""
         for choice in chunk.get("choices") or ():
             choice["x_choice_meta"] = {"seq": self.events}
             delta = choice.get("delta")
             if isinstance(delta, dict):
-                delta.pop("role", None)
                 delta.update(DELTA_EXTRA)
         for call in tool_calls(chunk):
             call.update(CALL_EXTRA)

@@ -432,6 +432,15 @@ class EmptyRole(ChunkRewriter):
         return (chunk,)
 
 
+class NoRole(ChunkRewriter):
+    """Never sends the role."""
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for delta in deltas(chunk):
+            delta.pop("role", None)
+        return (chunk,)
+
+
 class RoleOnSecondChunk(ChunkRewriter):
     """Sends the role on the chunk after the first."""
 
@@ -909,6 +918,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("CHUNK-009",), (NATIVE,), rewritten(EmptyChunkAfterFinish), strict=True),
     Mutant("role-on-second-chunk", "Sends the role on the second chunk of the stream, not the first.",
            ("CHUNK-010",), (NATIVE,), rewritten(RoleOnSecondChunk), strict=True),
+    Mutant("no-role", "Never sends `role` in a stream.", ("CHUNK-012",), (NATIVE,), rewritten(NoRole), strict=True),
     Mutant("stop-then-tool-calls", 'Sends `finish_reason: "stop"`, then a second finish chunk with "tool_calls".',
            ("CHUNK-011",), (NATIVE,), rewritten(StopThenToolCalls)),
     Mutant("unasked-usage", "Sends a usage chunk though the client did not ask for one.",

@@ -264,3 +264,22 @@ def role_first(ctx: Context) -> Iterator[Violation]:
                     f"event {p.event.index}: the role arrives after the choice's first chunk", ctx.at(p)
                 )
         seen.add(index)
+
+
+@rule(
+    "CHUNK-012",
+    'Each choice of a stream carries `role: "assistant"` (on its first chunk: CHUNK-010).',
+    severity="spec",
+    source=SPEC_CHAT_STREAMING,
+)
+def role_sent(ctx: Context) -> Iterator[Violation]:
+    """The spec's stream opens each choice with its role; a role of the wrong value is CHUNK-005's."""
+    first: dict[int, Payload] = {}
+    with_role: set[int] = set()
+    for p, index, choice in choices_of(ctx):
+        first.setdefault(index, p)
+        if isinstance(_delta(choice).get("role"), str):
+            with_role.add(index)
+    for index, p in sorted(first.items()):
+        if index not in with_role:
+            yield Violation(f"choice {index}: no chunk carries a role (its first is event {p.event.index})", ctx.at(p))
