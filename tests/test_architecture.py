@@ -171,8 +171,6 @@ ONE_CONCEPT: dict[str, str] = {
     "reference_proxy/anthropic_stream.py": "the same state machine for a streamed Messages answer",
     "reference_proxy/rescue/scanner.py": "the incremental rescuer: one scanning loop and the buffer it owns",
     "reference_proxy/http1.py": "one HTTP/1.1 client transport: connection, parser callbacks and body stream together",
-    "reference_proxy/app.py": "the proxy's one ASGI app: its routes share the request path from reading the body to "
-                              "choosing the answer path (what to send lives in the pure modules)",
 }
 
 
