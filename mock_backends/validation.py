@@ -15,6 +15,9 @@ from typing import Any
 
 OPENAI_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 ANTHROPIC_ROLES = frozenset({"user", "assistant"})
+# Besides these turns, a ``system`` message may stand inside ``messages`` (text only, a string or
+# text blocks): Claude Code 2.1.197 sends its <system-reminder> text so, after user and assistant
+# turns (beta header ``anthropic-beta: mid-conversation-system-2026-04-07``).
 
 _JSON_TYPES = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", int: "an integer",
                float: "a number", type(None): "null"}
@@ -115,11 +118,14 @@ def check_anthropic(body: Mapping[str, Any]) -> RequestProblem | None:
         role = message.get("role")
         if role is None:
             return RequestProblem(f"messages.{i}.role: Field required", param="messages")
+        if role == "system":  # a system message inside the conversation: its content is text only
+            problem = _system_message_problem(i, message.get("content"))
+            if problem is not None:
+                return problem
+            continue
         if role not in ANTHROPIC_ROLES:
-            extra = (" (a system prompt goes in the top-level 'system' parameter, not in a message)"
-                     if role == "system" else "")
-            return RequestProblem(f"messages.{i}.role: Input should be 'user' or 'assistant', not "
-                                  f"{_id_text(role)}{extra}", param="messages")
+            return RequestProblem(f"messages.{i}.role: Input should be 'user', 'assistant' or 'system', not "
+                                  f"{_id_text(role)}", param="messages")
         content = message.get("content")
         if not isinstance(content, list):
             continue
@@ -138,4 +144,19 @@ def check_anthropic(body: Mapping[str, Any]) -> RequestProblem | None:
                         f"messages.{i}.content.{j}: unexpected `tool_use_id` found in `tool_result` block: "
                         f"{_id_text(answered)}. Each `tool_result` block must answer a `tool_use` block of an "
                         "earlier assistant message.", param="messages")
+    return None
+
+
+def _system_message_problem(i: int, content: Any) -> RequestProblem | None:
+    """Why the content of the system message ``messages.{i}`` is refused: it is a string or text blocks."""
+    if isinstance(content, str):
+        return None
+    if not isinstance(content, list):
+        return RequestProblem(f"messages.{i}.content: Input should be a valid string or list of text blocks, not "
+                              f"{_kind(content)}", param="messages")
+    for j, block in enumerate(content):
+        if not isinstance(block, dict) or block.get("type") != "text" or not isinstance(block.get("text"), str):
+            kind = block.get("type") if isinstance(block, dict) else None
+            return RequestProblem(f"messages.{i}.content.{j}: a system message holds text blocks only, not "
+                                  f"{_id_text(kind) if kind is not None else _kind(block)}", param="messages")
     return None

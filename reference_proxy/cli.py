@@ -12,6 +12,7 @@ import click
 from reference_proxy.config import (
     CONFIG_FILE_ENV,
     ENV_VARS,
+    UPSTREAM_DIALECTS,
     ConfigError,
     ProxyConfig,
     load_config,
@@ -79,9 +80,9 @@ def _env_help(name: str) -> str:
 )
 @click.option(
     "--upstream-dialect",
-    type=click.Choice(["native", "openai", "anthropic"], case_sensitive=False),
-    help="The API the upstream speaks: native (each client's own; default), or openai / anthropic, to which "
-    f"requests of the other API are translated. {_env_help('upstream_dialect')}",
+    type=click.Choice(UPSTREAM_DIALECTS, case_sensitive=False),
+    help="The API the upstream speaks: native (each client's own; default), or one of the others, to which "
+    f"requests of another API are translated. {_env_help('upstream_dialect')}",
 )
 @click.option(
     "--log-level",

@@ -25,7 +25,7 @@ from starlette.types import Receive, Scope, Send
 
 from reference_proxy.errors import SERVER_ERROR, UPSTREAM_ERROR, error_body
 from reference_proxy.openai_stream import to_wire
-from reference_proxy.upstream import describe, error_from_event, events
+from reference_proxy.connection import describe, error_from_event, events
 
 log = logging.getLogger("reference_proxy.relay")
 

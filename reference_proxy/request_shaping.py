@@ -106,13 +106,16 @@ class MessagesRequest:
     tools: tuple[ToolSpec, ...]
 
 
-#: The turns the Messages API knows; system text is the top-level ``system``, not a turn.
-MESSAGE_ROLES = ("user", "assistant")
+#: The turns the Messages API knows. Top-level ``system`` is the system prompt; a ``system``
+#: message may also stand inside ``messages`` (text only), as Claude Code 2.1.197 sends its
+#: <system-reminder> text after user and assistant turns (beta header ``anthropic-beta:
+#: mid-conversation-system-2026-04-07``): it is kept where it stands, in every upstream API.
+MESSAGE_ROLES = ("user", "assistant", "system")
 
 
 def parse_messages_request(raw: bytes) -> MessagesRequest:
-    """Validate a Messages body (JSON object, ``messages`` a list of user/assistant turns,
-    ``stream`` a boolean); ``ProxyError`` (400) names what is wrong."""
+    """Validate a Messages body (JSON object, ``messages`` a list of user/assistant turns and
+    text-only system messages, ``stream`` a boolean); ``ProxyError`` (400) names what is wrong."""
     body = load_body(raw)
     for i, message in enumerate(body["messages"]):
         if not isinstance(message, Mapping):
@@ -120,13 +123,21 @@ def parse_messages_request(raw: bytes) -> MessagesRequest:
         role = message.get("role")
         if role not in MESSAGE_ROLES:
             what = "is missing" if role is None else f"is {json.dumps(role, ensure_ascii=False)[:80]}"
-            raise invalid_request(
-                f"messages.{i}.role {what}: expected 'user' or 'assistant' (system text goes in the top-level "
-                "'system' parameter).",
-                param="messages",
-                code="invalid_value",
-            )
+            raise invalid_request(f"messages.{i}.role {what}: expected 'user', 'assistant' or 'system'.",
+                                  param="messages", code="invalid_value")
+        if role == "system" and not _is_text(message.get("content")):
+            raise invalid_request(f"messages.{i}.content: a system message holds a string or text blocks only.",
+                                  param="messages", code="invalid_value")
     return MessagesRequest(body=body, stream=bool(body.get("stream")), model=_model(body), tools=anthropic_tools(body))
+
+
+def _is_text(content: Any) -> bool:
+    """Whether ``content`` is a string or a list of text blocks."""
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and all(
+        isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str) for b in content
+    )
 
 
 def anthropic_tools(body: Mapping[str, Any]) -> tuple[ToolSpec, ...]:

@@ -69,8 +69,6 @@ CROSSING: dict[tuple[str, str], str] = {
 KNOWN_CIRCLES: dict[frozenset[str], str] = {
     frozenset(["harness.core.dialects", "harness.core.dialects.anthropic", "harness.core.dialects.base", "harness.core.dialects.clients", "harness.core.dialects.openai", "harness.core.dialects.responses", "harness.core.scenario.model"]):
         "the scenario model reads the dialect of a client; the dialects read names of the model",
-    frozenset(["reference_proxy.app", "reference_proxy.responses_route"]):
-        "the Responses route reaches into helpers of the app",
 }
 # Private names still imported across modules, (importer, module, name); the list only shrinks.
 KNOWN_PRIVATE: frozenset[tuple[str, str, str]] = frozenset({
@@ -109,7 +107,6 @@ KNOWN_PRIVATE: frozenset[tuple[str, str, str]] = frozenset({
     ("harness.capture.jsonl", "harness.capture.text", "_jsonl_keys"),
     ("harness.capture.jsonl", "harness.capture.text", "_text"),
     ("harness.run.isolation", "harness.core.scenario.loading", "_build"),
-    ("reference_proxy.responses_route", "reference_proxy.app", "_log_request"),
 })
 
 
@@ -348,8 +345,6 @@ ONE_CONCEPT: dict[str, str] = {
     "reference_proxy/anthropic_stream.py": "the same state machine for a streamed Messages answer",
     "reference_proxy/rescue/scanner.py": "the incremental rescuer: one scanning loop and the buffer it owns",
     "reference_proxy/http1.py": "one HTTP/1.1 client transport: connection, parser callbacks and body stream together",
-    "reference_proxy/app.py": "the proxy's one ASGI app: its routes share the request path from reading the body to "
-                              "choosing the answer path (what to send lives in the pure modules)",
 }
 
 

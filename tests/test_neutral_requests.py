@@ -121,6 +121,12 @@ CASES: list[tuple[str, WireDialect, Any, dict[str, Any]]] = [
     ("messages-system-as-blocks", ANTHROPIC,
      {"system": [{"type": "text", "text": "one", "cache_control": {"type": "ephemeral"}}, {"type": "text", "text": "two"}]},
      {"system": ("one", "two")}),
+    ("messages-system-message-inside-the-conversation", ANTHROPIC,  # Claude Code's <system-reminder>
+     {"system": "top", "messages": [{"role": "user", "content": "hi"},
+                                    {"role": "system", "content": [{"type": "text", "text": "reminder 1"}]},
+                                    {"role": "assistant", "content": "ok"},
+                                    {"role": "system", "content": "reminder 2"}]},
+     {"system": ("top", "reminder 1", "reminder 2"), "turns": (Turn("user", ("hi",)), Turn("assistant", ("ok",)))}),
     ("messages-tool-result-as-blocks", ANTHROPIC,
      {"messages": [{"role": "user", "content": [
          {"type": "tool_result", "tool_use_id": "t", "content": [{"type": "text", "text": "x"},

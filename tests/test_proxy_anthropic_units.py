@@ -549,7 +549,8 @@ def test_tool_choice_naming_no_declared_tool_is_refused(choice: dict[str, Any]) 
         (b'{"messages": ["hi"]}', "invalid_type"),
         (b'{"messages": [{"content": "hi"}]}', "invalid_value"),
         (b'{"messages": [{"role": "narrator", "content": "hi"}]}', "invalid_value"),
-        (b'{"messages": [{"role": "system", "content": "hi"}]}', "invalid_value"),
+        (b'{"messages": [{"role": "system", "content": 3}]}', "invalid_value"),
+        (b'{"messages": [{"role": "system", "content": [{"type": "image", "source": {}}]}]}', "invalid_value"),
     ],
 )
 def test_bad_messages_requests(raw: bytes, code: str) -> None:

@@ -32,7 +32,7 @@ from reference_proxy.request_shaping import (
 )
 from reference_proxy.rescue import Event, Text, ToolSpec
 from reference_proxy.errors import ProxyError
-from reference_proxy.upstream import events
+from reference_proxy.connection import events
 from reference_proxy import xml_client
 from reference_proxy.xml_client import call_to_xml, is_xml_client
 from support.chat_stream import CALL_ID, check_and_fold, parse_sse

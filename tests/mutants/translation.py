@@ -19,6 +19,8 @@ from mutants.openai import NATIVE as CHAT_NATIVE
 from mutants.openai import StopWithToolCalls
 from reference_proxy.anthropic_stream import AnthropicStreamPipeline, _NativeCall
 from reference_proxy.app import Parts
+from reference_proxy.errors import invalid_request
+from reference_proxy.parts import parse_and_shape_messages
 from reference_proxy.translate.answers import as_object
 from reference_proxy.request_shaping import MessagesRequest, parse_messages_request
 from reference_proxy.tool_choice import emulate_tool_choice
@@ -194,6 +196,21 @@ def any_as_auto(body: dict[str, Any]) -> None:
         body["tool_choice"] = {"type": "auto"}
 
 
+def refuses_system_messages(raw: bytes) -> tuple[MessagesRequest, dict[str, Any] | None]:
+    """A Messages request read as a proxy reads it that knows only user and assistant turns:
+    a ``system`` message inside ``messages`` (Claude Code's <system-reminder>) is refused with 400."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        body = None
+    messages = body.get("messages") if isinstance(body, dict) else None
+    for i, message in enumerate(messages if isinstance(messages, list) else ()):
+        if isinstance(message, dict) and message.get("role") == "system":
+            raise invalid_request(f'messages.{i}.role is "system": expected \'user\' or \'assistant\'.',
+                                  param="messages", code="invalid_value")
+    return parse_and_shape_messages(raw)
+
+
 class ChatRequestChanged(Rewriter):
     """A chat request as a broken translator reads it before saying it in the Messages API."""
 
@@ -262,6 +279,11 @@ MUTANTS: tuple[Mutant, ...] = (
            ("UP-008",), ("translation-openai-conversation",), rewritten(SystemDropped), strict=True,
            upstream="anthropic"),
 
+    Mutant("refuses-mid-conversation-system-message",
+           "Refuses a Messages request with a `system` message inside `messages` (Claude Code's "
+           "<system-reminder>) with 400, as if only user and assistant turns existed.",
+           ("HTTP-003",), ("translation-anthropic-mid-conversation-system",),
+           with_parts(Parts(parse_messages=refuses_system_messages))),
     Mutant("request-sampling-rewritten", "Sends `temperature: 1.0` upstream whatever the client asked, and drops its seed.",
            ("UP-003",), ("plain-sampling-forwarded", CHAT_NATIVE), rewritten(SamplingRewritten), strict=True),
     Mutant("translated-input-as-string", "Translating a chat completion, gives a tool_use input as a string of JSON.",

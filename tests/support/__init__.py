@@ -7,6 +7,7 @@ answers and cases, readers of streams, and the fixtures that serve the packages.
 - ``chat_stream``, ``messages_stream``: a client's reading of each API's stream, with the
   grammar asserted;
 - ``messages_answers``: Messages answers and scenarios built from plain data;
+- ``messages_requests``: Messages requests built from plain data (system messages inside the conversation);
 - ``scripted_rescuer``, ``rescue``, ``rescue_cases``: the rescue parser's test doubles,
   helpers and case table;
 - ``processes``: a command's output read line by line.

@@ -74,7 +74,8 @@ _INTENTS: Mapping[str, ChoiceIntent] = {"auto": ChoiceIntent("auto"), "any": Cho
 class MessagesRequests:
     """A Messages request: ``metadata.user_id``, ``max_tokens`` required, ``{name, input_schema}`` tools.
 
-    Read (``read``): ``system`` a string or text blocks; a message's content a string or
+    Read (``read``): ``system`` a string or text blocks, and so is a ``system`` message inside
+    ``messages`` (system text too, after the top-level one); a message's content a string or
     blocks, ``tool_use`` blocks an assistant's calls (``input`` an object) and ``tool_result``
     blocks the results of their ``tool_use_id`` (content a string or blocks); server tools,
     which have a ``type`` of their own and no schema, are not function tools;
@@ -100,9 +101,13 @@ class MessagesRequests:
     def read(self, body: Any) -> NeutralRequest:
         body = mapping(body)
         conversation = Conversation()
+        system = list(texts(body.get("system")))
         for message in items(body.get("messages")):
             role = _ROLES.get(str(message.get("role")))
             content = message.get("content")
+            if message.get("role") == "system":  # a system message inside the conversation: system text too
+                system.extend(texts(content))
+                continue
             if role is None:
                 continue
             blocks = items(content)
@@ -118,7 +123,7 @@ class MessagesRequests:
             for tool in items(body.get("tools")) if tool.get("type", "custom") == "custom"
             if isinstance(name := tool.get("name"), str)
         )
-        return NeutralRequest(texts(body.get("system")), tuple(conversation.turns), tools,
+        return NeutralRequest(tuple(system), tuple(conversation.turns), tools,
                               _tool_choice(body.get("tool_choice")), stream_flag(body))
 
 

@@ -81,7 +81,7 @@ ABSENT = ChoiceIntent("absent")
 
 @dataclass(frozen=True, slots=True)
 class NeutralRequest:
-    system: tuple[str, ...] = ()  # the system (and developer) texts, in order
+    system: tuple[str, ...] = ()  # the system (and developer) texts, in order, wherever the request says them
     turns: tuple[Turn, ...] = ()
     tools: tuple[Tool, ...] = ()
     tool_choice: ChoiceIntent = ABSENT

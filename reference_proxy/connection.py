@@ -1,4 +1,4 @@
-"""The connection to the upstream: one pooled ``httpx.AsyncClient``, and the translation of
+"""The connection to the upstream (whatever API it speaks): one pooled ``httpx.AsyncClient``, and the translation of
 transport failures into the errors clients understand (502 unreachable, 504 timeout,
 the upstream's own status for its 4xx/5xx answers)."""
 
@@ -34,7 +34,7 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-class Upstream:
+class UpstreamConnection:
     """The pooled client; created at startup, closed at shutdown (or created on first use)."""
 
     def __init__(self, config: ProxyConfig) -> None:
