@@ -19,6 +19,7 @@ PACKAGES = ("harness", "mock_backends", "reference_proxy")
 # The shared model every shell reads: scenarios, errors, exchange records, nonces, dialects,
 # and the replay planning (what a scenario's backend sends, cut and faulted).
 CORE = ("harness.core.scenario.loading", "harness.core.scenario.model", "harness.core.scenario.schema", "harness.core.scenario.checks",
+        "harness.core.scenario.steps",
         "harness.core.scenario.yaml_source", "harness.core.errors", "harness.core.exchange", "harness.core.nonce", "harness.core.dialects",
         "harness.core.replay", "harness.core.dialects.responses_request")
 # What the harness reads and judges answers with: never the reference proxy's to use.
@@ -76,6 +77,11 @@ CROSSING: dict[tuple[str, str], str] = {
     ("mock_backends.registry", "harness.core.replay.openai"): "core: the Chat Completions replay planner",
     ("mock_backends.registry", "harness.core.replay.responses"): "core: the Responses replay planner",
     ("mock_backends.registry", "harness.core.scenario.loading"): "core: the scenario model",
+    ("mock_backends.registry", "harness.core.scenario.steps"): "core: a multi-step scenario's steps, prepared once",
+    ("mock_backends.conversation", "harness.core.exchange"): "core: a HEAD probe is recorded like a request",
+    ("mock_backends.conversation", "harness.core.scenario.steps"): "core: the step a request's conversation reached",
+    # The agents tier plays each agent against its own mock, arming one scenario and reading what arrived.
+    ("harness.agents.runner", "mock_backends.control"): "arms an agent run's scenario, reads what reached the mock",
     ("mock_backends.routes", "harness.core.dialects"): "core: the wire dialect each route serves",
     ("mock_backends.routes", "harness.core.replay"): "core: each dialect's replay planner",
     ("mock_backends.routes", "harness.core.replay.wire"): "core: events and error answers",

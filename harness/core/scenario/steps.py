@@ -86,8 +86,13 @@ def tool_results(dialect: str, body: Mapping[str, Any]) -> int:
 
 
 def is_side_request(body: Mapping[str, Any]) -> bool:
-    """A request that offers no tools (absent or empty): an agent's title or summary request."""
-    return not body.get("tools")
+    """A request that offers no tools (absent or empty): an agent's title or summary request.
+    Codex's "code mode" offers its tools in an ``additional_tools`` input item instead."""
+    if body.get("tools"):
+        return False
+    items = body.get("input")
+    return not (isinstance(items, list) and any(
+        isinstance(i, Mapping) and i.get("type") == "additional_tools" and i.get("tools") for i in items))
 
 
 @dataclass(frozen=True, slots=True)
