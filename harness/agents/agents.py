@@ -145,7 +145,7 @@ class OpenCode:
     tool = "bash"
 
     def arguments(self, command: str) -> dict[str, Any]:
-        return {"command": command, "description": "Write the result file"}
+        return {"command": command}
 
     def invocation(self, binary: Path, dirs: RunDirs, base_url: str, prompt: str, cache: Path) -> Invocation:
         config = {
