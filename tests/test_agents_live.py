@@ -52,19 +52,19 @@ def _free_port() -> int:
         return port
 
 
-@pytest.mark.parametrize(("mutant", "fmt", "rule"), [
-    ("hermes-rescue-off", "hermes", "tool-ran"),
-    ("arguments-not-json", "native", "tool-ran"),
+@pytest.mark.parametrize(("mutant", "agent", "upstream", "fmt"), [
+    ("anthropic-invoke-rescue-off", "claude-code", "anthropic", "invoke-xml"),  # the call stays text
+    ("arguments-not-json", "opencode", "openai", "native"),  # the call's arguments are cut
 ])
-def test_a_proxy_that_breaks_calls_fails_naming_agent_step_and_rule(mutant: str, fmt: str, rule: str,
-                                                                    tmp_path: Path) -> None:
-    got = installed("opencode")
+def test_a_proxy_that_breaks_calls_fails_naming_agent_step_and_rule(mutant: str, agent: str, upstream: str,
+                                                                    fmt: str, tmp_path: Path) -> None:
+    got = installed(agent)
     port = _free_port()
     with serve(MUTANTS[mutant].app(f"http://127.0.0.1:{port}/v1")) as proxy:
-        target = Target(proxy_url=f"{proxy.url}/v1", mock_port=port)
-        case = build_case(AGENTS["opencode"], "openai", fmt)
+        target = Target(proxy_url=f"{proxy.url}/v1", mock_port=port, upstream=upstream)
+        case = build_case(AGENTS[agent], upstream, fmt)
         outcome = play(case, got, target, cache=default_cache(), timeout=90, record=tmp_path)
     assert outcome.status == "FAIL"
     report = outcome.report()
-    assert "opencode (openai->openai, format " + fmt + ")" in report
-    assert f"step 1, rule {rule}" in report, report
+    assert f"{agent} ({case.pair}, format {fmt})" in report
+    assert "step 1, rule tool-ran" in report and "step 1, rule file-written" in report, report
