@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Throwaway recording server for agent CLIs (Claude Code, Codex CLI, OpenCode).
+"""A recording server for agent CLIs (Claude Code, Codex CLI, OpenCode).
 
 Stdlib only. Listens on 127.0.0.1, appends one JSON line per request (method,
 path, query, headers, body, how it was classified, what was answered) to a log
@@ -15,7 +15,7 @@ Scripted two-turn loop for the *main* agent request (one that carries tools):
 Requests without tools (titles, quota probes, summaries ...) get a short text.
 Side paths: HEAD/GET / -> 200, .../count_tokens -> {"input_tokens": n}, .../models -> one model.
 
-Usage: python3 recording_server.py --port 8765 --log /tmp/rec.jsonl [--tool-choice write|shell]
+Usage: python3 scripts/agent_recording_server.py --port 8765 --log /tmp/rec.jsonl [--tool-choice write|shell]
 """
 from __future__ import annotations
 
