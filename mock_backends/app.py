@@ -30,6 +30,7 @@ from harness.core.replay.openai import error_body
 from harness.core.replay.wire import Delivery, Event, dumps
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
+from mock_backends.conversation import pick_step, record_probe
 from mock_backends.lockstep import DEFAULT_PATIENCE, Lockstep
 from mock_backends.registry import AnswerLog, Registry, Run, RunNotFound, Selection, UnknownScenario
 from mock_backends.routes import ROUTES
@@ -307,7 +308,10 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
         if invalid is not None:
             return refuse(400, "invalid request", invalid.message, invalid.code or "invalid_request",
                           param=invalid.param, api_type="invalid_request_error")
-        prepared = run.prepared
+        stepped = pick_step(run.prepared, dialect, body)
+        if isinstance(stepped, str):
+            return refuse(400, "no step", stepped, "no_matching_step", api_type="invalid_request_error")
+        prepared = stepped
         if fault_rate is not None and prepared.scenario.backend.fault is None:
             drawn = fault_rate.decide(run.nonce, run.received - 1)
             if drawn is not None:
@@ -347,6 +351,10 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
             if method == "GET":
                 return await models(request)
             allowed = "GET"
+        elif path == "/" and record_probe(registry, method, path, request.scope["query_string"].decode("latin-1"),
+                          _headers(request.scope["headers"])):
+            _log(method, path, 200, kind="probe")
+            return Response(status_code=200)
         else:
             _log(method, path, 404, kind="no route")
             return _route_error(dialect, 404, f"no route for {method} {path}; {ROUTES_HELP}", "invalid_route",

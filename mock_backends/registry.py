@@ -28,6 +28,7 @@ from harness.core.replay.openai import OpenAIReplay
 from harness.core.replay.responses import ResponsesReplay
 from harness.core.replay.wire import DEFAULT_MODEL
 from harness.core.scenario.model import Backend, Fault, Scenario
+from harness.core.scenario.steps import has_steps, side_scenario, step_scenarios
 from mock_backends.lockstep import Lockstep, LockstepGroups
 
 MAX_RUNS = 10_000
@@ -45,6 +46,9 @@ class Prepared:
     openai: OpenAIReplay | None  # None when the backend speaks another dialect
     anthropic: AnthropicReplay | None = None  # set when the backend speaks the Messages dialect
     responses: ResponsesReplay | None = None  # set when the backend speaks the Responses dialect
+    # A multi-step scenario's later steps (step 2 on) and its answer to side requests (``core.scenario.steps``).
+    steps: tuple[Prepared, ...] = ()
+    side: Prepared | None = None
 
 
 # Each dialect's replay planner, by the Prepared field it fills.
@@ -54,6 +58,14 @@ _PLANNERS: dict[str, Callable[[Backend], Any]] = {
 
 
 def prepare_scenario(scenario: Scenario) -> Prepared:
+    if has_steps(scenario):
+        first, *later = step_scenarios(scenario)
+        return dataclasses.replace(_prepare_one(first), steps=tuple(_prepare_one(s) for s in later),
+                                   side=_prepare_one(side_scenario(scenario)))
+    return _prepare_one(scenario)
+
+
+def _prepare_one(scenario: Scenario) -> Prepared:
     backend = scenario.backend
     planner = _PLANNERS.get(backend.dialect)
     replays: dict[str, Any] = {"openai": None}
@@ -215,6 +227,10 @@ class Registry:
     def disarm(self, nonce: str) -> bool:
         with self._lock:
             return self._runs.pop(nonce, None) is not None
+
+    def nonces(self) -> list[str]:
+        with self._lock:
+            return list(self._runs)
 
     def is_armed(self, nonce: str) -> bool:
         return nonce in self._runs

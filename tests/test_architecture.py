@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("harness", "mock_backends", "reference_proxy")
 
 # The harness's layers, lowest first: each imports only itself and those before it.
-LAYERS = ("core", "judge", "generate", "report", "capture", "run", "pytest", "cli")
+LAYERS = ("core", "judge", "generate", "report", "capture", "run", "agents", "pytest", "cli")
 CORE = "harness.core"
 # What the harness reads and judges answers with: never the reference proxy's to use.
 JUDGES = ("harness.judge", "harness.generate")
@@ -60,6 +60,8 @@ CROSSING: dict[tuple[str, str], str] = {
     ("harness.capture.expect", "reference_proxy.anthropic_message"): "a capture's proposed Messages answer",
     ("harness.capture.expect", "reference_proxy.dedup"): "a capture's proposed calls without a text copy",
     ("harness.capture.expect", "reference_proxy.request_shaping"): "a capture's proposed upstream request",
+    # The agents tier plays each agent against its own mock, arming one scenario and reading what arrived.
+    ("harness.agents.runner", "mock_backends.control"): "arms an agent run's scenario, reads what reached the mock",
     # The mock's and the proxy's commands bind their socket before printing the address.
     ("mock_backends.cli", SOCKETS): "a listening socket bound before the address is printed",
     ("reference_proxy.cli", SOCKETS): "a listening socket bound before the address is printed",

@@ -66,6 +66,7 @@ def list_(dirs: tuple[Path, ...], tags: tuple[str, ...], families: tuple[str, ..
 
 
 def _attach_server_commands() -> None:
+    from harness.cli.agents import agents_command
     from harness.cli.fuzzing import fuzz_command
     from harness.cli.importing import import_command
     from harness.run.soak import soak
@@ -77,6 +78,7 @@ def _attach_server_commands() -> None:
     main.add_command(proxy)
     main.add_command(import_command)
     main.add_command(fuzz_command)
+    main.add_command(agents_command)
 
 
 _attach_server_commands()

@@ -1,0 +1,118 @@
+"""Multi-step conversations: which step of a scenario answers a request.
+
+An agent runs a turn loop: the model answers with a call, the agent runs it and sends
+the result back, the model answers again. A scenario holds that loop as its backend
+(step 1) plus ``steps:`` (step 2, 3, ...). The step a request gets is read from the
+conversation it carries, never from the order requests arrive in: step n+1 answers a
+request carrying n tool results. A retry of a request therefore gets the same step,
+and a side request (an agent's title request, which carries no tools) never takes a
+step at all.
+
+Pure: scenario and request body in, step or reason out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harness.core.dialects import DIALECTS
+from harness.core.scenario.model import ContentFrame, Frame, RawFrame, Scenario, ToolCallFrame, ToolUseFrame
+
+#: What a side request (one that carries no tools) is answered with.
+SIDE_TEXT = "Conformance run"
+
+
+def frames_from(data: Sequence[Any]) -> tuple[Frame, ...]:
+    """Frames as the scenario schema writes them."""
+    frames: list[Frame] = []
+    for f in data:
+        if isinstance(f, str):
+            frames.append(ContentFrame(f))
+        elif "content" in f:
+            frames.append(ContentFrame(f["content"], f.get("delay_ms")))
+        elif "raw" in f:
+            frames.append(RawFrame(f["raw"], f.get("delay_ms")))
+        elif "tool_use" in f:
+            tu = f["tool_use"]
+            frames.append(ToolUseFrame(tu["name"], tu.get("id"), tuple(tu.get("input_json", ())), f.get("delay_ms")))
+        else:
+            tc = f["tool_call"]
+            frames.append(ToolCallFrame(tc["index"], tc.get("id"), tc.get("type"), tc.get("name"),
+                                        tc.get("arguments"), f.get("delay_ms")))
+    return tuple(frames)
+
+
+def has_steps(scenario: Scenario) -> bool:
+    return bool(scenario.raw.get("steps"))
+
+
+def step_scenarios(scenario: Scenario) -> tuple[Scenario, ...]:
+    """One scenario per step, step 1 first: each the same case with the step's answer as its backend."""
+    out = [scenario]
+    dialect = scenario.backend.dialect
+    for step in scenario.raw.get("steps") or ():
+        backend = dataclasses.replace(
+            scenario.backend, frames=frames_from(step["frames"]),
+            finish_reason=step.get("finish_reason", DIALECTS[dialect].default_finish), fault=None)
+        out.append(dataclasses.replace(scenario, backend=backend))
+    return tuple(out)
+
+
+def side_scenario(scenario: Scenario) -> Scenario:
+    """The case answering a side request: a short plain text."""
+    backend = dataclasses.replace(scenario.backend, frames=(ContentFrame(SIDE_TEXT),),
+                                  finish_reason=DIALECTS[scenario.backend.dialect].default_finish, fault=None)
+    return dataclasses.replace(scenario, backend=backend)
+
+
+def tool_results(dialect: str, body: Mapping[str, Any]) -> int:
+    """How many tool results the conversation in ``body`` carries: Chat ``role: "tool"``
+    messages, Messages ``tool_result`` blocks, Responses ``*_call_output`` input items."""
+    if dialect == "responses":
+        items = body.get("input")
+        if not isinstance(items, list):
+            return 0
+        return sum(1 for i in items if isinstance(i, Mapping) and str(i.get("type", "")).endswith("_call_output"))
+    messages = body.get("messages")
+    if not isinstance(messages, list):
+        return 0
+    if dialect == "anthropic":
+        return sum(1 for m in messages if isinstance(m, Mapping) and isinstance(m.get("content"), list)
+                   for block in m["content"] if isinstance(block, Mapping) and block.get("type") == "tool_result")
+    return sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") in ("tool", "function"))
+
+
+def is_side_request(body: Mapping[str, Any]) -> bool:
+    """A request that offers no tools (absent or empty): an agent's title or summary request.
+    Codex's "code mode" offers its tools in an ``additional_tools`` input item instead."""
+    if body.get("tools"):
+        return False
+    items = body.get("input")
+    return not (isinstance(items, list) and any(
+        isinstance(i, Mapping) and i.get("type") == "additional_tools" and i.get("tools") for i in items))
+
+
+@dataclass(frozen=True, slots=True)
+class StepChoice:
+    """The step answering a request (1-based), ``side`` for a side request, or ``problem``
+    when no step matches (naming the nearest one)."""
+
+    step: int | None
+    side: bool = False
+    problem: str | None = None
+
+
+def choose_step(scenario: Scenario, dialect: str, body: Mapping[str, Any]) -> StepChoice:
+    if is_side_request(body):
+        return StepChoice(None, side=True)
+    count = len(scenario.raw.get("steps") or ()) + 1
+    results = tool_results(dialect, body)
+    if results < count:
+        return StepChoice(results + 1)
+    return StepChoice(None, problem=(
+        f"scenario '{scenario.id}' has {count} step(s), answering requests that carry 0 to {count - 1} tool "
+        f"result(s); this request carries {results}, so no step matches (the nearest is step {count}, which "
+        f"answers a request carrying {count - 1}): the conversation went on past the scenario's last step"))
