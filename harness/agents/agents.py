@@ -18,10 +18,6 @@ from harness.agents.base import Agent, Invocation, RunDirs, ToolRun, Transcript,
 
 API_KEY = "sk-conformance"  # a throwaway key: the proxy and the mock accept any
 MODEL = "conformance-model"  # a name no agent knows: Codex then uses its plain tool set
-# Claude Code sends a mid-conversation ``role: "system"`` message (beta mid-conversation-system) for any
-# model name it does not list as without it; with this one it sends the plain ``[user]`` conversation
-# that every Messages API takes (docs/agents.md).
-CLAUDE_MODEL = "claude-sonnet-4-5"
 
 
 class ClaudeCode:
@@ -44,7 +40,9 @@ class ClaudeCode:
             "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
             "DISABLE_ERROR_REPORTING": "1", "CLAUDE_CODE_MAX_RETRIES": "1",
         })
-        argv = [str(binary), "-p", prompt, "--model", CLAUDE_MODEL, "--output-format", "stream-json", "--verbose",
+        # Its default model, as users run it: Claude Code then sends a ``role: "system"`` message inside
+        # ``messages`` (beta mid-conversation-system-2026-04-07), which a proxy must take (docs/agents.md).
+        argv = [str(binary), "-p", prompt, "--output-format", "stream-json", "--verbose",
                 "--dangerously-skip-permissions"]
         return Invocation(argv, env)
 
