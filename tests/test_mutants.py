@@ -242,7 +242,7 @@ def test_a_mutant_fails_a_pytest_run_with_the_text_users_read(
         statements[1],
         '  finish_reason is "stop", expected "tool_calls"',
         "  at event 3, byte *, marked above",
-        f"reproduce: toolcall-conformance replay plain-native-single --proxy-url {proxy_url} "
+        f"reproduce: *toolcall-conformance replay plain-native-single --proxy-url {proxy_url} "
         f"--scenarios {folder} --mock-url {mock_url}",
         "*plain * 0/1  1 failed",
         "rules failed per scenario *",

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.main import main
+from harness.run.program import program
 from harness.core.scenario.loading import load_library
 from harness.run.options import OPTIONS, replay_args
 from harness.run.proxy_client import run_exchange
@@ -141,3 +142,24 @@ def test_other_commands_take_the_options_they_share_with_the_run_from_the_table(
         option = BY_NAME[name]
         assert params[option.cli_flag].help == option.help, name
         assert params[option.cli_flag].name == name.replace("-", "_")
+
+
+def test_printed_commands_start_the_way_the_users_shell_can(tmp_path: Path) -> None:
+    """``toolcall-conformance`` where PATH finds this installation's script; its path (relative
+    inside the folder the user is in) where it does not; the module with this interpreter where
+    no script is installed."""
+    bin_dir = tmp_path / "env" / "bin"
+    bin_dir.mkdir(parents=True)
+    python = bin_dir / "python"
+    python.write_text("")
+    script = bin_dir / "toolcall-conformance"
+    script.write_text("#!/bin/sh\n")
+    script.chmod(0o755)
+    assert program(path=str(bin_dir), cwd=tmp_path, executable=str(python)) == ["toolcall-conformance"]
+    assert program(path="", cwd=tmp_path, executable=str(python)) == ["env/bin/toolcall-conformance"]
+    assert program(path="", cwd=tmp_path / "env" / "bin" / "..", executable=str(python)) == ["bin/toolcall-conformance"]
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert program(path="", cwd=elsewhere, executable=str(python)) == [str(script)]
+    script.unlink()
+    assert program(path=str(bin_dir), cwd=tmp_path, executable=str(python)) == [str(python), "-m", "harness.cli.main"]

@@ -212,7 +212,7 @@ def test_failure_text_names_rule_statement_and_replay(pytester: pytest.Pytester,
         "  answer as received (HTTP 200, * bytes, byte * marked; *",
         "    >> * | data: {…,\"choices\":[[]{\"index\":0,\"delta\":{\"content\":\"\"},*\"finish_reason\":\"tool_calls\","
         "\"stop_reason\":null}]}",
-        f"reproduce: toolcall-conformance replay plain-native-single --proxy-url {proxy_url} "
+        f"reproduce: *toolcall-conformance replay plain-native-single --proxy-url {proxy_url} "
         f"--scenarios {folder} --mock-url {mock_url} --strict",
         "FAILED conformance::plain-native-single - rules broken: SSE-004*",
     ])
@@ -237,7 +237,7 @@ def test_every_tb_style_is_honoured(
     assert "answer as received" not in out and "rule SSE-004" not in out or style in ("auto", "short")
     if style in ("auto", "short"):
         result.stdout.fnmatch_lines([_statement("SSE-004"), "  the stream has no 'data: [DONE]' terminator",
-                                     "  at byte *", "reproduce: toolcall-conformance replay plain-native-single *",
+                                     "  at byte *", "reproduce: *toolcall-conformance replay plain-native-single *",
                                      "the raw answer around each finding: --tb=long"])
         assert "answer as received" not in out
     elif style == "line":
@@ -386,8 +386,8 @@ def test_rechunk_shrinks_to_the_boundary_the_proxy_breaks_on(pytester: pytest.Py
         "  frame 1: 'Use a <'",
         "  frame 2: ' b to compare them.'",
         f"  boundary at character {cut}: …'Use a <' ‖ ' b to compare th'…",
-        "reproduce: toolcall-conformance replay less-than-text * --rechunk-seed 7 --rechunk-variant 0",
-        f"reproduce the smallest split: toolcall-conformance replay less-than-text * --split {cut}",
+        "reproduce: *toolcall-conformance replay less-than-text * --rechunk-seed 7 --rechunk-variant 0",
+        f"reproduce the smallest split: *toolcall-conformance replay less-than-text * --split {cut}",
     ])
 
 

@@ -358,6 +358,14 @@ def test_replay_prints_the_answer_and_the_verdicts(servers: ServeFn) -> None:
     unknown = runner.invoke(main, ["replay", "plain-native-singel"])
     assert unknown.exit_code == 2 and "did you mean plain-native-single" in unknown.output
 
+    # a scenario file, as the import command writes one: replayed as it is, wherever it is
+    assert NATIVE.path is not None
+    by_file = runner.invoke(main, ["replay", str(NATIVE.path), "--no-stream"])
+    assert by_file.exit_code == 0, by_file.output
+    assert "verdict: every applicable rule holds" in by_file.output
+    missing = runner.invoke(main, ["replay", "cases/nowhere.yaml"])
+    assert missing.exit_code == 2 and "no scenario file 'cases/nowhere.yaml'" in missing.output
+
 
 @pytest.mark.parametrize(
     ("raw", "model", "sent"),

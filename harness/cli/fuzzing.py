@@ -12,6 +12,7 @@ import click
 
 from harness.generate.fuzz.choices import all_formats, parse_duration, parse_formats
 from harness.run.options import shared_options
+from harness.run.program import program
 
 if TYPE_CHECKING:
     from harness.run.fuzzing import FormatResult
@@ -21,7 +22,7 @@ DEFAULT_DATABASE = Path(".hypothesis") / "conformance-fuzz"
 
 def replay_args(scenario_id: str, out: Path, *, proxy_url: str | None, mock: tuple[str, int] | None,
                 features: str | None, strict: bool) -> list[str]:
-    args = ["toolcall-conformance", "replay", scenario_id, "--scenarios", str(out)]
+    args = [*program(), "replay", scenario_id, "--scenarios", str(out)]
     if proxy_url is not None:
         args += ["--proxy-url", proxy_url]
         if mock is not None:

@@ -222,13 +222,22 @@ def replay(
     from harness.run.settings import RunSettings, parse_features, parse_headers, parse_models, with_profile_features
     from mock_backends.control import MockControl
 
+    given = Path(scenario_id)
+    if given.suffix in (".yaml", ".yml") or given.is_file():  # a scenario file: replay its one case
+        if not given.is_file():
+            raise click.UsageError(f"no scenario file {scenario_id!r}; replay takes a scenario id or a scenario file")
+        dirs = (str(given),)
     scenarios, problems = validate_paths(dirs or (bundled_scenarios_dir(),))
     for problem in problems:
         click.echo(str(problem), err=True)
     by_id = {s.id: s for s in scenarios}
+    if given.is_file() and len(scenarios) == 1:
+        scenario_id = scenarios[0].id
     if scenario_id not in by_id:
         close = get_close_matches(scenario_id, list(by_id), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else " (see 'toolcall-conformance list')"
+        if dirs:
+            hint += f" (looked in {', '.join(dirs)})"
         raise click.UsageError(f"no scenario {scenario_id!r}{hint}")
     scenario = by_id[scenario_id]
     if upstream_dialect is not None:
@@ -294,3 +303,7 @@ def replay(
         if position.known:
             click.echo(f"  at {position.describe()}")
     sys.exit(1)
+
+
+if __name__ == "__main__":  # python -m harness.cli.main, where no script is installed
+    run_main()

@@ -13,6 +13,7 @@ import pytest
 from harness.core.dialects.clients import default_profiles
 from harness.core.errors import ConformanceError
 from harness.generate.fuzz.case import PROFILES
+from harness.run.program import program
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr
@@ -78,7 +79,7 @@ class FuzzItem(pytest.Item):
     def _replay(self, scenario_id: str, out: Path) -> str:
         assert self.conformance.shared is not None
         shared = self.conformance.shared
-        args = ["toolcall-conformance", "replay", scenario_id, "--scenarios", str(out)]
+        args = [*program(), "replay", scenario_id, "--scenarios", str(out)]
         if not shared.embedded_proxy:
             args += ["--proxy-url", shared.proxy_url, "--mock-url", shared.mock_url]
         return shlex.join(args)

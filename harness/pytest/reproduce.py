@@ -7,6 +7,7 @@ import shlex
 from typing import TYPE_CHECKING, Any
 
 from harness.run.options import replay_args
+from harness.run.program import program
 
 if TYPE_CHECKING:
     from harness.core.exchange import Profile
@@ -38,9 +39,9 @@ def replay_command(session: ConformanceSession, scenario: Scenario, profile: Pro
         values["rechunk-seed"] = attempt.variant.seed
     # A round of many exchanges is played by the run, not by replay: the item alone, again.
     if attempt.kind == "isolation":
-        args = ["toolcall-conformance", "run", "-k", scenario.id, *replay_args(values)]
+        args = [*program(), "run", "-k", scenario.id, *replay_args(values)]
     else:
-        args = ["toolcall-conformance", "replay", scenario.id, *replay_args(values)]
+        args = [*program(), "replay", scenario.id, *replay_args(values)]
     if attempt.kind in ("non-stream", "equivalence") and scenario.streams:
         args.append("--no-stream")
     if attempt.variant is not None:
