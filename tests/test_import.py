@@ -25,7 +25,8 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.capture.detect import CaptureError, read_captures
+from harness.capture.detect import read_captures
+from harness.capture.errors import CaptureError
 from harness.cli.importing import import_command
 from harness.capture.importer import PLACEHOLDER_MESSAGE, ImportOptions, import_capture
 from harness.core.nonce import NONCE_HEADER, place_nonce

@@ -19,7 +19,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.capture.detect import Capture, Dialect
+from harness.capture.model import Capture, Dialect
 from harness.core.dialects import dialect as wire_dialect
 from harness.core.scenario.loading import ContentFrame, Frame, ToolCallFrame, ToolUseFrame
 from reference_proxy.anthropic_message import finish_message

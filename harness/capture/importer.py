@@ -20,13 +20,12 @@ from typing import Any
 
 import yaml
 
-from harness.capture.detect import Capture, CaptureError, format_name
+from harness.capture.errors import CaptureError
+from harness.capture.model import Capture, format_name
 from harness.core.dialects import dialect as wire_dialect
 from harness.core.dialects.clients import profiles_written_in
 from harness.core.errors import ScenarioError
-from harness.capture.yaml_out import ReviewNotes as ReviewNotes
-from harness.capture.yaml_out import render_yaml as render_yaml
-from harness.capture.yaml_out import review_checks as review_checks
+from harness.capture.yaml_out import ReviewNotes, render_yaml, review_checks
 from harness.capture.expect import (
     Call,
     Expectation,

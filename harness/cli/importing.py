@@ -15,7 +15,9 @@ from pathlib import Path
 
 import click
 
-from harness.capture.detect import FORMATS, Capture, CaptureError, CaptureFormat, read_captures
+from harness.capture.detect import read_captures
+from harness.capture.errors import CaptureError
+from harness.capture.model import FORMATS, Capture, CaptureFormat
 from harness.core.errors import ConformanceError
 from harness.capture.importer import ImportedScenario, ImportOptions, check_names, import_capture
 
