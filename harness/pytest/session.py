@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.core.errors import ConformanceError
+from harness.core.redact import Redactor
 from harness.run.options import BY_NAME, DEFAULT_TIMEOUT
 from harness.pytest.items import ConformanceSuite, ScenarioItem, mark_name
 
@@ -106,6 +107,8 @@ class ConformanceSession:
             self.proxy_headers = parse_headers(opt("proxy-header"))
         except ValueError as exc:
             raise _usage(str(exc)) from exc
+        # What the run writes or prints goes through this: the --proxy-header values are secrets it knows.
+        self.redactor = Redactor.for_headers(self.proxy_headers)
         self.claimed = parse_features(opt("features")) if opt("features") else None
         if self.claimed is not None:
             unknown = sorted(self.claimed - set(FEATURES))
@@ -236,7 +239,8 @@ class ConformanceSession:
         if shared is None:
             return []
         who = "the bundled reference proxy" if shared.embedded_proxy else "your proxy"
-        lines = [f"conformance: {len(self.scenarios)} scenario(s); proxy under test: {shared.proxy_url} ({who})"]
+        lines = [f"conformance: {len(self.scenarios)} scenario(s); proxy under test: "
+                 f"{self.redactor.url(shared.proxy_url)} ({who})"]
         from harness.core.scenario.loading import awaiting_review
 
         pending = awaiting_review(self.scenarios)
@@ -341,9 +345,10 @@ class ConformanceSession:
         if self.record_dir is not None:
             write_record(self, summary)
         if self.report_json:
-            write_file(self.report_json, json.dumps(render_json(summary), indent=2, ensure_ascii=False) + "\n")
+            write_file(self.report_json,
+                       json.dumps(self.redactor.json(render_json(summary)), indent=2, ensure_ascii=False) + "\n")
         if self.report_md:
-            write_file(self.report_md, render_markdown(summary))
+            write_file(self.report_md, self.redactor.text(render_markdown(summary)))
 
     def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
         if self.worker:
@@ -381,7 +386,7 @@ class ConformanceSession:
     def context(self) -> dict[str, Any]:
         shared = self.shared
         return {
-            "proxy": shared.proxy_url if shared else None,
+            "proxy": self.redactor.url(shared.proxy_url) if shared else None,
             "upstream dialect": self.pairs_label(),
             "formats": sorted(self.formats) if self.formats is not None else "every format",
             "reference proxy": bool(shared and shared.embedded_proxy),
