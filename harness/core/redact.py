@@ -65,6 +65,12 @@ _SCHEME_TOKEN = re.compile(
     r"|\b(basic)(\s+)((?=[A-Za-z+/]*[0-9+/=])[A-Za-z0-9+/]{8,}={0,2})"
 )
 
+# In running text: a key-named query parameter's value, and a URL's user info.
+_QUERY_SECRET = re.compile(
+    r"(?i)([?&](?:key|sig|signature|code|[\w.-]*(?:token|secret|key|auth|password|passwd)[\w.-]*)=)([^&\s\"'#<>]+)"
+)
+_USER_INFO = re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://)[^/\s@\"'<>]+@")
+
 
 def _norm(name: str) -> str:
     return name.lower().replace("-", "").replace("_", "")
@@ -92,8 +98,11 @@ def looks_like_key(text: str) -> bool:
 
 def secret_pieces(value: str) -> list[str]:
     """The parts of a credential value to redact wherever they recur: the whole value and
-    each word of it but a scheme word (``Bearer``), those long enough to be keys."""
-    pieces = [value.strip(), *re.split(r"[\s,;=]+", value)]
+    each word of it but a scheme word (``Bearer``), those long enough to be keys; a value
+    that starts with a scheme word is redacted word by word, so the word stays."""
+    words = re.split(r"[\s,;=]+", value)
+    whole = [] if words[0].lower() in _SCHEMES else [value.strip()]  # so "Bearer <key>" keeps its word
+    pieces = [*whole, *words]
     return [p for p in dict.fromkeys(pieces) if len(p) >= MIN_KNOWN and p.lower() not in _SCHEMES]
 
 
@@ -124,11 +133,17 @@ class Redactor:
     # ------------------------------------------------------------------ values
 
     def text(self, text: str) -> str:
-        """``text`` with known values, ``Bearer`` tokens and key-shaped strings redacted."""
+        """``text`` with known values, ``Bearer`` tokens, key-named query parameters and user
+        info of URLs, and key-shaped strings redacted."""
         for secret in self.known:
             if secret in text:
                 text = text.replace(secret, self.marker)
         text = _SCHEME_TOKEN.sub(self._keep_scheme, text)
+        if "=" in text:
+            text = _QUERY_SECRET.sub(lambda m: m.group(1) + (m.group(2) if m.group(2) == self.marker else self.marker),
+                                     text)
+        if "@" in text:
+            text = _USER_INFO.sub(lambda m: f"{m.group(1)}{self.marker}@", text)
         return KEY_SHAPES.sub(self.marker, text)
 
     def _keep_scheme(self, m: re.Match[str]) -> str:
