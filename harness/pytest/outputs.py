@@ -59,6 +59,17 @@ def record_item(session: ConformanceSession, item: ScenarioItem, run: ScenarioRu
         write_file(str(session.record_dir / "failures" / f"{run.scenario.id}.txt"), session.redactor.text(failure))
 
 
+def write_reports(session: ConformanceSession, summary: Summary) -> None:
+    """``--report-json`` and ``--report-md``, secrets redacted."""
+    from harness.report.scorecard import render_json, render_markdown
+
+    if session.report_json:
+        data = session.redactor.json(render_json(summary))
+        write_file(session.report_json, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    if session.report_md:
+        write_file(session.report_md, session.redactor.text(render_markdown(summary)))
+
+
 def write_known_failures(session: ConformanceSession) -> None:
     """``--write-known-failures``: this run's failures as a file; ``--update-known-failures``:
     the file without the entries that pass now (an entry that still covers a failure

@@ -107,8 +107,7 @@ class ConformanceSession:
             self.proxy_headers = parse_headers(opt("proxy-header"))
         except ValueError as exc:
             raise _usage(str(exc)) from exc
-        # What the run writes or prints goes through this: the --proxy-header values are secrets it knows.
-        self.redactor = Redactor.for_headers(self.proxy_headers)
+        self.redactor = Redactor.for_headers(self.proxy_headers)  # all the run writes or prints goes through it
         self.claimed = parse_features(opt("features")) if opt("features") else None
         if self.claimed is not None:
             unknown = sorted(self.claimed - set(FEATURES))
@@ -335,8 +334,8 @@ class ConformanceSession:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.worker:
             return
-        from harness.pytest.outputs import write_file, write_known_failures, write_record
-        from harness.report.scorecard import render_json, render_markdown, summarize
+        from harness.pytest.outputs import write_known_failures, write_record, write_reports
+        from harness.report.scorecard import summarize
 
         summary = summarize(self.records.values(), self.context())
         if summary.nothing_checked and session.exitstatus == pytest.ExitCode.OK:
@@ -344,11 +343,7 @@ class ConformanceSession:
         write_known_failures(self)
         if self.record_dir is not None:
             write_record(self, summary)
-        if self.report_json:
-            write_file(self.report_json,
-                       json.dumps(self.redactor.json(render_json(summary)), indent=2, ensure_ascii=False) + "\n")
-        if self.report_md:
-            write_file(self.report_md, self.redactor.text(render_markdown(summary)))
+        write_reports(self, summary)
 
     def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
         if self.worker:
