@@ -277,7 +277,7 @@ def replay(
     status = "no response" if ex.status is None else f"HTTP {ex.status}"
     timing = f"first byte {ex.first_byte:.3f} s, " if ex.first_byte is not None else ""
     say(f"--- answer as received ({'streaming' if ex.stream else 'non-streaming'} request; {status}; "
-               f"{len(ex.raw)} bytes; {timing}total {ex.elapsed:.3f} s) ---")
+        f"{len(ex.raw)} bytes; {timing}total {ex.elapsed:.3f} s) ---")
     say(ex.raw.decode("utf-8", "replace"), nl=not ex.raw.endswith(b"\n"))
     say("--- end of answer ---")
     if ex.timed_out:
