@@ -73,43 +73,7 @@ KNOWN_CIRCLES: dict[frozenset[str], str] = {
         "the scenario model reads the dialect of a client; the dialects read names of the model",
 }
 # Private names still imported across modules, (importer, module, name); the list only shrinks.
-KNOWN_PRIVATE: frozenset[tuple[str, str, str]] = frozenset({
-    ("harness.capture.chat", "harness.capture.text", "_check_response_dialect"),
-    ("harness.capture.chat", "harness.capture.text", "_http_head"),
-    ("harness.capture.chat", "harness.capture.text", "_json"),
-    ("harness.capture.chat", "harness.capture.text", "_list"),
-    ("harness.capture.chat", "harness.capture.text", "_obj"),
-    ("harness.capture.chat", "harness.capture.text", "_text"),
-    ("harness.capture.detect", "harness.capture.exchange", "_capture"),
-    ("harness.capture.detect", "harness.capture.exchange", "_request_from_text"),
-    ("harness.capture.detect", "harness.capture.secrets", "_Secrets"),
-    ("harness.capture.detect", "harness.capture.text", "_http_head"),
-    ("harness.capture.detect", "harness.capture.text", "_json"),
-    ("harness.capture.detect", "harness.capture.text", "_text"),
-    ("harness.capture.exchange", "harness.capture.secrets", "_SECRET_VALUE"),
-    ("harness.capture.exchange", "harness.capture.secrets", "_Secrets"),
-    ("harness.capture.exchange", "harness.capture.secrets", "_secrets_warning"),
-    ("harness.capture.exchange", "harness.capture.text", "_json"),
-    ("harness.capture.exchange", "harness.capture.text", "_text"),
-    ("harness.capture.har", "harness.capture.chat", "_read_response_text"),
-    ("harness.capture.har", "harness.capture.exchange", "_capture"),
-    ("harness.capture.har", "harness.capture.exchange", "_streamed"),
-    ("harness.capture.har", "harness.capture.secrets", "_Secrets"),
-    ("harness.capture.har", "harness.capture.text", "_check_path_dialect"),
-    ("harness.capture.har", "harness.capture.text", "_json"),
-    ("harness.capture.har", "harness.capture.text", "_obj"),
-    ("harness.capture.har", "harness.capture.text", "_str"),
-    ("harness.capture.har", "harness.capture.text", "_text"),
-    ("harness.capture.jsonl", "harness.capture.chat", "_read_response_text"),
-    ("harness.capture.jsonl", "harness.capture.exchange", "_capture"),
-    ("harness.capture.jsonl", "harness.capture.exchange", "_streamed"),
-    ("harness.capture.jsonl", "harness.capture.har", "_har_headers"),
-    ("harness.capture.jsonl", "harness.capture.secrets", "_Secrets"),
-    ("harness.capture.jsonl", "harness.capture.text", "_check_path_dialect"),
-    ("harness.capture.jsonl", "harness.capture.text", "_jsonl_keys"),
-    ("harness.capture.jsonl", "harness.capture.text", "_text"),
-    ("harness.run.isolation", "harness.core.scenario.loading", "_build"),
-})
+KNOWN_PRIVATE: frozenset[tuple[str, str, str]] = frozenset()
 
 
 def _module(path: Path) -> str:

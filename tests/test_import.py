@@ -27,15 +27,13 @@ from hypothesis import strategies as st
 
 from harness.capture.detect import read_captures
 from harness.capture.errors import CaptureError
-from harness.capture.importer import PLACEHOLDER_MESSAGE, ImportOptions, import_capture
 from harness.cli.importing import import_command
-from harness.core.dialects.profiles import choose_profile
+from harness.capture.importer import PLACEHOLDER_MESSAGE, ImportOptions, import_capture
 from harness.core.nonce import NONCE_HEADER, place_nonce
-from harness.core.scenario.loading import load_scenario, validate_paths
-from harness.core.scenario.model import ContentFrame, Scenario, ToolUseFrame
-from harness.run.runner import play
+from harness.core.dialects.profiles import choose_profile
+from harness.run.runner import RunSettings, play
+from harness.core.scenario.loading import ContentFrame, Scenario, ToolUseFrame, load_scenario, validate_paths
 from harness.run.servers import RunningServer, serve
-from harness.run.settings import RunSettings
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
 from reference_proxy.app import create_app as create_reference_proxy

@@ -20,7 +20,7 @@ from harness.capture.messages import (
 )
 from harness.capture.model import Dialect
 from harness.capture.stream import NOT_JSON, StreamParts, data_line, loads, parse_data, read_stream
-from harness.capture.text import _check_response_dialect, _http_head, _json, _list, _obj, _text
+from harness.capture.text import check_response_dialect, strip_http_head, parse_json, json_list, json_object, decode_text
 from harness.core.dialects import OPENAI
 from harness.core.scenario.model import ContentFrame, RawFrame, ToolCallFrame
 from harness.judge.readers.assemble import first_choice
@@ -66,7 +66,7 @@ class _Response(StreamParts):
         if not isinstance(index, int) or isinstance(index, bool) or index < 0:
             self.missing_index += 1
             index = position
-        fn = _obj(raw.get("function"))
+        fn = json_object(raw.get("function"))
         kind = raw.get("type")
         self.frames.append(
             ToolCallFrame(
@@ -83,13 +83,13 @@ class _Response(StreamParts):
         self.chunks += 1
         self.note_model(obj)
         self.note_usage(obj)
-        for choice in _list(obj.get("choices")):
+        for choice in json_list(obj.get("choices")):
             if not isinstance(choice, dict):
                 continue
             if choice.get("index", 0) != 0:
                 self.other_choices += 1
                 continue
-            delta = _obj(choice.get("delta"))
+            delta = json_object(choice.get("delta"))
             finish = choice.get("finish_reason")
             content = delta.get("content")
             if isinstance(content, str):
@@ -115,10 +115,10 @@ class _Response(StreamParts):
         self.note_model(obj)
         self.note_usage(obj)
         first = first_choice(obj)
-        self.other_choices = sum(isinstance(c, dict) for c in _list(obj.get("choices"))) - (first is not None)
+        self.other_choices = sum(isinstance(c, dict) for c in json_list(obj.get("choices"))) - (first is not None)
         if first is None:
             return
-        message = _obj(first.get("message"))
+        message = json_object(first.get("message"))
         content = message.get("content")
         if isinstance(content, list):  # content parts: only their text reaches a client
             content = "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") == "text")
@@ -126,7 +126,7 @@ class _Response(StreamParts):
             self.frames.append(ContentFrame(content))
         if message.get("reasoning_content") or message.get("reasoning"):
             self.reasoning += 1
-        for position, call in enumerate(_list(message.get("tool_calls"))):
+        for position, call in enumerate(json_list(message.get("tool_calls"))):
             if isinstance(call, dict):
                 call = {**call, "index": call.get("index", position)}
             self.tool_call(call, position)
@@ -153,7 +153,7 @@ class _Response(StreamParts):
     def event(self, payload: Any, raw: str, label: str, origin: str) -> None:
         """One event's parsed data: a chunk, or something kept verbatim as a raw frame."""
         if isinstance(payload, dict):
-            _check_response_dialect(origin, payload)
+            check_response_dialect(origin, payload)
             if "error" in payload and "choices" not in payload:
                 err = payload["error"]
                 message = err.get("message") if isinstance(err, dict) else err
@@ -186,8 +186,8 @@ Answer = _Response | MessagesParts  # an answer read in its dialect
 def read_sse(data: bytes, origin: str) -> Answer:
     """An SSE transcript of either dialect: ``data:`` lines, possibly with ``event:``/``id:``
     lines, comments, CRLF line ends, glued events and a missing or cut-off end."""
-    body = _http_head(data, origin)
-    _text(body, origin)  # invalid UTF-8 is an error, not replacement characters in the frames
+    body = strip_http_head(data, origin)
+    decode_text(body, origin)  # invalid UTF-8 is an error, not replacement characters in the frames
     stream = parse_events(body)
     parsed = parse_data(stream)
     if is_messages_stream(stream, parsed):
@@ -236,7 +236,7 @@ def read_completion_object(obj: Any, origin: str) -> Answer:
     if not isinstance(obj, dict):
         raise CaptureError(f"{origin}: expected a chat.completion or Messages JSON object, got a JSON "
                            f"{type(obj).__name__}")
-    _check_response_dialect(origin, obj)
+    check_response_dialect(origin, obj)
     if "error" in obj and "choices" not in obj:
         err = obj["error"]
         message = err.get("message") if isinstance(err, dict) else err
@@ -257,12 +257,12 @@ def read_completion_object(obj: Any, origin: str) -> Answer:
     return resp
 
 
-def _read_response_text(data: bytes, origin: str) -> Answer:
+def read_response_text(data: bytes, origin: str) -> Answer:
     """A response body of unknown kind: SSE text or one JSON object."""
-    body = _http_head(data, origin)
-    text = _text(body, origin).strip()
+    body = strip_http_head(data, origin)
+    text = decode_text(body, origin).strip()
     if text.startswith(("{", "[")) and not re.search(r"(?m)^data:", text):
-        obj = _json(text, origin, "the response is not valid JSON")
+        obj = parse_json(text, origin, "the response is not valid JSON")
         if isinstance(obj, list):
             return read_chunks(obj, origin)
         return read_completion_object(obj, origin)

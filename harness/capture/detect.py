@@ -20,12 +20,12 @@ from __future__ import annotations
 
 from harness.capture.chat import read_chunks, read_completion_object, read_sse
 from harness.capture.errors import CaptureError
-from harness.capture.exchange import _capture, _request_from_text
+from harness.capture.exchange import make_capture, request_from_text
 from harness.capture.har import read_har
 from harness.capture.jsonl import read_jsonl
 from harness.capture.model import FORMAT_NAMES, CaptureFile, CaptureFormat
-from harness.capture.secrets import _Secrets
-from harness.capture.text import _http_head, _json, _text, detect_format
+from harness.capture.secrets import Secrets
+from harness.capture.text import decode_text, detect_format, parse_json, strip_http_head
 
 # --------------------------------------------------------------------------- entry point
 
@@ -54,20 +54,20 @@ def read_captures(
         return read_har(data, name, entry) if fmt == "har" else read_jsonl(data, name, entry)
     if entry is not None:
         raise CaptureError(f"{name}: --entry applies to HAR and JSON-lines files; this is one exchange")
-    secrets = _Secrets()
+    secrets = Secrets()
     body = None
     if request is not None:
-        body = _request_from_text(request, request_name or "request", secrets)
+        body = request_from_text(request, request_name or "request", secrets)
     if fmt == "sse":
         resp = read_sse(data, name)
     else:
-        text = _text(_http_head(data, name), name).strip()
+        text = decode_text(strip_http_head(data, name), name).strip()
         if not text:
             raise CaptureError(f"{name}: the file is empty")
-        obj = _json(text, name)
+        obj = parse_json(text, name)
         resp = read_chunks(obj, name) if isinstance(obj, list) else read_completion_object(obj, name)
     streamed = fmt == "sse" or resp.events != 1 or resp.done
     return CaptureFile(
-        (_capture(resp, origin=name, fmt=fmt, streamed=streamed, request=body, headers={}, secrets=secrets,
+        (make_capture(resp, origin=name, fmt=fmt, streamed=streamed, request=body, headers={}, secrets=secrets,
                   file=name),)
     )

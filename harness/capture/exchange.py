@@ -11,23 +11,24 @@ from harness.capture.chat import Answer
 from harness.capture.errors import CaptureError
 from harness.capture.messages import MessagesParts
 from harness.capture.model import Capture, CaptureFormat, Dialect
-from harness.capture.secrets import _SECRET_VALUE, _Secrets, _secrets_warning
-from harness.capture.text import _json, _text, request_dialect
 from harness.core.dialects import dialect as wire_dialect
+from harness.capture.secrets import Secrets
+from harness.capture.text import parse_json, decode_text, request_dialect
+from harness.core.redact import looks_like_key
 from harness.core.scenario.model import ContentFrame
 
 # --------------------------------------------------------------------------- requests
 
 
 @dataclass(frozen=True, slots=True)
-class _Request:
+class CapturedRequest:
     """A captured request body, secrets redacted, and the dialect it says it is in."""
 
     body: dict[str, Any]
     dialect: Dialect | None
 
 
-def read_request(body: Any, origin: str, secrets: _Secrets) -> _Request:
+def read_request(body: Any, origin: str, secrets: Secrets) -> CapturedRequest:
     """A chat-completions or Messages request body, with secrets redacted."""
     if not isinstance(body, dict):
         raise CaptureError(f"{origin}: the request is not a JSON object (got a JSON {type(body).__name__})")
@@ -38,28 +39,31 @@ def read_request(body: Any, origin: str, secrets: _Secrets) -> _Request:
         )
     if "tools" in body and not isinstance(body["tools"], (list, type(None))):
         raise CaptureError(f"{origin}: the request's 'tools' is not a list")
-    return _Request(secrets.scrub(body), dialect)
+    return CapturedRequest(secrets.scrub(body), dialect)
 
 
-def _request_from_text(data: bytes, origin: str, secrets: _Secrets) -> _Request:
-    text = _text(data, origin).strip()
+def request_from_text(data: bytes, origin: str, secrets: Secrets) -> CapturedRequest:
+    """A request body saved on its own (``--request``), with secrets redacted."""
+    text = decode_text(data, origin).strip()
     if not text:
         raise CaptureError(f"{origin}: the request file is empty")
-    return read_request(_json(text, origin, "the request is not valid JSON"), origin, secrets)
+    return read_request(parse_json(text, origin, "the request is not valid JSON"), origin, secrets)
 
 
-def _capture(
+def make_capture(
     resp: Answer,
     *,
     origin: str,
     fmt: CaptureFormat,
     streamed: bool,
-    request: _Request | None,
+    request: CapturedRequest | None,
     headers: Mapping[str, str],
-    secrets: _Secrets,
+    secrets: Secrets,
     file: str,
     entry: int | None = None,
 ) -> Capture:
+    """One exchange's ``Capture``: the answer ``resp`` read from ``origin``, its request, and
+    the warnings reading them gave (secrets dropped or redacted, frames that look like keys)."""
     dialect: Dialect = resp.DIALECT
     asked = request.dialect if request is not None else None
     if asked is not None and asked != dialect:
@@ -68,8 +72,8 @@ def _capture(
             f"{wire_dialect(dialect).short_name} answer; "
             "a capture holds one exchange"
         )
-    warnings = [*_secrets_warning(origin, secrets), *resp.summary_warnings(origin)]
-    leaked = [f for f in resp.frames if isinstance(f, ContentFrame) and _SECRET_VALUE.search(f.content)]
+    warnings = [*secrets.warnings(origin), *resp.summary_warnings(origin)]
+    leaked = [f for f in resp.frames if isinstance(f, ContentFrame) and looks_like_key(f.content)]
     if leaked:
         warnings.append(
             f"{origin}: {len(leaked)} response frame(s) hold something that looks like an API key; "
@@ -96,5 +100,6 @@ def _capture(
     )
 
 
-def _streamed(raw: bytes) -> bool:
+def is_streamed(raw: bytes) -> bool:
+    """Whether a captured answer is an SSE stream."""
     return re.search(rb"(?m)^data:", raw) is not None

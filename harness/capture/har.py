@@ -8,17 +8,17 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.capture.chat import _read_response_text
+from harness.capture.chat import read_response_text
 from harness.capture.errors import CaptureError, UnsupportedDialect
-from harness.capture.exchange import _capture, _streamed, read_request
+from harness.capture.exchange import make_capture, is_streamed, read_request
 from harness.capture.model import Capture, CaptureFile
-from harness.capture.secrets import _Secrets, clean_headers
-from harness.capture.text import _check_path_dialect, _json, _obj, _str, _text, path_dialect
+from harness.capture.secrets import Secrets, clean_headers
+from harness.capture.text import check_path_dialect, parse_json, json_object, json_str, decode_text, path_dialect
 
 # --------------------------------------------------------------------------- HAR
 
 
-def _har_headers(raw: Any) -> list[tuple[str, str]]:
+def har_headers(raw: Any) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for item in raw if isinstance(raw, list) else ():
         if isinstance(item, dict) and isinstance(item.get("name"), str) and isinstance(item.get("value"), str):
@@ -41,7 +41,7 @@ def _har_body(content: Any) -> bytes | None:
 def read_har(data: bytes, name: str, entry: int | None) -> CaptureFile:
     """Every ``POST .../chat/completions`` and ``POST .../messages`` entry of a HAR log (or only
     entry ``entry``)."""
-    doc = _json(_text(data, name), name, "not a HAR file: not valid JSON")
+    doc = parse_json(decode_text(data, name), name, "not a HAR file: not valid JSON")
     log = doc.get("log") if isinstance(doc, dict) else None
     entries = log.get("entries") if isinstance(log, dict) else None
     if not isinstance(entries, list):
@@ -52,15 +52,15 @@ def read_har(data: bytes, name: str, entry: int | None) -> CaptureFile:
         request = item.get("request") if isinstance(item, dict) else None
         if not isinstance(request, dict):
             continue
-        url = _str(request.get("url"))
+        url = json_str(request.get("url"))
         path = urlsplit(url).path
-        method = _str(request.get("method"), "?")
+        method = json_str(request.get("method"), "?")
         seen.append(f"{method} {path or url or '?'}")
         if path_dialect(path) is not None and method.upper() == "POST":
             chat.append((number, item, f"{method} {path}"))
     if not chat:
         for where in seen:
-            _check_path_dialect(name, where.split(" ", 1)[1])
+            check_path_dialect(name, where.split(" ", 1)[1])
         listed = ", ".join(sorted(set(seen))[:6]) or "none"
         raise CaptureError(
             f"{name}: no chat-completions or Messages entry among {len(entries)} HAR entries "
@@ -96,25 +96,25 @@ def read_har(data: bytes, name: str, entry: int | None) -> CaptureFile:
 
 def _har_entry(item: Mapping[str, Any], origin: str, number: int, file: str) -> Capture:
     request = item["request"]
-    response = _obj(item.get("response"))
+    response = json_object(item.get("response"))
     status = response.get("status")
     if isinstance(status, int) and status >= 300:
         raise CaptureError(f"{origin}: the answer is HTTP {status}; only successful answers can be replayed")
-    secrets = _Secrets()
-    headers = clean_headers(_har_headers(request.get("headers")), secrets)
+    secrets = Secrets()
+    headers = clean_headers(har_headers(request.get("headers")), secrets)
     post = request.get("postData")
     text = post.get("text") if isinstance(post, dict) else None
     if not isinstance(text, str) or not text.strip():
         raise CaptureError(f"{origin}: the HAR entry has no request body (postData.text)")
-    body = read_request(_json(text, origin, "the request body is not valid JSON"), origin, secrets)
+    body = read_request(parse_json(text, origin, "the request body is not valid JSON"), origin, secrets)
     raw = _har_body(response.get("content"))
     if raw is None or not raw.strip():
         raise CaptureError(
             f"{origin}: the HAR entry has no response body (content.text); browsers leave streamed bodies "
             "out unless the response finished before the export"
         )
-    resp = _read_response_text(raw, origin)
-    return _capture(
-        resp, origin=origin, fmt="har", streamed=_streamed(raw), request=body, headers=headers, secrets=secrets,
+    resp = read_response_text(raw, origin)
+    return make_capture(
+        resp, origin=origin, fmt="har", streamed=is_streamed(raw), request=body, headers=headers, secrets=secrets,
         file=file, entry=number,
     )

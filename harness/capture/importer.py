@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
 
 from harness.capture.errors import CaptureError
+from harness.capture.model import Capture, format_name
+from harness.core.dialects import dialect as wire_dialect
+from harness.core.dialects.clients import profiles_written_in
+from harness.core.errors import ScenarioError
+from harness.capture.yaml_out import ReviewNotes, render_yaml, review_checks
 from harness.capture.expect import (
     Call,
     Expectation,
@@ -30,11 +35,6 @@ from harness.capture.expect import (
     inferred_tool,
     parser_tools,
 )
-from harness.capture.model import Capture, format_name
-from harness.capture.yaml_out import ReviewNotes, render_yaml, review_checks
-from harness.core.dialects import dialect as wire_dialect
-from harness.core.dialects.clients import profiles_written_in
-from harness.core.errors import ScenarioError
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import DEFAULT_PROFILE, Scenario, frame_to_mapping
 from harness.core.scenario.schema import scenario_schema

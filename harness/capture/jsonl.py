@@ -7,14 +7,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
-from harness.capture.chat import _read_response_text, read_chunks, read_completion_object
+from harness.capture.chat import read_response_text, read_chunks, read_completion_object
 from harness.capture.errors import CaptureError
-from harness.capture.exchange import _capture, _streamed, read_request
-from harness.capture.har import _har_headers
+from harness.capture.exchange import make_capture, is_streamed, read_request
+from harness.capture.har import har_headers
 from harness.capture.messages import is_messages_payload
 from harness.capture.model import Capture, CaptureFile
-from harness.capture.secrets import _Secrets, clean_headers
-from harness.capture.text import _check_path_dialect, _jsonl_keys, _text, path_dialect
+from harness.capture.secrets import Secrets, clean_headers
+from harness.capture.text import check_path_dialect, has_jsonl_keys, decode_text, path_dialect
 
 # --------------------------------------------------------------------------- JSON lines
 
@@ -30,7 +30,7 @@ def _first(obj: Mapping[str, Any], keys: Sequence[str]) -> Any:
 def _header_pairs(raw: Any) -> list[tuple[str, str]]:
     if isinstance(raw, dict):
         return [(str(k), v) for k, v in raw.items() if isinstance(v, str)]
-    return _har_headers(raw)
+    return har_headers(raw)
 
 
 def read_jsonl(data: bytes, name: str, entry: int | None) -> CaptureFile:
@@ -39,7 +39,7 @@ def read_jsonl(data: bytes, name: str, entry: int | None) -> CaptureFile:
     A log also holds lines of other requests and lines broken by rotation or a crash:
     each line that cannot be imported is skipped with a warning naming it, and the file
     fails only when no line is left (or when ``entry`` names a line that fails)."""
-    lines = _text(data, name).splitlines()
+    lines = decode_text(data, name).splitlines()
     numbered = [(n, line) for n, line in enumerate(lines, start=1) if line.strip()]
     if not numbered:
         raise CaptureError(f"{name}: the file is empty")
@@ -67,19 +67,19 @@ def _jsonl_line(line: str, origin: str, number: int, file: str, *, last: bool) -
         obj = json.loads(line)
     except (ValueError, RecursionError) as exc:
         raise CaptureError(f"{origin}: {'cut off' if last else 'not valid JSON'} ({exc})") from exc
-    if not isinstance(obj, dict) or not _jsonl_keys(obj):
+    if not isinstance(obj, dict) or not has_jsonl_keys(obj):
         raise CaptureError(
             f"{origin}: expected an object with 'request' and 'response' (or 'request_body'/'response_body')"
         )
     url = obj.get("url")
     if isinstance(url, str) and path_dialect(urlsplit(url).path) is None:
-        _check_path_dialect(origin, urlsplit(url).path)
+        check_path_dialect(origin, urlsplit(url).path)
         raise CaptureError(f"{origin}: {url} is not a chat-completions or Messages request")
     return _jsonl_exchange(obj, origin, number, file)
 
 
 def _jsonl_exchange(obj: Mapping[str, Any], origin: str, number: int, file: str) -> Capture:
-    secrets = _Secrets()
+    secrets = Secrets()
     headers = clean_headers(_header_pairs(_first(obj, JSONL_HEADER_KEYS)), secrets)
     body = read_request(_first(obj, JSONL_REQUEST_KEYS), origin, secrets)
     response = _first(obj, JSONL_RESPONSE_KEYS)
@@ -93,14 +93,14 @@ def _jsonl_exchange(obj: Mapping[str, Any], origin: str, number: int, file: str)
         resp = read_chunks(response, origin)
     elif isinstance(response, str):
         raw = response.encode("utf-8", "surrogatepass")
-        streamed = _streamed(raw)
-        resp = _read_response_text(raw, origin)
+        streamed = is_streamed(raw)
+        resp = read_response_text(raw, origin)
     else:
         raise CaptureError(
             f"{origin}: the response must be a chat.completion or Messages object, SSE text or a list of chunks or "
             "events"
         )
-    return _capture(
+    return make_capture(
         resp, origin=origin, fmt="jsonl", streamed=streamed, request=body, headers=headers, secrets=secrets,
         file=file, entry=number,
     )

@@ -20,8 +20,8 @@ def _unsupported(origin: str, what: str) -> UnsupportedDialect:
     )
 
 
-def _check_response_dialect(origin: str, obj: Mapping[str, Any]) -> None:
-    kind = _str(obj.get("type"))
+def check_response_dialect(origin: str, obj: Mapping[str, Any]) -> None:
+    kind = json_str(obj.get("type"))
     if obj.get("object") == "response" or kind.startswith("response."):
         raise _unsupported(origin, "OpenAI Responses API")
     if obj.get("object") == "text_completion":
@@ -35,10 +35,10 @@ def request_dialect(origin: str, body: Mapping[str, Any]) -> Dialect | None:
         raise _unsupported(origin, "OpenAI Responses API")
     if "messages" not in body and "prompt" in body:
         raise _unsupported(origin, "legacy completions")
-    tools = [t for t in _list(body.get("tools")) if isinstance(t, dict)]
+    tools = [t for t in json_list(body.get("tools")) if isinstance(t, dict)]
     if "anthropic_version" in body or any("input_schema" in t for t in tools) or "system" in body:
         return "anthropic"
-    roles = {m.get("role") for m in _list(body.get("messages")) if isinstance(m, dict)}
+    roles = {m.get("role") for m in json_list(body.get("messages")) if isinstance(m, dict)}
     if any("function" in t for t in tools) or roles & {"system", "developer", "tool"} or "stream_options" in body:
         return "openai"
     return None
@@ -54,7 +54,7 @@ def path_dialect(path: str) -> Dialect | None:
     return None
 
 
-def _check_path_dialect(origin: str, path: str) -> None:
+def check_path_dialect(origin: str, path: str) -> None:
     if path.rstrip("/").endswith("/responses"):
         raise _unsupported(origin, "OpenAI Responses API")
 
@@ -62,20 +62,20 @@ def _check_path_dialect(origin: str, path: str) -> None:
 # --------------------------------------------------------------------------- text and JSON helpers
 
 
-def _obj(value: Any) -> dict[str, Any]:
+def json_object(value: Any) -> dict[str, Any]:
     """``value`` if it is a JSON object, else an empty one: captures are untrusted."""
     return value if isinstance(value, dict) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def json_list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _str(value: Any, default: str = "") -> str:
+def json_str(value: Any, default: str = "") -> str:
     return value if isinstance(value, str) else default
 
 
-def _text(data: bytes, origin: str) -> str:
+def decode_text(data: bytes, origin: str) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -83,7 +83,7 @@ def _text(data: bytes, origin: str) -> str:
     return text.removeprefix("\ufeff")
 
 
-def _json(text: str, origin: str, what: str = "not valid JSON") -> Any:
+def parse_json(text: str, origin: str, what: str = "not valid JSON") -> Any:
     try:
         return json.loads(text)
     except RecursionError as exc:
@@ -93,7 +93,7 @@ def _json(text: str, origin: str, what: str = "not valid JSON") -> Any:
         raise CaptureError(f"{origin}: {what}: {exc}{' (the text looks cut off)' if cut else ''}") from exc
 
 
-def _http_head(data: bytes, origin: str) -> bytes:
+def strip_http_head(data: bytes, origin: str) -> bytes:
     """The body of ``curl -i``/``-D -`` output: status line and headers dropped;
     a non-2xx status is an error (there is no answer to import)."""
     while data.startswith(b"HTTP/"):
@@ -116,7 +116,7 @@ def _http_head(data: bytes, origin: str) -> bytes:
 
 def detect_format(data: bytes, origin: str) -> CaptureFormat:
     """Which reader fits ``data``: by content, never by the file name alone."""
-    text = _text(_http_head(data, origin), origin)
+    text = decode_text(strip_http_head(data, origin), origin)
     stripped = text.strip()
     if not stripped:
         raise CaptureError(f"{origin}: the file is empty")
@@ -128,7 +128,7 @@ def detect_format(data: bytes, origin: str) -> CaptureFormat:
         else:
             if isinstance(obj, dict) and isinstance(obj.get("log"), dict):
                 return "har"
-            if isinstance(obj, dict) and _jsonl_keys(obj):
+            if isinstance(obj, dict) and has_jsonl_keys(obj):
                 return "jsonl"
             return "json"
     if _has_jsonl_pair(stripped):
@@ -152,10 +152,10 @@ def _has_jsonl_pair(text: str, lines: int = 20) -> bool:
             obj = json.loads(line)
         except (ValueError, RecursionError):
             continue
-        if isinstance(obj, dict) and _jsonl_keys(obj):
+        if isinstance(obj, dict) and has_jsonl_keys(obj):
             return True
     return False
 
 
-def _jsonl_keys(obj: Mapping[str, Any]) -> bool:
+def has_jsonl_keys(obj: Mapping[str, Any]) -> bool:
     return any(k in obj for k in ("request", "request_body")) and any(k in obj for k in ("response", "response_body"))

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from harness.core.redact import Redactor
 from harness.generate.fuzz.choices import all_formats, parse_duration, parse_formats
 from harness.run.options import shared_options
 from harness.run.program import program
@@ -92,6 +93,7 @@ def fuzz_command(
         proxy_headers = parse_headers(proxy_header)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
+    redactor = Redactor.for_headers(proxy_headers)
     run_seed = seed if seed is not None else random.SystemRandom().randrange(1, 1_000_000)
     dialects: tuple[Profile, ...] = tuple(p for p in ("openai", "anthropic") if p in profiles) or ("openai",)
     servers = EmbeddedServers(mock_host=mock_host, mock_port=mock_port, with_proxy=proxy_url is None)
@@ -107,7 +109,7 @@ def fuzz_command(
         replay_base = dict(proxy_url=proxy_url.rstrip("/") if proxy_url else None, mock=(host, int(port)),
                            features=",".join(sorted(claimed)) if features else None, strict=strict)
         who = "the bundled reference proxy" if proxy_url is None else "your proxy"
-        click.echo(f"fuzz: proxy under test {target} ({who}); mock backend at {urls.mock_url}")
+        click.echo(f"fuzz: proxy under test {redactor.url(target)} ({who}); mock backend at {urls.mock_url}")
         click.echo(f"fuzz: formats {', '.join(chosen)}; {examples} example(s) each; seed {run_seed} "
                    f"(reproduce with --seed {run_seed}); client profile(s) {', '.join(dialects)}; "
                    f"features {', '.join(sorted(claimed)) or 'none'}")
@@ -118,7 +120,7 @@ def fuzz_command(
         def progress(result: FormatResult) -> None:
             click.echo(format_line(result))
             if result.finding is not None:
-                for line in finding_lines(result.finding, replay(result.finding.scenario_id)):
+                for line in finding_lines(result.finding, replay(result.finding.scenario_id), redactor):
                     click.echo(line)
 
         with MockControl(urls.mock_url.replace("://0.0.0.0:", "://127.0.0.1:")) as mock:

@@ -17,9 +17,9 @@ import click
 
 from harness.capture.detect import read_captures
 from harness.capture.errors import CaptureError
-from harness.capture.importer import ImportedScenario, ImportOptions, check_names, import_capture
 from harness.capture.model import FORMATS, Capture, CaptureFormat
 from harness.core.errors import ConformanceError
+from harness.capture.importer import ImportedScenario, ImportOptions, check_names, import_capture
 
 EXIT_BAD_INPUT = 2
 

@@ -255,6 +255,13 @@ def replay(
         profile = parse_profile(client_profile) if client_profile else None
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
+    from harness.core.redact import Redactor
+
+    redactor = Redactor.for_headers(proxy_headers)  # what is printed names no secret
+
+    def say(text: str, nl: bool = True) -> None:
+        click.echo(redactor.text(text), nl=nl)
+
     servers = EmbeddedServers(mock_host=mock_host, mock_port=mock_port, with_proxy=proxy_url is None,
                               mock_url=mock_url, upstream_dialects=(upstream_dialect or "native",))
     with servers as urls:
@@ -264,11 +271,11 @@ def replay(
         settings = RunSettings(proxy_url=target, features=claimed, strict=strict, timeout=timeout,
                                models=model_choice, proxy_headers=proxy_headers, seed=rechunk_seed or 0)
         chosen, skip = choose_profile(scenario, profile, claimed)
-        click.echo(f"scenario {scenario.id} ({scenario.family}): {scenario.title}")
-        click.echo(f"proxy {target}{' (reference proxy)' if proxy_url is None else ''}; mock backend {urls.mock_url}"
-                   f"; profile {chosen}; features {', '.join(sorted(claimed)) or 'none'}")
+        say(f"scenario {scenario.id} ({scenario.family}): {scenario.title}")
+        say(f"proxy {redactor.url(target)}{' (reference proxy)' if proxy_url is None else ''}; "
+            f"mock backend {urls.mock_url}; profile {chosen}; features {', '.join(sorted(claimed)) or 'none'}")
         if skip:
-            click.echo(f"note: a conformance run would skip this: {skip}")
+            say(f"note: a conformance run would skip this: {skip}")
         with MockControl(urls.mock_url.replace("://0.0.0.0:", "://127.0.0.1:")) as mock:
             result = replay_exchange(
                 scenario, settings=settings, mock=mock, profile=chosen, stream=stream,
@@ -276,32 +283,32 @@ def replay(
             )
     ex = result.exchange
     if result.variant is not None:
-        click.echo(result.variant.label)
+        say(result.variant.label)
     if splits is not None:
-        click.echo(f"content split at {', '.join(map(str, splits))}")
+        say(f"content split at {', '.join(map(str, splits))}")
     status = "no response" if ex.status is None else f"HTTP {ex.status}"
     timing = f"first byte {ex.first_byte:.3f} s, " if ex.first_byte is not None else ""
-    click.echo(f"--- answer as received ({'streaming' if ex.stream else 'non-streaming'} request; {status}; "
-               f"{len(ex.raw)} bytes; {timing}total {ex.elapsed:.3f} s) ---")
-    click.echo(ex.raw.decode("utf-8", "replace"), nl=not ex.raw.endswith(b"\n"))
-    click.echo("--- end of answer ---")
+    say(f"--- answer as received ({'streaming' if ex.stream else 'non-streaming'} request; {status}; "
+        f"{len(ex.raw)} bytes; {timing}total {ex.elapsed:.3f} s) ---")
+    say(ex.raw.decode("utf-8", "replace"), nl=not ex.raw.endswith(b"\n"))
+    say("--- end of answer ---")
     if ex.timed_out:
-        click.echo(f"the exchange was abandoned after {timeout:g} s")
+        say(f"the exchange was abandoned after {timeout:g} s")
     if ex.transport_error:
-        click.echo(f"transport error: {ex.transport_error}")
-    click.echo(f"{len(ex.upstream)} request(s) reached the mock backend")
+        say(f"transport error: {ex.transport_error}")
+    say(f"{len(ex.upstream)} request(s) reached the mock backend")
     if not result.failures:
-        click.echo("verdict: every applicable rule holds")
+        say("verdict: every applicable rule holds")
         return
     rules = rules_by_id()
-    click.echo(f"verdict: {len(result.failures)} rule(s) broken")
+    say(f"verdict: {len(result.failures)} rule(s) broken")
     for failure in result.failures:
-        click.echo(rule_heading(failure.rule_id, rules))  # with who breaks, for a client rule
+        say(rule_heading(failure.rule_id, rules))  # with who breaks, for a client rule
         for line in [*failure.message.splitlines(), *evidence_lines(failure.evidence)]:
-            click.echo(f"  {line}")
+            say(f"  {line}")
         position = Position.of(failure.evidence)
         if position.known:
-            click.echo(f"  at {position.describe()}")
+            say(f"  at {position.describe()}")
     sys.exit(1)
 
 

@@ -89,7 +89,7 @@ class FuzzItem(pytest.Item):
         if isinstance(exc, FuzzFailed):
             from harness.run.fuzzing import finding_lines
 
-            return "\n".join([f"{self.format_id}: {exc}", *finding_lines(exc.finding, exc.replay)])
+            return "\n".join([f"{self.format_id}: {exc}", *finding_lines(exc.finding, exc.replay, self.conformance.redactor)])
         return super().repr_failure(excinfo, style=style)
 
     def reportinfo(self) -> tuple[Path, int | None, str]:

@@ -131,8 +131,7 @@ class RunHooks:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.session.worker:
             return
-        from harness.pytest.outputs import write_file, write_known_failures, write_record
-        from harness.report.scorecard import render_json, render_markdown
+        from harness.pytest.outputs import write_known_failures, write_record, write_reports
         from harness.report.summary import summarize
 
         summary = summarize(self.session.records.values(), self.session.context())
@@ -141,10 +140,7 @@ class RunHooks:
         write_known_failures(self.session)
         if self.session.record_dir is not None:
             write_record(self.session, summary)
-        if self.session.report_json:
-            write_file(self.session.report_json, json.dumps(render_json(summary), indent=2, ensure_ascii=False) + "\n")
-        if self.session.report_md:
-            write_file(self.session.report_md, render_markdown(summary))
+        write_reports(self.session, summary)
 
     def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
         if self.session.worker:

@@ -188,15 +188,17 @@ class ScenarioItem(pytest.Item):
         answer around every finding, every other style the compact view."""
         exc = excinfo.value
         tbstyle = style or self.config.getoption("tbstyle", "auto")
+        redact = self.conformance.redactor.text
         if isinstance(exc, ConformanceError) and tbstyle == "line":
-            return _as_repr(self, str(exc), body=False)
+            return _as_repr(self, redact(str(exc)), body=False)
         if isinstance(exc, ItemFailed):
             return _as_repr(self, self._render(exc, full=tbstyle in ("long", "native")))
         if isinstance(exc, ConformanceError):
-            return _as_repr(self, f"{type(exc).__name__}: {exc}")
+            return _as_repr(self, redact(f"{type(exc).__name__}: {exc}"))
         return super().repr_failure(excinfo, style=style)
 
     def _render(self, exc: ItemFailed, *, full: bool) -> str:
+        """The failure's transcript, secrets redacted."""
         session = self.conformance
         run, judgement = exc.run, exc.judgement
         known = {rule: entry.reason for rule, entry in judgement.expected.items()}
@@ -212,7 +214,7 @@ class ScenarioItem(pytest.Item):
         if judgement.stale:
             path = session.known.path if session.known else "the known-failures file"
             text = (text + "\n\n" if text else "") + judgement.xpass_message(path)
-        return text
+        return session.redactor.text(text)
 
 
 def _as_repr(item: ScenarioItem, text: str, *, body: bool = True) -> TerminalRepr:

@@ -22,7 +22,9 @@ def write_file(path: str, text: str) -> None:
 
 
 def write_record(session: ConformanceSession, summary: Summary) -> None:
-    """``--record``: the HTML report over what the items wrote (HAR files, transcripts)."""
+    """``--record``: the HTML report over what the items wrote (HAR files, transcripts).
+
+    Everything written here and by ``record_item`` goes through the session's redactor."""
     from harness.report.record import html_report
     from harness.report.scorecard import render_text
     from harness.report.summary import rules_by_id
@@ -36,7 +38,8 @@ def write_record(session: ConformanceSession, summary: Summary) -> None:
             failures.append((record.scenario, record.outcome, text))
     report = session.record_dir / "report.html"
     write_file(str(report), html_report(title="Tool-call conformance", context=session.context(),
-                                        score_card=render_text(summary), failures=failures, rules=rules_by_id()))
+                                        score_card=render_text(summary), failures=failures, rules=rules_by_id(),
+                                        redactor=session.redactor))
     hars = len(list((session.record_dir / "har").glob("*.har")))
     session.known_note.append(f"record: {hars} HAR file(s) in {session.record_dir / 'har'}; report {report}")
 
@@ -49,10 +52,22 @@ def record_item(session: ConformanceSession, run: ScenarioRun, failure: str | No
 
     assert session.record_dir is not None and session.shared is not None
     exchanges = [(a.label, a.exchange) for a in run.attempts if a.exchange is not None and a.kind != "equivalence"]
-    data = har(exchanges, proxy_url=session.shared.proxy_url, endpoint=ENDPOINTS, mock_url=session.shared.mock_url)
+    data = har(exchanges, proxy_url=session.shared.proxy_url, endpoint=ENDPOINTS, mock_url=session.shared.mock_url,
+               redactor=session.redactor)
     write_file(str(session.record_dir / "har" / f"{run.scenario.id}.har"), json.dumps(data, indent=1, ensure_ascii=False))
     if failure is not None:
-        write_file(str(session.record_dir / "failures" / f"{run.scenario.id}.txt"), failure)
+        write_file(str(session.record_dir / "failures" / f"{run.scenario.id}.txt"), session.redactor.text(failure))
+
+
+def write_reports(session: ConformanceSession, summary: Summary) -> None:
+    """``--report-json`` and ``--report-md``, secrets redacted."""
+    from harness.report.scorecard import render_json, render_markdown
+
+    if session.report_json:
+        data = session.redactor.json(render_json(summary))
+        write_file(session.report_json, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    if session.report_md:
+        write_file(session.report_md, session.redactor.text(render_markdown(summary)))
 
 
 def write_known_failures(session: ConformanceSession) -> None:
@@ -70,7 +85,8 @@ def write_known_failures(session: ConformanceSession) -> None:
         dropped = {n for r in records for n in r.stale_entries} - used
         kept = pruned(session.known, dropped)
         name = Path(session.update_known).name
-        write_file(session.update_known, render_known_failures(kept, name=name, origin=origin + " (updated)."))
+        write_file(session.update_known, session.redactor.text(
+            render_known_failures(kept, name=name, origin=origin + " (updated).")))
         gone = [e for e in session.known.entries if e.number in dropped]
         session.known_note.append(f"{session.update_known}: {len(gone)} entr{'y' if len(gone) == 1 else 'ies'} "
                                   f"that pass now dropped, {len(kept)} kept")
@@ -80,8 +96,8 @@ def write_known_failures(session: ConformanceSession) -> None:
                     for r in records if r.outcome in ("failed", "xfailed") for f in r.failures]
         entries = entries_from_failures(failures, session.known)
         name = Path(session.write_known).name
-        write_file(session.write_known, render_known_failures(entries, name=name, origin=origin + "; reword each "
-                                                                                                  "reason."))
+        write_file(session.write_known, session.redactor.text(
+            render_known_failures(entries, name=name, origin=origin + "; reword each reason.")))
         session.known_note.append(f"{len(entries)} known failure(s) written to {session.write_known}")
 
 
@@ -97,7 +113,8 @@ def write_score_card(session: ConformanceSession, terminalreporter: TerminalRepo
     tr = terminalreporter
     tr.write_sep("=", "tool-call conformance")
     # Skipped scenarios are counted by reason; pytest's -v lists each.
-    tr.write_line(render_text(summarize(session.records.values(), session.context()), each_skip=tr.verbosity > 0))
+    card = render_text(summarize(session.records.values(), session.context()), each_skip=tr.verbosity > 0)
+    tr.write_line(session.redactor.text(card))
     if session.known is not None:
         for entry in session.known.unmatched(s.id for s in session.scenarios):
             tr.write_line(f"warning: {session.known.path}: {entry.describe()} matches no scenario")

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.core.errors import ConformanceError
+from harness.core.redact import Redactor
 from harness.run.options import BY_NAME, DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
@@ -103,6 +104,7 @@ class ConformanceSession:
             self.proxy_headers = parse_headers(opt("proxy-header"))
         except ValueError as exc:
             raise usage_error(str(exc)) from exc
+        self.redactor = Redactor.for_headers(self.proxy_headers)  # all the run writes or prints goes through it
         self.claimed = parse_features(opt("features")) if opt("features") else None
         if self.claimed is not None:
             unknown = sorted(self.claimed - set(FEATURES))
@@ -253,7 +255,7 @@ class ConformanceSession:
     def context(self) -> dict[str, Any]:
         shared = self.shared
         return {
-            "proxy": shared.proxy_url if shared else None,
+            "proxy": self.redactor.url(shared.proxy_url) if shared else None,
             "upstream dialect": self.pairs_label(),
             "formats": sorted(self.formats) if self.formats is not None else "every format",
             "reference proxy": bool(shared and shared.embedded_proxy),

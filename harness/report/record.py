@@ -6,7 +6,9 @@ proxy and the proxy's answer, then each request the proxy sent the mock backend 
 the mock's answer as it went on the wire; any HAR viewer or a browser's devtools opens
 it. The HTML report is one file with no network access: the score card, the rule
 catalogue (each rule id a link to its row) and each failure's full transcript. Pure:
-the plugin writes what these functions return.
+the plugin writes what these functions return. Both are written through the run's
+``Redactor``: no credential, ``--proxy-header`` value or key-looking string reaches
+them (what went on the wire is not changed, only what is written).
 """
 
 from __future__ import annotations
@@ -19,34 +21,39 @@ from datetime import datetime, timezone
 from typing import Any
 
 from harness.core.exchange import Exchange, Profile, RecordedRequest
+from harness.core.redact import Redactor
 from harness.judge.rules.registry import Rule
 
 CREATOR = {"name": "toolcall-conformance", "version": "0.1"}
 
 
-def _headers(headers: Mapping[str, str]) -> list[dict[str, str]]:
-    return [{"name": k, "value": v} for k, v in headers.items()]
+def _headers(headers: Mapping[str, str], redactor: Redactor) -> list[dict[str, str]]:
+    return [{"name": k, "value": v} for k, v in redactor.headers(headers).items()]
 
 
-def _content(body: bytes, mime: str) -> dict[str, Any]:
+def _content(body: bytes, mime: str, redactor: Redactor) -> dict[str, Any]:
     try:
-        return {"size": len(body), "mimeType": mime, "text": body.decode("utf-8")}
-    except UnicodeDecodeError:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:  # bytes no reader decodes: written as they are, but for known secrets
+        for secret in redactor.known:
+            body = body.replace(secret.encode("utf-8"), redactor.marker.encode("ascii"))
         return {"size": len(body), "mimeType": mime, "text": base64.b64encode(body).decode("ascii"),
                 "encoding": "base64"}
+    return {"size": len(body), "mimeType": mime, "text": redactor.body(text)}
 
 
-def _post(url: str, headers: Mapping[str, str], text: str) -> dict[str, Any]:
-    return {"method": "POST", "url": url, "httpVersion": "HTTP/1.1", "cookies": [], "headers": _headers(headers),
-            "queryString": [], "postData": {"mimeType": headers.get("content-type", "application/json"),
-                                            "text": text}, "headersSize": -1, "bodySize": len(text.encode())}
+def _post(url: str, headers: Mapping[str, str], text: str, redactor: Redactor) -> dict[str, Any]:
+    return {"method": "POST", "url": redactor.url(url), "httpVersion": "HTTP/1.1", "cookies": [],
+            "headers": _headers(headers, redactor), "queryString": [],
+            "postData": {"mimeType": headers.get("content-type", "application/json"), "text": redactor.body(text)},
+            "headersSize": -1, "bodySize": len(text.encode())}
 
 
-def _response(status: int | None, headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
+def _response(status: int | None, headers: Mapping[str, str], body: bytes, redactor: Redactor) -> dict[str, Any]:
     mime = headers.get("content-type", "")
     return {"status": status or 0, "statusText": "", "httpVersion": "HTTP/1.1", "cookies": [],
-            "headers": _headers(headers), "content": _content(body, mime), "redirectURL": "", "headersSize": -1,
-            "bodySize": len(body)}
+            "headers": _headers(headers, redactor), "content": _content(body, mime, redactor), "redirectURL": "",
+            "headersSize": -1, "bodySize": len(body)}
 
 
 def _entry(started: str, seconds: float, request: dict[str, Any], response: dict[str, Any],
@@ -56,7 +63,7 @@ def _entry(started: str, seconds: float, request: dict[str, Any], response: dict
             "timings": {"send": 0, "wait": ms, "receive": 0}, "comment": comment}
 
 
-def _upstream_entry(mock_url: str, recorded: RecordedRequest, label: str) -> dict[str, Any]:
+def _upstream_entry(mock_url: str, recorded: RecordedRequest, label: str, redactor: Redactor) -> dict[str, Any]:
     import json
 
     body = recorded.raw_body if recorded.raw_body is not None else json.dumps(recorded.body, ensure_ascii=False)
@@ -64,30 +71,31 @@ def _upstream_entry(mock_url: str, recorded: RecordedRequest, label: str) -> dic
     query = f"?{recorded.query}" if recorded.query else ""
     started = datetime.fromtimestamp(recorded.received_at, timezone.utc).isoformat()
     response = _response(answer.status if answer else None, answer.headers if answer else {},
-                         answer.body if answer else b"")
+                         answer.body if answer else b"", redactor)
     return _entry(started, (answer.seconds or 0.0) if answer else 0.0,
-                  _post(f"{mock_url}{recorded.path}{query}", recorded.headers, body), response,
-                  f"{label}: what the proxy sent the mock backend, and the mock's answer as sent")
+                  _post(f"{mock_url}{recorded.path}{query}", recorded.headers, body, redactor), response,
+                  redactor.text(f"{label}: what the proxy sent the mock backend, and the mock's answer as sent"))
 
 
 def har(exchanges: Sequence[tuple[str, Exchange]], *, proxy_url: str, endpoint: Mapping[Profile, str],
-        mock_url: str) -> dict[str, Any]:
+        mock_url: str, redactor: Redactor) -> dict[str, Any]:
     """A HAR log of ``exchanges`` (label, exchange): each client exchange, then what
-    reached the mock for it."""
+    reached the mock for it; secrets redacted by ``redactor``."""
     import json
 
     entries: list[dict[str, Any]] = []
     now = datetime.now(timezone.utc).isoformat()
     for label, ex in exchanges:
         url = f"{proxy_url.rstrip('/')}{endpoint[ex.profile]}"
-        request = _post(url, ex.request_headers, json.dumps(ex.request_body, ensure_ascii=False))
+        request = _post(url, ex.request_headers, json.dumps(ex.request_body, ensure_ascii=False), redactor)
         comment = f"{label}: the client's request to the proxy and the proxy's answer"
         if ex.timed_out:
             comment += f" (abandoned after {ex.elapsed:.1f} s)"
         if ex.transport_error:
             comment += f" ({ex.transport_error})"
-        entries.append(_entry(now, ex.elapsed, request, _response(ex.status, ex.response_headers, ex.raw), comment))
-        entries.extend(_upstream_entry(mock_url, r, label) for r in ex.upstream)
+        entries.append(_entry(now, ex.elapsed, request, _response(ex.status, ex.response_headers, ex.raw, redactor),
+                              redactor.text(comment)))
+        entries.extend(_upstream_entry(mock_url, r, label, redactor) for r in ex.upstream)
     return {"log": {"version": "1.2", "creator": CREATOR, "pages": [], "entries": entries}}
 
 
@@ -109,22 +117,25 @@ def _linked(text: str, rules: Mapping[str, Rule]) -> str:
 
 
 def html_report(*, title: str, context: Mapping[str, Any], score_card: str,
-                failures: Iterable[tuple[str, str, str]], rules: Mapping[str, Rule]) -> str:
+                failures: Iterable[tuple[str, str, str]], rules: Mapping[str, Rule], redactor: Redactor) -> str:
     """One HTML file: the run's context, its score card, each failure's transcript
-    (scenario id, outcome, text) and the rules, every rule id linked to its row."""
+    (scenario id, outcome, text) and the rules, every rule id linked to its row; secrets
+    redacted by ``redactor``."""
     out = ["<!doctype html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>",
            f"<h1>{html.escape(title)}</h1>", "<table>"]
     for key, value in context.items():
         if value not in (None, "", [], ()):
-            out.append(f"<tr><th>{html.escape(str(key))}</th><td>{html.escape(str(value))}</td></tr>")
-    out += ["</table>", "<h2>Score card</h2>", f"<pre>{_linked(score_card, rules)}</pre>", "<h2>Failures</h2>"]
+            shown_value = redactor.url(value) if isinstance(value, str) else redactor.text(str(value))
+            out.append(f"<tr><th>{html.escape(str(key))}</th><td>{html.escape(shown_value)}</td></tr>")
+    out += ["</table>", "<h2>Score card</h2>", f"<pre>{_linked(redactor.text(score_card), rules)}</pre>",
+            "<h2>Failures</h2>"]
     shown = 0
     for scenario, outcome, text in failures:
         shown += 1
         out.append(f'<details id="scenario-{html.escape(scenario)}" open><summary class="{html.escape(outcome)}">'
                    f"<b>{html.escape(scenario)}</b> {html.escape(outcome)}</summary>"
-                   f"<pre>{_linked(text, rules)}</pre></details>")
+                   f"<pre>{_linked(redactor.text(text), rules)}</pre></details>")
     if not shown:
         out.append("<p>No scenario failed.</p>")
     out += ["<h2>Rules</h2>", "<table><tr><th>rule</th><th>severity</th><th>group</th><th>statement</th></tr>"]

@@ -22,6 +22,7 @@ from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 
 from harness.core.errors import ProxyUnreachable
+from harness.core.redact import Redactor
 from harness.core.records import ScenarioRun
 from harness.core.scenario.loading import parse_scenario
 from harness.generate.fuzz.case import NATIVE, Case, Profile, scenario_data
@@ -279,10 +280,11 @@ def _save(format_id: str, broken: _Broken, shrunk: bool, config: FuzzSettings,
 __all__ = ["Finding", "FormatResult", "FuzzReport", "FuzzSettings", "fuzz", "fuzz_format", "judge"]
 
 
-def finding_lines(finding: Finding, replay: str) -> list[str]:
-    text = render_failures(finding.run, reproduce=lambda attempt: replay)
+def finding_lines(finding: Finding, replay: str, redactor: Redactor) -> list[str]:
+    """A finding as printed, secrets redacted by ``redactor``."""
+    text = redactor.text(render_failures(finding.run, reproduce=lambda attempt: replay))
     return [
         f"  scenario written to {finding.path} (id {finding.scenario_id})",
-        f"  replay: {replay}",
+        f"  replay: {redactor.text(replay)}",
         *("    " + line for line in text.splitlines()),
     ]

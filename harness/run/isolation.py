@@ -25,7 +25,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harness.core.exchange import Exchange, Profile
-from harness.core.scenario.loading import _build as build_scenario
+from harness.core.scenario.loading import build_scenario
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.judge.rules import Options, evaluate

@@ -40,7 +40,9 @@ from harness.core.scenario.yaml_source import Lines, load_yaml
 
 
 
-def _build(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
+def build_scenario(data: Mapping[str, Any], path: str | None, family: str) -> Scenario:
+    """The model of a case whose data is already valid (a loaded case rewritten, as the isolation
+    rounds tag theirs), without checking it again."""
     b = data["backend"]
     frames: list[Frame] = []
     for f in b["frames"]:
@@ -187,7 +189,7 @@ def _parse(data: Any, where: str, family: str, lines: Lines) -> Scenario:
     problems += semantic_problems(data, broken_paths(errors), where, lines)
     if problems:
         raise ScenarioError(problems)
-    return _build(data, where if where != "<inline>" else None, family)
+    return build_scenario(data, where if where != "<inline>" else None, family)
 
 
 def _load(path: Path) -> tuple[Scenario, Lines]:
