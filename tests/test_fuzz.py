@@ -15,6 +15,7 @@ import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 
+from harness.core.dialects.clients import CLIENTS
 from harness.cli.main import main
 from harness.generate.formats import FORMATS
 from harness.generate.fuzz.case import NATIVE, Case, scenario_data, seams_pattern
@@ -70,7 +71,7 @@ def test_each_format_is_generated_through_its_writer(format_id: str) -> None:
 
     @settings(max_examples=25, deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow])
-    @given(cases([format_id], profiles_for(format_id, ("openai",)), native=False))
+    @given(cases([format_id], profiles_for(format_id, (CLIENTS["openai"],)), native=False))
     def draw(case: Case) -> None:
         assert case.format_id == format_id and not case.native
         for block in case.blocks:
@@ -85,13 +86,13 @@ def test_each_format_is_generated_through_its_writer(format_id: str) -> None:
     draw()
     assert written, f"no {format_id} case with arguments in 25 examples"
     assert any(all(d in case.text for d in FORMATS[format_id].delimiters) for case in written)
-    if "openai" in profiles_for(format_id, ("openai",)):
+    if CLIENTS["openai"] in profiles_for(format_id, (CLIENTS["openai"],)):
         assert any(FORMATS[format_id].delimiters[0] in case.reasoning for case in reasoned), \
             f"no {format_id} case drafts a call in a reasoning block"
 
 
 @settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cases([*FORMATS], ("openai", "anthropic")))
+@given(cases([*FORMATS], (CLIENTS["openai"], CLIENTS["anthropic"])))
 def test_a_generated_case_is_a_valid_scenario_file(case: Case) -> None:
     """The file written for a case loads back to the same scenario; its frames carry
     the generated text, cut as drawn; the expectation is the generator's own parts."""

@@ -25,6 +25,7 @@ from click.testing import CliRunner, Result
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from harness.core.dialects.clients import CLIENTS
 from harness.capture.detect import CaptureError, read_captures
 from harness.cli.importing import import_command
 from harness.capture.importer import PLACEHOLDER_MESSAGE, ImportOptions, import_capture
@@ -373,12 +374,12 @@ def test_capture_becomes_scenario(case: Case, tmp_path: Path) -> None:
         assert request[key] == value, key
     assert scenario.client.tool_names == case.tools
     assert dict(scenario.client.headers) == dict(case.headers)
-    assert scenario.backend.dialect == case.profile and scenario.client.profile == case.profile
+    assert scenario.backend.dialect.name == case.profile and scenario.client.profile.name == case.profile
     assert scenario.backend.ping == case.ping
     if case.profile == "anthropic":  # a Messages case runs under its own profile, User-Agent or not
-        assert scenario.client.profiles == ("anthropic",)
+        assert tuple(p.name for p in scenario.client.profiles) == ("anthropic",)
     else:  # a captured User-Agent overrides the xml-client profile's
-        assert (scenario.client.profiles == ("openai",)) == bool(case.headers)
+        assert (tuple(p.name for p in scenario.client.profiles) == ("openai",)) == bool(case.headers)
     if case.inferred:
         assert request["messages"] == [{"role": "user", "content": PLACEHOLDER_MESSAGE}]
         assert "messages holds a placeholder" in text
@@ -491,7 +492,7 @@ def test_imported_scenario_replays_with_the_original_split_points(
     assert problems == []
 
     url = servers(create_app()).url
-    route = "messages" if scenario.client.dialect == "anthropic" else "chat/completions"
+    route = "messages" if scenario.client.dialect.name == "anthropic" else "chat/completions"
     with MockControl(url) as control:
         nonce = control.arm(scenario)
         body = place_nonce(scenario.client.request, nonce, scenario.client.dialect)
@@ -839,7 +840,7 @@ def test_text_around_a_leaked_call_keeps_room_for_its_separators(
     mock_url, proxy_url, features = reference_rig
     with MockControl(mock_url) as mock:
         played = play(scenario, settings=RunSettings(proxy_url=proxy_url, features=features, timeout=10), mock=mock,
-                      profile="anthropic")
+                      profile=CLIENTS["anthropic"])
     assert not played.failures, [str(f) for _, f in played.failures]
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.core.dialects.clients import CLIENTS
 from harness.core.exchange import Exchange
 from harness.run.isolation import breakers, tag
 from harness.core.nonce import place_nonce
@@ -169,7 +170,7 @@ def _call_stream(token: str, *, index: int = 0, text: str | None = None) -> byte
 
 def _played(label: str, token: str, raw: bytes | None = None, failures: tuple[str, ...] = ()) -> Played:
     scenario = tag(IN_FLIGHT, token)
-    exchange = Exchange(scenario_id=scenario.id, profile="openai", stream=True, request_body=scenario.client.request,
+    exchange = Exchange(scenario_id=scenario.id, profile=CLIENTS["openai"], stream=True, request_body=scenario.client.request,
                         request_headers={}, status=200, response_headers={"content-type": "text/event-stream"},
                         raw=raw if raw is not None else _call_stream(token))
     return Played(label, token, scenario, exchange, failures)

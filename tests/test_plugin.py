@@ -412,7 +412,7 @@ def test_bundled_library_is_the_default(pytester: pytest.Pytester) -> None:
     library = load_library()
     assert sorted(collected) == sorted([s.id for s in library] +
                                        [f"{s.id}[{u}-upstream]" for s in library for u in upstreams
-                                        if u != s.backend.dialect])
+                                        if u != s.backend.dialect.name])
     assert len(library) == len(list(bundled_scenarios_dir().rglob("*.yaml")))
 
 

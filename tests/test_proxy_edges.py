@@ -24,8 +24,8 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from harness.core.dialects.clients import CLIENTS
 from harness.core.nonce import NONCE_HEADER
-from harness.core.dialects.profiles import DEFAULT_HEADERS
 from harness.core.scenario.loading import Scenario, parse_scenario
 from harness.run.servers import bind_socket, serve
 from reference_proxy.app import create_app
@@ -77,7 +77,7 @@ NATIVE = [
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 def test_native_calls_as_xml_for_xml_reading_clients(rig: Rig, stream: bool) -> None:
-    response, _ = run_inline(rig, inline(NATIVE, finish="tool_calls"), stream=stream, headers=DEFAULT_HEADERS["xml-client"])
+    response, _ = run_inline(rig, inline(NATIVE, finish="tool_calls"), stream=stream, headers=CLIENTS["xml-client"].headers)
     assert response.status_code == 200
     if stream:
         folded = check_and_fold(parse_sse(response.text))

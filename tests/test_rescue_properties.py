@@ -213,7 +213,7 @@ def test_a_family_declines_a_shared_opener_exactly_where_its_parser_gives_up(sha
 
 def _tools(scenario: Scenario) -> list[ToolSpec]:
     request = scenario.client.request
-    return list(anthropic_tools(request) if scenario.client.profile == "anthropic" else tools_from_request(request))
+    return list(anthropic_tools(request) if scenario.client.profile.name == "anthropic" else tools_from_request(request))
 
 
 def _text_runs(scenario: Scenario) -> tuple[str, list[int], list[str]]:

@@ -135,8 +135,8 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
                 "tool definitions if it sent any, then re-check expect"
             )
         notes.client_comment.append("request not captured: placeholder message, tools inferred from the calls seen")
-    profiles = profiles_written_in(dialect)
-    client: dict[str, Any] = {"profile": profiles[0]} if profiles[0] != DEFAULT_PROFILE else {}
+    profiles = profiles_written_in(wire_dialect(dialect))  # a capture names its dialect: the object from here on
+    client: dict[str, Any] = {"profile": profiles[0].name} if profiles[0] is not DEFAULT_PROFILE else {}
     agent = capture.headers.get("User-Agent") or next(
         (v for k, v in capture.headers.items() if k.lower() == "user-agent"), None
     )
@@ -150,9 +150,10 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
                 "User-Agent under --client-profile xml-client)"
             )
         else:
-            client["profiles"] = ["openai"]
+            client["profiles"] = [profiles[0].name]
             client["headers"] = {"User-Agent": agent}
-            notes.client_comment.append("the captured User-Agent overrides the xml-client profile's, hence profiles: [openai]")
+            notes.client_comment.append(f"the captured User-Agent overrides the xml-client profile's, hence profiles: "
+                                        f"[{profiles[0].name}]")
     client["request"] = request
     return client
 

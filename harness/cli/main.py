@@ -209,7 +209,9 @@ def replay(
     if upstream_dialect == "natural":
         upstream_dialect = None
     elif upstream_dialect == "all":
-        raise click.UsageError("replay plays one exchange: --upstream-dialect takes openai, anthropic or natural")
+        from harness.core.dialects import dialect_choices
+
+        raise click.UsageError(f"replay plays one exchange: --upstream-dialect takes {dialect_choices()} or natural")
 
     from harness.run.embedded import EmbeddedServers
     from harness.core.dialects.profiles import choose_profile, parse_profile
@@ -229,11 +231,11 @@ def replay(
         raise click.UsageError(f"no scenario {scenario_id!r}{hint}")
     scenario = by_id[scenario_id]
     if upstream_dialect is not None:
-        from harness.core.dialects import NotPortable
+        from harness.core.dialects import NotPortable, dialect
         from harness.core.dialects.script import serve_as
 
         try:
-            scenario = serve_as(scenario, upstream_dialect)
+            scenario = serve_as(scenario, dialect(upstream_dialect))
         except NotPortable as exc:
             raise click.UsageError(f"{scenario_id} cannot be served by a {upstream_dialect} upstream: {exc}") from exc
     try:

@@ -9,13 +9,15 @@ from typing import TYPE_CHECKING, Any
 from harness.run.options import replay_args
 
 if TYPE_CHECKING:
+    from harness.core.dialects import WireDialect
     from harness.core.exchange import Profile
     from harness.pytest.session import ConformanceSession
     from harness.run.runner import Attempt
     from harness.core.scenario.loading import Scenario
 
 
-def replay_command(session: ConformanceSession, scenario: Scenario, profile: Profile, attempt: Attempt, upstream: str | None = None) -> str:
+def replay_command(session: ConformanceSession, scenario: Scenario, profile: Profile, attempt: Attempt,
+                   upstream: WireDialect | None = None) -> str:
     """The replay command for one exchange, written from the option table."""
     shared = session.shared
     assert shared is not None
@@ -28,10 +30,10 @@ def replay_command(session: ConformanceSession, scenario: Scenario, profile: Pro
             values.update({"mock-host": host, "mock-port": int(port)})
         else:
             values["mock-url"] = shared.mock_url
-    if profile != scenario.client.profile:
-        values["client-profile"] = profile
+    if profile is not scenario.client.profile:
+        values["client-profile"] = profile.name
     if upstream is not None:
-        values["upstream-dialect"] = upstream
+        values["upstream-dialect"] = upstream.name
     if session.claimed is not None:
         values["features"] = [",".join(sorted(session.claimed)) or ","]
     if attempt.variant is not None:

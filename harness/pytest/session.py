@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.core.dialects import DIALECTS, WireDialect, dialect_choices
+from harness.core.dialects.clients import CLIENTS, DEFAULT_PROFILE
 from harness.core.errors import ConformanceError
 from harness.run.options import BY_NAME, DEFAULT_TIMEOUT
 from harness.pytest.items import ConformanceSuite, ScenarioItem, mark_name
@@ -55,9 +57,9 @@ class Shared:
         return cls(data["proxy_url"], data["mock_url"], tuple(data["features"]), int(data["seed"]),
                    bool(data["embedded_proxy"]), bool(data["mock_served"]), dict(data.get("proxy_urls") or {}))
 
-    def proxy_for(self, upstream: str | None) -> str:
+    def proxy_for(self, upstream: WireDialect | None) -> str:
         """The proxy that plays an item whose backend is served in ``upstream`` (None: its own)."""
-        return self.proxy_urls.get(upstream or "native") or self.proxy_urls.get("native") or self.proxy_url
+        return self.proxy_urls.get(upstream.name if upstream else "native") or self.proxy_urls.get("native") or self.proxy_url
 
 
 def _usage(message: str) -> pytest.UsageError:
@@ -93,11 +95,11 @@ class ConformanceSession:
         mode = opt("upstream-dialect") or ("natural" if self.user_proxy_url else "all")
         if mode == "all" and self.user_proxy_url:
             raise _usage("--conformance-upstream-dialect all plays the bundled reference proxies; a proxy under test "
-                         "calls one upstream dialect: name it (openai or anthropic), or natural")
+                         f"calls one upstream dialect: name it ({dialect_choices('or')}), or natural")
         self.upstream_mode: str = mode
         # The upstream dialect of each item of a scenario (None: the scenario's own).
-        self.upstreams: tuple[str | None, ...] = {"natural": (None,), "all": ("openai", "anthropic", "responses")}.get(
-            mode, (mode,))
+        self.upstreams: tuple[WireDialect | None, ...] = (
+            (None,) if mode == "natural" else tuple(DIALECTS.values()) if mode == "all" else (DIALECTS[mode],))
         self.strict = bool(opt("strict"))
         try:
             profile = opt("client-profile")
@@ -172,7 +174,7 @@ class ConformanceSession:
             self.shared = Shared(self.user_proxy_url or "", self.user_mock_url, self._features(frozenset()),
                                  seed, False, False)
             return
-        proxies = ("native",) if self.upstream_mode == "natural" else tuple(u for u in self.upstreams if u)
+        proxies = ("native",) if self.upstream_mode == "natural" else tuple(u.name for u in self.upstreams if u)
         self.embedded = EmbeddedServers(
             mock_host=self.mock_host, mock_port=self.mock_port, with_proxy=embedded_proxy, mock_url=self.user_mock_url,
             upstream_dialects=proxies,
@@ -250,9 +252,10 @@ class ConformanceSession:
             lines.append(f"conformance: mock backend at {shared.mock_url}")
         features = ", ".join(shared.features) or "none"
         source = " (the reference proxy's)" if shared.embedded_proxy and self.claimed is None else ""
-        if self.implied:
-            source += f" ({', '.join(sorted(self.implied))} implied by --client-profile {self.client_profile})"
-        profile = self.client_profile or ("openai" if self.user_proxy_url else "each scenario's own")
+        if self.implied and self.client_profile is not None:
+            source += f" ({', '.join(sorted(self.implied))} implied by --client-profile {self.client_profile.name})"
+        profile = (self.client_profile.name if self.client_profile is not None
+                   else DEFAULT_PROFILE.name if self.user_proxy_url else "each scenario's own")
         lines.append(f"conformance: upstream dialect: {self.pairs_label()}")
         lines.append(f"conformance: claimed features: {features}{source}; client profile: "
                      f"{profile}; strict: {'yes' if self.strict else 'no'}; "
@@ -287,12 +290,10 @@ class ConformanceSession:
 
         It may take the default timeout even when ``--timeout`` is shorter: the first request
         can pay the proxy's cold start, and its verdict decides the whole run."""
-        from harness.core.dialects import DIALECTS
-        from harness.core.dialects.clients import client
         from harness.run.health import plain_scenario, preflight
 
-        profile: Profile = self.client_profile or "openai"
-        upstream = self.upstream_mode if self.upstream_mode in DIALECTS else client(profile).written_in.name
+        profile: Profile = self.client_profile or DEFAULT_PROFILE
+        upstream = DIALECTS.get(self.upstream_mode, profile.written_in)
         result = preflight(plain_scenario(profile, upstream), proxy_url=shared.proxy_url, mock=self.mock,
                            profile=profile, model=self.models.default, proxy_headers=self.proxy_headers,
                            timeout=max(self.timeout, DEFAULT_TIMEOUT))
@@ -352,19 +353,18 @@ class ConformanceSession:
 
         write_score_card(self, terminalreporter)
 
-    def requested_profile(self, scenario: Scenario, upstream: str | None, features: frozenset[str]) -> Profile | None:
+    def requested_profile(self, scenario: Scenario, upstream: WireDialect | None, features: frozenset[str]) -> Profile | None:
         """The client profile an item asks for: the user's; else, in the bundled run's pass in
         front of a Responses upstream, a Responses client for each case a chat-completions
         client asks (so that pass covers Responses as client and as upstream at once); else
         each scenario's own (None)."""
-        from harness.core.dialects.clients import CLIENTS
         from harness.core.dialects.profiles import choose_profile
 
         if self.client_profile is not None or self.upstream_mode != "all":
             return self.client_profile
         # A client of the upstream's API that says this case's request in its own words.
-        translating = next((p.name for p in CLIENTS.values()
-                            if p.answers.name == upstream and p.written_as == scenario.client.profile), None)
+        translating = next((p for p in CLIENTS.values()
+                            if p.answers is upstream and p.written_as is scenario.client.profile), None)
         if translating is None or choose_profile(scenario, translating, features)[1] is not None:
             return None
         return translating
@@ -372,8 +372,9 @@ class ConformanceSession:
     def pairs_label(self) -> str:
         """The dialect pairs the run plays, as the header and report name them."""
         if self.upstream_mode == "all":
-            return ("every pair (openai, anthropic and responses upstreams; each scenario's client dialect, and a "
-                    "responses client for the chat-completions cases in front of the responses upstream)")
+            translating = "".join(f", and a {p.name} client for the {p.written_as.answers.short_name} cases in front "
+                                  f"of the {p.answers.name} upstream" for p in CLIENTS.values() if p.written_as)
+            return f"every pair ({dialect_choices('and')} upstreams; each scenario's client dialect{translating})"
         if self.upstream_mode == "natural":
             return "each scenario's own (natural)"
         return self.upstream_mode
@@ -386,7 +387,7 @@ class ConformanceSession:
             "formats": sorted(self.formats) if self.formats is not None else "every format",
             "reference proxy": bool(shared and shared.embedded_proxy),
             "features": list(shared.features) if shared else [],
-            "client profile": self.client_profile or "each scenario's own",
+            "client profile": self.client_profile.name if self.client_profile is not None else "each scenario's own",
             "strict": self.strict,
             "rechunk": self.rechunk,
             "rechunk seed": shared.seed if shared and self.rechunk else None,

@@ -7,6 +7,7 @@ which scenarios expose it.
 
 from __future__ import annotations
 
+from harness.core.dialects.clients import CLIENTS
 import html
 import json
 import secrets
@@ -840,7 +841,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("USAGE-001",), ("plain-include-usage",), rewritten(NoUsageChunk), strict=True),
     Mutant("xml-client-gets-tool-calls", "Gives an XML-reading client (Cline) structured `tool_calls` instead of XML.",
            ("VTC-001", "VTC-002", "VTC-004"), ("cline-xml-backend-native", "hermes-single"),
-           with_parts(Parts(xml_client=never_xml_client)), profile="xml-client", strict=True),
+           with_parts(Parts(xml_client=never_xml_client)), profile=CLIENTS["xml-client"], strict=True),
     # upstream faults
     Mutant("hangs-on-upstream-failure", "Never ends the client's stream when the upstream connection drops.",
            ("HTTP-002",), ("faults-openai-drop-between-events",), rewritten(HangsOnUpstreamFailure), timeout=2.0),
@@ -879,7 +880,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("FAULT-002",), ("faults-openai-http-500",), rewritten(ErrorStatusAsStream)),
     Mutant("xml-client-entities-escaped", "Writes `&lt;`, `&gt;` and `&amp;` into the XML values a Cline client reads.",
            ("VTC-003",), ("invoke-xml-multiline-value",),
-           with_parts(Parts(chat_pipeline=partial(StreamPipeline, xml_writer=entity_escaped_xml))), profile="xml-client"),
+           with_parts(Parts(chat_pipeline=partial(StreamPipeline, xml_writer=entity_escaped_xml))), profile=CLIENTS["xml-client"]),
     Mutant("arguments-as-object", "Gives a non-streaming answer's call arguments as a JSON object, not a string.",
            ("BODY-003",), (NATIVE,), rewritten(ArgumentsAsObject)),
     Mutant("length-becomes-stop", 'Reports an answer cut off by the token limit as `finish_reason: "stop"`.',

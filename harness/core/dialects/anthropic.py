@@ -22,7 +22,8 @@ from harness.core.dialects.request import (
     string,
     texts,
 )
-from harness.core.scenario.model import Frame, ToolCallFrame, ToolUseFrame, tool_name
+from harness.core.dialects.frames import Frame, ToolCallFrame, ToolUseFrame
+from harness.core.dialects.request import tool_name
 
 
 class ToolUseCodec:
@@ -166,4 +167,5 @@ ANTHROPIC = WireDialect(
     call_id_prefix="toolu_",
     client_header="anthropic-version",
     splits_text=True,
+    sampling=frozenset({"temperature", "top_p", "top_k", "max_tokens", "stop_sequences"}),
 )

@@ -22,7 +22,8 @@ from harness.core.dialects.request import (
     string,
     texts,
 )
-from harness.core.scenario.model import Frame, ToolCallFrame, ToolUseFrame, tool_name
+from harness.core.dialects.frames import Frame, ToolCallFrame, ToolUseFrame
+from harness.core.dialects.request import tool_name
 
 
 @dataclass(slots=True)
@@ -194,4 +195,6 @@ OPENAI = WireDialect(
     short_name="chat-completions",
     usage_names={"input": "prompt_tokens", "output": "completion_tokens"},
     finish_aliases={"stop-sequence": "stop"},
+    sampling=frozenset({"temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stop",
+                        "presence_penalty", "frequency_penalty", "logit_bias", "n"}),
 )

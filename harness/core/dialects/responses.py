@@ -29,7 +29,7 @@ from harness.core.dialects.request import (
     string,
     texts,
 )
-from harness.core.scenario.model import tool_name
+from harness.core.dialects.request import tool_name
 
 # The finish words of a Responses backend script, and the status each ends with on the wire.
 STATUS = {"completed": "completed", "function_calls": "completed", "max_output_tokens": "incomplete"}

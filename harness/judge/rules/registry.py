@@ -13,6 +13,10 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
+from harness.core.dialects import OPENAI
+from harness.core.dialects.clients import ANTHROPIC_CLIENT, DEFAULT_PROFILE, RESPONSES_CLIENT
+from harness.core.dialects.clients import CLIENTS as PROFILES_BY_NAME
+from harness.core.dialects.clients import ClientProfile as Profile
 from harness.judge.rules.citations import CLIENTS, Breaks
 
 if TYPE_CHECKING:
@@ -22,7 +26,6 @@ if TYPE_CHECKING:
 # says so (judged with --strict); feature: a promise only some proxies make, judged when the
 # user claims it.
 Severity = Literal["client", "spec", "feature"]
-Profile = Literal["openai", "xml-client", "anthropic", "responses"]
 # When a rule has something to judge: every run, any HTTP response (no transport
 # error, no timeout), a 200 answer, a 200 SSE stream, or a 200 single JSON body.
 Stage = Literal["always", "response", "answer", "stream", "single"]
@@ -43,7 +46,7 @@ class Rule:
 
 @dataclass(frozen=True)
 class Options:
-    profile: Profile = "openai"
+    profile: Profile = DEFAULT_PROFILE
     strict: bool = False
     features: frozenset[str] = frozenset()
 
@@ -89,10 +92,11 @@ class Entry:
 
 
 ENTRIES: dict[str, Entry] = {}
-OPENAI_PROFILES: frozenset[Profile] = frozenset({"openai", "xml-client"})
-ANTHROPIC: frozenset[Profile] = frozenset({"anthropic"})
-RESPONSES: frozenset[Profile] = frozenset({"responses"})
-EVERY_PROFILE: frozenset[Profile] = OPENAI_PROFILES | ANTHROPIC | RESPONSES
+# The profiles a rule applies to: those reading Chat Completions answers (openai, xml-client), ...
+OPENAI_PROFILES: frozenset[Profile] = frozenset(p for p in PROFILES_BY_NAME.values() if p.answers is OPENAI)
+ANTHROPIC: frozenset[Profile] = frozenset({ANTHROPIC_CLIENT})
+RESPONSES: frozenset[Profile] = frozenset({RESPONSES_CLIENT})
+EVERY_PROFILE: frozenset[Profile] = frozenset(PROFILES_BY_NAME.values())
 # The default of a rule: the OpenAI chat-completions dialect, whichever client reads it.
 ALL_PROFILES = OPENAI_PROFILES
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from harness.core.dialects.clients import XML_CLIENT
 from harness.judge.compare import diff_calls, first_call_mismatch, render, shorten
 from harness.judge.rules import locate
 from harness.judge.rules.chunk import choices_of
@@ -26,7 +27,7 @@ rule = rule_group("xml-client", "VTC")
                   "(and usage) from the stream: a call sent as `tool_calls` is never seen, so it never runs",
                   (CLINE_OPENAI,)),
     stage="answer",
-    profiles=("xml-client",),
+    profiles=(XML_CLIENT,),
 )
 def no_structured_calls(ctx: Context) -> Iterator[Violation]:
     if ctx.kind == "sse":
@@ -52,7 +53,7 @@ def no_structured_calls(ctx: Context) -> Iterator[Violation]:
                   "`<tool_name>` and `<param>` tags against fixed lists: a missing, unclosed or altered tag is a "
                   "call run wrongly or not at all"),
     stage="answer",
-    profiles=("xml-client",),
+    profiles=(XML_CLIENT,),
 )
 def expected_xml_calls(ctx: Context) -> Iterator[Violation]:
     lines = diff_calls(ctx.expected_calls, ctx.received_calls, value_matches)
@@ -90,7 +91,7 @@ def _expected_value(ctx: Context, position: int, name: str, param: str) -> Any:
     breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "they take a parameter's text as is, without entity "
                   "decoding: `&lt;` is written into the file or command as `&lt;`"),
     stage="answer",
-    profiles=("xml-client",),
+    profiles=(XML_CLIENT,),
 )
 def raw_values(ctx: Context) -> Iterator[Violation]:
     for position, call in enumerate(ctx.xml.calls):
@@ -116,7 +117,7 @@ def raw_values(ctx: Context) -> Iterator[Violation]:
     severity="spec",  # these clients read only the content; the reference gives `tool_calls` only for real calls
     source=SPEC_CHAT,
     stage="answer",
-    profiles=("xml-client",),
+    profiles=(XML_CLIENT,),
     ending=True,
 )
 def finish_stop(ctx: Context) -> Iterator[Violation]:
