@@ -151,3 +151,14 @@ def test_the_dialects_import_nothing_of_the_scenario_model() -> None:
              "print([m for m in sys.modules if m.startswith('harness.core.scenario')])")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=ROOT)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_the_option_tables_of_the_docs_name_every_registered_dialect_and_profile() -> None:
+    """The docs' option tables are written by hand: this says when one falls behind the registries."""
+    rows = {line.split("|")[1].strip(): line for line in (ROOT / "docs" / "harness.md").read_text("utf-8").splitlines()
+            if line.startswith("| `--")}
+    profile_row = next(row for flag, row in rows.items() if flag.startswith("`--client-profile"))
+    dialect_row = next(row for flag, row in rows.items() if flag.startswith("`--upstream-dialect"))
+    assert all(f"`{name}`" in profile_row or f"\\|{name}" in profile_row or f" {name}\\|" in profile_row
+               for name in CLIENTS), profile_row[:200]
+    assert all(f"`{name}`" in dialect_row for name in DIALECTS), dialect_row[:200]
