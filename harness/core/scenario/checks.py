@@ -157,7 +157,8 @@ def _profiles(data: Mapping[str, Any], problem: Report) -> None:
     profiles = data["client"].get("profiles", [p.name for p in default_profiles(client(profile))])
     if profile not in profiles:
         problem(["client", "profile"], f"profile '{profile}' is not among 'profiles' {profiles}")
-    alone = next((client(p) for p in profiles if default_profiles(client(p)) == (client(p),)), None)  # a request no other profile sends
+    # A profile whose request no other profile sends.
+    alone = next((client(p) for p in profiles if default_profiles(client(p)) == (client(p),)), None)
     if alone is not None and len(profiles) > 1:
         problem(["client", "profiles"], f"{alone.label}'s request cannot be replayed as another profile")
 
