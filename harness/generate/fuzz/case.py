@@ -17,7 +17,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from harness.core.dialects import NativeCall, WireDialect
 from harness.core.dialects.clients import CLIENTS
