@@ -44,7 +44,7 @@ def run_fuzz(proxy_url: str, mock_url: str, formats: tuple[str, ...], examples: 
              profiles: tuple[str, ...] = ("openai",), seed: int = SEED, database: Path | None = None,
              shrink_budget: int = 15) -> FuzzReport:
     config = FuzzSettings(run=RunSettings(proxy_url=proxy_url, features=FEATURES, timeout=PATIENT_TIMEOUT), formats=formats,
-                          profiles=profiles, examples=examples, seed=seed, database=database, out=out,  # type: ignore[arg-type]
+                          profiles=tuple(CLIENTS[p] for p in profiles), examples=examples, seed=seed, database=database, out=out,
                           shrink_budget=shrink_budget)
     with MockControl(mock_url) as mock:
         return fuzz(config, mock, replay_command=lambda scenario_id: f"toolcall-conformance replay {scenario_id}")

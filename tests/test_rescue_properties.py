@@ -237,7 +237,7 @@ TEXT_SCENARIOS = [s for s in load_library() if any(isinstance(f, ContentFrame) a
 
 
 def test_the_library_has_text_scenarios_of_both_dialects() -> None:
-    assert {s.client.profile for s in TEXT_SCENARIOS} >= {"openai", "anthropic"}
+    assert {s.client.profile.name for s in TEXT_SCENARIOS} >= {"openai", "anthropic"}
 
 
 @settings(max_examples=120, deadline=None)

@@ -256,7 +256,7 @@ def replay(
         chosen, skip = choose_profile(scenario, profile, claimed)
         click.echo(f"scenario {scenario.id} ({scenario.family}): {scenario.title}")
         click.echo(f"proxy {target}{' (reference proxy)' if proxy_url is None else ''}; mock backend {urls.mock_url}"
-                   f"; profile {chosen}; features {', '.join(sorted(claimed)) or 'none'}")
+                   f"; profile {chosen.name}; features {', '.join(sorted(claimed)) or 'none'}")
         if skip:
             click.echo(f"note: a conformance run would skip this: {skip}")
         with MockControl(urls.mock_url.replace("://0.0.0.0:", "://127.0.0.1:")) as mock:

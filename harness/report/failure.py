@@ -130,7 +130,7 @@ def render_failures(
     known = known or {}
     scenario = run.scenario
     out = [
-        f"rules broken: {', '.join(run.failed_rules)} (profile {run.profile})",
+        f"rules broken: {', '.join(run.failed_rules)} (profile {run.profile.name})",
         f"{scenario.id}: {scenario.title}",
         *notes,
     ]
