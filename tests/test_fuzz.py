@@ -61,6 +61,9 @@ def test_every_text_format_of_the_library_has_a_writer() -> None:
     assert all_formats() == [*FORMATS, NATIVE] and parse_formats(()) == tuple(all_formats())
 
 
+PLAIN_CLIENT = (CLIENTS["openai"],)  # the profile reasoning drafts are drawn for
+
+
 @pytest.mark.parametrize("format_id", list(FORMATS))
 def test_each_format_is_generated_through_its_writer(format_id: str) -> None:
     """Cases of a format hold its writer's blocks, delimiters and all; some open with a
@@ -71,7 +74,7 @@ def test_each_format_is_generated_through_its_writer(format_id: str) -> None:
 
     @settings(max_examples=25, deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow])
-    @given(cases([format_id], profiles_for(format_id, (CLIENTS["openai"],)), native=False))
+    @given(cases([format_id], profiles_for(format_id, PLAIN_CLIENT), native=False))
     def draw(case: Case) -> None:
         assert case.format_id == format_id and not case.native
         for block in case.blocks:
@@ -86,7 +89,7 @@ def test_each_format_is_generated_through_its_writer(format_id: str) -> None:
     draw()
     assert written, f"no {format_id} case with arguments in 25 examples"
     assert any(all(d in case.text for d in FORMATS[format_id].delimiters) for case in written)
-    if CLIENTS["openai"] in profiles_for(format_id, (CLIENTS["openai"],)):
+    if CLIENTS["openai"] in profiles_for(format_id, PLAIN_CLIENT):
         assert any(FORMATS[format_id].delimiters[0] in case.reasoning for case in reasoned), \
             f"no {format_id} case drafts a call in a reasoning block"
 
