@@ -21,7 +21,7 @@ from fastapi.exceptions import RequestValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 
-from harness.core.dialects import DIALECTS, OPENAI
+from harness.core.dialects import OPENAI, WireDialect
 from harness.core.errors import ScenarioError
 from harness.core.exchange import RecordedRequest
 from harness.core.nonce import find_nonce
@@ -40,8 +40,8 @@ logger = logging.getLogger("mock_backends")
 
 ALL_METHODS = ["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"]
 ROUTES_HELP = (
-    "the mock answers POST <any prefix>/chat/completions (OpenAI), POST <any prefix>/messages (Anthropic), "
-    "POST <any prefix>/responses (OpenAI Responses), GET <any prefix>/models and /_mock/ (control)"
+    "the mock answers " + "".join(f"POST <any prefix>{wire.endpoint} ({wire.title}), " for wire in ROUTES)
+    + "GET <any prefix>/models and /_mock/ (control)"
 )
 
 # Every answer tied to a run names it, so a request that reached the mock without a nonce can be traced.
@@ -64,25 +64,24 @@ def _error(status: int, message: str, code: str, *, param: str | None = None, **
     return _json(body, status)
 
 
-def _route_error(dialect: str, status: int, message: str, code: str, *, param: str | None = None,
+def _route_error(dialect: WireDialect, status: int, message: str, code: str, *, param: str | None = None,
                  api_type: str | None = None, server: bool = False) -> Response:
     """An error in the route's dialect. OpenAI: ``code`` names the problem. Anthropic: the
     error type is the API's own (``api_type``) or, for problems only the mock has, ``code``."""
     return _json(ROUTES[dialect].error(message, code, param=param, api_type=api_type, server=server), status)
 
 
-def _route_name(dialect: str) -> str:
+def _route_name(dialect: WireDialect) -> str:
     """How a message names a dialect's route."""
-    return f"POST ...{DIALECTS[dialect].endpoint}" if dialect in DIALECTS else dialect
+    return f"POST ...{dialect.endpoint}"
 
 
-def _speaks(request: Request) -> str:
+def _speaks(request: Request) -> WireDialect:
     """The dialect to answer a request in: the one whose clients all send a header it
     carries, else the one whose route its path ends with, else OpenAI's."""
     path = request.scope["path"].rstrip("/")
-    return next((name for name, route in ROUTES.items()
-                 if route.wire.client_header is not None and route.wire.client_header in request.headers),
-                next((name for name, route in ROUTES.items() if path.endswith(route.wire.endpoint)), OPENAI.name))
+    return next((wire for wire in ROUTES if wire.client_header is not None and wire.client_header in request.headers),
+                next((wire for wire in ROUTES if path.endswith(wire.endpoint)), OPENAI))
 
 
 async def _deliver(how: Delivery, stream: bool, events: Callable[[], list[Event]],
@@ -163,13 +162,13 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
         _log(method, path, status)
         message = f"{method} {path}: {getattr(exc, 'detail', exc)}; {ROUTES_HELP}"
         dialect = _speaks(request)
-        return _route_error(dialect, status, message, "invalid_route", api_type=DIALECTS[dialect].error_type(status))
+        return _route_error(dialect, status, message, "invalid_route", api_type=dialect.error_type(status))
 
     async def internal_error(request: Request, exc: Exception) -> Response:
         _log(request.method, request.url.path, 500)
         message = f"the mock backend failed: {type(exc).__name__}: {exc}"
         dialect = _speaks(request)
-        return _route_error(dialect, 500, message, "mock_error", api_type=DIALECTS[dialect].error_type(500), server=True)
+        return _route_error(dialect, 500, message, "mock_error", api_type=dialect.error_type(500), server=True)
 
     app.add_exception_handler(StarletteHTTPException, http_error)
     app.add_exception_handler(RequestValidationError, http_error)
@@ -245,7 +244,7 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
 
     # ------------------------------------------------------------------ completion routes, any prefix
 
-    async def answer(request: Request, dialect: str) -> Response:
+    async def answer(request: Request, dialect: WireDialect) -> Response:
         scope = request.scope
         path = scope["path"]
         raw = await request.body()
@@ -280,7 +279,7 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
             if selection is not None:
                 response.headers[RUN_HEADER] = selection.run.nonce
                 response.headers[SELECTED_BY_HEADER] = selection.by
-            request_id = DIALECTS[dialect].request_id_header
+            request_id = dialect.request_id_header
             if request_id is not None:
                 response.headers.setdefault(request_id, "req_" + os.urandom(12).hex())
             if drawn is not None:
@@ -299,9 +298,9 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
             assert miss is not None
             return refuse(miss.status, "unmatched", str(miss), "scenario_not_found")
         backend = run.scenario.backend.dialect
-        if backend != dialect:
+        if backend is not dialect:
             return refuse(400, "wrong dialect", f"run {run.nonce} replays scenario '{scenario_id}', whose backend "
-                          f"speaks the {backend} dialect ({_route_name(backend)}), not the {dialect} "
+                          f"speaks the {backend.name} dialect ({_route_name(backend)}), not the {dialect.name} "
                           f"dialect of {path} ({_route_name(dialect)}); point the proxy's upstream at the route of "
                           "its backend's dialect", "wrong_dialect")
         invalid = ROUTES[dialect].check(body)
@@ -342,7 +341,7 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
         path = request.scope["path"]
         trimmed = path.rstrip("/")
         dialect = _speaks(request)
-        routed = next((name for name, route in ROUTES.items() if trimmed.endswith(route.wire.endpoint)), None)
+        routed = next((wire for wire in ROUTES if trimmed.endswith(wire.endpoint)), None)
         if routed is not None:
             if method == "POST":
                 return await answer(request, routed)

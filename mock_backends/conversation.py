@@ -11,12 +11,13 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from harness.core.dialects import WireDialect
 from harness.core.exchange import RecordedRequest
 from harness.core.scenario.steps import choose_step
 from mock_backends.registry import Prepared, Registry
 
 
-def pick_step(prepared: Prepared, dialect: str, body: Mapping[str, Any]) -> Prepared | str:
+def pick_step(prepared: Prepared, dialect: WireDialect, body: Mapping[str, Any]) -> Prepared | str:
     """The prepared answer for ``body``, or the problem to answer an error with."""
     if not prepared.steps and prepared.side is None:
         return prepared

@@ -13,19 +13,17 @@ import dataclasses
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
 from harness.core.errors import MockError
 from harness.core.exchange import BackendActivity, RecordedAnswer, RecordedRequest
 from harness.core.nonce import NONCE_HEADER, new_nonce
 from harness.core.replay import anthropic as anthropic_replay
 from harness.core.replay import openai as openai_replay
 from harness.core.replay import responses as responses_replay
-from harness.core.replay.anthropic import AnthropicReplay
-from harness.core.replay.openai import OpenAIReplay
-from harness.core.replay.responses import ResponsesReplay
 from harness.core.replay.wire import DEFAULT_MODEL
 from harness.core.scenario.model import Backend, Fault, Scenario
 from harness.core.scenario.steps import has_steps, side_scenario, step_scenarios
@@ -43,17 +41,17 @@ class Prepared:
     """A scenario with its replay precomputed, shared by all runs of it."""
 
     scenario: Scenario
-    openai: OpenAIReplay | None  # None when the backend speaks another dialect
-    anthropic: AnthropicReplay | None = None  # set when the backend speaks the Messages dialect
-    responses: ResponsesReplay | None = None  # set when the backend speaks the Responses dialect
+    # The plan of its backend's dialect's replay planner (``OpenAIReplay`` for a Chat Completions
+    # backend, ...): what that dialect's route serves from.
+    replay: Any
     # A multi-step scenario's later steps (step 2 on) and its answer to side requests (``core.scenario.steps``).
     steps: tuple[Prepared, ...] = ()
     side: Prepared | None = None
 
 
-# Each dialect's replay planner, by the Prepared field it fills.
-_PLANNERS: dict[str, Callable[[Backend], Any]] = {
-    "openai": openai_replay.prepare, "anthropic": anthropic_replay.prepare, "responses": responses_replay.prepare,
+# Each dialect's replay planner.
+PLANNERS: Mapping[WireDialect, Callable[[Backend], Any]] = {
+    OPENAI: openai_replay.prepare, ANTHROPIC: anthropic_replay.prepare, RESPONSES: responses_replay.prepare,
 }
 
 
@@ -67,11 +65,7 @@ def prepare_scenario(scenario: Scenario) -> Prepared:
 
 def _prepare_one(scenario: Scenario) -> Prepared:
     backend = scenario.backend
-    planner = _PLANNERS.get(backend.dialect)
-    replays: dict[str, Any] = {"openai": None}
-    if planner is not None:
-        replays[backend.dialect] = planner(backend)
-    return Prepared(scenario, **replays)
+    return Prepared(scenario, PLANNERS[backend.dialect](backend))
 
 
 @dataclass(eq=False, slots=True)

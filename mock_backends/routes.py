@@ -78,8 +78,8 @@ class ChatRoute:
         }
 
     def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
-        replay = prepared.openai
-        assert replay is not None
+        replay = prepared.replay
+        assert isinstance(replay, openai_replay.OpenAIReplay)
         reply = openai_replay.plan_reply(replay, body, completion_id="chatcmpl-" + os.urandom(16).hex(),
                                          created=int(now))
         return Served(replay.delivery, reply.stream, partial(openai_replay.stream_events, replay, reply),
@@ -106,8 +106,8 @@ class MessagesRoute:
         }
 
     def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
-        replay = prepared.anthropic
-        assert replay is not None
+        replay = prepared.replay
+        assert isinstance(replay, anthropic_replay.AnthropicReplay)
         reply = anthropic_replay.plan_reply(replay, body, message_id="msg_" + os.urandom(12).hex())
         return Served(replay.delivery, reply.stream, partial(anthropic_replay.stream_events, replay, reply),
                       partial(anthropic_replay.message, replay, reply))
@@ -122,12 +122,12 @@ class ResponsesRoute(ChatRoute):
         return check_responses(body)
 
     def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
-        replay = prepared.responses
-        assert replay is not None
+        replay = prepared.replay
+        assert isinstance(replay, responses_replay.ResponsesReplay)
         reply = responses_replay.plan_reply(replay, body, response_id="resp_" + os.urandom(24).hex(),
                                             created_at=int(now))
         return Served(replay.delivery, reply.stream, partial(responses_replay.stream_events, replay, reply),
                       partial(responses_replay.response, replay, reply))
 
 
-ROUTES: Mapping[str, Route] = {r.wire.name: r for r in (ChatRoute(), MessagesRoute(), ResponsesRoute())}
+ROUTES: Mapping[WireDialect, Route] = {r.wire: r for r in (ChatRoute(), MessagesRoute(), ResponsesRoute())}

@@ -58,8 +58,8 @@ def test_error_shape_reads_what_it_writes_and_not_the_other(dialect: Any) -> Non
 )
 def test_what_a_client_profile_implies(profile: str, meaningful: tuple[str, ...], own_api: bool,
                                        endpoint: str) -> None:
-    assert default_profiles(profile) == meaningful
-    assert reads_own_api(profile) is own_api
+    assert tuple(p.name for p in default_profiles(CLIENTS[profile])) == meaningful
+    assert reads_own_api(CLIENTS[profile]) is own_api
     assert CLIENTS[profile].endpoint == endpoint
 
 
@@ -93,21 +93,21 @@ def test_openai_calls_become_tool_use_blocks_and_back() -> None:
         {"tool_call": {"index": 0, "arguments": '{"pa'}},
         {"tool_call": {"index": 0, "arguments": 'th": "a"}'}},
     ], finish_reason="tool_calls", usage={"prompt_tokens": 3, "completion_tokens": 4})
-    served = serve_as(openai, "anthropic")
-    assert served.backend.dialect == "anthropic" and served.backend.finish_reason == "tool_use"
+    served = serve_as(openai, DIALECTS["anthropic"])
+    assert served.backend.dialect.name == "anthropic" and served.backend.finish_reason == "tool_use"
     assert served.backend.frames == (ContentFrame("Let me look."), ToolUseFrame("read", "call_1", ('{"pa', 'th": "a"}')))
     assert served.backend.usage == {"input_tokens": 3, "output_tokens": 4}
     assert parse_scenario(served.to_mapping()).backend == served.backend  # what the mock is armed with
-    back = serve_as(served, "openai")
+    back = serve_as(served, DIALECTS["openai"])
     assert back.backend.frames[1:] == (ToolCallFrame(0, "call_1", "function", "read", ""),
                                        ToolCallFrame(0, arguments='{"pa'), ToolCallFrame(0, arguments='th": "a"}'))
-    assert serve_as(openai, "openai") is openai
+    assert serve_as(openai, DIALECTS["openai"]) is openai
 
 
 def test_a_fault_moves_with_the_frames_it_follows() -> None:
     anthropic = _scenario("anthropic", ["a", {"tool_use": {"name": "read", "input_json": ["{", "}"]}}, "b"],
                           fault={"kind": "drop", "after_frame": 2})
-    served = serve_as(anthropic, "openai")
+    served = serve_as(anthropic, DIALECTS["openai"])
     assert served.backend.fault is not None and served.backend.fault.after_frame == 4  # text, call start, 2 fragments
 
 
@@ -126,7 +126,7 @@ def test_a_fault_moves_with_the_frames_it_follows() -> None:
 def test_what_cannot_be_said_in_the_other_dialect_says_why(frames: list[Any], backend: dict[str, Any],
                                                            reason: str) -> None:
     with pytest.raises(NotPortable, match=reason):
-        serve_as(_scenario("openai", frames, **backend), "anthropic")
+        serve_as(_scenario("openai", frames, **backend), DIALECTS["anthropic"])
 
 
 def test_most_of_the_library_is_portable() -> None:

@@ -21,9 +21,11 @@ from support import PATIENT_TIMEOUT
 from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock and reference proxy)
 
 from harness.cli.main import main
+from harness.core.dialects.clients import CLIENTS
 from harness.core.dialects.profiles import choose_profile
 from harness.core.scenario.loading import load_library, load_scenario, parse_scenario, validate_paths
 from harness.core.scenario.model import ContentFrame, Scenario
+from harness.generate.coverage import parse_formats
 from harness.generate.formats import FORMATS
 from harness.generate.fuzz.case import NATIVE, Case, scenario_data, seams_pattern
 from harness.generate.fuzz.choices import all_formats, parse_duration, parse_formats
@@ -46,7 +48,7 @@ def run_fuzz(proxy_url: str, mock_url: str, formats: tuple[str, ...], examples: 
              profiles: tuple[str, ...] = ("openai",), seed: int = SEED, database: Path | None = None,
              shrink_budget: int = 15) -> FuzzReport:
     config = FuzzSettings(run=RunSettings(proxy_url=proxy_url, features=FEATURES, timeout=PATIENT_TIMEOUT), formats=formats,
-                          profiles=profiles, examples=examples, seed=seed, database=database, out=out,  # type: ignore[arg-type]
+                          profiles=tuple(CLIENTS[p] for p in profiles), examples=examples, seed=seed, database=database, out=out,
                           shrink_budget=shrink_budget)
     with MockControl(mock_url) as mock:
         return fuzz(config, mock, replay_command=lambda scenario_id: f"toolcall-conformance replay {scenario_id}")
@@ -63,6 +65,9 @@ def test_every_text_format_of_the_library_has_a_writer() -> None:
     assert all_formats() == [*FORMATS, NATIVE] and parse_formats(()) == tuple(all_formats())
 
 
+PLAIN_CLIENT = (CLIENTS["openai"],)  # the profile reasoning drafts are drawn for
+
+
 @pytest.mark.parametrize("format_id", list(FORMATS))
 def test_each_format_is_generated_through_its_writer(format_id: str) -> None:
     """Cases of a format hold its writer's blocks, delimiters and all; some open with a
@@ -73,7 +78,7 @@ def test_each_format_is_generated_through_its_writer(format_id: str) -> None:
 
     @settings(max_examples=25, deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow])
-    @given(cases([format_id], profiles_for(format_id, ("openai",)), native=False))
+    @given(cases([format_id], profiles_for(format_id, PLAIN_CLIENT), native=False))
     def draw(case: Case) -> None:
         assert case.format_id == format_id and not case.native
         for block in case.blocks:
@@ -88,13 +93,13 @@ def test_each_format_is_generated_through_its_writer(format_id: str) -> None:
     draw()
     assert written, f"no {format_id} case with arguments in 25 examples"
     assert any(all(d in case.text for d in FORMATS[format_id].delimiters) for case in written)
-    if "openai" in profiles_for(format_id, ("openai",)):
+    if CLIENTS["openai"] in profiles_for(format_id, PLAIN_CLIENT):
         assert any(FORMATS[format_id].delimiters[0] in case.reasoning for case in reasoned), \
             f"no {format_id} case drafts a call in a reasoning block"
 
 
 @settings(max_examples=60, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow])
-@given(cases([*FORMATS], ("openai", "anthropic")))
+@given(cases([*FORMATS], (CLIENTS["openai"], CLIENTS["anthropic"])))
 def test_a_generated_case_is_a_valid_scenario_file(case: Case) -> None:
     """The file written for a case loads back to the same scenario; its frames carry
     the generated text, cut as drawn; the expectation is the generator's own parts."""

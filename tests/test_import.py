@@ -27,13 +27,16 @@ from hypothesis import strategies as st
 
 from harness.capture.detect import read_captures
 from harness.capture.errors import CaptureError
-from harness.cli.importing import import_command
 from harness.capture.importer import PLACEHOLDER_MESSAGE, ImportOptions, import_capture
-from harness.core.nonce import NONCE_HEADER, place_nonce
+from harness.cli.importing import import_command
+from harness.core.dialects.clients import CLIENTS
 from harness.core.dialects.profiles import choose_profile
-from harness.run.runner import RunSettings, play
-from harness.core.scenario.loading import ContentFrame, Scenario, ToolUseFrame, load_scenario, validate_paths
+from harness.core.nonce import NONCE_HEADER, place_nonce
+from harness.core.scenario.loading import load_scenario, validate_paths
+from harness.core.scenario.model import ContentFrame, Scenario, ToolUseFrame
+from harness.run.runner import play
 from harness.run.servers import RunningServer, serve
+from harness.run.settings import RunSettings
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
 from reference_proxy.app import create_app as create_reference_proxy
@@ -374,12 +377,12 @@ def test_capture_becomes_scenario(case: Case, tmp_path: Path) -> None:
         assert request[key] == value, key
     assert scenario.client.tool_names == case.tools
     assert dict(scenario.client.headers) == dict(case.headers)
-    assert scenario.backend.dialect == case.profile and scenario.client.profile == case.profile
+    assert scenario.backend.dialect.name == case.profile and scenario.client.profile.name == case.profile
     assert scenario.backend.ping == case.ping
     if case.profile == "anthropic":  # a Messages case runs under its own profile, User-Agent or not
-        assert scenario.client.profiles == ("anthropic",)
+        assert tuple(p.name for p in scenario.client.profiles) == ("anthropic",)
     else:  # a captured User-Agent overrides the xml-client profile's
-        assert (scenario.client.profiles == ("openai",)) == bool(case.headers)
+        assert (tuple(p.name for p in scenario.client.profiles) == ("openai",)) == bool(case.headers)
     if case.inferred:
         assert request["messages"] == [{"role": "user", "content": PLACEHOLDER_MESSAGE}]
         assert "messages holds a placeholder" in text
@@ -492,7 +495,7 @@ def test_imported_scenario_replays_with_the_original_split_points(
     assert problems == []
 
     url = servers(create_app()).url
-    route = "messages" if scenario.client.dialect == "anthropic" else "chat/completions"
+    route = "messages" if scenario.client.dialect.name == "anthropic" else "chat/completions"
     with MockControl(url) as control:
         nonce = control.arm(scenario)
         body = place_nonce(scenario.client.request, nonce, scenario.client.dialect)
@@ -840,7 +843,7 @@ def test_text_around_a_leaked_call_keeps_room_for_its_separators(
     mock_url, proxy_url, features = reference_rig
     with MockControl(mock_url) as mock:
         played = play(scenario, settings=RunSettings(proxy_url=proxy_url, features=features, timeout=10), mock=mock,
-                      profile="anthropic")
+                      profile=CLIENTS["anthropic"])
     assert not played.failures, [str(f) for _, f in played.failures]
 
 

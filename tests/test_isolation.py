@@ -11,13 +11,14 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.core.dialects.clients import CLIENTS
 from harness.core.exchange import Exchange
-from harness.run.isolation import breakers, tag
 from harness.core.nonce import place_nonce
 from harness.core.replay.wire import Event
+from harness.core.scenario.loading import load_library
 from harness.judge.rules import Options, compare_round
 from harness.judge.rules.iso import EXCHANGE_MARK, Played, Round
-from harness.core.scenario.loading import load_library
+from harness.run.isolation import breakers, tag
 from mock_backends.app import create_app
 from mock_backends.control import Lockstep, MockControl
 from mock_backends.lockstep import Lockstep as Group
@@ -169,7 +170,7 @@ def _call_stream(token: str, *, index: int = 0, text: str | None = None) -> byte
 
 def _played(label: str, token: str, raw: bytes | None = None, failures: tuple[str, ...] = ()) -> Played:
     scenario = tag(IN_FLIGHT, token)
-    exchange = Exchange(scenario_id=scenario.id, profile="openai", stream=True, request_body=scenario.client.request,
+    exchange = Exchange(scenario_id=scenario.id, profile=CLIENTS["openai"], stream=True, request_body=scenario.client.request,
                         request_headers={}, status=200, response_headers={"content-type": "text/event-stream"},
                         raw=raw if raw is not None else _call_stream(token))
     return Played(label, token, scenario, exchange, failures)

@@ -778,7 +778,7 @@ def test_writes_are_cut_but_decode_the_same(shared: Mock, write_bytes: int | Non
 
 def _library() -> list[Scenario]:
     scenarios, _ = validate_paths([bundled_scenarios_dir()])
-    return [s for s in scenarios if s.backend.dialect == "anthropic"]
+    return [s for s in scenarios if s.backend.dialect.name == "anthropic"]
 
 
 def _frames_only(scenario: Scenario) -> Scenario:
@@ -793,7 +793,7 @@ def _frames_only(scenario: Scenario) -> Scenario:
 
 
 def _request(scenario: Scenario, nonce: str, stream: bool) -> dict[str, Any]:
-    return place_nonce({**scenario.client.request, "stream": stream}, nonce, "anthropic")
+    return place_nonce({**scenario.client.request, "stream": stream}, nonce, DIALECTS["anthropic"])
 
 
 def test_every_bundled_anthropic_backend_replays_its_frames(servers: ServeFn) -> None:

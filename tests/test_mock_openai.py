@@ -994,7 +994,7 @@ def _frames_only(scenario: Scenario) -> Scenario:
 
 def test_every_bundled_openai_backend_replays_its_frames(servers: ServeFn) -> None:
     # the dialect this mock serves; a half-sent body never reaches a backend whole
-    library = [s for s in _library() if s.backend.dialect == "openai" and not s.client.truncate_body]
+    library = [s for s in _library() if s.backend.dialect.name == "openai" and not s.client.truncate_body]
     assert any(s.id == "qwen-tools-single-call" for s in library)
     url = servers(create_app()).url
     with MockControl(url) as control, http_client() as http:

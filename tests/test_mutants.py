@@ -18,7 +18,8 @@ from mutants.different import CORRECT_BUT_DIFFERENT
 from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock and reference proxy)
 
-from harness.core.dialects.clients import client
+from harness.core.dialects import DIALECTS
+from harness.core.dialects.clients import CLIENTS
 from harness.core.dialects.profiles import choose_profile
 from harness.core.dialects.script import natural_reason, serve_as
 from harness.core.exchange import Profile
@@ -51,7 +52,7 @@ def failed_rules(proxy_url: str, mock_url: str, scenario_ids: Iterable[str], *, 
     settings = RunSettings(proxy_url=proxy_url, features=features, strict=strict, timeout=timeout)
 
     def one(scenario_id: str) -> list[str]:
-        scenario = LIBRARY[scenario_id] if upstream is None else serve_as(LIBRARY[scenario_id], upstream)
+        scenario = LIBRARY[scenario_id] if upstream is None else serve_as(LIBRARY[scenario_id], DIALECTS[upstream])
         chosen, skip = choose_profile(scenario, profile, features)
         assert skip is None, f"{scenario_id}: {skip}"
         with MockControl(mock_url) as mock:
@@ -141,9 +142,9 @@ def test_the_harness_catches_the_mutant(mutant: Mutant, servers: ServeFn, rig: R
 
 
 @pytest.mark.parametrize(("profile", "different", "at_least"), [
-    ("openai", CORRECT_BUT_DIFFERENT, 40),
-    ("xml-client", CORRECT_BUT_DIFFERENT, 40),
-    ("anthropic", anthropic.CORRECT_BUT_DIFFERENT_MESSAGES, 20),
+    (CLIENTS["openai"], CORRECT_BUT_DIFFERENT, 40),
+    (CLIENTS["xml-client"], CORRECT_BUT_DIFFERENT, 40),
+    (CLIENTS["anthropic"], anthropic.CORRECT_BUT_DIFFERENT_MESSAGES, 20),
 ], ids=["openai", "xml-client", "anthropic"])
 def test_a_correct_but_different_proxy_passes_the_whole_library(profile: Profile, different: Mutant, at_least: int,
                                                                   servers: ServeFn, rig: Rig) -> None:
@@ -151,7 +152,7 @@ def test_a_correct_but_different_proxy_passes_the_whole_library(profile: Profile
     formats, SSE framing and comments) fail nothing, anywhere in the library the profile
     is meaningful for; each is legal by the specification too, so not even with --strict
     (played once, strict: the default rules are a subset of the strict ones)."""
-    answers = client(profile).answers.name
+    answers = profile.answers
     ids = [s.id for s in LIBRARY.values() if choose_profile(s, profile, WHOLE_LIBRARY_FEATURES)[1] is None
            and natural_reason(s, answers) is None]
     assert len(ids) > at_least
@@ -194,7 +195,7 @@ def test_the_wrapper_streams_rather_than_buffering(servers: ServeFn, rig: Rig) -
     scenario = LIBRARY["faults-openai-stall-mid-call"]
     url = serve_mutant(servers, CORRECT_BUT_DIFFERENT, rig)
     with MockControl(rig.mock_url) as mock:
-        ex = run_exchange(scenario, proxy_url=url, mock=mock, stream=True, profile="openai", model=None,
+        ex = run_exchange(scenario, proxy_url=url, mock=mock, stream=True, profile=CLIENTS["openai"], model=None,
                           proxy_headers={}, timeout=10)
     # The first byte came at least the stall before the end (lower bounds only: load only delays things).
     assert ex.first_byte is not None and ex.elapsed - ex.first_byte >= 3 * 0.9

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from harness.core.dialects import DIALECTS
 from harness.core.nonce import NONCE_RE, find_nonce, new_nonce, nonce_line, place_nonce
 
 OLD, NEW = new_nonce(), new_nonce()
@@ -47,7 +48,7 @@ PLACEMENTS: dict[str, tuple[str, list[dict[str, Any]], list[bool]]] = {
 def test_the_nonce_goes_in_the_first_and_last_user_turns_and_the_user_id(case: str) -> None:
     dialect, messages, marked = PLACEMENTS[case]
     body = {"model": "m", "messages": messages}
-    placed = place_nonce(body, NEW, dialect)
+    placed = place_nonce(body, NEW, DIALECTS[dialect])
     assert body == {"model": "m", "messages": messages}, "the caller's body is untouched"
     user_id = placed["metadata"]["user_id"] if dialect == "anthropic" else placed["user"]
     assert user_id == NEW and ("user" in placed) == (dialect == "openai")
@@ -59,17 +60,17 @@ def test_the_nonce_goes_in_the_first_and_last_user_turns_and_the_user_id(case: s
         if isinstance(before.get("content"), list):  # the client's own parts stay, in order, before the line
             assert after["content"][: len(before["content"])] == before["content"]
             assert after["content"][len(before["content"]):] in ([], [{"type": "text", "text": nonce_line(NEW)}])
-    assert place_nonce(placed, NEW, dialect) == placed, "placing again changes nothing"
+    assert place_nonce(placed, NEW, DIALECTS[dialect]) == placed, "placing again changes nothing"
 
 
 @pytest.mark.parametrize("dialect", ["openai", "anthropic"])
 def test_a_new_nonce_replaces_an_old_one_everywhere(dialect: str) -> None:
     messages = [{"role": "user", "content": "A"}, {"role": "assistant", "content": "B"},
                 {"role": "user", "content": [TEXT_PART]}]
-    old = place_nonce({"model": "m", "messages": messages}, OLD, dialect)
-    new = place_nonce(old, NEW, dialect)
+    old = place_nonce({"model": "m", "messages": messages}, OLD, DIALECTS[dialect])
+    new = place_nonce(old, NEW, DIALECTS[dialect])
     assert OLD not in json.dumps(new) and _lines(new) == [NEW] * 3
-    assert new == place_nonce({"model": "m", "messages": messages}, NEW, dialect)
+    assert new == place_nonce({"model": "m", "messages": messages}, NEW, DIALECTS[dialect])
 
 
 @pytest.mark.parametrize(
@@ -80,7 +81,7 @@ def test_a_new_nonce_replaces_an_old_one_everywhere(dialect: str) -> None:
 )
 def test_the_clients_own_user_id_is_kept_but_an_old_nonce_is_not(dialect: str, given: dict[str, Any],
                                                                  kept: bool) -> None:
-    placed = place_nonce({"messages": [{"role": "user", "content": "x"}], **given}, NEW, dialect)
+    placed = place_nonce({"messages": [{"role": "user", "content": "x"}], **given}, NEW, DIALECTS[dialect])
     user_id = placed["metadata"]["user_id"] if dialect == "anthropic" else placed["user"]
     assert user_id == ("alice" if kept else NEW)
 

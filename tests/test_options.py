@@ -15,9 +15,10 @@ import pytest
 from click.testing import CliRunner
 
 from harness.cli.main import main
-from harness.run.program import program
+from harness.core.dialects.clients import CLIENTS
 from harness.core.scenario.loading import load_library
 from harness.run.options import OPTIONS, replay_args
+from harness.run.program import program
 from harness.run.proxy_client import run_exchange
 from harness.run.servers import RunningServer
 from mock_backends.app import create_app as create_mock
@@ -123,7 +124,7 @@ def test_a_deliberate_drop_is_not_logged_as_an_error(servers: ServeFn, caplog: p
     with caplog.at_level(logging.WARNING), MockControl(mock_url) as mock:
         for scenario_id in ("faults-openai-drop-mid-event", "faults-openai-drop-between-events"):
             scenario = LIBRARY[scenario_id]
-            ex = run_exchange(scenario, proxy_url=proxy_url, mock=mock, stream=True, profile="openai", model=None,
+            ex = run_exchange(scenario, proxy_url=proxy_url, mock=mock, stream=True, profile=CLIENTS["openai"], model=None,
                               proxy_headers={}, timeout=30)
             assert ex.upstream and ex.upstream[0].answer is not None  # the mock did answer, and dropped
     assert not [r for r in caplog.records if "without completing response" in r.getMessage()]

@@ -17,21 +17,20 @@ import httpcore._backends.sync  # noqa: F401
 import httpx
 import pytest
 import yaml
+from click.testing import CliRunner
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
-
-from click.testing import CliRunner
+from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 
 from harness.cli.main import main
 from harness.core.nonce import NONCE_HEADER
-from harness.judge.rules import RULES
 from harness.core.scenario.loading import bundled_scenarios_dir, load_library
+from harness.judge.rules import RULES
 from mock_backends.app import create_app as create_mock
 from reference_proxy.app import create_app as create_proxy
 from reference_proxy.config import ProxyConfig
-from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 
 # In-process pytester runs drop every module first imported during the run. httpx
 # imports httpcore lazily and maps its exceptions by class, so httpcore must be
@@ -412,7 +411,7 @@ def test_bundled_library_is_the_default(pytester: pytest.Pytester) -> None:
     library = load_library()
     assert sorted(collected) == sorted([s.id for s in library] +
                                        [f"{s.id}[{u}-upstream]" for s in library for u in upstreams
-                                        if u != s.backend.dialect])
+                                        if u != s.backend.dialect.name])
     assert len(library) == len(list(bundled_scenarios_dir().rglob("*.yaml")))
 
 

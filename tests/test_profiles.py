@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from harness.core.dialects.clients import CLIENTS
 from harness.core.dialects.profiles import choose_profile
 from harness.core.exchange import Profile
 from harness.core.scenario.loading import parse_scenario
@@ -30,13 +31,13 @@ CHOICES: dict[str, tuple[dict[str, Any], Profile | None, set[str], str | None]] 
     "conflict-not-claimed": ({"conflicts": ["force-non-stream"]}, None, {"loop-guard"}, None),
     "conflict-claimed": ({"conflicts": ["force-non-stream"]}, None, {"force-non-stream", "xml-client"},
                          "cannot hold for a proxy with feature force-non-stream"),
-    "conflicts-claimed": ({"conflicts": ["force-non-stream", "system-to-user"]}, "openai",
+    "conflicts-claimed": ({"conflicts": ["force-non-stream", "system-to-user"]}, CLIENTS["openai"],
                           {"force-non-stream", "system-to-user"},
                           "with features force-non-stream, system-to-user"),
     "requirement-first": ({"requires": ["loop-guard"], "conflicts": ["xml-client"]}, None, {"xml-client"},
                           "requires feature loop-guard"),
     "profile-not-meaningful": ({"client": {"profiles": ["openai"], "request": {"messages": [{"role": "user"}]}}},
-                               "xml-client", {"xml-client"}, "not meaningful under client profile xml-client"),
+                               CLIENTS["xml-client"], {"xml-client"}, "not meaningful under client profile xml-client"),
 }
 
 
@@ -68,7 +69,8 @@ OLD_SPELLING: dict[str, dict[str, Any]] = {
 @pytest.mark.parametrize("case", list(OLD_SPELLING))
 def test_scenario_files_may_name_the_xml_client_profile_vtc(case: str) -> None:
     scenario = _scenario(**OLD_SPELLING[case])
-    named = {scenario.client.profile, *scenario.client.profiles, *scenario.requires, *scenario.conflicts,
+    named = {scenario.client.profile.name, *(p.name for p in scenario.client.profiles), *scenario.requires,
+             *scenario.conflicts,
              *(f for a in scenario.expect.upstream for f in a.requires)}
     assert "vtc" not in named and "xml-client" in named
     assert len(scenario.client.profiles) == len(set(scenario.client.profiles))
@@ -79,7 +81,7 @@ def test_the_command_line_may_name_the_xml_client_profile_and_feature_vtc() -> N
     from harness.run.options import BY_NAME
     from harness.run.settings import parse_features, with_profile_features
 
-    assert parse_profile("vtc") == parse_profile("xml-client") == "xml-client"
+    assert parse_profile("vtc") is parse_profile("xml-client") is CLIENTS["xml-client"]
     assert {"vtc", "xml-client"} <= set(BY_NAME["client-profile"].choices or ())
     assert parse_features(["vtc,loop-guard"]) == {"xml-client", "loop-guard"}
     assert with_profile_features(parse_features(["vtc"]), parse_profile("vtc")) == {"xml-client"}

@@ -24,8 +24,7 @@ from support.chat_stream import check_and_fold, parse_sse
 from support.messages_stream import check_and_fold as check_and_fold_messages
 from support.proxy_rig import Proxy, Rig, request_body, rig  # noqa: F401  (rig: the module's servers)
 
-from harness.core.dialects.clients import client
-from harness.core.dialects.profiles import DEFAULT_HEADERS
+from harness.core.dialects.clients import ClientProfile
 from harness.core.dialects.script import natural_reason
 from harness.core.nonce import NONCE_HEADER
 from harness.core.scenario.loading import load_library, parse_scenario
@@ -59,7 +58,7 @@ def plain_case(s: Scenario) -> bool:
     )
 
 
-Case = tuple[Scenario, str, bool]  # scenario, client profile, whether the client streams
+Case = tuple[Scenario, ClientProfile, bool]  # scenario, client profile, whether the client streams
 
 
 def runs(scenarios: list[Scenario], *, every_profile: bool, served: tuple[str, ...] = SERVED_PROFILES) -> list[Case]:
@@ -69,36 +68,35 @@ def runs(scenarios: list[Scenario], *, every_profile: bool, served: tuple[str, .
     for s in scenarios:
         forms = [s.streams, not s.streams] if s.stream_equivalence else [s.streams]
         profiles = s.client.profiles if every_profile else (s.client.profile,)
-        out += [(s, p, stream) for p in profiles if p in served for stream in forms]
+        out += [(s, p, stream) for p in profiles if p.name in served for stream in forms]
     return out
 
 
-CASES = runs([s for s in LIBRARY if plain_case(s) and s.backend.dialect == "openai"], every_profile=True,
+CASES = runs([s for s in LIBRARY if plain_case(s) and s.backend.dialect.name == "openai"], every_profile=True,
              served=OPENAI_PROFILES)
-ANTHROPIC_CASES = runs([s for s in LIBRARY if plain_case(s) and s.backend.dialect == "anthropic"], every_profile=True,
+ANTHROPIC_CASES = runs([s for s in LIBRARY if plain_case(s) and s.backend.dialect.name == "anthropic"], every_profile=True,
                        served=("anthropic",))
 # Wire-level cases say nothing profile-specific: their own profile is enough. A case only a translating proxy
 # can be played on (its backend cannot be said in its client's API) is the dialect-pair tests' (test_plugin).
 SPECIAL = runs([s for s in LIBRARY if not plain_case(s)
-                and natural_reason(s, client(s.client.profile).answers.name) is None], every_profile=False)
+                and natural_reason(s, s.client.profile.answers) is None], every_profile=False)
 
 
-def needed_features(scenario: Scenario, profile: str) -> set[str]:
+def needed_features(scenario: Scenario, profile: ClientProfile) -> set[str]:
     needed = set(scenario.requires)
     for assertion in scenario.expect.upstream:
         needed |= set(assertion.requires)
-    if profile == "xml-client":
-        needed.add("xml-client")
+    needed |= set(profile.features)
     return needed
 
 
-def choose_proxy(rig: Rig, scenario: Scenario, profile: str) -> Proxy:
+def choose_proxy(rig: Rig, scenario: Scenario, profile: ClientProfile) -> Proxy:
     """The proxy configuration that has what the case needs (assertion-level features
     are wanted, not required: without them those assertions are simply not active)."""
     proxy = rig.proxy_for(needed_features(scenario, profile))
     if proxy is not None:
         return proxy
-    required = set(scenario.requires) | ({"xml-client"} if profile == "xml-client" else set())
+    required = set(scenario.requires) | set(profile.features)
     proxy = rig.proxy_for(required)
     if proxy is None:
         missing = sorted(required - rig.full.config.features())
@@ -106,8 +104,8 @@ def choose_proxy(rig: Rig, scenario: Scenario, profile: str) -> Proxy:
     return proxy
 
 
-def client_headers(scenario: Scenario, profile: str) -> dict[str, str]:
-    return {**DEFAULT_HEADERS[profile], **scenario.client.headers}  # type: ignore[index]
+def client_headers(scenario: Scenario, profile: ClientProfile) -> dict[str, str]:
+    return {**profile.headers, **scenario.client.headers}
 
 
 @dataclass
@@ -117,7 +115,7 @@ class Answer:
     finish: str | None
 
 
-def ask_sdk(client: openai.OpenAI, scenario: Scenario, profile: str, stream: bool, nonce: str) -> Answer:
+def ask_sdk(client: openai.OpenAI, scenario: Scenario, profile: ClientProfile, stream: bool, nonce: str) -> Answer:
     """Send the case through the official SDK and read its answer the SDK's way."""
     body = request_body(scenario, stream, nonce)
     extra = {k: v for k, v in body.items() if k not in ("model", "messages", "stream")}
@@ -140,10 +138,10 @@ def ask_sdk(client: openai.OpenAI, scenario: Scenario, profile: str, stream: boo
     return Answer(choice.message.content or "", calls, choice.finish_reason)
 
 
-def check_answer(scenario: Scenario, profile: str, answer: Answer) -> None:
+def check_answer(scenario: Scenario, profile: ClientProfile, answer: Answer) -> None:
     expect = scenario.expect
     content = answer.content
-    if profile == "xml-client":
+    if profile.reads_xml:
         assert answer.calls == [], "an XML-reading client gets no tool_calls"
         parsed = parse_xml_calls(content, tool_vocabulary(scenario.client.request))
         assert all(c.complete for c in parsed.calls)
@@ -191,10 +189,10 @@ def check_upstream(rig: Rig, proxy: Proxy, scenario: Scenario, nonce: str, sent:
 
 
 def case_id(case: Case) -> str:
-    return f"{case[0].id}[{case[1]}-{'stream' if case[2] else 'whole'}]"
+    return f"{case[0].id}[{case[1].name}-{'stream' if case[2] else 'whole'}]"
 
 
-def check_chunk_sequence(raw: bytes, scenario: Scenario, profile: str, body: Mapping[str, Any], answer: Answer) -> None:
+def check_chunk_sequence(raw: bytes, scenario: Scenario, profile: ClientProfile, body: Mapping[str, Any], answer: Answer) -> None:
     """The bytes the SDK read: role first, whole start deltas, argument deltas with index
     and arguments only, one finish, usage exactly when asked, ``[DONE]`` last, and the
     same answer the SDK assembled."""
@@ -240,12 +238,12 @@ def test_special_scenario_judged_by_the_harness(rig: Rig, case: Case) -> None:
         proxy_url=f"{proxy.url}/v1",
         mock=rig.mock,
         stream=stream,
-        profile=profile,  # type: ignore[arg-type]
+        profile=profile,
         model=None,
         proxy_headers={},
         timeout=15,
     )
-    failures = evaluate(scenario, exchange, Options(profile=profile, features=proxy.config.features()))  # type: ignore[arg-type]
+    failures = evaluate(scenario, exchange, Options(profile=profile, features=proxy.config.features()))
     assert not failures, "\n".join(str(f) for f in failures)
 
 
@@ -261,7 +259,7 @@ MESSAGES_PARAMS = frozenset(
 )
 
 
-def ask_anthropic_sdk(client: anthropic.Anthropic, scenario: Scenario, profile: str, stream: bool, nonce: str) -> Answer:
+def ask_anthropic_sdk(client: anthropic.Anthropic, scenario: Scenario, profile: ClientProfile, stream: bool, nonce: str) -> Answer:
     """Send the case through the official ``anthropic`` SDK; the answer is its final message
     (streaming: what ``messages.stream(...)`` accumulated)."""
     body = request_body(scenario, stream, nonce)
@@ -316,7 +314,7 @@ def test_tool_choice_reaches_the_upstream_emulated(rig: Rig) -> None:
         scenario = by_id[scenario_id]
         nonce = rig.mock.arm(scenario)
         try:
-            ask_anthropic_sdk(rig.anthropic_sdk(rig.default), scenario, "anthropic", True, nonce)
+            ask_anthropic_sdk(rig.anthropic_sdk(rig.default), scenario, scenario.client.profile, True, nonce)
             (recorded,) = rig.mock.recorded(nonce)
         finally:
             rig.mock.disarm(nonce)
@@ -374,7 +372,7 @@ def test_messages_upstream_answers_in_the_other_form(rig: Rig, stream: bool) -> 
     scenario = inline_messages(LEAKED_READ, stream_backend=not stream)
     nonce = rig.mock.arm(scenario)
     try:
-        answer = ask_anthropic_sdk(rig.anthropic_sdk(rig.default), scenario, "anthropic", stream, nonce)
+        answer = ask_anthropic_sdk(rig.anthropic_sdk(rig.default), scenario, scenario.client.profile, stream, nonce)
         (recorded,) = rig.mock.recorded(nonce)
     finally:
         rig.mock.disarm(nonce)

@@ -26,7 +26,7 @@ from starlette.types import Receive, Scope, Send
 from support.chat_stream import check_and_fold, parse_sse
 from support.proxy_rig import Rig, post, request_body, rig  # noqa: F401  (rig: the module's servers)
 
-from harness.core.dialects.profiles import DEFAULT_HEADERS
+from harness.core.dialects.clients import CLIENTS
 from harness.core.nonce import NONCE_HEADER
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
@@ -77,7 +77,7 @@ NATIVE = [
 
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 def test_native_calls_as_xml_for_xml_reading_clients(rig: Rig, stream: bool) -> None:
-    response, _ = run_inline(rig, inline(NATIVE, finish="tool_calls"), stream=stream, headers=DEFAULT_HEADERS["xml-client"])
+    response, _ = run_inline(rig, inline(NATIVE, finish="tool_calls"), stream=stream, headers=CLIENTS["xml-client"].headers)
     assert response.status_code == 200
     if stream:
         folded = check_and_fold(parse_sse(response.text))

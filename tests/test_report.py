@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from harness.core.dialects.clients import CLIENTS
 from harness.core.errors import ConformanceFailure
 from harness.core.exchange import Exchange
 from harness.core.records import Attempt, ScenarioRun
@@ -99,12 +100,12 @@ def test_known_failures_file_forms_and_unmatched_entries(tmp_path: Path) -> None
 def _records() -> list[ItemRecord]:
     failing = Attempt("stream", "streaming", SINGLE, None, (ConformanceFailure("SSE-004", "no [DONE]"),
                                                              ConformanceFailure("CALLS-001", "no call")))
-    run = ScenarioRun(SINGLE, "openai", (failing,))
+    run = ScenarioRun(SINGLE, CLIENTS["openai"], (failing,))
     hermes = LIBRARY["hermes-single"]
     return [
-        item_record(SINGLE, "openai", "failed", run=run, expected_rules=["SSE-004"]),
-        item_record(hermes, "openai", "passed", run=ScenarioRun(hermes, "openai", ())),
-        item_record(LIBRARY["features-loop-guard"], "openai", "skipped", reason="requires feature loop-guard"),
+        item_record(SINGLE, CLIENTS["openai"], "failed", run=run, expected_rules=["SSE-004"]),
+        item_record(hermes, CLIENTS["openai"], "passed", run=ScenarioRun(hermes, CLIENTS["openai"], ())),
+        item_record(LIBRARY["features-loop-guard"], CLIENTS["openai"], "skipped", reason="requires feature loop-guard"),
     ]
 
 
@@ -163,7 +164,7 @@ def test_a_run_without_failures_says_so_in_one_line(outcomes: list[str], text: s
     """No table when nothing failed, and never "passes" when nothing was checked."""
     ids = ["hermes-single", "plain-native-single", "qwen-tools-single-call"]
     reasons = ["requires feature xml-client", "requires feature xml-client", "not meaningful under client profile xml-client"]
-    records = [item_record(LIBRARY[i], "xml-client", o, reason=r if o == "skipped" else "", run=None)
+    records = [item_record(LIBRARY[i], CLIENTS["xml-client"], o, reason=r if o == "skipped" else "", run=None)
                for i, o, r in zip(ids, outcomes, reasons)]
     summary = summarize(records)
     rendered = render_text(summary)
@@ -183,8 +184,8 @@ def test_the_terminal_counts_skipped_scenarios_by_reason() -> None:
     skips = {"hermes-single": unclaimed, "plain-native-single": other_dialect, "qwen-tools-single-call": other_dialect,
              "plain-include-usage": other_dialect, "hermes-arguments-as-string": unclaimed,
              "features-loop-guard": "requires feature loop-guard"}
-    records = [item_record(LIBRARY[i], "openai", "skipped", reason=r, run=None) for i, r in skips.items()]
-    records.append(item_record(LIBRARY["plain-text-multibyte"], "openai", "error", reason="boom", run=None))
+    records = [item_record(LIBRARY[i], CLIENTS["openai"], "skipped", reason=r, run=None) for i, r in skips.items()]
+    records.append(item_record(LIBRARY["plain-text-multibyte"], CLIENTS["openai"], "error", reason="boom", run=None))
     summary = summarize(records)
     folded = render_text(summary, each_skip=False).splitlines()
     tail = folded[folded.index("  3 scenarios skipped: " + other_dialect):]
@@ -212,7 +213,7 @@ def test_items_that_broke_no_rule_but_did_not_pass_are_not_passing(outcomes: lis
     """An error, or a known failure that no longer fails, breaks no rule of the table:
     it is listed in both reports, and never counted among the scenarios that pass."""
     ids = ["hermes-single", "plain-native-single", "qwen-tools-single-call"]
-    records = [item_record(LIBRARY[i], "openai", o, reason="boom" if o == "error" else "", run=None)
+    records = [item_record(LIBRARY[i], CLIENTS["openai"], o, reason="boom" if o == "error" else "", run=None)
                for i, o in zip(ids, outcomes)]
     summary = summarize(records)
     text, md = render_text(summary), render_markdown(summary)
@@ -231,7 +232,7 @@ def test_items_that_broke_no_rule_but_did_not_pass_are_not_passing(outcomes: lis
 
 
 def _exchange(raw: bytes, **kw: Any) -> Exchange:
-    return Exchange(SINGLE.id, "openai", True, SINGLE.client.request, {}, 200, {"content-type": "text/event-stream"},
+    return Exchange(SINGLE.id, CLIENTS["openai"], True, SINGLE.client.request, {}, 200, {"content-type": "text/event-stream"},
                     raw, **kw)
 
 
@@ -277,7 +278,7 @@ def test_a_single_body_is_shown_indented_with_the_named_member_marked() -> None:
     """A whole answer is shown one member per line, boilerplate left out, the member a
     rule names marked: the offending tool call is shown, not cut off at one line."""
     calls = [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ARGS}}]
-    exchange = Exchange(PLAIN.id, "openai", False, {**PLAIN.client.request, "stream": False}, {}, 200,
+    exchange = Exchange(PLAIN.id, CLIENTS["openai"], False, {**PLAIN.client.request, "stream": False}, {}, 200,
                         {"content-type": "application/json"}, _body(tool_calls=calls))
     failures = {f.rule_id: f for f in evaluate(PLAIN, exchange, Options())}
     assert failures["TOOL-009"].evidence["json_path"] == "/choices/0/finish_reason"
@@ -298,7 +299,7 @@ def test_a_single_body_is_shown_indented_with_the_named_member_marked() -> None:
     ("/choices/0/message/content", 250, "(character 250 of 400)"),  # a long string around the character
 ])
 def test_a_json_pointer_marks_its_member(path: str, offset: int | None, marked: str) -> None:
-    exchange = Exchange(PLAIN.id, "openai", False, {}, {}, 200, {"content-type": "application/json"},
+    exchange = Exchange(PLAIN.id, CLIENTS["openai"], False, {}, {}, 200, {"content-type": "application/json"},
                         _body(content="a" * 240 + "<tools>" + "b" * 153,
                               tool_calls=[{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}]))
     lines = transcript(exchange, Position(json_path=path, text_offset=offset))
@@ -312,7 +313,7 @@ def test_a_pointer_through_keys_with_slash_and_tilde_marks_its_member() -> None:
     """Rules (schema problems) and the transcript write pointers one way (RFC 6901)."""
     pointer = json_pointer(["a/b", "m~n", 0])
     assert pointer == "/a~1b/m~0n/0"
-    exchange = Exchange(PLAIN.id, "openai", False, {}, {}, 200, {"content-type": "application/json"},
+    exchange = Exchange(PLAIN.id, CLIENTS["openai"], False, {}, {}, 200, {"content-type": "application/json"},
                         json.dumps({"a/b": {"m~n": ["x"]}}).encode())
     (line,) = [line for line in transcript(exchange, Position(json_path=pointer)) if line.lstrip().startswith(">>")]
     assert line.endswith('"x"')
@@ -320,7 +321,7 @@ def test_a_pointer_through_keys_with_slash_and_tilde_marks_its_member() -> None:
 
 def test_a_body_that_is_not_json_is_shown_as_lines() -> None:
     page = b"<html>\n<body>Bad gateway</body>\n</html>\n"
-    exchange = Exchange(PLAIN.id, "openai", False, {}, {}, 502, {"content-type": "text/html"}, page)
+    exchange = Exchange(PLAIN.id, CLIENTS["openai"], False, {}, {}, 502, {"content-type": "text/html"}, page)
     lines = transcript(exchange)
     assert lines[0].startswith("answer as received (HTTP 502, ") and "byte offset | line" in lines[0]
     assert [line.split("| ", 1)[1] for line in lines[1:]] == ["<html>", "<body>Bad gateway</body>", "</html>"]
@@ -348,7 +349,7 @@ def test_answer_diff_reads_an_anthropic_answer_in_its_dialect() -> None:
         _event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {}}),
         _event("message_stop", {"type": "message_stop"}),
     ])
-    exchange = Exchange(scenario.id, "anthropic", True, scenario.client.request, {}, 200,
+    exchange = Exchange(scenario.id, CLIENTS["anthropic"], True, scenario.client.request, {}, 200,
                         {"content-type": "text/event-stream"}, raw)
     text = "\n".join(answer_diff(scenario, exchange))
     assert "  - #1 get_forecast" in text and "  + (no tool calls)" in text

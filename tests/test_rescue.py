@@ -337,7 +337,7 @@ def _rescuable(scenario: Scenario) -> bool:
     # Scenarios where the proxy answers without calling upstream (the loop guard) never
     # show the backend's text to a parser, so there is nothing to rescue.
     return (
-        scenario.client.profile == "openai"
+        scenario.client.profile.name == "openai"
         and not any(isinstance(f, ToolCallFrame) for f in scenario.backend.frames)
         and scenario.expect.upstream_requests != 0
     )

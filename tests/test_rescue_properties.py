@@ -14,9 +14,9 @@ from harness.core.scenario.loading import load_library
 from harness.core.scenario.model import ContentFrame, Scenario
 from reference_proxy.request_shaping import anthropic_tools
 from reference_proxy.rescue import Rescuer, Text, ToolSpec, rescue_text, tools_from_request
-from reference_proxy.rescue.scanner import FAMILIES
 from reference_proxy.rescue.families.code import MAX_FENCE_LINE
 from reference_proxy.rescue.family import Context, Family, reject
+from reference_proxy.rescue.scanner import FAMILIES
 from reference_proxy.rescue.toolbox import Toolbox
 
 # Pieces that come near every opener and closer without naming a declared tool.
@@ -214,7 +214,7 @@ def test_a_family_declines_a_shared_opener_exactly_where_its_parser_gives_up(sha
 
 def _tools(scenario: Scenario) -> list[ToolSpec]:
     request = scenario.client.request
-    return list(anthropic_tools(request) if scenario.client.profile == "anthropic" else tools_from_request(request))
+    return list(anthropic_tools(request) if scenario.client.profile.name == "anthropic" else tools_from_request(request))
 
 
 def _text_runs(scenario: Scenario) -> tuple[str, list[int], list[str]]:
@@ -238,7 +238,7 @@ TEXT_SCENARIOS = [s for s in load_library() if any(isinstance(f, ContentFrame) a
 
 
 def test_the_library_has_text_scenarios_of_both_dialects() -> None:
-    assert {s.client.profile for s in TEXT_SCENARIOS} >= {"openai", "anthropic"}
+    assert {s.client.profile.name for s in TEXT_SCENARIOS} >= {"openai", "anthropic"}
 
 
 @settings(max_examples=120, deadline=None)

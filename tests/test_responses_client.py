@@ -11,6 +11,8 @@ from collections.abc import Iterator
 import pytest
 from support import PATIENT_TIMEOUT
 
+from harness.core.dialects import DIALECTS
+from harness.core.dialects.clients import CLIENTS
 from harness.core.dialects.profiles import choose_profile
 from harness.core.dialects.responses_request import chat_to_responses
 from harness.core.dialects.script import serve_as
@@ -41,9 +43,9 @@ def _library() -> dict[str, Scenario]:
 def test_a_relayed_responses_answer_passes(mock: tuple[str, MockControl], scenario_id: str) -> None:
     url, control = mock
     scenario = _library()[scenario_id]
-    profile, skip = choose_profile(scenario, "responses", ())
+    profile, skip = choose_profile(scenario, CLIENTS["responses"], ())
     assert skip is None, skip
-    run = play(serve_as(scenario, "responses"), settings=RunSettings(proxy_url=url + "/v1", timeout=PATIENT_TIMEOUT),
+    run = play(serve_as(scenario, DIALECTS["responses"]), settings=RunSettings(proxy_url=url + "/v1", timeout=PATIENT_TIMEOUT),
                mock=control, profile=profile)
     assert run.failures == [], [f"{a.label}: {f}" for a, f in run.failures]
     exchange = run.attempts[0].exchange
@@ -53,10 +55,10 @@ def test_a_relayed_responses_answer_passes(mock: tuple[str, MockControl], scenar
 
 def test_a_case_without_an_openai_client_is_not_played_as_responses() -> None:
     library = load_library()
-    anthropic = next(s for s in library if s.client.profile == "anthropic")
-    assert "not meaningful under client profile responses" in (choose_profile(anthropic, "responses", ())[1] or "")
-    raw = next(s for s in library if s.client.raw_body is not None and "openai" in s.client.profiles)
-    assert "raw body" in (choose_profile(raw, "responses", ())[1] or "")
+    anthropic = next(s for s in library if s.client.profile.name == "anthropic")
+    assert "not meaningful under client profile responses" in (choose_profile(anthropic, CLIENTS["responses"], ())[1] or "")
+    raw = next(s for s in library if s.client.raw_body is not None and CLIENTS["openai"] in s.client.profiles)
+    assert "raw body" in (choose_profile(raw, CLIENTS["responses"], ())[1] or "")
 
 
 def test_chat_request_said_as_responses() -> None:
@@ -116,8 +118,8 @@ def test_the_plugin_plays_a_responses_client_with_the_bundled_proxy(pytester: py
 def test_re_chunked_variants_of_a_responses_backend_pass_relayed(mock: tuple[str, MockControl]) -> None:
     """Re-chunking cuts the Responses events as the mock writes them (``harness.core.frames.rechunk``)."""
     url, control = mock
-    scenario = serve_as(_library()["plain-native-parallel"], "responses")
+    scenario = serve_as(_library()["plain-native-parallel"], DIALECTS["responses"])
     run = play(scenario, settings=RunSettings(proxy_url=url + "/v1", timeout=PATIENT_TIMEOUT, rechunk=3, seed=7),
-               mock=control, profile="responses")
+               mock=control, profile=CLIENTS["responses"])
     assert [a.kind for a in run.attempts].count("rechunk") == 3
     assert run.failures == [], [f"{a.label}: {f}" for a, f in run.failures]

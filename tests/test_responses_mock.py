@@ -16,7 +16,7 @@ import httpx
 import openai
 import pytest
 
-from harness.core.dialects import NotPortable
+from harness.core.dialects import DIALECTS, NotPortable
 from harness.core.dialects.script import serve_as
 from harness.core.nonce import NONCE_HEADER
 from harness.core.scenario.loading import load_library, parse_scenario
@@ -169,7 +169,7 @@ def test_library_scenarios_with_native_calls_play_in_responses_form(mock: tuple[
         if s.family not in ("plain", "anthropic"):  # where the native calls are
             continue
         try:
-            served = serve_as(s, "responses")
+            served = serve_as(s, DIALECTS["responses"])
         except NotPortable:
             continue
         if not any(isinstance(f, ToolUseFrame) for f in served.backend.frames) or s.backend.fault is not None:

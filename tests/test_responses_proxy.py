@@ -14,7 +14,8 @@ import openai
 import pytest
 from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 
-from harness.core.dialects import NotPortable
+from harness.core.dialects import DIALECTS, NotPortable
+from harness.core.dialects.clients import CLIENTS
 from harness.core.dialects.profiles import choose_profile
 from harness.core.dialects.script import serve_as
 from harness.core.nonce import NONCE_HEADER
@@ -75,7 +76,7 @@ def sdk(proxy: str, nonce: str) -> openai.OpenAI:
 def test_a_hermes_call_in_the_text_reaches_the_responses_client_as_a_function_call(
         servers: tuple[str, MockControl, dict[str, str]], upstream: str) -> None:
     _, control, proxies = servers
-    scenario = serve_as(hermes_scenario(), upstream)
+    scenario = serve_as(hermes_scenario(), DIALECTS[upstream])
     request: dict[str, Any] = {"model": "qwen", "input": "weather in Paris?", "tools": TOOLS}
     with sdk(proxies[upstream], control.arm(scenario)).responses.stream(**request) as stream:
         kinds = [event.type for event in stream]
@@ -178,10 +179,10 @@ def _playable(upstream: str) -> list[Scenario]:
     for s in load_library():
         if s.family not in FAMILIES[upstream]:
             continue
-        if choose_profile(s, "responses", ())[1] is not None:
+        if choose_profile(s, CLIENTS["responses"], ())[1] is not None:
             continue
         try:
-            out.append(serve_as(s, upstream))
+            out.append(serve_as(s, DIALECTS[upstream]))
         except NotPortable:
             continue
     return out
@@ -196,7 +197,7 @@ def test_library_cases_pass_as_a_responses_client(servers: tuple[str, MockContro
     failed = {}
     for scenario in cases:
         run = play(scenario, settings=RunSettings(proxy_url=proxies[upstream] + "/v1", timeout=PATIENT_TIMEOUT),
-                   mock=control, profile="responses")
+                   mock=control, profile=CLIENTS["responses"])
         if run.failures:
             failed[scenario.id] = [str(f) for _, f in run.failures]
     assert failed == {}
@@ -211,10 +212,10 @@ def test_a_correct_but_different_responses_proxy_passes(servers: tuple[str, Mock
     mock_url, control, _ = servers
     features = WHOLE_LIBRARY_FEATURES
     cases = [s for s in load_library() if (s.family in ("plain", "hermes") or s.id.startswith("faults-openai-drop"))
-             and choose_profile(s, "responses", features)[1] is None]
+             and choose_profile(s, CLIENTS["responses"], features)[1] is None]
     assert len(cases) >= 25
     with serve(different.app(f"{mock_url}/v1")) as proxy:
         settings = RunSettings(proxy_url=proxy.url + "/v1", features=features, strict=True, timeout=PATIENT_TIMEOUT)
         failed = {s.id: run.failed_rules for s in cases
-                  if (run := play(s, settings=settings, mock=control, profile="responses")).failures}
+                  if (run := play(s, settings=settings, mock=control, profile=CLIENTS["responses"])).failures}
     assert failed == {}

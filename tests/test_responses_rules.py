@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from rule_proofs import Family
 
+from harness.core.dialects.clients import CLIENTS
 from harness.core.exchange import Exchange
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
@@ -111,7 +112,7 @@ TWO = [*call_item(0, "fc_1", "call_1", "get_weather", PARIS_JSON), *call_item(1,
 
 def exchange(sc: Scenario, raw: str) -> Exchange:
     is_stream = bool(sc.client.request.get("stream"))
-    return Exchange(scenario_id=sc.id, profile="responses", stream=is_stream, request_body=dict(sc.client.request),
+    return Exchange(scenario_id=sc.id, profile=CLIENTS["responses"], stream=is_stream, request_body=dict(sc.client.request),
                     request_headers={}, status=200,
                     response_headers={"content-type": "text/event-stream" if is_stream else "application/json"},
                     raw=raw.encode())
@@ -196,7 +197,7 @@ BROKEN: list[Case] = [
 ]
 
 ALL = ACCEPTABLE + BROKEN
-FAMILY: Family = (ACCEPTABLE, BROKEN, lambda c: Options(profile="responses", strict=True))
+FAMILY: Family = (ACCEPTABLE, BROKEN, lambda c: Options(profile=CLIENTS["responses"], strict=True))
 
 
 def _client_rules(ids: frozenset[str]) -> set[str]:
@@ -205,8 +206,8 @@ def _client_rules(ids: frozenset[str]) -> set[str]:
 
 @pytest.mark.parametrize("c", ALL, ids=[c.id for c in ALL])
 def test_rule_case(c: Case) -> None:
-    strict = evaluate(c.scenario, c.exchange, Options(profile="responses", strict=True))
-    default = evaluate(c.scenario, c.exchange, Options(profile="responses"))
+    strict = evaluate(c.scenario, c.exchange, Options(profile=CLIENTS["responses"], strict=True))
+    default = evaluate(c.scenario, c.exchange, Options(profile=CLIENTS["responses"]))
     detail = "\n".join(f"  {f}" for f in strict)
     assert {f.rule_id for f in strict} == set(c.fails), f"strict failures:\n{detail}"
     assert {f.rule_id for f in default} == _client_rules(c.fails)
@@ -221,7 +222,7 @@ def test_every_responses_rule_is_broken_by_some_case() -> None:
 
 def test_a_responses_exchange_is_judged_as_responses_whatever_the_options_say() -> None:
     c = next(c for c in BROKEN if c.id == "call-without-call-id")
-    for profile in ("openai", "xml-client", "anthropic"):
+    for profile in (CLIENTS["openai"], CLIENTS["xml-client"], CLIENTS["anthropic"]):
         assert {f.rule_id for f in evaluate(c.scenario, c.exchange, Options(profile=profile))} == {"RESP-005"}
         assert {f.rule_id for f in evaluate(c.scenario, c.exchange, Options(profile=profile, strict=True))} == {
             "RESP-005", "RESP-011"}

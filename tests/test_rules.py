@@ -25,6 +25,7 @@ from hypothesis import strategies as st
 from rule_proofs import Family, families, proofs
 from support import messages_answers as messages
 
+from harness.core.dialects.clients import ANTHROPIC_CLIENT, OPENAI_CLIENT, XML_CLIENT
 from harness.core.exchange import Exchange, RecordedRequest
 from harness.core.scenario.loading import bundled_scenarios_dir, load_scenario, parse_scenario
 from harness.core.scenario.model import PROFILES, Profile, RawFrame, Scenario, ToolCallFrame
@@ -86,7 +87,7 @@ def scenario(
     stream: bool = True,
     tools: tuple[Mapping[str, Any], ...] = (WEATHER, TIME),
     request: Mapping[str, Any] | None = None,
-    profile: Profile = "openai",
+    profile: Profile = OPENAI_CLIENT,
 ) -> Scenario:
     return parse_scenario(
         {
@@ -95,7 +96,7 @@ def scenario(
             "source": "synthetic",
             "backend": {"dialect": "openai", "frames": ["x"]},
             "client": {
-                "profile": profile,
+                "profile": profile.name,
                 "request": {
                     "model": "m",
                     "stream": stream,
@@ -156,12 +157,12 @@ WRITE_CALL = {"name": "write_to_file", "arguments": {"path": "a.html", "content"
 S_XML_CLIENT = scenario(
     {"tool_calls": [{"name": "read_file", "arguments": {"path": "src/main.py"}}], "content": "I will read it."},
     tools=(READ_FILE, WRITE_FILE),
-    profile="xml-client",
+    profile=XML_CLIENT,
 )
 S_XML_CLIENT_TIME = scenario(
-    {"tool_calls": [{"name": "get_time", "arguments": {}}], "content": "Checking."}, tools=(READ_FILE, TIME), profile="xml-client"
+    {"tool_calls": [{"name": "get_time", "arguments": {}}], "content": "Checking."}, tools=(READ_FILE, TIME), profile=XML_CLIENT
 )
-S_XML_CLIENT_WRITE = scenario({"tool_calls": [WRITE_CALL], "content": ""}, tools=(READ_FILE, WRITE_FILE), profile="xml-client")
+S_XML_CLIENT_WRITE = scenario({"tool_calls": [WRITE_CALL], "content": ""}, tools=(READ_FILE, WRITE_FILE), profile=XML_CLIENT)
 
 # --------------------------------------------------------------------------- wire builders
 
@@ -253,7 +254,7 @@ def exchange(
     *,
     status: int | None = 200,
     headers: Mapping[str, str] | None = None,
-    profile: Profile = "openai",
+    profile: Profile = OPENAI_CLIENT,
     **extra: Any,
 ) -> Exchange:
     stream = bool(sc.client.request.get("stream"))
@@ -279,7 +280,7 @@ class Case:
     scenario: Scenario
     exchange: Exchange
     fails: frozenset[str] = frozenset()
-    profile: Profile = "openai"
+    profile: Profile = OPENAI_CLIENT
     features: frozenset[str] = field(default_factory=frozenset)
 
 
@@ -289,7 +290,7 @@ def case(
     raw: str | bytes,
     fails: set[str] | tuple[str, ...] = (),
     *,
-    profile: Profile = "openai",
+    profile: Profile = OPENAI_CLIENT,
     features: tuple[str, ...] = (),
     **exchange_args: Any,
 ) -> Case:
@@ -456,7 +457,7 @@ ACCEPTABLE: list[Case] = [
     # A proxy that retries a failing upstream with back-off takes longer; unless it claims
     # fails-fast, no client is known to mind (openai-python itself waits 600 s).
     case("ok-slow-when-fails-fast-is-not-claimed", S_SLOW, TEXT_STREAM, elapsed=3.5),
-    case("ok-xml-client-cline-xml", S_XML_CLIENT, xml_client_stream(XML_READ), profile="xml-client"),
+    case("ok-xml-client-cline-xml", S_XML_CLIENT, xml_client_stream(XML_READ), profile=XML_CLIENT),
     case(
         "ok-xml-client-invoke-xml",
         S_XML_CLIENT,
@@ -465,15 +466,15 @@ ACCEPTABLE: list[Case] = [
             "</parameter>\n</invoke>\n</function_calls>",
             split=3,
         ),
-        profile="xml-client",
+        profile=XML_CLIENT,
     ),
-    case("ok-xml-client-tool-without-parameters", S_XML_CLIENT_TIME, xml_client_stream("Checking.\n<get_time>\n</get_time>"), profile="xml-client"),
-    case("ok-xml-client-write-content-with-closing-tag", S_XML_CLIENT_WRITE, xml_client_stream(XML_WRITE, split=5), profile="xml-client"),
+    case("ok-xml-client-tool-without-parameters", S_XML_CLIENT_TIME, xml_client_stream("Checking.\n<get_time>\n</get_time>"), profile=XML_CLIENT),
+    case("ok-xml-client-write-content-with-closing-tag", S_XML_CLIENT_WRITE, xml_client_stream(XML_WRITE, split=5), profile=XML_CLIENT),
     case(
         "ok-xml-client-single-answer",
         replace(S_XML_CLIENT, client=replace(S_XML_CLIENT.client, request={**S_XML_CLIENT.client.request, "stream": False})),
         completion({"role": "assistant", "content": XML_READ}, "stop"),
-        profile="xml-client",
+        profile=XML_CLIENT,
     ),
 ]
 
@@ -776,34 +777,34 @@ BROKEN: list[Case] = [
         S_XML_CLIENT,
         sse(ROLE, chunk({"content": XML_READ}), chunk(start(name="read_file", args='{"path": "src/main.py"}')), chunk(finish="stop")),
         {"VTC-001"},
-        profile="xml-client",
+        profile=XML_CLIENT,
     ),
-    case("vtc-002-wrong-path", S_XML_CLIENT, xml_client_stream(XML_READ.replace("main.py", "main.rs")), {"VTC-002"}, profile="xml-client"),
-    case("vtc-002-json-quoted-value", S_XML_CLIENT, xml_client_stream(XML_READ.replace("src/main.py", '"src/main.py"')), {"VTC-002"}, profile="xml-client"),
-    case("vtc-002-call-missing", S_XML_CLIENT, xml_client_stream("I will read it."), {"VTC-002"}, profile="xml-client"),
+    case("vtc-002-wrong-path", S_XML_CLIENT, xml_client_stream(XML_READ.replace("main.py", "main.rs")), {"VTC-002"}, profile=XML_CLIENT),
+    case("vtc-002-json-quoted-value", S_XML_CLIENT, xml_client_stream(XML_READ.replace("src/main.py", '"src/main.py"')), {"VTC-002"}, profile=XML_CLIENT),
+    case("vtc-002-call-missing", S_XML_CLIENT, xml_client_stream("I will read it."), {"VTC-002"}, profile=XML_CLIENT),
     case(
         "vtc-002-unclosed",
         S_XML_CLIENT,
         xml_client_stream(XML_READ.removesuffix("</read_file>")),
         {"VTC-002"},
-        profile="xml-client",
+        profile=XML_CLIENT,
     ),
     case(
         "vtc-003-entity-escaped",
         S_XML_CLIENT_WRITE,
         xml_client_stream(XML_WRITE.replace("<p>1 < 2 &", "&lt;p&gt;1 &lt; 2 &amp;", 1)),
         {"VTC-003", "VTC-002"},
-        profile="xml-client",
+        profile=XML_CLIENT,
     ),
-    case("vtc-004-finish-tool-calls", S_XML_CLIENT, xml_client_stream(XML_READ, finish="tool_calls"), {"VTC-004"}, profile="xml-client"),
-    case("xml-client-text-001-text-lost", S_XML_CLIENT, xml_client_stream(XML_READ.replace("I will read it.", "")), {"TEXT-001"}, profile="xml-client"),
+    case("vtc-004-finish-tool-calls", S_XML_CLIENT, xml_client_stream(XML_READ, finish="tool_calls"), {"VTC-004"}, profile=XML_CLIENT),
+    case("xml-client-text-001-text-lost", S_XML_CLIENT, xml_client_stream(XML_READ.replace("I will read it.", "")), {"TEXT-001"}, profile=XML_CLIENT),
     case(
         "xml-client-text-003-stray-closing-tag",  # the call's own </parameter> comes first in the content
         S_XML_CLIENT,
         sse(ROLE, chunk({"content": "I will read it.\n\n"}), chunk({"content": INVOKE_READ}),
             chunk({"content": " </parameter>"}), chunk(finish="stop")),
         {"TEXT-001", "TEXT-003"},
-        profile="xml-client",
+        profile=XML_CLIENT,
     ),
     # upstream
     case(
@@ -889,7 +890,7 @@ def test_a_timeout_says_whether_the_proxy_reached_the_backend(upstream: tuple[Re
     """A proxy stuck as a whole (busy with an earlier exchange) never reaches the backend;
     one stuck on this exchange usually has: the message tells them apart."""
     ex = exchange(S_TEXT, sse(ROLE, done=""), timed_out=True, elapsed=30.0, upstream=upstream)
-    found = [f for f in evaluate(S_TEXT, ex, Options(profile="openai")) if f.rule_id == "HTTP-002"]
+    found = [f for f in evaluate(S_TEXT, ex, Options(profile=OPENAI_CLIENT)) if f.rule_id == "HTTP-002"]
     assert len(found) == 1 and found[0].message.endswith(said), found
     assert found[0].evidence["upstream_requests"] == len(upstream)
 
@@ -1235,7 +1236,7 @@ class PairCase:
     streamed: str
     plain: str
     fails: bool
-    profile: Profile = "openai"
+    profile: Profile = OPENAI_CLIENT
 
 
 PAIRS = [
@@ -1259,14 +1260,14 @@ PAIRS = [
         completion({**PARIS_MESSAGE, "tool_calls": [{"id": "c", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}]}),
         True,
     ),
-    PairCase("xml-client-same", S_XML_CLIENT, xml_client_stream(XML_READ), completion({"role": "assistant", "content": XML_READ}, "stop"), False, "xml-client"),
+    PairCase("xml-client-same", S_XML_CLIENT, xml_client_stream(XML_READ), completion({"role": "assistant", "content": XML_READ}, "stop"), False, XML_CLIENT),
     PairCase(
         "xml-client-differs",
         S_XML_CLIENT,
         xml_client_stream(XML_READ),
         completion({"role": "assistant", "content": XML_READ.replace("main.py", "x.py")}, "stop"),
         True,
-        "xml-client",
+        XML_CLIENT,
     ),
 ]
 
@@ -1312,22 +1313,22 @@ A_RAW_ID = _raw_backend(
 
 # (id, scenario, [(request overrides, raw answer, status)], profile, whether TOOL-010 fails)
 ITEMS: list[tuple[str, Scenario, list[tuple[dict[str, Any], str, int]], Profile, bool]] = [
-    ("same-id-streamed-and-not", S_CALL, [({}, CALL_STREAM, 200), (PLAIN, completion(PARIS_MESSAGE), 200)], "openai", True),
-    ("other-ids", S_CALL, [({}, CALL_STREAM, 200), (PLAIN, OTHER_ID, 200)], "openai", False),
+    ("same-id-streamed-and-not", S_CALL, [({}, CALL_STREAM, 200), (PLAIN, completion(PARIS_MESSAGE), 200)], OPENAI_CLIENT, True),
+    ("other-ids", S_CALL, [({}, CALL_STREAM, 200), (PLAIN, OTHER_ID, 200)], OPENAI_CLIENT, False),
     ("same-id-in-two-streams", S_CALL, [({}, CALL_STREAM, 200), ({}, CALL_STREAM, 200), (PLAIN, OTHER_ID, 200)],
-     "openai", True),
+     OPENAI_CLIENT, True),
     ("the-backends-own-id-passed-on", S_NATIVE_ID, [({}, CALL_STREAM, 200), (PLAIN, completion(PARIS_MESSAGE), 200)],
-     "openai", False),
+     OPENAI_CLIENT, False),
     ("the-backends-own-id-in-a-raw-frame", S_RAW_ID, [({}, CALL_STREAM, 200), (PLAIN, completion(PARIS_MESSAGE), 200)],
-     "openai", False),
+     OPENAI_CLIENT, False),
     ("an-error-answer-takes-no-part", S_CALL, [({}, CALL_STREAM, 200), (PLAIN, completion(PARIS_MESSAGE), 500)],
-     "openai", False),
+     OPENAI_CLIENT, False),
     ("anthropic-same-tool-use-id", messages.S_TEXT_CALL,
-     [({}, A_TWO_IDS, 200), (PLAIN, A_SAME, 200)], "anthropic", True),
+     [({}, A_TWO_IDS, 200), (PLAIN, A_SAME, 200)], ANTHROPIC_CLIENT, True),
     ("anthropic-backends-own-id-in-a-raw-frame", A_RAW_ID,
-     [({}, A_TWO_IDS, 200), (PLAIN, A_SAME, 200)], "anthropic", False),
+     [({}, A_TWO_IDS, 200), (PLAIN, A_SAME, 200)], ANTHROPIC_CLIENT, False),
     ("anthropic-other-tool-use-id", messages.S_TEXT_CALL,
-     [({}, A_TWO_IDS, 200), (PLAIN, A_OTHER, 200)], "anthropic", False),
+     [({}, A_TWO_IDS, 200), (PLAIN, A_OTHER, 200)], ANTHROPIC_CLIENT, False),
 ]
 
 

@@ -57,6 +57,7 @@ from support.messages_answers import (
     tool_block,
 )
 
+from harness.core.dialects.clients import CLIENTS
 from harness.core.exchange import Exchange, RecordedRequest
 from harness.core.scenario.model import Scenario
 from harness.judge.readers.reading import read_answer
@@ -438,7 +439,7 @@ BROKEN: list[Case] = [
 
 ALL = ACCEPTABLE + BROKEN
 # Judged with every rule on; ``rule_proofs.families()`` counts these cases towards rule coverage.
-FAMILY: Family = (ACCEPTABLE, BROKEN, lambda c: Options(profile="anthropic", strict=True))
+FAMILY: Family = (ACCEPTABLE, BROKEN, lambda c: Options(profile=CLIENTS["anthropic"], strict=True))
 ANTHROPIC_PREFIXES = ("AEV-", "ATOOL-", "ABODY-", "ASDK-", "AERR-")
 
 
@@ -448,8 +449,8 @@ def _client_rules(ids: frozenset[str]) -> set[str]:
 
 @pytest.mark.parametrize("c", ALL, ids=[c.id for c in ALL])
 def test_rule_case(c: Case) -> None:
-    strict = evaluate(c.scenario, c.exchange, Options(profile="anthropic", strict=True))
-    default = evaluate(c.scenario, c.exchange, Options(profile="anthropic"))
+    strict = evaluate(c.scenario, c.exchange, Options(profile=CLIENTS["anthropic"], strict=True))
+    default = evaluate(c.scenario, c.exchange, Options(profile=CLIENTS["anthropic"]))
     detail = "\n".join(f"  {f}" for f in strict)
     assert {f.rule_id for f in strict} == set(c.fails), f"strict failures:\n{detail}"
     assert {f.rule_id for f in default} == _client_rules(c.fails)
@@ -474,7 +475,7 @@ def test_anthropic_exchange_is_never_judged_by_chat_completion_rules() -> None:
     rules and the dialect-neutral ones only."""
     neutral = {"HTTP-", "SSE-001", "SSE-002", "SSE-008", "SSE-009", "CALLS-001", "TEXT-", "UP-", "EQ-"}
     for c in BROKEN:
-        for profile in ("openai", "xml-client", "anthropic"):
+        for profile in (CLIENTS["openai"], CLIENTS["xml-client"], CLIENTS["anthropic"]):
             failures = evaluate(c.scenario, c.exchange, Options(profile=profile, strict=True))
             assert {f.rule_id for f in failures} == set(c.fails)
     for rule_id in {i for c in BROKEN for i in c.fails}:
@@ -486,8 +487,8 @@ def test_chat_completion_stream_under_anthropic_options_is_judged_as_anthropic()
     stream then breaks the event rules instead of passing unnoticed."""
     chunk = {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [{"index": 0, "delta": {"content": "Hello world"}, "finish_reason": "stop"}]}
     raw = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n"
-    ex = replace(exchange(S_TEXT, raw), profile="openai")
-    ids = {f.rule_id for f in evaluate(S_TEXT, ex, Options(profile="anthropic", strict=True))}
+    ex = replace(exchange(S_TEXT, raw), profile=CLIENTS["openai"])
+    ids = {f.rule_id for f in evaluate(S_TEXT, ex, Options(profile=CLIENTS["anthropic"], strict=True))}
     assert {"AEV-002", "AEV-004", "TEXT-001"} <= ids
     assert not any(i.startswith(("CHUNK-", "TOOL-", "SDK-")) for i in ids)
 
@@ -518,14 +519,14 @@ def test_chat_completion_stream_under_anthropic_options_is_judged_as_anthropic()
 )
 def test_failure_messages_are_readable(case_id: str, needle: str) -> None:
     c = next(c for c in ALL if c.id == case_id)
-    failures = evaluate(c.scenario, c.exchange, Options(profile="anthropic", strict=True))
+    failures = evaluate(c.scenario, c.exchange, Options(profile=CLIENTS["anthropic"], strict=True))
     text = "\n".join([f.message for f in failures] + [m for f in failures for m in f.evidence.get("more", [])])
     assert needle in text
 
 
 def test_evidence_locates_the_event() -> None:
     c = next(c for c in BROKEN if c.id == "aev-001-wrong-name")
-    (failure,) = evaluate(c.scenario, c.exchange, Options(profile="anthropic"))
+    (failure,) = evaluate(c.scenario, c.exchange, Options(profile=CLIENTS["anthropic"]))
     assert failure.evidence["byte_offset"] == c.exchange.raw.index(b"event: message\n")
 
 
@@ -542,7 +543,7 @@ def test_garbage_never_raises() -> None:
     for sc in (S_CALL, S_SINGLE, S_TEXT):
         for raw in samples:
             for status in (200, 500):
-                failures = evaluate(sc, exchange(sc, raw, status=status), Options(profile="anthropic", strict=True))
+                failures = evaluate(sc, exchange(sc, raw, status=status), Options(profile=CLIENTS["anthropic"], strict=True))
                 assert all("could not be evaluated" not in f.message for f in failures), failures
 
 
@@ -578,7 +579,7 @@ def test_acceptable_variations_never_fail(
     if not space:
         text = text.replace("data: ", "data:").replace("event: ", "event:")
     text = text.replace("\n", line_end)
-    assert evaluate(sc, exchange(sc, text), Options(profile="anthropic", strict=True)) == []
+    assert evaluate(sc, exchange(sc, text), Options(profile=CLIENTS["anthropic"], strict=True)) == []
 
 
 # --------------------------------------------------------------------------- assembly and the SDK
@@ -628,5 +629,5 @@ def test_sdk_reading() -> None:
 )
 def test_compare_answers(streamed: str, plain: str, fails: bool) -> None:
     plain_exchange = exchange(S_SINGLE, plain)
-    failures = compare_answers(S_TEXT_CALL, exchange(S_TEXT_CALL, streamed), plain_exchange, Options(profile="anthropic"))
+    failures = compare_answers(S_TEXT_CALL, exchange(S_TEXT_CALL, streamed), plain_exchange, Options(profile=CLIENTS["anthropic"]))
     assert [f.rule_id for f in failures] == (["EQ-001"] if fails else [])

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from rule_proofs import Family
 
+from harness.core.dialects.clients import CLIENTS
 from harness.core.exchange import Exchange
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Profile, Scenario
@@ -34,12 +35,12 @@ def scenario(
     expect: Mapping[str, Any],
     *,
     fault: Mapping[str, Any] | None = None,
-    profile: Profile = "openai",
+    profile: Profile = CLIENTS["openai"],
     frames: Sequence[Any] = ("Hello", " world"),
     stream: bool = True,
     **client: Any,
 ) -> Scenario:
-    anthropic = profile == "anthropic"
+    anthropic = profile.name == "anthropic"
     backend: dict[str, Any] = {"dialect": "anthropic" if anthropic else "openai", "frames": list(frames)}
     if fault is not None:
         backend["fault"] = dict(fault)
@@ -57,7 +58,7 @@ def scenario(
             "title": "fault rule case",
             "source": "synthetic",
             "backend": backend,
-            "client": {"profile": profile, "request": request, **client},
+            "client": {"profile": profile.name, "request": request, **client},
             "expect": dict(expect),
         }
     )
@@ -93,20 +94,20 @@ S_HALF_CALL = scenario(
     fault={"kind": "drop", "after_frame": 2},
     frames=("Checking.", {"tool_call": {"index": 0, "id": "call_1", "type": "function", "name": "get_weather", "arguments": '{"city": "Par'}}, {"tool_call": {"index": 0, "arguments": 'is"}'}}),
 )
-A_STATUS = scenario({"error": {"status": [529, 503]}}, fault={"kind": "http_error", "status": 529}, profile="anthropic")
-A_ALLOWED = scenario({"error": {"in_stream": "allowed"}, "content": "Hello"}, fault=DROP, profile="anthropic")
+A_STATUS = scenario({"error": {"status": [529, 503]}}, fault={"kind": "http_error", "status": 529}, profile=CLIENTS["anthropic"])
+A_ALLOWED = scenario({"error": {"in_stream": "allowed"}, "content": "Hello"}, fault=DROP, profile=CLIENTS["anthropic"])
 A_HELD_BACK = scenario(
     {"error": {"in_stream": "allowed"}, "content": "Hello world <fu"},
     fault={"kind": "drop", "after_frame": 2},
     frames=("Hello world", " <fu", "nction_calls>"),
-    profile="anthropic",
+    profile=CLIENTS["anthropic"],
 )
-A_TRUNCATED = scenario({"error": {"status": [400]}, "proxy_survives": True}, profile="anthropic", truncate_body=True)
+A_TRUNCATED = scenario({"error": {"status": [400]}, "proxy_survives": True}, profile=CLIENTS["anthropic"], truncate_body=True)
 A_HALF_TOOL = scenario(
     {"error": {"in_stream": "allowed"}, "content": "Checking."},
     fault={"kind": "drop", "after_frame": 2},
     frames=("Checking.", {"tool_use": {"name": "get_weather", "id": "toolu_1", "input_json": ['{"city": "Par', 'is"}']}}),
-    profile="anthropic",
+    profile=CLIENTS["anthropic"],
 )
 
 # --------------------------------------------------------------------------- wire builders
@@ -243,7 +244,7 @@ ACCEPTABLE: list[Case] = [
     case("ok-error-chunk-required", S_REQUIRED, openai_text("Hel", "lo", error=True)),
     case(
         "ok-xml-client-error-chunk-after-text",
-        scenario({"error": {"in_stream": "allowed"}, "content": "Hello"}, fault=DROP, profile="xml-client"),
+        scenario({"error": {"in_stream": "allowed"}, "content": "Hello"}, fault=DROP, profile=CLIENTS["xml-client"]),
         openai_text("Hello", error=True),
     ),
     case("ok-status-where-stream-error-allowed", S_ALLOWED, BAD_GATEWAY_BODY, status=502),
@@ -298,7 +299,7 @@ BROKEN: list[Case] = [
     ),
     case(
         "fault-001-anthropic-required-stream-ended-normally",
-        scenario({"error": {"in_stream": "required"}}, fault=DROP, profile="anthropic"),
+        scenario({"error": {"in_stream": "required"}}, fault=DROP, profile=CLIENTS["anthropic"]),
         anthropic_text("Hello"),
         {"FAULT-001"},
     ),
@@ -311,7 +312,7 @@ BROKEN: list[Case] = [
     ),
     case(
         "fault-002-anthropic-forbidden",
-        scenario({"content": "Hello"}, fault=DROP, profile="anthropic"),
+        scenario({"content": "Hello"}, fault=DROP, profile=CLIENTS["anthropic"]),
         anthropic_text("Hello", error=True),
         {"FAULT-002", "ASDK-001"},
     ),

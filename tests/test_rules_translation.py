@@ -24,6 +24,7 @@ from rule_proofs import Family
 from support import messages_answers as messages
 
 from harness.core.dialects import DIALECTS
+from harness.core.dialects.clients import CLIENTS
 from harness.core.dialects.script import upstream_dialects
 from harness.core.exchange import Exchange, Profile, RecordedRequest
 from harness.core.scenario.loading import load_library, parse_scenario
@@ -132,14 +133,14 @@ class Case:
     scenario: Scenario
     exchange: Exchange
     fails: frozenset[str] = frozenset()
-    profile: Profile = "openai"
+    profile: Profile = CLIENTS["openai"]
     features: frozenset[str] = field(default_factory=frozenset)
 
 
 def case(id: str, sc: Scenario, upstream_dialect: str, body: Mapping[str, Any], fails: tuple[str, ...] = (),
          *, features: tuple[str, ...] = ()) -> Case:
-    profile: Profile = "anthropic" if sc.client.profile == "anthropic" else "openai"
-    raw = messages.TEXT_STREAM if profile == "anthropic" else CHAT_ANSWER
+    profile: Profile = CLIENTS["anthropic"] if sc.client.profile.name == "anthropic" else CLIENTS["openai"]
+    raw = messages.TEXT_STREAM if profile.name == "anthropic" else CHAT_ANSWER
     sent = RecordedRequest("POST", PATHS[upstream_dialect], "", {"content-type": "application/json"}, dict(body),
                            None, 0.0)
     ex = Exchange(scenario_id=sc.id, profile=profile, stream=True, request_body=request(sc), request_headers={},
@@ -373,7 +374,7 @@ def test_failure_messages_say_what_was_lost(case_id: str, needle: str) -> None:
 def test_an_xml_client_proxy_may_rewrite_the_conversation() -> None:
     """For the xml-client profile the conversation rules stand aside; the tools still count."""
     broken = next(c for c in BROKEN if c.id == "up-005-results-swapped")
-    options = Options(profile="xml-client", strict=True, features=frozenset({"xml-client"}))
+    options = Options(profile=CLIENTS["xml-client"], strict=True, features=frozenset({"xml-client"}))
     assert evaluate(broken.scenario, broken.exchange, options) == []
     dropped = next(c for c in BROKEN if c.id == "up-004-schema-dropped")
     assert {f.rule_id for f in evaluate(dropped.scenario, dropped.exchange, options)} == {"UP-004"}
@@ -387,17 +388,17 @@ def test_a_request_of_no_known_api_or_a_client_of_its_own_bytes_is_not_judged() 
 
 
 def _client_reading(sc: Scenario) -> Any:
-    return DIALECTS["anthropic" if sc.client.profile == "anthropic" else "openai"].requests.read(sc.client.request)
+    return sc.client.dialect.requests.read(sc.client.request)
 
 
 def test_the_translation_family_plays_in_every_dialect_pair() -> None:
     """Its cases carry no upstream assertion nor anything else that keeps a case to one
     dialect, and speak for both clients: the rules above judge them in every pair."""
     family = [s for s in load_library() if s.family == "translation"]
-    assert {s.client.profile for s in family} == {"openai", "anthropic"}
+    assert {s.client.profile.name for s in family} == {"openai", "anthropic"}
     for s in family:
         assert not s.expect.upstream, s.id
-        assert upstream_dialects(s) == {name: None for name in DIALECTS}, s.id
+        assert upstream_dialects(s) == {wire: None for wire in DIALECTS.values()}, s.id
         assert _client_reading(s).tools and _client_reading(s).system, s.id
     conversations = [s for s in family if s.id.endswith("-conversation")]
     assert len(conversations) == 2 and all(len(_client_reading(s).results) >= 2 for s in conversations)

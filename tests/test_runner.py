@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from harness.core.dialects.clients import CLIENTS
 from harness.core.errors import ProxyUnreachable
 from harness.core.exchange import BackendActivity, Exchange, Profile
 from harness.core.nonce import NONCE_HEADER, NONCE_RE
@@ -44,7 +45,7 @@ def _app(handler: Callable[[Request], Any]) -> Starlette:
     return Starlette(routes=[Route("/v1/chat/completions", handler, methods=["POST"])])
 
 
-def _exchange(scenario: Scenario, url: str, mock: MockControl, *, stream: bool = True, profile: Profile = "openai",
+def _exchange(scenario: Scenario, url: str, mock: MockControl, *, stream: bool = True, profile: Profile = CLIENTS["openai"],
               model: str | None = None, headers: dict[str, str] | None = None, timeout: float = 5.0) -> Exchange:
     return run_exchange(scenario, proxy_url=url, mock=mock, stream=stream, profile=profile, model=model,
                         proxy_headers=headers or {}, timeout=timeout)
@@ -64,9 +65,9 @@ def test_request_headers_body_and_nonce(servers: ServeFn, mock: MockControl) -> 
     scenario = LIBRARY["plain-include-usage"]  # streams, with stream_options
     assert scenario.client.request.get("stream_options")
     cases: list[tuple[Profile, bool, dict[str, str], str]] = [
-        ("xml-client", True, {}, "Cline/3.38.0 toolcall-conformance"),
-        ("openai", False, {}, "OpenAI/Python toolcall-conformance"),
-        ("openai", True, {"user-agent": "mine/1.0", "Authorization": "Bearer k"}, "mine/1.0"),
+        (CLIENTS["xml-client"], True, {}, "Cline/3.38.0 toolcall-conformance"),
+        (CLIENTS["openai"], False, {}, "OpenAI/Python toolcall-conformance"),
+        (CLIENTS["openai"], True, {"user-agent": "mine/1.0", "Authorization": "Bearer k"}, "mine/1.0"),
     ]
     for profile, stream, user_headers, agent in cases:
         ex = _exchange(scenario, url, mock, stream=stream, profile=profile, model="served-name", headers=user_headers)
@@ -87,9 +88,9 @@ def test_request_headers_body_and_nonce(servers: ServeFn, mock: MockControl) -> 
 def test_scenario_headers_override_the_profile_and_users_override_both() -> None:
     from harness.core.dialects.profiles import request_headers
 
-    merged = request_headers("xml-client", {"User-Agent": "RooCode/3"}, {"x-api-key": "k"})
+    merged = request_headers(CLIENTS["xml-client"], {"User-Agent": "RooCode/3"}, {"x-api-key": "k"})
     assert merged["User-Agent"] == "RooCode/3" and merged["x-api-key"] == "k"
-    merged = request_headers("xml-client", {"User-Agent": "RooCode/3"}, {"user-agent": "mine"})
+    merged = request_headers(CLIENTS["xml-client"], {"User-Agent": "RooCode/3"}, {"user-agent": "mine"})
     assert [v for k, v in merged.items() if k.lower() == "user-agent"] == ["mine"]
 
 
@@ -124,7 +125,7 @@ def test_misbehaving_clients_and_the_anthropic_endpoint(servers: ServeFn, mock: 
 
     anthropic = _case({"profile": "anthropic", "request": {"model": "claude", "max_tokens": 9, "stream": True,
                                                            "messages": [{"role": "user", "content": "hi"}]}})
-    ex = _exchange(anthropic, url, mock, profile="anthropic")
+    ex = _exchange(anthropic, url, mock, profile=CLIENTS["anthropic"])
     path, headers, body = seen[-1]
     assert path == "/v1/messages" and headers["anthropic-version"] == "2023-06-01"
     assert headers["user-agent"].startswith("Anthropic/Python") and json.loads(body)["stream"] is True
@@ -296,7 +297,7 @@ def test_exchange_and_item_against_the_reference_proxy() -> None:
 
         settings = RunSettings(proxy_url=urls.proxy_url, features=urls.proxy_features, rechunk=4, seed=11)
         scenario = LIBRARY["qwen-tools-single-call"]
-        run = play(scenario, settings=settings, mock=control, profile="openai")
+        run = play(scenario, settings=settings, mock=control, profile=CLIENTS["openai"])
         kinds = [a.kind for a in run.attempts]
         assert kinds == ["stream", "non-stream", "equivalence", "rechunk", "rechunk", "rechunk", "rechunk"]
         assert [a.variant.strategy for a in run.attempts if a.variant] == ["per-char", "tags", "random", "multibyte"]

@@ -375,11 +375,11 @@ def test_library_scenario_is_consistent(scenario: Scenario) -> None:
     if expect.error is None:
         assert expect.finish_reason is not None, "every answered case states the finish reason the client gets"
         assert expect.content is not None or expect.content_regex is not None
-    if scenario.client.profile == "anthropic":
+    if scenario.client.profile.name == "anthropic":
         _check_anthropic(scenario)
-    elif scenario.client.profile == "xml-client":
+    elif scenario.client.profile.name == "xml-client":
         assert expect.finish_reason == "stop", "an XML client always gets 'stop'"
-        assert "xml-client" in scenario.requires and scenario.client.profiles == ("xml-client",)
+        assert "xml-client" in scenario.requires and tuple(p.name for p in scenario.client.profiles) == ("xml-client",)
     elif expect.error is not None and expect.finish_reason is None:
         pass  # an error answer has no finish reason to state
     elif expect.tool_calls:
@@ -439,10 +439,10 @@ def test_source_rule(source: str, fragment: str | None) -> None:
 def _check_anthropic(scenario: Scenario) -> None:
     """A Messages case: written in the Messages API's own terms throughout."""
     expect, request = scenario.expect, scenario.client.request
-    assert scenario.client.profiles == ("anthropic",)
+    assert tuple(p.name for p in scenario.client.profiles) == ("anthropic",)
     assert isinstance(request.get("max_tokens"), int), "a Messages request always carries max_tokens"
     if "anthropic" in scenario.raw["backend"].get("upstream_dialects", ("anthropic",)):
-        assert scenario.backend.dialect == "anthropic", "an anthropic client's cases use an anthropic backend"
+        assert scenario.backend.dialect.name == "anthropic", "an anthropic client's cases use an anthropic backend"
         assert scenario.backend.finish_reason in ANTHROPIC_STOP_REASONS
     else:  # what a Messages upstream cannot say (arguments that are no JSON object) is written in another dialect
         assert scenario.family == "faults"

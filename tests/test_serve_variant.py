@@ -17,6 +17,7 @@ from mutants.base import proxy_config
 from support import PATIENT_TIMEOUT
 from support.processes import STARTUP, Output
 
+from harness.core.dialects.clients import CLIENTS
 from harness.run.fuzzing import FuzzSettings, fuzz
 from harness.run.servers import serve
 from harness.run.settings import RunSettings
@@ -62,7 +63,7 @@ def test_a_served_correct_but_different_proxy_is_played_by_fuzz_and_passes(mock_
         settings = FuzzSettings(
             run=RunSettings(proxy_url=match.group(1), features=proxy_config(f"{mock_url}/v1").features(),
                             timeout=PATIENT_TIMEOUT),
-            formats=("hermes",), profiles=("openai",), examples=3, seed=7, out=tmp_path)
+            formats=("hermes",), profiles=(CLIENTS["openai"],), examples=3, seed=7, out=tmp_path)
         with MockControl(mock_url) as mock:
             report = fuzz(settings, mock, replay_command=lambda scenario_id: scenario_id)
         assert [(r.format_id, r.examples) for r in report.results] == [("hermes", 3)]

@@ -10,19 +10,20 @@ from typing import Any
 
 import httpx
 import pytest
-
-from harness.core.exchange import Exchange
-from harness.run.isolation import new_token, tag
-from harness.core.nonce import NONCE_HEADER, place_nonce
-from harness.run.processes import free_port
-from harness.core.replay.fault_rate import FAULT_KINDS, FaultRate
-from harness.judge.rules import Options
-from harness.core.scenario.loading import load_library
-from harness.judge.soak import Tally, Verdict, first_content, judge, misdelivered, soak_cases
-from mock_backends.app import create_app
-from mock_backends.control import MockControl
 from mutants.base import proxy_config, reference
 from mutants.isolation import module_level_parser
+
+from harness.core.dialects.clients import CLIENTS
+from harness.core.exchange import Exchange
+from harness.core.nonce import NONCE_HEADER, place_nonce
+from harness.core.replay.fault_rate import FAULT_KINDS, FaultRate
+from harness.core.scenario.loading import load_library
+from harness.judge.rules import Options
+from harness.judge.soak import Tally, Verdict, first_content, judge, misdelivered, soak_cases
+from harness.run.isolation import new_token, tag
+from harness.run.processes import free_port
+from mock_backends.app import create_app
+from mock_backends.control import MockControl
 
 LIBRARY = {s.id: s for s in load_library()}
 SCENARIOS = [LIBRARY["isolation-hermes-in-flight"], LIBRARY["isolation-qwen-coder-in-flight"],
@@ -45,7 +46,7 @@ def test_the_reference_proxy_handles_every_drawn_fault(kind: str, scenario: Any,
     body = place_nonce({**played.client.request, "stream": True}, nonce)
     with httpx.Client(timeout=10) as http:
         answer = http.post(f"{proxy_url}/v1/chat/completions", json=body, headers={NONCE_HEADER: nonce})
-    exchange = Exchange(scenario_id=played.id, profile="openai", stream=True, request_body=body, request_headers={},
+    exchange = Exchange(scenario_id=played.id, profile=CLIENTS["openai"], stream=True, request_body=body, request_headers={},
                         status=answer.status_code, response_headers={k.lower(): v for k, v in answer.headers.items()},
                         raw=answer.content, elapsed=0.1)
     verdict = judge(case, token, played, exchange, Options(), rate.decide(nonce), tag(case.faulted[kind], token))
@@ -57,7 +58,7 @@ def test_an_answer_with_another_exchanges_tag_is_misdelivered() -> None:
     mine, other = new_token(), new_token()
     played = tag(case.scenario, mine)
     raw = f'data: {{"choices": [{{"index": 0, "delta": {{"content": "order {other}"}}}}]}}\n\n'.encode()
-    exchange = Exchange(scenario_id=played.id, profile="openai", stream=True, request_body={}, request_headers={},
+    exchange = Exchange(scenario_id=played.id, profile=CLIENTS["openai"], stream=True, request_body={}, request_headers={},
                         status=200, response_headers={"content-type": "text/event-stream"}, raw=raw)
     assert misdelivered(exchange, mine) == [other]
     verdict = judge(case, mine, played, exchange, Options(), None)

@@ -13,7 +13,8 @@ import httpx
 import pytest
 
 from harness.core.errors import ScenarioError
-from harness.core.scenario.loading import Scenario, parse_scenario
+from harness.core.scenario.loading import parse_scenario
+from harness.core.scenario.model import Scenario
 from harness.core.scenario.steps import SIDE_TEXT, choose_step, step_scenarios, tool_results
 from harness.run.servers import serve
 from mock_backends.app import create_app

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.agents.base import Transcript
+from harness.core.dialects import WireDialect
 from harness.core.exchange import RecordedRequest
 from harness.core.scenario.steps import is_side_request, tool_results
 
@@ -29,7 +30,7 @@ class Facts:
     """What one run left behind."""
 
     tool: str  # the agent's tool the call named
-    upstream: str  # the dialect the mock was called in
+    upstream: WireDialect  # the dialect the mock was called in
     exit_code: int | None  # None: killed at the timeout
     timeout: float
     transcript: Transcript
@@ -49,37 +50,12 @@ class Failure:
         return f"step {self.step}, rule {self.rule} ({RULES[self.rule]}): {self.message}"
 
 
-def call_ids(dialect: str, body: Mapping[str, Any]) -> tuple[list[str], list[str]]:
-    """The ids of the calls in the conversation ``body`` carries, and the ids its tool results answer."""
-    calls: list[str] = []
-    results: list[str] = []
-    if dialect == "responses":
-        for item in body.get("input") or ():
-            if not isinstance(item, Mapping):
-                continue
-            kind = str(item.get("type", ""))
-            if kind.endswith("_call_output"):
-                results.append(str(item.get("call_id")))
-            elif kind.endswith("_call"):
-                calls.append(str(item.get("call_id")))
-        return calls, results
-    for message in body.get("messages") or ():
-        if not isinstance(message, Mapping):
-            continue
-        if dialect == "anthropic":
-            content = message.get("content")
-            for block in content if isinstance(content, list) else ():
-                if isinstance(block, Mapping) and block.get("type") == "tool_use":
-                    calls.append(str(block.get("id")))
-                elif isinstance(block, Mapping) and block.get("type") == "tool_result":
-                    results.append(str(block.get("tool_use_id")))
-        elif message.get("role") == "tool":
-            results.append(str(message.get("tool_call_id")))
-        else:
-            for call in message.get("tool_calls") or ():
-                if isinstance(call, Mapping):
-                    calls.append(str(call.get("id")))
-    return calls, results
+def call_ids(dialect: WireDialect, body: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """The ids of the calls in the conversation ``body`` carries, and the ids its tool results
+    answer, as the dialect's own request reader finds them."""
+    request = dialect.requests.read(body)
+    calls = [str(call.id) for turn in request.turns for call in turn.calls]
+    return calls, [str(result.call_id) for result in request.results]
 
 
 def main_requests(facts: Facts) -> list[Mapping[str, Any]]:
@@ -138,5 +114,5 @@ def judge(facts: Facts) -> list[Failure]:
     return failures
 
 
-def _step(upstream: str, body: Any) -> int:
+def _step(upstream: WireDialect, body: Any) -> int:
     return tool_results(upstream, body) + 1 if isinstance(body, Mapping) else 1

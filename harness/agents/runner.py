@@ -24,6 +24,7 @@ from harness.agents.base import RunDirs, Transcript
 from harness.agents.cases import FINAL_TEXT, PROMPT, RESULT_FILE, Case
 from harness.agents.install import Installed
 from harness.agents.judge import Facts, Failure, judge
+from harness.core.dialects import dialect
 from harness.core.exchange import RecordedRequest
 from harness.run.embedded import EmbeddedServers
 from mock_backends.control import MockControl
@@ -104,7 +105,7 @@ def play(case: Case, installed: Installed, target: Target, *, cache: Path, timeo
         result = dirs.work / RESULT_FILE
         content = result.read_text("utf-8", "replace") if result.is_file() else None
         transcript = case.agent.read_events(stdout)
-        facts = Facts(case.agent.tool, case.upstream, exit_code, timeout, transcript, content, case.content,
+        facts = Facts(case.agent.tool, dialect(case.upstream), exit_code, timeout, transcript, content, case.content,
                       FINAL_TEXT, requests)
         failures = judge(facts)
         seconds = time.monotonic() - started

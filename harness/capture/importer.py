@@ -15,17 +15,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from harness.capture.errors import CaptureError
-from harness.capture.model import Capture, format_name
-from harness.core.dialects import dialect as wire_dialect
-from harness.core.dialects.clients import profiles_written_in
-from harness.core.errors import ScenarioError
-from harness.capture.yaml_out import ReviewNotes, render_yaml, review_checks
 from harness.capture.expect import (
     Call,
     Expectation,
@@ -35,6 +30,11 @@ from harness.capture.expect import (
     inferred_tool,
     parser_tools,
 )
+from harness.capture.model import Capture, format_name
+from harness.capture.yaml_out import ReviewNotes, render_yaml, review_checks
+from harness.core.dialects import dialect as wire_dialect
+from harness.core.dialects.clients import profiles_written_in
+from harness.core.errors import ScenarioError
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import DEFAULT_PROFILE, Scenario, frame_to_mapping
 from harness.core.scenario.schema import scenario_schema
@@ -136,8 +136,8 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
                 "tool definitions if it sent any, then re-check expect"
             )
         notes.client_comment.append("request not captured: placeholder message, tools inferred from the calls seen")
-    profiles = profiles_written_in(dialect)
-    client: dict[str, Any] = {"profile": profiles[0]} if profiles[0] != DEFAULT_PROFILE else {}
+    profiles = profiles_written_in(wire_dialect(dialect))  # a capture names its dialect: the object from here on
+    client: dict[str, Any] = {"profile": profiles[0].name} if profiles[0] is not DEFAULT_PROFILE else {}
     agent = capture.headers.get("User-Agent") or next(
         (v for k, v in capture.headers.items() if k.lower() == "user-agent"), None
     )
@@ -151,9 +151,10 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
                 "User-Agent under --client-profile xml-client)"
             )
         else:
-            client["profiles"] = ["openai"]
+            client["profiles"] = [profiles[0].name]
             client["headers"] = {"User-Agent": agent}
-            notes.client_comment.append("the captured User-Agent overrides the xml-client profile's, hence profiles: [openai]")
+            notes.client_comment.append(f"the captured User-Agent overrides the xml-client profile's, hence profiles: "
+                                        f"[{profiles[0].name}]")
     client["request"] = request
     return client
 

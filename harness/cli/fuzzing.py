@@ -10,7 +10,9 @@ from typing import TYPE_CHECKING
 
 import click
 
+from harness.core.dialects.clients import DEFAULT_PROFILE
 from harness.core.redact import Redactor
+from harness.generate.fuzz.case import DIALECT_CLIENTS
 from harness.generate.fuzz.choices import all_formats, parse_duration, parse_formats
 from harness.run.options import shared_options
 from harness.run.program import program
@@ -54,8 +56,8 @@ def format_line(result: FormatResult) -> str:
               help="Stop generating after this long (e.g. 90s, 10m, 1h); a failure found is still shrunk.")
 @click.option("--formats", "formats", multiple=True, metavar="A,B",
               help="Text formats to write calls in, and 'native' (default: every format and native).")
-@click.option("--client-profile", "profiles", multiple=True, type=click.Choice(["openai", "anthropic"]),
-              help="Client dialect(s) to generate for (repeatable; default openai).")
+@click.option("--client-profile", "profiles", multiple=True, type=click.Choice([p.name for p in DIALECT_CLIENTS]),
+              help=f"Client dialect(s) to generate for (repeatable; default {DEFAULT_PROFILE.name}).")
 @click.option("--out", type=click.Path(path_type=Path), default=Path("conformance-findings"), show_default=True,
               help="Folder the minimal failing cases are written to, one sub-folder per family.")
 @click.option("--database", type=click.Path(path_type=Path), default=DEFAULT_DATABASE, show_default=True,
@@ -95,7 +97,7 @@ def fuzz_command(
         raise click.UsageError(str(exc)) from exc
     redactor = Redactor.for_headers(proxy_headers)
     run_seed = seed if seed is not None else random.SystemRandom().randrange(1, 1_000_000)
-    dialects: tuple[Profile, ...] = tuple(p for p in ("openai", "anthropic") if p in profiles) or ("openai",)
+    dialects: tuple[Profile, ...] = tuple(p for p in DIALECT_CLIENTS if p.name in profiles) or (DEFAULT_PROFILE,)
     servers = EmbeddedServers(mock_host=mock_host, mock_port=mock_port, with_proxy=proxy_url is None)
     with servers as urls:
         target = proxy_url.rstrip("/") if proxy_url else urls.proxy_url
@@ -111,7 +113,7 @@ def fuzz_command(
         who = "the bundled reference proxy" if proxy_url is None else "your proxy"
         click.echo(f"fuzz: proxy under test {redactor.url(target)} ({who}); mock backend at {urls.mock_url}")
         click.echo(f"fuzz: formats {', '.join(chosen)}; {examples} example(s) each; seed {run_seed} "
-                   f"(reproduce with --seed {run_seed}); client profile(s) {', '.join(dialects)}; "
+                   f"(reproduce with --seed {run_seed}); client profile(s) {', '.join(p.name for p in dialects)}; "
                    f"features {', '.join(sorted(claimed)) or 'none'}")
 
         def replay(scenario_id: str) -> str:

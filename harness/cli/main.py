@@ -211,7 +211,9 @@ def replay(
     if upstream_dialect == "natural":
         upstream_dialect = None
     elif upstream_dialect == "all":
-        raise click.UsageError("replay plays one exchange: --upstream-dialect takes openai, anthropic or natural")
+        from harness.core.dialects import dialect_choices
+
+        raise click.UsageError(f"replay plays one exchange: --upstream-dialect takes {dialect_choices()} or natural")
 
     from harness.core.dialects.profiles import choose_profile, parse_profile
     from harness.judge.readers.transcript import Position
@@ -241,11 +243,11 @@ def replay(
         raise click.UsageError(f"no scenario {scenario_id!r}{hint}")
     scenario = by_id[scenario_id]
     if upstream_dialect is not None:
-        from harness.core.dialects import NotPortable
+        from harness.core.dialects import NotPortable, dialect
         from harness.core.dialects.script import serve_as
 
         try:
-            scenario = serve_as(scenario, upstream_dialect)
+            scenario = serve_as(scenario, dialect(upstream_dialect))
         except NotPortable as exc:
             raise click.UsageError(f"{scenario_id} cannot be served by a {upstream_dialect} upstream: {exc}") from exc
     try:
@@ -273,7 +275,7 @@ def replay(
         chosen, skip = choose_profile(scenario, profile, claimed)
         say(f"scenario {scenario.id} ({scenario.family}): {scenario.title}")
         say(f"proxy {redactor.url(target)}{' (reference proxy)' if proxy_url is None else ''}; "
-            f"mock backend {urls.mock_url}; profile {chosen}; features {', '.join(sorted(claimed)) or 'none'}")
+            f"mock backend {urls.mock_url}; profile {chosen.name}; features {', '.join(sorted(claimed)) or 'none'}")
         if skip:
             say(f"note: a conformance run would skip this: {skip}")
         with MockControl(urls.mock_url.replace("://0.0.0.0:", "://127.0.0.1:")) as mock:

@@ -9,9 +9,9 @@ from __future__ import annotations
 import base64
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-Profile = Literal["openai", "xml-client", "anthropic", "responses"]
+from harness.core.dialects.clients import Profile as Profile
 
 
 @dataclass(frozen=True)

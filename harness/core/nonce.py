@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from harness.core.dialects import dialect as wire_dialect
+from harness.core.dialects import OPENAI, WireDialect
 
 NONCE_HEADER = "X-Conformance-Nonce"
 _PREFIX = "tcc-"
@@ -40,14 +40,14 @@ def nonce_line(nonce: str) -> str:
     return _LINE_HEAD + nonce + _LINE_TAIL
 
 
-def place_nonce(body: Mapping[str, Any], nonce: str, dialect: str = "openai") -> dict[str, Any]:
+def place_nonce(body: Mapping[str, Any], nonce: str, dialect: WireDialect = OPENAI) -> dict[str, Any]:
     """A copy of a request body carrying ``nonce`` in its user-id field (the dialect's
     ``user_id_path``: OpenAI ``user``, Anthropic ``metadata.user_id``; a value the client
     set itself is kept unless it is an old nonce) and in the first and last user messages
     (string content, or a text part added to a list of parts/blocks, which have the same
     shape in both dialects)."""
     out = copy.deepcopy(dict(body))
-    *outer, key = wire_dialect(dialect).requests.user_id_path
+    *outer, key = dialect.requests.user_id_path
     holder: Any = out
     for name in outer:  # a missing object is made; a value the client set that is no object is left alone
         if holder.get(name) is None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.core.dialects.clients import default_profiles
+from harness.core.dialects.clients import DEFAULT_PROFILE, default_profiles
 from harness.core.errors import ConformanceError
 from harness.generate.fuzz.case import PROFILES
 from harness.run.program import program
@@ -40,7 +40,7 @@ def fuzz_settings(session: ConformanceSession, config: pytest.Config) -> tuple[F
         run=session.settings,
         formats=formats,
         # The fuzzer writes cases for the plain client of the dialect the user's client writes in.
-        profiles=tuple(p for p in PROFILES if p == default_profiles(profile or "openai")[0]),
+        profiles=tuple(p for p in PROFILES if p is default_profiles(profile or DEFAULT_PROFILE)[0]),
         examples=int(opt("conformance_fuzz")),
         seed=seed if seed is not None else session.shared.seed,
         max_time=limit,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from harness.core.dialects.clients import DEFAULT_PROFILE
 from harness.pytest.items import ConformanceSuite, ScenarioItem, mark_name
 from harness.pytest.session import ConformanceSession, Shared, opt_value, usage_error
 from harness.run.options import DEFAULT_TIMEOUT
@@ -50,9 +51,11 @@ class RunHooks:
             lines.append(f"conformance: mock backend at {shared.mock_url}")
         features = ", ".join(shared.features) or "none"
         source = " (the reference proxy's)" if shared.embedded_proxy and self.session.claimed is None else ""
-        if self.session.implied:
-            source += f" ({', '.join(sorted(self.session.implied))} implied by --client-profile {self.session.client_profile})"
-        profile = self.session.client_profile or ("openai" if self.session.user_proxy_url else "each scenario's own")
+        if self.session.implied and self.session.client_profile is not None:
+            source += (f" ({', '.join(sorted(self.session.implied))} implied by --client-profile "
+                       f"{self.session.client_profile.name})")
+        profile = (self.session.client_profile.name if self.session.client_profile is not None
+                   else DEFAULT_PROFILE.name if self.session.user_proxy_url else "each scenario's own")
         lines.append(f"conformance: upstream dialect: {self.session.pairs_label()}")
         lines.append(f"conformance: claimed features: {features}{source}; client profile: "
                      f"{profile}; strict: {'yes' if self.session.strict else 'no'}; "
@@ -88,11 +91,10 @@ class RunHooks:
         It may take the default timeout even when ``--timeout`` is shorter: the first request
         can pay the proxy's cold start, and its verdict decides the whole run."""
         from harness.core.dialects import DIALECTS
-        from harness.core.dialects.clients import client
         from harness.run.health import plain_scenario, preflight
 
-        profile: Profile = self.session.client_profile or "openai"
-        upstream = self.session.upstream_mode if self.session.upstream_mode in DIALECTS else client(profile).written_in.name
+        profile: Profile = self.session.client_profile or DEFAULT_PROFILE
+        upstream = DIALECTS.get(self.session.upstream_mode, profile.written_in)
         result = preflight(plain_scenario(profile, upstream), proxy_url=shared.proxy_url, mock=self.session.mock,
                            profile=profile, model=self.session.models.default, proxy_headers=self.session.proxy_headers,
                            timeout=max(self.session.timeout, DEFAULT_TIMEOUT))

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from harness.core.dialects.clients import client
+from harness.core.dialects import WireDialect
 from harness.core.errors import ConformanceError, ProxyUnreachable
 from harness.core.scenario.model import DEFAULT_PROFILE
 
@@ -37,9 +37,8 @@ def _common_cause(run: ScenarioRun, proxy_url: str) -> str:
     first = run.attempts[0].exchange if run.attempts else None
     if first is None or run.scenario.expect.error is not None or first.status in (None, 200):
         return ""
-    from harness.core.dialects.profiles import ENDPOINTS
 
-    return f"HTTP {first.status} from POST {proxy_url.rstrip('/')}{ENDPOINTS[run.profile]}"
+    return f"HTTP {first.status} from POST {proxy_url.rstrip('/')}{run.profile.endpoint}"
 
 
 def mark_name(name: str) -> str:
@@ -62,9 +61,10 @@ class ConformanceSuite(pytest.Collector):
 
         yield from collect(self, self.conformance)
 
-    def _item(self, scenario: Scenario, upstream: str | None) -> ScenarioItem:
-        crossed = upstream is not None and upstream != scenario.backend.dialect
-        item = ScenarioItem.from_parent(self, name=f"{scenario.id}[{upstream}-upstream]" if crossed else scenario.id)
+    def _item(self, scenario: Scenario, upstream: WireDialect | None) -> ScenarioItem:
+        crossed = upstream is not None and upstream is not scenario.backend.dialect
+        item = ScenarioItem.from_parent(
+            self, name=f"{scenario.id}[{upstream.name}-upstream]" if upstream is not None and crossed else scenario.id)
         item.scenario = scenario
         item.upstream = upstream
         item.conformance = self.conformance
@@ -86,7 +86,7 @@ class ItemFailed(ConformanceError):
 class ScenarioItem(pytest.Item):
     scenario: Scenario
     conformance: ConformanceSession
-    upstream: str | None = None  # the dialect the backend is served in (None: the scenario's own)
+    upstream: WireDialect | None = None  # the dialect the backend is served in (None: the scenario's own)
     record: ItemRecord | None = None
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -114,19 +114,19 @@ class ScenarioItem(pytest.Item):
             skip = unclaimed_reason(scenario.family, session.formats, scenario.rescues)
         if skip is None and scenario.spec_only and not session.strict:
             skip = "a case only the spec decides (no client breaks either way): played with --strict"
-        played = client(profile)
+        played = profile
         # A user's proxy is taken to serve OpenAI clients unless --client-profile says otherwise.
         if (skip is None and session.user_proxy_url and session.client_profile is None
-                and played.written_in is not client(DEFAULT_PROFILE).written_in):
-            skip = (f"{played.label}'s scenario, and the proxy's clients are taken to speak openai "
-                    f"(pass --client-profile {profile} to test its {played.answers.short_name} API)")
+                and played.written_in is not DEFAULT_PROFILE.written_in):
+            skip = (f"{played.label}'s scenario, and the proxy's clients are taken to speak {DEFAULT_PROFILE.name} "
+                    f"(pass --client-profile {profile.name} to test its {played.answers.short_name} API)")
         if skip is None and self.upstream is None:
-            skip = natural_reason(scenario, played.answers.name)
+            skip = natural_reason(scenario, played.answers)
         if skip is None:
             try:
                 scenario = serve_as(scenario, upstream)
             except NotPortable as exc:
-                skip = f"only meaningful with its own upstream dialect, {scenario.backend.dialect}: {exc}"
+                skip = f"only meaningful with its own upstream dialect, {scenario.backend.dialect.name}: {exc}"
         if skip is not None:
             self.record = item_record(scenario, profile, "skipped", reason=skip, upstream=upstream)
             pytest.skip(skip)
@@ -208,7 +208,7 @@ class ScenarioItem(pytest.Item):
         text = ""
         if run.failures:
             notes = self.record.notes if self.record is not None else ()
-            crossed = self.upstream if self.upstream not in (None, self.scenario.backend.dialect) else None
+            crossed = self.upstream if self.upstream is not self.scenario.backend.dialect else None
             text = render_failures(run, reproduce=lambda a: replay_command(session, run.scenario, run.profile, a, crossed),
                                    known=known, notes=notes, full=full)
         if judgement.stale:

@@ -47,12 +47,11 @@ def write_record(session: ConformanceSession, summary: Summary) -> None:
 def record_item(session: ConformanceSession, run: ScenarioRun, failure: str | None) -> None:
     """An item's exchanges as a HAR file, and its failure's full transcript (the
     worker that played it writes them; the controller reads them at the end)."""
-    from harness.core.dialects.profiles import ENDPOINTS
     from harness.report.record import har
 
     assert session.record_dir is not None and session.shared is not None
     exchanges = [(a.label, a.exchange) for a in run.attempts if a.exchange is not None and a.kind != "equivalence"]
-    data = har(exchanges, proxy_url=session.shared.proxy_url, endpoint=ENDPOINTS, mock_url=session.shared.mock_url,
+    data = har(exchanges, proxy_url=session.shared.proxy_url, mock_url=session.shared.mock_url,
                redactor=session.redactor)
     write_file(str(session.record_dir / "har" / f"{run.scenario.id}.har"), json.dumps(data, indent=1, ensure_ascii=False))
     if failure is not None:

@@ -10,13 +10,15 @@ from harness.run.options import replay_args
 from harness.run.program import program
 
 if TYPE_CHECKING:
+    from harness.core.dialects import WireDialect
     from harness.core.exchange import Profile
     from harness.core.records import Attempt
     from harness.core.scenario.model import Scenario
     from harness.pytest.session import ConformanceSession
 
 
-def replay_command(session: ConformanceSession, scenario: Scenario, profile: Profile, attempt: Attempt, upstream: str | None = None) -> str:
+def replay_command(session: ConformanceSession, scenario: Scenario, profile: Profile, attempt: Attempt,
+                   upstream: WireDialect | None = None) -> str:
     """The replay command for one exchange, written from the option table."""
     shared = session.shared
     assert shared is not None
@@ -29,10 +31,10 @@ def replay_command(session: ConformanceSession, scenario: Scenario, profile: Pro
             values.update({"mock-host": host, "mock-port": int(port)})
         else:
             values["mock-url"] = shared.mock_url
-    if profile != scenario.client.profile:
-        values["client-profile"] = profile
+    if profile is not scenario.client.profile:
+        values["client-profile"] = profile.name
     if upstream is not None:
-        values["upstream-dialect"] = upstream
+        values["upstream-dialect"] = upstream.name
     if session.claimed is not None:
         values["features"] = [",".join(sorted(session.claimed)) or ","]
     if attempt.variant is not None:

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from harness.core.dialects import DIALECTS, WireDialect, dialect_choices
+from harness.core.dialects.clients import CLIENTS
 from harness.core.errors import ConformanceError
 from harness.core.redact import Redactor
 from harness.run.options import BY_NAME, DEFAULT_TIMEOUT
@@ -52,9 +54,9 @@ class Shared:
         return cls(data["proxy_url"], data["mock_url"], tuple(data["features"]), int(data["seed"]),
                    bool(data["embedded_proxy"]), bool(data["mock_served"]), dict(data.get("proxy_urls") or {}))
 
-    def proxy_for(self, upstream: str | None) -> str:
+    def proxy_for(self, upstream: WireDialect | None) -> str:
         """The proxy that plays an item whose backend is served in ``upstream`` (None: its own)."""
-        return self.proxy_urls.get(upstream or "native") or self.proxy_urls.get("native") or self.proxy_url
+        return self.proxy_urls.get(upstream.name if upstream else "native") or self.proxy_urls.get("native") or self.proxy_url
 
 
 def usage_error(message: str) -> pytest.UsageError:
@@ -91,11 +93,11 @@ class ConformanceSession:
         mode = opt("upstream-dialect") or ("natural" if self.user_proxy_url else "all")
         if mode == "all" and self.user_proxy_url:
             raise usage_error("--conformance-upstream-dialect all plays the bundled reference proxies; a proxy under test "
-                         "calls one upstream dialect: name it (openai or anthropic), or natural")
+                              f"calls one upstream dialect: name it ({dialect_choices('or')}), or natural")
         self.upstream_mode: str = mode
         # The upstream dialect of each item of a scenario (None: the scenario's own).
-        self.upstreams: tuple[str | None, ...] = {"natural": (None,), "all": ("openai", "anthropic", "responses")}.get(
-            mode, (mode,))
+        self.upstreams: tuple[WireDialect | None, ...] = (
+            (None,) if mode == "natural" else tuple(DIALECTS.values()) if mode == "all" else (DIALECTS[mode],))
         self.strict = bool(opt("strict"))
         try:
             profile = opt("client-profile")
@@ -169,7 +171,7 @@ class ConformanceSession:
             self.shared = Shared(self.user_proxy_url or "", self.user_mock_url, self._features(frozenset()),
                                  seed, False, False)
             return
-        proxies = ("native",) if self.upstream_mode == "natural" else tuple(u for u in self.upstreams if u)
+        proxies = ("native",) if self.upstream_mode == "natural" else tuple(u.name for u in self.upstreams if u)
         self.embedded = EmbeddedServers(
             mock_host=self.mock_host, mock_port=self.mock_port, with_proxy=embedded_proxy, mock_url=self.user_mock_url,
             upstream_dialects=proxies,
@@ -226,19 +228,18 @@ class ConformanceSession:
             seed=self.shared.seed,
         )
 
-    def requested_profile(self, scenario: Scenario, upstream: str | None, features: frozenset[str]) -> Profile | None:
+    def requested_profile(self, scenario: Scenario, upstream: WireDialect | None, features: frozenset[str]) -> Profile | None:
         """The client profile an item asks for: the user's; else, in the bundled run's pass in
         front of a Responses upstream, a Responses client for each case a chat-completions
         client asks (so that pass covers Responses as client and as upstream at once); else
         each scenario's own (None)."""
-        from harness.core.dialects.clients import CLIENTS
         from harness.core.dialects.profiles import choose_profile
 
         if self.client_profile is not None or self.upstream_mode != "all":
             return self.client_profile
         # A client of the upstream's API that says this case's request in its own words.
-        translating = next((p.name for p in CLIENTS.values()
-                            if p.answers.name == upstream and p.written_as == scenario.client.profile), None)
+        translating = next((p for p in CLIENTS.values()
+                            if p.answers is upstream and p.written_as is scenario.client.profile), None)
         if translating is None or choose_profile(scenario, translating, features)[1] is not None:
             return None
         return translating
@@ -246,8 +247,9 @@ class ConformanceSession:
     def pairs_label(self) -> str:
         """The dialect pairs the run plays, as the header and report name them."""
         if self.upstream_mode == "all":
-            return ("every pair (openai, anthropic and responses upstreams; each scenario's client dialect, and a "
-                    "responses client for the chat-completions cases in front of the responses upstream)")
+            translating = "".join(f", and a {p.name} client for the {p.written_as.answers.short_name} cases in front "
+                                  f"of the {p.answers.name} upstream" for p in CLIENTS.values() if p.written_as)
+            return f"every pair ({dialect_choices('and')} upstreams; each scenario's client dialect{translating})"
         if self.upstream_mode == "natural":
             return "each scenario's own (natural)"
         return self.upstream_mode
@@ -260,7 +262,7 @@ class ConformanceSession:
             "formats": sorted(self.formats) if self.formats is not None else "every format",
             "reference proxy": bool(shared and shared.embedded_proxy),
             "features": list(shared.features) if shared else [],
-            "client profile": self.client_profile or "each scenario's own",
+            "client profile": self.client_profile.name if self.client_profile is not None else "each scenario's own",
             "strict": self.strict,
             "rechunk": self.rechunk,
             "rechunk seed": shared.seed if shared and self.rechunk else None,

@@ -8,7 +8,6 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from harness.core.dialects.clients import client
 from harness.core.exchange import Exchange
 from harness.core.frames.rechunk import describe_split
 from harness.core.records import Attempt, ScenarioRun
@@ -44,7 +43,7 @@ def _call_lines(calls: Iterable[tuple[str, Any]]) -> list[str]:
 
 def _received_calls(scenario: Scenario, exchange: Exchange, answer: Answer) -> tuple[list[tuple[str, Any]], str]:
     """The calls a client of this profile reads, and the content left around them."""
-    if client(exchange.profile).reads_xml:
+    if exchange.profile.reads_xml:
         parsed = parse_xml_calls(answer.content, tool_vocabulary(exchange.request_body))
         return [(c.name, dict(c.params)) for c in parsed.calls], parsed.outside
     return [(c.name, c.arguments) for c in answer.tool_calls], answer.content
@@ -62,7 +61,7 @@ def answer_diff(scenario: Scenario, exchange: Exchange) -> list[str]:
     expected_lines = _call_lines((c.name, c.arguments) for c in expect.tool_calls)
     received_lines = _call_lines(calls)
     if expected_lines != received_lines:
-        via = " (read as XML from the content, xml-client profile)" if client(exchange.profile).reads_xml else ""
+        via = " (read as XML from the content, xml-client profile)" if exchange.profile.reads_xml else ""
         out.append(f"tool calls{via} (- expected, + received):")
         diff = difflib.unified_diff(expected_lines, received_lines, lineterm="", n=len(expected_lines) + len(received_lines))
         out.extend("  " + line[0] + " " + line[1:] for line in list(diff)[3:])
@@ -76,7 +75,7 @@ def answer_diff(scenario: Scenario, exchange: Exchange) -> list[str]:
     elif expect.content_regex is not None:
         out.append(f"content must match /{expect.content_regex}/; received {clip(repr(content), 300)}")
     if expect.finish_reason is not None and answer.finish_reason != expect.finish_reason:
-        label = client(exchange.profile).answers.finish_field
+        label = exchange.profile.answers.finish_field
         out.append(f"{label}: expected {expect.finish_reason!r}, received {answer.finish_reason!r}")
     if answer.error is not None:
         out.append(f"the proxy reported an error: {clip(json.dumps(answer.error, ensure_ascii=False), 300)}")
@@ -127,7 +126,7 @@ def render_failures(
     known = known or {}
     scenario = run.scenario
     out = [
-        f"rules broken: {', '.join(run.failed_rules)} (profile {run.profile})",
+        f"rules broken: {', '.join(run.failed_rules)} (profile {run.profile.name})",
         f"{scenario.id}: {scenario.title}",
         *notes,
     ]

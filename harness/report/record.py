@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from harness.core.exchange import Exchange, Profile, RecordedRequest
+from harness.core.exchange import Exchange, RecordedRequest
 from harness.core.redact import Redactor
 from harness.judge.rules.registry import Rule
 
@@ -77,8 +77,7 @@ def _upstream_entry(mock_url: str, recorded: RecordedRequest, label: str, redact
                   redactor.text(f"{label}: what the proxy sent the mock backend, and the mock's answer as sent"))
 
 
-def har(exchanges: Sequence[tuple[str, Exchange]], *, proxy_url: str, endpoint: Mapping[Profile, str],
-        mock_url: str, redactor: Redactor) -> dict[str, Any]:
+def har(exchanges: Sequence[tuple[str, Exchange]], *, proxy_url: str, mock_url: str, redactor: Redactor) -> dict[str, Any]:
     """A HAR log of ``exchanges`` (label, exchange): each client exchange, then what
     reached the mock for it; secrets redacted by ``redactor``."""
     import json
@@ -86,7 +85,7 @@ def har(exchanges: Sequence[tuple[str, Exchange]], *, proxy_url: str, endpoint: 
     entries: list[dict[str, Any]] = []
     now = datetime.now(timezone.utc).isoformat()
     for label, ex in exchanges:
-        url = f"{proxy_url.rstrip('/')}{endpoint[ex.profile]}"
+        url = f"{proxy_url.rstrip('/')}{ex.profile.endpoint}"
         request = _post(url, ex.request_headers, json.dumps(ex.request_body, ensure_ascii=False), redactor)
         comment = f"{label}: the client's request to the proxy and the proxy's answer"
         if ex.timed_out:

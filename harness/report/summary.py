@@ -8,7 +8,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.core.dialects.clients import CLIENTS
+from harness.core.dialects import WireDialect
+from harness.core.dialects.clients import CLIENTS, ClientProfile
 from harness.core.records import ScenarioRun
 from harness.core.scenario.model import Scenario
 from harness.judge.readers.transcript import clip
@@ -39,7 +40,8 @@ class FailureRecord:
 
 @dataclass(frozen=True)
 class ItemRecord:
-    """One item's result as it crosses from worker to controller (JSON)."""
+    """One item's result as it crosses from worker to controller (JSON): the profile and the
+    dialect by name, as reports print them."""
 
     scenario: str
     family: str
@@ -106,14 +108,14 @@ class ItemRecord:
 
 def item_record(
     scenario: Scenario,
-    profile: str,
+    profile: ClientProfile,
     outcome: str,
     *,
     run: ScenarioRun | None = None,
     reason: str = "",
     expected_rules: Iterable[str] = (),
     notes: Iterable[str] = (),
-    upstream: str = "",
+    upstream: WireDialect | None = None,
     cause: str = "",
 ) -> ItemRecord:
     rules = rules_by_id()
@@ -131,9 +133,9 @@ def item_record(
                 expected=failure.rule_id in known,
             )
         )
-    return ItemRecord(scenario.id, scenario.family, profile, outcome, reason, tuple(failures), tuple(notes),
-                      upstream=upstream or scenario.backend.dialect, cause=cause,
-                      own_profile=profile == scenario.client.profile)
+    return ItemRecord(scenario.id, scenario.family, profile.name, outcome, reason, tuple(failures), tuple(notes),
+                      upstream=(upstream or scenario.backend.dialect).name, cause=cause,
+                      own_profile=profile is scenario.client.profile)
 
 
 @dataclass

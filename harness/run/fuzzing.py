@@ -21,9 +21,10 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 
+from harness.core.dialects.clients import DEFAULT_PROFILE
 from harness.core.errors import ProxyUnreachable
-from harness.core.redact import Redactor
 from harness.core.records import ScenarioRun
+from harness.core.redact import Redactor
 from harness.core.scenario.loading import parse_scenario
 from harness.generate.fuzz.case import NATIVE, Case, Profile, scenario_data
 from harness.generate.fuzz.strategies import cases, profiles_for
@@ -40,7 +41,7 @@ class FuzzSettings:
 
     run: RunSettings  # the proxy, features, strictness, timeout: as for the suite
     formats: tuple[str, ...]  # text formats to write calls in; "native" for structured calls
-    profiles: tuple[Profile, ...] = ("openai",)
+    profiles: tuple[Profile, ...] = (DEFAULT_PROFILE,)
     examples: int = 100  # per format
     seed: int = 0
     max_time: float | None = None  # seconds for the whole run
@@ -159,9 +160,10 @@ def fuzz_format(
     result = FormatResult(format_id)
     formats = [] if format_id == NATIVE else [format_id]
     profiles = profiles_for(format_id, config.profiles)
-    missing = sorted({"xml-client"} - config.run.features) if "xml-client" in profiles else []
+    missing = sorted({f for p in profiles for f in p.features} - config.run.features)
     if missing:
-        result.stopped = f"skipped: its client profile needs feature {', '.join(missing)} (--features xml-client)"
+        result.stopped = (f"skipped: its client profile needs feature {', '.join(missing)} "
+                          f"(--features {','.join(missing)})")
         return result
     strategy = cases(formats, profiles, native=format_id == NATIVE)
     first: list[_Broken] = []
@@ -229,7 +231,7 @@ def fuzz_format(
     )(test)
     # One database key per format and dialect set: a stored failure is replayed where it was found.
     test.hypothesis.inner_test._hypothesis_internal_add_digest = (  # type: ignore[attr-defined]
-        f"{format_id}:{','.join(profiles)}".encode())
+        f"{format_id}:{','.join(p.name for p in profiles)}".encode())
     broken: _Broken | None = None
     shrunk = True
     try:

@@ -13,8 +13,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.core.dialects.clients import client
-from harness.core.dialects.profiles import ENDPOINTS, written_profile
+from harness.core.dialects import WireDialect
 from harness.core.errors import ProxyUnreachable
 from harness.core.exchange import Exchange, Profile
 from harness.core.scenario.loading import parse_scenario
@@ -23,15 +22,15 @@ from harness.run.proxy_client import probe_scenario, run_exchange
 from mock_backends.control import MockControl
 
 
-def plain_scenario(profile: Profile, upstream: str) -> Scenario:
+def plain_scenario(profile: Profile, upstream: WireDialect) -> Scenario:
     """One plain question in the client's dialect, answered ``yes`` by a backend of ``upstream``."""
     request: dict[str, object] = {"model": "preflight", "messages": [{"role": "user", "content": "Say yes."}]}
-    if client(profile).written_in.requests.needs_max_tokens:
+    if profile.written_in.requests.needs_max_tokens:
         request["max_tokens"] = 16
     return parse_scenario({
-        "id": f"preflight-{profile}-{upstream}", "title": "preflight", "source": "synthetic",
-        "stream_equivalence": False, "backend": {"dialect": upstream, "frames": ["yes"]},
-        "client": {"profile": written_profile(profile), "profiles": [written_profile(profile)], "request": request},
+        "id": f"preflight-{profile.name}-{upstream.name}", "title": "preflight", "source": "synthetic",
+        "stream_equivalence": False, "backend": {"dialect": upstream.name, "frames": ["yes"]},
+        "client": {"profile": profile.case_profile.name, "profiles": [profile.case_profile.name], "request": request},
         "expect": {"content": "yes"},
     })
 
@@ -72,7 +71,7 @@ class Preflight:
 
 def preflight(scenario: Scenario, *, proxy_url: str, mock: MockControl, profile: Profile, model: str | None,
               proxy_headers: Mapping[str, str], timeout: float) -> Preflight:
-    url = f"{proxy_url.rstrip('/')}{ENDPOINTS[profile]}"
+    url = f"{proxy_url.rstrip('/')}{profile.endpoint}"
     try:
         exchange = run_exchange(scenario, proxy_url=proxy_url, mock=mock, stream=False, profile=profile, model=model,
                                 proxy_headers=proxy_headers, timeout=timeout)

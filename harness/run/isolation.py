@@ -20,13 +20,13 @@ from __future__ import annotations
 import copy
 import secrets
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
 from harness.core.exchange import Exchange, Profile
-from harness.core.scenario.loading import build_scenario
-from harness.core.scenario.loading import parse_scenario
+from harness.core.scenario.loading import build_scenario, parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.judge.rules import Options, evaluate
 from harness.judge.rules.iso import EXCHANGE_MARK, Played, Round
@@ -37,10 +37,13 @@ LABEL = "many clients: in a row, at once in lockstep, after exchanges cut off mi
 CONCURRENCY = 4  # clients at once
 REPEATS = 3  # plays in a row
 MIN_PAUSE, MAX_PAUSE = 0.002, 0.05  # seconds between lockstep steps
-# An event cut off inside its JSON, in each backend dialect.
-MALFORMED_EVENT = {
-    "openai": 'data: {"choices": [{"index": 0, "delta": {"content": "\n\n',
-    "anthropic": 'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"text\n\n',
+# An event cut off inside its JSON, in each backend dialect (a Responses backend sends the
+# Chat Completions one: any ``data:`` line cut inside its JSON is as malformed there).
+_CHAT_MALFORMED = 'data: {"choices": [{"index": 0, "delta": {"content": "\n\n'
+MALFORMED_EVENT: Mapping[WireDialect, str] = {
+    OPENAI: _CHAT_MALFORMED,
+    ANTHROPIC: 'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"text\n\n',
+    RESPONSES: _CHAT_MALFORMED,
 }
 
 # Plays one (tagged) scenario through the proxy; the runner binds settings and mock.
@@ -86,7 +89,7 @@ def breakers(scenario: Scenario, timeout: float) -> list[tuple[str, Scenario, bo
     data = scenario.to_mapping()
     frames = list(data["backend"]["frames"])
     cut = (len(frames) + 1) // 2
-    malformed = MALFORMED_EVENT.get(scenario.backend.dialect, MALFORMED_EVENT["openai"])
+    malformed = MALFORMED_EVENT[scenario.backend.dialect]
 
     def variant(name: str, **backend: Any) -> Scenario:
         changed = copy.deepcopy(data)

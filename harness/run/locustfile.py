@@ -32,7 +32,8 @@ from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 from locust.util.timespan import parse_timespan
 
-from harness.core.dialects.profiles import ENDPOINTS, request_headers
+from harness.core.dialects.clients import CLIENTS
+from harness.core.dialects.profiles import request_headers
 from harness.core.exchange import Exchange, Profile
 from harness.core.nonce import NONCE_HEADER
 from harness.core.replay.fault_rate import FaultRate
@@ -106,7 +107,8 @@ def settings(environment: Environment) -> Settings:
             mock_url=str(opts.mock_url).rstrip("/"),
             cases=tuple(soak_cases(chosen, rate, opts.frame_delay_ms)),
             rate=rate,
-            options={p: Options(profile=p, features=features) for p in ("openai", "xml-client", "anthropic")},
+            # Each profile a case is written for (a soak plays each case under its own profile).
+            options={p: Options(profile=p, features=features) for p in CLIENTS.values() if p.written_as is None},
             timeout=opts.exchange_timeout,
         )
     return _SETTINGS
@@ -165,7 +167,7 @@ class ConformanceUser(User):
         timed_out = False
         start = time.monotonic()
         try:
-            with self.http.post(f"{soak.proxy_url}{ENDPOINTS[profile]}", data=body, headers=headers, stream=True,
+            with self.http.post(f"{soak.proxy_url}{profile.endpoint}", data=body, headers=headers, stream=True,
                                 timeout=(10, soak.timeout)) as response:
                 status = response.status_code
                 answer_headers = {k.lower(): v for k, v in response.headers.items()}

@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from difflib import get_close_matches
 from typing import Any, Literal, TypeVar
 
+from harness.core.dialects import DIALECTS, dialect_choices
+from harness.core.dialects.clients import CLIENTS, OLD_NAMES
+
 PYTEST_PREFIX = "--conformance-"
 DEFAULT_TIMEOUT = 10.0
-PROFILES = ("openai", "xml-client", "anthropic", "responses")
-# Accepted too: ``vtc``, the old spelling of ``xml-client`` (``harness.core.scenario.loading.OLD_NAMES``).
-PROFILE_CHOICES = (*PROFILES, "vtc")
-UPSTREAM_MODES = ("natural", "openai", "anthropic", "responses", "all")
+PROFILES = tuple(CLIENTS)  # the client profiles' names, from their registry
+# Accepted too: the old spellings (``vtc`` for ``xml-client``, ``harness.core.dialects.clients.OLD_NAMES``).
+PROFILE_CHOICES = (*PROFILES, *OLD_NAMES)
+UPSTREAM_MODES = ("natural", *DIALECTS, "all")
 
 Kind = Literal["value", "flag", "multiple"]
 
@@ -82,7 +85,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("mock-url", "Use a mock backend that is already running at URL.", metavar="URL", replay=True),
     Option("client-profile", "Run every scenario under this client profile (default: each scenario's own).",
            choices=PROFILE_CHOICES, replay=True),
-    Option("upstream-dialect", "The dialect the proxy calls upstream: openai, anthropic or responses (every scenario's backend is "
+    Option("upstream-dialect", f"The dialect the proxy calls upstream: {dialect_choices('or')} (every scenario's backend is "
            "served in it), natural (each scenario's own; the default with --proxy-url) or all (every pair, with the "
            "bundled reference proxies; their default).", metavar="DIALECT", choices=UPSTREAM_MODES, replay=True),
     Option("formats", "The text formats (scenario families) your proxy rescues (repeatable or comma separated); the "

@@ -17,8 +17,7 @@ from typing import Any
 import h11
 import httpx
 
-from harness.core.dialects.clients import client
-from harness.core.dialects.profiles import ENDPOINTS, client_body, request_headers, written_profile
+from harness.core.dialects.profiles import client_body, request_headers
 from harness.core.errors import MockError, ProxyUnreachable
 from harness.core.exchange import BackendActivity, Exchange, Profile
 from harness.core.nonce import NONCE_HEADER, place_nonce
@@ -256,7 +255,7 @@ def run_exchange(
         body = client_body(profile, build_request(scenario, stream=stream, model=model, nonce=nonce))
         headers = request_headers(profile, scenario.client.headers, proxy_headers)
         headers = {**{k: v for k, v in headers.items() if k.lower() != NONCE_HEADER.lower()}, NONCE_HEADER: nonce}
-        url = f"{proxy_url.rstrip('/')}{ENDPOINTS[profile]}"
+        url = f"{proxy_url.rstrip('/')}{profile.endpoint}"
         payload, recorded_body = _payload(scenario, body, model)
         try:
             got = _fetch(url, payload, headers, timeout, truncate=scenario.client.truncate_body,
@@ -308,7 +307,7 @@ def probe_scenario(scenario: Scenario, profile: Profile) -> Scenario:
         "stream": False,
         "messages": [{"role": "user", "content": "Are you still there? Answer yes."}],
     }
-    if client(profile).written_in.requests.needs_max_tokens:
+    if profile.written_in.requests.needs_max_tokens:
         request["max_tokens"] = 16
     return parse_scenario(
         {
@@ -316,8 +315,8 @@ def probe_scenario(scenario: Scenario, profile: Profile) -> Scenario:
             "title": f"survival probe after {scenario.id}",
             "source": "synthetic",
             "stream_equivalence": False,
-            "backend": {"dialect": scenario.backend.dialect, "frames": ["yes"]},
-            "client": {"profile": written_profile(profile), "profiles": [written_profile(profile)],
+            "backend": {"dialect": scenario.backend.dialect.name, "frames": ["yes"]},
+            "client": {"profile": profile.case_profile.name, "profiles": [profile.case_profile.name],
                        "request": request},
             "expect": {"content": "yes"},
         },

@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from harness.core.dialects.profiles import PROFILE_FEATURES
 from harness.core.exchange import Profile
 from harness.core.frames.shrink import DEFAULT_SHRINK_BUDGET
 from harness.core.scenario.model import current_name
@@ -66,7 +65,7 @@ def parse_features(values: Iterable[str]) -> frozenset[str]:
 def with_profile_features(features: Iterable[str], profile: Profile | None) -> frozenset[str]:
     """The features claimed, plus those an explicit ``--client-profile`` implies: asking
     for the xml-client profile says the proxy serves XML-reading clients, so it claims ``xml-client``."""
-    return frozenset(features) | frozenset(PROFILE_FEATURES[profile] if profile is not None else ())
+    return frozenset(features) | frozenset(profile.features if profile is not None else ())
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,9 @@ from mutants.base import Mutant, Out, SSEEvent, WholeAnswerRewriter, failing_aft
 from mutants.different import pieces
 from mutants.openai import without_family
 from reference_proxy.anthropic_stream import AnthropicStreamPipeline, _NativeCall, _TextBlock
-from reference_proxy.app import Parts
+from reference_proxy.parts import Parts
 from reference_proxy.request_shaping import MessagesRequest, parse_messages_request
+
 
 class EventRewriter(WholeAnswerRewriter):
     """A rewriter of Messages streams, event by event; a payload returned as a dict is

@@ -25,11 +25,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
 import reference_proxy.app as proxy_app
 from harness.core.exchange import Profile
-from reference_proxy.app import Parts
 from reference_proxy.config import ProxyConfig
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from reference_proxy.parts import Parts
 
 AppFactory = Callable[[ProxyConfig], ASGIApp]
 Headers = list[tuple[bytes, bytes]]

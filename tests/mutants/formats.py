@@ -13,7 +13,7 @@ from typing import Any
 
 from mutants.base import Mutant, with_parts
 from mutants.openai import with_rescuer
-from reference_proxy.app import Parts
+from reference_proxy.parts import Parts
 from reference_proxy.pipeline import RescuerLike
 from reference_proxy.rescue import Event, Rescuer, Text, ToolSpec
 from reference_proxy.rescue.families import CALLS

@@ -19,7 +19,7 @@ from httpx_sse import ServerSentEvent
 
 from mutants.base import Mutant, parse_event, with_parts
 from mutants.openai import with_rescuer
-from reference_proxy.app import Parts
+from reference_proxy.parts import Parts
 from reference_proxy.rescue import ArgumentsDelta, Event, Rescuer, ToolCallEnd, ToolSpec
 
 

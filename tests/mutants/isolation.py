@@ -15,13 +15,15 @@ from functools import partial
 from itertools import count
 from typing import Any
 
+from starlette.types import ASGIApp
+
 from mutants.base import Mutant, with_parts
 from reference_proxy.anthropic_stream import AnthropicStreamPipeline
-from reference_proxy.app import Parts, create_app
+from reference_proxy.app import create_app
 from reference_proxy.config import ProxyConfig
+from reference_proxy.parts import Parts
 from reference_proxy.pipeline import StreamPipeline, _Choice
 from reference_proxy.rescue import Event, Rescuer, ToolSpec
-from starlette.types import ASGIApp
 
 IN_FLIGHT = "isolation-hermes-in-flight"
 INVOKE_IN_FLIGHT = "isolation-anthropic-invoke-in-flight"

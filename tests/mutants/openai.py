@@ -17,6 +17,7 @@ from typing import Any
 
 from starlette.types import ASGIApp
 
+from harness.core.dialects.clients import CLIENTS
 from mutants import base
 from mutants.base import (
     DONE,
@@ -35,8 +36,8 @@ from mutants.base import (
     wire,
     with_parts,
 )
-from reference_proxy.app import Parts
 from reference_proxy.config import ProxyConfig
+from reference_proxy.parts import Parts
 from reference_proxy.pipeline import RescuerFactory, RescuerLike, StreamPipeline, _Choice
 from reference_proxy.rescue import Event, Rescuer, Text, ToolSpec
 from reference_proxy.rescue.families import CALLS
@@ -851,7 +852,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("USAGE-001",), ("plain-include-usage",), rewritten(NoUsageChunk), strict=True),
     Mutant("xml-client-gets-tool-calls", "Gives an XML-reading client (Cline) structured `tool_calls` instead of XML.",
            ("VTC-001", "VTC-002", "VTC-004"), ("cline-xml-backend-native", "hermes-single"),
-           with_parts(Parts(xml_client=never_xml_client)), profile="xml-client", strict=True),
+           with_parts(Parts(xml_client=never_xml_client)), profile=CLIENTS["xml-client"], strict=True),
     # upstream faults
     Mutant("hangs-on-upstream-failure", "Never ends the client's stream when the upstream connection drops.",
            ("HTTP-002",), ("faults-openai-drop-between-events",), rewritten(HangsOnUpstreamFailure), timeout=2.0),
@@ -890,7 +891,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("FAULT-002",), ("faults-openai-http-500",), rewritten(ErrorStatusAsStream)),
     Mutant("xml-client-entities-escaped", "Writes `&lt;`, `&gt;` and `&amp;` into the XML values a Cline client reads.",
            ("VTC-003",), ("invoke-xml-multiline-value",),
-           with_parts(Parts(chat_pipeline=partial(StreamPipeline, xml_writer=entity_escaped_xml))), profile="xml-client"),
+           with_parts(Parts(chat_pipeline=partial(StreamPipeline, xml_writer=entity_escaped_xml))), profile=CLIENTS["xml-client"]),
     Mutant("arguments-as-object", "Gives a non-streaming answer's call arguments as a JSON object, not a string.",
            ("BODY-003",), (NATIVE,), rewritten(ArgumentsAsObject)),
     Mutant("length-becomes-stop", 'Reports an answer cut off by the token limit as `finish_reason: "stop"`.',

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from harness.core.dialects.clients import CLIENTS
 from mutants.base import Mutant, Out, SSEEvent, WholeAnswerRewriter, rewritten
 
 PARALLEL = "plain-native-parallel"  # text, then two native calls
@@ -244,7 +245,7 @@ class DifferentButCorrect(ResponsesRewriter):
 
 def _mutant(id: str, breaks: str, rules: tuple[str, ...], scenarios: tuple[str, ...], rewriter: type[ResponsesRewriter],
             strict: bool = False) -> Mutant:
-    return Mutant(id, breaks, rules, scenarios, rewritten(rewriter), strict=strict, profile="responses",
+    return Mutant(id, breaks, rules, scenarios, rewritten(rewriter), strict=strict, profile=CLIENTS["responses"],
                   upstream="openai")
 
 
@@ -277,4 +278,4 @@ MUTANTS: tuple[Mutant, ...] = (
 
 CORRECT_BUT_DIFFERENT_RESPONSES = Mutant(
     "responses-correct-but-different", "Nothing: other item ids, extra event fields, one delta per call's arguments.",
-    (), (), rewritten(DifferentButCorrect), profile="responses", upstream="openai")
+    (), (), rewritten(DifferentButCorrect), profile=CLIENTS["responses"], upstream="openai")

@@ -18,12 +18,11 @@ from mutants.base import ChunkRewriter, Mutant, Out, Rewriter, finish_reason, re
 from mutants.openai import NATIVE as CHAT_NATIVE
 from mutants.openai import StopWithToolCalls
 from reference_proxy.anthropic_stream import AnthropicStreamPipeline, _NativeCall
-from reference_proxy.app import Parts
 from reference_proxy.errors import invalid_request
-from reference_proxy.parts import parse_and_shape_messages
-from reference_proxy.translate.answers import as_object
+from reference_proxy.parts import Parts, parse_and_shape_messages
 from reference_proxy.request_shaping import MessagesRequest, parse_messages_request
 from reference_proxy.tool_choice import emulate_tool_choice
+from reference_proxy.translate.answers import as_object
 
 
 class BlockStoppedTwice(EventRewriter):

@@ -7,6 +7,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from harness.core.dialects.clients import CLIENTS
 from harness.core.exchange import Exchange
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
@@ -186,7 +187,7 @@ def exchange(sc: Scenario, raw: str | bytes, *, status: int | None = 200, header
     is_stream = bool(sc.client.request.get("stream"))
     return Exchange(
         scenario_id=sc.id,
-        profile="anthropic",
+        profile=CLIENTS["anthropic"],
         stream=is_stream,
         request_body=dict(sc.client.request),
         request_headers={},

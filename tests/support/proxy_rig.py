@@ -113,7 +113,7 @@ def request_body(scenario: Scenario, stream: bool, nonce: str) -> dict[str, Any]
     body["stream"] = stream
     if not stream:
         body.pop("stream_options", None)
-    return place_nonce(body, nonce, scenario.client.profile if scenario.client.profile == "anthropic" else "openai")
+    return place_nonce(body, nonce, scenario.client.dialect)
 
 
 def post(rig: Rig, proxy: Proxy, body: Mapping[str, Any], headers: Mapping[str, str]) -> httpx.Response:

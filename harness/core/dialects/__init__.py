@@ -7,13 +7,23 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from harness.core.dialects.anthropic import ANTHROPIC
-from harness.core.dialects.base import DialectName, Finish, NativeCall, NotPortable, RequestShape, ToolChoice, WireDialect
+from harness.core.dialects.base import Finish, NativeCall, NotPortable, RequestShape, ToolChoice, WireDialect
 from harness.core.dialects.openai import OPENAI
 from harness.core.dialects.request import NeutralRequest
 from harness.core.dialects.responses import RESPONSES
 
+#: Every wire dialect by name: the one list of dialect names (scenario files, options and
+#: reports name a dialect; everything between them holds the object).
 DIALECTS: Mapping[str, WireDialect] = MappingProxyType({d.name: d for d in (OPENAI, ANTHROPIC, RESPONSES)})
-DIALECT_NAMES: tuple[DialectName, ...] = ("openai", "anthropic", "responses")
+
+
+def dialect_choices(conjunction: str | None = None) -> str:
+    """Every dialect name, for a message that offers them: ``a, b, c``, or with a
+    ``conjunction`` ("or") before the last, ``a, b or c``."""
+    names = list(DIALECTS)
+    if conjunction is None or len(names) < 2:
+        return ", ".join(names)
+    return f"{', '.join(names[:-1])} {conjunction} {names[-1]}"
 
 
 def dialect(name: str) -> WireDialect:
@@ -21,7 +31,7 @@ def dialect(name: str) -> WireDialect:
     try:
         return DIALECTS[name]
     except KeyError:
-        raise ValueError(f"unknown dialect {name!r} (choose from {', '.join(DIALECTS)})") from None
+        raise ValueError(f"unknown dialect {name!r} (choose from {dialect_choices()})") from None
 
 
 def posted_to(path: str) -> WireDialect | None:
@@ -30,6 +40,6 @@ def posted_to(path: str) -> WireDialect | None:
     return next((d for d in DIALECTS.values() if tail.endswith(d.endpoint)), None)
 
 
-__all__ = ["ANTHROPIC", "DIALECTS", "DIALECT_NAMES", "DialectName", "Finish", "NativeCall", "NeutralRequest",
-           "NotPortable", "OPENAI", "RESPONSES", "RequestShape", "ToolChoice", "WireDialect", "clients",
-           "dialect", "posted_to", "profiles", "request", "responses", "script"]
+__all__ = ["ANTHROPIC", "DIALECTS", "Finish", "NativeCall", "NeutralRequest", "NotPortable", "OPENAI", "RESPONSES",
+           "RequestShape", "ToolChoice", "WireDialect", "clients", "dialect", "dialect_choices", "frames", "posted_to",
+           "profiles", "request", "responses", "script"]

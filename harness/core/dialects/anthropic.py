@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.core.dialects.base import NativeCall, NotPortable, ToolChoice, WireDialect
+from harness.core.dialects.frames import Frame, ToolCallFrame, ToolUseFrame
 from harness.core.dialects.request import (
     ABSENT,
     ChoiceIntent,
@@ -21,8 +22,8 @@ from harness.core.dialects.request import (
     stream_flag,
     string,
     texts,
+    tool_name,
 )
-from harness.core.scenario.model import Frame, ToolCallFrame, ToolUseFrame, tool_name
 
 
 class ToolUseCodec:
@@ -171,4 +172,5 @@ ANTHROPIC = WireDialect(
     call_id_prefix="toolu_",
     client_header="anthropic-version",
     splits_text=True,
+    sampling=frozenset({"temperature", "top_p", "top_k", "max_tokens", "stop_sequences"}),
 )

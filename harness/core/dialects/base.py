@@ -12,10 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from harness.core.dialects.frames import Frame
 from harness.core.dialects.request import NeutralRequest
-from harness.core.scenario.model import Frame
-
-DialectName = Literal["openai", "anthropic", "responses"]
 
 # The dialect-neutral reasons an answer ends.
 Finish = Literal["end", "tool", "length", "stop-sequence"]
@@ -96,11 +94,11 @@ class RequestShape(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class WireDialect:
-    """One wire dialect."""
+    """One wire dialect (one object each: compared and hashed by identity)."""
 
-    name: DialectName
+    name: str  # how scenario files, options and reports name it
     title: str  # e.g. "OpenAI Chat Completions"
     endpoint: str  # what clients post to, below the base URL
     default_finish: str
@@ -121,9 +119,14 @@ class WireDialect:
     request_id_header: str | None = None  # the header its answers carry the API's request id in
     call_id_prefix: str = "call_"  # how the API's own call ids begin
     client_header: str | None = None  # a header every client of the API sends, when it has one
+    # Its sampling parameters (the request fields that tune the model's choices), when known.
+    sampling: frozenset[str] | None = None
     # Whether an answer's text around its calls comes in parts of its own (Messages text
     # blocks, Responses message items), which a proxy may trim one by one.
     splits_text: bool = False
+
+    def __repr__(self) -> str:
+        return f"WireDialect({self.name!r})"
 
     def neutral_finish(self, native: str) -> Finish | None:
         return self.finish_names.get(native)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.dialects.base import NativeCall, NotPortable, ToolChoice, WireDialect
+from harness.core.dialects.frames import Frame, ToolCallFrame, ToolUseFrame
 from harness.core.dialects.request import (
     ABSENT,
     ChoiceIntent,
@@ -21,8 +22,8 @@ from harness.core.dialects.request import (
     stream_flag,
     string,
     texts,
+    tool_name,
 )
-from harness.core.scenario.model import Frame, ToolCallFrame, ToolUseFrame, tool_name
 
 
 @dataclass(slots=True)
@@ -194,4 +195,6 @@ OPENAI = WireDialect(
     short_name="chat-completions",
     usage_names={"input": "prompt_tokens", "output": "completion_tokens"},
     finish_aliases={"stop-sequence": "stop"},
+    sampling=frozenset({"temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stop",
+                        "presence_penalty", "frequency_penalty", "logit_bias", "n"}),
 )

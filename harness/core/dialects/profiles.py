@@ -12,41 +12,31 @@ module chooses one for a case and says the request as its client sends it.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from types import MappingProxyType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any
 
-from harness.core.dialects.clients import CLIENTS, client
+from harness.core.dialects.clients import ClientProfile as Profile
+from harness.core.dialects.clients import client
 from harness.core.exchange import Profile
-from harness.core.scenario.model import OLD_NAMES, PROFILES, Scenario, current_name
+from harness.core.scenario.model import Scenario
 
-# Each profile's headers, where its client posts below the proxy's base URL
-# (``http://host:port/v1``), and the features a proxy must claim for it.
-DEFAULT_HEADERS: Final[Mapping[Profile, Mapping[str, str]]] = MappingProxyType(
-    {p.name: p.headers for p in CLIENTS.values()})
-ENDPOINTS: Final[Mapping[Profile, str]] = MappingProxyType({p.name: p.endpoint for p in CLIENTS.values()})
-PROFILE_FEATURES: Final[Mapping[Profile, tuple[str, ...]]] = MappingProxyType(
-    {p.name: p.features for p in CLIENTS.values()})
+if TYPE_CHECKING:  # only named in annotations: the scenario model imports the dialects, not the reverse
+    from harness.core.scenario.model import Scenario
 
 
 def written_profile(profile: Profile) -> Profile:
     """The profile a case for ``profile``'s client is written under (itself, unless translated)."""
-    return client(profile).case_profile
+    return profile.case_profile
 
 
 def client_body(profile: Profile, body: Mapping[str, Any]) -> dict[str, Any]:
     """The request body as ``profile``'s client sends it."""
-    rewrite = client(profile).rewrite
-    return rewrite(body) if rewrite is not None else dict(body)
+    return profile.body(body)
 
 
 def parse_profile(value: str) -> Profile:
-    """A profile name from the command line (an old spelling such as ``vtc`` is read as
-    today's), or ``ValueError`` naming the choices."""
-    name = current_name(value)
-    if name not in PROFILES:
-        raise ValueError(f"unknown client profile {value!r} (choose from {', '.join(PROFILES)}; "
-                         f"{', '.join(OLD_NAMES)} is the old spelling of {', '.join(OLD_NAMES.values())})")
-    return name
+    """A profile from its name on the command line (an old spelling such as ``vtc`` is read as
+    today's), or ``ValueError`` naming every choice."""
+    return client(value)
 
 
 def merge_headers(*layers: Mapping[str, str]) -> dict[str, str]:
@@ -61,7 +51,7 @@ def merge_headers(*layers: Mapping[str, str]) -> dict[str, str]:
 
 def request_headers(profile: Profile, scenario_headers: Mapping[str, str], user_headers: Mapping[str, str]) -> dict[str, str]:
     """Profile defaults, then the scenario's own headers, then the user's ``--proxy-header``s."""
-    return merge_headers({"Content-Type": "application/json"}, DEFAULT_HEADERS[profile], scenario_headers, user_headers)
+    return merge_headers({"Content-Type": "application/json"}, profile.headers, scenario_headers, user_headers)
 
 
 def missing_features(needed: Iterable[str], claimed: Iterable[str]) -> list[str]:
@@ -88,15 +78,16 @@ def conflict_skip_reason(clashing: Iterable[str]) -> str:
 def choose_profile(scenario: Scenario, requested: Profile | None, features: Iterable[str]) -> tuple[Profile, str | None]:
     """The profile a case runs under and, when it cannot run, why (the skip reason)."""
     profile: Profile = requested or scenario.client.profile
-    written_as = client(profile).written_as
+    written_as = profile.written_as
     if written_as is not None and profile not in scenario.client.profiles:
         if written_as not in scenario.client.profiles or scenario.client.raw_body is not None:
-            return profile, (f"not meaningful under client profile {profile}: it says a {written_as} client's "
-                             "request, and its " + ("raw body cannot be rewritten" if scenario.client.raw_body
-                                                    is not None else f"client.profiles lack {written_as}"))
+            return profile, (f"not meaningful under client profile {profile.name}: it says a {written_as.name} "
+                             "client's request, and its " + ("raw body cannot be rewritten" if scenario.client.raw_body
+                                                             is not None else f"client.profiles lack {written_as.name}"))
     elif profile not in scenario.client.profiles:
-        meaningful = ", ".join(scenario.client.profiles)
-        return profile, f"not meaningful under client profile {profile} (the scenario's client.profiles: {meaningful})"
+        meaningful = ", ".join(p.name for p in scenario.client.profiles)
+        return profile, (f"not meaningful under client profile {profile.name} "
+                         f"(the scenario's client.profiles: {meaningful})")
     claimed = frozenset(features)
     lacking = missing_features(scenario.requires, claimed)
     if lacking:
@@ -104,7 +95,7 @@ def choose_profile(scenario: Scenario, requested: Profile | None, features: Iter
     clashing = [f for f in scenario.conflicts if f in claimed]
     if clashing:
         return profile, conflict_skip_reason(clashing)
-    lacking = missing_features(PROFILE_FEATURES[profile], claimed)
+    lacking = missing_features(profile.features, claimed)
     if lacking:
-        return profile, feature_skip_reason(lacking, what=f"client profile {profile}")
+        return profile, feature_skip_reason(lacking, what=f"client profile {profile.name}")
     return profile, None

@@ -154,3 +154,12 @@ class Conversation:
             self.turns[-1] = Turn(role, (*last.texts, *texts), (*last.calls, *calls), (*last.results, *results))
         else:
             self.turns.append(Turn(role, tuple(texts), tuple(calls), tuple(results)))
+
+
+def tool_name(tool: Any) -> str | None:
+    """The name of an OpenAI (``{function: {name}}``) or Anthropic (``{name}``) tool."""
+    if not isinstance(tool, Mapping):
+        return None
+    fn = tool.get("function")
+    name = fn.get("name") if isinstance(fn, Mapping) else tool.get("name")
+    return name if isinstance(name, str) and name else None

@@ -28,8 +28,8 @@ from harness.core.dialects.request import (
     stream_flag,
     string,
     texts,
+    tool_name,
 )
-from harness.core.scenario.model import tool_name
 
 # The finish words of a Responses backend script, and the status each ends with on the wire.
 STATUS = {"completed": "completed", "function_calls": "completed", "max_output_tokens": "incomplete"}

@@ -14,39 +14,43 @@ from __future__ import annotations
 import copy
 import dataclasses
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.core.dialects import DIALECTS, NativeCall, NotPortable, WireDialect, dialect
+from harness.core.dialects import DIALECTS, NativeCall, NotPortable, WireDialect
+from harness.core.dialects.frames import Frame, RawFrame, frame_to_mapping
 from harness.core.scenario.model import Frame, RawFrame, Scenario, frame_to_mapping
+
+if TYPE_CHECKING:  # only named in annotations: the scenario model imports the dialects, not the reverse
+    from harness.core.scenario.model import Scenario
 
 
 def natural(scenario: Scenario) -> WireDialect:
-    return dialect(scenario.backend.dialect)
+    return scenario.backend.dialect
 
 
-def upstream_dialects(scenario: Scenario) -> dict[str, str | None]:
-    """Every dialect by name, with ``None`` where the scenario can be served in it, else why not."""
-    out: dict[str, str | None] = {}
-    for name in DIALECTS:
+def upstream_dialects(scenario: Scenario) -> dict[WireDialect, str | None]:
+    """Every dialect, with ``None`` where the scenario can be served in it, else why not."""
+    out: dict[WireDialect, str | None] = {}
+    for wire in DIALECTS.values():
         try:
-            serve_as(scenario, name)
-            out[name] = None
+            serve_as(scenario, wire)
+            out[wire] = None
         except NotPortable as exc:
-            out[name] = str(exc)
+            out[wire] = str(exc)
     return out
 
 
-def natural_reason(scenario: Scenario, answers: str) -> str | None:
+def natural_reason(scenario: Scenario, answers: WireDialect) -> str | None:
     """Why a case cannot be played in its own dialect (``--upstream-dialect natural``) for a
     client of the ``answers`` API, or None. A proxy played so is taken to call the API its
     client speaks wherever the case's backend is written in it; a case whose backend cannot
     be said in that API at all (``backend.upstream_dialects`` leaves it out) is for a proxy
     that translates, so it waits for the upstream dialect to be named."""
     only = scenario.raw.get("backend", {}).get("upstream_dialects")
-    if only is None or answers in only:
+    if only is None or answers.name in only:
         return None
     named = " or ".join(only)
-    return (f"a case for a proxy that translates ({DIALECTS[answers].title} cannot say its backend): played "
+    return (f"a case for a proxy that translates ({answers.title} cannot say its backend): played "
             f"with --upstream-dialect {named}")
 
 
@@ -66,12 +70,11 @@ def _reason_fixed(scenario: Scenario, target: WireDialect) -> str | None:
     return None
 
 
-def serve_as(scenario: Scenario, target_name: str) -> Scenario:
-    """``scenario`` with its backend written in the ``target_name`` dialect (itself when
+def serve_as(scenario: Scenario, target: WireDialect) -> Scenario:
+    """``scenario`` with its backend written in the ``target`` dialect (itself when
     that is its own); ``NotPortable`` saying why it cannot be."""
-    target = dialect(target_name)
     own = natural(scenario)
-    if target.name == own.name:
+    if target is own:
         return scenario
     reason = _reason_fixed(scenario, target)
     if reason is not None:
@@ -105,7 +108,7 @@ def serve_as(scenario: Scenario, target_name: str) -> Scenario:
         fault = dataclasses.replace(fault, body=target.errors.write(message, target.error_type(fault.status or 500)))
     usage = target.native_usage(backend.usage) if backend.usage is not None else None
     new_backend = dataclasses.replace(
-        backend, dialect=target.name, frames=tuple(frames), finish_reason=target.native_finish(finish),
+        backend, dialect=target, frames=tuple(frames), finish_reason=target.native_finish(finish),
         usage=usage, fault=fault, ping=backend.ping and target.pings,
     )
     raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))

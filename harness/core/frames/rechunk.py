@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Final
 
+from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
 from harness.core.replay import anthropic as anthropic_replay
 from harness.core.replay import openai as openai_replay
 from harness.core.replay import responses as responses_replay
@@ -261,9 +262,8 @@ def _responses_events(backend: Backend, request: Mapping[str, Any]) -> list[Even
 
 
 # Each upstream dialect's events, as its replay planner writes them.
-_WIRE_EVENTS: Mapping[str, Callable[[Backend, Mapping[str, Any]], list[Event]]] = {
-    "openai": _openai_events, "anthropic": _anthropic_events, "responses": _responses_events,
-}
+_WIRE_EVENTS: Mapping[WireDialect, Callable[[Backend, Mapping[str, Any]], list[Event]]] = {
+    OPENAI: _openai_events, ANTHROPIC: _anthropic_events, RESPONSES: _responses_events}
 
 
 def wire_events(scenario: Scenario) -> list[Event]:

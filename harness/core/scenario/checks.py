@@ -8,9 +8,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.core.errors import ScenarioProblem
 from harness.core.dialects import DIALECTS
 from harness.core.dialects.clients import client, default_profiles
+from harness.core.errors import ScenarioProblem
 from harness.core.scenario.model import DEFAULT_PROFILE, tool_name
 from harness.core.scenario.schema import dotted
 from harness.core.scenario.yaml_source import Lines
@@ -59,7 +59,7 @@ def _not_declared(name: str, data: Mapping[str, Any], what: str = "tool") -> str
 
 @_check("client.profile", "client.request.tools")
 def _tool_shapes(data: Mapping[str, Any], problem: Report) -> None:
-    requests = client(data["client"].get("profile", DEFAULT_PROFILE)).written_in.requests
+    requests = client(data["client"].get("profile", DEFAULT_PROFILE.name)).written_in.requests
     for i, tool in enumerate(data["client"]["request"].get("tools") or ()):
         if not (isinstance(tool, Mapping) and requests.tool_ok(tool)):
             problem(["client", "request", "tools", i], f"a tool of this client's dialect is written {requests.tool_form}")
@@ -71,7 +71,7 @@ _CALL_FRAMES = {"tool_call": "OpenAI deltas", "tool_use": "Anthropic blocks"}
 
 @_check("backend.dialect", "backend.frames")
 def _frame_dialect(data: Mapping[str, Any], problem: Report) -> None:
-    dialect = DIALECTS[data["backend"]["dialect"]]
+    dialect = DIALECTS[data["backend"]["dialect"]]  # a name of the file, checked by the schema
     own = dialect.calls.frame_key
     for i, frame in enumerate(data["backend"]["frames"]):
         if isinstance(frame, Mapping):
@@ -153,13 +153,14 @@ def _upstream_checks(data: Mapping[str, Any], problem: Report) -> None:
 
 @_check("client.profile", "client.profiles")
 def _profiles(data: Mapping[str, Any], problem: Report) -> None:
-    profile = data["client"].get("profile", DEFAULT_PROFILE)
-    profiles = data["client"].get("profiles", list(default_profiles(profile)))
+    profile = data["client"].get("profile", DEFAULT_PROFILE.name)
+    profiles = data["client"].get("profiles", [p.name for p in default_profiles(client(profile))])
     if profile not in profiles:
         problem(["client", "profile"], f"profile '{profile}' is not among 'profiles' {profiles}")
-    alone = next((p for p in profiles if default_profiles(p) == (p,)), None)  # a request no other profile sends
+    # A profile whose request no other profile sends.
+    alone = next((client(p) for p in profiles if default_profiles(client(p)) == (client(p),)), None)
     if alone is not None and len(profiles) > 1:
-        problem(["client", "profiles"], f"{client(alone).label}'s request cannot be replayed as another profile")
+        problem(["client", "profiles"], f"{alone.label}'s request cannot be replayed as another profile")
 
 
 @_check("client.request.stream", "rechunk")

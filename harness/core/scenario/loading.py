@@ -12,7 +12,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.core.dialects import DIALECTS
+from harness.core.dialects import dialect
+from harness.core.dialects.clients import client as client_profile
 from harness.core.dialects.clients import default_profiles
 from harness.core.errors import ScenarioError, ScenarioProblem
 from harness.core.scenario.checks import semantic_problems
@@ -74,12 +75,13 @@ def build_scenario(data: Mapping[str, Any], path: str | None, family: str) -> Sc
             mid_event=bool(fd.get("mid_event", False)),
             seconds=fd.get("seconds"),
         )
+    wire = dialect(b["dialect"])  # the name becomes the object here; past loading only the object is held
     backend = Backend(
-        dialect=b["dialect"],
+        dialect=wire,
         frames=tuple(frames),
         stream=b.get("stream", "auto"),
         model=b.get("model"),
-        finish_reason=b.get("finish_reason", DIALECTS[b["dialect"]].default_finish),
+        finish_reason=b.get("finish_reason", wire.default_finish),
         usage=b.get("usage"),
         delay_ms=float(b.get("delay_ms", 0)),
         write_bytes=b.get("write_bytes"),
@@ -89,11 +91,11 @@ def build_scenario(data: Mapping[str, Any], path: str | None, family: str) -> Sc
         fault=fault,
     )
     c = data["client"]
-    profile = c.get("profile", DEFAULT_PROFILE)
+    profile = client_profile(c["profile"]) if "profile" in c else DEFAULT_PROFILE
     client = Client(
         request=c["request"],
         profile=profile,
-        profiles=tuple(c.get("profiles", default_profiles(profile))),
+        profiles=tuple(map(client_profile, c["profiles"])) if "profiles" in c else default_profiles(profile),
         headers=dict(c.get("headers") or {}),
         raw_body=c.get("raw_body"),
         truncate_body=bool(c.get("truncate_body", False)),

@@ -11,66 +11,51 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Profile = Literal["openai", "xml-client", "anthropic", "responses"]
-PROFILES: tuple[Profile, ...] = ("openai", "xml-client", "anthropic", "responses")
-OPENAI_PROFILES: tuple[Profile, ...] = ("openai", "xml-client")
-DEFAULT_PROFILE: Profile = "openai"  # a case's client when it names none
+from harness.core.dialects import WireDialect
+from harness.core.dialects.clients import (
+    CLIENTS,
+    ClientProfile,
+    default_profiles,
+)
+from harness.core.dialects.clients import (
+    DEFAULT_PROFILE as DEFAULT_PROFILE,
+)
+from harness.core.dialects.clients import (
+    OLD_NAMES as OLD_NAMES,
+)
+from harness.core.dialects.clients import (
+    Profile as Profile,
+)
+from harness.core.dialects.clients import (
+    current_name as current_name,
+)
+from harness.core.dialects.frames import (
+    ContentFrame as ContentFrame,
+)
+from harness.core.dialects.frames import (
+    Frame as Frame,
+)
+from harness.core.dialects.frames import (
+    RawFrame as RawFrame,
+)
+from harness.core.dialects.frames import (
+    ToolCallFrame as ToolCallFrame,
+)
+from harness.core.dialects.frames import (
+    ToolUseFrame as ToolUseFrame,
+)
+from harness.core.dialects.frames import (
+    frame_to_mapping as frame_to_mapping,
+)
+from harness.core.dialects.request import tool_name as tool_name
+
+PROFILES: tuple[ClientProfile, ...] = tuple(CLIENTS.values())
+OPENAI_PROFILES: tuple[ClientProfile, ...] = default_profiles(DEFAULT_PROFILE)  # a case's profiles when it names none
 FEATURES: tuple[str, ...] = ("force-non-stream", "system-to-user", "loop-guard", "xml-client", "tool-choice", "hold-back-cap",
                              "body-timeout", "fails-fast")
-#: Old spellings still read wherever a profile or feature is named (scenario files, ``--client-profile``,
-#: ``--features``): the ``xml-client`` profile and feature, for clients that read tool calls as XML in the
-#: content (Cline, Roo Code, Kilo Code), were first called ``vtc``, after "virtual tool calling".
-OLD_NAMES: Mapping[str, str] = {"vtc": "xml-client"}
-
-
-def current_name(name: str) -> str:
-    """A profile or feature name in today's spelling (an old spelling is translated)."""
-    return OLD_NAMES.get(name, name)
 
 
 # --------------------------------------------------------------------------- model
-
-
-@dataclass(frozen=True, slots=True)
-class ContentFrame:
-    """One content delta, exactly as the backend sends it."""
-
-    content: str
-    delay_ms: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallFrame:
-    """One native ``tool_calls`` delta; absent fields are absent on the wire too."""
-
-    index: int
-    id: str | None = None
-    type: str | None = None
-    name: str | None = None
-    arguments: str | None = None
-    delay_ms: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolUseFrame:
-    """One native Anthropic ``tool_use`` block: its input arrives as these
-    ``partial_json`` fragments, split exactly as given."""
-
-    name: str
-    id: str | None = None
-    input_json: tuple[str, ...] = ()
-    delay_ms: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RawFrame:
-    """Bytes written verbatim, framing included: for malformed or unusual events."""
-
-    raw: str
-    delay_ms: float | None = None
-
-
-Frame = ContentFrame | ToolCallFrame | ToolUseFrame | RawFrame
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +73,7 @@ class Fault:
 
 @dataclass(frozen=True, slots=True)
 class Backend:
-    dialect: str
+    dialect: WireDialect
     frames: tuple[Frame, ...]
     stream: Literal["auto"] | bool = "auto"
     model: str | None = None
@@ -118,25 +103,13 @@ class Client:
     pad_bytes: int | None = None
 
     @property
-    def dialect(self) -> str:
+    def dialect(self) -> WireDialect:
         """The API the client speaks: the request body is written in it."""
-        # Imported here: the dialects read this model.
-        from harness.core.dialects.clients import client
-
-        return client(self.profile).written_in.name
+        return self.profile.written_in
 
     @property
     def tool_names(self) -> tuple[str, ...]:
         return tuple(tool_name(t) or "" for t in self.request.get("tools") or ())
-
-
-def tool_name(tool: Any) -> str | None:
-    """The name of an OpenAI (``{function: {name}}``) or Anthropic (``{name}``) tool."""
-    if not isinstance(tool, Mapping):
-        return None
-    fn = tool.get("function")
-    name = fn.get("name") if isinstance(fn, Mapping) else tool.get("name")
-    return name if isinstance(name, str) and name else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,33 +196,3 @@ class Scenario:
         data = copy.deepcopy(dict(self.raw))
         data.setdefault("family", self.family)
         return data
-
-
-def frame_to_mapping(frame: Frame) -> str | dict[str, Any]:
-    if isinstance(frame, ContentFrame):
-        if frame.delay_ms is None:
-            return frame.content
-        return {"content": frame.content, "delay_ms": frame.delay_ms}
-    if isinstance(frame, RawFrame):
-        out: dict[str, Any] = {"raw": frame.raw}
-    elif isinstance(frame, ToolUseFrame):
-        use: dict[str, Any] = {"name": frame.name, "input_json": list(frame.input_json)}
-        if frame.id is not None:
-            use["id"] = frame.id
-        out = {"tool_use": use}
-    else:
-        call = {
-            k: v
-            for k, v in (
-                ("index", frame.index),
-                ("id", frame.id),
-                ("type", frame.type),
-                ("name", frame.name),
-                ("arguments", frame.arguments),
-            )
-            if v is not None
-        }
-        out = {"tool_call": call}
-    if frame.delay_ms is not None:
-        out["delay_ms"] = frame.delay_ms
-    return out

@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.core.dialects import DIALECTS
+from harness.core.dialects import WireDialect
 from harness.core.scenario.model import ContentFrame, Frame, RawFrame, Scenario, ToolCallFrame, ToolUseFrame
 
 #: What a side request (one that carries no tools) is answered with.
@@ -56,7 +56,7 @@ def step_scenarios(scenario: Scenario) -> tuple[Scenario, ...]:
     for step in scenario.raw.get("steps") or ():
         backend = dataclasses.replace(
             scenario.backend, frames=frames_from(step["frames"]),
-            finish_reason=step.get("finish_reason", DIALECTS[dialect].default_finish), fault=None)
+            finish_reason=step.get("finish_reason", dialect.default_finish), fault=None)
         out.append(dataclasses.replace(scenario, backend=backend))
     return tuple(out)
 
@@ -64,25 +64,15 @@ def step_scenarios(scenario: Scenario) -> tuple[Scenario, ...]:
 def side_scenario(scenario: Scenario) -> Scenario:
     """The case answering a side request: a short plain text."""
     backend = dataclasses.replace(scenario.backend, frames=(ContentFrame(SIDE_TEXT),),
-                                  finish_reason=DIALECTS[scenario.backend.dialect].default_finish, fault=None)
+                                  finish_reason=scenario.backend.dialect.default_finish, fault=None)
     return dataclasses.replace(scenario, backend=backend)
 
 
-def tool_results(dialect: str, body: Mapping[str, Any]) -> int:
-    """How many tool results the conversation in ``body`` carries: Chat ``role: "tool"``
-    messages, Messages ``tool_result`` blocks, Responses ``*_call_output`` input items."""
-    if dialect == "responses":
-        items = body.get("input")
-        if not isinstance(items, list):
-            return 0
-        return sum(1 for i in items if isinstance(i, Mapping) and str(i.get("type", "")).endswith("_call_output"))
-    messages = body.get("messages")
-    if not isinstance(messages, list):
-        return 0
-    if dialect == "anthropic":
-        return sum(1 for m in messages if isinstance(m, Mapping) and isinstance(m.get("content"), list)
-                   for block in m["content"] if isinstance(block, Mapping) and block.get("type") == "tool_result")
-    return sum(1 for m in messages if isinstance(m, Mapping) and m.get("role") in ("tool", "function"))
+def tool_results(dialect: WireDialect, body: Mapping[str, Any]) -> int:
+    """How many tool results the conversation in ``body`` carries (Chat ``role: "tool"`` messages,
+    Messages ``tool_result`` blocks, Responses ``function_call_output`` items), as the dialect's
+    own request reader finds them."""
+    return len(dialect.requests.read(body).results)
 
 
 def is_side_request(body: Mapping[str, Any]) -> bool:
@@ -105,7 +95,7 @@ class StepChoice:
     problem: str | None = None
 
 
-def choose_step(scenario: Scenario, dialect: str, body: Mapping[str, Any]) -> StepChoice:
+def choose_step(scenario: Scenario, dialect: WireDialect, body: Mapping[str, Any]) -> StepChoice:
     if is_side_request(body):
         return StepChoice(None, side=True)
     count = len(scenario.raw.get("steps") or ()) + 1

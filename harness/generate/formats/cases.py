@@ -18,9 +18,10 @@ from typing import Any
 
 import yaml
 
+from harness.core.dialects import OPENAI
+from harness.core.dialects.clients import OPENAI_CLIENT
+from harness.core.dialects.clients import XML_CLIENT as XML_CLIENT
 from harness.generate.formats.base import Call, TextFormat
-from harness.core.exchange import Profile
-from harness.core.dialects.profiles import PROFILE_FEATURES
 
 Mapping_ = dict[str, Any]
 
@@ -184,17 +185,16 @@ class Cell:
     top: Mapping_ | None = None  # top-level fields (rechunk)
 
 
-XML_CLIENT: Profile = "xml-client"
-"""The client profile that reads XML calls out of the content itself (Cline, Roo, Kilo)."""
 CLIENT_READ: frozenset[str] = frozenset({"cline-xml"})
 """Formats no proxy rescues: the XML client reads them from the text the proxy relays, so
-their cells are played under ``XML_CLIENT`` and expect the calls as that client reads
-them (values are text, compared as JSON where the schema types them)."""
+their cells are played under ``XML_CLIENT`` (the profile that reads XML calls out of the
+content itself: Cline, Roo, Kilo) and expect the calls as that client reads them (values
+are text, compared as JSON where the schema types them)."""
 
 
 def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
     text = "".join(f for f in cell.frames if isinstance(f, str))
-    backend: Mapping_ = {"dialect": "openai", "frames": cell.frames, "finish_reason": cell.finish}
+    backend: Mapping_ = {"dialect": OPENAI.name, "frames": cell.frames, "finish_reason": cell.finish}
     backend.update(cell.backend or {})
     request: Mapping_ = {"model": fmt.model, "stream": True, "messages": [{"role": "user", "content": cell.user}]}
     if cell.tools:
@@ -203,12 +203,12 @@ def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
     client: Mapping_ = {"request": request}
     top = dict(cell.top or {})
     if fmt.id in CLIENT_READ:
-        client = {"profile": XML_CLIENT, "profiles": [XML_CLIENT], "request": request}
-        top.setdefault("requires", list(PROFILE_FEATURES[XML_CLIENT]))
+        client = {"profile": XML_CLIENT.name, "profiles": [XML_CLIENT.name], "request": request}
+        top.setdefault("requires", list(XML_CLIENT.features))
     elif not cell.calls or any(d in cell.content for d in fmt.delimiters if len(d) >= 3):
         # An XML-reading client reads markup left in the text as calls of its own: a
         # case whose answer keeps markup as text is about what an OpenAI client sees.
-        client = {"profiles": ["openai"], "request": request}
+        client = {"profiles": [OPENAI_CLIENT.name], "request": request}
     expect: Mapping_ = {
         "tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in cell.calls],
         "content": cell.content,

@@ -17,16 +17,19 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from harness.core.dialects import NativeCall, WireDialect
-from harness.core.dialects.clients import client
+from harness.core.dialects.clients import CLIENTS
+from harness.core.dialects.clients import Profile as Profile
 from harness.core.scenario.model import frame_to_mapping
 from harness.generate.formats import FORMATS, Call
 from harness.judge.markup import DEFAULT_MARKERS
 
-Profile = Literal["openai", "xml-client", "anthropic"]
-PROFILES: tuple[Profile, ...] = ("openai", "xml-client", "anthropic")  # the client profiles it writes cases for
+# The client profiles it writes cases for: each one whose cases are written in its own API.
+PROFILES: tuple[Profile, ...] = tuple(p for p in CLIENTS.values() if p.written_as is None)
+# The plain client of each dialect (``fuzz --client-profile``): those of them reading structured calls.
+DIALECT_CLIENTS: tuple[Profile, ...] = tuple(p for p in PROFILES if not p.reads_xml)
 SEPARATOR = "\n"  # what a model writes between prose and a call block
 NATIVE = "native"  # the format id of answers whose calls come as structured calls
 
@@ -91,7 +94,7 @@ class Case:
     @property
     def wire(self) -> WireDialect:
         """The client's dialect, which its backend speaks too."""
-        return client(self.profile).written_in
+        return self.profile.written_in
 
     @property
     def expected_finish(self) -> str:
@@ -147,10 +150,10 @@ class Case:
     def base_data(self) -> dict[str, Any]:
         """The scenario before its frames are cut (the whole text in one frame)."""
         backend: dict[str, Any] = {"dialect": self.wire.name, "frames": self.frames(), "finish_reason": self.finish}
-        played = {"profile": self.profile, "profiles": [self.profile], "request": self.request()}
+        played = {"profile": self.profile.name, "profiles": [self.profile.name], "request": self.request()}
         data: dict[str, Any] = {"backend": backend, "client": played, "expect": self.expect()}
-        if client(self.profile).features:
-            data = {"requires": list(client(self.profile).features), **data}
+        if self.profile.features:
+            data = {"requires": list(self.profile.features), **data}
         return data
 
     def describe(self) -> str:

@@ -16,10 +16,10 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from harness.core.dialects import Finish
+from harness.core.dialects.clients import DEFAULT_PROFILE, OPENAI_CLIENT, XML_CLIENT
 from harness.generate.formats import FORMATS, Call
 from harness.generate.fuzz import prose, values
-from harness.core.dialects import Finish
-from harness.core.dialects.clients import client
 from harness.generate.fuzz.case import NATIVE, SEPARATOR, Case, Profile, Tool
 
 # Where a format's calls sit differs from the default (prose around each block, any
@@ -27,7 +27,10 @@ from harness.generate.fuzz.case import NATIVE, SEPARATOR, Case, Profile, Tool
 # answer (with prose around it, it is prose quoting JSON), and Cline XML is what a
 # XML-reading client reads itself, so it is played to that profile only.
 ALONE: frozenset[str] = frozenset({"bare-json"})
-CLIENT_SIDE: dict[str, tuple[Profile, ...]] = {"cline-xml": ("xml-client",)}
+CLIENT_SIDE: dict[str, tuple[Profile, ...]] = {"cline-xml": (XML_CLIENT,)}
+# Reasoning drafts are drawn for the plain Chat Completions client only (docs/fuzzing.md): a
+# choice about which cases the fuzzer writes for one profile, not a fact of its dialect.
+DRAFTS_REASONING: frozenset[Profile] = frozenset({OPENAI_CLIENT})
 
 
 def profiles_for(format_id: str, profiles: Sequence[Profile]) -> tuple[Profile, ...]:
@@ -65,7 +68,7 @@ def _blocks(found: tuple[Call, ...], breaks: Sequence[bool]) -> tuple[tuple[Call
 
 def tool_choices(profile: Profile, offered: Sequence[Tool], found: Sequence[Call]) -> st.SearchStrategy[Any]:
     """Only choices the answer already honours: the proxy has nothing to enforce."""
-    requests = client(profile).written_in.requests
+    requests = profile.written_in.requests
     options: list[Any] = [None, requests.tool_choice("auto")]
     names = {c.name for c in found}
     if found:
@@ -116,7 +119,7 @@ def reasoning_blocks(draw: st.DrawFn, format_id: str, offered: Sequence[Tool]) -
 
 
 @st.composite
-def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] = ("openai",),
+def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] = (DEFAULT_PROFILE,),
           native: bool = True) -> Case:
     """A whole case: request, answer and frames."""
     profile = draw(st.sampled_from(list(profiles)))
@@ -140,11 +143,10 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
     if format_id is not None and found and not alone and not tear and draw(st.booleans()):
         stretches[-1] += (" " if stretches[-1] else "") + draw(prose.mentions(FORMATS[format_id].delimiters))
     reasoning = ""
-    # Reasoning drafts are drawn for the plain Chat Completions client only (docs/fuzzing.md): a
-    # choice about which cases the fuzzer writes for one profile, not a fact of its dialect.
-    if format_id is not None and not alone and not tear and profile == "openai" and draw(st.integers(0, 2)) == 0:
+    if (format_id is not None and not alone and not tear and profile in DRAFTS_REASONING
+            and draw(st.integers(0, 2)) == 0):
         reasoning = draw(reasoning_blocks(format_id, offered))
-    wire = client(profile).written_in  # the backend speaks the client's dialect
+    wire = profile.written_in  # the backend speaks the client's dialect
     ending: Finish = "tool" if found else "length"
     finish = draw(st.sampled_from([wire.native_finish("end"), wire.native_finish(ending)]))
     case = Case(profile=profile, tools=offered, format_id=format_id, prose=tuple(stretches), blocks=blocks,

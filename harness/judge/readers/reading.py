@@ -12,7 +12,14 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Any, Protocol
 
-from harness.judge.readers.anthropic_events import AnthropicEvent, answer_from_message, assemble_anthropic_stream, read_events
+from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
+from harness.core.exchange import Exchange
+from harness.judge.readers.anthropic_events import (
+    AnthropicEvent,
+    answer_from_message,
+    assemble_anthropic_stream,
+    read_events,
+)
 from harness.judge.readers.assemble import (
     Answer,
     Payload,
@@ -23,8 +30,6 @@ from harness.judge.readers.assemble import (
     response_kind,
     stream_payloads,
 )
-from harness.core.dialects.clients import client
-from harness.core.exchange import Exchange
 from harness.judge.readers.responses_events import ResponsesEvent, answer_from_response, assemble_responses_stream
 from harness.judge.readers.responses_events import read_events as read_responses_events
 from harness.judge.readers.sdk_compat import SdkReading, read_anthropic_stream, read_responses_stream, read_stream
@@ -36,7 +41,7 @@ NOTHING = Answer("", (), None, None, None)
 class Reading:
     """One exchange read in ``dialect``, each part parsed once, on demand."""
 
-    def __init__(self, exchange: Exchange, dialect: str) -> None:
+    def __init__(self, exchange: Exchange, dialect: WireDialect) -> None:
         self.exchange = exchange
         self.reader = READERS[dialect]
 
@@ -146,10 +151,10 @@ class ResponsesReader:
         return read_responses_stream(raw, headers)
 
 
-READERS: Mapping[str, Reader] = {"openai": ChatReader(), "anthropic": MessagesReader(), "responses": ResponsesReader()}
+READERS: Mapping[WireDialect, Reader] = {OPENAI: ChatReader(), ANTHROPIC: MessagesReader(), RESPONSES: ResponsesReader()}
 
 
 def read_answer(exchange: Exchange) -> Answer:
     """The answer the client of ``exchange``'s profile reads from it (for the xml-client
     profile the caller parses the content with ``harness.judge.readers.xml_calls``)."""
-    return Reading(exchange, client(exchange.profile).answers.name).answer
+    return Reading(exchange, exchange.profile.answers).answer

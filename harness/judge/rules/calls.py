@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from harness.core.dialects.clients import ANTHROPIC_CLIENT, OPENAI_CLIENT, RESPONSES_CLIENT
 from harness.judge.compare import diff_calls, first_call_mismatch, render
 from harness.judge.rules import locate
 from harness.judge.rules.citations import CODEX_CHAT, COPILOT_SSE, Breaks
@@ -24,7 +25,7 @@ rule = rule_group("calls", "CALLS")
                   "duplicated or altered call is a tool run wrongly or not at all (openai-python's accumulated "
                   "`message.tool_calls`, read by SDK-002, holds the same list)"),
     stage="answer",
-    profiles=("openai", "anthropic", "responses"),
+    profiles=(OPENAI_CLIENT, ANTHROPIC_CLIENT, RESPONSES_CLIENT),
 )
 def expected_calls(ctx: Context) -> Iterator[Violation]:
     lines = diff_calls(ctx.expected_calls, ctx.received_calls)
@@ -48,7 +49,7 @@ def expected_calls(ctx: Context) -> Iterator[Violation]:
                   "at `tool_calls` and ends the turn at `stop`; Copilot hands calls on only at `tool_calls` or "
                   "`stop`", (CODEX_CHAT, COPILOT_SSE)),
     stage="answer",
-    profiles=("openai", "responses"),
+    profiles=(OPENAI_CLIENT, RESPONSES_CLIENT),
     ending=True,
 )
 def expected_finish(ctx: Context) -> Iterator[Violation]:

@@ -11,9 +11,9 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from harness.core.dialects import NeutralRequest, WireDialect, posted_to
+from harness.core.dialects.request import ChoiceIntent, Tool, ToolCall, ToolResult
 from harness.judge.compare import json_equal, render
-from harness.core.dialects import DIALECTS, NeutralRequest, WireDialect, posted_to
-from harness.core.dialects.request import Tool, ToolCall, ChoiceIntent, ToolResult
 from harness.judge.rules.context import Context
 
 W = TypeVar("W")
@@ -43,7 +43,7 @@ def _read(ctx: Context) -> Readings | None:
     upstream = posted_to(last.path)
     if upstream is None or not isinstance(last.body, Mapping) or not isinstance(ex.request_body, Mapping):
         return None
-    own = DIALECTS[ctx.dialect]
+    own = ctx.dialect
     return Readings(own.requests.read(ex.request_body), upstream.requests.read(last.body), own, upstream)
 
 

@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any, Literal, TypeVar
 
-from harness.core.dialects import NativeCall, dialect
-from harness.core.dialects.clients import client, default_profiles, reads_own_api
+from harness.core.dialects import NativeCall, WireDialect
+from harness.core.dialects.clients import default_profiles, reads_own_api
 from harness.core.exchange import Exchange
 from harness.core.scenario.model import Scenario
 from harness.judge.compare import CallView, parse_object, render, shorten
@@ -36,7 +36,7 @@ def effective_options(options: Options, exchange: Exchange) -> Options:
     its API (anthropic, responses) is always judged under that profile, whatever profile
     the options name (its body cannot be read as chat completions); options naming such
     a profile read any exchange in its API."""
-    if reads_own_api(exchange.profile) and options.profile != exchange.profile:
+    if reads_own_api(exchange.profile) and options.profile is not exchange.profile:
         return dataclasses.replace(options, profile=exchange.profile)
     return options
 
@@ -60,14 +60,14 @@ class Context:
         return result
 
     @cached_property
-    def dialect(self) -> str:
+    def dialect(self) -> WireDialect:
         """The API the client speaks, which decides how the answer is read."""
-        return client(self.options.profile).answers.name
+        return self.options.profile.answers
 
     @cached_property
     def reads_xml(self) -> bool:
         """Whether the client reads tool calls as XML in the text (the xml-client profile)."""
-        return client(self.options.profile).reads_xml
+        return self.options.profile.reads_xml
 
     @cached_property
     def reading(self) -> Reading:
@@ -197,7 +197,7 @@ class Context:
         """The arguments, joined, of each native call of the backend that are no JSON object
         (an empty text aside, which means no arguments): what a proxy may only pass on unchanged."""
         backend = self.scenario.backend
-        joined = ("".join(item.fragments) for item in dialect(backend.dialect).calls.read(backend.frames)
+        joined = ("".join(item.fragments) for item in backend.dialect.calls.read(backend.frames)
                   if isinstance(item, NativeCall))
         return frozenset(text for text in joined if text.strip() and parse_object(text) is None)
 
@@ -246,7 +246,7 @@ class Context:
         """The finish reason this profile must see (an XML-reading client always gets "stop",
         unless the case expects something other than a normal end)."""
         wanted = self.expect.finish_reason
-        if not any(client(p).reads_xml for p in default_profiles(self.options.profile)):
+        if not any(p.reads_xml for p in default_profiles(self.options.profile)):
             return wanted  # a case no XML-reading client shares says its finish in the API's own words
         if self.reads_xml:
             return wanted if wanted not in (None, "stop", "tool_calls") else "stop"

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.core.dialects.clients import client
+from harness.core.dialects.clients import OPENAI_CLIENT
 from harness.core.exchange import Exchange
 from harness.core.scenario.model import Scenario
 from harness.judge.compare import CallView, diff_calls
@@ -149,7 +149,7 @@ def reading(p: Played, options: Options) -> Reading:
         return Reading(ex.status, None, _text(ex)[:200].replace(p.token, EXCHANGE_MARK), (), None)
     answer = ctx.answer
     calls = tuple((c.index, c.name, _canonical(c.arguments, p.token)) for c in answer.tool_calls)
-    if client(p.exchange.profile).reads_xml:
+    if p.exchange.profile.reads_xml:
         calls = tuple((i, c.name, _canonical(c.raw, p.token)) for i, c in enumerate(ctx.received_calls))
     return Reading(ex.status, None, ctx.visible_text.replace(p.token, EXCHANGE_MARK), calls, answer.finish_reason)
 
@@ -238,7 +238,7 @@ def expected_for_choice(ctx: Context, index: int) -> Sequence[tuple[str, Mapping
     breaks=Breaks(("openai-python",), "openai-python accumulates each choice by its `index`: calls moved to "
                   "another choice or mixed between choices land in the wrong `choices[n].message.tool_calls`",
                   (OPENAI_ACCUMULATE,)),
-    profiles=("openai",),
+    profiles=(OPENAI_CLIENT,),
 )
 def choices_rescued_apart(ctx: Context) -> Iterator[Violation]:
     n = _requested_choices(ctx)

@@ -17,11 +17,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
 from harness.judge.readers.anthropic_events import client_events, collect_blocks
 from harness.judge.readers.assemble import choice_zero, first_choice
 from harness.judge.readers.responses_events import ENDINGS
-from harness.judge.rules.context import Context, position
 from harness.judge.readers.sse import SSEEvent
+from harness.judge.rules.context import Context, position
 
 Evidence = dict[str, Any]
 
@@ -173,13 +174,13 @@ class _Places:
     content: Callable[[Context, int], tuple[str, int]]  # the text holding an offset, and the offset inside it
 
 
-_PLACES: Mapping[str, _Places] = {
-    "openai": _Places(_openai_sources, lambda ctx: _in_choice(ctx, "finish_reason"),
+_PLACES: Mapping[WireDialect, _Places] = {
+    OPENAI: _Places(_openai_sources, lambda ctx: _in_choice(ctx, "finish_reason"),
                       lambda ctx, index: _in_choice(ctx, f"message/tool_calls/{index}"),
                       lambda ctx, offset: (_in_choice(ctx, "message/content"), offset)),
-    "anthropic": _Places(_anthropic_sources, lambda ctx: "/stop_reason",
+    ANTHROPIC: _Places(_anthropic_sources, lambda ctx: "/stop_reason",
                          lambda ctx, index: f"/content/{_blocks(ctx, 'tool_use')[index][0]}", _text_block_path),
-    "responses": _Places(_responses_sources, lambda ctx: "/status",
+    RESPONSES: _Places(_responses_sources, lambda ctx: "/status",
                          lambda ctx, index: f"/output/{_output_items(ctx, 'function_call')[index]}",
                          lambda ctx, offset: ("/output", offset)),
 }

@@ -13,9 +13,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Required, TypedDict, TypeVar, Unpack
 
+from harness.core.dialects import OPENAI
+from harness.core.dialects.clients import ANTHROPIC_CLIENT, RESPONSES_CLIENT
+from harness.core.dialects.clients import CLIENTS as PROFILES_BY_NAME
+from harness.core.dialects.clients import ClientProfile as Profile
 from harness.judge.rules.citations import CLIENTS, Breaks
 from harness.judge.rules.context import Context
-from harness.judge.rules.terms import Options, Profile, Stage
+from harness.judge.rules.terms import Options, Stage
 
 # client: a named client breaks (the rule cites it: ``Breaks``); spec: the API's documentation
 # says so (judged with --strict); feature: a promise only some proxies make, judged when the
@@ -77,10 +81,11 @@ class Entry:
 
 
 ENTRIES: dict[str, Entry] = {}
-OPENAI_PROFILES: frozenset[Profile] = frozenset({"openai", "xml-client"})
-ANTHROPIC: frozenset[Profile] = frozenset({"anthropic"})
-RESPONSES: frozenset[Profile] = frozenset({"responses"})
-EVERY_PROFILE: frozenset[Profile] = OPENAI_PROFILES | ANTHROPIC | RESPONSES
+# The profiles a rule applies to: those reading Chat Completions answers (openai, xml-client), ...
+OPENAI_PROFILES: frozenset[Profile] = frozenset(p for p in PROFILES_BY_NAME.values() if p.answers is OPENAI)
+ANTHROPIC: frozenset[Profile] = frozenset({ANTHROPIC_CLIENT})
+RESPONSES: frozenset[Profile] = frozenset({RESPONSES_CLIENT})
+EVERY_PROFILE: frozenset[Profile] = frozenset(PROFILES_BY_NAME.values())
 # The default of a rule: the OpenAI chat-completions dialect, whichever client reads it.
 ALL_PROFILES = OPENAI_PROFILES
 

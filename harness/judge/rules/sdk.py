@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from harness.core.dialects.clients import OPENAI_CLIENT
 from harness.judge.compare import CallView, content_equal, diff_calls, shorten
 from harness.judge.rules.citations import OPENAI_ACCUMULATE, OPENAI_SSE, Breaks
 from harness.judge.rules.context import Context
@@ -32,7 +33,7 @@ def sdk_reads(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python",), "the accumulated message is what an application on the SDK acts on: its "
                   "`tool_calls` are the calls it runs, its `content` the text it shows", (OPENAI_ACCUMULATE,)),
-    profiles=("openai",),
+    profiles=(OPENAI_CLIENT,),
 )
 def sdk_message(ctx: Context) -> Iterator[Violation]:
     yield from accumulated_differences(ctx, calls_named="calls", text_named="content", regex=True)

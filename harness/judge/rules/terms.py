@@ -8,7 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Profile = Literal["openai", "xml-client", "anthropic", "responses"]
+from harness.core.dialects.clients import DEFAULT_PROFILE
+from harness.core.dialects.clients import ClientProfile as Profile
+
 # When a rule has something to judge: every run, any HTTP response (no transport
 # error, no timeout), a 200 answer, a 200 SSE stream, or a 200 single JSON body.
 Stage = Literal["always", "response", "answer", "stream", "single"]
@@ -16,6 +18,6 @@ Stage = Literal["always", "response", "answer", "stream", "single"]
 
 @dataclass(frozen=True)
 class Options:
-    profile: Profile = "openai"
+    profile: Profile = DEFAULT_PROFILE
     strict: bool = False
     features: frozenset[str] = frozenset()

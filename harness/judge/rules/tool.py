@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.core.dialects.clients import OPENAI_CLIENT
 from harness.core.scenario.model import RawFrame, Scenario, ToolCallFrame, ToolUseFrame
 from harness.judge.compare import parse_object, render, shorten, shown
 from harness.judge.readers.assemble import Payload
@@ -338,7 +339,7 @@ def _call_ids(value: Any) -> Iterator[str]:
     breaks=Breaks(("Codex CLI",), "Codex CLI emits a streamed call only at `finish_reason: \"tool_calls\"`; at "
                   "`stop` it ends the turn with the text alone and never runs the call", (CODEX_CHAT,)),
     stage="answer",
-    profiles=("openai",),
+    profiles=(OPENAI_CLIENT,),
     ending=True,
 )
 def finish_tool_calls(ctx: Context) -> Iterator[Violation]:

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from harness.core.dialects import DIALECTS
+from harness.core.dialects import WireDialect, posted_to
 from harness.core.scenario.model import UpstreamAssertion
 from harness.judge.compare import json_equal, render
 from harness.judge.rules import carried
@@ -185,19 +185,15 @@ def upstream_count(ctx: Context) -> Iterator[Violation]:
         yield Violation(f"{got} request(s) reached the backend, expected {wanted}", {"expected": wanted, "actual": got})
 
 
-# Sampling parameters of each API. Between the two APIs only these keep their name and meaning.
-_SAMPLING: dict[str, frozenset[str]] = {
-    "openai": frozenset({"temperature", "top_p", "max_tokens", "max_completion_tokens", "seed", "stop",
-                         "presence_penalty", "frequency_penalty", "logit_bias", "n"}),
-    "anthropic": frozenset({"temperature", "top_p", "top_k", "max_tokens", "stop_sequences"}),
-}
+# Between two APIs only these sampling parameters keep their name and meaning (each API's own
+# are its dialect's ``sampling``).
 _SHARED_SAMPLING = frozenset({"temperature", "top_p"})
 
 
-def _upstream_dialect(path: str) -> str | None:
+def _upstream_dialect(path: str) -> WireDialect | None:
     """The API (of those whose sampling parameters are known) whose endpoint ``path`` is."""
-    tail = path.rstrip("/")
-    return next((name for name in _SAMPLING if tail.endswith(DIALECTS[name].endpoint)), None)
+    posted = posted_to(path)
+    return posted if posted is not None and posted.sampling is not None else None
 
 
 @rule(
@@ -217,7 +213,7 @@ def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
     upstream = _upstream_dialect(last.path)
     if not isinstance(last.body, Mapping) or upstream is None:
         return
-    keys = _SAMPLING[ctx.dialect] if upstream == ctx.dialect else _SHARED_SAMPLING
+    keys = upstream.sampling if upstream is ctx.dialect and upstream.sampling is not None else _SHARED_SAMPLING
     for key in sorted(keys):
         if key in sent and key not in last.body:
             yield Violation(f"the client sent {key}={render(sent[key])}; the request upstream has none",
@@ -287,7 +283,7 @@ def tools_offered(ctx: Context) -> Iterator[Violation]:
 )
 def results_linked(ctx: Context) -> Iterator[Violation]:
     read = carried.readings(ctx)
-    if read is None or ctx.options.profile == "xml-client":
+    if read is None or ctx.options.profile.reads_xml:
         return
     answered = list(carried.answered_calls(read.client))
     upstream_calls = {call.id: call for call in reversed(read.upstream.calls) if call.id is not None}
@@ -320,7 +316,7 @@ def results_linked(ctx: Context) -> Iterator[Violation]:
 )
 def calls_carried(ctx: Context) -> Iterator[Violation]:
     read = carried.readings(ctx)
-    if read is None or ctx.options.profile == "xml-client":
+    if read is None or ctx.options.profile.reads_xml:
         return
     upstream = read.upstream.calls
     for call, got in carried.find_in_order(read.client.calls, upstream, carried.same_call):

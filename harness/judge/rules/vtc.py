@@ -7,15 +7,16 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from harness.core.dialects.clients import XML_CLIENT
 from harness.judge.compare import diff_calls, first_call_mismatch, render, shorten
+from harness.judge.readers.xml_calls import escaped_entities, rendered, value_matches
 from harness.judge.rules import locate
 from harness.judge.rules.chunk import choices_of
 from harness.judge.rules.citations import CLINE_OPENAI, SPEC_CHAT, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import Violation, rule_group
-from harness.judge.readers.xml_calls import escaped_entities, rendered, value_matches
 
-rule = rule_group("xml-client", "VTC", profiles=("xml-client",))
+rule = rule_group("xml-client", "VTC", profiles=(XML_CLIENT,))
 
 
 @rule(

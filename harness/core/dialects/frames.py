@@ -1,0 +1,82 @@
+"""The frames a scenario's backend sends, one dataclass per kind: what every dialect's
+calls are written as (``WireDialect.calls``) and what the scenario model holds.
+
+Pure data, below both the dialects and the scenario model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class ContentFrame:
+    """One content delta, exactly as the backend sends it."""
+
+    content: str
+    delay_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallFrame:
+    """One native ``tool_calls`` delta; absent fields are absent on the wire too."""
+
+    index: int
+    id: str | None = None
+    type: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+    delay_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolUseFrame:
+    """One native Anthropic ``tool_use`` block: its input arrives as these
+    ``partial_json`` fragments, split exactly as given."""
+
+    name: str
+    id: str | None = None
+    input_json: tuple[str, ...] = ()
+    delay_ms: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RawFrame:
+    """Bytes written verbatim, framing included: for malformed or unusual events."""
+
+    raw: str
+    delay_ms: float | None = None
+
+
+Frame = ContentFrame | ToolCallFrame | ToolUseFrame | RawFrame
+
+
+def frame_to_mapping(frame: Frame) -> str | dict[str, Any]:
+    if isinstance(frame, ContentFrame):
+        if frame.delay_ms is None:
+            return frame.content
+        return {"content": frame.content, "delay_ms": frame.delay_ms}
+    if isinstance(frame, RawFrame):
+        out: dict[str, Any] = {"raw": frame.raw}
+    elif isinstance(frame, ToolUseFrame):
+        use: dict[str, Any] = {"name": frame.name, "input_json": list(frame.input_json)}
+        if frame.id is not None:
+            use["id"] = frame.id
+        out = {"tool_use": use}
+    else:
+        call = {
+            k: v
+            for k, v in (
+                ("index", frame.index),
+                ("id", frame.id),
+                ("type", frame.type),
+                ("name", frame.name),
+                ("arguments", frame.arguments),
+            )
+            if v is not None
+        }
+        out = {"tool_call": call}
+    if frame.delay_ms is not None:
+        out["delay_ms"] = frame.delay_ms
+    return out
