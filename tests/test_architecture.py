@@ -68,10 +68,7 @@ CROSSING: dict[tuple[str, str], str] = {
 }
 
 # Circles still to be cut, each with what cuts it; the list only shrinks.
-KNOWN_CIRCLES: dict[frozenset[str], str] = {
-    frozenset(["harness.core.dialects", "harness.core.dialects.anthropic", "harness.core.dialects.base", "harness.core.dialects.clients", "harness.core.dialects.openai", "harness.core.dialects.responses", "harness.core.scenario.model"]):
-        "the scenario model reads the dialect of a client; the dialects read names of the model",
-}
+KNOWN_CIRCLES: dict[frozenset[str], str] = {}
 # Private names still imported across modules, (importer, module, name); the list only shrinks.
 KNOWN_PRIVATE: frozenset[tuple[str, str, str]] = frozenset()
 

@@ -11,9 +11,9 @@ import pytest
 
 from harness.core.dialects import ANTHROPIC, DIALECTS, OPENAI, RESPONSES, NotPortable
 from harness.core.dialects.clients import CLIENTS, default_profiles, reads_own_api
+from harness.core.dialects.frames import ContentFrame, ToolCallFrame, ToolUseFrame
 from harness.core.dialects.script import serve_as, upstream_dialects
 from harness.core.scenario.loading import load_library, parse_scenario
-from harness.core.scenario.model import ContentFrame, ToolCallFrame, ToolUseFrame
 from reference_proxy.errors import ProxyError
 from reference_proxy.translate.answers import completion_to_message, message_to_completion
 from reference_proxy.translate.requests import chat_to_messages, messages_to_chat

@@ -22,9 +22,10 @@ from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock a
 
 from harness.cli.main import main
 from harness.core.dialects.clients import CLIENTS
+from harness.core.dialects.frames import ContentFrame
 from harness.core.dialects.profiles import choose_profile
 from harness.core.scenario.loading import load_library, load_scenario, parse_scenario, validate_paths
-from harness.core.scenario.model import ContentFrame, Scenario
+from harness.core.scenario.model import Scenario
 from harness.generate.coverage import parse_formats
 from harness.generate.formats import FORMATS
 from harness.generate.fuzz.case import NATIVE, Case, scenario_data, seams_pattern

@@ -30,10 +30,11 @@ from harness.capture.errors import CaptureError
 from harness.capture.importer import PLACEHOLDER_MESSAGE, ImportOptions, import_capture
 from harness.cli.importing import import_command
 from harness.core.dialects.clients import CLIENTS
+from harness.core.dialects.frames import ContentFrame, ToolUseFrame
 from harness.core.dialects.profiles import choose_profile
 from harness.core.nonce import NONCE_HEADER, place_nonce
 from harness.core.scenario.loading import load_scenario, validate_paths
-from harness.core.scenario.model import ContentFrame, Scenario, ToolUseFrame
+from harness.core.scenario.model import Scenario
 from harness.run.runner import play
 from harness.run.servers import RunningServer, serve
 from harness.run.settings import RunSettings

@@ -21,10 +21,11 @@ import pytest
 from support.mock_server import Mock, fresh, http_client, shared  # noqa: F401  (fixtures)
 from support.servers import ServeFn
 
+from harness.core.dialects.frames import ContentFrame, RawFrame, ToolUseFrame
 from harness.core.nonce import NONCE_HEADER, new_nonce, place_nonce
 from harness.core.replay.wire import DEFAULT_MODEL
 from harness.core.scenario.loading import bundled_scenarios_dir, parse_scenario, validate_paths
-from harness.core.scenario.model import Backend, ContentFrame, RawFrame, Scenario, ToolUseFrame
+from harness.core.scenario.model import Backend, Scenario
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
 

@@ -22,11 +22,12 @@ from click.testing import CliRunner
 from support.mock_server import Mock, fresh, http_client, shared  # noqa: F401  (fixtures)
 from support.servers import ServeFn
 
+from harness.core.dialects.frames import ContentFrame, Frame, RawFrame, ToolCallFrame
 from harness.core.errors import MockError
 from harness.core.nonce import NONCE_HEADER, find_nonce, new_nonce, nonce_line, place_nonce
 from harness.core.replay.wire import DEFAULT_MODEL
 from harness.core.scenario.loading import bundled_scenarios_dir, parse_scenario, validate_paths
-from harness.core.scenario.model import Backend, ContentFrame, Frame, RawFrame, Scenario, ToolCallFrame
+from harness.core.scenario.model import Backend, Scenario
 from mock_backends.app import RUN_HEADER, SELECTED_BY_HEADER, create_app
 from mock_backends.cli import mock as mock_command
 from mock_backends.control import MockControl

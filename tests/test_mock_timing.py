@@ -14,9 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.core.dialects.frames import ContentFrame
 from harness.core.nonce import NONCE_HEADER
 from harness.core.scenario.loading import parse_scenario
-from harness.core.scenario.model import ContentFrame, Scenario
+from harness.core.scenario.model import Scenario
 from harness.run.servers import RunningServer
 from mock_backends.app import create_app
 from mock_backends.control import MockControl

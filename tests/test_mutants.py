@@ -19,10 +19,9 @@ from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock and reference proxy)
 
 from harness.core.dialects import DIALECTS
-from harness.core.dialects.clients import CLIENTS
+from harness.core.dialects.clients import CLIENTS, Profile
 from harness.core.dialects.profiles import choose_profile
 from harness.core.dialects.script import natural_reason, serve_as
-from harness.core.exchange import Profile
 from harness.core.scenario.loading import load_library
 from harness.judge.rules import RULES
 from harness.judge.rules.registry import ANTHROPIC, ENTRIES

@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from harness.core.dialects.clients import CLIENTS
+from harness.core.dialects.clients import CLIENTS, Profile
 from harness.core.dialects.profiles import choose_profile
-from harness.core.exchange import Profile
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 

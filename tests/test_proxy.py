@@ -25,10 +25,11 @@ from support.messages_stream import check_and_fold as check_and_fold_messages
 from support.proxy_rig import Proxy, Rig, request_body, rig  # noqa: F401  (rig: the module's servers)
 
 from harness.core.dialects.clients import ClientProfile
+from harness.core.dialects.frames import RawFrame
 from harness.core.dialects.script import natural_reason
 from harness.core.nonce import NONCE_HEADER
 from harness.core.scenario.loading import load_library, parse_scenario
-from harness.core.scenario.model import RawFrame, Scenario
+from harness.core.scenario.model import Scenario
 from harness.judge.compare import content_equal, json_equal
 from harness.judge.markup import DEFAULT_MARKERS, find_leaks
 from harness.judge.readers.xml_calls import parse_xml_calls, tool_vocabulary, value_matches

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.core.dialects.frames import ContentFrame, RawFrame, ToolCallFrame, ToolUseFrame
 from harness.core.frames.rechunk import (
     MAX_TORN_WRITES,
     STRATEGIES,
@@ -28,7 +29,7 @@ from harness.core.frames.rechunk import (
 from harness.core.frames.shrink import shrink
 from harness.core.replay.wire import writes
 from harness.core.scenario.loading import load_library, parse_scenario
-from harness.core.scenario.model import ContentFrame, RawFrame, Scenario, ToolCallFrame, ToolUseFrame
+from harness.core.scenario.model import Scenario
 
 LIBRARY = load_library()
 

@@ -24,8 +24,9 @@ from support.rescue import (
 )
 from support.rescue_cases import CASES, W_PARIS, Case, coder, hermes, invoke
 
+from harness.core.dialects.frames import ContentFrame, RawFrame, ToolCallFrame
 from harness.core.scenario.loading import load_library
-from harness.core.scenario.model import ContentFrame, RawFrame, Scenario, ToolCallFrame
+from harness.core.scenario.model import Scenario
 from reference_proxy.rescue import (
     ArgumentsDelta,
     Rescuer,

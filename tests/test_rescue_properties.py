@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 from support.rescue import ALL, check_events, feed_frames, outcome, split_at
 from support.rescue_cases import CASES, Case, coder, hermes, invoke
 
+from harness.core.dialects.frames import ContentFrame
 from harness.core.scenario.loading import load_library
-from harness.core.scenario.model import ContentFrame, Scenario
+from harness.core.scenario.model import Scenario
 from reference_proxy.request_shaping import anthropic_tools
 from reference_proxy.rescue import Rescuer, Text, ToolSpec, rescue_text, tools_from_request
 from reference_proxy.rescue.families.code import MAX_FENCE_LINE

@@ -25,10 +25,11 @@ from hypothesis import strategies as st
 from rule_proofs import Family, families, proofs
 from support import messages_answers as messages
 
-from harness.core.dialects.clients import ANTHROPIC_CLIENT, OPENAI_CLIENT, XML_CLIENT
+from harness.core.dialects.clients import ANTHROPIC_CLIENT, OPENAI_CLIENT, XML_CLIENT, Profile
+from harness.core.dialects.frames import RawFrame, ToolCallFrame
 from harness.core.exchange import Exchange, RecordedRequest
 from harness.core.scenario.loading import bundled_scenarios_dir, load_scenario, parse_scenario
-from harness.core.scenario.model import PROFILES, Profile, RawFrame, Scenario, ToolCallFrame
+from harness.core.scenario.model import PROFILES, Scenario
 from harness.judge.compare import (
     content_equal,
     first_difference,

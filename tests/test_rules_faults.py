@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 from rule_proofs import Family
 
-from harness.core.dialects.clients import CLIENTS
+from harness.core.dialects.clients import CLIENTS, Profile
 from harness.core.exchange import Exchange
 from harness.core.scenario.loading import parse_scenario
-from harness.core.scenario.model import Profile, Scenario
+from harness.core.scenario.model import Scenario
 from harness.judge.rules import RULES, Options, evaluate
 
 WEATHER_OPENAI = {

@@ -24,9 +24,9 @@ from rule_proofs import Family
 from support import messages_answers as messages
 
 from harness.core.dialects import DIALECTS
-from harness.core.dialects.clients import CLIENTS
+from harness.core.dialects.clients import CLIENTS, Profile
 from harness.core.dialects.script import upstream_dialects
-from harness.core.exchange import Exchange, Profile, RecordedRequest
+from harness.core.exchange import Exchange, RecordedRequest
 from harness.core.scenario.loading import load_library, parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.judge.rules import RULES, Options, evaluate

@@ -17,9 +17,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
-from harness.core.dialects.clients import CLIENTS
+from harness.core.dialects.clients import CLIENTS, Profile
 from harness.core.errors import ProxyUnreachable
-from harness.core.exchange import BackendActivity, Exchange, Profile
+from harness.core.exchange import BackendActivity, Exchange
 from harness.core.nonce import NONCE_HEADER, NONCE_RE
 from harness.core.scenario.loading import load_library, parse_scenario
 from harness.core.scenario.model import Scenario

@@ -17,10 +17,11 @@ import yaml
 from click.testing import CliRunner
 
 from harness.cli.main import main
+from harness.core.dialects.frames import ContentFrame
 from harness.core.errors import ScenarioError, ScenarioProblem
 from harness.core.nonce import place_nonce
 from harness.core.scenario.loading import bundled_scenarios_dir, parse_scenario, validate_paths
-from harness.core.scenario.model import ContentFrame, Scenario, UpstreamAssertion
+from harness.core.scenario.model import Scenario, UpstreamAssertion
 from harness.judge.rules.up import check_assertion
 from harness.run.options import DEFAULT_TIMEOUT
 

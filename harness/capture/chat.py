@@ -20,9 +20,16 @@ from harness.capture.messages import (
 )
 from harness.capture.model import Dialect
 from harness.capture.stream import NOT_JSON, StreamParts, data_line, loads, parse_data, read_stream
-from harness.capture.text import check_response_dialect, strip_http_head, parse_json, json_list, json_object, decode_text
+from harness.capture.text import (
+    check_response_dialect,
+    decode_text,
+    json_list,
+    json_object,
+    parse_json,
+    strip_http_head,
+)
 from harness.core.dialects import OPENAI
-from harness.core.scenario.model import ContentFrame, RawFrame, ToolCallFrame
+from harness.core.dialects.frames import ContentFrame, RawFrame, ToolCallFrame
 from harness.judge.readers.assemble import first_choice
 from harness.judge.readers.sse import is_done_like, parse_events
 

@@ -11,11 +11,11 @@ from harness.capture.chat import Answer
 from harness.capture.errors import CaptureError
 from harness.capture.messages import MessagesParts
 from harness.capture.model import Capture, CaptureFormat, Dialect
-from harness.core.dialects import dialect as wire_dialect
 from harness.capture.secrets import Secrets
-from harness.capture.text import parse_json, decode_text, request_dialect
+from harness.capture.text import decode_text, parse_json, request_dialect
+from harness.core.dialects import dialect as wire_dialect
+from harness.core.dialects.frames import ContentFrame
 from harness.core.redact import looks_like_key
-from harness.core.scenario.model import ContentFrame
 
 # --------------------------------------------------------------------------- requests
 

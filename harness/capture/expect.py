@@ -21,7 +21,7 @@ from typing import Any
 
 from harness.capture.model import Capture, Dialect
 from harness.core.dialects import dialect as wire_dialect
-from harness.core.scenario.model import ContentFrame, Frame, ToolCallFrame, ToolUseFrame
+from harness.core.dialects.frames import ContentFrame, Frame, ToolCallFrame, ToolUseFrame
 from reference_proxy.anthropic_message import finish_message
 from reference_proxy.dedup import call_key
 from reference_proxy.request_shaping import anthropic_tools

@@ -33,10 +33,11 @@ from harness.capture.expect import (
 from harness.capture.model import Capture, format_name
 from harness.capture.yaml_out import ReviewNotes, render_yaml, review_checks
 from harness.core.dialects import dialect as wire_dialect
-from harness.core.dialects.clients import profiles_written_in
+from harness.core.dialects.clients import DEFAULT_PROFILE, profiles_written_in
+from harness.core.dialects.frames import frame_to_mapping
 from harness.core.errors import ScenarioError
 from harness.core.scenario.loading import parse_scenario
-from harness.core.scenario.model import DEFAULT_PROFILE, Scenario, frame_to_mapping
+from harness.core.scenario.model import Scenario
 from harness.core.scenario.schema import scenario_schema
 from reference_proxy.rescue import rescue_text
 

@@ -22,8 +22,8 @@ from harness.capture.errors import CaptureError
 from harness.capture.model import Dialect
 from harness.capture.stream import StreamParts, data_line, read_stream
 from harness.core.dialects import ANTHROPIC
+from harness.core.dialects.frames import ContentFrame, RawFrame, ToolUseFrame
 from harness.core.replay.anthropic import sse_event
-from harness.core.scenario.model import ContentFrame, RawFrame, ToolUseFrame
 from harness.judge.readers.sse import SSEStream
 
 MESSAGES_EVENTS = frozenset({

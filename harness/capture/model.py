@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.core.dialects import dialect as wire_dialect
-from harness.core.scenario.model import Frame
+from harness.core.dialects.frames import Frame
 
 CaptureFormat = Literal["sse", "json", "har", "jsonl"]
 Dialect = Literal["openai", "anthropic"]

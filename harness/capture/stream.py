@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Final
 
 from harness.capture.model import Dialect
-from harness.core.scenario.model import Frame
+from harness.core.dialects.frames import Frame
 from harness.judge.readers.sse import SSEEvent, SSEStream
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from harness.core.scenario.model import ContentFrame, Frame, RawFrame, ToolCallFrame, ToolUseFrame, frame_to_mapping
+from harness.core.dialects.frames import ContentFrame, Frame, RawFrame, ToolCallFrame, ToolUseFrame, frame_to_mapping
 
 
 @dataclass

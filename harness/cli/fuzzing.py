@@ -83,7 +83,7 @@ def fuzz_command(
     """Generate answers (prose, calls in every text format, native calls, cut anywhere),
     play them through the proxy, judge them by what was generated, and write the
     smallest failing case as a scenario file."""
-    from harness.generate.fuzz.case import Profile
+    from harness.core.dialects.clients import Profile
     from harness.run.embedded import EmbeddedServers
     from harness.run.fuzzing import FuzzSettings, finding_lines, fuzz
     from harness.run.settings import RunSettings, parse_features, parse_headers

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.core.dialects.clients import Profile as Profile
+from harness.core.dialects.clients import Profile
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from harness.core.dialects.clients import Profile
 from harness.core.errors import ConformanceFailure
-from harness.core.exchange import Exchange, Profile
+from harness.core.exchange import Exchange
 from harness.core.frames.rechunk import Variant
 from harness.core.frames.shrink import Shrunk
 from harness.core.scenario.model import Scenario

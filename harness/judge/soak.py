@@ -18,10 +18,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from harness.core.dialects.frames import ContentFrame
 from harness.core.exchange import Exchange
 from harness.core.replay.fault_rate import FAULT_KINDS, FaultKind, FaultRate
 from harness.core.scenario.loading import parse_scenario
-from harness.core.scenario.model import ContentFrame, Scenario
+from harness.core.scenario.model import Scenario
 from harness.judge.markup import DEFAULT_MARKERS
 from harness.judge.rules import RULES, Options, evaluate
 from harness.judge.rules.iso import EXCHANGE_MARK

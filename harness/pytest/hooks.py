@@ -19,7 +19,7 @@ from harness.run.options import DEFAULT_TIMEOUT
 if TYPE_CHECKING:
     from _pytest.terminal import TerminalReporter
 
-    from harness.core.exchange import Profile
+    from harness.core.dialects.clients import Profile
 
 
 class RunHooks:

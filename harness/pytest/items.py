@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.core.dialects import WireDialect
+from harness.core.dialects.clients import DEFAULT_PROFILE
 from harness.core.errors import ConformanceError, ProxyUnreachable
-from harness.core.scenario.model import DEFAULT_PROFILE
 
 if TYPE_CHECKING:
     from _pytest._code.code import ExceptionInfo, TerminalRepr

@@ -11,7 +11,7 @@ from harness.run.program import program
 
 if TYPE_CHECKING:
     from harness.core.dialects import WireDialect
-    from harness.core.exchange import Profile
+    from harness.core.dialects.clients import Profile
     from harness.core.records import Attempt
     from harness.core.scenario.model import Scenario
     from harness.pytest.session import ConformanceSession

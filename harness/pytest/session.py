@@ -18,7 +18,7 @@ from harness.run.options import BY_NAME, DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
 
-    from harness.core.exchange import Profile
+    from harness.core.dialects.clients import Profile
     from harness.core.scenario.model import Scenario
     from harness.report.known_failures import KnownFailures
     from harness.report.summary import ItemRecord

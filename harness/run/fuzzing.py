@@ -21,12 +21,12 @@ from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 
-from harness.core.dialects.clients import DEFAULT_PROFILE
+from harness.core.dialects.clients import DEFAULT_PROFILE, Profile
 from harness.core.errors import ProxyUnreachable
 from harness.core.records import ScenarioRun
 from harness.core.redact import Redactor
 from harness.core.scenario.loading import parse_scenario
-from harness.generate.fuzz.case import NATIVE, Case, Profile, scenario_data
+from harness.generate.fuzz.case import NATIVE, Case, scenario_data
 from harness.generate.fuzz.strategies import cases, profiles_for
 from harness.generate.fuzz.yaml_out import dump_scenario
 from harness.report.failure import render_failures

@@ -14,8 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from harness.core.dialects import WireDialect
+from harness.core.dialects.clients import Profile
 from harness.core.errors import ProxyUnreachable
-from harness.core.exchange import Exchange, Profile
+from harness.core.exchange import Exchange
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.run.proxy_client import probe_scenario, run_exchange

@@ -25,7 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
-from harness.core.exchange import Exchange, Profile
+from harness.core.dialects.clients import Profile
+from harness.core.exchange import Exchange
 from harness.core.scenario.loading import build_scenario, parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.judge.rules import Options, evaluate

@@ -32,9 +32,9 @@ from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 from locust.util.timespan import parse_timespan
 
-from harness.core.dialects.clients import CLIENTS
+from harness.core.dialects.clients import CLIENTS, Profile
 from harness.core.dialects.profiles import request_headers
-from harness.core.exchange import Exchange, Profile
+from harness.core.exchange import Exchange
 from harness.core.nonce import NONCE_HEADER
 from harness.core.replay.fault_rate import FaultRate
 from harness.core.scenario.loading import load_library

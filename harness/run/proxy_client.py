@@ -17,9 +17,10 @@ from typing import Any
 import h11
 import httpx
 
+from harness.core.dialects.clients import Profile
 from harness.core.dialects.profiles import client_body, request_headers
 from harness.core.errors import MockError, ProxyUnreachable
-from harness.core.exchange import BackendActivity, Exchange, Profile
+from harness.core.exchange import BackendActivity, Exchange
 from harness.core.nonce import NONCE_HEADER, place_nonce
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.core.dialects.clients import Profile
 from harness.core.errors import ConformanceFailure
-from harness.core.exchange import Exchange, Profile
+from harness.core.exchange import Exchange
 from harness.core.frames.rechunk import Variant, apply_variant, variants
 from harness.core.frames.shrink import Shrunk, shrink
 from harness.core.records import Attempt, ScenarioRun

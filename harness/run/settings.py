@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from harness.core.exchange import Profile
+from harness.core.dialects.clients import Profile, current_name
 from harness.core.frames.shrink import DEFAULT_SHRINK_BUDGET
-from harness.core.scenario.model import current_name
 
 # --------------------------------------------------------------------------- user settings
 

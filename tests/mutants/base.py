@@ -28,7 +28,7 @@ from typing import Any, Protocol, TypeVar
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import reference_proxy.app as proxy_app
-from harness.core.exchange import Profile
+from harness.core.dialects.clients import Profile
 from reference_proxy.config import ProxyConfig
 from reference_proxy.parts import Parts
 

@@ -16,8 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from harness.core.dialects.clients import ClientProfile as Profile
 from harness.core.dialects.clients import client
-from harness.core.exchange import Profile
-from harness.core.scenario.model import Scenario
 
 if TYPE_CHECKING:  # only named in annotations: the scenario model imports the dialects, not the reverse
     from harness.core.scenario.model import Scenario

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from harness.core.dialects import DIALECTS, NativeCall, NotPortable, WireDialect
 from harness.core.dialects.frames import Frame, RawFrame, frame_to_mapping
-from harness.core.scenario.model import Frame, RawFrame, Scenario, frame_to_mapping
 
 if TYPE_CHECKING:  # only named in annotations: the scenario model imports the dialects, not the reverse
     from harness.core.scenario.model import Scenario

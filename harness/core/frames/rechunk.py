@@ -34,20 +34,12 @@ from functools import cached_property
 from typing import Any, Final
 
 from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
+from harness.core.dialects.frames import ContentFrame, Frame, RawFrame, ToolCallFrame, ToolUseFrame, frame_to_mapping
 from harness.core.replay import anthropic as anthropic_replay
 from harness.core.replay import openai as openai_replay
 from harness.core.replay import responses as responses_replay
 from harness.core.replay.wire import Event
-from harness.core.scenario.model import (
-    Backend,
-    ContentFrame,
-    Frame,
-    RawFrame,
-    Scenario,
-    ToolCallFrame,
-    ToolUseFrame,
-    frame_to_mapping,
-)
+from harness.core.scenario.model import Backend, Scenario
 
 STRATEGIES: Final[tuple[str, ...]] = ("per-char", "tags", "random", "multibyte", "native-per-char", "native-json")
 MAX_TORN_WRITES: Final[int] = 1000

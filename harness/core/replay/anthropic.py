@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.dialects import ANTHROPIC
+from harness.core.dialects.frames import ContentFrame, RawFrame, ToolUseFrame
 from harness.core.replay.wire import (
     Delivery,
     Event,
@@ -26,7 +27,7 @@ from harness.core.replay.wire import (
     tokens,
     with_fault,
 )
-from harness.core.scenario.model import Backend, ContentFrame, RawFrame, ToolUseFrame
+from harness.core.scenario.model import Backend
 
 ERROR_TYPES: Mapping[int, str] = ANTHROPIC.error_types  # the API's error type for each status
 

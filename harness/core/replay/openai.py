@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.dialects import OPENAI
+from harness.core.dialects.frames import ContentFrame, RawFrame, ToolCallFrame
 from harness.core.replay.wire import (
     Delivery,
     Event,
@@ -23,7 +24,7 @@ from harness.core.replay.wire import (
     status_phrase,
     with_fault,
 )
-from harness.core.scenario.model import Backend, ContentFrame, RawFrame, ToolCallFrame
+from harness.core.scenario.model import Backend
 
 _DONE = b"data: [DONE]\n\n"
 _ROLE_DELTA = b'{"role":"assistant","content":""}'

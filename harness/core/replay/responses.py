@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from harness.core.dialects.frames import ContentFrame, RawFrame, ToolUseFrame
 from harness.core.dialects.responses import RESPONSES, STATUS
 from harness.core.replay.openai import error_body
 from harness.core.replay.wire import (
@@ -31,7 +32,7 @@ from harness.core.replay.wire import (
     tokens,
     with_fault,
 )
-from harness.core.scenario.model import Backend, ContentFrame, RawFrame, ToolUseFrame
+from harness.core.scenario.model import Backend
 
 
 @dataclass(frozen=True, slots=True)

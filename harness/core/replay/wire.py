@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Literal
 
-from harness.core.scenario.model import Backend, Fault, Frame
+from harness.core.dialects.frames import Frame
+from harness.core.scenario.model import Backend, Fault
 
 _NON_ASCII = re.compile(rb"[\x80-\xff]")
 

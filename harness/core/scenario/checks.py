@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.dialects import DIALECTS
-from harness.core.dialects.clients import client, default_profiles
+from harness.core.dialects.clients import DEFAULT_PROFILE, client, default_profiles
+from harness.core.dialects.request import tool_name
 from harness.core.errors import ScenarioProblem
-from harness.core.scenario.model import DEFAULT_PROFILE, tool_name
 from harness.core.scenario.schema import dotted
 from harness.core.scenario.yaml_source import Lines
 

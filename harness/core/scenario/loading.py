@@ -13,26 +13,20 @@ from pathlib import Path
 from typing import Any
 
 from harness.core.dialects import dialect
+from harness.core.dialects.clients import DEFAULT_PROFILE, current_name, default_profiles
 from harness.core.dialects.clients import client as client_profile
-from harness.core.dialects.clients import default_profiles
+from harness.core.dialects.frames import ContentFrame, Frame, RawFrame, ToolCallFrame, ToolUseFrame
 from harness.core.errors import ScenarioError, ScenarioProblem
 from harness.core.scenario.checks import semantic_problems
 from harness.core.scenario.model import (
-    DEFAULT_PROFILE,
     Backend,
     Client,
-    ContentFrame,
     Expect,
     ExpectedCall,
     ExpectedError,
     Fault,
-    Frame,
-    RawFrame,
     Scenario,
-    ToolCallFrame,
-    ToolUseFrame,
     UpstreamAssertion,
-    current_name,
 )
 from harness.core.scenario.schema import broken_paths, located, schema_errors
 from harness.core.scenario.yaml_source import Lines, load_yaml

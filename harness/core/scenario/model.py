@@ -14,40 +14,13 @@ from typing import Any, Literal
 from harness.core.dialects import WireDialect
 from harness.core.dialects.clients import (
     CLIENTS,
+    DEFAULT_PROFILE,
     ClientProfile,
+    Profile,
     default_profiles,
 )
-from harness.core.dialects.clients import (
-    DEFAULT_PROFILE as DEFAULT_PROFILE,
-)
-from harness.core.dialects.clients import (
-    OLD_NAMES as OLD_NAMES,
-)
-from harness.core.dialects.clients import (
-    Profile as Profile,
-)
-from harness.core.dialects.clients import (
-    current_name as current_name,
-)
-from harness.core.dialects.frames import (
-    ContentFrame as ContentFrame,
-)
-from harness.core.dialects.frames import (
-    Frame as Frame,
-)
-from harness.core.dialects.frames import (
-    RawFrame as RawFrame,
-)
-from harness.core.dialects.frames import (
-    ToolCallFrame as ToolCallFrame,
-)
-from harness.core.dialects.frames import (
-    ToolUseFrame as ToolUseFrame,
-)
-from harness.core.dialects.frames import (
-    frame_to_mapping as frame_to_mapping,
-)
-from harness.core.dialects.request import tool_name as tool_name
+from harness.core.dialects.frames import ContentFrame, Frame, frame_to_mapping
+from harness.core.dialects.request import tool_name
 
 PROFILES: tuple[ClientProfile, ...] = tuple(CLIENTS.values())
 OPENAI_PROFILES: tuple[ClientProfile, ...] = default_profiles(DEFAULT_PROFILE)  # a case's profiles when it names none

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.dialects import WireDialect
-from harness.core.scenario.model import ContentFrame, Frame, RawFrame, Scenario, ToolCallFrame, ToolUseFrame
+from harness.core.dialects.frames import ContentFrame, Frame, RawFrame, ToolCallFrame, ToolUseFrame
+from harness.core.scenario.model import Scenario
 
 #: What a side request (one that carries no tools) is answered with.
 SIDE_TEXT = "Conformance run"

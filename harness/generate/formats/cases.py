@@ -19,8 +19,7 @@ from typing import Any
 import yaml
 
 from harness.core.dialects import OPENAI
-from harness.core.dialects.clients import OPENAI_CLIENT
-from harness.core.dialects.clients import XML_CLIENT as XML_CLIENT
+from harness.core.dialects.clients import OPENAI_CLIENT, XML_CLIENT
 from harness.generate.formats.base import Call, TextFormat
 
 Mapping_ = dict[str, Any]

@@ -20,9 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.core.dialects import NativeCall, WireDialect
-from harness.core.dialects.clients import CLIENTS
-from harness.core.dialects.clients import Profile as Profile
-from harness.core.scenario.model import frame_to_mapping
+from harness.core.dialects.clients import CLIENTS, Profile
+from harness.core.dialects.frames import frame_to_mapping
 from harness.generate.formats import FORMATS, Call
 from harness.judge.markup import DEFAULT_MARKERS
 

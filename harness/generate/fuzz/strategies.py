@@ -17,10 +17,10 @@ from typing import Any
 from hypothesis import strategies as st
 
 from harness.core.dialects import Finish
-from harness.core.dialects.clients import DEFAULT_PROFILE, OPENAI_CLIENT, XML_CLIENT
+from harness.core.dialects.clients import DEFAULT_PROFILE, OPENAI_CLIENT, XML_CLIENT, Profile
 from harness.generate.formats import FORMATS, Call
 from harness.generate.fuzz import prose, values
-from harness.generate.fuzz.case import NATIVE, SEPARATOR, Case, Profile, Tool
+from harness.generate.fuzz.case import NATIVE, SEPARATOR, Case, Tool
 
 # Where a format's calls sit differs from the default (prose around each block, any
 # client dialect of the run) for two formats: bare JSON is a call only as the whole

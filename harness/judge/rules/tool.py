@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.dialects.clients import OPENAI_CLIENT
-from harness.core.scenario.model import RawFrame, Scenario, ToolCallFrame, ToolUseFrame
+from harness.core.dialects.frames import RawFrame, ToolCallFrame, ToolUseFrame
+from harness.core.scenario.model import Scenario
 from harness.judge.compare import parse_object, render, shorten, shown
 from harness.judge.readers.assemble import Payload
 from harness.judge.readers.sse import parse_events
