@@ -17,6 +17,7 @@ from harness.agents.install import Installed, install, pins
 from harness.agents.judge import Facts, judge
 from harness.agents.runner import Outcome, Target, play, table
 from harness.cli.main import main
+from harness.core.dialects import OPENAI
 from harness.core.exchange import RecordedAnswer, RecordedRequest
 
 FIXTURES = Path(__file__).parent / "fixtures" / "agents"
@@ -64,7 +65,7 @@ TURN2 = {"messages": [{"role": "user", "content": "go"},
                       {"role": "assistant", "tool_calls": [{"id": "call_9", "type": "function",
                                                             "function": {"name": "bash", "arguments": "{}"}}]},
                       {"role": "tool", "tool_call_id": "call_9", "content": ""}], "tools": TOOLS}
-GOOD = Facts("bash", "openai", 0, 60.0, Transcript((ToolRun("bash", "call_9", True, 0),), FINAL_TEXT),
+GOOD = Facts("bash", OPENAI, 0, 60.0, Transcript((ToolRun("bash", "call_9", True, 0),), FINAL_TEXT),
              "ok", "ok", FINAL_TEXT, [_request({"messages": []}), _request(TURN1), _request(TURN2)])
 
 

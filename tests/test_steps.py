@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from harness.core.dialects import DIALECTS
 from harness.core.errors import ScenarioError
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
@@ -78,12 +79,12 @@ def past_steps(dialect: str) -> dict[str, Any]:
 @pytest.mark.parametrize("dialect", ["openai", "anthropic", "responses"])
 def test_the_step_is_the_number_of_tool_results_plus_one(dialect: str) -> None:
     scenario = stepped(dialect)
-    assert choose_step(scenario, dialect, TURN1[dialect]).step == 1
-    assert choose_step(scenario, dialect, turn2(dialect)).step == 2
-    assert choose_step(scenario, dialect, turn2(dialect)).step == 2  # a retry gets the same step
-    side = choose_step(scenario, dialect, {**TURN1[dialect], "tools": []})
+    assert choose_step(scenario, DIALECTS[dialect], TURN1[dialect]).step == 1
+    assert choose_step(scenario, DIALECTS[dialect], turn2(dialect)).step == 2
+    assert choose_step(scenario, DIALECTS[dialect], turn2(dialect)).step == 2  # a retry gets the same step
+    side = choose_step(scenario, DIALECTS[dialect], {**TURN1[dialect], "tools": []})
     assert side.side and side.step is None
-    missed = choose_step(scenario, dialect, past_steps(dialect))
+    missed = choose_step(scenario, DIALECTS[dialect], past_steps(dialect))
     assert missed.step is None and missed.problem is not None and "nearest is step 2" in missed.problem
 
 
@@ -109,14 +110,14 @@ def test_a_step_must_have_frames() -> None:
 def test_captured_agent_requests_count_their_tool_results(agent: str, request_file: str, dialect: str,
                                                           results: int) -> None:
     body = json.loads((FIXTURES / agent / "requests" / f"{request_file}.json").read_text())["body"]
-    assert tool_results(dialect, body) == results
-    assert choose_step(stepped(dialect), dialect, body).step == results + 1
+    assert tool_results(DIALECTS[dialect], body) == results
+    assert choose_step(stepped(dialect), DIALECTS[dialect], body).step == results + 1
 
 
 @pytest.mark.parametrize(("agent", "dialect"), [("claude-code-2.1.197", "anthropic"), ("opencode-1.18.33", "openai")])
 def test_captured_title_requests_are_side_requests(agent: str, dialect: str) -> None:
     body = json.loads((FIXTURES / agent / "requests" / "side-title.json").read_text())["body"]
-    assert choose_step(stepped(dialect), dialect, body).side
+    assert choose_step(stepped(dialect), DIALECTS[dialect], body).side
 
 
 ENDPOINT = {"openai": "/v1/chat/completions", "anthropic": "/v1/messages", "responses": "/v1/responses"}

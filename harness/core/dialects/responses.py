@@ -79,7 +79,10 @@ class ResponsesRequests:
             elif kind == "function_call" and isinstance(name := item.get("name"), str):
                 call = ToolCall(string(item.get("call_id")), name, arguments(item.get("arguments")))
                 conversation.add("assistant", calls=[call])
-            elif kind == "function_call_output":
+            elif kind == "custom_tool_call" and isinstance(name := item.get("name"), str):
+                # A custom (free-form) tool's call: its input is text, not JSON (Codex CLI's code mode sends these).
+                conversation.add("assistant", calls=[ToolCall(string(item.get("call_id")), name, item.get("input"))])
+            elif kind in ("function_call_output", "custom_tool_call_output"):
                 conversation.add("user", results=[ToolResult(string(item.get("call_id")), texts(item.get("output")))])
         tools = tuple(
             Tool(name, params if isinstance(params := tool.get("parameters"), Mapping) else None,
