@@ -21,6 +21,7 @@ import pytest
 from support.mock_server import Mock, fresh, http_client, shared  # noqa: F401  (fixtures)
 from support.servers import ServeFn
 
+from harness.core.dialects import DIALECTS
 from harness.core.dialects.frames import ContentFrame, RawFrame, ToolUseFrame
 from harness.core.nonce import NONCE_HEADER, new_nonce, place_nonce
 from harness.core.replay.wire import DEFAULT_MODEL

@@ -21,14 +21,15 @@ import httpcore._backends.sync  # noqa: F401
 import pytest
 import yaml
 from click.testing import CliRunner
+from mutants import MUTANTS
 
 from harness.cli.main import main
+from harness.core.dialects.clients import OPENAI_CLIENT
 from harness.core.exchange import Exchange, RecordedRequest
 from harness.core.redact import REDACTED, Redactor, redact_headers, redact_json, redact_text, redact_url
 from harness.core.scenario.loading import load_library
 from harness.report.record import har
 from mock_backends.app import create_app as create_mock
-from mutants import MUTANTS
 
 ServeFn = Callable[[Any], Any]
 LIBRARY = {s.id: s for s in load_library()}
@@ -273,10 +274,9 @@ def test_a_har_file_redacts_upstream_queries_and_undecodable_bodies() -> None:
     recorded = RecordedRequest("POST", "/v1/chat/completions", f"key={QUERY_KEY}&alt=sse",
                                {"authorization": f"Bearer {AUTH_KEY}"}, {"model": "m"},
                                raw_body=None, received_at=0.0)
-    exchange = Exchange(scenario_id="s", profile="openai", stream=True, request_headers={"X-Tenant": TENANT},
+    exchange = Exchange(scenario_id="s", profile=OPENAI_CLIENT, stream=True, request_headers={"X-Tenant": TENANT},
                         request_body={"token": "t"}, status=200, raw=b"\xff" + TENANT.encode(), upstream=(recorded,))
-    log = har([("streamed", exchange)], proxy_url="http://p/v1", endpoint={"openai": "/chat/completions"},
-              mock_url="http://m", redactor=KNOWING)
+    log = har([("streamed", exchange)], proxy_url="http://p/v1", mock_url="http://m", redactor=KNOWING)
     text = json.dumps(log)
     assert all(s not in text for s in PLANTED), text
     assert f"key={REDACTED}&alt=sse" in text
