@@ -6,6 +6,7 @@ Pure data, below both the dialects and the scenario model.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,3 +81,23 @@ def frame_to_mapping(frame: Frame) -> str | dict[str, Any]:
     if frame.delay_ms is not None:
         out["delay_ms"] = frame.delay_ms
     return out
+
+
+def frames_from(data: Sequence[Any]) -> tuple[Frame, ...]:
+    """Frames as the scenario schema writes them (the inverse of ``frame_to_mapping``)."""
+    frames: list[Frame] = []
+    for f in data:
+        if isinstance(f, str):
+            frames.append(ContentFrame(f))
+        elif "content" in f:
+            frames.append(ContentFrame(f["content"], f.get("delay_ms")))
+        elif "raw" in f:
+            frames.append(RawFrame(f["raw"], f.get("delay_ms")))
+        elif "tool_use" in f:
+            tu = f["tool_use"]
+            frames.append(ToolUseFrame(tu["name"], tu.get("id"), tuple(tu.get("input_json", ())), f.get("delay_ms")))
+        else:
+            tc = f["tool_call"]
+            frames.append(ToolCallFrame(tc["index"], tc.get("id"), tc.get("type"), tc.get("name"),
+                                        tc.get("arguments"), f.get("delay_ms")))
+    return tuple(frames)

@@ -15,7 +15,7 @@ from typing import Any
 from harness.core.dialects import dialect
 from harness.core.dialects.clients import DEFAULT_PROFILE, current_name, default_profiles
 from harness.core.dialects.clients import client as client_profile
-from harness.core.dialects.frames import ContentFrame, Frame, RawFrame, ToolCallFrame, ToolUseFrame
+from harness.core.dialects.frames import frames_from
 from harness.core.errors import ScenarioError, ScenarioProblem
 from harness.core.scenario.checks import semantic_problems
 from harness.core.scenario.model import (
@@ -39,24 +39,7 @@ def build_scenario(data: Mapping[str, Any], path: str | None, family: str) -> Sc
     """The model of a case whose data is already valid (a loaded case rewritten, as the isolation
     rounds tag theirs), without checking it again."""
     b = data["backend"]
-    frames: list[Frame] = []
-    for f in b["frames"]:
-        if isinstance(f, str):
-            frames.append(ContentFrame(f))
-        elif "content" in f:
-            frames.append(ContentFrame(f["content"], f.get("delay_ms")))
-        elif "raw" in f:
-            frames.append(RawFrame(f["raw"], f.get("delay_ms")))
-        elif "tool_use" in f:
-            tu = f["tool_use"]
-            frames.append(ToolUseFrame(tu["name"], tu.get("id"), tuple(tu.get("input_json", ())), f.get("delay_ms")))
-        else:
-            tc = f["tool_call"]
-            frames.append(
-                ToolCallFrame(
-                    tc["index"], tc.get("id"), tc.get("type"), tc.get("name"), tc.get("arguments"), f.get("delay_ms")
-                )
-            )
+    frames = list(frames_from(b["frames"]))
     fault = None
     if "fault" in b:
         fd = b["fault"]

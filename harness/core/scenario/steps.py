@@ -14,36 +14,16 @@ Pure: scenario and request body in, step or reason out.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from harness.core.dialects import WireDialect
-from harness.core.dialects.frames import ContentFrame, Frame, RawFrame, ToolCallFrame, ToolUseFrame
+from harness.core.dialects.frames import ContentFrame, frames_from
 from harness.core.scenario.model import Scenario
 
 #: What a side request (one that carries no tools) is answered with.
 SIDE_TEXT = "Conformance run"
-
-
-def frames_from(data: Sequence[Any]) -> tuple[Frame, ...]:
-    """Frames as the scenario schema writes them."""
-    frames: list[Frame] = []
-    for f in data:
-        if isinstance(f, str):
-            frames.append(ContentFrame(f))
-        elif "content" in f:
-            frames.append(ContentFrame(f["content"], f.get("delay_ms")))
-        elif "raw" in f:
-            frames.append(RawFrame(f["raw"], f.get("delay_ms")))
-        elif "tool_use" in f:
-            tu = f["tool_use"]
-            frames.append(ToolUseFrame(tu["name"], tu.get("id"), tuple(tu.get("input_json", ())), f.get("delay_ms")))
-        else:
-            tc = f["tool_call"]
-            frames.append(ToolCallFrame(tc["index"], tc.get("id"), tc.get("type"), tc.get("name"),
-                                        tc.get("arguments"), f.get("delay_ms")))
-    return tuple(frames)
 
 
 def has_steps(scenario: Scenario) -> bool:
