@@ -362,9 +362,39 @@ def test_a_miswired_run_stops_at_the_preflight_with_a_diagnosis(pytester: pytest
     for line in ("preflight: a plain request through the proxy never reached the mock backend (0 requests received)",
                  f"  posted to: POST {proxy_url}/chat/completions",
                  """  received: HTTP 404 '{"detail":"Not Found"}'""",
-                 f"  the proxy's upstream should be the mock backend: http://127.0.0.1:{port}/v1",
-                 "--mock-port PORT"):
+                 f"  the proxy's upstream should be the mock backend: http://127.0.0.1:{port}/v1"):
         assert line in output, output
+    assert "--mock-port PORT" not in output, "never suggest an option the user gave"
+
+
+def test_a_proxy_calling_another_dialect_upstream_stops_at_the_preflight_naming_it(
+        pytester: pytest.Pytester, servers: ServeFn) -> None:
+    """A forwarder that sends chat requests to the mock's Responses route: the mock's refusal
+    is read as the diagnosis it is (which route, which dialect, which option), in a few lines,
+    instead of every scenario failing the same way."""
+    folder = _library(pytester, *STREAMED)
+    mock_url = servers(create_mock()).url
+    seen: list[str] = []
+
+    async def to_responses(request: Request) -> Response:
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in ("host", "content-length")}
+        seen.append(json.loads(await request.body()).get("model", ""))
+        async with httpx.AsyncClient(timeout=PATIENT_TIMEOUT) as client:
+            answer = await client.post(f"{mock_url}/v1/responses", content=await request.body(), headers=headers)
+        return Response(answer.content, status_code=answer.status_code, media_type="application/json")
+
+    proxy_url = servers(Starlette(routes=[Route("/{path:path}", to_responses, methods=["POST"])])).url + "/v1"
+    result = pytester.runpytest("--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url,
+                                "--conformance-scenarios", str(folder))
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    output = result.stdout.str() + result.stderr.str()
+    assert ("preflight: the proxy called the mock's OpenAI Responses route (POST /v1/responses), but the run "
+            "expects its upstream to speak OpenAI Chat Completions (/chat/completions)") in output, output
+    assert ("your proxy calls the OpenAI Responses API upstream: pass --upstream-dialect responses "
+            "(pytest: --conformance-upstream-dialect responses)") in output
+    assert output.count("your proxy calls the OpenAI Responses API upstream") <= 2  # pytest echoes an exit reason
+    # the model a routing proxy would route: a scenario's own, not a made-up name
+    assert seen and seen[0] != "preflight" and seen[0] in {LIBRARY[i].client.request.get("model") for i in STREAMED}
 
 
 def test_rechunk_shrinks_to_the_boundary_the_proxy_breaks_on(pytester: pytest.Pytester, servers: ServeFn) -> None:

@@ -95,11 +95,16 @@ class RunHooks:
 
         profile: Profile = self.session.client_profile or DEFAULT_PROFILE
         upstream = DIALECTS.get(self.session.upstream_mode, profile.written_in)
+        # A model name the proxy routes: the user's, else the first a scenario asks for (a routing proxy refuses
+        # names it does not know, and the scenarios' own are the ones the run will send).
+        model = self.session.models.default or next(
+            (m for s in self.session.scenarios if isinstance(m := s.client.request.get("model"), str)), None)
         result = preflight(plain_scenario(profile, upstream), proxy_url=shared.proxy_url, mock=self.session.mock,
-                           profile=profile, model=self.session.models.default, proxy_headers=self.session.proxy_headers,
+                           profile=profile, model=model, proxy_headers=self.session.proxy_headers,
                            timeout=max(self.session.timeout, DEFAULT_TIMEOUT))
         if not result.reached_mock:
-            pytest.exit(result.diagnosis(shared.mock_url, mock_served=shared.mock_served),
+            given = opt_value(self.session.config, "mock-port") is not None
+            pytest.exit(result.diagnosis(shared.mock_url, mock_served=shared.mock_served, port_given=given),
                         returncode=pytest.ExitCode.USAGE_ERROR)
 
     @pytest.hookimpl(wrapper=True)

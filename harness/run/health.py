@@ -13,7 +13,7 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from harness.core.dialects import WireDialect
+from harness.core.dialects import WireDialect, posted_to
 from harness.core.dialects.clients import Profile
 from harness.core.errors import ProxyUnreachable
 from harness.core.exchange import Exchange
@@ -38,18 +38,43 @@ def plain_scenario(profile: Profile, upstream: WireDialect) -> Scenario:
 
 @dataclass(frozen=True)
 class Preflight:
-    """One plain exchange: whether it reached the mock, and what the client got."""
+    """One plain exchange: whether it reached the mock on the route of the backend the run armed,
+    and what the client got."""
 
     url: str
     exchange: Exchange | None
     unreachable: str | None = None
+    armed: WireDialect | None = None  # the dialect of the backend the preflight armed
+
+    @property
+    def called(self) -> list[tuple[str, WireDialect | None]]:
+        """Each request the proxy sent the mock: its path and the dialect whose route that is."""
+        upstream = self.exchange.upstream if self.exchange is not None else ()
+        return [(r.path, posted_to(r.path)) for r in upstream if r.method == "POST"]
+
+    @property
+    def wrong_dialect(self) -> WireDialect | None:
+        """The dialect the proxy called when it is not the one the run armed (and none was the armed one)."""
+        called = [d for _, d in self.called]
+        if self.armed is None or not called or self.armed in called:
+            return None
+        return next((d for d in called if d is not None), None)
 
     @property
     def reached_mock(self) -> bool:
-        return self.exchange is not None and bool(self.exchange.upstream)
+        return self.exchange is not None and bool(self.exchange.upstream) and self.wrong_dialect is None
 
-    def diagnosis(self, mock_url: str, *, mock_served: bool) -> str:
-        """What went wrong, in a few lines, and what to check."""
+    def diagnosis(self, mock_url: str, *, mock_served: bool, port_given: bool = False) -> str:
+        """What went wrong, in a few lines, and what to change: said once, and never an option already given."""
+        wrong = self.wrong_dialect
+        if wrong is not None and self.armed is not None:
+            path = next(p for p, d in self.called if d is wrong)
+            return "\n".join([
+                f"preflight: the proxy called the mock's {wrong.title} route (POST {path}), but the run expects "
+                f"its upstream to speak {self.armed.title} ({self.armed.endpoint})",
+                f"  your proxy calls the {wrong.title} API upstream: pass --upstream-dialect {wrong.name} "
+                f"(pytest: --conformance-upstream-dialect {wrong.name})",
+            ])
         lines = [f"preflight: a plain request through the proxy never reached the mock backend "
                  f"(0 requests received)", f"  posted to: POST {self.url}"]
         ex = self.exchange
@@ -64,7 +89,7 @@ class Preflight:
                 body = ex.raw[:300].decode("utf-8", "replace").strip()
                 lines.append(f"  received: HTTP {ex.status} {body!r}")
         lines.append(f"  the proxy's upstream should be the mock backend: {mock_url}/v1")
-        if mock_served:
+        if mock_served and not port_given:
             lines.append("  (the mock's port changes each run unless fixed: pass --mock-port PORT and configure the "
                          "proxy's upstream with it)")
         return "\n".join(lines)
@@ -77,8 +102,8 @@ def preflight(scenario: Scenario, *, proxy_url: str, mock: MockControl, profile:
         exchange = run_exchange(scenario, proxy_url=proxy_url, mock=mock, stream=False, profile=profile, model=model,
                                 proxy_headers=proxy_headers, timeout=timeout)
     except ProxyUnreachable as exc:
-        return Preflight(url, None, str(exc))
-    return Preflight(url, exchange)
+        return Preflight(url, None, str(exc), armed=scenario.backend.dialect)
+    return Preflight(url, exchange, armed=scenario.backend.dialect)
 
 
 @dataclass
