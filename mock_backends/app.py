@@ -85,13 +85,14 @@ def _speaks(request: Request) -> WireDialect:
 
 
 async def _deliver(how: Delivery, stream: bool, events: Callable[[], list[Event]],
-                   whole: Callable[[], Any], lockstep: Lockstep | None = None) -> Response:
+                   whole: Callable[[], Any], lockstep: Lockstep | None = None,
+                   media_type: str = "text/event-stream") -> Response:
     """Put an answer on the wire: ``events`` as a stream (in step with its lockstep group,
     if any), or ``whole`` as one JSON body once the whole answer would have been generated."""
     fault = how.fault
     if stream:
         return ReplayStream(events(), write_bytes=how.write_bytes, split_multibyte=how.split_multibyte,
-                            write_pause=how.write_pause, abort=how.drops, lockstep=lockstep)
+                            write_pause=how.write_pause, abort=how.drops, lockstep=lockstep, media_type=media_type)
     wait = how.total_delay
     if fault is not None and fault.kind == "stall":
         wait += fault.seconds or 0.0
@@ -325,7 +326,7 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
         _log("POST", path, 200, nonce=shown, scenario=scenario_id,
              kind=(f"{kind} fault {fault.kind}" if fault else kind) + took)
         try:
-            delivered = await _deliver(how, stream, events, whole, run.lockstep)
+            delivered = await _deliver(how, stream, events, whole, run.lockstep, served.media_type)
         except BaseException:
             assert log is not None
             log.end()  # a client that hung up during the wait: the answer is over
@@ -342,6 +343,10 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
         trimmed = path.rstrip("/")
         dialect = _speaks(request)
         routed = next((wire for wire in ROUTES if trimmed.endswith(wire.endpoint)), None)
+        if routed is None and trimmed == "":  # an AWS JSON-protocol API posts to / and names its operation
+            target = request.headers.get("x-amz-target")
+            routed = next((wire for wire in ROUTES if wire.root_target is not None and wire.root_target == target),
+                          None)
         if routed is not None:
             if method == "POST":
                 return await answer(request, routed)

@@ -15,13 +15,15 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import Any, Protocol
 
-from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
+from harness.core.dialects import ANTHROPIC, KIRO, OPENAI, RESPONSES, WireDialect
 from harness.core.replay import anthropic as anthropic_replay
+from harness.core.replay import kiro as kiro_replay
 from harness.core.replay import openai as openai_replay
 from harness.core.replay import responses as responses_replay
 from harness.core.replay.wire import Delivery, Event
 from mock_backends.registry import Prepared
 from mock_backends.responses_validation import check_responses
+from mock_backends.kiro_validation import check_kiro
 from mock_backends.validation import RequestProblem, check_anthropic, check_openai
 
 
@@ -33,6 +35,7 @@ class Served:
     stream: bool
     events: Callable[[], list[Event]]
     whole: Callable[[], Any]
+    media_type: str = "text/event-stream"  # of a streamed answer
 
 
 class Route(Protocol):
@@ -130,4 +133,32 @@ class ResponsesRoute(ChatRoute):
                       partial(responses_replay.response, replay, reply))
 
 
-ROUTES: Mapping[WireDialect, Route] = {r.wire: r for r in (ChatRoute(), MessagesRoute(), ResponsesRoute())}
+class KiroRoute:
+    """``POST .../generateAssistantResponse`` (or ``POST /`` with its ``X-Amz-Target``):
+    AWS JSON errors, and every answer an event stream, whatever the request says."""
+
+    wire = KIRO
+
+    def check(self, body: Mapping[str, Any]) -> RequestProblem | None:
+        return check_kiro(body)
+
+    def error(self, message: str, code: str, *, param: str | None = None, api_type: str | None = None,
+              server: bool = False) -> dict[str, Any]:
+        kind = KIRO.server_error_type if server else (api_type if api_type in KIRO.error_types.values()
+                                                      else KIRO.client_error_type)
+        body = kiro_replay.error_body(message, kind)
+        body["reason"] = code
+        return body
+
+    def models(self, names: Sequence[str], created: int) -> dict[str, Any]:
+        return {"models": [{"modelId": name, "modelName": name} for name in names]}
+
+    def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
+        replay = prepared.replay
+        assert isinstance(replay, kiro_replay.KiroReplay)
+        reply = kiro_replay.plan_reply(replay, body)
+        return Served(replay.delivery, True, partial(kiro_replay.stream_events, replay, reply), lambda: None,
+                      KIRO.media_type)
+
+
+ROUTES: Mapping[WireDialect, Route] = {r.wire: r for r in (ChatRoute(), MessagesRoute(), ResponsesRoute(), KiroRoute())}

@@ -74,7 +74,7 @@ class _Pauses:
 
 
 class ReplayStream(Response):
-    """``text/event-stream`` made of precomputed events."""
+    """A stream (``text/event-stream``, or an event-stream dialect's own media type) made of precomputed events."""
 
     media_type = "text/event-stream"
 
@@ -88,8 +88,10 @@ class ReplayStream(Response):
         abort: bool = False,
         headers: Mapping[str, str] | None = None,
         lockstep: Lockstep | None = None,
+        media_type: str = "text/event-stream",
     ) -> None:
         self.status_code = 200
+        self.media_type = media_type
         self.lockstep = lockstep
         self.background = None
         self.events = events

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
+from harness.core.dialects import ANTHROPIC, KIRO, OPENAI, RESPONSES, WireDialect
 from harness.core.dialects.clients import Profile
 from harness.core.exchange import Exchange
 from harness.core.scenario.loading import build_scenario, parse_scenario
@@ -45,6 +45,8 @@ MALFORMED_EVENT: Mapping[WireDialect, str] = {
     OPENAI: _CHAT_MALFORMED,
     ANTHROPIC: 'event: content_block_delta\ndata: {"type": "content_block_delta", "index": 0, "delta": {"text\n\n',
     RESPONSES: _CHAT_MALFORMED,
+    # A Kiro message cut off inside its prelude: total length 0x100, then nothing more.
+    KIRO: "\x00\x00\x01\x00\x00\x00",
 }
 
 # Plays one (tagged) scenario through the proxy; the runner binds settings and mock.

@@ -124,6 +124,11 @@ class WireDialect:
     # Whether an answer's text around its calls comes in parts of its own (Messages text
     # blocks, Responses message items), which a proxy may trim one by one.
     splits_text: bool = False
+    # The ``X-Amz-Target`` that routes a ``POST /`` to it (an AWS JSON-protocol API), when it has one.
+    root_target: str | None = None
+    # Whether it answers every request as a stream (it has no non-streamed answer), and in which media type.
+    streams_always: bool = False
+    media_type: str = "text/event-stream"
 
     def __repr__(self) -> str:
         return f"WireDialect({self.name!r})"

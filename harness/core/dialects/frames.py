@@ -50,7 +50,20 @@ class RawFrame:
     delay_ms: float | None = None
 
 
-Frame = ContentFrame | ToolCallFrame | ToolUseFrame | RawFrame
+@dataclass(frozen=True, slots=True)
+class EventFrame:
+    """One event of an event-stream dialect (Kiro), written as it comes: its type, its JSON
+    payload, its message type (``event``, ``exception``, ``error``), and a CRC made wrong
+    on purpose (``prelude`` or ``message``) when the scenario says so."""
+
+    event: str
+    payload: Any
+    message_type: str = "event"
+    corrupt: str | None = None
+    delay_ms: float | None = None
+
+
+Frame = ContentFrame | ToolCallFrame | ToolUseFrame | RawFrame | EventFrame
 
 
 def frame_to_mapping(frame: Frame) -> str | dict[str, Any]:
@@ -60,6 +73,12 @@ def frame_to_mapping(frame: Frame) -> str | dict[str, Any]:
         return {"content": frame.content, "delay_ms": frame.delay_ms}
     if isinstance(frame, RawFrame):
         out: dict[str, Any] = {"raw": frame.raw}
+    elif isinstance(frame, EventFrame):
+        out = {"event": frame.event, "payload": frame.payload}
+        if frame.message_type != "event":
+            out["message_type"] = frame.message_type
+        if frame.corrupt is not None:
+            out["corrupt"] = frame.corrupt
     elif isinstance(frame, ToolUseFrame):
         use: dict[str, Any] = {"name": frame.name, "input_json": list(frame.input_json)}
         if frame.id is not None:
@@ -93,6 +112,9 @@ def frames_from(data: Sequence[Any]) -> tuple[Frame, ...]:
             frames.append(ContentFrame(f["content"], f.get("delay_ms")))
         elif "raw" in f:
             frames.append(RawFrame(f["raw"], f.get("delay_ms")))
+        elif "event" in f:
+            frames.append(EventFrame(f["event"], f.get("payload"), f.get("message_type", "event"), f.get("corrupt"),
+                                     f.get("delay_ms")))
         elif "tool_use" in f:
             tu = f["tool_use"]
             frames.append(ToolUseFrame(tu["name"], tu.get("id"), tuple(tu.get("input_json", ())), f.get("delay_ms")))

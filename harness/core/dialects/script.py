@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from harness.core.dialects import DIALECTS, NativeCall, NotPortable, WireDialect
-from harness.core.dialects.frames import Frame, RawFrame, frame_to_mapping
+from harness.core.dialects.frames import EventFrame, Frame, RawFrame, frame_to_mapping
 
 if TYPE_CHECKING:  # only named in annotations: the scenario model imports the dialects, not the reverse
     from harness.core.scenario.model import Scenario
@@ -60,6 +60,8 @@ def _reason_fixed(scenario: Scenario, target: WireDialect) -> str | None:
         return f"the scenario is meaningful only with an upstream of the {' or '.join(only)} dialect (backend.upstream_dialects)"
     if any(isinstance(f, RawFrame) for f in scenario.backend.frames):
         return f"its raw frames are {own.title} wire bytes"
+    if any(isinstance(f, EventFrame) for f in scenario.backend.frames):
+        return f"its event frames are {own.title} messages"
     if scenario.expect.upstream:
         return f"its upstream checks address fields of the {own.title} request"
     fault = scenario.backend.fault

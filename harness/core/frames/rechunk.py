@@ -33,9 +33,18 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Final
 
-from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
-from harness.core.dialects.frames import ContentFrame, Frame, RawFrame, ToolCallFrame, ToolUseFrame, frame_to_mapping
+from harness.core.dialects import ANTHROPIC, KIRO, OPENAI, RESPONSES, WireDialect
+from harness.core.dialects.frames import (
+    ContentFrame,
+    EventFrame,
+    Frame,
+    RawFrame,
+    ToolCallFrame,
+    ToolUseFrame,
+    frame_to_mapping,
+)
 from harness.core.replay import anthropic as anthropic_replay
+from harness.core.replay import kiro as kiro_replay
 from harness.core.replay import openai as openai_replay
 from harness.core.replay import responses as responses_replay
 from harness.core.replay.wire import Event
@@ -253,9 +262,14 @@ def _responses_events(backend: Backend, request: Mapping[str, Any]) -> list[Even
     return responses_replay.stream_events(answer, reply)
 
 
+def _kiro_events(backend: Backend, request: Mapping[str, Any]) -> list[Event]:
+    replay = kiro_replay.prepare(backend)
+    return kiro_replay.stream_events(replay, kiro_replay.plan_reply(replay, request, answer_id="0" * 20))
+
+
 # Each upstream dialect's events, as its replay planner writes them.
 _WIRE_EVENTS: Mapping[WireDialect, Callable[[Backend, Mapping[str, Any]], list[Event]]] = {
-    OPENAI: _openai_events, ANTHROPIC: _anthropic_events, RESPONSES: _responses_events}
+    OPENAI: _openai_events, ANTHROPIC: _anthropic_events, RESPONSES: _responses_events, KIRO: _kiro_events}
 
 
 def wire_events(scenario: Scenario) -> list[Event]:
@@ -369,6 +383,8 @@ def describe_frames(frames: Sequence[Frame], *, width: int = 72, limit: int = 14
             lines.append(f"  frame {i + 1}: {_clip(frame.content, width)}")
         elif isinstance(frame, RawFrame):
             lines.append(f"  frame {i + 1}: [raw frame]")
+        elif isinstance(frame, EventFrame):
+            lines.append(f"  frame {i + 1}: [{frame.message_type} {frame.event}]")
         else:
             pieces = " + ".join(_clip(p, width // 2) for p in native_pieces(frame)) or "no arguments"
             lines.append(f"  frame {i + 1}: [native tool call: {pieces}]")

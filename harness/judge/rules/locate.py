@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
+from harness.core.dialects import ANTHROPIC, KIRO, OPENAI, RESPONSES, WireDialect
 from harness.judge.readers.anthropic_events import client_events, collect_blocks
 from harness.judge.readers.assemble import choice_zero, first_choice
 from harness.judge.readers.responses_events import ENDINGS
@@ -183,6 +183,9 @@ _PLACES: Mapping[WireDialect, _Places] = {
     RESPONSES: _Places(_responses_sources, lambda ctx: "/status",
                          lambda ctx, index: f"/output/{_output_items(ctx, 'function_call')[index]}",
                          lambda ctx, offset: ("/output", offset)),
+    # A Kiro stream is binary messages, not SSE: no event of it is located, only the answer's parts.
+    KIRO: _Places(lambda ctx: _Sources((), (), (), None), lambda ctx: "/metadataEvent/stopReason",
+                  lambda ctx, index: f"/toolUseEvent/{index}", lambda ctx, offset: ("/assistantResponseEvent", offset)),
 }
 
 
