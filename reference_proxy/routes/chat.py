@@ -10,7 +10,6 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from reference_proxy.completion import completion_as_chunks, finish_completion
-from reference_proxy.connection import is_event_stream
 from reference_proxy.errors import ProxyError
 from reference_proxy.loop_guard import stop_completion, stop_message, stop_stream
 from reference_proxy.openai_stream import dumps, to_wire
@@ -59,7 +58,7 @@ async def chat(proxy: Proxy, request: Request) -> Response:
             buffer_cap=ctx.config.buffer_cap,
             **ctx.rescuers(req.model),
         )
-        if is_event_stream(upstream):
+        if ctx.upstream.streams(upstream):
             reader = ctx.upstream.chunk_reader(req.model)
             relayed: AnswerPipeline = pipeline if reader is None else TranslatedPipeline(pipeline, reader)
             return ctx.relay(upstream, relayed, xml_client)

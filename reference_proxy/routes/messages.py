@@ -8,7 +8,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from reference_proxy.anthropic_message import finish_message, message_as_events
-from reference_proxy.connection import is_event_stream
 from reference_proxy.errors import ProxyError
 from reference_proxy.openai_stream import dumps, to_wire
 from reference_proxy.request_shaping import anthropic_tools
@@ -34,7 +33,7 @@ async def messages(proxy: Proxy, request: Request) -> Response:
     if req.stream:
         pipeline = ctx.parts.messages_pipeline(tools=tools, request_model=req.model, buffer_cap=ctx.config.buffer_cap,
                                                **ctx.rescuers(req.model))
-        if is_event_stream(upstream):
+        if ctx.upstream.streams(upstream):
             reader = ctx.upstream.event_reader(req.model)
             relayed: AnswerPipeline = pipeline if reader is None else TranslatedPipeline(pipeline, reader)
             return ctx.relay(upstream, relayed)

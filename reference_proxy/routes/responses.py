@@ -17,7 +17,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from reference_proxy.completion import completion_as_chunks, finish_completion
-from reference_proxy.connection import is_event_stream
 from reference_proxy.errors import INVALID_REQUEST, ProxyError, error_body
 from reference_proxy.loop_guard import stop_completion, stop_message
 from reference_proxy.openai_stream import dumps, to_wire
@@ -116,7 +115,7 @@ async def responses(proxy: Proxy, request: Request) -> Response:
                                            request_model=chat.model, buffer_cap=config.buffer_cap,
                                            **ctx.rescuers(chat.model))
         output = ResponsesOutput(pipeline, ChunksAsResponses(body, chat.model))
-        if is_event_stream(upstream):
+        if ctx.upstream.streams(upstream):
             reader = ctx.upstream.chunk_reader(chat.model)
             relayed: AnswerPipeline = output if reader is None else TranslatedPipeline(output, reader)
             return ctx.relay(upstream, relayed)

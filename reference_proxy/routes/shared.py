@@ -204,7 +204,7 @@ class RequestContext:
             self.log(200, stream=True, xml_client=xml_client, model=pipeline.model, stats=pipeline.stats,
                      note="client hung up" if hung_up else "")
 
-        return RelayResponse(response, pipeline, done, read_events=self.parts.upstream_events)
+        return RelayResponse(response, pipeline, done, read_events=self.upstream.read_events(self.parts.upstream_events))
 
     def rewrapped(self, pipeline: AnswerPipeline, events: Iterable[Mapping[str, Any]], xml_client: bool = False) -> Response:
         """A streaming client's answer built from an upstream answer that came in one piece."""

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from reference_proxy.upstreams.base import ClientBody, EventSink, Outgoing, ReadAnswer, Upstream
 from reference_proxy.upstreams.chat import ChatUpstream
+from reference_proxy.upstreams.kiro import KiroUpstream
 from reference_proxy.upstreams.messages import MessagesUpstream
 from reference_proxy.upstreams.responses import ResponsesUpstream
 
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
 __all__ = ["REGISTRY", "ClientBody", "EventSink", "Outgoing", "ReadAnswer", "Upstream", "upstream_for"]
 
 #: Each upstream API by its name in the configuration (``upstream_dialect``).
-REGISTRY: Mapping[str, type[Upstream]] = {cls.name: cls for cls in (ChatUpstream, MessagesUpstream, ResponsesUpstream)}
+REGISTRY: Mapping[str, type[Upstream]] = {cls.name: cls for cls in (ChatUpstream, MessagesUpstream, ResponsesUpstream,
+                                                                       KiroUpstream)}
 
 
 def upstream_for(config: ProxyConfig, client_api: str) -> Upstream:

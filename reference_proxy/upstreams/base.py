@@ -18,12 +18,14 @@ dialect serves every client route once those are written.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 import httpx
+from httpx_sse import ServerSentEvent
 
+from reference_proxy.connection import is_event_stream
 from reference_proxy.openai_stream import dumps, to_wire
 from reference_proxy.request_shaping import ChatRequest, forward_headers
 from reference_proxy.responses_streams import ChainedReader
@@ -120,6 +122,15 @@ class Upstream(ABC):
         return Outgoing(self.url, self.headers(client), as_wire(self.from_chat(chat.body, chat.stream)))
 
     # ------------------------------------------------------------------ answers
+
+    def streams(self, response: httpx.Response) -> bool:
+        """Whether its answer to a request is a stream to relay (rather than one JSON body)."""
+        return is_event_stream(response)
+
+    def read_events(self, default: Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]]
+                    ) -> Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]]:
+        """How its stream's body is read as events, a list per network read (SSE: ``default``)."""
+        return default
 
     @abstractmethod
     def chunk_reader(self, model: str) -> UpstreamReader | None:

@@ -1,0 +1,223 @@
+"""A Kiro (CodeWhisperer) upstream: the neutral chat request said as a
+``conversationState`` posted to ``…/generateAssistantResponse``, and its event stream
+(``kiro_stream``) read as chat chunks, for a streaming client or folded into one answer.
+
+How the request is said, as the open gateways say it
+(https://github.com/hank9999/kiro.rs ``src/anthropic/converter.rs``,
+https://github.com/jwadow/kiro-gateway ``kiro/converters_core.py``):
+
+* Kiro has no system role: the system text opens the history as a user message answered
+  by the assistant (kiro.rs ``build_history``);
+* the history alternates ``userInputMessage`` and ``assistantResponseMessage``; an
+  assistant's calls are ``toolUses[{toolUseId, name, input}]`` with ``input`` an object,
+  never narrated as text; tool results ride on the next user message
+  (``userInputMessageContext.toolResults[{toolUseId, content[{text}], status}]``), each
+  answering its call once (a repeated result is left out, an orphan one kept as text);
+* the last user turn is ``currentMessage``, carrying the tools
+  (``toolSpecification{name, description, inputSchema.json}``), with a placeholder for
+  a tool the history calls that the client no longer offers (Kiro refuses the request
+  otherwise: https://github.com/decolua/9router/pull/1582);
+* ``chatTriggerType`` is ``MANUAL`` (kiro.rs: ``AUTO`` draws 400s), ``origin`` ``AI_EDITOR``.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Any
+
+import httpx
+from httpx_sse import ServerSentEvent
+
+from reference_proxy.completion import StreamAccumulator
+from reference_proxy.errors import ProxyError, error_body, upstream_bad_response
+from reference_proxy.translate.streams import UpstreamReader
+from reference_proxy.upstreams.base import Headers, ReadAnswer, Upstream
+from reference_proxy.upstreams.kiro_stream import KiroAsChunks, kiro_events
+
+SYSTEM_ANSWER = "I will follow these instructions."
+ORIGIN = "AI_EDITOR"
+EMPTY_SCHEMA = {"type": "object", "properties": {}}
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _input(arguments: Any) -> dict[str, Any]:
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    try:
+        value = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
+    except ValueError:
+        return {"input": arguments}
+    return value if isinstance(value, dict) else {"input": value}
+
+
+class _History:
+    """Entries of the conversation, merged so that user and assistant alternate."""
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.entries: list[dict[str, Any]] = []
+        self.calls: set[str] = set()
+        self.answered: set[str] = set()
+        self.called: dict[str, None] = {}
+
+    def user(self, text: str, results: list[dict[str, Any]] = ()) -> None:  # type: ignore[assignment]
+        if self.entries and "userInputMessage" in self.entries[-1]:
+            last = self.entries[-1]["userInputMessage"]
+            last["content"] = "\n".join(t for t in (last["content"], text) if t)
+            if results:
+                last.setdefault("userInputMessageContext", {}).setdefault("toolResults", []).extend(results)
+            return
+        message: dict[str, Any] = {"content": text, "modelId": self.model, "origin": ORIGIN}
+        if results:
+            message["userInputMessageContext"] = {"toolResults": list(results)}
+        self.entries.append({"userInputMessage": message})
+
+    def assistant(self, text: str, uses: list[dict[str, Any]]) -> None:
+        if not self.entries:
+            self.user(".")  # the history opens with a user message
+        if "assistantResponseMessage" in self.entries[-1]:
+            last = self.entries[-1]["assistantResponseMessage"]
+            last["content"] = "\n".join(t for t in (last["content"], text) if t)
+            last.setdefault("toolUses", []).extend(uses)
+            return
+        message: dict[str, Any] = {"content": text}
+        if uses:
+            message["toolUses"] = uses
+        self.entries.append({"assistantResponseMessage": message})
+
+    def call(self, tool_call: Mapping[str, Any]) -> dict[str, Any] | None:
+        fn = tool_call.get("function") if isinstance(tool_call.get("function"), Mapping) else {}
+        name, ident = fn.get("name"), tool_call.get("id")
+        if not isinstance(name, str) or not isinstance(ident, str) or ident in self.calls:
+            return None
+        self.calls.add(ident)
+        self.called[name] = None
+        return {"toolUseId": ident, "name": name, "input": _input(fn.get("arguments"))}
+
+    def result(self, ident: Any, text: str) -> tuple[dict[str, Any] | None, str]:
+        """A tool result for the next user message, or (when it answers no call, or one already
+        answered) nothing, with the text to keep in its place."""
+        if isinstance(ident, str) and ident in self.calls and ident not in self.answered:
+            self.answered.add(ident)
+            return {"toolUseId": ident, "content": [{"text": text}], "status": "success"}, ""
+        if isinstance(ident, str) and ident in self.answered:
+            return None, ""  # the same call answered twice: Kiro takes one answer
+        return None, f"Tool result ({ident}): {text}"
+
+
+def chat_to_kiro(chat: Mapping[str, Any]) -> dict[str, Any]:
+    """A chat-completions request as a Kiro ``generateAssistantResponse`` body."""
+    model = chat.get("model") if isinstance(chat.get("model"), str) else "auto"
+    history = _History(model)
+    messages = [m for m in chat.get("messages") or () if isinstance(m, Mapping)]
+    system = [_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer")]
+    system_text = "\n\n".join(t for t in system if t)
+    if system_text:
+        history.user(system_text)
+        history.assistant(SYSTEM_ANSWER, [])
+    for message in messages:
+        role = message.get("role")
+        if role == "user":
+            history.user(_text(message.get("content")))
+        elif role == "assistant":
+            uses = [u for c in message.get("tool_calls") or () if isinstance(c, Mapping)
+                    if (u := history.call(c)) is not None]
+            history.assistant(_text(message.get("content")), uses)
+        elif role == "tool":
+            result, text = history.result(message.get("tool_call_id"), _text(message.get("content")))
+            history.user(text, [result] if result is not None else [])
+    entries = history.entries
+    while entries and "assistantResponseMessage" in entries[-1]:
+        entries.pop()  # Kiro continues no assistant prefill: the conversation ends with the user
+    current = entries.pop()["userInputMessage"] if entries else {"content": "", "modelId": model, "origin": ORIGIN}
+    if not current["content"]:
+        current["content"] = "Continue." if not current.get("userInputMessageContext") else "Tool results provided."
+    tools = []
+    offered: set[str] = set()
+    for tool in chat.get("tools") or ():
+        fn = tool.get("function") if isinstance(tool, Mapping) else None
+        if isinstance(fn, Mapping) and isinstance(fn.get("name"), str):
+            offered.add(fn["name"].lower())
+            schema = fn.get("parameters") if isinstance(fn.get("parameters"), Mapping) else EMPTY_SCHEMA
+            tools.append({"toolSpecification": {"name": fn["name"], "description": fn.get("description") or fn["name"],
+                                                "inputSchema": {"json": schema}}})
+    for name in history.called:
+        if name.lower() not in offered:
+            tools.append({"toolSpecification": {"name": name, "description": "A tool the conversation used.",
+                                                "inputSchema": {"json": EMPTY_SCHEMA}}})
+    if tools:
+        current.setdefault("userInputMessageContext", {})["tools"] = tools
+    return {"conversationState": {"chatTriggerType": "MANUAL", "conversationId": str(uuid.uuid4()),
+                                  "currentMessage": {"userInputMessage": current}, "history": entries}}
+
+
+class KiroSink:
+    """Folds a Kiro event stream into one ``chat.completion``; an error event is raised."""
+
+    def __init__(self, request_model: str) -> None:
+        self.reader = KiroAsChunks(request_model)
+        self.accumulator = StreamAccumulator(request_model)
+
+    def feed(self, event: ServerSentEvent) -> None:
+        if event.event == "error":
+            error = json.loads(event.data)["error"]
+            raise ProxyError(502, error_body(error["message"], type=error["type"], code="upstream_error"))
+        self._take(self.reader.read(event.data))
+
+    def _take(self, items: list[Any]) -> None:
+        for item in items:
+            if isinstance(item, str):
+                self.accumulator.feed_event("", item)
+            else:
+                self.accumulator.feed(item)
+
+    def result(self) -> dict[str, Any]:
+        self._take(self.reader.finish())
+        return self.accumulator.result()
+
+
+class KiroUpstream(Upstream):
+    name = "kiro"
+
+    @property
+    def url(self) -> str:
+        return f"{self.config.upstream}/generateAssistantResponse"
+
+    def headers(self, client: Headers) -> dict[str, str]:
+        headers = {k: v for k, v in super().headers(client).items() if not k.startswith("anthropic-")}
+        headers["accept"] = "application/vnd.amazon.eventstream"
+        return headers
+
+    def from_chat(self, chat: Mapping[str, Any], stream: bool) -> dict[str, Any]:
+        return chat_to_kiro(chat)
+
+    def streams(self, response: httpx.Response) -> bool:
+        return True  # Kiro answers every request with an event stream
+
+    def read_events(self, default: Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]]
+                    ) -> Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]]:
+        return kiro_events
+
+    def chunk_reader(self, model: str) -> UpstreamReader | None:
+        return KiroAsChunks(model)
+
+    async def completion(self, response: httpx.Response, model: str, read: ReadAnswer) -> dict[str, Any]:
+        sink = KiroSink(model)
+        try:
+            async for batch in kiro_events(response):
+                for event in batch:
+                    sink.feed(event)
+        except httpx.HTTPError as exc:
+            raise upstream_bad_response(f"the stream broke off: {type(exc).__name__}") from None
+        finally:
+            await response.aclose()
+        return sink.result()
