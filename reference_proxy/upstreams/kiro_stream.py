@@ -13,7 +13,7 @@ a call's first ``toolUseEvent`` may come without its ``toolUseId``; ``input`` ma
 object, or ``{}`` before the fragments; a call may never get ``stop`` (the stream is cut);
 the ``metadataEvent`` may never come; a payload may sit under its own event's name. A call
 is sent to the client only when it is whole (stopped, or valid JSON at the end); one cut
-off inside its input is never sent: the answer ends with ``length`` instead.
+off inside its input is never sent as a call: its text is, and the answer ends with ``length``.
 """
 
 from __future__ import annotations
@@ -183,13 +183,16 @@ class KiroAsChunks:
             out.append(self._chunk({"role": "assistant", "content": ""}))
 
     def _close_call(self, out: list[Any]) -> None:
-        """Send the open call if it is whole; one cut inside its input is dropped (the answer was truncated)."""
+        """Send the open call if its input is whole JSON. One cut inside its input is never a
+        call (``Write: {}`` runs with other arguments than the model wrote): what came of it
+        stays visible as text, and the answer ends with ``length``."""
         call, self.call = self.call, None
         if call is None:
             return
         arguments = "".join(call.parts)
-        if not (call.stopped or _complete(arguments)) or not _complete(arguments):
+        if not _complete(arguments):
             self.truncated = True
+            out.append(self._chunk({"content": arguments}))
             return
         ident = call.id or "tooluse_" + secrets.token_hex(11)
         out.append(self._chunk({"tool_calls": [{"index": self.calls, "id": ident, "type": "function",

@@ -241,12 +241,22 @@ class InvokeXmlParser(CarriedParser):
         return self._fail(self._carry.end)
 
 
+# The namespace of Claude's own tool-use markup, which Kiro-served models leak with the tags
+# (https://github.com/kaitranntt/CLIProxyAPIPlus/pull/146 tolerates it).
+NAMESPACE = "ant" "ml:"
+NS_WRAPPER = "<" + NAMESPACE + "function_calls>"
+NS_TAGS = Tags("<" + NAMESPACE + "invoke", "<" + NAMESPACE + "parameter")
+
+
 class InvokeXml(Family):
     name = "invoke-xml"
     formats = ("invoke-xml",)
-    openers = (Opener(WRAPPER), Opener(CORRUPT_WRAPPER, word=True, then="<"), Opener(INVOKE))
+    openers = (Opener(WRAPPER), Opener(CORRUPT_WRAPPER, word=True, then="<"), Opener(INVOKE),
+               Opener(NS_WRAPPER), Opener(NS_TAGS.invoke))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        if opener.startswith("<" + NAMESPACE):  # the namespaced tags: the same calls
+            return InvokeXmlParser(opener, tools, context, NS_WRAPPER, NS_TAGS)
         return InvokeXmlParser(opener, tools, context)
 
 
