@@ -12,7 +12,8 @@ https://github.com/jwadow/kiro-gateway ``kiro/converters_core.py``):
   assistant's calls are ``toolUses[{toolUseId, name, input}]`` with ``input`` an object,
   never narrated as text; tool results ride on the next user message
   (``userInputMessageContext.toolResults[{toolUseId, content[{text}], status}]``), each
-  answering its call once (a repeated result is left out, an orphan one kept as text);
+  answering its call once (a repeated result is left out; one answering no call is sent as
+  it came, and Kiro's 400 passed on, as the client's own API would answer it);
 * the last user turn is ``currentMessage``, carrying the tools
   (``toolSpecification{name, description, inputSchema.json}``), with a placeholder for
   a tool the history calls that the client no longer offers (Kiro refuses the request
@@ -103,15 +104,13 @@ class _History:
         self.called[name] = None
         return {"toolUseId": ident, "name": name, "input": _input(fn.get("arguments"))}
 
-    def result(self, ident: Any, text: str) -> tuple[dict[str, Any] | None, str]:
-        """A tool result for the next user message, or (when it answers no call, or one already
-        answered) nothing, with the text to keep in its place."""
-        if isinstance(ident, str) and ident in self.calls and ident not in self.answered:
-            self.answered.add(ident)
-            return {"toolUseId": ident, "content": [{"text": text}], "status": "success"}, ""
+    def result(self, ident: Any, text: str) -> dict[str, Any] | None:
+        """A tool result for the next user message; None for a second answer to a call already
+        answered (Kiro takes one). One that answers no call goes as it came, for Kiro to refuse."""
         if isinstance(ident, str) and ident in self.answered:
-            return None, ""  # the same call answered twice: Kiro takes one answer
-        return None, f"Tool result ({ident}): {text}"
+            return None
+        self.answered.add(str(ident))
+        return {"toolUseId": ident, "content": [{"text": text}], "status": "success"}
 
 
 def chat_to_kiro(chat: Mapping[str, Any]) -> dict[str, Any]:
@@ -133,8 +132,8 @@ def chat_to_kiro(chat: Mapping[str, Any]) -> dict[str, Any]:
                     if (u := history.call(c)) is not None]
             history.assistant(_text(message.get("content")), uses)
         elif role == "tool":
-            result, text = history.result(message.get("tool_call_id"), _text(message.get("content")))
-            history.user(text, [result] if result is not None else [])
+            result = history.result(message.get("tool_call_id"), _text(message.get("content")))
+            history.user("", [result] if result is not None else [])
     entries = history.entries
     while entries and "assistantResponseMessage" in entries[-1]:
         entries.pop()  # Kiro continues no assistant prefill: the conversation ends with the user

@@ -13,6 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.core.dialects import WireDialect, posted_to
+from harness.core.dialects.request import mapping
 from harness.core.scenario.model import UpstreamAssertion
 from harness.judge.compare import json_equal, render
 from harness.judge.rules import carried
@@ -236,7 +237,8 @@ def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
     "Every function tool the client declared is offered upstream under its name with parameters of the same "
     "shape: the same properties, nested alike, with the same types, `enum` and `required` (annotations such as "
     "descriptions, `$schema`, `additionalProperties`, `strict` and value constraints such as `format` or `minimum` "
-    "may differ, and tools may be added); with `tool_choice` none, withholding every tool is right too, and with "
+    "may differ, and tools may be added); with `tool_choice` none, withholding every tool is right too (or offering "
+    "only stubs without parameters, which Kiro makes a gateway declare for the tools its history calls), and with "
     "a named tool withholding the others.",
     severity="client",
     breaks=Breaks(("Codex CLI",), "a tool that never reaches the model is never called, and one whose schema is "
@@ -251,8 +253,8 @@ def tools_offered(ctx: Context) -> Iterator[Violation]:
         return
     offered = carried.first_by_name(read.upstream.tools)
     choice = read.client.tool_choice
-    if not offered and choice.intent == "none":
-        return
+    if choice.intent == "none" and all(not mapping(t.parameters).get("properties") for t in offered.values()):
+        return  # nothing the model could fill in is offered
     for tool in read.client.tools:
         if choice.intent == "named" and tool.name != choice.name:
             continue  # only the named tool can be called: the others may be withheld
