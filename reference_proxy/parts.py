@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -14,6 +14,7 @@ from reference_proxy.connection import events
 from reference_proxy.pipeline import StreamPipeline
 from reference_proxy.request_shaping import MessagesRequest, parse_messages_request
 from reference_proxy.tool_choice import emulate_tool_choice
+from reference_proxy.upstreams import REGISTRY, Upstream
 from reference_proxy.xml_client import is_xml_client
 
 
@@ -40,3 +41,5 @@ class Parts:
     parse_messages: Callable[[bytes], tuple[MessagesRequest, dict[str, Any] | None]] = parse_and_shape_messages
     # The upstream's SSE body as events, a list per network read.
     upstream_events: Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]] = events
+    # Each upstream API's implementation by its configuration name (``upstreams.REGISTRY``).
+    upstreams: Mapping[str, type[Upstream]] = field(default_factory=lambda: REGISTRY)

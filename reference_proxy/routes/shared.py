@@ -111,7 +111,8 @@ class Proxy:
         self.config = config
         self.parts = parts or Parts()
         self.connection = UpstreamConnection(config)
-        self.upstreams: Mapping[str, Upstream] = {api: upstream_for(config, api) for api in CLIENT_APIS}
+        self.upstreams: Mapping[str, Upstream] = {api: upstream_for(config, api, self.parts.upstreams)
+                                                  for api in CLIENT_APIS}
 
     def rescuers(self, model: str) -> RescueOptions:
         """The ``rescuer_factory`` of a model whose formats ``rescue_formats`` chooses;

@@ -9,6 +9,7 @@ hold the two equal), which is what the configuration accepts.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from reference_proxy.upstreams.base import ClientBody, EventSink, Outgoing, ReadAnswer, Upstream
@@ -23,10 +24,10 @@ if TYPE_CHECKING:
 __all__ = ["REGISTRY", "ClientBody", "EventSink", "Outgoing", "ReadAnswer", "Upstream", "upstream_for"]
 
 #: Each upstream API by its name in the configuration (``upstream_dialect``).
-REGISTRY: Mapping[str, type[Upstream]] = {cls.name: cls for cls in (ChatUpstream, MessagesUpstream, ResponsesUpstream,
-                                                                       KiroUpstream)}
+REGISTRY: Mapping[str, type[Upstream]] = MappingProxyType(
+    {cls.name: cls for cls in (ChatUpstream, MessagesUpstream, ResponsesUpstream, KiroUpstream)})
 
 
-def upstream_for(config: ProxyConfig, client_api: str) -> Upstream:
+def upstream_for(config: ProxyConfig, client_api: str, registry: Mapping[str, type[Upstream]] = REGISTRY) -> Upstream:
     """The upstream a client of ``client_api`` ("openai", "anthropic", "responses") is served by."""
-    return REGISTRY[config.calls_upstream(client_api)](config)
+    return registry[config.calls_upstream(client_api)](config)

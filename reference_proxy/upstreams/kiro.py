@@ -32,7 +32,7 @@ import httpx
 from httpx_sse import ServerSentEvent
 
 from reference_proxy.completion import StreamAccumulator
-from reference_proxy.errors import ProxyError, error_body, upstream_bad_response
+from reference_proxy.errors import ProxyError, error_body, invalid_request, upstream_bad_response
 from reference_proxy.translate.streams import UpstreamReader
 from reference_proxy.upstreams.base import Headers, ReadAnswer, Upstream
 from reference_proxy.upstreams.kiro_stream import KiroAsChunks, kiro_events
@@ -134,6 +134,9 @@ def chat_to_kiro(chat: Mapping[str, Any]) -> dict[str, Any]:
         elif role == "tool":
             result = history.result(message.get("tool_call_id"), _text(message.get("content")))
             history.user("", [result] if result is not None else [])
+        elif role not in ("system", "developer"):  # Kiro has no other turn: refused, as the client's own API would
+            raise invalid_request(f"Invalid value: {role!r}. Supported roles are system, developer, user, assistant "
+                                  "and tool.", param="messages")
     entries = history.entries
     while entries and "assistantResponseMessage" in entries[-1]:
         entries.pop()  # Kiro continues no assistant prefill: the conversation ends with the user

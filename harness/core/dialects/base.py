@@ -129,6 +129,7 @@ class WireDialect:
     # Whether it answers every request as a stream (it has no non-streamed answer), and in which media type.
     streams_always: bool = False
     media_type: str = "text/event-stream"
+    system_role: bool = True  # whether its requests carry system text of their own (Kiro's do not)
 
     def __repr__(self) -> str:
         return f"WireDialect({self.name!r})"

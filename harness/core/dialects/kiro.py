@@ -127,4 +127,5 @@ KIRO = WireDialect(
     root_target=TARGET,
     streams_always=True,
     media_type="application/vnd.amazon.eventstream",
+    system_role=False,
 )

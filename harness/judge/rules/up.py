@@ -360,7 +360,8 @@ def tool_choice_kept(ctx: Context) -> Iterator[Violation]:
 @rule(
     "UP-008",
     "The client's system text reaches the backend as system text (a proxy claiming `system-to-user` may move it "
-    "into the first user turn instead); text may be added around it.",
+    "into the first user turn instead, and one calling an API without a system role, Kiro, must); text may be "
+    "added around it.",
     severity="spec",
     source=(SPEC_CHAT_CREATE, SPEC_MESSAGES, SPEC_RESPONSES),
 )
@@ -368,7 +369,9 @@ def system_kept(ctx: Context) -> Iterator[Violation]:
     read = carried.readings(ctx)
     if read is None or not read.client.system:
         return
-    places = carried.system_places(read.upstream, moved="system-to-user" in ctx.options.features)
+    # An API without a system role (Kiro) can only carry it in the first user turn.
+    moved = "system-to-user" in ctx.options.features or not read.upstream_dialect.system_role
+    places = carried.system_places(read.upstream, moved=moved)
     if not any(carried.in_order(read.client.system, place) for place in places):
         yield Violation(f"the client's system text {render(chr(10).join(read.client.system), 120)} does not reach the "
                         f"backend as system text ({read.pair})",
