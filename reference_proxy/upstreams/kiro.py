@@ -165,8 +165,8 @@ def chat_to_kiro(chat: Mapping[str, Any]) -> dict[str, Any]:
 class KiroSink:
     """Folds a Kiro event stream into one ``chat.completion``; an error event is raised."""
 
-    def __init__(self, request_model: str) -> None:
-        self.reader = KiroAsChunks(request_model)
+    def __init__(self, request_model: str, reader: UpstreamReader) -> None:
+        self.reader = reader
         self.accumulator = StreamAccumulator(request_model)
 
     def feed(self, event: ServerSentEvent) -> None:
@@ -213,9 +213,9 @@ class KiroUpstream(Upstream):
         return KiroAsChunks(model)
 
     async def completion(self, response: httpx.Response, model: str, read: ReadAnswer) -> dict[str, Any]:
-        sink = KiroSink(model)
+        sink = KiroSink(model, KiroAsChunks(model) if (reader := self.chunk_reader(model)) is None else reader)
         try:
-            async for batch in kiro_events(response):
+            async for batch in self.read_events(kiro_events)(response):
                 for event in batch:
                     sink.feed(event)
         except httpx.HTTPError as exc:

@@ -42,7 +42,7 @@ class FrameError(Exception):
     """A frame that cannot be read: the stream is not to be trusted past it."""
 
 
-def _headers(data: bytes) -> dict[str, str]:
+def read_headers(data: bytes) -> dict[str, str]:
     out: dict[str, str] = {}
     at = 0
     while at < len(data):
@@ -93,7 +93,7 @@ class FrameReader:
                 end = at + total
                 if zlib.crc32(buffer[at: end - 4]) != struct.unpack_from(">I", buffer, end - 4)[0]:
                     raise FrameError("the upstream's event stream is damaged (message CRC mismatch)")
-                out.append((_headers(bytes(buffer[at + 12: at + 12 + head])), bytes(buffer[at + 12 + head: end - 4])))
+                out.append((read_headers(bytes(buffer[at + 12: at + 12 + head])), bytes(buffer[at + 12 + head: end - 4])))
                 at = end
         except FrameError as exc:
             self.error = exc
@@ -142,7 +142,7 @@ async def kiro_events(response: httpx.Response) -> AsyncIterator[list[ServerSent
 
 
 @dataclass
-class _Call:
+class OpenCall:
     id: str | None
     name: str
     parts: list[str] = field(default_factory=list)
@@ -166,7 +166,7 @@ class KiroAsChunks:
         self.created = int(time.time())
         self.started = False
         self.ended = False
-        self.call: _Call | None = None
+        self.call: OpenCall | None = None
         self.calls = 0
         self.truncated = False
         self.stop_reason: str | None = None
@@ -208,7 +208,7 @@ class KiroAsChunks:
             ident is None or call.id is None or ident == call.id) and (name is None or name == call.name)
         if not continues:
             self._close_call(out)
-            call = self.call = _Call(ident, name or "")
+            call = self.call = OpenCall(ident, name or "")
         assert call is not None
         call.id = call.id or ident
         given = payload.get("input")
@@ -269,4 +269,4 @@ class KiroAsChunks:
         last = self._chunk({}, reason)
         if self.usage is not None:
             last["usage"] = self.usage
-        return [last, "[DONE]"]
+        return [*out, last, "[DONE]"]
