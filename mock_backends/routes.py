@@ -144,8 +144,9 @@ class KiroRoute:
 
     def error(self, message: str, code: str, *, param: str | None = None, api_type: str | None = None,
               server: bool = False) -> dict[str, Any]:
-        kind = KIRO.server_error_type if server else (api_type if api_type in KIRO.error_types.values()
-                                                      else KIRO.client_error_type)
+        kind = KIRO.server_error_type if server else KIRO.client_error_type
+        if not server and api_type is not None and api_type in KIRO.error_types.values():
+            kind = api_type
         body = kiro_replay.error_body(message, kind)
         body["reason"] = code
         return body

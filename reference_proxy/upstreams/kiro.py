@@ -96,7 +96,8 @@ class _History:
         self.entries.append({"assistantResponseMessage": message})
 
     def call(self, tool_call: Mapping[str, Any]) -> dict[str, Any] | None:
-        fn = tool_call.get("function") if isinstance(tool_call.get("function"), Mapping) else {}
+        given = tool_call.get("function")
+        fn: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
         name, ident = fn.get("name"), tool_call.get("id")
         if not isinstance(name, str) or not isinstance(ident, str) or ident in self.calls:
             return None
@@ -115,7 +116,7 @@ class _History:
 
 def chat_to_kiro(chat: Mapping[str, Any]) -> dict[str, Any]:
     """A chat-completions request as a Kiro ``generateAssistantResponse`` body."""
-    model = chat.get("model") if isinstance(chat.get("model"), str) else "auto"
+    model = chat["model"] if isinstance(chat.get("model"), str) else "auto"
     history = _History(model)
     messages = [m for m in chat.get("messages") or () if isinstance(m, Mapping)]
     system = [_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer")]
@@ -140,7 +141,8 @@ def chat_to_kiro(chat: Mapping[str, Any]) -> dict[str, Any]:
     entries = history.entries
     while entries and "assistantResponseMessage" in entries[-1]:
         entries.pop()  # Kiro continues no assistant prefill: the conversation ends with the user
-    current = entries.pop()["userInputMessage"] if entries else {"content": "", "modelId": model, "origin": ORIGIN}
+    current: dict[str, Any] = (entries.pop()["userInputMessage"] if entries
+                               else {"content": "", "modelId": model, "origin": ORIGIN})
     if not current["content"]:
         current["content"] = "Continue." if not current.get("userInputMessageContext") else "Tool results provided."
     tools = []

@@ -34,15 +34,8 @@ from functools import cached_property
 from typing import Any, Final
 
 from harness.core.dialects import ANTHROPIC, KIRO, OPENAI, RESPONSES, WireDialect
-from harness.core.dialects.frames import (
-    ContentFrame,
-    EventFrame,
-    Frame,
-    RawFrame,
-    ToolCallFrame,
-    ToolUseFrame,
-    frame_to_mapping,
-)
+from harness.core.dialects.frames import (ContentFrame, EventFrame, Frame, RawFrame, ToolCallFrame, ToolUseFrame,
+                                          frame_to_mapping)
 from harness.core.replay import anthropic as anthropic_replay
 from harness.core.replay import kiro as kiro_replay
 from harness.core.replay import openai as openai_replay

@@ -54,8 +54,8 @@ def read_kiro_stream(raw: bytes) -> Answer:
         if kind == "assistantResponseEvent" and isinstance(payload.get("content"), str):
             text.append(payload["content"])
         elif kind == "toolUseEvent":
-            ident = payload.get("toolUseId") if isinstance(payload.get("toolUseId"), str) else None
-            name = payload.get("name") if isinstance(payload.get("name"), str) else ""
+            ident = payload["toolUseId"] if isinstance(payload.get("toolUseId"), str) else None
+            name = payload["name"] if isinstance(payload.get("name"), str) else ""
             open_call = calls[-1] if calls else None
             if open_call is None or (ident is not None and open_call.id is not None and ident != open_call.id):
                 open_call = _Call(ident, name)
