@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.core.dialects.clients import OPENAI_CLIENT
-from harness.core.dialects.frames import RawFrame, ToolCallFrame, ToolUseFrame
+from harness.core.dialects.frames import EventFrame, RawFrame, ToolCallFrame, ToolUseFrame
 from harness.core.scenario.model import Scenario
 from harness.judge.compare import parse_object, render, shorten, shown
 from harness.judge.readers.assemble import Payload
@@ -300,13 +300,17 @@ def ids_unique_across_requests(answers: Sequence[tuple[str, Context]]) -> Iterat
 
 
 def backend_call_ids(scenario: Scenario) -> frozenset[str]:
-    """The call ids the mock backend sends for ``scenario``, from its native frames and
-    from the tool_use blocks and tool_calls entries of its raw frames: a proxy may pass
-    them on."""
+    """The call ids the mock backend sends for ``scenario``, from its native frames, the
+    ``toolUseId`` of its event frames (Kiro) and the tool_use blocks and tool_calls entries of
+    its raw frames: a proxy may pass them on."""
     ids: set[str] = set()
     for frame in scenario.backend.frames:
         if isinstance(frame, (ToolCallFrame, ToolUseFrame)) and frame.id is not None:
             ids.add(frame.id)
+        elif isinstance(frame, EventFrame) and isinstance(frame.payload, dict):
+            payload = frame.payload.get(frame.event, frame.payload)  # a payload may sit under its event's name
+            if isinstance(payload, dict) and isinstance(payload.get("toolUseId"), str):
+                ids.add(payload["toolUseId"])
         elif isinstance(frame, RawFrame):
             for event in parse_events(frame.raw.encode("utf-8", "replace")).events:
                 try:
