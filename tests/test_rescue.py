@@ -24,7 +24,7 @@ from support.rescue import (
 )
 from support.rescue_cases import CASES, W_PARIS, Case, coder, hermes, invoke
 
-from harness.core.dialects.frames import ContentFrame, RawFrame, ToolCallFrame
+from harness.core.dialects.frames import ContentFrame, EventFrame, RawFrame, ToolCallFrame
 from harness.core.scenario.loading import load_library
 from harness.core.scenario.model import Scenario
 from reference_proxy.rescue import (
@@ -339,7 +339,7 @@ def _rescuable(scenario: Scenario) -> bool:
     # show the backend's text to a parser, so there is nothing to rescue.
     return (
         scenario.client.profile.name == "openai"
-        and not any(isinstance(f, ToolCallFrame) for f in scenario.backend.frames)
+        and not any(isinstance(f, (ToolCallFrame, EventFrame)) for f in scenario.backend.frames)
         and scenario.expect.upstream_requests != 0
     )
 

@@ -8,7 +8,7 @@ per message, so the relay and the pipelines run on them unchanged: an event's da
 event and ends the stream.
 
 ``KiroAsChunks`` turns them into chat chunks. What Kiro does that the readers must
-survive (each seen in the gateways' trackers, cited by the scenarios of ``scenarios/kiro``):
+survive (each seen in the gateways' trackers, cited by the scenarios ``kiro-*`` and ``faults-kiro-*``):
 a call's first ``toolUseEvent`` may come without its ``toolUseId``; ``input`` may be a whole
 object, or ``{}`` before the fragments; a call may never get ``stop`` (the stream is cut);
 the ``metadataEvent`` may never come; a payload may sit under its own event's name. A call

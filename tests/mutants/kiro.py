@@ -23,12 +23,12 @@ from reference_proxy.upstreams.kiro import KiroUpstream
 from reference_proxy.upstreams.kiro_stream import FrameReader, KiroAsChunks, OpenCall, read_headers, kiro_events
 
 LATE_ID = "kiro-late-tool-use-id"
-TRUNCATED = "kiro-truncated-large-input"
-NO_METADATA = "kiro-no-metadata"
+TRUNCATED = "faults-kiro-truncated-large-input"
+NO_METADATA = "faults-kiro-no-metadata"
 REPEATED = "kiro-repeated-content"
-EXCEPTION = "kiro-exception-mid-stream"
-BAD_CRC = "kiro-bad-crc"
-INVALID_STATE = "kiro-invalid-state-before-output"
+EXCEPTION = "faults-kiro-exception-mid-stream"
+BAD_CRC = "faults-kiro-bad-crc"
+INVALID_STATE = "faults-kiro-invalid-state-before-output"
 LEAKED_AND_NATIVE = "kiro-leaked-invoke-and-native"
 REQUEST = "kiro-request-conversation"
 EventsReader = Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]]
