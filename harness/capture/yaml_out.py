@@ -75,7 +75,17 @@ _Dumper.add_representer(_FlowList, _represent_flow_list)
 
 
 def _frame(frame: Frame) -> Any:
-    """One frame on one line, its text double-quoted so the split points stay visible."""
+    """One frame on one line, its text double-quoted so the split points stay visible, with
+    the delay before it when it has one (a live recording's)."""
+    written = _bare_frame(frame)
+    if frame.delay_ms is None:
+        return written
+    if isinstance(frame, ContentFrame):
+        return _FlowMap({"content": written, "delay_ms": frame.delay_ms})
+    return _FlowMap({**written, "delay_ms": frame.delay_ms})
+
+
+def _bare_frame(frame: Frame) -> Any:
     if isinstance(frame, ContentFrame):
         return _Quoted(frame.content)
     if isinstance(frame, RawFrame):
@@ -146,6 +156,11 @@ _ABOUT_FRAMES: Mapping[tuple[str, bool], tuple[str, ...]] = {
         "each tool_use block one frame, its input_json fragments as split.",
     ),
     ("anthropic", False): ("The backend's answer as captured: each text block and each tool_use block one frame.",),
+    ("responses", True): (
+        "The backend's answer as captured: one frame per output_text delta, split where the backend split it;",
+        "each function_call item one frame, its argument fragments as split.",
+    ),
+    ("responses", False): ("The backend's answer as captured: each message and each function_call item one frame.",),
 }
 
 
