@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from harness.report.known_failures import KnownFailures
     from harness.report.summary import ItemRecord
     from harness.run.embedded import EmbeddedServers
+    from harness.run.recorder import RecorderConfig
     from harness.run.settings import ModelChoice, RunSettings
     from mock_backends.control import MockControl
 
@@ -172,9 +173,10 @@ class ConformanceSession:
                                  seed, False, False)
             return
         proxies = ("native",) if self.upstream_mode == "natural" else tuple(u.name for u in self.upstreams if u)
+        recordings = opt_value(self.config, "recordings")
         self.embedded = EmbeddedServers(
             mock_host=self.mock_host, mock_port=self.mock_port, with_proxy=embedded_proxy, mock_url=self.user_mock_url,
-            upstream_dialects=proxies,
+            upstream_dialects=proxies, recorder=self._recorder(recordings) if recordings else None,
         )
         try:
             urls = self.embedded.start()
@@ -184,6 +186,16 @@ class ConformanceSession:
         assert proxy_url is not None
         self.shared = Shared(proxy_url, urls.mock_url, self._features(urls.proxy_features), seed, embedded_proxy,
                              self.user_mock_url is None, dict(urls.proxy_urls))
+
+    def _recorder(self, folder: str) -> RecorderConfig:
+        """The recorder between the bundled proxies and the mock: a matched request goes on to
+        the mock (which serves the case), one no recording matches is refused under ``none``."""
+        from pathlib import Path
+
+        from harness.run.recorder import RecorderConfig
+
+        return RecorderConfig(out=Path(folder), mode=opt_value(self.config, "record-mode") or "none",
+                              replay_upstream=True)
 
     def _features(self, proxy_default: frozenset[str]) -> tuple[str, ...]:
         """The features the run claims: ``--features`` (else the reference proxy's, or

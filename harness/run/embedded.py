@@ -8,12 +8,14 @@ the run ends, however it ends.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from types import TracebackType
 
 from harness.core.errors import ConformanceError
+from harness.run.recorder import Recorder, RecorderConfig
 from harness.run.servers import serve
 
 
@@ -33,8 +35,9 @@ class EmbeddedServers:
 
     def __init__(
         self, *, mock_host: str = "127.0.0.1", mock_port: int = 0, with_proxy: bool = True, mock_url: str | None = None,
-        upstream_dialects: Sequence[str] = ("native",),
+        upstream_dialects: Sequence[str] = ("native",), recorder: RecorderConfig | None = None,
     ) -> None:
+        self._recorder = recorder
         self._upstream_dialects = tuple(upstream_dialects)
         self._mock_url = mock_url.rstrip("/") if mock_url else None
         self._mock_host = mock_host
@@ -57,6 +60,10 @@ class EmbeddedServers:
                         f"cannot serve the mock backend on {self._mock_host}:{self._mock_port}: {exc.strerror or exc}"
                     ) from exc
                 mock_url = mock.url
+            upstream = mock_url
+            if self._recorder is not None:  # the proxies call the mock through a recorder
+                recorder = Recorder(dataclasses.replace(self._recorder, upstream=f"{mock_url}/v1"))
+                upstream = self._stack.enter_context(serve(recorder.app)).url
             proxy_urls: dict[str, str] = {}
             features: frozenset[str] = frozenset()
             if self._with_proxy:
@@ -64,7 +71,7 @@ class EmbeddedServers:
                 from reference_proxy.config import ProxyConfig
 
                 for dialect in self._upstream_dialects:
-                    config = ProxyConfig(upstream=f"{mock_url}/v1", log_level="warning", upstream_dialect=dialect)
+                    config = ProxyConfig(upstream=f"{upstream}/v1", log_level="warning", upstream_dialect=dialect)
                     proxy = self._stack.enter_context(serve(create_proxy(config)))
                     proxy_urls[dialect] = f"{proxy.url}/v1"
                     features = config.features()

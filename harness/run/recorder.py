@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import threading
 import time
 from contextlib import asynccontextmanager
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -152,6 +153,8 @@ class Recorder:
         self.notify = notify or (lambda text: print(text, file=sys.stderr, flush=True))
         self.client: httpx.AsyncClient | None = None
         self.written: list[str] = []  # captures written by this recorder, in order
+        self._busy = 0  # exchanges on their way through, not kept yet
+        self._settled = threading.Condition()
         self.app = Starlette(routes=[Route("/{path:path}", self.handle, methods=["GET", "POST"])],
                              lifespan=asynccontextmanager(self._lifespan))
 
@@ -161,6 +164,20 @@ class Recorder:
             yield
         finally:
             await self.client.aclose()
+
+    def wait_settled(self, timeout: float = 60.0) -> bool:
+        """Wait until every exchange that reached the recorder is kept; False on ``timeout``."""
+        with self._settled:
+            return self._settled.wait_for(lambda: self._busy == 0, timeout)
+
+    def _begin(self) -> None:
+        with self._settled:
+            self._busy += 1
+
+    def _end(self) -> None:
+        with self._settled:
+            self._busy -= 1
+            self._settled.notify_all()
 
     # ------------------------------------------------------------------ dispatch
 
@@ -196,7 +213,12 @@ class Recorder:
             if self.config.replay_upstream:
                 return await self._pass(request, raw)
             return self._replay(found[1])
-        return await self._live(_Live(dialect, path, body, headers, time.monotonic()), raw)
+        self._begin()
+        try:
+            return await self._live(_Live(dialect, path, body, headers, time.monotonic()), raw)
+        except BaseException:
+            self._end()
+            raise
 
     # ------------------------------------------------------------------ answers
 
@@ -257,6 +279,7 @@ class Recorder:
         try:
             answer = await self.client.send(request, stream=True)
         except httpx.HTTPError as exc:
+            self._end()
             return self._unreachable(live.dialect, url, exc)
         live.status = answer.status_code
         live.response_headers = dict(answer.headers)
@@ -293,6 +316,12 @@ class Recorder:
     # ------------------------------------------------------------------ keeping
 
     def _keep(self, live: _Live, events: list[tuple[bytes, float]] | None, body: bytes | None) -> None:
+        try:
+            self._write(live, events, body)
+        finally:
+            self._end()
+
+    def _write(self, live: _Live, events: list[tuple[bytes, float]] | None, body: bytes | None) -> None:
         server = self.config.server or header_value(live.response_headers, "server") or \
             urlsplit(self.config.upstream or "").netloc or "unknown"
         recording = build_recording(
