@@ -229,3 +229,21 @@ def test_no_secret_reaches_a_recording(
         text = path.read_text("utf-8")
         for secret in (SECRET, OTHER_SECRET, "hunter2-password-value", "tok-1234567890abcdef"):
             assert secret not in text, f"{secret} in {path}"
+
+
+def test_run_replays_a_recorded_session_green_in_none_mode(
+    servers: ServeFn, mock: tuple[str, MockControl], tmp_path: Path
+) -> None:
+    import subprocess
+    import sys
+
+    mock_url, control = mock
+    control.arm(mock_case("openai"))
+    session("openai", f"{proxy(servers, recorder(servers, tmp_path, f'{mock_url}/v1'))}/v1")
+    settled()
+    command = [sys.executable, "-m", "harness.cli.main", "run", "--scenarios", str(tmp_path / "scenarios"),
+               "--recordings", str(tmp_path), "--record-mode", "none", "--upstream-dialect", "openai"]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path,
+                          env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    assert "1 passed" in done.stdout

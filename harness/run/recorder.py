@@ -49,6 +49,7 @@ from harness.capture.recording import (
     slug,
 )
 from harness.core.dialects import OPENAI, WireDialect
+from harness.core.nonce import find_nonce
 
 HOP_BY_HOP = frozenset({"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "trailer",
                         "upgrade", "accept-encoding", "proxy-connection"})
@@ -204,8 +205,15 @@ class Recorder:
         if request.method != "POST" or dialect is None or not isinstance(body, dict):
             return await self._pass(request, raw)
         headers = dict(request.headers)
-        key = request_key(body)
-        found = self.store.newest(key)
+        if self.config.replay_upstream:
+            if find_nonce(headers, raw) is None:  # the run's own probes (health, preflight) are no case
+                return await self._pass(request, raw)
+            # A run plays each case streamed and not: either form of a recorded request matches it.
+            key = request_key(_unstreamed(body))
+            found = next(((n, r) for n, r in reversed(self.store.recordings)
+                          if request_key(_unstreamed(r.request)) == key), None)
+        else:
+            found = self.store.newest(request_key(body))
         decision = self._records(found is not None)
         if decision is None:
             return self._refuse(dialect, path, body)
@@ -344,6 +352,10 @@ class Recorder:
             return
         path = self.store.write_scenario(scenario_id(recording), made.text)
         self.notify(f"recorded {name} -> {self.store.name(path)} (review required)")
+
+
+def _unstreamed(body: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in body.items() if k not in ("stream", "stream_options")}
 
 
 def _forwarded(headers: Mapping[str, str]) -> dict[str, str]:
