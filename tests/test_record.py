@@ -41,7 +41,12 @@ BACKENDS: dict[str, dict[str, Any]] = {
         "Let me ", "check ", "the weather.",
         {"tool_use": {"id": "toolu_01abc", "name": "get_weather", "input_json": ["{\"city\": ", "\"Paris\"}"]}}],
         "finish_reason": "tool_use"},
+    "responses": {"dialect": "responses", "frames": [
+        "Let me ", "check ", "the weather.",
+        {"tool_use": {"id": "call_abc123", "name": "get_weather", "input_json": ["{\"city\": ", "\"Paris\"}"]}}],
+        "finish_reason": "function_calls"},
 }
+TOOLS_RESPONSES = [{"type": "function", **TOOLS_OPENAI[0]["function"]}]
 
 
 def mock_case(dialect: str, backend: dict[str, Any] | None = None) -> Scenario:
@@ -52,7 +57,9 @@ def mock_case(dialect: str, backend: dict[str, Any] | None = None) -> Scenario:
         request["max_tokens"] = 64
     return parse_scenario({
         "id": f"mock-{dialect}", "title": "what the mock plays", "family": "recording", "source": "test",
-        "backend": backend or BACKENDS[dialect], "client": {"profile": dialect, "request": request},
+        "backend": backend or BACKENDS[dialect],
+        "client": {"profiles": ["openai", dialect], "request": request} if dialect == "responses" else
+        {"profile": dialect, "request": request},
         "expect": {"tool_calls": []},
     }, where="test")
 
@@ -73,6 +80,16 @@ def session(dialect: str, base_url: str, *, system: str | None = None, api_key: 
                     pieces.append(choice.delta.content)
                 for call in choice.delta.tool_calls or ():
                     pieces.append(f"call:{call.function.arguments if call.function else ''}")
+        return pieces
+    if dialect == "responses":
+        rclient = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=30)
+        more: dict[str, Any] = {"instructions": system} if system else {}
+        for event in rclient.responses.create(model="m", input="What is the weather in Paris?", stream=True,
+                                              tools=TOOLS_RESPONSES, extra_body=extra or None, **more):  # type: ignore[arg-type]
+            if event.type == "response.output_text.delta":
+                pieces.append(event.delta)
+            elif event.type == "response.function_call_arguments.delta":
+                pieces.append(f"call:{event.delta}")
         return pieces
     aclient = anthropic.Anthropic(base_url=base_url.removesuffix("/v1"), api_key=api_key, max_retries=0, timeout=30)
     kwargs: dict[str, Any] = {"system": system} if system else {}
@@ -126,7 +143,7 @@ def written(out: Path) -> tuple[list[Recording], list[Path]]:
     return [r for _, r in CaptureStore(out).recordings], sorted((out / "scenarios").glob("*.yaml"))
 
 
-@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+@pytest.mark.parametrize("dialect", ["openai", "anthropic", "responses"])
 @pytest.mark.parametrize("through_proxy", [False, True], ids=["direct", "through-proxy"])
 def test_recorded_session_validates_and_replays_in_none_mode(
     servers: ServeFn, mock: tuple[str, MockControl], tmp_path: Path, dialect: str, through_proxy: bool
@@ -213,7 +230,7 @@ def test_a_changed_chunk_shape_is_reported_as_shape_drift(
     assert len(CaptureStore(tmp_path).recordings) == 3  # append-only: every capture kept
 
 
-@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+@pytest.mark.parametrize("dialect", ["openai", "anthropic", "responses"])
 def test_no_secret_reaches_a_recording(
     servers: ServeFn, mock: tuple[str, MockControl], tmp_path: Path, dialect: str
 ) -> None:

@@ -26,8 +26,15 @@ from harness.capture.recording import Recording
 from harness.capture.stream import loads
 from harness.capture.yaml_out import ReviewNotes, render_yaml
 from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
-from harness.core.dialects.clients import DEFAULT_PROFILE, profiles_written_in
+from harness.core.dialects.clients import (
+    ANTHROPIC_CLIENT,
+    DEFAULT_PROFILE,
+    OPENAI_CLIENT,
+    RESPONSES_CLIENT,
+    ClientProfile,
+)
 from harness.core.dialects.frames import ContentFrame, Frame, ToolCallFrame, ToolUseFrame, frame_to_mapping
+from harness.core.dialects.responses_request import responses_to_chat
 from harness.core.errors import ScenarioError
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
@@ -202,6 +209,11 @@ READERS: Mapping[WireDialect, Callable[[Recording], ReadAnswer]] = {
     ANTHROPIC: lambda r: _read_sse_answer(r, _messages_count) if r.streamed else _read_body(r),
     RESPONSES: _read_responses,
 }
+# Which client a recorded request's case is played by, and the request in the case's words (cases
+# are written in Chat Completions words; a Responses client says them in its own), keyed by dialect.
+CASE_REQUESTS: Mapping[WireDialect, tuple[ClientProfile, Callable[[Mapping[str, Any]], dict[str, Any]]]] = {
+    OPENAI: (OPENAI_CLIENT, dict), ANTHROPIC: (ANTHROPIC_CLIENT, dict), RESPONSES: (RESPONSES_CLIENT, responses_to_chat),
+}
 # The words an answer read by the judge names each dialect's finish in (a Responses answer's in
 # Chat Completions words, ``harness.judge.readers.responses_events``).
 EXPECTED_FINISH_IN: Mapping[WireDialect, WireDialect] = {OPENAI: OPENAI, ANTHROPIC: ANTHROPIC, RESPONSES: OPENAI}
@@ -284,10 +296,14 @@ def recorded_scenario(recording: Recording, *, capture_path: str, id: str | None
         derived.append("expect.finish_reason: from the upstream's own finish")
     not_derived += problems
     not_derived.append("source: name the server, its version, the model and the proxy the exchange went through")
-    profiles = profiles_written_in(recording.dialect)
-    client: dict[str, Any] = {} if profiles[0] is DEFAULT_PROFILE else {"profile": profiles[0].name}
-    client["profiles"] = [profiles[0].name]
-    client["request"] = dict(recording.request)
+    profile, words = CASE_REQUESTS[recording.dialect]
+    written = profile.written_as or profile  # the profile whose words the case is written in
+    client: dict[str, Any] = {} if written is DEFAULT_PROFILE else {"profile": written.name}
+    client["profiles"] = list(dict.fromkeys((written.name, profile.name)))
+    client["request"] = words(recording.request)
+    if profile.written_as is not None:
+        derived.append(f"client.request: the {recording.dialect.title} request in the case's words; a "
+                       f"{profile.name} client sends it in its own")
     backend: dict[str, Any] = {"dialect": recording.dialect.name}
     if bool(recording.request.get("stream")) != recording.streamed:
         backend["stream"] = recording.streamed
@@ -311,10 +327,12 @@ def recorded_scenario(recording: Recording, *, capture_path: str, id: str | None
         "client": client,
         "expect": expect,
     }
-    notes = ReviewNotes(checks=[f"derived, check it: {d}" for d in derived] + [f"not derived: {n}" for n in not_derived],
-                        warnings=list(answer.warnings) + list(recording.warnings))
+    notes = ReviewNotes(warnings=list(answer.warnings) + list(recording.warnings))
+    checks = [*(f"derived from the upstream's answer, check it: {d}" for d in derived),
+              *(f"not derived, fill it in: {n}" for n in not_derived),
+              "id, title, tags: name the case after what it shows."]
     yaml_text = render_yaml(mapping, notes, origin=capture_path, streamed=recording.streamed,
-                            tool="toolcall-conformance record")
+                            tool="toolcall-conformance record", made="Recorded", checks=checks)
     expected = {**mapping, "backend": {**backend, "frames": [frame_to_mapping(f) for f in answer.frames]}}
     loaded = yaml.safe_load(yaml_text)
     if loaded != expected:

@@ -166,15 +166,15 @@ _ABOUT_FRAMES: Mapping[tuple[str, bool], tuple[str, ...]] = {
 
 def render_yaml(
     mapping: Mapping[str, Any], notes: ReviewNotes, *, origin: str, streamed: bool = True,
-    tool: str = "toolcall-conformance import",
+    tool: str = "toolcall-conformance import", made: str = "Imported", checks: Sequence[str] | None = None,
 ) -> str:
-    """The scenario file: a review checklist, then the scenario in block style with
-    one frame per line."""
+    """The scenario file: a review checklist (``checks``, by default an import's), then the
+    scenario in block style with one frame per line."""
     head = [
-        f"Imported by `{tool}` from {origin}.",
+        f"{made} by `{tool}` from {origin}.",
         "",
         "REVIEW REQUIRED: the expectation below is a proposal. Check:",
-        *_numbered(review_checks(notes)),
+        *_numbered(review_checks(notes) if checks is None else checks),
         "Then delete the `review: required` line, move the file to scenarios/<family>/ (and set",
         "family to match), and run `toolcall-conformance validate` on it.",
     ]
@@ -195,7 +195,8 @@ def render_yaml(
     out.append(_comment(notes.client_comment) + _dump("client", client))
     expect = dict(mapping["expect"])
     expect["tool_calls"] = [_compact(c) for c in expect["tool_calls"]]
-    out.append(_comment(["Proposed by the import: review (see the top of the file)."]) + _dump("expect", expect))
+    proposer = "the import" if checks is None else f"`{tool}`"
+    out.append(_comment([f"Proposed by {proposer}: review (see the top of the file)."]) + _dump("expect", expect))
     return "\n".join(out)
 
 
