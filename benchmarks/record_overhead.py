@@ -2,7 +2,7 @@
 recorder (``toolcall-conformance record``), and whether the stream stays incremental (each
 frame reaches the client when the upstream sends it, not at the end).
 
-    PYTHONPATH=. python benchmarks/record_overhead.py [--runs 40]
+    python benchmarks/record_overhead.py [--runs 40]    (--quick: a smoke run, seconds)
 
 The mock sends 20 frames 20 ms apart; a recorder that buffered would deliver the first
 content ~400 ms late. Prints the medians and the extra the recorder adds.
@@ -50,7 +50,9 @@ def one(client: httpx.Client, url: str) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=40)
-    runs = parser.parse_args().runs
+    parser.add_argument("--quick", action="store_true", help="3 runs: a smoke run")
+    args = parser.parse_args()
+    runs = 3 if args.quick else args.runs
     with tempfile.TemporaryDirectory() as out, serve(create_app()) as mock, MockControl(mock.url) as control:
         control.arm(case())  # type: ignore[arg-type]
         recorder = Recorder(RecorderConfig(out=Path(out), upstream=f"{mock.url}/v1", mode="rewrite"),

@@ -264,3 +264,70 @@ def test_run_replays_a_recorded_session_green_in_none_mode(
                           env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).parents[1])})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "1 passed" in done.stdout
+
+
+def test_record_modes(servers: ServeFn, mock: tuple[str, MockControl], tmp_path: Path) -> None:
+    """once records into an empty folder and then refuses; new-episodes replays what it has and
+    records the rest; rewrite records everything again (captures are only ever added)."""
+    mock_url, control = mock
+    control.arm(mock_case("openai"))
+    upstream = f"{mock_url}/v1"
+    session("openai", f"{recorder(servers, tmp_path, upstream, mode='once')}/v1")
+    assert len(written(tmp_path)[0]) == 1
+    once = recorder(servers, tmp_path, upstream, mode="once")
+    session("openai", f"{once}/v1")  # recorded: replayed
+    with pytest.raises(openai.BadRequestError):
+        session("openai", f"{once}/v1", system="new")
+    assert len(written(tmp_path)[0]) == 1
+    episodes = recorder(servers, tmp_path, upstream, mode="new-episodes")
+    session("openai", f"{episodes}/v1")
+    session("openai", f"{episodes}/v1", system="new")
+    assert len(written(tmp_path)[0]) == 2
+    session("openai", f"{recorder(servers, tmp_path, upstream, mode='rewrite')}/v1")
+    assert len(written(tmp_path)[0]) == 3
+
+
+@pytest.mark.parametrize("dialect", ["openai", "anthropic"])
+def test_an_answer_in_one_piece_is_recorded_and_replayed(
+    servers: ServeFn, mock: tuple[str, MockControl], tmp_path: Path, dialect: str
+) -> None:
+    mock_url, control = mock
+    control.arm(mock_case(dialect))
+    body = {"model": "m", "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}],
+            "tools": TOOLS_ANTHROPIC if dialect == "anthropic" else TOOLS_OPENAI}
+    path = "/v1/messages" if dialect == "anthropic" else "/v1/chat/completions"
+    import httpx
+
+    first = httpx.post(f"{recorder(servers, tmp_path, f'{mock_url}/v1')}{path}", json=body, timeout=30)
+    assert first.status_code == 200
+    recordings, scenarios = written(tmp_path)
+    assert not recordings[0].streamed and len(scenarios) == 1
+    loaded, problems = validate_paths(scenarios)
+    assert problems == [] and loaded[0].expect.tool_calls[0].arguments == {"city": "Paris"}
+    again = httpx.post(f"{recorder(servers, tmp_path, None, mode='none')}{path}", json=body, timeout=30)
+    assert again.status_code == 200 and again.json()["model"] == first.json()["model"]
+
+
+def test_an_upstream_error_is_kept_as_a_capture_and_relayed(
+    servers: ServeFn, mock: tuple[str, MockControl], tmp_path: Path
+) -> None:
+    mock_url, control = mock
+    control.arm(mock_case("openai", {**BACKENDS["openai"], "fault": {"kind": "http_error", "status": 503}}))
+    notes: list[str] = []
+    with pytest.raises(openai.InternalServerError):
+        session("openai", f"{recorder(servers, tmp_path, f'{mock_url}/v1', notes=notes)}/v1")
+    recordings, scenarios = written(tmp_path)
+    assert recordings[0].status == 503 and scenarios == []
+    assert any("no scenario" in n for n in notes)
+
+
+def test_an_unreachable_upstream_is_an_error_in_the_dialect_shape(servers: ServeFn, tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    with pytest.raises(anthropic.APIStatusError) as caught:
+        session("anthropic", f"{recorder(servers, tmp_path, f'http://127.0.0.1:{port}/v1')}/v1")
+    assert caught.value.status_code == 502 and "could not reach" in str(caught.value)
+    assert written(tmp_path)[0] == []

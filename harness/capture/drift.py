@@ -68,9 +68,7 @@ def shape(recording: Recording) -> list[str]:
     if recording.streamed:
         for event in recording.events:
             line = event_shape(event.text)
-            if lines[-1] == line or lines[-1] == line + "  (repeated)":
-                lines[-1] = line + "  (repeated)"
-            else:
+            if lines[-1] != line:  # a run of alike events counts once: an answer's length is no shape
                 lines.append(line)
     else:
         lines.append(event_shape(f"data: {recording.body or ''}"))

@@ -29,7 +29,6 @@ from urllib.parse import urlsplit
 
 import httpx
 from starlette.applications import Starlette
-from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
@@ -310,22 +309,25 @@ class Recorder:
                         live.events.append((event, (now - live.last) * 1000.0))
                         live.last = now
             finally:
-                await answer.aclose()
-                rest = splitter.rest()
-                if rest.strip():
-                    live.events.append((rest, (time.monotonic() - live.last) * 1000.0))
+                # Kept here, after the last byte went out, and also when the client went away
+                # mid-stream (the capture then ends where the relay stopped).
+                try:
+                    await answer.aclose()
+                finally:
+                    rest = splitter.rest()
+                    if rest.strip():
+                        live.events.append((rest, (time.monotonic() - live.last) * 1000.0))
+                    self._keep(live, live.events, None)
 
-        return StreamingResponse(relay(), answer.status_code, headers=_returned(answer.headers),
-                                 background=BackgroundTask(self._keep_stream, live))
-
-    async def _keep_stream(self, live: _Live) -> None:
-        self._keep(live, live.events, None)
+        return StreamingResponse(relay(), answer.status_code, headers=_returned(answer.headers))
 
     # ------------------------------------------------------------------ keeping
 
     def _keep(self, live: _Live, events: list[tuple[bytes, float]] | None, body: bytes | None) -> None:
         try:
             self._write(live, events, body)
+        except Exception as exc:  # noqa: BLE001 - a capture that cannot be kept never breaks the relay
+            self.notify(f"the exchange to {live.path} could not be kept: {type(exc).__name__}: {exc}")
         finally:
             self._end()
 

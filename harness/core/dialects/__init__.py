@@ -42,4 +42,4 @@ def posted_to(path: str) -> WireDialect | None:
 
 __all__ = ["ANTHROPIC", "DIALECTS", "Finish", "NativeCall", "NeutralRequest", "NotPortable", "OPENAI", "RESPONSES",
            "RequestShape", "ToolChoice", "WireDialect", "clients", "dialect", "dialect_choices", "frames", "posted_to",
-           "profiles", "request", "responses", "script"]
+           "profiles", "request", "responses", "responses_request", "script"]
