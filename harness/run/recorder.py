@@ -67,6 +67,7 @@ class RecorderConfig:
     version: str = "unknown"
     recorded_on: str | None = None
     replay_upstream: bool = False  # a matched request is passed on unrecorded instead of answered from its capture
+    passes: Callable[[Mapping[str, Any]], bool] | None = None  # requests let by unrecorded, unmatched (a run's probes)
     timeout: float = 600.0
 
 
@@ -205,8 +206,8 @@ class Recorder:
             return await self._pass(request, raw)
         headers = dict(request.headers)
         if self.config.replay_upstream:
-            if find_nonce(headers, raw) is None:  # the run's own probes (health, preflight) are no case
-                return await self._pass(request, raw)
+            if find_nonce(headers, raw) is None or (self.config.passes is not None and self.config.passes(body)):
+                return await self._pass(request, raw)  # the run's own probes (preflight, health) are no case
             # A run plays each case streamed and not: either form of a recorded request matches it.
             key = request_key(_unstreamed(body))
             found = next(((n, r) for n, r in reversed(self.store.recordings)
