@@ -1,5 +1,6 @@
 """What recording costs a client: time to first content, direct to the mock and through the
-recorder (``toolcall-conformance record``), and whether the stream stays incremental (each
+recorder (``toolcall-conformance record``) and through the same server relaying without keeping
+anything (the cost of the hop alone), and whether the stream stays incremental (each
 frame reaches the client when the upstream sends it, not at the end).
 
     python benchmarks/record_overhead.py [--runs 40]    (--quick: a smoke run, seconds)
@@ -57,10 +58,14 @@ def main() -> None:
         control.arm(case())  # type: ignore[arg-type]
         recorder = Recorder(RecorderConfig(out=Path(out), upstream=f"{mock.url}/v1", mode="rewrite"),
                             notify=lambda _: None)
-        with serve(recorder.app) as rec, httpx.Client(timeout=30) as client:
-            results: dict[str, list[tuple[float, float]]] = {"direct": [], "recorded": []}
-            for _ in range(runs):
-                for name, url in (("direct", mock.url), ("recorded", rec.url)):
+        # The same server and hop, keeping nothing: what the extra hop costs on its own.
+        relay = Recorder(RecorderConfig(out=Path(out) / "relay", upstream=f"{mock.url}/v1", mode="none",
+                                        replay_upstream=True), notify=lambda _: None)
+        with serve(recorder.app) as rec, serve(relay.app) as hop, httpx.Client(timeout=30) as client:
+            results: dict[str, list[tuple[float, float]]] = {"direct": [], "relayed": [], "recorded": []}
+            order = [("direct", mock.url), ("relayed", hop.url), ("recorded", rec.url)]
+            for n in range(runs):
+                for name, url in order[n % 3:] + order[: n % 3]:  # each goes first as often: no order effect
                     results[name].append(one(client, url))
                     recorder.wait_settled()
     first = {k: statistics.median(f for f, _ in v) * 1000 for k, v in results.items()}
@@ -68,7 +73,8 @@ def main() -> None:
     print(f"runs: {runs}, {FRAMES} frames {GAP_MS:g} ms apart")
     for name in results:
         print(f"  {name:9} first content {first[name]:7.2f} ms   first to last frame {spread[name]:7.1f} ms")
-    print(f"  recording adds {first['recorded'] - first['direct']:+.2f} ms to first content; frames still "
+    print(f"  the hop adds {first['relayed'] - first['direct']:+.2f} ms to first content; recording adds "
+          f"{first['recorded'] - first['relayed']:+.2f} ms more; frames still "
           f"{'spread' if spread['recorded'] > (FRAMES - 2) * GAP_MS else 'BUNCHED'} over the stream")
 
 

@@ -73,11 +73,11 @@ class Recording:
     version: str = "unknown"
     recorded_on: str | None = None
     warnings: tuple[str, ...] = field(default=())
+    key: str = field(default="", compare=False)  # what identifies the request: a hash of its canonical form
 
-    @property
-    def key(self) -> str:
-        """What identifies the request: a hash of its canonical form."""
-        return request_key(self.request)
+    def __post_init__(self) -> None:
+        if not self.key:  # computed once: a recorder looks recordings up by it on every request
+            object.__setattr__(self, "key", request_key(self.request))
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
