@@ -25,9 +25,12 @@ __all__ = [
     "UnsupportedDialect",
     "check_names",
     "detect",
+    "drift",
     "errors",
     "import_capture",
     "importer",
     "model",
     "read_captures",
+    "recorded",
+    "recording",
 ]

@@ -75,7 +75,17 @@ _Dumper.add_representer(_FlowList, _represent_flow_list)
 
 
 def _frame(frame: Frame) -> Any:
-    """One frame on one line, its text double-quoted so the split points stay visible."""
+    """One frame on one line, its text double-quoted so the split points stay visible, with
+    the delay before it when it has one (a live recording's)."""
+    written = _bare_frame(frame)
+    if frame.delay_ms is None:
+        return written
+    if isinstance(frame, ContentFrame):
+        return _FlowMap({"content": written, "delay_ms": frame.delay_ms})
+    return _FlowMap({**written, "delay_ms": frame.delay_ms})
+
+
+def _bare_frame(frame: Frame) -> Any:
     if isinstance(frame, ContentFrame):
         return _Quoted(frame.content)
     if isinstance(frame, RawFrame):
@@ -146,20 +156,25 @@ _ABOUT_FRAMES: Mapping[tuple[str, bool], tuple[str, ...]] = {
         "each tool_use block one frame, its input_json fragments as split.",
     ),
     ("anthropic", False): ("The backend's answer as captured: each text block and each tool_use block one frame.",),
+    ("responses", True): (
+        "The backend's answer as captured: one frame per output_text delta, split where the backend split it;",
+        "each function_call item one frame, its argument fragments as split.",
+    ),
+    ("responses", False): ("The backend's answer as captured: each message and each function_call item one frame.",),
 }
 
 
 def render_yaml(
     mapping: Mapping[str, Any], notes: ReviewNotes, *, origin: str, streamed: bool = True,
-    tool: str = "toolcall-conformance import",
+    tool: str = "toolcall-conformance import", made: str = "Imported", checks: Sequence[str] | None = None,
 ) -> str:
-    """The scenario file: a review checklist, then the scenario in block style with
-    one frame per line."""
+    """The scenario file: a review checklist (``checks``, by default an import's), then the
+    scenario in block style with one frame per line."""
     head = [
-        f"Imported by `{tool}` from {origin}.",
+        f"{made} by `{tool}` from {origin}.",
         "",
         "REVIEW REQUIRED: the expectation below is a proposal. Check:",
-        *_numbered(review_checks(notes)),
+        *_numbered(review_checks(notes) if checks is None else checks),
         "Then delete the `review: required` line, move the file to scenarios/<family>/ (and set",
         "family to match), and run `toolcall-conformance validate` on it.",
     ]
@@ -180,7 +195,8 @@ def render_yaml(
     out.append(_comment(notes.client_comment) + _dump("client", client))
     expect = dict(mapping["expect"])
     expect["tool_calls"] = [_compact(c) for c in expect["tool_calls"]]
-    out.append(_comment(["Proposed by the import: review (see the top of the file)."]) + _dump("expect", expect))
+    proposer = "the import" if checks is None else f"`{tool}`"
+    out.append(_comment([f"Proposed by {proposer}: review (see the top of the file)."]) + _dump("expect", expect))
     return "\n".join(out)
 
 

@@ -1,4 +1,4 @@
 """The ``toolcall-conformance`` command (entry point ``main.run_main``) and its
-sub-commands" own modules (``importing``, ``fuzzing``)."""
+sub-commands" own modules (``importing``, ``fuzzing``, ``recording``)."""
 
 __all__ = ["main"]

@@ -69,6 +69,7 @@ def _attach_server_commands() -> None:
     from harness.cli.agents import agents_command
     from harness.cli.fuzzing import fuzz_command
     from harness.cli.importing import import_command
+    from harness.cli.recording import drift_command, record_command
     from harness.run.soak import soak
     from mock_backends.cli import mock
     from reference_proxy.cli import proxy
@@ -79,6 +80,8 @@ def _attach_server_commands() -> None:
     main.add_command(import_command)
     main.add_command(fuzz_command)
     main.add_command(agents_command)
+    main.add_command(record_command)
+    main.add_command(drift_command)
 
 
 _attach_server_commands()

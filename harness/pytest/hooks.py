@@ -44,7 +44,11 @@ class RunHooks:
         if pending:
             lines.append(f"conformance: warning: {len(pending)} scenario(s) marked 'review: required' (an import's "
                          f"unchecked proposal): {', '.join(s.id for s in pending)}")
-        if shared.mock_served and not shared.embedded_proxy:
+        if shared.mock_served and not shared.embedded_proxy and shared.upstream_url:
+            lines.append(f"conformance: mock backend at {shared.mock_url} behind the recorder of --recordings at "
+                         f"{shared.upstream_url} -- configure your proxy's upstream as {shared.upstream_url}/v1 "
+                         "(fix the port with --mock-port)")
+        elif shared.mock_served and not shared.embedded_proxy:
             lines.append(f"conformance: mock backend at {shared.mock_url} -- configure your proxy's upstream as "
                          f"{shared.mock_url}/v1 (fix the port with --mock-port)")
         else:

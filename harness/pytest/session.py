@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from harness.report.known_failures import KnownFailures
     from harness.report.summary import ItemRecord
     from harness.run.embedded import EmbeddedServers
+    from harness.run.recorder import RecorderConfig
     from harness.run.settings import ModelChoice, RunSettings
     from mock_backends.control import MockControl
 
@@ -45,6 +46,7 @@ class Shared:
     embedded_proxy: bool  # the reference proxy is the proxy under test
     mock_served: bool  # this run serves the mock (not --mock-url)
     proxy_urls: dict[str, str] = field(default_factory=dict)  # bundled proxies by the upstream dialect they call
+    upstream_url: str = ""  # where a proxy calls upstream when it is not the mock (the recorder of --recordings)
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -52,7 +54,8 @@ class Shared:
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Shared:
         return cls(data["proxy_url"], data["mock_url"], tuple(data["features"]), int(data["seed"]),
-                   bool(data["embedded_proxy"]), bool(data["mock_served"]), dict(data.get("proxy_urls") or {}))
+                   bool(data["embedded_proxy"]), bool(data["mock_served"]), dict(data.get("proxy_urls") or {}),
+                   str(data.get("upstream_url") or ""))
 
     def proxy_for(self, upstream: WireDialect | None) -> str:
         """The proxy that plays an item whose backend is served in ``upstream`` (None: its own)."""
@@ -168,13 +171,17 @@ class ConformanceSession:
                                  seed, embedded_proxy, False)
             return
         if self.user_mock_url is not None and not embedded_proxy:
+            if opt_value(self.config, "recordings"):
+                raise usage_error("--conformance-recordings puts a recorder in front of the mock this run serves; "
+                                  "with --conformance-mock-url the mock is not the run's: drop one of them")
             self.shared = Shared(self.user_proxy_url or "", self.user_mock_url, self._features(frozenset()),
                                  seed, False, False)
             return
         proxies = ("native",) if self.upstream_mode == "natural" else tuple(u.name for u in self.upstreams if u)
+        recordings = opt_value(self.config, "recordings")
         self.embedded = EmbeddedServers(
             mock_host=self.mock_host, mock_port=self.mock_port, with_proxy=embedded_proxy, mock_url=self.user_mock_url,
-            upstream_dialects=proxies,
+            upstream_dialects=proxies, recorder=self._recorder(recordings) if recordings else None,
         )
         try:
             urls = self.embedded.start()
@@ -183,7 +190,19 @@ class ConformanceSession:
         proxy_url = urls.proxy_url if embedded_proxy else self.user_proxy_url
         assert proxy_url is not None
         self.shared = Shared(proxy_url, urls.mock_url, self._features(urls.proxy_features), seed, embedded_proxy,
-                             self.user_mock_url is None, dict(urls.proxy_urls))
+                             self.user_mock_url is None, dict(urls.proxy_urls),
+                             urls.upstream_url if recordings else "")
+
+    def _recorder(self, folder: str) -> RecorderConfig:
+        """The recorder between the bundled proxies and the mock: a matched request goes on to
+        the mock (which serves the case), one no recording matches is refused under ``none``."""
+        from pathlib import Path
+
+        from harness.run.health import is_probe
+        from harness.run.recorder import RecorderConfig
+
+        return RecorderConfig(out=Path(folder), mode=opt_value(self.config, "record-mode") or "none",
+                              replay_upstream=True, passes=is_probe)
 
     def _features(self, proxy_default: frozenset[str]) -> tuple[str, ...]:
         """The features the run claims: ``--features`` (else the reference proxy's, or

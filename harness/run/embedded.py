@@ -8,12 +8,14 @@ the run ends, however it ends.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from types import TracebackType
 
 from harness.core.errors import ConformanceError
+from harness.run.recorder import Recorder, RecorderConfig
 from harness.run.servers import serve
 
 
@@ -24,6 +26,7 @@ class EmbeddedUrls:
     proxy_features: frozenset[str]  # what the reference proxy claims (empty when not started)
     # One reference proxy per upstream dialect it calls ("native": each client's own).
     proxy_urls: Mapping[str, str] = field(default_factory=dict)
+    upstream_url: str = ""  # where a proxy calls upstream: the mock, or the recorder in front of it
 
 
 class EmbeddedServers:
@@ -33,8 +36,9 @@ class EmbeddedServers:
 
     def __init__(
         self, *, mock_host: str = "127.0.0.1", mock_port: int = 0, with_proxy: bool = True, mock_url: str | None = None,
-        upstream_dialects: Sequence[str] = ("native",),
+        upstream_dialects: Sequence[str] = ("native",), recorder: RecorderConfig | None = None,
     ) -> None:
+        self._recorder = recorder
         self._upstream_dialects = tuple(upstream_dialects)
         self._mock_url = mock_url.rstrip("/") if mock_url else None
         self._mock_host = mock_host
@@ -50,13 +54,24 @@ class EmbeddedServers:
             if self._mock_url is not None:
                 mock_url = self._mock_url
             else:
+                # A proxy of the user's calls the recorder where it would call the mock (--mock-port).
+                fronted = self._recorder is not None and not self._with_proxy
+                port = 0 if fronted else self._mock_port
                 try:
-                    mock = self._stack.enter_context(serve(create_mock(), self._mock_host, self._mock_port))
+                    mock = self._stack.enter_context(serve(create_mock(), self._mock_host, port))
                 except OSError as exc:
                     raise ConformanceError(
-                        f"cannot serve the mock backend on {self._mock_host}:{self._mock_port}: {exc.strerror or exc}"
+                        f"cannot serve the mock backend on {self._mock_host}:{port}: {exc.strerror or exc}"
                     ) from exc
                 mock_url = mock.url
+            upstream = mock_url
+            if self._recorder is not None:  # the proxies call the mock through a recorder
+                recorder = Recorder(dataclasses.replace(self._recorder, upstream=f"{mock_url}/v1"))
+                host, port = (self._mock_host, self._mock_port) if not self._with_proxy else ("127.0.0.1", 0)
+                try:
+                    upstream = self._stack.enter_context(serve(recorder.app, host, port)).url
+                except OSError as exc:
+                    raise ConformanceError(f"cannot serve the recorder on {host}:{port}: {exc.strerror or exc}") from exc
             proxy_urls: dict[str, str] = {}
             features: frozenset[str] = frozenset()
             if self._with_proxy:
@@ -64,7 +79,7 @@ class EmbeddedServers:
                 from reference_proxy.config import ProxyConfig
 
                 for dialect in self._upstream_dialects:
-                    config = ProxyConfig(upstream=f"{mock_url}/v1", log_level="warning", upstream_dialect=dialect)
+                    config = ProxyConfig(upstream=f"{upstream}/v1", log_level="warning", upstream_dialect=dialect)
                     proxy = self._stack.enter_context(serve(create_proxy(config)))
                     proxy_urls[dialect] = f"{proxy.url}/v1"
                     features = config.features()
@@ -72,7 +87,7 @@ class EmbeddedServers:
             self._stack.close()
             raise
         first = next(iter(proxy_urls.values()), None)
-        self.urls = EmbeddedUrls(mock_url, first, features, proxy_urls)
+        self.urls = EmbeddedUrls(mock_url, first, features, proxy_urls, upstream)
         return self.urls
 
     def close(self) -> None:

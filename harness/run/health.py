@@ -19,13 +19,25 @@ from harness.core.errors import ProxyUnreachable
 from harness.core.exchange import Exchange
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
-from harness.run.proxy_client import probe_scenario, run_exchange
+from harness.run.proxy_client import PROBE_QUESTION, probe_scenario, run_exchange
 from mock_backends.control import MockControl
+
+
+PREFLIGHT_QUESTION = "Say yes."
+
+
+def is_probe(body: Mapping[str, object]) -> bool:
+    """Whether a request is one of the run's own probes (the preflight, the health probe), not a
+    case: a recorder in front of the mock lets them by."""
+    messages = body.get("messages")
+    last = messages[-1] if isinstance(messages, list) and messages else None
+    content = last.get("content") if isinstance(last, Mapping) else None
+    return isinstance(content, str) and content.startswith((PREFLIGHT_QUESTION, PROBE_QUESTION))
 
 
 def plain_scenario(profile: Profile, upstream: WireDialect) -> Scenario:
     """One plain question in the client's dialect, answered ``yes`` by a backend of ``upstream``."""
-    request: dict[str, object] = {"model": "preflight", "messages": [{"role": "user", "content": "Say yes."}]}
+    request: dict[str, object] = {"model": "preflight", "messages": [{"role": "user", "content": PREFLIGHT_QUESTION}]}
     if profile.written_in.requests.needs_max_tokens:
         request["max_tokens"] = 16
     return parse_scenario({

@@ -124,6 +124,13 @@ OPTIONS: tuple[Option, ...] = (
     Option("record", "Write every exchange as a HAR file (client to proxy, proxy to mock, both answers) to "
            "DIR/har/, and DIR/report.html: the score card, the rules and each failure's transcript in one file.",
            metavar="DIR"),
+    Option("recordings", "A folder made by `toolcall-conformance record`: the bundled proxies call upstream "
+           "through a recorder over it, in --record-mode (not --record, which writes HAR files of this run).",
+           metavar="DIR"),
+    Option("record-mode", "How the recorder of --recordings treats the proxy's upstream requests: none (one no "
+           "recording matches fails, naming the nearest and the difference: request drift), once, new-episodes or "
+           "rewrite (these record what they let through).", default="none",
+           choices=("none", "once", "new-episodes", "rewrite")),
     Option("report-md", "Write the results as Markdown (for CI job summaries).", metavar="PATH"),
 )
 

@@ -300,13 +300,16 @@ def run_exchange(
     )
 
 
+PROBE_QUESTION = "Are you still there? Answer yes."
+
+
 def probe_scenario(scenario: Scenario, profile: Profile) -> Scenario:
     """A plain one-line question in the client's dialect, answered by the same
     backend dialect: what the proxy must still handle after a bad exchange."""
     request: dict[str, Any] = {
         "model": scenario.client.request.get("model", "probe"),
         "stream": False,
-        "messages": [{"role": "user", "content": "Are you still there? Answer yes."}],
+        "messages": [{"role": "user", "content": PROBE_QUESTION}],
     }
     if profile.written_in.requests.needs_max_tokens:
         request["max_tokens"] = 16

@@ -82,3 +82,60 @@ def chat_to_responses(body: Mapping[str, Any]) -> dict[str, Any]:
     if limit is not None:
         out["max_output_tokens"] = limit
     return out
+
+
+# --------------------------------------------------------------------------- and back
+
+
+def _chat_content(content: Any) -> Any:
+    """String content stays a string; input_text/output_text parts become text parts."""
+    if not isinstance(content, list):
+        return content if content is not None else ""
+    return [{"type": "text", "text": p.get("text", "")}
+            if isinstance(p, Mapping) and p.get("type") in ("input_text", "output_text") else p for p in content]
+
+
+def _chat_messages(body: Mapping[str, Any]) -> list[Any]:
+    messages: list[Any] = []
+    if isinstance(body.get("instructions"), str) and body["instructions"]:
+        messages.append({"role": "system", "content": body["instructions"]})
+    given = body.get("input")
+    if isinstance(given, str):
+        return [*messages, {"role": "user", "content": given}]
+    for item in given if isinstance(given, list) else ():
+        if not isinstance(item, Mapping):
+            continue
+        kind = item.get("type", "message")
+        if kind == "function_call":
+            call = {"id": item.get("call_id"), "type": "function",
+                    "function": {"name": item.get("name"), "arguments": item.get("arguments", "")}}
+            last = messages[-1] if messages else None
+            if isinstance(last, dict) and last.get("role") == "assistant" and "tool_calls" in last:
+                last["tool_calls"].append(call)
+            else:
+                messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": _text(item.get("output"))
+                             if not isinstance(item.get("output"), str) else item["output"]})
+        elif kind == "message":
+            messages.append({"role": item.get("role"), "content": _chat_content(item.get("content"))})
+    return messages
+
+
+def responses_to_chat(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The Chat Completions request that asks what the Responses ``body`` asks: the inverse of
+    ``chat_to_responses``, for a recorded Responses request written as a case (cases are
+    written in Chat Completions words and a ``responses`` client says them in its own)."""
+    out: dict[str, Any] = {key: body[key] for key in _SAME if key in body}
+    out["messages"] = _chat_messages(body)
+    if "tools" in body:
+        out["tools"] = [{"type": "function", "function": {k: v for k, v in t.items() if k != "type"}}
+                        if isinstance(t, Mapping) and t.get("type") == "function" else t for t in body["tools"] or ()]
+    choice = body.get("tool_choice")
+    if isinstance(choice, Mapping) and choice.get("type") == "function":
+        out["tool_choice"] = {"type": "function", "function": {"name": choice.get("name")}}
+    elif "tool_choice" in body:
+        out["tool_choice"] = choice
+    if body.get("max_output_tokens") is not None:
+        out["max_tokens"] = body["max_output_tokens"]
+    return out

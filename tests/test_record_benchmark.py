@@ -1,0 +1,16 @@
+"""The recorder's benchmark runs to the end in its quickest mode (figures are printed, never judged)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_record_overhead_benchmark_runs_quick() -> None:
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "record_overhead.py"), "--quick"],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "recording adds" in result.stdout and "first content" in result.stdout
