@@ -133,7 +133,10 @@ class ConformanceSession:
             except ConformanceError as exc:
                 raise usage_error(str(exc)) from exc
         self.known_note: list[str] = []  # what writing the known-failures file did, for the summary
+        self.stale_known: list[int] = []  # known-failure entries (by number) that pass now
         self.record_dir: Path | None = Path(opt("record")) if opt("record") else None
+        # pytest's default --tb: failures are shown grouped by cause (any other style shows each on its own)
+        self.grouped = config.getoption("tbstyle", "auto") == "auto"
         self.report_json: str | None = opt("report-json")
         self.report_md: str | None = opt("report-md")
         self.embedded: EmbeddedServers | None = None

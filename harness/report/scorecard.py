@@ -67,17 +67,19 @@ def _score_line(name: str, score: FamilyScore, width: int) -> str:
     return f"  {name:<{width}}  {score.score:>7}  {', '.join(extra)}".rstrip()
 
 
-def render_text(summary: Summary, *, each_skip: bool = True) -> str:
+def render_text(summary: Summary, *, each_skip: bool = True, table: bool = True) -> str:
     """Scores per family and the scenario × rule table of failures, for the terminal;
-    without ``each_skip``, the skipped scenarios are counted by reason instead of listed."""
+    without ``each_skip``, the skipped scenarios are counted by reason instead of listed;
+    without ``table``, the table is left out (the failures were shown grouped by cause)
+    and so are the scores per pair when the run played one."""
     out = ["scores per family (passed/ran; known failures and skips not counted as passed):"]
     fams = summary.families
     width = max([len(f) for f in fams] + [5])
     out.extend(_score_line(family, score, width) for family, score in fams.items())
     total = summary.total
     out.append(f"  {'total':<{width}}  {total.score:>7}")
-    pairs = summary.pairs
-    if len(pairs) > 1 or any(not p.endswith("?") for p in pairs):
+    pairs = summary.pairs if table else {p: s for p, s in summary.pairs.items() if s.ran}
+    if len(pairs) > 1 or (table and any(not p.endswith("?") for p in pairs)):
         out.append("scores per dialect pair (client → upstream):")
         pw = max(len(p) for p in pairs)
         out.extend(_score_line(pair, score, pw) for pair, score in pairs.items())
@@ -88,7 +90,9 @@ def render_text(summary: Summary, *, each_skip: bool = True) -> str:
         return "\n".join(out)
     out.append("")
     rules, rows = summary.broken_rules, summary.failing_items
-    if rules:
+    if rules and not table:
+        out.append(f"{len(rows)} scenario(s) broke {len(rules)} rule(s) (the scenario × rule table: -v)")
+    elif rules:
         id_width = max(len(i.label) for i in rows)
         out.append("rules failed per scenario (F fail, x known failure, . not broken; "
                    "scenarios without a failure left out):")
