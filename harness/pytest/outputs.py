@@ -27,22 +27,19 @@ def write_record(session: ConformanceSession, summary: Summary) -> None:
 
     Everything written here and by ``record_item`` goes through the session's redactor."""
     from harness.report.record import html_report
-    from harness.report.scorecard import render_text
     from harness.report.summary import rules_by_id
 
     assert session.record_dir is not None
-    failures = []
-    for record in sorted(session.records.values(), key=lambda r: r.scenario):
+    failures: dict[str, str] = {}
+    for record in summary.items:
         text_file = session.record_dir / "failures" / f"{record.scenario}.txt"
-        if record.outcome in ("failed", "error"):
-            text = text_file.read_text("utf-8") if text_file.is_file() else record.reason
-            failures.append((record.scenario, record.outcome, text))
+        if record.outcome in ("failed", "error") and text_file.is_file():
+            failures[record.scenario] = text_file.read_text("utf-8")
+    hars = {path.stem: f"har/{path.name}" for path in sorted((session.record_dir / "har").glob("*.har"))}
     report = session.record_dir / "report.html"
-    write_file(str(report), html_report(title="Tool-call conformance", context=session.context(),
-                                        score_card=render_text(summary), failures=failures, rules=rules_by_id(),
-                                        redactor=session.redactor))
-    hars = len(list((session.record_dir / "har").glob("*.har")))
-    session.known_note.append(f"record: {hars} HAR file(s) in {session.record_dir / 'har'}; report {report}")
+    write_file(str(report), html_report(title="Tool-call conformance", context=session.context(), summary=summary,
+                                        failures=failures, hars=hars, rules=rules_by_id(), redactor=session.redactor))
+    session.known_note.append(f"record: {len(hars)} HAR file(s) in {session.record_dir / 'har'}; report {report}")
 
 
 def record_item(session: ConformanceSession, run: ScenarioRun, failure: str | None) -> None:

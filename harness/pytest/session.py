@@ -257,6 +257,17 @@ class ConformanceSession:
             return "each scenario's own (natural)"
         return self.upstream_mode
 
+    def profile_label(self) -> str:
+        """The client profile the run plays, as the header and reports name it: a proxy under
+        test is taken to serve the default profile's clients unless told otherwise."""
+        from harness.core.dialects.clients import DEFAULT_PROFILE
+
+        if self.client_profile is not None:
+            return self.client_profile.name
+        if self.user_proxy_url:
+            return f"{DEFAULT_PROFILE.name} (the default for --proxy-url; other clients' scenarios skipped)"
+        return "each scenario's own"
+
     def context(self) -> dict[str, Any]:
         shared = self.shared
         return {
@@ -265,7 +276,7 @@ class ConformanceSession:
             "formats": sorted(self.formats) if self.formats is not None else "every format",
             "reference proxy": bool(shared and shared.embedded_proxy),
             "features": list(shared.features) if shared else [],
-            "client profile": self.client_profile.name if self.client_profile is not None else "each scenario's own",
+            "client profile": self.profile_label(),
             "strict": self.strict,
             "rechunk": self.rechunk,
             "rechunk seed": shared.seed if shared and self.rechunk else None,
