@@ -125,3 +125,27 @@ def test_chromium_renders_the_report_as_a_person_sees_it(tmp_path: Path) -> None
     subprocess.run([*common, "--window-size=1200,900", f"--screenshot={shot}", report.as_uri()],
                    capture_output=True, timeout=120, check=True)
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 10_000
+
+
+def test_the_markdown_report_states_the_configuration_in_words() -> None:
+    from harness.report.scorecard import render_markdown
+
+    text = render_markdown(RED)
+    assert "- **reference proxy**: no" in text and "- **rechunk**: none" in text and "- **strict**: no" in text
+    assert "False" not in text and ": 0\n" not in text
+
+
+def test_har_entries_start_when_their_request_was_sent() -> None:
+    from harness.core.dialects.clients import CLIENTS
+    from harness.core.exchange import Exchange, RecordedRequest
+    from harness.report.record import har
+
+    upstream = RecordedRequest("POST", "/v1/chat/completions", "", {}, {"model": "m"}, None, received_at=1_000.25)
+    exchanges = [(label, Exchange(label, CLIENTS["openai"], True, {"model": "m"}, {}, 200, started_at=sent,
+                                  upstream=(upstream,) if label == "first" else ()))
+                 for label, sent in (("first", 1_000.0), ("second", 1_001.0))]
+    entries = har(exchanges, proxy_url="http://127.0.0.1:1/v1", mock_url="http://127.0.0.1:2",
+                  redactor=Redactor.for_headers({}))["log"]["entries"]
+    started = [e["startedDateTime"] for e in entries]
+    assert started == sorted(started) and len(started) == 3
+    assert started[0].startswith("1970-01-01T00:16:40+") and started[1].startswith("1970-01-01T00:16:40.25")

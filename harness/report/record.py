@@ -25,7 +25,7 @@ from harness.core.redact import Redactor
 from harness.judge.readers.transcript import clip
 from harness.judge.rules.registry import Rule
 from harness.report.causes import Cause, finding, rule_line, unexpected
-from harness.report.summary import FamilyScore, Summary
+from harness.report.summary import FamilyScore, Summary, shown
 
 CREATOR = {"name": "toolcall-conformance", "version": "0.1"}
 
@@ -128,17 +128,6 @@ def _linked(text: str, rules: Mapping[str, Rule]) -> str:
     """Escaped ``text`` with every known rule id a link to its row."""
     return _RULE_ID.sub(lambda m: f'<a href="#rule-{m.group(1)}">{m.group(1)}</a>' if m.group(1) in rules
                         else m.group(1), html.escape(text))
-
-
-def shown(value: Any) -> str:
-    """A configuration value as a person reads it: yes/no, none, a list joined."""
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(map(str, value)) or "none"
-    if value is None or value == "" or value == 0:
-        return "none"
-    return str(value)
 
 
 def _e(text: object) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.report.summary import FamilyScore, Summary, rules_by_id
+from harness.report.summary import FamilyScore, Summary, rules_by_id, shown
 
 _TEXT_CELLS = {"pass": ".", "FAIL": "F", "xfail": "x", "skip": "s", "error": "E"}
 _MD_CELLS = {"pass": " ", "FAIL": "❌", "xfail": "⚠️", "skip": "⏭️", "error": "💥"}
@@ -114,10 +114,7 @@ def render_markdown(summary: Summary) -> str:
     """The same, as Markdown fit for a CI job summary."""
     total = summary.total
     out = ["## Tool-call conformance", ""]
-    for key, value in summary.context.items():
-        if value not in (None, "", [], ()):
-            shown = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-            out.append(f"- **{key}**: {shown}")
+    out += [f"- **{key}**: {shown(value)}" for key, value in summary.context.items()]
     out += ["", f"**Score: {total.score}** passed"
             + (f", {total.failed} failed" if total.failed else "")
             + (f", {total.xfailed} known failure(s)" if total.xfailed else "")

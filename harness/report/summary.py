@@ -16,6 +16,17 @@ from harness.judge.readers.transcript import Position, clip
 from harness.judge.rules import RULES, Rule
 
 
+def shown(value: Any) -> str:
+    """A configuration value as a person reads it in a report: yes/no, none, a list joined."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) or "none"
+    if value is None or value == "" or value == 0:
+        return "none"
+    return str(value)
+
+
 def rules_by_id() -> dict[str, Rule]:
     return dict(RULES)
 
