@@ -134,7 +134,7 @@ def write_score_card(session: ConformanceSession, terminalreporter: TerminalRepo
     tr.write_sep("=", "tool-call conformance")
     # Skipped scenarios are counted by reason; pytest's -v lists each.
     card = render_text(summarize(session.records.values(), session.context()), each_skip=tr.verbosity > 0,
-                       table=not session.grouped or tr.verbosity > 0)
+                       table=not session.grouped or tr.verbosity > 0, width=tr._tw.fullwidth)
     tr.write_line(session.redactor.text(card))
     if session.known is not None:
         for entry in session.known.unmatched(s.id for s in session.scenarios):

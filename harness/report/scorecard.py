@@ -9,6 +9,7 @@ by ``failure_report``. Both are re-exported here.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from harness.report.summary import FamilyScore, Summary, rules_by_id, shown
@@ -67,11 +68,13 @@ def _score_line(name: str, score: FamilyScore, width: int) -> str:
     return f"  {name:<{width}}  {score.score:>7}  {', '.join(extra)}".rstrip()
 
 
-def render_text(summary: Summary, *, each_skip: bool = True, table: bool = True) -> str:
+def render_text(summary: Summary, *, each_skip: bool = True, table: bool = True, width: int | None = None) -> str:
     """Scores per family and the scenario × rule table of failures, for the terminal;
     without ``each_skip``, the skipped scenarios are counted by reason instead of listed;
     without ``table``, the table is left out (the failures were shown grouped by cause)
-    and so are the scores per pair when the run played one."""
+    and so are the scores per pair when the run played one; with ``width``, the sentences
+    after the table are wrapped to it (the table's rows never are)."""
+    wrap_at = width
     out = ["scores per family (passed/ran; known failures and skips not counted as passed):"]
     fams = summary.families
     width = max([len(f) for f in fams] + [5])
@@ -100,14 +103,19 @@ def render_text(summary: Summary, *, each_skip: bool = True, table: bool = True)
         for item in rows:
             cells = "  ".join(f"{_TEXT_CELLS[summary.rule_cell(item, r)]:^{len(r)}}" for r in rules)
             out.append(f"  {item.label:<{id_width}}  {cells}")
+    tail: list[str] = []
     verdict = _verdict(summary)
     if verdict:
-        out.append(verdict)
-    out.extend(f"{n} scenario(s): {cause}" for cause, n in summary.causes)
+        tail.append(verdict)
+    tail.extend(f"{n} scenario(s): {cause}" for cause, n in summary.causes)
     if not each_skip:
-        out.extend(_skips_by_reason(summary))
-    out.extend(f"  {scenario}: {what}" for scenario, what in _left_out(summary, skips=each_skip))
-    return "\n".join(out)
+        tail.extend(_skips_by_reason(summary))
+    tail.extend(f"  {scenario}: {what}" for scenario, what in _left_out(summary, skips=each_skip))
+    if wrap_at is not None:
+        tail = [part for line in tail for part in textwrap.wrap(
+            line, max(wrap_at, 40), subsequent_indent=" " * (len(line) - len(line.lstrip()) + 2),
+            break_on_hyphens=False, break_long_words=False) or [line]]
+    return "\n".join(out + tail)
 
 
 def render_markdown(summary: Summary) -> str:
