@@ -42,7 +42,7 @@ JUDGE_CASES: list[tuple[str, list[str], str, list[str], list[str], int]] = [
     ("qwen-tools-single-call", ["SSE-004", "CALLS-001"], "failed", ["SSE-004"], ["CALLS-001"], 0),
     ("qwen-tools-single-call", ["CALLS-001"], "failed", [], ["CALLS-001"], 1),
     ("hermes-single", ["CALLS-001", "TEXT-001"], "xfailed", ["CALLS-001", "TEXT-001"], [], 0),
-    ("hermes-single", [], "failed", [], [], 1),
+    ("hermes-single", [], "passed", [], [], 0),  # a glob: some of its scenarios may pass (stale when none fails)
     ("plain-native-single", [], "passed", [], [], 0),
     ("plain-native-single", ["TOOL-002"], "failed", [], ["TOOL-002"], 0),
 ]

@@ -250,6 +250,12 @@ def scenario_mapping(
         "client": client,
         "expect": expect,
     }
+    if "stream_options" in client["request"]:
+        # A client's stream_options has no stream:false twin (a whole answer takes none): the scenario is
+        # played streamed only, as the library's own cases that carry it are.
+        mapping["stream_equivalence"] = False
+        notes.client_comment.append("stream_options: played streamed only (stream_equivalence: false above), "
+                                    "a whole answer takes none")
     return mapping, notes
 
 

@@ -182,7 +182,8 @@ def render_yaml(
         head += ["", "The import had to guess or drop something:"]
         head += [f"  - {w}" for w in notes.warnings]
     out = [_comment(head)]
-    identity = {k: mapping[k] for k in ("id", "title", "family", "tags", "source", "review") if k in mapping}
+    identity = {k: mapping[k] for k in ("id", "title", "family", "tags", "source", "review", "stream_equivalence")
+                if k in mapping}
     out.append("".join(_dump(k, _FlowList(v) if k == "tags" else v) for k, v in identity.items()))
     backend = dict(mapping["backend"])
     backend["frames"] = [_frame(f) for f in backend["frames"]]

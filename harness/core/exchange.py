@@ -119,3 +119,4 @@ class Exchange:
     # proxy still answer it? None when no such probe was made.
     survived: bool | None = None
     survival_detail: str | None = None
+    started_at: float = 0.0  # wall-clock time the request was sent (epoch seconds; 0: not known), for records

@@ -149,6 +149,8 @@ class RunHooks:
         if summary.nothing_checked and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED  # every scenario skipped: nothing was checked
         write_known_failures(self.session)
+        if self.session.stale_known and not self.session.update_known and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a glob entry that covers no failure any more
         if self.session.record_dir is not None:
             write_record(self.session, summary)
         write_reports(self.session, summary)
@@ -159,3 +161,25 @@ class RunHooks:
         from harness.pytest.outputs import write_score_card
 
         write_score_card(self.session, terminalreporter)
+
+
+class GroupedFailures:
+    """The failures grouped by cause, before pytest's own sections (registered beside the
+    hooks, as pytest takes one implementation of a hook per plugin)."""
+
+    def __init__(self, session: ConformanceSession) -> None:
+        self.session = session
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> Generator[None, None, None]:
+        """The failed items shown in a group are kept out of pytest's per-item sections (its
+        FAILURES and short summary), and put back for the counts of its last line."""
+        if self.session.worker or not self.session.grouped:
+            return (yield)
+        from harness.pytest.outputs import write_causes
+
+        taken = write_causes(self.session, terminalreporter)
+        try:
+            return (yield)
+        finally:
+            terminalreporter.stats.setdefault("failed", []).extend(taken)

@@ -168,7 +168,7 @@ class ScenarioItem(pytest.Item):
         self.record = item_record(scenario, profile, judgement.outcome, run=run,
                                   expected_rules=judgement.expected, notes=notes, upstream=upstream, cause=cause)
         self.record = replace(self.record, known_entries=tuple(e.number for e in judgement.expected.values()),
-                              stale_entries=stale)
+                              stale_entries=stale, replay=self._replay(run) if judgement.unexpected else "")
         for note in notes:
             self.user_properties.append(("conformance-note", note))
         if session.record_dir is not None:
@@ -180,6 +180,17 @@ class ScenarioItem(pytest.Item):
             pytest.xfail(judgement.xfail_reason)
         if judgement.outcome == "failed":
             raise ItemFailed(run, judgement)
+
+    def _replay(self, run: ScenarioRun) -> str:
+        """The command that replays the item's first failing exchange, secrets redacted."""
+        from harness.pytest.reproduce import replay_command
+
+        attempt = next((a for a in run.attempts if a.failures), None)
+        if attempt is None:
+            return ""
+        crossed = self.upstream if self.upstream is not self.scenario.backend.dialect else None
+        return self.conformance.redactor.text(
+            replay_command(self.conformance, run.scenario, run.profile, attempt, crossed, by_path=True))
 
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from harness.pytest.hooks import RunHooks
+from harness.pytest.hooks import GroupedFailures, RunHooks
 from harness.pytest.session import SESSION_PLUGIN, WORKER_KEY, ConformanceSession
 from harness.run.options import BY_NAME, OPTIONS
 
@@ -64,6 +64,7 @@ def pytest_configure(config: pytest.Config) -> None:
     session.start()
     config.pluginmanager.register(session, SESSION_PLUGIN)
     config.pluginmanager.register(RunHooks(session), SESSION_PLUGIN + "-hooks")
+    config.pluginmanager.register(GroupedFailures(session), SESSION_PLUGIN + "-causes")
 
 
 @pytest.hookimpl(optionalhook=True)

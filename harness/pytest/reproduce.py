@@ -18,12 +18,14 @@ if TYPE_CHECKING:
 
 
 def replay_command(session: ConformanceSession, scenario: Scenario, profile: Profile, attempt: Attempt,
-                   upstream: WireDialect | None = None) -> str:
-    """The replay command for one exchange, written from the option table."""
+                   upstream: WireDialect | None = None, *, by_path: bool = False) -> str:
+    """The replay command for one exchange, written from the option table; ``by_path``
+    names the scenario by its file (shorter than its id and the run's ``--scenarios``)."""
     shared = session.shared
     assert shared is not None
-    values: dict[str, Any] = {"scenarios": session.dirs, "strict": session.strict, "model": session.models.as_options(),
-                              "timeout": session.timeout}
+    path = shown_path(scenario.path) if by_path and scenario.path and attempt.kind != "isolation" else None
+    values: dict[str, Any] = {"scenarios": [] if path else session.dirs, "strict": session.strict,
+                              "model": session.models.as_options(), "timeout": session.timeout}
     if not shared.embedded_proxy:
         values["proxy-url"] = shared.proxy_url
         if shared.mock_served:
@@ -43,7 +45,7 @@ def replay_command(session: ConformanceSession, scenario: Scenario, profile: Pro
     if attempt.kind == "isolation":
         args = [*program(), "run", "-k", scenario.id, *replay_args(values)]
     else:
-        args = [*program(), "replay", scenario.id, *replay_args(values)]
+        args = [*program(), "replay", path or scenario.id, *replay_args(values)]
     if attempt.kind in ("non-stream", "equivalence") and scenario.streams:
         args.append("--no-stream")
     if attempt.variant is not None:
@@ -55,3 +57,14 @@ def replay_command(session: ConformanceSession, scenario: Scenario, profile: Pro
         command += "\nreproduce the smallest split: " + shlex.join(
             [*args, "--split", ",".join(map(str, attempt.shrunk.splits))])
     return command
+
+
+def shown_path(path: str) -> str:
+    """A scenario file as the user's shell reaches it: relative to the current folder when under it."""
+    from pathlib import Path
+
+    target = Path(path).resolve()
+    try:
+        return str(target.relative_to(Path.cwd()))
+    except ValueError:
+        return str(target)

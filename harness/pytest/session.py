@@ -136,7 +136,10 @@ class ConformanceSession:
             except ConformanceError as exc:
                 raise usage_error(str(exc)) from exc
         self.known_note: list[str] = []  # what writing the known-failures file did, for the summary
+        self.stale_known: list[int] = []  # known-failure entries (by number) that pass now
         self.record_dir: Path | None = Path(opt("record")) if opt("record") else None
+        # pytest's default --tb: failures are shown grouped by cause (any other style shows each on its own)
+        self.grouped = config.getoption("tbstyle", "auto") == "auto"
         self.report_json: str | None = opt("report-json")
         self.report_md: str | None = opt("report-md")
         self.embedded: EmbeddedServers | None = None
@@ -273,6 +276,17 @@ class ConformanceSession:
             return "each scenario's own (natural)"
         return self.upstream_mode
 
+    def profile_label(self) -> str:
+        """The client profile the run plays, as the header and reports name it: a proxy under
+        test is taken to serve the default profile's clients unless told otherwise."""
+        from harness.core.dialects.clients import DEFAULT_PROFILE
+
+        if self.client_profile is not None:
+            return self.client_profile.name
+        if self.user_proxy_url:
+            return f"{DEFAULT_PROFILE.name} (the default for --proxy-url; other clients' scenarios skipped)"
+        return "each scenario's own"
+
     def context(self) -> dict[str, Any]:
         shared = self.shared
         return {
@@ -281,7 +295,7 @@ class ConformanceSession:
             "formats": sorted(self.formats) if self.formats is not None else "every format",
             "reference proxy": bool(shared and shared.embedded_proxy),
             "features": list(shared.features) if shared else [],
-            "client profile": self.client_profile.name if self.client_profile is not None else "each scenario's own",
+            "client profile": self.profile_label(),
             "strict": self.strict,
             "rechunk": self.rechunk,
             "rechunk seed": shared.seed if shared and self.rechunk else None,

@@ -1,16 +1,22 @@
 """Known failures: the list a proxy's CI keeps of what it does not do yet.
 
-A YAML file of entries ``{scenario: id-or-glob, rule: id (optional), reason: text}``,
+A YAML file of entries ``{scenario: id-or-glob, rule: id or [ids] (optional), reason: text}``,
 either as the whole document or under a top-level ``known_failures:`` key. A failure
-an entry covers is reported as expected; an entry whose failure no longer happens
-fails the item (strict), so the file never silently rots; any other failure fails
-the run as usual.
+an entry covers is reported as expected; any other failure fails the run as usual. An
+entry whose failure no longer happens fails the run too (strict), so the file never
+silently rots: an entry naming one scenario as soon as that scenario passes, an entry
+with a glob (``hermes-*``, one cause across a family) once no scenario it names fails
+its rules any more.
+
+The writer proposes entries a person can keep: one per cause (``harness.report.causes``)
+and family, a glob where the cause breaks several scenarios of a family, with one reason
+taken from the failure.
 """
 
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -18,6 +24,7 @@ from typing import Any, Literal
 import yaml
 
 from harness.core.errors import ConformanceError
+from harness.report.causes import Cause
 
 _KEYS = ("scenario", "rule", "reason")
 
@@ -26,10 +33,13 @@ class KnownFailuresError(ConformanceError):
     """The known-failures file is unusable; the message names file, entry and field."""
 
 
+_GLOB = frozenset("*?[")
+
+
 @dataclass(frozen=True)
 class KnownFailure:
     scenario: str  # an id or an fnmatch glob
-    rule: str | None  # None: any rule
+    rules: tuple[str, ...]  # empty: any rule
     reason: str
     number: int  # 1-based position in the file, for messages
     line: int | None = None
@@ -37,8 +47,16 @@ class KnownFailure:
     def matches(self, scenario_id: str) -> bool:
         return fnmatch.fnmatchcase(scenario_id, self.scenario)
 
+    def covers(self, rule_id: str) -> bool:
+        return not self.rules or rule_id in self.rules
+
+    @property
+    def glob(self) -> bool:
+        """Names a family of scenarios, some of which may pass: stale only when none fails."""
+        return bool(_GLOB & set(self.scenario))
+
     def describe(self) -> str:
-        rule = f", rule {self.rule}" if self.rule else ", any rule"
+        rule = f", rule {', '.join(self.rules)}" if self.rules else ", any rule"
         return f"entry {self.number} (scenario {self.scenario}{rule}: {self.reason})"
 
 
@@ -84,16 +102,20 @@ def parse_known_failures(
         scenario, rule, reason = item.get("scenario"), item.get("rule"), item.get("reason")
         if not isinstance(scenario, str) or not scenario.strip():
             problems.append(f"{where}: 'scenario' must be a scenario id or glob")
-        if rule is not None and (not isinstance(rule, str) or not rule.strip()):
-            problems.append(f"{where}: 'rule' must be a rule id (leave it out to cover any rule)")
-        elif isinstance(rule, str) and known_rules is not None and rule not in known_rules:
-            close = ", ".join(sorted(r for r in known_rules if r.split("-")[0] == rule.split("-")[0])[:12])
-            hint = f" (rules of that group: {close})" if close else ""
-            problems.append(f"{where}: unknown rule {rule!r}{hint}")
+        named = [rule] if isinstance(rule, str) else rule if isinstance(rule, list) and rule else None
+        if rule is not None and (named is None or not all(isinstance(r, str) and r.strip() for r in named)):
+            problems.append(f"{where}: 'rule' must be a rule id or a list of them (leave it out to cover any rule)")
+            named = None
+        for one in named or ():
+            if known_rules is not None and one.strip() not in known_rules:
+                close = ", ".join(sorted(r for r in known_rules if r.split("-")[0] == one.split("-")[0])[:12])
+                hint = f" (rules of that group: {close})" if close else ""
+                problems.append(f"{where}: unknown rule {one!r}{hint}")
         if not isinstance(reason, str) or not reason.strip():
             problems.append(f"{where}: 'reason' must say why this failure is accepted")
-        if isinstance(scenario, str) and isinstance(reason, str) and (rule is None or isinstance(rule, str)):
-            entries.append(KnownFailure(scenario.strip(), rule.strip() if rule else None, reason.strip(), i, line))
+        if isinstance(scenario, str) and isinstance(reason, str) and (rule is None or named is not None):
+            entries.append(KnownFailure(scenario.strip(), tuple(r.strip() for r in named or ()), reason.strip(), i,
+                                        line))
     if problems:
         raise KnownFailuresError("invalid known-failures file:\n" + "\n".join(problems))
     return KnownFailures(path, tuple(entries))
@@ -148,11 +170,13 @@ def judge(scenario_id: str, failed_rules: Sequence[str], known: KnownFailures | 
     failed = list(dict.fromkeys(failed_rules))
     expected: dict[str, KnownFailure] = {}
     for rule in failed:
-        entry = next((e for e in entries if e.rule == rule), None) or next((e for e in entries if e.rule is None), None)
+        entry = next((e for e in entries if e.rules and rule in e.rules), None) or next(
+            (e for e in entries if not e.rules), None)
         if entry is not None:
             expected[rule] = entry
     unexpected = tuple(r for r in failed if r not in expected)
-    stale = tuple(e for e in entries if (e.rule is None and not failed) or (e.rule is not None and e.rule not in failed))
+    # A glob names scenarios some of which may pass; whether it still covers anything is the run's to say.
+    stale = tuple(e for e in entries if not e.glob and not any(e.covers(r) for r in failed))
     outcome: Outcome
     if unexpected or stale:
         outcome = "failed"
@@ -168,10 +192,10 @@ def judge(scenario_id: str, failed_rules: Sequence[str], known: KnownFailures | 
 
 @dataclass(frozen=True)
 class Entry:
-    """One entry as written: what ``run --write-known-failures`` records for a failure."""
+    """One entry as written: what ``run --write-known-failures`` records for a cause."""
 
     scenario: str
-    rule: str | None
+    rules: tuple[str, ...]  # empty: any rule
     reason: str
 
 
@@ -187,9 +211,9 @@ def render_known_failures(entries: Iterable[Entry], *, name: str, origin: str) -
     diff in review shows one line per accepted failure)."""
     lines = [HEADER.format(name=name, origin=origin).rstrip("\n")]
     for entry in entries:
-        item: dict[str, str] = {"scenario": entry.scenario}
-        if entry.rule is not None:
-            item["rule"] = entry.rule
+        item: dict[str, str | list[str]] = {"scenario": entry.scenario}
+        if entry.rules:
+            item["rule"] = entry.rules[0] if len(entry.rules) == 1 else list(entry.rules)
         item["reason"] = entry.reason
         lines.append("- " + yaml.safe_dump(item, default_flow_style=True, sort_keys=False, allow_unicode=True,
                                            width=10_000).strip())
@@ -198,19 +222,47 @@ def render_known_failures(entries: Iterable[Entry], *, name: str, origin: str) -
     return "\n".join(lines) + "\n"
 
 
-def entries_from_failures(failures: Iterable[tuple[str, str, str]], known: KnownFailures | None) -> list[Entry]:
-    """One entry per failed (scenario, rule, message), in order: an existing entry's
-    reason is kept; a new one gets the failure's own message, to be reworded by a person."""
-    out: dict[tuple[str, str], Entry] = {}
-    for scenario, rule, message in failures:
-        if (scenario, rule) in out:
-            continue
-        covering = [e for e in (known.for_scenario(scenario) if known else []) if e.rule in (rule, None)]
-        reason = covering[0].reason if covering else f"fails: {message}"
-        out[(scenario, rule)] = Entry(scenario, rule, reason)
-    return list(out.values())
+def stale_globs(known: KnownFailures, used: Collection[int], played: Iterable[str]) -> list[KnownFailure]:
+    """The glob entries that name a scenario the run played but covered none of its failures."""
+    ids = list(played)
+    return [e for e in known.entries if e.glob and e.number not in used and any(e.matches(i) for i in ids)]
+
+
+def reason_from(message: str, rule: str) -> str:
+    """A reason a person can read, from a failure: the rule and what went wrong, in one line."""
+    first = message.splitlines()[0] if message else ""
+    return f"{rule}: {first}" if first else f"breaks {rule}"
+
+
+def entries_from_causes(causes: Sequence[Cause], played: Mapping[str, Sequence[str]],
+                        known: KnownFailures | None) -> list[Entry]:
+    """One entry per cause and family: ``family-*`` with the cause's rules when the cause
+    broke two or more of the family's scenarios (or every one it played), else the
+    scenario's id; one reason for the cause, taken from its first failure (an existing
+    entry's reason is kept). ``played`` lists the scenarios played per family."""
+    out: list[Entry] = []
+    for cause in causes:
+        first = cause.items[0]
+        own = next((f for f in first.failures if f.rule == cause.rule), first.failures[0])
+        reason = reason_from(own.message, cause.rule)
+        families: dict[str, list[str]] = {}
+        for item in cause.items:
+            families.setdefault(item.family, []).append(item.scenario)
+        for family, scenarios in families.items():
+            ids = list(dict.fromkeys(scenarios))
+            rules = tuple(sorted({f.rule for i in cause.items if i.family == family for f in i.failures},
+                                 key=list(cause.rules).index))
+            glob = f"{family}-*"
+            whole = all(fnmatch.fnmatchcase(s, glob) for s in ids) and (
+                len(ids) > 1 or set(played.get(family, ())) <= set(ids))
+            names = [glob] if whole else ids
+            for name in names:
+                kept = next((e.reason for e in (known.entries if known else ())
+                             if e.scenario == name or (not e.glob and e.matches(name))), None)
+                out.append(Entry(name, rules, kept or reason))
+    return out
 
 
 def pruned(known: KnownFailures, dropped: Collection[int]) -> list[Entry]:
     """The file's entries without those numbered in ``dropped``."""
-    return [Entry(e.scenario, e.rule, e.reason) for e in known.entries if e.number not in dropped]
+    return [Entry(e.scenario, e.rules, e.reason) for e in known.entries if e.number not in dropped]

@@ -9,9 +9,10 @@ by ``failure_report``. Both are re-exported here.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
-from harness.report.summary import FamilyScore, Summary, rules_by_id
+from harness.report.summary import FamilyScore, Summary, rules_by_id, shown
 
 _TEXT_CELLS = {"pass": ".", "FAIL": "F", "xfail": "x", "skip": "s", "error": "E"}
 _MD_CELLS = {"pass": " ", "FAIL": "❌", "xfail": "⚠️", "skip": "⏭️", "error": "💥"}
@@ -67,17 +68,21 @@ def _score_line(name: str, score: FamilyScore, width: int) -> str:
     return f"  {name:<{width}}  {score.score:>7}  {', '.join(extra)}".rstrip()
 
 
-def render_text(summary: Summary, *, each_skip: bool = True) -> str:
+def render_text(summary: Summary, *, each_skip: bool = True, table: bool = True, width: int | None = None) -> str:
     """Scores per family and the scenario × rule table of failures, for the terminal;
-    without ``each_skip``, the skipped scenarios are counted by reason instead of listed."""
+    without ``each_skip``, the skipped scenarios are counted by reason instead of listed;
+    without ``table``, the table is left out (the failures were shown grouped by cause)
+    and so are the scores per pair when the run played one; with ``width``, the sentences
+    after the table are wrapped to it (the table's rows never are)."""
+    wrap_at = width
     out = ["scores per family (passed/ran; known failures and skips not counted as passed):"]
     fams = summary.families
     width = max([len(f) for f in fams] + [5])
     out.extend(_score_line(family, score, width) for family, score in fams.items())
     total = summary.total
     out.append(f"  {'total':<{width}}  {total.score:>7}")
-    pairs = summary.pairs
-    if len(pairs) > 1 or any(not p.endswith("?") for p in pairs):
+    pairs = summary.pairs if table else {p: s for p, s in summary.pairs.items() if s.ran}
+    if len(pairs) > 1 or (table and any(not p.endswith("?") for p in pairs)):
         out.append("scores per dialect pair (client → upstream):")
         pw = max(len(p) for p in pairs)
         out.extend(_score_line(pair, score, pw) for pair, score in pairs.items())
@@ -88,7 +93,9 @@ def render_text(summary: Summary, *, each_skip: bool = True) -> str:
         return "\n".join(out)
     out.append("")
     rules, rows = summary.broken_rules, summary.failing_items
-    if rules:
+    if rules and not table:
+        out.append(f"{len(rows)} scenario(s) broke {len(rules)} rule(s) (the scenario × rule table: -v)")
+    elif rules:
         id_width = max(len(i.label) for i in rows)
         out.append("rules failed per scenario (F fail, x known failure, . not broken; "
                    "scenarios without a failure left out):")
@@ -96,24 +103,26 @@ def render_text(summary: Summary, *, each_skip: bool = True) -> str:
         for item in rows:
             cells = "  ".join(f"{_TEXT_CELLS[summary.rule_cell(item, r)]:^{len(r)}}" for r in rules)
             out.append(f"  {item.label:<{id_width}}  {cells}")
+    tail: list[str] = []
     verdict = _verdict(summary)
     if verdict:
-        out.append(verdict)
-    out.extend(f"{n} scenario(s): {cause}" for cause, n in summary.causes)
+        tail.append(verdict)
+    tail.extend(f"{n} scenario(s): {cause}" for cause, n in summary.causes)
     if not each_skip:
-        out.extend(_skips_by_reason(summary))
-    out.extend(f"  {scenario}: {what}" for scenario, what in _left_out(summary, skips=each_skip))
-    return "\n".join(out)
+        tail.extend(_skips_by_reason(summary))
+    tail.extend(f"  {scenario}: {what}" for scenario, what in _left_out(summary, skips=each_skip))
+    if wrap_at is not None:
+        tail = [part for line in tail for part in textwrap.wrap(
+            line, max(wrap_at, 40), subsequent_indent=" " * (len(line) - len(line.lstrip()) + 2),
+            break_on_hyphens=False, break_long_words=False) or [line]]
+    return "\n".join(out + tail)
 
 
 def render_markdown(summary: Summary) -> str:
     """The same, as Markdown fit for a CI job summary."""
     total = summary.total
     out = ["## Tool-call conformance", ""]
-    for key, value in summary.context.items():
-        if value not in (None, "", [], ()):
-            shown = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-            out.append(f"- **{key}**: {shown}")
+    out += [f"- **{key}**: {shown(value)}" for key, value in summary.context.items()]
     out += ["", f"**Score: {total.score}** passed"
             + (f", {total.failed} failed" if total.failed else "")
             + (f", {total.xfailed} known failure(s)" if total.xfailed else "")

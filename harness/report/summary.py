@@ -12,8 +12,19 @@ from harness.core.dialects import WireDialect
 from harness.core.dialects.clients import CLIENTS, ClientProfile
 from harness.core.records import ScenarioRun
 from harness.core.scenario.model import Scenario
-from harness.judge.readers.transcript import clip
+from harness.judge.readers.transcript import Position, clip
 from harness.judge.rules import RULES, Rule
+
+
+def shown(value: Any) -> str:
+    """A configuration value as a person reads it in a report: yes/no, none, a list joined."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) or "none"
+    if value is None or value == "" or value == 0:
+        return "none"
+    return str(value)
 
 
 def rules_by_id() -> dict[str, Rule]:
@@ -36,6 +47,7 @@ class FailureRecord:
     attempt: str
     message: str
     expected: bool  # listed in the known-failures file
+    where: str = ""  # where in the answer it happened (event, byte, character), when the rule says
 
 
 @dataclass(frozen=True)
@@ -55,6 +67,7 @@ class ItemRecord:
     upstream: str = ""  # the dialect the backend was served in
     cause: str = ""  # a cause the failure may share with others (an HTTP status, an unhealthy proxy)
     own_profile: bool = True  # played by the client the scenario was written for
+    replay: str = ""  # the command that replays the first failing exchange
 
     @property
     def pair(self) -> str:
@@ -87,6 +100,7 @@ class ItemRecord:
             "notes": list(self.notes),
             "known_entries": list(self.known_entries),
             "stale_entries": list(self.stale_entries),
+            "replay": self.replay,
         }
 
     @classmethod
@@ -103,6 +117,7 @@ class ItemRecord:
             stale_entries=tuple(int(n) for n in data.get("stale_entries", ())),
             upstream=data.get("upstream", ""),
             cause=data.get("cause", ""),
+            replay=data.get("replay", ""),
         )
 
 
@@ -131,6 +146,7 @@ def item_record(
                 attempt=attempt.label,
                 message=clip(failure.message, 400),
                 expected=failure.rule_id in known,
+                where=position.describe() if (position := Position.of(failure.evidence)).known else "",
             )
         )
     return ItemRecord(scenario.id, scenario.family, profile.name, outcome, reason, tuple(failures), tuple(notes),

@@ -17,7 +17,7 @@ from difflib import get_close_matches
 from typing import Any, Literal, TypeVar
 
 from harness.core.dialects import DIALECTS, dialect_choices
-from harness.core.dialects.clients import CLIENTS, OLD_NAMES
+from harness.core.dialects.clients import CLIENTS, DEFAULT_PROFILE, OLD_NAMES
 
 PYTEST_PREFIX = "--conformance-"
 DEFAULT_TIMEOUT = 10.0
@@ -83,7 +83,8 @@ OPTIONS: tuple[Option, ...] = (
     Option("mock-port", "Port of the mock backend (default: a free port, printed in the header).", type=int,
            default=0, metavar="PORT", replay=True),
     Option("mock-url", "Use a mock backend that is already running at URL.", metavar="URL", replay=True),
-    Option("client-profile", "Run every scenario under this client profile (default: each scenario's own).",
+    Option("client-profile", f"Run every scenario under this client profile (default: {DEFAULT_PROFILE.name} with --proxy-url, "
+           "each scenario's own with the bundled reference proxy).",
            choices=PROFILE_CHOICES, replay=True),
     Option("upstream-dialect", f"The dialect the proxy calls upstream: {dialect_choices('or')} (every scenario's backend is "
            "served in it), natural (each scenario's own; the default with --proxy-url) or all (every pair, with the "

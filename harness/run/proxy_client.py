@@ -109,6 +109,7 @@ class _Received:
     elapsed: float = 0.0
     timed_out: bool = False
     error: str | None = None
+    started_at: float = 0.0  # wall clock when the request was sent, for records
 
     def add(self, chunk: bytes, start: float) -> None:
         if chunk:
@@ -187,6 +188,7 @@ def _fetch(url: str, body: bytes, headers: Mapping[str, str], timeout: float, *,
     mock (``backend``) each time the deadline known so far is reached (or, with
     ``hang_up``, only until its first bytes)."""
     got = _Received()
+    got.started_at = time.time()
     start = time.monotonic()
 
     async def fetch() -> None:
@@ -297,6 +299,7 @@ def run_exchange(
         backend_seconds=activity.busy_seconds,
         survived=survived,
         survival_detail=detail,
+        started_at=got.started_at,
     )
 
 
