@@ -28,7 +28,7 @@ from harness.run.options import BY_NAME
 from mock_backends.registry import PLANNERS
 from mock_backends.routes import ROUTES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Every table keyed by a dialect object: each must hold every registered dialect.
 DIALECT_TABLES: dict[str, Mapping[WireDialect, Any]] = {

@@ -20,7 +20,7 @@ from harness.cli.main import main
 from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES
 from harness.core.exchange import RecordedAnswer, RecordedRequest
 
-FIXTURES = Path(__file__).parent / "fixtures" / "agents"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
 
 
 def events(agent: str, name: str) -> str:
