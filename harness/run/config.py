@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -114,10 +114,6 @@ class RunConfig:
             "record": Path(raw["record"]) if raw["record"] else None, "given": given,
         }
         return cls(**parsed)
-
-    def with_proxy(self, proxy_url: str | None) -> RunConfig:
-        """The same configuration in front of another proxy (a command that serves its own)."""
-        return RunConfig(**{f.name: getattr(self, f.name) for f in fields(self)} | {"proxy_url": _url(proxy_url)})
 
 
 def shared_options(*names: str, defaults: Mapping[str, Any] | None = None) -> Callable[[F], F]:
