@@ -98,20 +98,20 @@ class Deliveries:
 
     def rescued(self, name: str, arguments: str) -> bool:
         """Whether a rescued call is delivered (False: the same call already came natively)."""
-        if self._ledger.admit_rescued(name, arguments):
-            self.stats.rescued += 1
-            self.count += 1
-            return True
-        self.stats.duplicates += 1
-        log.info("dropped rescued call %s: the same call already came natively", name)
-        return False
+        return self._counted(self._ledger.admit_rescued(name, arguments), "rescued", name,
+                             "dropped rescued call %s: the same call already came natively")
 
     def native(self, name: str, arguments: str) -> bool:
         """Whether a native call is delivered (False: the same call was already rescued)."""
-        if self._ledger.admit_native(name, arguments if arguments.strip() else "{}"):
-            self.stats.native += 1
+        return self._counted(self._ledger.admit_native(name, arguments if arguments.strip() else "{}"), "native",
+                             name, "dropped native call %s: the same call was already rescued from the text")
+
+    def _counted(self, admitted: bool, kind: str, name: str, dropped: str) -> bool:
+        """Count a call the ledger admitted (as ``kind``) or dropped as a duplicate."""
+        if admitted:
+            setattr(self.stats, kind, getattr(self.stats, kind) + 1)
             self.count += 1
-            return True
-        self.stats.duplicates += 1
-        log.info("dropped native call %s: the same call was already rescued from the text", name)
-        return False
+        else:
+            self.stats.duplicates += 1
+            log.info(dropped, name)
+        return admitted

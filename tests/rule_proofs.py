@@ -1,7 +1,7 @@
 """Where each rule is proven: the unit cases that break it and the mutants it catches.
 
 ``docs/rules.md`` shows them next to each rule's function; ``python tests/rule_proofs.py``
-rewrites that file, and ``tests/test_rules.py`` keeps it fresh and fails when a rule has
+rewrites that file, and ``tests/judge/test_rules.py`` keeps it fresh and fails when a rule has
 no breaking case or no mutant. It is the one index of the rule case files: each file
 judges its own cases, and the checks that span them all ask ``families()``.
 """
@@ -18,6 +18,11 @@ from harness.judge.rules import Options
 from harness.judge.rules.report import Proof
 
 ROOT = Path(__file__).resolve().parent.parent
+# The test modules whose cases prove the rules, each in the test package of what it tests (pytest puts a
+# test module's folder on the path only when it collects that module).
+for _folder in ("judge", "run"):
+    if str(ROOT / "tests" / _folder) not in sys.path:
+        sys.path.append(str(ROOT / "tests" / _folder))
 
 
 # A file's rule cases: (correct answers, broken answers, the strict options a case is judged under).

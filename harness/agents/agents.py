@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.agents.base import Agent, Invocation, RunDirs, ToolRun, Transcript, base_env, json_events
+from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect
 
 API_KEY = "sk-conformance"  # a throwaway key: the proxy and the mock accept any
 MODEL = "conformance-model"  # a name no agent knows: Codex then uses its plain tool set
@@ -23,8 +24,8 @@ MODEL = "conformance-model"  # a name no agent knows: Codex then uses its plain 
 class ClaudeCode:
     id = "claude-code"
     title = "Claude Code"
-    client_dialect = "anthropic"
-    upstreams: tuple[str, ...] = ("openai", "anthropic", "responses")
+    client_dialect = ANTHROPIC
+    upstreams: tuple[WireDialect, ...] = (OPENAI, ANTHROPIC, RESPONSES)
     tool = "Bash"
 
     def arguments(self, command: str) -> dict[str, Any]:
@@ -77,8 +78,8 @@ class ClaudeCode:
 class Codex:
     id = "codex"
     title = "Codex CLI"
-    client_dialect = "responses"
-    upstreams: tuple[str, ...] = ("responses", "openai")
+    client_dialect = RESPONSES
+    upstreams: tuple[WireDialect, ...] = (RESPONSES, OPENAI)
     tool = "exec_command"
 
     def arguments(self, command: str) -> dict[str, Any]:
@@ -138,8 +139,8 @@ exporter = "none"
 class OpenCode:
     id = "opencode"
     title = "OpenCode"
-    client_dialect = "openai"
-    upstreams: tuple[str, ...] = ("openai", "anthropic", "responses")
+    client_dialect = OPENAI
+    upstreams: tuple[WireDialect, ...] = (OPENAI, ANTHROPIC, RESPONSES)
     tool = "bash"
 
     def arguments(self, command: str) -> dict[str, Any]:

@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness.core.dialects import WireDialect
+
 
 @dataclass(frozen=True)
 class RunDirs:
@@ -68,8 +70,8 @@ class Agent(Protocol):
 
     id: str  # "claude-code", "codex", "opencode"
     title: str
-    client_dialect: str  # the API it calls: "anthropic" (Messages), "responses", "openai" (Chat)
-    upstreams: tuple[str, ...]  # the upstream dialects it is played against
+    client_dialect: WireDialect  # the API it calls
+    upstreams: tuple[WireDialect, ...]  # the upstream dialects it is played against
     tool: str  # its own tool that runs a shell command
 
     def arguments(self, command: str) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from harness.agents.base import RunDirs, Transcript
 from harness.agents.cases import FINAL_TEXT, PROMPT, RESULT_FILE, Case
 from harness.agents.install import Installed
 from harness.agents.judge import Facts, Failure, judge
-from harness.core.dialects import dialect
+from harness.core.dialects import WireDialect
 from harness.core.exchange import RecordedRequest
 from harness.run.embedded import EmbeddedServers
 from mock_backends.control import MockControl
@@ -57,20 +57,19 @@ class Target:
     proxy_url: str | None = None  # external proxy's base URL (.../v1)
     mock_host: str = "127.0.0.1"
     mock_port: int = 0
-    upstream: str = "native"  # the external proxy's upstream dialect ("native": each client's own)
+    upstream: WireDialect | None = None  # the external proxy's upstream dialect (None: each client's own)
     started: list[EmbeddedServers] = field(default_factory=list)
 
     def plays(self, case: Case) -> bool:
         if self.proxy_url is None:
             return True
-        wanted = case.agent.client_dialect if self.upstream == "native" else self.upstream
-        return case.upstream == wanted
+        return case.upstream is (self.upstream or case.agent.client_dialect)
 
     @contextmanager
     def servers(self, case: Case) -> Iterator[tuple[str, str]]:
         """(mock root URL, the proxy's root URL the agent is pointed at)."""
         if self.proxy_url is None:
-            with EmbeddedServers(upstream_dialects=(case.upstream,)) as urls:
+            with EmbeddedServers(upstream_dialects=(case.upstream.name,)) as urls:
                 assert urls.proxy_url is not None
                 yield urls.mock_url, _root(urls.proxy_url)
         else:
@@ -105,7 +104,7 @@ def play(case: Case, installed: Installed, target: Target, *, cache: Path, timeo
         result = dirs.work / RESULT_FILE
         content = result.read_text("utf-8", "replace") if result.is_file() else None
         transcript = case.agent.read_events(stdout)
-        facts = Facts(case.agent.tool, dialect(case.upstream), exit_code, timeout, transcript, content, case.content,
+        facts = Facts(case.agent.tool, case.upstream, exit_code, timeout, transcript, content, case.content,
                       FINAL_TEXT, requests)
         failures = judge(facts)
         seconds = time.monotonic() - started

@@ -40,7 +40,7 @@ from harness.judge.readers.sse import is_done_like, parse_events
 class _Response(StreamParts):
     """What a chat-completions response said, gathered chunk by chunk."""
 
-    DIALECT: ClassVar[Dialect] = "openai"
+    DIALECT: ClassVar[Dialect] = OPENAI
     FINISH: ClassVar[str] = OPENAI.finish_field
     END: ClassVar[str] = OPENAI.stream_end
 

@@ -13,7 +13,6 @@ from harness.capture.messages import MessagesParts
 from harness.capture.model import Capture, CaptureFormat, Dialect
 from harness.capture.secrets import Secrets
 from harness.capture.text import decode_text, parse_json, request_dialect
-from harness.core.dialects import dialect as wire_dialect
 from harness.core.dialects.frames import ContentFrame
 from harness.core.redact import looks_like_key
 
@@ -68,8 +67,8 @@ def make_capture(
     asked = request.dialect if request is not None else None
     if asked is not None and asked != dialect:
         raise CaptureError(
-            f"{origin}: the request is a {wire_dialect(asked).short_name} request but the response is a "
-            f"{wire_dialect(dialect).short_name} answer; "
+            f"{origin}: the request is a {asked.short_name} request but the response is a "
+            f"{dialect.short_name} answer; "
             "a capture holds one exchange"
         )
     warnings = [*secrets.warnings(origin), *resp.summary_warnings(origin)]

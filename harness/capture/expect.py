@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.capture.model import Capture, Dialect
-from harness.core.dialects import dialect as wire_dialect
+from harness.core.dialects import ANTHROPIC, OPENAI
 from harness.core.dialects.frames import ContentFrame, Frame, ToolCallFrame, ToolUseFrame
 from reference_proxy.anthropic_message import finish_message
 from reference_proxy.dedup import call_key
@@ -95,13 +95,13 @@ _JSON_TYPES: tuple[tuple[type, str], ...] = (
 )
 
 
-def inferred_tool(name: str, arguments: Mapping[str, Any] | None, dialect: Dialect = "openai") -> dict[str, Any]:
+def inferred_tool(name: str, arguments: Mapping[str, Any] | None, dialect: Dialect = OPENAI) -> dict[str, Any]:
     """A tool definition of ``dialect`` guessed from one call's arguments."""
     properties: dict[str, Any] = {}
     for key, value in (arguments or {}).items():
         kind = next((t for cls, t in _JSON_TYPES if isinstance(value, cls)), None)
         properties[key] = {"type": kind} if kind else {}
-    return wire_dialect(dialect).requests.tool(name, {"type": "object", "properties": properties})
+    return dialect.requests.tool(name, {"type": "object", "properties": properties})
 
 
 def _arguments(text: str) -> dict[str, Any] | None:
@@ -254,7 +254,7 @@ class Reading:
 
 
 READINGS: Mapping[Dialect, Reading] = {
-    "openai": Reading(tools_from_request, tools_from_request, chat_expectation),
-    "anthropic": Reading(lambda request: list(anthropic_tools(request)), _messages_offered,
+    OPENAI: Reading(tools_from_request, tools_from_request, chat_expectation),
+    ANTHROPIC: Reading(lambda request: list(anthropic_tools(request)), _messages_offered,
                          lambda capture, tools, _rescue: messages_expectation(capture, tools)),
 }

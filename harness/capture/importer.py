@@ -32,7 +32,6 @@ from harness.capture.expect import (
 )
 from harness.capture.model import Capture, format_name
 from harness.capture.yaml_out import ReviewNotes, render_yaml, review_checks
-from harness.core.dialects import dialect as wire_dialect
 from harness.core.dialects.clients import DEFAULT_PROFILE, profiles_written_in
 from harness.core.dialects.frames import frame_to_mapping
 from harness.core.errors import ScenarioError
@@ -116,7 +115,7 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
             notes.client_comment.append(f"tools {names} added by the import (inferred from the calls seen)")
     else:
         request = {"model": capture.model or "imported-model"}
-        if wire_dialect(dialect).requests.needs_max_tokens:
+        if dialect.requests.needs_max_tokens:
             request["max_tokens"] = PLACEHOLDER_MAX_TOKENS
         request["stream"] = capture.streamed
         request["messages"] = [{"role": "user", "content": PLACEHOLDER_MESSAGE}]
@@ -137,7 +136,7 @@ def _client(capture: Capture, exp: Expectation, notes: ReviewNotes) -> dict[str,
                 "tool definitions if it sent any, then re-check expect"
             )
         notes.client_comment.append("request not captured: placeholder message, tools inferred from the calls seen")
-    profiles = profiles_written_in(wire_dialect(dialect))  # a capture names its dialect: the object from here on
+    profiles = profiles_written_in(dialect)
     client: dict[str, Any] = {"profile": profiles[0].name} if profiles[0] is not DEFAULT_PROFILE else {}
     agent = capture.headers.get("User-Agent") or next(
         (v for k, v in capture.headers.items() if k.lower() == "user-agent"), None
@@ -168,7 +167,7 @@ def _first_calls(calls: Sequence[Call], names: Sequence[str]) -> list[tuple[str,
 
 
 def _backend(capture: Capture, request: Mapping[str, Any], notes: ReviewNotes) -> dict[str, Any]:
-    backend: dict[str, Any] = {"dialect": capture.dialect}
+    backend: dict[str, Any] = {"dialect": capture.dialect.name}  # the YAML names it
     asked = request.get("stream") is True
     if capture.streamed != asked:
         backend["stream"] = capture.streamed
@@ -212,7 +211,7 @@ def scenario_mapping(
     client = _client(capture, exp, notes)
     backend = _backend(capture, client["request"], notes)
     frames = len(capture.frames)
-    wire = wire_dialect(capture.dialect)
+    wire = capture.dialect
     if capture.truncated:
         notes.checks.append(
             f"backend: the capture stops after frame {frames} with no {wire.finish_field}. "

@@ -60,7 +60,7 @@ class MessagesParts(StreamParts):
     """What a Messages answer said, gathered event by event (its finish_reason is the
     stop_reason; it is done once message_stop came)."""
 
-    DIALECT: ClassVar[Dialect] = "anthropic"
+    DIALECT: ClassVar[Dialect] = ANTHROPIC
     FINISH: ClassVar[str] = f"{ANTHROPIC.finish_field} (no message_delta)"
     END: ClassVar[str] = ANTHROPIC.stream_end
 

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from harness.core.dialects import dialect as wire_dialect
+from harness.core.dialects import OPENAI, WireDialect
 from harness.core.dialects.frames import Frame
 
 CaptureFormat = Literal["sse", "json", "har", "jsonl"]
-Dialect = Literal["openai", "anthropic"]
+Dialect = WireDialect  # a capture is in the OpenAI chat or the Anthropic Messages dialect
 FORMATS: tuple[CaptureFormat, ...] = ("sse", "json", "har", "jsonl")
 FORMAT_NAMES: Mapping[CaptureFormat, str] = {
     "sse": "SSE transcript",
@@ -23,7 +23,7 @@ FORMAT_NAMES: Mapping[CaptureFormat, str] = {
 def format_name(fmt: CaptureFormat, dialect: Dialect) -> str:
     """How a scenario's ``source`` names the capture's format."""
     if fmt == "json":
-        return f"{wire_dialect(dialect).answer_name} JSON"
+        return f"{dialect.answer_name} JSON"
     return FORMAT_NAMES[fmt]
 
 
@@ -46,7 +46,7 @@ class Capture:
     truncated: bool = False  # the stream stops early: no finish_reason, or a cut-off last event
     terminated: bool = True  # the stream ended with [DONE] / message_stop (always true for a JSON body)
     warnings: tuple[str, ...] = ()
-    dialect: Dialect = "openai"  # of the request and the answer
+    dialect: Dialect = OPENAI  # of the request and the answer
     ping: bool = False  # a Messages stream carried ping events
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from harness.capture.errors import CaptureError, UnsupportedDialect
 from harness.capture.model import CaptureFormat, Dialect
+from harness.core.dialects import ANTHROPIC, OPENAI
 
 # --------------------------------------------------------------------------- dialects
 
@@ -37,10 +38,10 @@ def request_dialect(origin: str, body: Mapping[str, Any]) -> Dialect | None:
         raise _unsupported(origin, "legacy completions")
     tools = [t for t in json_list(body.get("tools")) if isinstance(t, dict)]
     if "anthropic_version" in body or any("input_schema" in t for t in tools) or "system" in body:
-        return "anthropic"
+        return ANTHROPIC
     roles = {m.get("role") for m in json_list(body.get("messages")) if isinstance(m, dict)}
     if any("function" in t for t in tools) or roles & {"system", "developer", "tool"} or "stream_options" in body:
-        return "openai"
+        return OPENAI
     return None
 
 
@@ -48,9 +49,9 @@ def path_dialect(path: str) -> Dialect | None:
     """The dialect of a request path: ``.../chat/completions`` or ``.../messages``; None for any other."""
     trimmed = path.rstrip("/")
     if trimmed.endswith("/chat/completions"):
-        return "openai"
+        return OPENAI
     if trimmed.endswith("/messages") and not trimmed.endswith("/chat/messages"):
-        return "anthropic"
+        return ANTHROPIC
     return None
 
 

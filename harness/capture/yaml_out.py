@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES, WireDialect, dialect
 from harness.core.dialects.frames import ContentFrame, Frame, RawFrame, ToolCallFrame, ToolUseFrame, frame_to_mapping
 
 
@@ -146,21 +147,21 @@ def review_checks(notes: ReviewNotes) -> list[str]:
     ]
 
 
-_ABOUT_FRAMES: Mapping[tuple[str, bool], tuple[str, ...]] = {
-    ("openai", True): ("The backend's answer as captured: one frame per event, split where the backend split it.",),
-    ("openai", False): (
+_ABOUT_FRAMES: Mapping[tuple[WireDialect, bool], tuple[str, ...]] = {
+    (OPENAI, True): ("The backend's answer as captured: one frame per event, split where the backend split it.",),
+    (OPENAI, False): (
         "The backend's answer as captured: its content as one frame, each native call as one frame.",
     ),
-    ("anthropic", True): (
+    (ANTHROPIC, True): (
         "The backend's answer as captured: one frame per text_delta, split where the backend split it;",
         "each tool_use block one frame, its input_json fragments as split.",
     ),
-    ("anthropic", False): ("The backend's answer as captured: each text block and each tool_use block one frame.",),
-    ("responses", True): (
+    (ANTHROPIC, False): ("The backend's answer as captured: each text block and each tool_use block one frame.",),
+    (RESPONSES, True): (
         "The backend's answer as captured: one frame per output_text delta, split where the backend split it;",
         "each function_call item one frame, its argument fragments as split.",
     ),
-    ("responses", False): ("The backend's answer as captured: each message and each function_call item one frame.",),
+    (RESPONSES, False): ("The backend's answer as captured: each message and each function_call item one frame.",),
 }
 
 
@@ -189,7 +190,7 @@ def render_yaml(
     backend["frames"] = [_frame(f) for f in backend["frames"]]
     if "usage" in backend:
         backend["usage"] = _FlowMap(backend["usage"])
-    about = _ABOUT_FRAMES[mapping["backend"]["dialect"], streamed]
+    about = _ABOUT_FRAMES[dialect(mapping["backend"]["dialect"]), streamed]  # the mapping names it
     out.append(_comment(about) + _dump("backend", backend))
     client = {k: _compact(v) for k, v in mapping["client"].items()}
     client["request"] = {k: _compact(v) for k, v in mapping["client"]["request"].items()}

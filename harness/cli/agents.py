@@ -13,7 +13,8 @@ from harness.agents.cases import DEFAULT_FORMATS, NATIVE, all_cases
 from harness.agents.install import default_cache, install, pins
 from harness.agents.runner import DEFAULT_RUN_TIMEOUT, Outcome, Target, play_all, table
 from harness.generate.formats import FORMATS
-from harness.run.options import shared_options
+from harness.core.dialects import DIALECTS
+from harness.run.config import RunConfig, shared_options
 
 
 def _names(value: str, known: list[str], what: str) -> list[str]:
@@ -31,7 +32,7 @@ def _names(value: str, known: list[str], what: str) -> list[str]:
 @click.option("--format", "format_names", default=",".join(DEFAULT_FORMATS), show_default=True, metavar="FORMATS",
               help="How the model writes the call: 'native' or text format ids, comma separated.")
 @click.option("--upstream", default="native", show_default=True,
-              type=click.Choice(["native", "openai", "anthropic", "responses"]),
+              type=click.Choice(["native", *DIALECTS]),
               help="With --proxy-url: the dialect that proxy calls the mock in ('native': each agent's own); "
                    "only the cases of that upstream are played.")
 @click.option("--record", type=click.Path(path_type=Path), metavar="DIR",
@@ -42,7 +43,7 @@ def _names(value: str, known: list[str], what: str) -> list[str]:
 @click.option("--no-install", is_flag=True, help="Skip agents that are not installed in the cache already.")
 @click.option("--run-timeout", type=float, default=DEFAULT_RUN_TIMEOUT, show_default=True, metavar="SECONDS",
               help="Seconds one agent run may take (agents never exit while nothing answers).")
-def agents_command(proxy_url: str | None, mock_host: str, mock_port: int | None, agent_names: str,
+def agents_command(config: RunConfig, agent_names: str,
                    format_names: str, upstream: str, record: Path | None, cache: Path | None, no_install: bool,
                    run_timeout: float) -> None:
     """Run Claude Code, Codex CLI and OpenCode offline against the proxy (default: the bundled
@@ -57,7 +58,8 @@ def agents_command(proxy_url: str | None, mock_host: str, mock_port: int | None,
         installs[agent.id] = install(pin, cache, allow_download=not no_install)
         state = "ready" if installs[agent.id].binary else f"SKIPPED: {installs[agent.id].reason}"
         click.echo(f"{pin.spec}: {state}", err=True)
-    target = Target(proxy_url, mock_host, mock_port or 0, upstream)
+    target = Target(config.proxy_url, config.mock_host, config.mock_port or 0,
+                    None if upstream == "native" else DIALECTS[upstream])
 
     def progress(outcome: Outcome) -> None:
         click.echo(f"{outcome.status:<4} {outcome.case.name} ({outcome.seconds:.1f} s)", err=True)

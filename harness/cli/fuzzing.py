@@ -14,7 +14,7 @@ from harness.core.dialects.clients import DEFAULT_PROFILE
 from harness.core.redact import Redactor
 from harness.generate.fuzz.case import DIALECT_CLIENTS
 from harness.generate.fuzz.choices import all_formats, parse_duration, parse_formats
-from harness.run.options import shared_options
+from harness.run.config import RunConfig, shared_options
 from harness.run.program import program
 
 if TYPE_CHECKING:
@@ -64,13 +64,7 @@ def format_line(result: FormatResult) -> str:
               help="Hypothesis example database: failures found before are replayed first.")
 @click.option("--no-database", is_flag=True, help="Use no example database (a run depends on its seed alone).")
 def fuzz_command(
-    proxy_url: str | None,
-    features: tuple[str, ...],
-    strict: bool,
-    timeout: float,
-    proxy_header: tuple[str, ...],
-    mock_host: str,
-    mock_port: int,
+    config: RunConfig,
     examples: int,
     seed: int | None,
     max_time: str | None,
@@ -86,30 +80,31 @@ def fuzz_command(
     from harness.core.dialects.clients import Profile
     from harness.run.embedded import EmbeddedServers
     from harness.run.fuzzing import FuzzSettings, finding_lines, fuzz
-    from harness.run.settings import RunSettings, parse_features, parse_headers
+    from harness.run.settings import RunSettings
     from mock_backends.control import MockControl
 
     try:
         chosen = parse_formats(formats)
         limit = parse_duration(max_time) if max_time is not None else None
-        proxy_headers = parse_headers(proxy_header)
     except ValueError as exc:
         raise click.UsageError(str(exc)) from exc
-    redactor = Redactor.for_headers(proxy_headers)
+    proxy_url = config.proxy_url
+    redactor = Redactor.for_headers(config.proxy_header)
     run_seed = seed if seed is not None else random.SystemRandom().randrange(1, 1_000_000)
     dialects: tuple[Profile, ...] = tuple(p for p in DIALECT_CLIENTS if p.name in profiles) or (DEFAULT_PROFILE,)
-    servers = EmbeddedServers(mock_host=mock_host, mock_port=mock_port, with_proxy=proxy_url is None)
+    servers = EmbeddedServers(mock_host=config.mock_host, mock_port=config.mock_port, with_proxy=proxy_url is None)
     with servers as urls:
-        target = proxy_url.rstrip("/") if proxy_url else urls.proxy_url
+        target = proxy_url or urls.proxy_url
         assert target is not None
-        claimed = parse_features(features) if features else urls.proxy_features
-        settings = RunSettings(proxy_url=target, features=claimed, strict=strict, timeout=timeout,
-                               proxy_headers=proxy_headers)
-        config = FuzzSettings(run=settings, formats=chosen, profiles=dialects, examples=examples, seed=run_seed,
-                              max_time=limit, database=None if no_database else database, out=out)
+        claimed = config.features if config.features is not None else urls.proxy_features
+        settings = RunSettings(proxy_url=target, features=claimed, strict=config.strict, timeout=config.timeout,
+                               proxy_headers=config.proxy_header)
+        fuzz_config = FuzzSettings(run=settings, formats=chosen, profiles=dialects, examples=examples, seed=run_seed,
+                                   max_time=limit, database=None if no_database else database, out=out)
         host, _, port = urls.mock_url.removeprefix("http://").rpartition(":")
-        replay_base = dict(proxy_url=proxy_url.rstrip("/") if proxy_url else None, mock=(host, int(port)),
-                           features=",".join(sorted(claimed)) if features else None, strict=strict)
+        replay_base = dict(proxy_url=proxy_url, mock=(host, int(port)),
+                           features=",".join(sorted(claimed)) if config.features is not None else None,
+                           strict=config.strict)
         who = "the bundled reference proxy" if proxy_url is None else "your proxy"
         click.echo(f"fuzz: proxy under test {redactor.url(target)} ({who}); mock backend at {urls.mock_url}")
         click.echo(f"fuzz: formats {', '.join(chosen)}; {examples} example(s) each; seed {run_seed} "
@@ -126,7 +121,7 @@ def fuzz_command(
                     click.echo(line)
 
         with MockControl(urls.mock_url.replace("://0.0.0.0:", "://127.0.0.1:")) as mock:
-            report = fuzz(config, mock, replay_command=replay, progress=progress)
+            report = fuzz(fuzz_config, mock, replay_command=replay, progress=progress)
     rate = report.examples / report.elapsed if report.elapsed > 0 else 0.0
     found = report.findings
     click.echo(f"fuzz: {report.examples} example(s) in {report.elapsed:.1f} s ({rate:.1f} examples/s); "

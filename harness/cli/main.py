@@ -15,7 +15,7 @@ import click
 
 from harness.core.errors import ConformanceError
 from harness.core.scenario.loading import awaiting_review, bundled_scenarios_dir, review_note, validate_paths
-from harness.run.options import BY_NAME, OPTIONS, click_option, closest, unknown_long_options
+from harness.run.options import OPTIONS, click_option, closest, unknown_long_options
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -195,38 +195,29 @@ def replay(
     """Replay one scenario's exchange: print the answer as received and the rule verdicts."""
     from difflib import get_close_matches
 
-    def value(name: str) -> Any:
-        return values[BY_NAME[name].dest]
-
-    proxy_url: str | None = value("proxy-url")
-    dirs: tuple[str, ...] = value("scenarios")
-    client_profile: str | None = value("client-profile")
-    features: tuple[str, ...] = value("features")
-    strict: bool = value("strict")
-    timeout: float = value("timeout")
-    models: tuple[str, ...] = value("model")
-    headers: tuple[str, ...] = value("proxy-header")
-    mock_host: str = value("mock-host")
-    mock_port: int = value("mock-port")
-    mock_url: str | None = value("mock-url")
-    rechunk_seed: int | None = value("rechunk-seed")
-    upstream_dialect: str | None = value("upstream-dialect")
-    if upstream_dialect == "natural":
-        upstream_dialect = None
-    elif upstream_dialect == "all":
-        from harness.core.dialects import dialect_choices
-
-        raise click.UsageError(f"replay plays one exchange: --upstream-dialect takes {dialect_choices()} or natural")
-
-    from harness.core.dialects.profiles import choose_profile, parse_profile
+    from harness.core.dialects.profiles import choose_profile
+    from harness.core.redact import Redactor
     from harness.judge.readers.transcript import Position
     from harness.report.failure import evidence_lines, rule_heading
     from harness.report.summary import rules_by_id
+    from harness.run.config import RunConfig
     from harness.run.embedded import EmbeddedServers
     from harness.run.runner import replay as replay_exchange
-    from harness.run.settings import RunSettings, parse_features, parse_headers, parse_models, with_profile_features
+    from harness.run.settings import RunSettings, with_profile_features
     from mock_backends.control import MockControl
 
+    given_values = {o.name: values[o.dest] for o in OPTIONS if o.replay}
+    if given_values["upstream-dialect"] == "all":
+        from harness.core.dialects import dialect_choices
+
+        raise click.UsageError(f"replay plays one exchange: --upstream-dialect takes {dialect_choices()} or natural")
+    try:
+        config = RunConfig.from_values({**given_values, "upstream-dialect": given_values["upstream-dialect"] or "natural"})
+        splits = [int(p) for p in split.split(",") if p.strip()] if split else None
+    except ValueError as exc:
+        raise click.UsageError(str(exc)) from exc
+    upstream = config.upstreams[0]
+    dirs = config.scenarios
     given = Path(scenario_id)
     if given.suffix in (".yaml", ".yml") or given.is_file():  # a scenario file: replay its one case
         if not given.is_file():
@@ -245,36 +236,29 @@ def replay(
             hint += f" (looked in {', '.join(dirs)})"
         raise click.UsageError(f"no scenario {scenario_id!r}{hint}")
     scenario = by_id[scenario_id]
-    if upstream_dialect is not None:
-        from harness.core.dialects import NotPortable, dialect
+    if upstream is not None:
+        from harness.core.dialects import NotPortable
         from harness.core.dialects.script import serve_as
 
         try:
-            scenario = serve_as(scenario, dialect(upstream_dialect))
+            scenario = serve_as(scenario, upstream)
         except NotPortable as exc:
-            raise click.UsageError(f"{scenario_id} cannot be served by a {upstream_dialect} upstream: {exc}") from exc
-    try:
-        model_choice = parse_models(models)
-        proxy_headers = parse_headers(headers)
-        splits = [int(p) for p in split.split(",") if p.strip()] if split else None
-        profile = parse_profile(client_profile) if client_profile else None
-    except ValueError as exc:
-        raise click.UsageError(str(exc)) from exc
-    from harness.core.redact import Redactor
-
-    redactor = Redactor.for_headers(proxy_headers)  # what is printed names no secret
+            raise click.UsageError(f"{scenario_id} cannot be served by a {upstream.name} upstream: {exc}") from exc
+    proxy_url, profile, timeout = config.proxy_url, config.client_profile, config.timeout
+    redactor = Redactor.for_headers(config.proxy_header)  # what is printed names no secret
 
     def say(text: str, nl: bool = True) -> None:
         click.echo(redactor.text(text), nl=nl)
 
-    servers = EmbeddedServers(mock_host=mock_host, mock_port=mock_port, with_proxy=proxy_url is None,
-                              mock_url=mock_url, upstream_dialects=(upstream_dialect or "native",))
+    servers = EmbeddedServers(mock_host=config.mock_host, mock_port=config.mock_port, with_proxy=proxy_url is None,
+                              mock_url=config.mock_url, upstream_dialects=(upstream.name if upstream else "native",))
     with servers as urls:
-        target = proxy_url.rstrip("/") if proxy_url else urls.proxy_url
+        target = proxy_url or urls.proxy_url
         assert target is not None
-        claimed = with_profile_features(parse_features(features) if features else urls.proxy_features, profile)
-        settings = RunSettings(proxy_url=target, features=claimed, strict=strict, timeout=timeout,
-                               models=model_choice, proxy_headers=proxy_headers, seed=rechunk_seed or 0)
+        claimed = with_profile_features(config.features if config.features is not None else urls.proxy_features,
+                                        profile)
+        settings = RunSettings(proxy_url=target, features=claimed, strict=config.strict, timeout=timeout,
+                               models=config.model, proxy_headers=config.proxy_header, seed=config.rechunk_seed or 0)
         chosen, skip = choose_profile(scenario, profile, claimed)
         say(f"scenario {scenario.id} ({scenario.family}): {scenario.title}")
         say(f"proxy {redactor.url(target)}{' (reference proxy)' if proxy_url is None else ''}; "
@@ -284,7 +268,7 @@ def replay(
         with MockControl(urls.mock_url.replace("://0.0.0.0:", "://127.0.0.1:")) as mock:
             result = replay_exchange(
                 scenario, settings=settings, mock=mock, profile=chosen, stream=stream,
-                variant_index=rechunk_variant if rechunk_seed is not None else None, splits=splits,
+                variant_index=rechunk_variant if config.rechunk_seed is not None else None, splits=splits,
             )
     ex = result.exchange
     if result.variant is not None:

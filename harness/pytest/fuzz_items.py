@@ -27,25 +27,25 @@ def fuzz_settings(session: ConformanceSession, config: pytest.Config) -> tuple[F
     from harness.generate.fuzz.choices import parse_duration, parse_formats
     from harness.run.fuzzing import FuzzSettings
 
-    opt = config.getoption
+    run = session.run
     assert session.shared is not None
     try:
-        formats = parse_formats(opt("conformance_fuzz_formats"))
-        limit = parse_duration(opt("conformance_fuzz_max_time")) if opt("conformance_fuzz_max_time") else None
+        formats = parse_formats(run.fuzz_formats)
+        limit = parse_duration(run.fuzz_max_time) if run.fuzz_max_time else None
     except ValueError as exc:
         raise pytest.UsageError(str(exc)) from exc
-    profile = session.client_profile
-    seed = opt("conformance_fuzz_seed")
+    profile = run.client_profile
+    seed = run.fuzz_seed
     return FuzzSettings(
         run=session.settings,
         formats=formats,
         # The fuzzer writes cases for the plain client of the dialect the user's client writes in.
         profiles=tuple(p for p in PROFILES if p is default_profiles(profile or DEFAULT_PROFILE)[0]),
-        examples=int(opt("conformance_fuzz")),
+        examples=run.fuzz,
         seed=seed if seed is not None else session.shared.seed,
         max_time=limit,
         database=Path(str(config.rootpath)) / ".hypothesis" / "conformance-fuzz",
-        out=Path(opt("conformance_fuzz_out")),
+        out=Path(run.fuzz_out),
     ), formats
 
 
@@ -107,7 +107,7 @@ def _deadline(config: FuzzSettings) -> float | None:
 
 
 def collect(parent: pytest.Collector, session: ConformanceSession) -> list[FuzzItem]:
-    if not parent.config.getoption("conformance_fuzz"):
+    if not session.run.fuzz:
         return []
     _, formats = fuzz_settings(session, parent.config)
     items = []

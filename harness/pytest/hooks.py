@@ -11,15 +11,18 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from harness.core.dialects.clients import DEFAULT_PROFILE
+from harness.core.dialects import DIALECTS
+from harness.core.dialects.clients import DEFAULT_PROFILE, Profile
+from harness.core.scenario.loading import awaiting_review
 from harness.pytest.items import ConformanceSuite, ScenarioItem, mark_name
-from harness.pytest.session import ConformanceSession, Shared, opt_value, usage_error
+from harness.pytest.outputs import write_causes, write_known_failures, write_record, write_reports, write_score_card
+from harness.pytest.session import ConformanceSession, Shared, usage_error
+from harness.report.summary import ItemRecord, summarize
+from harness.run.health import plain_scenario, preflight, wait_for_listener
 from harness.run.options import DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
     from _pytest.terminal import TerminalReporter
-
-    from harness.core.dialects.clients import Profile
 
 
 class RunHooks:
@@ -38,8 +41,6 @@ class RunHooks:
             return []
         who = "the bundled reference proxy" if shared.embedded_proxy else "your proxy"
         lines = [f"conformance: {len(self.session.scenarios)} scenario(s); proxy under test: {shared.proxy_url} ({who})"]
-        from harness.core.scenario.loading import awaiting_review
-
         pending = awaiting_review(self.session.scenarios)
         if pending:
             lines.append(f"conformance: warning: {len(pending)} scenario(s) marked 'review: required' (an import's "
@@ -54,23 +55,23 @@ class RunHooks:
         else:
             lines.append(f"conformance: mock backend at {shared.mock_url}")
         features = ", ".join(shared.features) or "none"
-        source = " (the reference proxy's)" if shared.embedded_proxy and self.session.claimed is None else ""
-        if self.session.implied and self.session.client_profile is not None:
+        source = " (the reference proxy's)" if shared.embedded_proxy and self.session.run.features is None else ""
+        if self.session.implied and self.session.run.client_profile is not None:
             source += (f" ({', '.join(sorted(self.session.implied))} implied by --client-profile "
-                       f"{self.session.client_profile.name})")
-        profile = (self.session.client_profile.name if self.session.client_profile is not None
-                   else DEFAULT_PROFILE.name if self.session.user_proxy_url else "each scenario's own")
+                       f"{self.session.run.client_profile.name})")
+        profile = (self.session.run.client_profile.name if self.session.run.client_profile is not None
+                   else DEFAULT_PROFILE.name if self.session.run.proxy_url else "each scenario's own")
         lines.append(f"conformance: upstream dialect: {self.session.pairs_label()}")
         lines.append(f"conformance: claimed features: {features}{source}; client profile: "
-                     f"{profile}; strict: {'yes' if self.session.strict else 'no'}; "
-                     f"timeout {self.session.timeout:g} s")
-        if config.getoption("conformance_fuzz"):
-            fuzz_seed = config.getoption("conformance_fuzz_seed")
-            fuzz_seed = shared.seed if fuzz_seed is None else fuzz_seed
-            lines.append(f"conformance: {config.getoption('conformance_fuzz')} generated case(s) per format, seed "
+                     f"{profile}; strict: {'yes' if self.session.run.strict else 'no'}; "
+                     f"timeout {self.session.run.timeout:g} s")
+        run = self.session.run
+        if run.fuzz:
+            fuzz_seed = shared.seed if run.fuzz_seed is None else run.fuzz_seed
+            lines.append(f"conformance: {run.fuzz} generated case(s) per format, seed "
                          f"{fuzz_seed} (reproduce with --conformance-fuzz-seed {fuzz_seed})")
-        if self.session.rechunk:
-            lines.append(f"conformance: {self.session.rechunk} re-chunked variant(s) per streaming scenario, "
+        if self.session.run.rechunk:
+            lines.append(f"conformance: {self.session.run.rechunk} re-chunked variant(s) per streaming scenario, "
                          f"seed {shared.seed} (reproduce with --rechunk-seed {shared.seed})")
         return lines
 
@@ -78,10 +79,8 @@ class RunHooks:
         shared = self.session.shared
         if self.session.worker or shared is None or shared.embedded_proxy or self.session.config.option.collectonly:
             return
-        from harness.run.health import wait_for_listener
-
-        patience = float(opt_value(self.session.config, "wait-for-proxy") or 0.0)
-        problem = wait_for_listener(shared.proxy_url, patience, connect_timeout=min(self.session.timeout, 5.0))
+        patience = float(self.session.run.wait_for_proxy or 0.0)
+        problem = wait_for_listener(shared.proxy_url, patience, connect_timeout=min(self.session.run.timeout, 5.0))
         if problem is not None:  # a usage error is printed once, as one line
             waited = f" after waiting {patience:g} s" if patience > 0 else ""
             raise usage_error(f"cannot connect to the proxy under test at {shared.proxy_url} ({problem}){waited}; "
@@ -94,20 +93,17 @@ class RunHooks:
 
         It may take the default timeout even when ``--timeout`` is shorter: the first request
         can pay the proxy's cold start, and its verdict decides the whole run."""
-        from harness.core.dialects import DIALECTS
-        from harness.run.health import plain_scenario, preflight
-
-        profile: Profile = self.session.client_profile or DEFAULT_PROFILE
-        upstream = DIALECTS.get(self.session.upstream_mode, profile.written_in)
+        profile: Profile = self.session.run.client_profile or DEFAULT_PROFILE
+        upstream = DIALECTS.get(self.session.run.upstream_dialect, profile.written_in)
         # A model name the proxy routes: the user's, else the first a scenario asks for (a routing proxy refuses
         # names it does not know, and the scenarios' own are the ones the run will send).
-        model = self.session.models.default or next(
+        model = self.session.run.model.default or next(
             (m for s in self.session.scenarios if isinstance(m := s.client.request.get("model"), str)), None)
         result = preflight(plain_scenario(profile, upstream), proxy_url=shared.proxy_url, mock=self.session.mock,
-                           profile=profile, model=model, proxy_headers=self.session.proxy_headers,
-                           timeout=max(self.session.timeout, DEFAULT_TIMEOUT))
+                           profile=profile, model=model, proxy_headers=self.session.run.proxy_header,
+                           timeout=max(self.session.run.timeout, DEFAULT_TIMEOUT))
         if not result.reached_mock:
-            given = opt_value(self.session.config, "mock-port") is not None
+            given = "mock-port" in self.session.run.given
             pytest.exit(result.diagnosis(shared.mock_url, mock_served=shared.mock_served, port_given=given),
                         returncode=pytest.ExitCode.USAGE_ERROR)
 
@@ -135,31 +131,24 @@ class RunHooks:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         data = getattr(report, "conformance_record", None)
         if isinstance(data, str):
-            from harness.report.summary import ItemRecord
-
             self.session.records[report.nodeid] = ItemRecord.from_json(json.loads(data))
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.session.worker:
             return
-        from harness.pytest.outputs import write_known_failures, write_record, write_reports
-        from harness.report.summary import summarize
-
         summary = summarize(self.session.records.values(), self.session.context())
         if summary.nothing_checked and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.NO_TESTS_COLLECTED  # every scenario skipped: nothing was checked
         write_known_failures(self.session)
-        if self.session.stale_known and not self.session.update_known and session.exitstatus == pytest.ExitCode.OK:
+        if self.session.stale_known and not self.session.run.update_known_failures and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED  # a glob entry that covers no failure any more
-        if self.session.record_dir is not None:
+        if self.session.run.record is not None:
             write_record(self.session, summary)
         write_reports(self.session, summary)
 
     def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> None:
         if self.session.worker:
             return
-        from harness.pytest.outputs import write_score_card
-
         write_score_card(self.session, terminalreporter)
 
 
@@ -176,8 +165,6 @@ class GroupedFailures:
         FAILURES and short summary), and put back for the counts of its last line."""
         if self.session.worker or not self.session.grouped:
             return (yield)
-        from harness.pytest.outputs import write_causes
-
         taken = write_causes(self.session, terminalreporter)
         try:
             return (yield)

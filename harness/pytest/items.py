@@ -55,7 +55,7 @@ class ConformanceSuite(pytest.Collector):
 
     def collect(self) -> Iterator[pytest.Item]:
         for scenario in self.conformance.scenarios:
-            for upstream in self.conformance.upstreams:
+            for upstream in self.conformance.run.upstreams:
                 yield self._item(scenario, upstream)
         from harness.pytest.fuzz_items import collect
 
@@ -111,12 +111,12 @@ class ScenarioItem(pytest.Item):
         requested = session.requested_profile(scenario, self.upstream, settings.features)
         profile, skip = choose_profile(scenario, requested, settings.features)
         if skip is None:
-            skip = unclaimed_reason(scenario.family, session.formats, scenario.rescues)
-        if skip is None and scenario.spec_only and not session.strict:
+            skip = unclaimed_reason(scenario.family, session.run.formats, scenario.rescues)
+        if skip is None and scenario.spec_only and not session.run.strict:
             skip = "a case only the spec decides (no client breaks either way): played with --strict"
         played = profile
         # A user's proxy is taken to serve OpenAI clients unless --client-profile says otherwise.
-        if (skip is None and session.user_proxy_url and session.client_profile is None
+        if (skip is None and session.run.proxy_url and session.run.client_profile is None
                 and played.written_in is not DEFAULT_PROFILE.written_in):
             skip = (f"{played.label}'s scenario, and the proxy's clients are taken to speak {DEFAULT_PROFILE.name} "
                     f"(pass --client-profile {profile.name} to test its {played.answers.short_name} API)")
@@ -154,7 +154,7 @@ class ScenarioItem(pytest.Item):
         session.reached = True
         judgement = judge(scenario.id, run.failed_rules, session.known)
         stale = tuple(e.number for e in judgement.stale)
-        if session.update_known and stale and not judgement.unexpected:
+        if session.run.update_known_failures and stale and not judgement.unexpected:
             # updating the file: an entry that passes now is dropped from it, not a failure
             judgement = replace(judgement, outcome="xfailed" if judgement.expected else "passed", stale=())
         cause = ""
@@ -171,7 +171,7 @@ class ScenarioItem(pytest.Item):
                               stale_entries=stale, replay=self._replay(run) if judgement.unexpected else "")
         for note in notes:
             self.user_properties.append(("conformance-note", note))
-        if session.record_dir is not None:
+        if session.run.record is not None:
             failure = self._render(ItemFailed(run, judgement), full=True) if judgement.outcome == "failed" else None
             from harness.pytest.outputs import record_item
 

@@ -29,17 +29,17 @@ def write_record(session: ConformanceSession, summary: Summary) -> None:
     from harness.report.record import html_report
     from harness.report.summary import rules_by_id
 
-    assert session.record_dir is not None
+    assert session.run.record is not None
     failures: dict[str, str] = {}
     for record in summary.items:
-        text_file = session.record_dir / "failures" / f"{record.scenario}.txt"
+        text_file = session.run.record / "failures" / f"{record.scenario}.txt"
         if record.outcome in ("failed", "error") and text_file.is_file():
             failures[record.scenario] = text_file.read_text("utf-8")
-    hars = {path.stem: f"har/{path.name}" for path in sorted((session.record_dir / "har").glob("*.har"))}
-    report = session.record_dir / "report.html"
+    hars = {path.stem: f"har/{path.name}" for path in sorted((session.run.record / "har").glob("*.har"))}
+    report = session.run.record / "report.html"
     write_file(str(report), html_report(title="Tool-call conformance", context=session.context(), summary=summary,
                                         failures=failures, hars=hars, rules=rules_by_id(), redactor=session.redactor))
-    session.known_note.append(f"record: {len(hars)} HAR file(s) in {session.record_dir / 'har'}; report {report}")
+    session.known_note.append(f"record: {len(hars)} HAR file(s) in {session.run.record / 'har'}; report {report}")
 
 
 def record_item(session: ConformanceSession, run: ScenarioRun, failure: str | None) -> None:
@@ -47,24 +47,24 @@ def record_item(session: ConformanceSession, run: ScenarioRun, failure: str | No
     worker that played it writes them; the controller reads them at the end)."""
     from harness.report.record import har
 
-    assert session.record_dir is not None and session.shared is not None
+    assert session.run.record is not None and session.shared is not None
     exchanges = [(a.label, a.exchange) for a in run.attempts if a.exchange is not None and a.kind != "equivalence"]
     data = har(exchanges, proxy_url=session.shared.proxy_url, mock_url=session.shared.mock_url,
                redactor=session.redactor)
-    write_file(str(session.record_dir / "har" / f"{run.scenario.id}.har"), json.dumps(data, indent=1, ensure_ascii=False))
+    write_file(str(session.run.record / "har" / f"{run.scenario.id}.har"), json.dumps(data, indent=1, ensure_ascii=False))
     if failure is not None:
-        write_file(str(session.record_dir / "failures" / f"{run.scenario.id}.txt"), session.redactor.text(failure))
+        write_file(str(session.run.record / "failures" / f"{run.scenario.id}.txt"), session.redactor.text(failure))
 
 
 def write_reports(session: ConformanceSession, summary: Summary) -> None:
     """``--report-json`` and ``--report-md``, secrets redacted."""
     from harness.report.scorecard import render_json, render_markdown
 
-    if session.report_json:
+    if session.run.report_json:
         data = session.redactor.json(render_json(summary))
-        write_file(session.report_json, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
-    if session.report_md:
-        write_file(session.report_md, session.redactor.text(render_markdown(summary)))
+        write_file(session.run.report_json, json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    if session.run.report_md:
+        write_file(session.run.report_md, session.redactor.text(render_markdown(summary)))
 
 
 def write_known_failures(session: ConformanceSession) -> None:
@@ -86,20 +86,20 @@ def write_known_failures(session: ConformanceSession) -> None:
     if session.known is not None:
         globs = stale_globs(session.known, used, played)
         session.stale_known = sorted(({n for r in records for n in r.stale_entries} - used) | {e.number for e in globs})
-    if session.update_known and session.known is not None:
+    if session.run.update_known_failures and session.known is not None:
         dropped = set(session.stale_known)
         kept = pruned(session.known, dropped)
-        name = Path(session.update_known).name
-        write_file(session.update_known, session.redactor.text(
+        name = Path(session.run.update_known_failures).name
+        write_file(session.run.update_known_failures, session.redactor.text(
             render_known_failures(kept, name=name, origin=origin + " (updated).")))
         gone = [e for e in session.known.entries if e.number in dropped]
-        session.known_note.append(f"{session.update_known}: {len(gone)} entr{'y' if len(gone) == 1 else 'ies'} "
+        session.known_note.append(f"{session.run.update_known_failures}: {len(gone)} entr{'y' if len(gone) == 1 else 'ies'} "
                                   f"that pass now dropped, {len(kept)} kept")
         session.known_note += [f"  dropped {e.describe()}" for e in gone]
     elif session.known is not None:
         session.known_note += [f"passes now: {e.describe()}" for e in session.known.entries
                                if e.number in session.stale_known]
-    if session.write_known:
+    if session.run.write_known_failures:
         failing = [replace(r, outcome="failed", failures=tuple(replace(f, expected=False) for f in r.failures))
                    for r in records if r.outcome in ("failed", "xfailed") and r.failures]
         causes = group_failures(failing, summarize(records).rules)
@@ -108,15 +108,15 @@ def write_known_failures(session: ConformanceSession) -> None:
             if record.outcome != "skipped":
                 families.setdefault(record.family, []).append(record.scenario)
         entries = entries_from_causes(causes, families, session.known)
-        name = Path(session.write_known).name
-        write_file(session.write_known, session.redactor.text(
+        name = Path(session.run.write_known_failures).name
+        write_file(session.run.write_known_failures, session.redactor.text(
             render_known_failures(entries, name=name, origin=origin + "; one entry per cause and family.")))
-        session.known_note.append(f"{len(entries)} known failure(s) written to {session.write_known} "
+        session.known_note.append(f"{len(entries)} known failure(s) written to {session.run.write_known_failures} "
                                   f"({sum(len(c.items) for c in causes)} failed scenario(s), {len(causes)} cause(s))")
     if session.known is not None:
         new = sum(1 for r in records if r.outcome == "failed" and any(not f.expected for f in r.failures))
         stale = len(session.stale_known)
-        what = "dropped from the file" if session.update_known else "remove them"
+        what = "dropped from the file" if session.run.update_known_failures else "remove them"
         session.known_note.append(f"{new} new failure{'' if new == 1 else 's'}, {stale} entr{'y' if stale == 1 else 'ies'}"
                                   f" pass{'es' if stale == 1 else ''} now ({what}), {len(used)} still failing as known")
 
@@ -143,7 +143,7 @@ def write_score_card(session: ConformanceSession, terminalreporter: TerminalRepo
 
     for scenario in awaiting_review(session.scenarios):
         tr.write_line(f"warning: {review_note(scenario)}")
-    for label, path in (("JSON", session.report_json), ("Markdown", session.report_md)):
+    for label, path in (("JSON", session.run.report_json), ("Markdown", session.run.report_md)):
         if path:
             tr.write_line(f"{label} report written to {path}")
     for line in session.known_note:

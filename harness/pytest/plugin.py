@@ -35,6 +35,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--conformance-only", action="store_true", default=False,
                     help="Like --conformance, and collect nothing else (what 'toolcall-conformance run' passes).")
     for option in OPTIONS:
+        if not option.pytest:
+            continue
         kwargs: dict[str, Any] = {"dest": option.dest, "help": option.help}
         if option.kind == "flag":
             kwargs.update(action="store_true", default=bool(option.default))

@@ -24,8 +24,8 @@ def replay_command(session: ConformanceSession, scenario: Scenario, profile: Pro
     shared = session.shared
     assert shared is not None
     path = shown_path(scenario.path) if by_path and scenario.path and attempt.kind != "isolation" else None
-    values: dict[str, Any] = {"scenarios": [] if path else session.dirs, "strict": session.strict,
-                              "model": session.models.as_options(), "timeout": session.timeout}
+    values: dict[str, Any] = {"scenarios": [] if path else session.run.scenarios, "strict": session.run.strict,
+                              "model": session.run.model.as_options(), "timeout": session.run.timeout}
     if not shared.embedded_proxy:
         values["proxy-url"] = shared.proxy_url
         if shared.mock_served:
@@ -37,8 +37,8 @@ def replay_command(session: ConformanceSession, scenario: Scenario, profile: Pro
         values["client-profile"] = profile.name
     if upstream is not None:
         values["upstream-dialect"] = upstream.name
-    if session.claimed is not None:
-        values["features"] = [",".join(sorted(session.claimed)) or ","]
+    if session.run.features is not None:
+        values["features"] = [",".join(sorted(session.run.features)) or ","]
     if attempt.variant is not None:
         values["rechunk-seed"] = attempt.variant.seed
     # A round of many exchanges is played by the run, not by replay: the item alone, again.
@@ -51,7 +51,7 @@ def replay_command(session: ConformanceSession, scenario: Scenario, profile: Pro
     if attempt.variant is not None:
         args += ["--rechunk-variant", str(attempt.variant.index)]
     command = shlex.join(args)
-    if session.proxy_headers:
+    if session.run.proxy_header:
         command += "  # plus your --proxy-header options"
     if attempt.shrunk is not None and attempt.shrunk.splits:
         command += "\nreproduce the smallest split: " + shlex.join(

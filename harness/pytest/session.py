@@ -6,33 +6,29 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pytest
 
-from harness.core.dialects import DIALECTS, WireDialect, dialect_choices
-from harness.core.dialects.clients import CLIENTS
+from harness.core.dialects import WireDialect, dialect_choices
+from harness.core.dialects.clients import CLIENTS, DEFAULT_PROFILE, Profile
+from harness.core.dialects.profiles import choose_profile
 from harness.core.errors import ConformanceError
 from harness.core.redact import Redactor
-from harness.run.options import BY_NAME, DEFAULT_TIMEOUT
-
-if TYPE_CHECKING:
-
-    from harness.core.dialects.clients import Profile
-    from harness.core.scenario.model import Scenario
-    from harness.report.known_failures import KnownFailures
-    from harness.report.summary import ItemRecord
-    from harness.run.embedded import EmbeddedServers
-    from harness.run.recorder import RecorderConfig
-    from harness.run.settings import ModelChoice, RunSettings
-    from mock_backends.control import MockControl
+from harness.core.scenario.loading import bundled_scenarios_dir, validate_paths
+from harness.core.scenario.model import Scenario
+from harness.report.known_failures import KnownFailures, load_known_failures
+from harness.report.summary import ItemRecord, rules_by_id
+from harness.run.config import RunConfig
+from harness.run.embedded import EmbeddedServers
+from harness.run.health import Health, is_probe
+from harness.run.options import OPTIONS
+from harness.run.recorder import RecorderConfig
+from harness.run.settings import RunSettings, with_profile_features
+from mock_backends.control import MockControl
 
 WORKER_KEY = "toolcall_conformance"
 SESSION_PLUGIN = "toolcall-conformance-session"
-
-
-def opt_value(config: pytest.Config, name: str) -> Any:
-    return config.getoption(BY_NAME[name].dest)
 
 
 @dataclass(frozen=True)
@@ -70,150 +66,91 @@ class ConformanceSession:
     """The plugin's state for one pytest run (registered only when active)."""
 
     def __init__(self, config: pytest.Config) -> None:
-        from harness.core.dialects.profiles import parse_profile
-        from harness.core.scenario.loading import bundled_scenarios_dir, validate_paths
-        from harness.core.scenario.model import FEATURES
-        from harness.report.known_failures import load_known_failures
-        from harness.report.summary import rules_by_id
-        from harness.run.settings import parse_features, parse_headers, parse_models
-
         self.config = config
-
-        def opt(name: str) -> Any:
-            return opt_value(config, name)
-
         self.only = bool(config.getoption("conformance_only"))
-        self.user_proxy_url: str | None = (opt("proxy-url") or "").rstrip("/") or None
-        self.user_mock_url: str | None = (opt("mock-url") or "").rstrip("/") or None
-        self.mock_host: str = opt("mock-host")
-        self.mock_port: int = opt("mock-port")
-        self.dirs: list[str] = list(opt("scenarios"))
-        self.timeout: float = opt("timeout") or DEFAULT_TIMEOUT
-        self.rechunk: int = opt("rechunk")
-        from harness.generate.coverage import parse_formats
-
-        self.formats = parse_formats(opt("formats"))
-        mode = opt("upstream-dialect") or ("natural" if self.user_proxy_url else "all")
-        if mode == "all" and self.user_proxy_url:
-            raise usage_error("--conformance-upstream-dialect all plays the bundled reference proxies; a proxy under test "
-                              f"calls one upstream dialect: name it ({dialect_choices('or')}), or natural")
-        self.upstream_mode: str = mode
-        # The upstream dialect of each item of a scenario (None: the scenario's own).
-        self.upstreams: tuple[WireDialect | None, ...] = (
-            (None,) if mode == "natural" else tuple(DIALECTS.values()) if mode == "all" else (DIALECTS[mode],))
-        self.strict = bool(opt("strict"))
         try:
-            profile = opt("client-profile")
-            self.client_profile: Profile | None = parse_profile(profile) if profile else None
-            self.models: ModelChoice = parse_models(opt("model"))
-            self.proxy_headers = parse_headers(opt("proxy-header"))
+            self.run = RunConfig.from_values({o.name: config.getoption(o.dest) for o in OPTIONS if o.pytest})
         except ValueError as exc:
             raise usage_error(str(exc)) from exc
-        self.redactor = Redactor.for_headers(self.proxy_headers)  # all the run writes or prints goes through it
-        self.claimed = parse_features(opt("features")) if opt("features") else None
-        if self.claimed is not None:
-            unknown = sorted(self.claimed - set(FEATURES))
-            if unknown:
-                raise usage_error(f"--features: unknown feature(s) {', '.join(unknown)} (known: {', '.join(FEATURES)})")
-        if self.timeout <= 0:
-            raise usage_error("--timeout must be a positive number of seconds")
-        if self.rechunk < 0:
-            raise usage_error("--rechunk must be 0 or more")
-        scenarios, problems = validate_paths(self.dirs or [bundled_scenarios_dir()])
+        self.redactor = Redactor.for_headers(self.run.proxy_header)  # all the run writes or prints goes through it
+        scenarios, problems = validate_paths(self.run.scenarios or [bundled_scenarios_dir()])
         if problems:
             raise usage_error("invalid scenarios:\n" + "\n".join(map(str, problems)))
         self.scenarios: list[Scenario] = scenarios
         self.known: KnownFailures | None = None
-        self.write_known: str | None = opt("write-known-failures")
-        self.update_known: str | None = opt("update-known-failures")
-        expect = opt("expect-failures")
-        if self.update_known and expect and Path(expect).resolve() != Path(self.update_known).resolve():
-            raise usage_error("--update-known-failures FILE reads FILE as the known failures: leave out --expect-failures "
-                         f"{expect}, or name the same file")
-        if self.update_known or expect:
+        known = self.run.update_known_failures or self.run.expect_failures
+        if known:
             try:
-                self.known = load_known_failures(self.update_known or expect, known_rules=set(rules_by_id()))
+                self.known = load_known_failures(known, known_rules=set(rules_by_id()))
             except ConformanceError as exc:
                 raise usage_error(str(exc)) from exc
         self.known_note: list[str] = []  # what writing the known-failures file did, for the summary
         self.stale_known: list[int] = []  # known-failure entries (by number) that pass now
-        self.record_dir: Path | None = Path(opt("record")) if opt("record") else None
         # pytest's default --tb: failures are shown grouped by cause (any other style shows each on its own)
         self.grouped = config.getoption("tbstyle", "auto") == "auto"
-        self.report_json: str | None = opt("report-json")
-        self.report_md: str | None = opt("report-md")
         self.embedded: EmbeddedServers | None = None
         self.shared: Shared | None = None
         self._mock: MockControl | None = None
         self.records: dict[str, ItemRecord] = {}
         self.reached = False  # some item got an answer from the proxy
         self.implied: frozenset[str] = frozenset()  # features claimed only through --client-profile
-        from harness.run.health import Health
-
         self.health = Health()  # this process's view of the proxy between scenarios
         self.worker = hasattr(config, "workerinput")
 
     # ------------------------------------------------------------------ servers
 
     def start(self) -> None:
-        from harness.run.embedded import EmbeddedServers
-
         if self.worker:
             data = getattr(self.config, "workerinput", {}).get(WORKER_KEY)
             if data is None:
                 raise usage_error("toolcall-conformance: this xdist worker got no server URLs from the controller")
             self.shared = Shared.from_json(data)
             return
-        seed = opt_value(self.config, "rechunk-seed")
+        seed = self.run.rechunk_seed
         if seed is None:
             seed = random.SystemRandom().randrange(1, 1_000_000)
-        embedded_proxy = self.user_proxy_url is None
+        user_proxy, user_mock = self.run.proxy_url, self.run.mock_url
+        embedded_proxy = user_proxy is None
         if self.config.option.collectonly:  # nothing will run: start nothing
             idle = "(not started under --collect-only)"
-            self.shared = Shared(self.user_proxy_url or idle, self.user_mock_url or idle, self._features(frozenset()),
+            self.shared = Shared(user_proxy or idle, user_mock or idle, self._features(frozenset()),
                                  seed, embedded_proxy, False)
             return
-        if self.user_mock_url is not None and not embedded_proxy:
-            if opt_value(self.config, "recordings"):
+        if user_mock is not None and not embedded_proxy:
+            if self.run.recordings:
                 raise usage_error("--conformance-recordings puts a recorder in front of the mock this run serves; "
                                   "with --conformance-mock-url the mock is not the run's: drop one of them")
-            self.shared = Shared(self.user_proxy_url or "", self.user_mock_url, self._features(frozenset()),
+            self.shared = Shared(user_proxy or "", user_mock, self._features(frozenset()),
                                  seed, False, False)
             return
-        proxies = ("native",) if self.upstream_mode == "natural" else tuple(u.name for u in self.upstreams if u)
-        recordings = opt_value(self.config, "recordings")
+        mode = self.run.upstream_dialect
+        proxies = ("native",) if mode == "natural" else tuple(u.name for u in self.run.upstreams if u)
+        recordings = self.run.recordings
         self.embedded = EmbeddedServers(
-            mock_host=self.mock_host, mock_port=self.mock_port, with_proxy=embedded_proxy, mock_url=self.user_mock_url,
+            mock_host=self.run.mock_host, mock_port=self.run.mock_port, with_proxy=embedded_proxy, mock_url=user_mock,
             upstream_dialects=proxies, recorder=self._recorder(recordings) if recordings else None,
         )
         try:
             urls = self.embedded.start()
         except ConformanceError as exc:
             raise usage_error(str(exc)) from exc
-        proxy_url = urls.proxy_url if embedded_proxy else self.user_proxy_url
+        proxy_url = urls.proxy_url if embedded_proxy else user_proxy
         assert proxy_url is not None
         self.shared = Shared(proxy_url, urls.mock_url, self._features(urls.proxy_features), seed, embedded_proxy,
-                             self.user_mock_url is None, dict(urls.proxy_urls),
+                             user_mock is None, dict(urls.proxy_urls),
                              urls.upstream_url if recordings else "")
 
     def _recorder(self, folder: str) -> RecorderConfig:
         """The recorder between the bundled proxies and the mock: a matched request goes on to
         the mock (which serves the case), one no recording matches is refused under ``none``."""
-        from pathlib import Path
-
-        from harness.run.health import is_probe
-        from harness.run.recorder import RecorderConfig
-
-        return RecorderConfig(out=Path(folder), mode=opt_value(self.config, "record-mode") or "none",
+        return RecorderConfig(out=Path(folder), mode=self.run.record_mode or "none",
                               replay_upstream=True, passes=is_probe)
 
     def _features(self, proxy_default: frozenset[str]) -> tuple[str, ...]:
         """The features the run claims: ``--features`` (else the reference proxy's, or
         none), plus what an explicit ``--client-profile`` implies."""
-        from harness.run.settings import with_profile_features
-
-        base = self.claimed if self.claimed is not None else proxy_default
-        features = with_profile_features(base, self.client_profile)
+        base = self.run.features if self.run.features is not None else proxy_default
+        features = with_profile_features(base, self.run.client_profile)
         self.implied = features - base
         return tuple(sorted(features))
 
@@ -229,24 +166,20 @@ class ConformanceSession:
     def mock(self) -> MockControl:
         if self._mock is None:
             assert self.shared is not None
-            from mock_backends.control import MockControl
-
             self._mock = MockControl(_local(self.shared.mock_url))
         return self._mock
 
     @property
     def settings(self) -> RunSettings:
-        from harness.run.settings import RunSettings
-
         assert self.shared is not None
         return RunSettings(
             proxy_url=self.shared.proxy_url,
             features=frozenset(self.shared.features),
-            strict=self.strict,
-            timeout=self.timeout,
-            models=self.models,
-            proxy_headers=self.proxy_headers,
-            rechunk=self.rechunk,
+            strict=self.run.strict,
+            timeout=self.run.timeout,
+            models=self.run.model,
+            proxy_headers=self.run.proxy_header,
+            rechunk=self.run.rechunk,
             seed=self.shared.seed,
         )
 
@@ -255,10 +188,8 @@ class ConformanceSession:
         front of a Responses upstream, a Responses client for each case a chat-completions
         client asks (so that pass covers Responses as client and as upstream at once); else
         each scenario's own (None)."""
-        from harness.core.dialects.profiles import choose_profile
-
-        if self.client_profile is not None or self.upstream_mode != "all":
-            return self.client_profile
+        if self.run.client_profile is not None or self.run.upstream_dialect != "all":
+            return self.run.client_profile
         # A client of the upstream's API that says this case's request in its own words.
         translating = next((p for p in CLIENTS.values()
                             if p.answers is upstream and p.written_as is scenario.client.profile), None)
@@ -268,22 +199,21 @@ class ConformanceSession:
 
     def pairs_label(self) -> str:
         """The dialect pairs the run plays, as the header and report name them."""
-        if self.upstream_mode == "all":
+        mode = self.run.upstream_dialect
+        if mode == "all":
             translating = "".join(f", and a {p.name} client for the {p.written_as.answers.short_name} cases in front "
                                   f"of the {p.answers.name} upstream" for p in CLIENTS.values() if p.written_as)
             return f"every pair ({dialect_choices('and')} upstreams; each scenario's client dialect{translating})"
-        if self.upstream_mode == "natural":
+        if mode == "natural":
             return "each scenario's own (natural)"
-        return self.upstream_mode
+        return mode
 
     def profile_label(self) -> str:
         """The client profile the run plays, as the header and reports name it: a proxy under
         test is taken to serve the default profile's clients unless told otherwise."""
-        from harness.core.dialects.clients import DEFAULT_PROFILE
-
-        if self.client_profile is not None:
-            return self.client_profile.name
-        if self.user_proxy_url:
+        if self.run.client_profile is not None:
+            return self.run.client_profile.name
+        if self.run.proxy_url:
             return f"{DEFAULT_PROFILE.name} (the default for --proxy-url; other clients' scenarios skipped)"
         return "each scenario's own"
 
@@ -292,13 +222,13 @@ class ConformanceSession:
         return {
             "proxy": self.redactor.url(shared.proxy_url) if shared else None,
             "upstream dialect": self.pairs_label(),
-            "formats": sorted(self.formats) if self.formats is not None else "every format",
+            "formats": sorted(self.run.formats) if self.run.formats is not None else "every format",
             "reference proxy": bool(shared and shared.embedded_proxy),
             "features": list(shared.features) if shared else [],
             "client profile": self.profile_label(),
-            "strict": self.strict,
-            "rechunk": self.rechunk,
-            "rechunk seed": shared.seed if shared and self.rechunk else None,
+            "strict": self.run.strict,
+            "rechunk": self.run.rechunk,
+            "rechunk seed": shared.seed if shared and self.run.rechunk else None,
             "known failures": self.known.path if self.known else None,
         }
 

@@ -3,10 +3,10 @@
 The pytest plugin adds each as ``--conformance-<name>`` (so it never collides with a
 user's own ``--model`` or ``--timeout``), ``toolcall-conformance run`` offers the short
 ``--<name>`` spelling of those marked ``cli`` and translates it, and the replay command
-a failure prints is written from the same entries; the ``fuzz`` and ``soak`` commands
-take the options they share with a run from here too (``shared_options``). Adding an
-option is adding one ``Option`` to ``OPTIONS``; the plugin reads it as
-``config.getoption(option.dest)``.
+a failure prints is written from the same entries; the ``fuzz``, ``soak`` and ``agents``
+commands take the options they share with a run from here too, and the soak's own are
+entries too (``pytest=False``). Adding an option is adding one ``Option`` to ``OPTIONS``;
+every command reads what the user passed as one ``harness.run.config.RunConfig``.
 """
 
 from __future__ import annotations
@@ -42,6 +42,10 @@ class Option:
     choices: tuple[str, ...] | None = None
     cli: bool = True  # ``toolcall-conformance run`` offers the short ``--<name>`` alias
     replay: bool = False  # ``toolcall-conformance replay`` takes it too (for one exchange)
+    pytest: bool = True  # the plugin offers it as ``--conformance-<name>`` (a conformance run's option)
+    low: float | None = None  # the smallest value a command accepts (a number's range)
+    high: float | None = None
+    low_open: bool = False  # ``low`` itself is refused
 
     @property
     def dest(self) -> str:
@@ -71,6 +75,8 @@ def _text(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+_SOAK: dict[str, Any] = {"cli": False, "pytest": False}
+
 OPTIONS: tuple[Option, ...] = (
     Option("proxy-url", "Base URL of the proxy under test, e.g. http://localhost:8000/v1 (default: the bundled "
            "reference proxy).", metavar="URL", replay=True),
@@ -81,7 +87,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("mock-host", "Interface the mock backend listens on.", default="127.0.0.1", metavar="HOST",
            replay=True),
     Option("mock-port", "Port of the mock backend (default: a free port, printed in the header).", type=int,
-           default=0, metavar="PORT", replay=True),
+           default=0, metavar="PORT", replay=True, low=0, high=65535),
     Option("mock-url", "Use a mock backend that is already running at URL.", metavar="URL", replay=True),
     Option("client-profile", f"Run every scenario under this client profile (default: {DEFAULT_PROFILE.name} with --proxy-url, "
            "each scenario's own with the bundled reference proxy).",
@@ -133,6 +139,23 @@ OPTIONS: tuple[Option, ...] = (
            "rewrite (these record what they let through).", default="none",
            choices=("none", "once", "new-episodes", "rewrite")),
     Option("report-md", "Write the results as Markdown (for CI job summaries).", metavar="PATH"),
+    # The soak's own (``toolcall-conformance soak``); the fault options are the mock's, which the soak starts.
+    Option("fault-rate", "Share of upstream requests the mock faults (drop, stall, 503, 429 with Retry-After).",
+           type=float, default=0.0, low=0.0, high=1.0, **_SOAK),
+    Option("fault-seed", "Seed of the faulted requests (default: random, printed).", type=int, **_SOAK),
+    Option("fault-stall", "Seconds a drawn stall lasts.", type=float, default=2.0, low=0.0, **_SOAK),
+    Option("users", "Concurrent clients.", type=int, default=32, low=1, **_SOAK),
+    Option("spawn-rate", "Clients started per second (default: all within about a second, at most 100 a second).",
+           type=float, low=0.0, low_open=True, **_SOAK),
+    Option("duration", "How long, from the first client on, as Locust reads it: 30s, 10m, 1h30m.", default="1m",
+           **_SOAK),
+    Option("proxy-pid", "PID of the proxy, to report its memory (RSS) over time.", type=int, **_SOAK),
+    Option("scenario", "Scenario to play (repeatable; default: the isolation scenarios, which tag every exchange).",
+           kind="multiple", metavar="ID", **_SOAK),
+    Option("frame-delay-ms", "Milliseconds the mock waits before each frame, as a model generating tokens does.",
+           type=float, default=20.0, low=0.0, **_SOAK),
+    Option("progress-every", "Seconds between progress lines.", type=float, default=5.0, low=0.0, low_open=True,
+           **_SOAK),
 )
 
 BY_NAME: Mapping[str, Option] = {option.name: option for option in OPTIONS}
@@ -140,9 +163,14 @@ BY_NAME: Mapping[str, Option] = {option.name: option for option in OPTIONS}
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def click_option(option: Option, *, param: str | None = None, with_default: bool = True) -> Callable[[F], F]:
-    """``option`` as a click option under its short spelling: its type, choices, help and
-    (unless ``with_default`` is false) its default; passed as ``param`` (default: its dest)."""
+_TABLE: Any = object()  # "the table's default"
+
+
+def click_option(option: Option, *, param: str | None = None, with_default: bool = True,
+                 default: Any = _TABLE) -> Callable[[F], F]:
+    """``option`` as a click option under its short spelling: its type, range, choices, help and
+    (unless ``with_default`` is false) its default, or a command's own ``default``; passed as
+    ``param`` (default: its dest)."""
     import click
 
     kwargs: dict[str, Any] = {"help": option.help, "metavar": option.metavar}
@@ -151,23 +179,17 @@ def click_option(option: Option, *, param: str | None = None, with_default: bool
     elif option.kind == "multiple":
         kwargs.update(multiple=True)
     else:
-        kwargs.update(type=click.Choice(option.choices) if option.choices else option.type,
-                      default=option.default if with_default else None)
+        kind: Any = option.type
+        if option.choices:
+            kind = click.Choice(option.choices)
+        elif option.low is not None or option.high is not None:
+            bounds: dict[str, Any] = {"min": option.low, "max": option.high, "min_open": option.low_open}
+            kind = click.IntRange(**bounds) if option.type is int else click.FloatRange(**bounds)
+        value = option.default if default is _TABLE else default
+        kwargs.update(type=kind, default=value if with_default else None,
+                      show_default=with_default and value is not None)
     decorator: Callable[[F], F] = click.option(option.cli_flag, param or option.dest, **kwargs)
     return decorator
-
-
-def shared_options(*names: str) -> Callable[[F], F]:
-    """The table's options ``names`` for another command that takes them with the same meaning
-    (``fuzz``, ``soak``): same flag, type, default and help, each passed as its name with
-    ``-`` read as ``_`` (``proxy-url`` is ``proxy_url``)."""
-
-    def decorate(command: F) -> F:
-        for name in reversed(names):
-            command = click_option(BY_NAME[name], param=name.replace("-", "_"))(command)
-        return command
-
-    return decorate
 
 
 def replay_args(values: Mapping[str, Any]) -> list[str]:

@@ -149,7 +149,7 @@ class Family(ABC):
         (``s[i:]``, the opener ending at ``i``) already rules this family out, the marker
         position where its parser, shown ``s`` from the opener on, would give up; the
         scanner then starts no parser for it. None: start one. It must answer exactly as
-        the parser would (``tests/test_rescue_properties.py`` checks it does)."""
+        the parser would (``tests/proxy/test_rescue_properties.py`` checks it does)."""
         return None
 
 

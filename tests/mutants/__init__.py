@@ -1,5 +1,5 @@
 """Deliberately broken proxies the harness must catch, and one correct-but-different
-proxy it must pass (``tests/test_mutants.py`` plays them).
+proxy it must pass (``tests/project/test_mutants.py`` plays them).
 
 Adding a mutant is adding one ``Mutant`` entry: what it breaks, the rule ids the
 harness must report, the scenarios that expose it, and how it is built from the

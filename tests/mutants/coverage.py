@@ -3,7 +3,7 @@
 Unit cases (``tests/test_rules*.py``) show each rule tells a broken answer from a
 correct one; a mutant shows the harness reports it end to end, through the runner,
 against a served proxy. ``python tests/mutants/coverage.py`` lists the rules no
-mutant of ``mutants.MUTANTS`` (both dialects) names; ``tests/test_mutants.py`` keeps
+mutant of ``mutants.MUTANTS`` (both dialects) names; ``tests/project/test_mutants.py`` keeps
 that list equal to its allow-list.
 """
 

@@ -1,5 +1,5 @@
 """Broken proxies that pass every hand-written scenario and that only generated cases
-catch (``tests/test_fuzz.py`` proves both halves).
+catch (``tests/generate/test_fuzz.py`` proves both halves).
 
 Each breaks on a combination the library's authors did not write and the re-chunking
 strategies do not reach: a frame ending at one particular offset inside an opener, a

@@ -1,5 +1,5 @@
 """The rescue parser's table of cases: a text a model wrote, the text a client must see
-and the calls it must get. ``tests/test_rescue.py`` plays each whole and split; the
+and the calls it must get. ``tests/proxy/test_rescue.py`` plays each whole and split; the
 property tests draw from the same table."""
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.judge.readers.assemble import AssembledCall, Answer
-from harness.judge.readers.sse import SSEEvent
+from harness.judge.readers.sse import JsonEvent, SSEEvent
 
 # The delta kinds each block kind may receive.
 DELTA_KINDS: Mapping[str, frozenset[str]] = {
@@ -32,24 +32,8 @@ TOOL_BLOCKS = frozenset({"tool_use", "server_tool_use"})
 
 
 @dataclass(frozen=True, slots=True)
-class AnthropicEvent:
+class AnthropicEvent(JsonEvent):
     """One dispatched SSE event of a Messages stream, its data parsed when it is JSON."""
-
-    event: SSEEvent
-    value: Any  # the parsed JSON, or None when it is not JSON
-    json_error: str | None
-
-    @property
-    def name(self) -> str | None:
-        """The ``event:`` field, which is what the SDKs dispatch on."""
-        return self.event.event
-
-    @property
-    def type(self) -> str | None:
-        """The payload's ``type``, when the payload is an object that has a string one."""
-        if isinstance(self.value, dict) and isinstance(self.value.get("type"), str):
-            return self.value["type"]  # type: ignore[no-any-return]
-        return None
 
     @property
     def is_error(self) -> bool:

@@ -21,28 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.judge.readers.assemble import AssembledCall, Answer
-from harness.judge.readers.sse import SSEEvent
+from harness.judge.readers.sse import JsonEvent, SSEEvent
 
 ENDINGS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 
 
 @dataclass(frozen=True, slots=True)
-class ResponsesEvent:
+class ResponsesEvent(JsonEvent):
     """One dispatched SSE event of a Responses stream, its data parsed when it is JSON."""
-
-    event: SSEEvent
-    value: Any
-    json_error: str | None
-
-    @property
-    def type(self) -> str | None:
-        if isinstance(self.value, dict) and isinstance(self.value.get("type"), str):
-            return self.value["type"]  # type: ignore[no-any-return]
-        return None
-
-    @property
-    def name(self) -> str | None:
-        return self.event.event
 
     def get(self, key: str) -> Any:
         return self.value.get(key) if isinstance(self.value, dict) else None

@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 AnomalyKind = Literal[
     "invalid-utf8",
@@ -51,6 +51,27 @@ class SSEEvent:
     def is_done(self) -> bool:
         """Whether this is the terminator, loosely: ``[DONE]`` with anything after it."""
         return is_done_like(self.data)
+
+
+@dataclass(frozen=True, slots=True)
+class JsonEvent:
+    """One dispatched SSE event, its data parsed when it is JSON: what the events of every dialect share."""
+
+    event: SSEEvent
+    value: Any  # the parsed JSON, or None when it is not JSON
+    json_error: str | None
+
+    @property
+    def name(self) -> str | None:
+        """The ``event:`` field, which is what the SDKs dispatch on."""
+        return self.event.event
+
+    @property
+    def type(self) -> str | None:
+        """The payload's ``type``, when the payload is an object that has a string one."""
+        if isinstance(self.value, dict) and isinstance(self.value.get("type"), str):
+            return self.value["type"]  # type: ignore[no-any-return]
+        return None
 
 
 @dataclass(frozen=True, slots=True)

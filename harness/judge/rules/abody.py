@@ -8,7 +8,7 @@ from harness.judge.compare import render, shorten
 from harness.judge.rules.citations import SPEC_MESSAGES, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import ANTHROPIC, Violation, rule_group
-from harness.judge.rules.schemas import schema_violation
+from harness.judge.rules.schemas import body_object, malformed_entries, schema_violations
 
 rule = rule_group("anthropic_body", "ABODY", stage="single", profiles=ANTHROPIC)
 
@@ -23,11 +23,11 @@ rule = rule_group("anthropic_body", "ABODY", stage="single", profiles=ANTHROPIC)
                   "`message.content` raises `TypeError`"),
 )
 def message_shape(ctx: Context) -> Iterator[Violation]:
-    body, error = ctx.body
-    excerpt = ctx.exchange.raw[:200].decode("utf-8", "replace")
-    if error is not None or not isinstance(body, Mapping):
-        yield Violation(f"the body is not a JSON object: {excerpt!r}", {"excerpt": excerpt})
+    body = body_object(ctx)
+    if isinstance(body, Violation):
+        yield body
         return
+    excerpt = ctx.excerpt
     if body.get("type") == "error" or "error" in body:
         yield Violation(f"an error report with status 200: {excerpt!r}",
                         {"excerpt": excerpt, "json_path": "/error" if "error" in body else "/type"})
@@ -42,12 +42,8 @@ def message_shape(ctx: Context) -> Iterator[Violation]:
             f"content is {render(content, 60)}, expected an array of blocks", {"actual": content, "json_path": "/content"}
         )
         return
-    for i, block in enumerate(content):
-        if not isinstance(block, Mapping) or not isinstance(block.get("type"), str):
-            yield Violation(
-                f"content[{i}] is not a block with a type: {render(block, 100)}",
-                {"actual": block, "json_path": f"/content/{i}"},
-            )
+    yield from malformed_entries(content, "content", lambda b: isinstance(b, Mapping) and isinstance(b.get("type"), str),
+                                 "is not a block with a type")
 
 
 @rule(
@@ -59,9 +55,7 @@ def message_shape(ctx: Context) -> Iterator[Violation]:
 def message_schema(ctx: Context) -> Iterator[Violation]:
     body = ctx.body[0]
     if isinstance(body, Mapping) and body.get("type") != "error" and "error" not in body:
-        found = schema_violation(body, "anthropic_message")
-        if found is not None:
-            yield found
+        yield from schema_violations(body, "anthropic_message")
 
 
 @rule(

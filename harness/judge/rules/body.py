@@ -10,7 +10,7 @@ from harness.judge.compare import render, shown
 from harness.judge.rules.citations import AI_SDK_CHAT, SPEC_CHAT, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import Violation, rule_group
-from harness.judge.rules.schemas import schema_violation
+from harness.judge.rules.schemas import body_object, malformed_entries, schema_violations
 
 rule = rule_group("body", "BODY", stage="single")
 
@@ -34,11 +34,11 @@ def _message(ctx: Context) -> tuple[str, Mapping[str, Any]] | None:
                   (AI_SDK_CHAT,)),
 )
 def body_shape(ctx: Context) -> Iterator[Violation]:
-    body, error = ctx.body
-    excerpt = ctx.exchange.raw[:200].decode("utf-8", "replace")
-    if error is not None or not isinstance(body, Mapping):
-        yield Violation(f"the body is not a JSON object: {excerpt!r}", {"excerpt": excerpt})
+    body = body_object(ctx)
+    if isinstance(body, Violation):
+        yield body
         return
+    excerpt = ctx.excerpt
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices:
         if "error" in body:
@@ -50,12 +50,9 @@ def body_shape(ctx: Context) -> Iterator[Violation]:
             {"actual": choices, "excerpt": excerpt, "json_path": "/choices" if "choices" in body else ""},
         )
         return
-    for i, choice in enumerate(choices):
-        if not isinstance(choice, Mapping) or not isinstance(choice.get("message"), Mapping):
-            yield Violation(
-                f"choices[{i}] has no 'message' object: {render(choice, 100)}",
-                {"actual": choice, "json_path": f"/choices/{i}"},
-            )
+    yield from malformed_entries(choices, "choices",
+                                 lambda c: isinstance(c, Mapping) and isinstance(c.get("message"), Mapping),
+                                 "has no 'message' object")
 
 
 @rule(
@@ -67,9 +64,7 @@ def body_shape(ctx: Context) -> Iterator[Violation]:
 def body_schema(ctx: Context) -> Iterator[Violation]:
     body = ctx.body[0]
     if isinstance(body, Mapping) and "error" not in body:
-        found = schema_violation(body, "chat_completion")
-        if found is not None:
-            yield found
+        yield from schema_violations(body, "chat_completion")
 
 
 @rule(

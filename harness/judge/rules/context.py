@@ -117,6 +117,11 @@ class Context:
         return self.reading.body
 
     @cached_property
+    def excerpt(self) -> str:
+        """The start of the answer as received, as a message quotes it."""
+        return self.exchange.raw[:200].decode("utf-8", "replace")
+
+    @cached_property
     def events(self) -> tuple[AnthropicEvent, ...]:
         """An anthropic stream's events, every one of them (a Messages stream has no terminator)."""
         return self.reading.events

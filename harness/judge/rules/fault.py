@@ -20,7 +20,7 @@ from harness.judge.rules.citations import (
 )
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import EVERY_PROFILE, OPENAI_PROFILES, Violation, rule_group
-from harness.judge.rules.schemas import schema_violation
+from harness.judge.rules.schemas import error_body
 
 rule = rule_group("faults", "FAULT", profiles=EVERY_PROFILE)
 
@@ -58,7 +58,7 @@ def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
     status = ctx.exchange.status
     if want is None or status is None:
         return
-    excerpt = ctx.exchange.raw[:200].decode("utf-8", "replace")
+    excerpt = ctx.excerpt
     if not _is_2xx(status):
         if (want.status and status not in want.status) or (not want.status and status < 400):
             yield Violation(
@@ -123,15 +123,8 @@ def error_body_dialect(ctx: Context) -> Iterator[Violation]:
     if "html" in content_type.lower() or text.lstrip()[:15].lower().startswith(("<!doctype html", "<html")):
         yield Violation(f"status {status} with an HTML page ({content_type!r}): {excerpt!r}", {"excerpt": excerpt})
         return
-    body, problem = ctx.body
-    if problem is not None:
-        yield Violation(f"status {status} with a body that is not JSON: {excerpt!r}", {"excerpt": excerpt})
-        return
     # What the SDKs read; the dialect's full shape (a Messages error's `"type": "error"`) is ERR-002/AERR-002's.
-    found = schema_violation(body, "client_error", f"status {status}: the body holds no error message: ",
-                             excerpt=excerpt)
-    if found is not None:
-        yield found
+    yield from error_body(ctx, status, f"status {status}: the body holds no error message: ", "client_error")
 
 
 @rule(

@@ -123,7 +123,7 @@ def rules_markdown(proofs: Mapping[str, Proof] | None = None) -> str:
             "For each rule: the clients it breaks and how (client rules), its check (the function in",
             "`harness/rules` that judges it), the unit cases that break it (an answer the rule must reject, next",
             "to a correct answer it accepts), and the mutant proxies in `tests/mutants` it catches when the",
-            "harness plays them live (`tests/test_mutants.py`).",
+            "harness plays them live (`tests/project/test_mutants.py`).",
         ]
         for rule_id in ordered_ids():
             rule = ENTRIES[rule_id].rule

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from functools import cache
 from importlib import resources
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import jsonschema
 
+from harness.judge.compare import render
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import Violation
 from harness.judge.readers.transcript import json_pointer
@@ -65,22 +66,47 @@ def schema_violation(instance: Any, name: SchemaName, lead: str = "", **evidence
     return Violation(lead + "; ".join(errors), {"actual": errors, **evidence, "json_path": problems[0][0]})
 
 
+def schema_violations(instance: Any, name: SchemaName, lead: str = "", **evidence: Any) -> Iterator[Violation]:
+    """``schema_violation`` as a rule yields it: nothing when the body validates."""
+    found = schema_violation(instance, name, lead, **evidence)
+    if found is not None:
+        yield found
+
+
+def error_body(ctx: Context, status: int | None, lead: str, name: SchemaName) -> Iterator[Violation]:
+    """An error answer's body against schema ``name`` (``lead`` opens the finding), or that it is no JSON."""
+    body, problem = ctx.body
+    if problem is not None:
+        yield Violation(f"status {status} with a body that is not JSON: {ctx.excerpt!r}", {"excerpt": ctx.excerpt})
+        return
+    yield from schema_violations(body, name, lead, excerpt=ctx.excerpt)
+
+
 def error_body_violations(ctx: Context, name: SchemaName, *, typed: bool) -> Iterator[Violation]:
     """An error before the stream, in either dialect: a non-2xx status whose JSON body validates
     against the dialect's error schema ``name``, and no error body with a 2xx status (``typed``:
     the dialect also marks an error body by ``"type": "error"``)."""
     status = ctx.exchange.status
-    body, problem = ctx.body
-    excerpt = ctx.exchange.raw[:200].decode("utf-8", "replace")
+    body = ctx.body[0]
     if status is not None and 200 <= status < 300:
         marked = "error" in body or (typed and body.get("type") == "error") if isinstance(body, Mapping) else False
         if ctx.kind == "json" and marked:
-            yield Violation(f"an error body comes with status {status}: {excerpt!r}",
+            yield Violation(f"an error body comes with status {status}: {ctx.excerpt!r}",
                             {"actual": status, "json_path": "/error" if "error" in body else "/type"})
         return
-    if problem is not None:
-        yield Violation(f"status {status} with a body that is not JSON: {excerpt!r}", {"excerpt": excerpt})
-        return
-    found = schema_violation(body, name, f"status {status} error body: ", excerpt=excerpt)
-    if found is not None:
-        yield found
+    yield from error_body(ctx, status, f"status {status} error body: ", name)
+
+
+def body_object(ctx: Context) -> Mapping[str, Any] | Violation:
+    """A single answer's body when it is a JSON object, else the violation that quotes its start."""
+    body, error = ctx.body
+    if error is not None or not isinstance(body, Mapping):
+        return Violation(f"the body is not a JSON object: {ctx.excerpt!r}", {"excerpt": ctx.excerpt})
+    return body
+
+
+def malformed_entries(entries: Sequence[Any], name: str, fits: Callable[[Any], bool], what: str) -> Iterator[Violation]:
+    """A violation for each entry of the array ``name`` that does not fit: ``name[i] {what}: <entry>``."""
+    for i, entry in enumerate(entries):
+        if not fits(entry):
+            yield Violation(f"{name}[{i}] {what}: {render(entry, 100)}", {"actual": entry, "json_path": f"/{name}/{i}"})

@@ -21,7 +21,7 @@ import yaml
 from harness.core.scenario.loading import load_library
 from support.processes import STARTUP, Output
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 BIN = Path(sys.executable).parent
 LIBRARY = {s.id: s for s in load_library()}
 SCENARIOS = ("plain-native-single", "hermes-single")

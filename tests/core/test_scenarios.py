@@ -25,7 +25,7 @@ from harness.core.scenario.model import Scenario, UpstreamAssertion
 from harness.judge.rules.up import check_assertion
 from harness.run.options import DEFAULT_TIMEOUT
 
-BAD = Path(__file__).parent / "bad_scenarios"
+BAD = Path(__file__).parents[1] / "bad_scenarios"
 LIBRARY = bundled_scenarios_dir()
 FAMILIES = {
     "isolation",
@@ -60,7 +60,7 @@ MINIMUM_PER_FAMILY = {"anthropic": 12, "faults": 12, "bad-input": 6}
 TROUBLE_FAMILIES = {"faults", "bad-input"}
 ANTHROPIC_STOP_REASONS = {"end_turn", "max_tokens", "tool_use"}
 # The seeds a source may cite, by number: public write-ups of proxies whose behaviour a case imitates.
-CAPTURES = Path(__file__).parent / "captures"
+CAPTURES = Path(__file__).parents[1] / "captures"
 
 
 @dataclass(frozen=True)
@@ -231,7 +231,7 @@ def test_library_validates_and_covers_every_family() -> None:
     assert not short, f"families below their minimum {MINIMUM_PER_FAMILY}: {short}"
 
 
-DOCS = Path(__file__).parent.parent / "docs" / "scenarios.md"
+DOCS = Path(__file__).parents[2] / "docs" / "scenarios.md"
 
 # What docs/scenarios.md says each family holds (a phrase of its row in the Families table), and the
 # cases that hold it: deleting or renaming one of them leaves a promise of the docs unkept.
@@ -345,7 +345,7 @@ def _documented_families() -> dict[str, str]:
 @pytest.mark.parametrize("doc", ["scenarios.md", "harness.md", "importing.md", "rules.md"])
 def test_docs_table_rows_are_one_line_each(doc: str) -> None:
     """A line break inside a Markdown table row ends the table there."""
-    lines = (Path(__file__).parent.parent / "docs" / doc).read_text("utf-8").splitlines()
+    lines = (Path(__file__).parents[2] / "docs" / doc).read_text("utf-8").splitlines()
     in_table = False
     for number, line in enumerate(lines, 1):
         if re.match(r"\|\s*:?-{3}", line):

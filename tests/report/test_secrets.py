@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpcore._backends.anyio  # noqa: F401  (see tests/test_plugin.py)
+import httpcore._backends.anyio  # noqa: F401  (see tests/pytest/test_plugin.py)
 import httpcore._backends.sync  # noqa: F401
 import pytest
 import yaml

@@ -24,7 +24,7 @@ from harness.run.settings import RunSettings
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "serve_variant.py"
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "serve_variant.py"
 
 
 def _script() -> ModuleType:

@@ -5,8 +5,10 @@ stays out of a user's way; the commands' usage errors are one clear line."""
 from __future__ import annotations
 
 import logging
+import re
 import socket
 from collections.abc import Callable
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,8 @@ from click.testing import CliRunner
 from harness.cli.main import main
 from harness.core.dialects.clients import CLIENTS
 from harness.core.scenario.loading import load_library
-from harness.run.options import OPTIONS, replay_args
+from harness.run.config import RunConfig
+from harness.run.options import BY_NAME, OPTIONS, Option, replay_args
 from harness.run.program import program
 from harness.run.proxy_client import run_exchange
 from harness.run.servers import RunningServer
@@ -51,7 +54,7 @@ def test_every_option_is_namespaced_for_pytest_and_short_for_the_run_command() -
         assert option.help and (option.kind != "flag" or option.default is False)
     help_text = CliRunner().invoke(main, ["run", "--help"], terminal_width=200).output
     for option in OPTIONS:
-        assert (option.cli_flag in help_text) == option.cli, option.name
+        assert (re.search(re.escape(option.cli_flag) + r"\b(?!-)", help_text) is not None) == option.cli, option.name
     replay_help = CliRunner().invoke(main, ["replay", "--help"], terminal_width=200).output
     assert all(o.cli_flag in replay_help for o in OPTIONS if o.replay)
 
@@ -130,19 +133,83 @@ def test_a_deliberate_drop_is_not_logged_as_an_error(servers: ServeFn, caplog: p
     assert not [r for r in caplog.records if "without completing response" in r.getMessage()]
 
 
-@pytest.mark.parametrize(("command", "names"), [
-    ("fuzz", ("proxy-url", "features", "strict", "timeout", "proxy-header", "mock-host", "mock-port")),
-    ("soak", ("proxy-url", "mock-host", "features")),
-])
-def test_other_commands_take_the_options_they_share_with_the_run_from_the_table(command: str,
-                                                                               names: tuple[str, ...]) -> None:
-    from harness.run.options import BY_NAME
+# A flag a command keeps with a meaning of its own (the table's entry of that name means something else);
+# this list only shrinks.
+OWN_MEANING = {
+    ("fuzz", "--formats"): "the formats to write generated calls in; a run's are the formats the proxy claims",
+    ("fuzz", "--client-profile"): "repeatable, the client dialects to generate for; a run takes one profile",
+    ("agents", "--record"): "each agent run's events and requests; a run's writes HAR files and an HTML report",
+}
+# The servers' own commands, declared in their packages (which read only harness.core, not the table): the
+# mock's --scenarios preloads, the proxy's --upstream-dialect names its one upstream API, and the soak passes
+# its --fault-* values on to the mock's.
+SERVER_COMMANDS = {"mock", "proxy"}
+# A command's own default for a table option.
+OWN_DEFAULT = {("soak", "--timeout"): 30.0}  # many clients at once on one machine, each answer paced
+BY_FLAG = {option.cli_flag: option for option in OPTIONS}
 
-    params = {p.opts[0]: p for p in main.commands[command].params if isinstance(p, click.Option)}
-    for name in names:
-        option = BY_NAME[name]
-        assert params[option.cli_flag].help == option.help, name
-        assert params[option.cli_flag].name == name.replace("-", "_")
+
+def _table_flags(name: str) -> list[tuple[str, click.Option, Option]]:
+    return [(flag, param, BY_FLAG[flag]) for param in main.commands[name].params if isinstance(param, click.Option)
+            for flag in param.opts if flag in BY_FLAG and (name, flag) not in OWN_MEANING]
+
+
+@pytest.mark.parametrize("command", sorted(set(main.commands) - SERVER_COMMANDS - {"list"}))  # list: no defaults
+def test_a_flag_means_the_same_in_every_command(command: str) -> None:
+    """Every command's flag that the table declares is the table's option: its help, kind, type and
+    range, and its default (``run`` leaves defaults to the plugin) unless the command says otherwise."""
+    for flag, param, option in _table_flags(command):
+        assert param.help == option.help, (command, flag)
+        assert param.multiple == (option.kind == "multiple") and param.is_flag == (option.kind == "flag"), flag
+        if option.kind != "value":
+            continue
+        if option.choices:
+            assert isinstance(param.type, click.Choice) and tuple(param.type.choices) == option.choices, flag
+        elif isinstance(param.type, click.IntRange | click.FloatRange):
+            assert (param.type.min, param.type.max, param.type.min_open) == (option.low, option.high,
+                                                                             option.low_open), flag
+        else:
+            assert option.low is None and option.high is None, flag
+            assert param.type.name == click.types.convert_type(option.type).name, flag
+        expected = None if command == "run" else OWN_DEFAULT.get((command, flag), option.default)
+        assert param.default == expected, (command, flag)
+
+
+def test_every_command_with_an_option_of_the_table_reads_it_into_one_run_configuration() -> None:
+    """Each option is one field of ``RunConfig``, defaulted as the table says; the plugin offers
+    those of a conformance run, the run command those marked ``cli``."""
+    defaults = RunConfig.from_values({})
+    names = {f.name for f in fields(RunConfig)}
+    for option in OPTIONS:
+        field_name = option.name.replace("-", "_")
+        assert field_name in names, option.name
+        assert option.pytest or not option.cli, option.name
+        if option.kind == "value" and option.name not in {"timeout", "upstream-dialect"}:
+            assert getattr(defaults, field_name) == option.default, option.name
+    assert defaults.upstream_dialect == "all" and RunConfig.from_values({"proxy-url": "http://p/v1/"}) == replace(
+        defaults, proxy_url="http://p/v1", upstream_dialect="natural", given=frozenset({"proxy-url"}))
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"timeout": -1.0}, "--timeout must be a positive number of seconds"),
+    ({"rechunk": -1}, "--rechunk must be 0 or more"),
+    ({"features": ["nope"]}, "--features: unknown feature(s) nope"),
+    ({"model": ["=x"]}, "--model '=x': expected NAME or FAMILY=NAME"),
+    ({"proxy-header": ["nocolon"]}, "--proxy-header 'nocolon': expected 'Name: value'"),
+    ({"proxy-url": "http://p/v1", "upstream-dialect": "all"}, "--upstream-dialect all plays the bundled"),
+])
+def test_a_bad_value_is_refused_the_same_way_by_every_command(values: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(message)):
+        RunConfig.from_values(values)
+    for command in ("fuzz", "replay"):
+        flags = {o.cli_flag for _, _, o in _table_flags(command)}
+        if all(BY_NAME[name].cli_flag in flags for name in values) and "upstream-dialect" not in values:
+            args = [arg for name, value in values.items()
+                    for item in (value if isinstance(value, list) else [value])
+                    for arg in (BY_NAME[name].cli_flag, str(item))]
+            result = CliRunner().invoke(main, [command, *(["plain-native-single"] if command == "replay" else []),
+                                               *args])
+            assert result.exit_code == 2 and message in result.output, (command, result.output)
 
 
 def test_printed_commands_start_the_way_the_users_shell_can(tmp_path: Path) -> None:

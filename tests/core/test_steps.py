@@ -21,7 +21,7 @@ from harness.run.servers import serve
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
 
-FIXTURES = Path(__file__).parent / "fixtures" / "agents"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
 
 
 def stepped(dialect: str) -> Scenario:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).parent.parent
+ROOT = Path(__file__).parents[2]
 # What every shell script starts with: strict mode, then the repository root as working directory.
 PREAMBLE = ["set -euo pipefail", 'cd "$(dirname "$0")/.."']
 

@@ -104,7 +104,7 @@ def expected_message(backend: Backend) -> dict[str, Any]:
     return message
 
 
-VLLM_CAPTURE = Path(__file__).parent / "captures" / "vllm-qwen-tool-call.sse"
+VLLM_CAPTURE = Path(__file__).parents[1] / "captures" / "vllm-qwen-tool-call.sse"
 
 
 def vllm_finish_choice(finish_reason: str) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from harness.agents.agents import AGENTS
 from harness.agents.cases import build_case
 from harness.agents.install import Installed, default_cache, install, pins
 from harness.agents.runner import Target, play
+from harness.core.dialects import DIALECTS
 from harness.run.servers import serve
 from mutants import ALL
 
@@ -61,8 +62,8 @@ def test_a_proxy_that_breaks_calls_fails_naming_agent_step_and_rule(mutant: str,
     got = installed(agent)
     port = _free_port()
     with serve(MUTANTS[mutant].app(f"http://127.0.0.1:{port}/v1")) as proxy:
-        target = Target(proxy_url=f"{proxy.url}/v1", mock_port=port, upstream=upstream)
-        case = build_case(AGENTS[agent], upstream, fmt)
+        target = Target(proxy_url=f"{proxy.url}/v1", mock_port=port, upstream=DIALECTS[upstream])
+        case = build_case(AGENTS[agent], DIALECTS[upstream], fmt)
         outcome = play(case, got, target, cache=default_cache(), timeout=90, record=tmp_path)
     assert outcome.status == "FAIL"
     report = outcome.report()

@@ -49,7 +49,7 @@ from harness.judge.rules.context import Context, effective_options
 from harness.judge.rules.registry import ENTRIES, Severity, Violation, rule_group
 from harness.judge.rules.report import check_location
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # --------------------------------------------------------------------------- scenarios
 

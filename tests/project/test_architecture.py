@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("harness", "mock_backends", "reference_proxy")
 
 # The harness's layers, lowest first: each imports only itself and those before it.
@@ -286,14 +286,53 @@ def test_no_test_module_imports_another() -> None:
     """Test modules share builders and fixtures through ``tests/support``, never by
     importing each other: a test module is read on its own, and moving a test never
     breaks another file."""
-    test_modules = {path.stem for path in (ROOT / "tests").glob("test_*.py")}
+    test_modules = {path.stem for path in (ROOT / "tests").rglob("test_*.py")}
     found = sorted(
         (path.stem, name)
-        for path in (ROOT / "tests").glob("test_*.py")
+        for path in (ROOT / "tests").rglob("test_*.py")
         for name in imported(path)
         if name.removeprefix("tests.").split(".")[0] in test_modules
     )
     assert found == [], "move what they share into tests/support"
+
+
+# The tests mirror the source: one test package per source package (a harness layer, the reference proxy, the mock),
+# and one for what tests the project as a whole. Shared builders live in tests/support/.
+TEST_PACKAGES: dict[str, str] = {
+    **{layer: f"harness/{layer}/" for layer in LAYERS},
+    "proxy": "reference_proxy/",
+    "mock": "mock_backends/",
+    "project": "the whole project: its walls, packaging, docs, CI kit, benchmarks, scripts and mutant proxies",
+}
+# Beside the test packages: the fixtures, the shared builders, the broken proxies and the data the tests read.
+TEST_HELPERS = {"conftest.py", "rule_proofs.py", "support", "fixtures", "mutants", "captures", "bad_scenarios"}
+# Where a test file's name says it belongs (a hint in the failure message).
+_BY_WORD = {"proxy": "proxy", "rescue": "proxy", "mock": "mock", "rules": "judge", "rule": "judge", "sse": "judge",
+            "plugin": "pytest", "cli": "cli", "import": "capture", "capture": "capture", "report": "report",
+            "agents": "agents", "fuzz": "generate", "formats": "generate", "dialects": "core", "scenarios": "core",
+            "options": "run", "runner": "run", "soak": "run"}
+
+
+def _belongs(path: Path) -> str:
+    words = path.stem.removeprefix("test_").split("_")
+    guess = next((_BY_WORD[w] for w in words if w in _BY_WORD), None)
+    home = f"tests/{guess}/ ({TEST_PACKAGES[guess]})" if guess else "the test package of what it tests"
+    return (f"{path.relative_to(ROOT)}: a test module lives in the test package of the source package it tests; "
+            f"move it (git mv) to {home}; the packages: "
+            + ", ".join(f"tests/{name}/ for {what}" for name, what in TEST_PACKAGES.items()))
+
+
+def test_the_tests_mirror_the_source_packages() -> None:
+    tests = ROOT / "tests"
+    misplaced = [_belongs(p) for p in sorted(tests.glob("test_*.py"))]
+    misplaced += [f"{p.relative_to(ROOT)}: tests/ holds the test packages ({', '.join(TEST_PACKAGES)}) and "
+                  f"{', '.join(sorted(TEST_HELPERS))}; a test module goes into its package"
+                  for p in sorted(tests.iterdir()) if p.name not in TEST_PACKAGES and p.name not in TEST_HELPERS
+                  and not p.name.startswith((".", "__pycache__")) and not p.name.startswith("test_")]
+    misplaced += [f"{p.relative_to(ROOT)}: only test modules (test_*.py) sit in a test package; shared builders "
+                  "go to tests/support/" for name in TEST_PACKAGES if (tests / name).is_dir()
+                  for p in sorted((tests / name).iterdir()) if p.suffix == ".py" and not p.name.startswith("test_")]
+    assert misplaced == [], "\n".join(misplaced)
 
 
 # Modules are cut by concept, not by line count: past this many lines a module is worth a second look (a

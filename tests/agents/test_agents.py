@@ -17,10 +17,10 @@ from harness.agents.install import Installed, install, pins
 from harness.agents.judge import Facts, judge
 from harness.agents.runner import Outcome, Target, play, table
 from harness.cli.main import main
-from harness.core.dialects import OPENAI
+from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES
 from harness.core.exchange import RecordedAnswer, RecordedRequest
 
-FIXTURES = Path(__file__).parent / "fixtures" / "agents"
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "agents"
 
 
 def events(agent: str, name: str) -> str:
@@ -102,7 +102,7 @@ def test_every_agent_plays_every_pair_it_speaks_in_each_format() -> None:
                      ("codex", "responses->openai"), ("opencode", "openai->openai"),
                      ("opencode", "openai->anthropic"), ("opencode", "openai->responses")}
     assert len(cases) == len(pairs) * len(DEFAULT_FORMATS)
-    case = build_case(AGENTS["codex"], "openai", "qwen-coder")
+    case = build_case(AGENTS["codex"], OPENAI, "qwen-coder")
     assert "<function=exec_command>" in case.scenario.backend.text
     assert case.scenario.raw["steps"][0]["frames"] == [FINAL_TEXT]
 
@@ -110,7 +110,7 @@ def test_every_agent_plays_every_pair_it_speaks_in_each_format() -> None:
 def test_an_agent_that_cannot_be_installed_is_skipped(tmp_path: Path) -> None:
     installed = install(pins()["codex"], tmp_path, allow_download=False)
     assert installed.binary is None and "not installed" in installed.reason
-    outcome = play(build_case(AGENTS["codex"], "responses", "native"), installed, Target(), cache=tmp_path)
+    outcome = play(build_case(AGENTS["codex"], RESPONSES, "native"), installed, Target(), cache=tmp_path)
     assert outcome.status == "skip"
     assert "skip" in table([outcome])
 
@@ -129,7 +129,7 @@ def test_command_skips_without_failing(tmp_path: Path) -> None:
 
 
 def test_outcome_report_names_agent_pair_format_and_tail() -> None:
-    case = build_case(AGENTS["opencode"], "anthropic", "hermes")
+    case = build_case(AGENTS["opencode"], ANTHROPIC, "hermes")
     failure = judge(dataclasses.replace(GOOD, exit_code=3))[0]
     text = Outcome(case, "FAIL", (failure,), tail="last line").report()
     assert "opencode (openai->anthropic, format hermes)" in text and "agent-exit" in text and "last line" in text

@@ -28,7 +28,7 @@ from harness.run.options import BY_NAME
 from mock_backends.registry import PLANNERS
 from mock_backends.routes import ROUTES
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 # Every table keyed by a dialect object: each must hold every registered dialect.
 DIALECT_TABLES: dict[str, Mapping[WireDialect, Any]] = {
@@ -162,3 +162,21 @@ def test_the_option_tables_of_the_docs_name_every_registered_dialect_and_profile
     assert all(f"`{name}`" in profile_row or f"\\|{name}" in profile_row or f" {name}\\|" in profile_row
                for name in CLIENTS), profile_row[:200]
     assert all(f"`{name}`" in dialect_row for name in DIALECTS), dialect_row[:200]
+
+
+def test_no_code_compares_a_dialect_or_profile_by_its_name() -> None:
+    """Between the edges a dialect or profile is its object: no ``x == "anthropic"`` and no table
+    keyed by two or more of their names anywhere in the three packages (a table is keyed by the objects)."""
+    names = set(DIALECTS) | set(CLIENTS)
+    found = []
+    for package in ("harness", "reference_proxy", "mock_backends"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+                if isinstance(node, ast.Compare) and any(isinstance(op, ast.Eq | ast.NotEq) for op in node.ops):
+                    if any(isinstance(s, ast.Constant) and s.value in names for s in (node.left, *node.comparators)):
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno}: compares a name")
+                if isinstance(node, ast.Dict):
+                    keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+                    if sum(k in names for k in keys) >= 2:
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno}: a table keyed by names")
+    assert found == [], "hold the objects (DIALECTS[name] / CLIENTS[name] at the edge):\n" + "\n".join(found)

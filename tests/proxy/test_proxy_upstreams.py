@@ -16,7 +16,7 @@ from reference_proxy.parts import parse_and_shape_messages
 from reference_proxy.upstreams import REGISTRY, ClientBody, Upstream, upstream_for
 from support.messages_requests import assistant, encoded, messages_request, system_message, user
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 CLIENT_APIS = ("openai", "anthropic", "responses")
 
 

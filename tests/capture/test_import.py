@@ -43,7 +43,7 @@ from mock_backends.control import MockControl
 from reference_proxy.app import create_app as create_reference_proxy
 from reference_proxy.config import ProxyConfig
 
-CAPTURES = Path(__file__).parent / "captures"
+CAPTURES = Path(__file__).parents[1] / "captures"
 WORKED = "vllm-qwen-tool-call.sse"
 WORKED_REQUEST = "vllm-qwen-tool-call.request.json"
 
