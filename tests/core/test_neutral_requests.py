@@ -190,7 +190,7 @@ def test_the_dialect_a_request_was_posted_to(path: str, name: str | None) -> Non
     assert (found.name if found is not None else None) == name
 
 
-# Kiro's request has no tool_choice and keeps its tools inside the conversation (tests/test_kiro.py).
+# Kiro's request has no tool_choice and keeps its tools inside the conversation (tests/core/test_kiro_dialect.py).
 CHOOSING = [d for d in DIALECTS.values() if d.requests.tool_choice("auto") is not None]
 
 

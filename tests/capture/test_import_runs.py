@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from harness.cli.main import main
 from harness.core.scenario.loading import load_scenario
 
-CAPTURES = Path(__file__).parent / "captures"
+CAPTURES = Path(__file__).parents[1] / "captures"
 
 
 def test_a_request_with_stream_options_is_imported_streamed_only(tmp_path: Path) -> None:

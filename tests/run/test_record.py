@@ -261,7 +261,7 @@ def test_run_replays_a_recorded_session_green_in_none_mode(
     command = [sys.executable, "-m", "harness.cli.main", "run", "--scenarios", str(tmp_path / "scenarios"),
                "--recordings", str(tmp_path), "--record-mode", "none", "--upstream-dialect", "openai"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path,
-                          env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).parents[1])})
+                          env={**__import__("os").environ, "PYTHONPATH": str(Path(__file__).parents[2])})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     assert "1 passed" in done.stdout
 
