@@ -129,6 +129,22 @@ CASES = [
         None,
     ),
     Case("bare-prose-after", '{"name": "get_weather", "arguments": {"city": "Paris"}} is the call', None),
+    Case(
+        "bare-opening-call-then-sentence",
+        '{"name": "get_weather", "arguments": {"city": "Paris"}} The arguments I passed were {"city": "Paris"}',
+        'The arguments I passed were {"city": "Paris"}',
+        [W_PARIS],
+    ),
+    # ---------------------------------------------------------------- Mistral NAME{json}, no [ARGS]
+    Case("mistral-name-then-json", '[TOOL_CALLS]get_weather{"city": "Paris"}', "", [W_PARIS]),
+    Case(
+        "mistral-name-then-json-twice",
+        '[TOOL_CALLS]get_weather{"city": "Paris"}[TOOL_CALLS]get_weather{}',
+        "",
+        [W_PARIS, ("get_weather", {})],
+    ),
+    Case("mistral-undeclared-name-then-json", '[TOOL_CALLS]nope{"city": "Paris"}', None),
+    Case("bare-sentence-call-later-in-line", 'Done: {"name": "get_weather", "arguments": {"city": "Paris"}} The end', None),
     Case("bare-extra-key", '{"name": "get_weather", "arguments": {}, "note": "x"}', None),
     Case("bare-unbalanced", '{"name": "get_weather", "arguments": {"city": "Paris"}\nmore text', None),
     Case("bare-braces-in-prose", "{ this is a set }\n[link](http://x)\n[]\n[1, 2]\n{}\n", None),
