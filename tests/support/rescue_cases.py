@@ -560,6 +560,8 @@ CASES = [
     Case("llama4-pythonic-prose", "The <|python_start|> token opens [code] blocks.", None),
     # ---------------------------------------------------------------- gpt-oss Harmony
     Case("harmony-call", "Checking.\n" + harmony("get_weather", {"city": "Paris"}), "Checking.\n", [W_PARIS]),
+    Case("harmony-json-glued-to-name", '<|channel|>commentary to=functions.get_weatherjson<|message|>{"city": "Paris"}<|call|>', "", [W_PARIS]),
+    Case("harmony-undeclared-name-ending-json", '<|channel|>commentary to=functions.nopejson<|message|>{}<|call|>', None),
     Case(
         "harmony-first-message-without-start",
         harmony("get_weather", {"city": "Paris"}).removeprefix("<|start|>assistant"),
