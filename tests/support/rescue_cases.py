@@ -209,6 +209,25 @@ CASES = [
         "",
         [("run", {"script": "\n  line one\n\n  line two\n"})],
     ),
+    # vllm#21571: both closing tags forgotten, the value runs into </tool_call>.
+    Case(
+        "coder-value-runs-into-end-call",
+        "<tool_call>\n<function=get_weather>\n<parameter=days>\n3\n\n\n</tool_call>",
+        "",
+        [("get_weather", {"days": 3})],
+    ),
+    Case(
+        "coder-value-runs-into-end-call-then-another",
+        "<tool_call>\n<function=read_file>\n<parameter=path>\na.txt\n</tool_call>\n" + coder("read_file", path="b.txt"),
+        "\n",
+        [("read_file", {"path": "a.txt"}), ("read_file", {"path": "b.txt"})],
+    ),
+    Case(
+        "coder-value-quotes-end-call",
+        "<tool_call>\n<function=run>\n<parameter=script>\necho '\n</tool_call>\n' done\n</parameter>\n</function>\n</tool_call>",
+        "",
+        [("run", {"script": "echo '\n</tool_call>\n' done"})],
+    ),
     Case(
         "coder-missing-end-parameter",
         "<tool_call>\n<function=read_file>\n<parameter=path>\na.txt\n</function>\n</tool_call>",
@@ -331,6 +350,20 @@ CASES = [
         "Lines to ",
         [("read_file", {"path": "a"})],
     ),
+    # Claude's leaks also corrupt the wrapper to "court" (claude-code#64922, #69529).
+    Case(
+        "invoke-court-line",
+        "Checking.\n\ncourt\n" + invoke("read_file", path="a"),
+        "Checking.\n\n",
+        [("read_file", {"path": "a"})],
+    ),
+    Case(
+        "invoke-court-is-a-word-after-a-blank",
+        "Take it to court\n" + invoke("read_file", path="a"),
+        "Take it to court\n",
+        [("read_file", {"path": "a"})],
+    ),
+    Case("court-at-end", "the court  ", None),
     Case(
         "invoke-count-indented-line",
         "Checking.\n  count\n" + invoke("read_file", path="a"),
