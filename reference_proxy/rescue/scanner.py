@@ -62,6 +62,14 @@ _LINE_BEGUN = _OPENERS.line_begun.fullmatch  # from the last line's start: ``Ope
 _LINE_BEGUN_ENDS = _OPENERS.line_begun_ends
 _WORD_OPENER = _OPENERS.group_by_first["c"].search if SHORTCUTS else None
 
+
+def _court_ends(text: str) -> bool:
+    """Whether ``text`` ends in "court" (blanks after it allowed). "court" opens a marker
+    only right before ``<invoke``, and a piece on the fast path holds no such ``<``, so
+    only a "court" at its end can matter: no second search through every piece."""
+    return text.rstrip(" \t\r\n").endswith("court")
+
+
 # ``Text(x)`` through the frozen dataclass ``__init__`` costs more than all the checks of
 # the fast path together; filling the one slot directly builds the same object.
 _NEW_TEXT = Text.__new__
@@ -200,12 +208,12 @@ class Rescuer:
             and ("\n" not in text or _LINE_RISK(text) is None)
         ):
             self._after_call = False  # (a blank-only piece could keep it; it is never needed)
-            if "c" not in text or ("count" not in text and "court" not in text and not text.endswith(_WORD_PREFIXES)):
+            if "c" not in text or ("count" not in text and not _court_ends(text) and not text.endswith(_WORD_PREFIXES)):
                 self._last = text
                 event = _NEW_TEXT(Text)
                 _SET_TEXT(event, text)
                 return [event]
-            if "count" not in text and "court" not in text:
+            if "count" not in text and not _court_ends(text):
                 start = text.rfind("c")  # where the "c".."coun" ending starts
                 if start > 0:
                     if text[start - 1] not in _WORD_CHARS:
@@ -292,7 +300,7 @@ class Rescuer:
             and ("<" not in s or _HARMLESS(s, "<"))
             and "`" not in s
             and ("[" not in s or _HARMLESS(s, "["))
-            and (("count" not in s and "court" not in s) or _WORD_OPENER(s) is None)
+            and (("count" not in s and not _court_ends(s)) or _WORD_OPENER(s) is None)
             and ("\n" not in s or _LINE_OPENER(s) is None)
             and not (self._line_blank and _LINE_HERE(s))
             # the first letters of a line opener ("\nfunc"), looked for when the last one may be
