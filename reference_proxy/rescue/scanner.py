@@ -52,7 +52,7 @@ _FIRST_LOOK = 1024
 # search on short pieces). If the families change so that they no longer fit, the
 # shortcuts switch off and everything goes through the general scanner: still
 # correct, only slower, until the shortcuts are extended.
-SHORTCUTS = _OPENERS.signal_chars == "<[`" and _OPENERS.words == ("count",)
+SHORTCUTS = _OPENERS.signal_chars == "<[`" and _OPENERS.words == ("count", "court")
 _WORD_PREFIXES = _OPENERS.word_prefixes
 _HARMLESS = _OPENERS.harmless
 _LINE_RISK = _OPENERS.line_risk.search
@@ -61,6 +61,14 @@ _LINE_HERE = _OPENERS.line_here.match
 _LINE_BEGUN = _OPENERS.line_begun.fullmatch  # from the last line's start: ``Openers.last_line_begun``
 _LINE_BEGUN_ENDS = _OPENERS.line_begun_ends
 _WORD_OPENER = _OPENERS.group_by_first["c"].search if SHORTCUTS else None
+
+
+def _court_ends(text: str) -> bool:
+    """Whether ``text`` ends in "court" (blanks after it allowed). "court" opens a marker
+    only right before ``<invoke``, and a piece on the fast path holds no such ``<``, so
+    only a "court" at its end can matter: no second search through every piece."""
+    return text.rstrip(" \t\r\n").endswith("court")
+
 
 # ``Text(x)`` through the frozen dataclass ``__init__`` costs more than all the checks of
 # the fast path together; filling the one slot directly builds the same object.
@@ -189,8 +197,8 @@ class Rescuer:
     def feed(self, text: str) -> list[Event]:
         """Events for the next piece of text (any split of the stream gives the same result)."""
         # Fast path: while nothing is held and no line has just begun, a piece with no
-        # opener character, no line opener after a newline and no "count" goes straight
-        # out; if it ends in "c".."coun" at a word start, that piece is held.
+        # opener character, no line opener after a newline and no "count" or "court" goes
+        # straight out; if it ends in "c".."coun" or "cour" at a word start, that piece is held.
         if (
             self._plain
             and text
@@ -200,12 +208,12 @@ class Rescuer:
             and ("\n" not in text or _LINE_RISK(text) is None)
         ):
             self._after_call = False  # (a blank-only piece could keep it; it is never needed)
-            if "c" not in text or ("count" not in text and not text.endswith(_WORD_PREFIXES)):
+            if "c" not in text or ("count" not in text and not _court_ends(text) and not text.endswith(_WORD_PREFIXES)):
                 self._last = text
                 event = _NEW_TEXT(Text)
                 _SET_TEXT(event, text)
                 return [event]
-            if "count" not in text:
+            if "count" not in text and not _court_ends(text):
                 start = text.rfind("c")  # where the "c".."coun" ending starts
                 if start > 0:
                     if text[start - 1] not in _WORD_CHARS:
@@ -292,7 +300,7 @@ class Rescuer:
             and ("<" not in s or _HARMLESS(s, "<"))
             and "`" not in s
             and ("[" not in s or _HARMLESS(s, "["))
-            and ("count" not in s or _WORD_OPENER(s) is None)
+            and (("count" not in s and not _court_ends(s)) or _WORD_OPENER(s) is None)
             and ("\n" not in s or _LINE_OPENER(s) is None)
             and not (self._line_blank and _LINE_HERE(s))
             # the first letters of a line opener ("\nfunc"), looked for when the last one may be
@@ -301,7 +309,9 @@ class Rescuer:
             # No opener starts in ``s`` (a frequent case: a held "c" turned out to be
             # prose); with no "<" or "`" in it, only a word opener can begin at its end.
             n = len(s)
-            tail = s.endswith(_WORD_PREFIXES) or ("count" in s and s.rstrip(" \t\r\n").endswith("count"))
+            tail = s.endswith(_WORD_PREFIXES) or (
+                ("count" in s or "court" in s) and s.rstrip(" \t\r\n").endswith(("count", "court"))
+            )
             hold = self._openers.word_hold(s, self._last[-1:]) if tail else n
             if hold == n:
                 self._pending = ""

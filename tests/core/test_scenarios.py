@@ -412,9 +412,11 @@ def test_library_scenario_is_consistent(scenario: Scenario) -> None:
 def source_problem(source: str) -> str | None:
     """Why a ``source`` over-claims, or None. A case whose frames were written by hand
     says so first ('synthetic', maybe 'after' what it imitates); only a recorded one may
-    say otherwise, and it names its capture file. Every seed it cites exists."""
+    say otherwise, and it names its capture file; a model's output quoted from a public
+    page says so and names the page first. Every seed it cites exists."""
     captures = [name.rstrip(".") for name in re.findall(r"tests/captures/([\w.-]+)", source)]
-    if not source.startswith("synthetic") and not captures:
+    quoted = re.match(r"quoted from https://\S+", source) is not None
+    if not source.startswith("synthetic") and not captures and not quoted:
         return f"a hand-written case starts its source with 'synthetic': {source[:80]!r}"
     missing = [name for name in captures if not (CAPTURES / name).is_file()]
     if missing:
@@ -435,6 +437,8 @@ def source_problem(source: str) -> str | None:
         ("Kiro-Go PR #114: the backend sends", "starts its source with 'synthetic'"),
         ("Azure OpenAI streams a first chunk with choices []", "starts its source with 'synthetic'"),
         ("imported from tests/captures/never-recorded.sse", "no capture never-recorded.sse"),
+        ("quoted from https://github.com/vllm-project/vllm/issues/1 (the model's output)", None),
+        ("quoted from a vLLM issue", "starts its source with 'synthetic'"),
         ("synthetic, after seed 004", "not by a number: 'seed 004'"),
         ("synthetic, after document 001 and the formats reference", "not by a number: 'document 001'"),
     ],

@@ -88,7 +88,8 @@ def test_each_format_is_generated_through_its_writer(format_id: str) -> None:
             written.append(case)
         if case.reasoning:
             assert case.text.startswith(case.reasoning) and case.visible.startswith(case.reasoning)
-            assert case.reasoning.startswith("<think>\n") and case.reasoning.rstrip().endswith("</think>")
+            form = FORMATS[format_id].reasoning  # the model's own reasoning form (<seed:think> for Seed-OSS)
+            assert case.reasoning.startswith(form.open) and case.reasoning.rstrip().endswith(form.close.strip())
             reasoned.append(case)
 
     draw()

@@ -115,6 +115,13 @@ LETTER_CASES = [
     ),
     Case("count-the-word", "Let me count the files: there are six of them.\nAnd counting.", None),
     Case(
+        "court-on-its-own-line",
+        'すみません、正しく実行します。\n\ncourt\n<invoke name="get_weather">\n<parameter name="city">Paris</parameter>\n</invoke>',
+        "すみません、正しく実行します。\n\n",
+        [W_PARIS],
+    ),
+    Case("court-the-word", "The court ruled on the courtyard.\nA courteous reply.", None),
+    Case(
         "pythonic-after-prose",
         'Sure, one moment please.\n[get_weather(city="Paris")]\nThat is all.',
         "Sure, one moment please.\n\nThat is all.",
@@ -138,7 +145,7 @@ def _fed(frames: list[str], tools: tuple[ToolSpec, ...]) -> tuple[tuple[str, Cal
 
 
 def test_the_letter_initial_openers_are_the_ones_these_cases_cover() -> None:
-    assert LETTER_OPENERS == ["count", "functools"], "a new letter-initial opener needs its cases here"
+    assert LETTER_OPENERS == ["count", "court", "functools"], "a new letter-initial opener needs its cases here"
     assert scanner.SHORTCUTS, "the shortcuts are off: these cases would not test them"
 
 

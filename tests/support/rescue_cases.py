@@ -129,6 +129,22 @@ CASES = [
         None,
     ),
     Case("bare-prose-after", '{"name": "get_weather", "arguments": {"city": "Paris"}} is the call', None),
+    Case(
+        "bare-opening-call-then-sentence",
+        '{"name": "get_weather", "arguments": {"city": "Paris"}} The arguments I passed were {"city": "Paris"}',
+        'The arguments I passed were {"city": "Paris"}',
+        [W_PARIS],
+    ),
+    # ---------------------------------------------------------------- Mistral NAME{json}, no [ARGS]
+    Case("mistral-name-then-json", '[TOOL_CALLS]get_weather{"city": "Paris"}', "", [W_PARIS]),
+    Case(
+        "mistral-name-then-json-twice",
+        '[TOOL_CALLS]get_weather{"city": "Paris"}[TOOL_CALLS]get_weather{}',
+        "",
+        [W_PARIS, ("get_weather", {})],
+    ),
+    Case("mistral-undeclared-name-then-json", '[TOOL_CALLS]nope{"city": "Paris"}', None),
+    Case("bare-sentence-call-later-in-line", 'Done: {"name": "get_weather", "arguments": {"city": "Paris"}} The end', None),
     Case("bare-extra-key", '{"name": "get_weather", "arguments": {}, "note": "x"}', None),
     Case("bare-unbalanced", '{"name": "get_weather", "arguments": {"city": "Paris"}\nmore text', None),
     Case("bare-braces-in-prose", "{ this is a set }\n[link](http://x)\n[]\n[1, 2]\n{}\n", None),
@@ -192,6 +208,25 @@ CASES = [
         coder("run", script="\n  line one\n\n  line two\n"),
         "",
         [("run", {"script": "\n  line one\n\n  line two\n"})],
+    ),
+    # vllm#21571: both closing tags forgotten, the value runs into </tool_call>.
+    Case(
+        "coder-value-runs-into-end-call",
+        "<tool_call>\n<function=get_weather>\n<parameter=days>\n3\n\n\n</tool_call>",
+        "",
+        [("get_weather", {"days": 3})],
+    ),
+    Case(
+        "coder-value-runs-into-end-call-then-another",
+        "<tool_call>\n<function=read_file>\n<parameter=path>\na.txt\n</tool_call>\n" + coder("read_file", path="b.txt"),
+        "\n",
+        [("read_file", {"path": "a.txt"}), ("read_file", {"path": "b.txt"})],
+    ),
+    Case(
+        "coder-value-quotes-end-call",
+        "<tool_call>\n<function=run>\n<parameter=script>\necho '\n</tool_call>\n' done\n</parameter>\n</function>\n</tool_call>",
+        "",
+        [("run", {"script": "echo '\n</tool_call>\n' done"})],
     ),
     Case(
         "coder-missing-end-parameter",
@@ -315,6 +350,20 @@ CASES = [
         "Lines to ",
         [("read_file", {"path": "a"})],
     ),
+    # Claude's leaks also corrupt the wrapper to "court" (claude-code#64922, #69529).
+    Case(
+        "invoke-court-line",
+        "Checking.\n\ncourt\n" + invoke("read_file", path="a"),
+        "Checking.\n\n",
+        [("read_file", {"path": "a"})],
+    ),
+    Case(
+        "invoke-court-is-a-word-after-a-blank",
+        "Take it to court\n" + invoke("read_file", path="a"),
+        "Take it to court\n",
+        [("read_file", {"path": "a"})],
+    ),
+    Case("court-at-end", "the court  ", None),
     Case(
         "invoke-count-indented-line",
         "Checking.\n  count\n" + invoke("read_file", path="a"),
@@ -544,6 +593,8 @@ CASES = [
     Case("llama4-pythonic-prose", "The <|python_start|> token opens [code] blocks.", None),
     # ---------------------------------------------------------------- gpt-oss Harmony
     Case("harmony-call", "Checking.\n" + harmony("get_weather", {"city": "Paris"}), "Checking.\n", [W_PARIS]),
+    Case("harmony-json-glued-to-name", '<|channel|>commentary to=functions.get_weatherjson<|message|>{"city": "Paris"}<|call|>', "", [W_PARIS]),
+    Case("harmony-undeclared-name-ending-json", '<|channel|>commentary to=functions.nopejson<|message|>{}<|call|>', None),
     Case(
         "harmony-first-message-without-start",
         harmony("get_weather", {"city": "Paris"}).removeprefix("<|start|>assistant"),

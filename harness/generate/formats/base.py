@@ -22,6 +22,28 @@ class Call:
     arguments: Mapping[str, Any]
 
 
+@dataclass(frozen=True)
+class Reasoning:
+    """How a model writes its reasoning into the text when no reasoning parser takes it
+    out: the block's opening and closing markup, and what separates it from the answer."""
+
+    open: str
+    close: str
+    gap: str = "\n\n"
+
+    def wrap(self, body: str) -> str:
+        """``body`` as a closed reasoning block, followed by its gap."""
+        return f"{self.open}{body}{self.close}{self.gap}"
+
+
+THINK = Reasoning("<think>\n", "\n</think>")
+"""Qwen3, DeepSeek-R1, GLM and most reasoning models."""
+SEED_THINK = Reasoning("<seed:think>\n", "\n</seed:think>")
+"""Seed-OSS (vLLM's seed_oss fixtures: https://github.com/vllm-project/vllm/blob/main/tests/tool_parsers/test_seed_oss_tool_parser.py)."""
+ANALYSIS = Reasoning("<|channel|>analysis<|message|>", "<|end|>", "")
+"""gpt-oss: an analysis message of Harmony's; the next message's <|start|> follows <|end|> at once."""
+
+
 class TextFormat(Protocol):
     """A way models write tool calls into their text."""
 
@@ -33,6 +55,11 @@ class TextFormat(Protocol):
     """A model name that emits it (used as ``request.model``)."""
     delimiters: tuple[str, ...]
     """Every literal marker the format writes (openers, closers, separators)."""
+    special: tuple[str, ...]
+    """The delimiters that are one token of the model's tokenizer: a detokenizer never
+    splits them across frames (only a labelled stress case does)."""
+    reasoning: Reasoning
+    """How the model's reasoning reads in the text."""
 
     def write(self, calls: Sequence[Call]) -> str:
         """The text a model writes for these calls."""

@@ -144,7 +144,21 @@ def inside_delimiters(text: str, fmt: TextFormat, every_char: bool = False, limi
 
 
 def natural(text: str, fmt: TextFormat) -> list[str]:
-    return cut(text, inside_delimiters(text, fmt))
+    """``text`` in frames cut inside its delimiters, but never inside one of the format's
+    special tokens: a detokenizer sends a special token whole, so a cut that would fall in
+    one falls before it (only the labelled split-delimiters stress case cuts them)."""
+    return cut(text, whole_tokens(text, fmt, inside_delimiters(text, fmt)))
+
+
+def whole_tokens(text: str, fmt: TextFormat, points: Iterable[int]) -> list[int]:
+    """``points`` with each one inside an occurrence of a special token moved to its start."""
+    spans: list[tuple[int, int]] = []
+    for token in fmt.special:
+        start = text.find(token)
+        while start >= 0:
+            spans.append((start, start + len(token)))
+            start = text.find(token, start + len(token))
+    return [next((a for a, b in spans if a < p < b), p) for p in points]
 
 
 def markers(fmt: TextFormat, text: str, content: str = "") -> list[str]:
@@ -388,7 +402,9 @@ def _long_argument(fmt: TextFormat) -> Cell:
 @builds("split-delimiters")
 def _split_delimiters(fmt: TextFormat) -> Cell:
     text = "Reading it.\n" + fmt.write([READ])
-    return Cell("every delimiter cut at every character", "a tag split anywhere is still one tag.",
+    return Cell("stress: every delimiter cut at every character, special tokens too",
+                "a tag split anywhere is still one tag (no detokenizer splits a special token; a proxy "
+                "that re-chunks text may).",
                 cut(text, inside_delimiters(text, fmt, every_char=True)), [READ_FILE], "Open src/app.py.",
                 [READ], "Reading it.")
 
@@ -469,23 +485,13 @@ def _fenced_example(fmt: TextFormat) -> Cell:
                 natural(text, fmt), [READ_FILE], "Show me the call syntax.", [], text, exact=True)
 
 
-THOUGHTS: dict[str, Callable[[str], str]] = {
-    # gpt-oss thinks on Harmony's analysis channel, a message of its own ended by <|end|>.
-    "gpt-oss": lambda body: f"<|channel|>analysis<|message|>{body}<|end|>",
-}
-
-
-def _think(body: str) -> str:
-    return f"<think>\n{body}\n</think>"
-
-
 @builds("reasoning-block")
 def _reasoning(fmt: TextFormat) -> Cell:
     body = ("The user wants the entry point. I could write\n" + fmt.write([READ_B]) +
             "\nbut src/app.py is the right file.")
-    thought = THOUGHTS.get(fmt.id, _think)(body) + "\n\n"
+    thought = fmt.reasoning.wrap(body)  # in the model's own reasoning form
     text = thought + fmt.write([READ])
-    where = "an analysis message" if fmt.id in THOUGHTS else "a closed <think> block"
+    where = f"a closed {fmt.reasoning.open.strip()} block"
     return Cell(f"a call inside {where} is text; the call after it is a call",
                 "reasoning is not an answer: a model that drafts a call while thinking has not made it.",
                 natural(text, fmt), [READ_FILE], "Open the entry point.", [READ], thought.strip(),

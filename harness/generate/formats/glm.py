@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, bare_value, require_calls
+from harness.generate.formats.base import Call, THINK, bare_value, require_calls
 
 
 class Glm:
     id = "glm"
     family = "glm"
+    special: tuple[str, ...] = ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
+    reasoning = THINK
     model = "glm-4.5-air"
     delimiters: tuple[str, ...] = ("<tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
                                    "</tool_call>")

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, json_text, require_calls
+from harness.generate.formats.base import ANALYSIS, Call, json_text, require_calls
 
 
 class GptOss:
     id = "gpt-oss"
     family = "gpt-oss"
+    special: tuple[str, ...] = ("<|start|>", "<|channel|>", "<|constrain|>", "<|message|>", "<|call|>", "<|end|>")
+    reasoning = ANALYSIS
     model = "gpt-oss-120b"
     delimiters: tuple[str, ...] = ("<|start|>assistant", "<|channel|>", " to=functions.", "<|constrain|>",
                                    "<|message|>", "<|call|>")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, FormatError, json_text, require_calls
+from harness.generate.formats.base import Call, FormatError, THINK, json_text, require_calls
 
 
 def call_object(call: Call) -> str:
@@ -17,6 +17,8 @@ class QwenTools:
 
     id = "qwen-tools"
     family = "qwen-tools"
+    special: tuple[str, ...] = ()
+    reasoning = THINK
     model = "qwen2.5-7b-instruct"
     delimiters: tuple[str, ...] = ("<tools>", "</tools>")
 
@@ -33,6 +35,8 @@ class Hermes:
 
     id = "hermes"
     family = "hermes"
+    special: tuple[str, ...] = ("<tool_call>", "</tool_call>")
+    reasoning = THINK
     model = "qwen3-8b"
     delimiters: tuple[str, ...] = ("<tool_call>", "</tool_call>")
 
@@ -47,6 +51,8 @@ class BareJson:
 
     id = "bare-json"
     family = "qwen-tools"
+    special: tuple[str, ...] = ()
+    reasoning = THINK
     model = "qwen2.5-7b-instruct"
     delimiters: tuple[str, ...] = ('{"name": ', '"arguments": ')
 
@@ -62,6 +68,8 @@ class ToolCode:
 
     id = "tool-code"
     family = "tool-code"
+    special: tuple[str, ...] = ()
+    reasoning = THINK
     model = "qwen3-max"
     delimiters: tuple[str, ...] = ("```tool_code\n", "\n```")
 

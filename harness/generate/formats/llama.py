@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, json_text, require_calls
+from harness.generate.formats.base import Call, THINK, json_text, require_calls
 
 
 class LlamaJson:
     id = "llama3-json"
     family = "llama"
+    special: tuple[str, ...] = ()
+    reasoning = THINK
     model = "llama-3.1-8b-instruct"
     delimiters: tuple[str, ...] = ('{"name": ', '"parameters": ', "; ")
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, json_text, require_calls
+from harness.generate.formats.base import Call, THINK, json_text, require_calls
 
 
 class MistralList:
     id = "mistral"
     family = "mistral"
+    special: tuple[str, ...] = ("[TOOL_CALLS]",)
+    reasoning = THINK
     model = "mistral-7b-instruct-v0.3"
     delimiters: tuple[str, ...] = ("[TOOL_CALLS]",)
 
@@ -29,6 +31,8 @@ class MistralList:
 class MistralV11:
     id = "mistral-v11"
     family = "mistral"
+    special: tuple[str, ...] = ("[TOOL_CALLS]", "[ARGS]")
+    reasoning = THINK
     model = "mistral-small-3.1-24b-instruct-2503"
     delimiters: tuple[str, ...] = ("[TOOL_CALLS]", "[ARGS]")
 
@@ -43,6 +47,8 @@ class Granite:
 
     id = "granite"
     family = "granite"
+    special: tuple[str, ...] = ("<|tool_call|>",)
+    reasoning = THINK
     model = "granite-3.3-8b-instruct"
     delimiters: tuple[str, ...] = ("<|tool_call|>",)
 
@@ -57,6 +63,8 @@ class Phi4Mini:
 
     id = "phi4-mini"
     family = "phi"
+    special: tuple[str, ...] = ()
+    reasoning = THINK
     model = "phi-4-mini-instruct"
     delimiters: tuple[str, ...] = ("functools[",)
 

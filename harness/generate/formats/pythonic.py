@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from harness.generate.formats.base import Call, FormatError, require_calls
+from harness.generate.formats.base import Call, FormatError, THINK, require_calls
 
 
 def literal(value: Any) -> str:
@@ -30,6 +30,8 @@ def literal(value: Any) -> str:
 class Pythonic:
     id = "pythonic"
     family = "pythonic"
+    special: tuple[str, ...] = ()
+    reasoning = THINK
     model = "llama-3.2-3b-instruct"
     delimiters: tuple[str, ...] = ("[", "(", ")]")
 
@@ -49,6 +51,8 @@ class Llama4Pythonic:
 
     id = "llama4-pythonic"
     family = "pythonic"
+    special: tuple[str, ...] = ("<|python_start|>", "<|python_end|>")
+    reasoning = THINK
     model = "llama-4-scout-17b-16e-instruct"
     delimiters: tuple[str, ...] = ("<|python_start|>", "[", "(", ")]", "<|python_end|>")
 

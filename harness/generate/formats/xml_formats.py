@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, bare_value, json_text, require_calls
+from harness.generate.formats.base import Call, SEED_THINK, THINK, bare_value, json_text, require_calls
 
 
 class QwenCoder:
@@ -14,6 +14,8 @@ class QwenCoder:
 
     id = "qwen-coder"
     family = "qwen-coder"
+    special: tuple[str, ...] = ("<tool_call>", "</tool_call>")
+    reasoning = THINK
     model = "qwen3-coder-30b-a3b-instruct"
     delimiters: tuple[str, ...] = (
         "<tool_call>",
@@ -48,6 +50,8 @@ class InvokeXml:
 
     id = "invoke-xml"
     family = "invoke-xml"
+    special: tuple[str, ...] = ()
+    reasoning = THINK
     model = "claude-sonnet-4"
     delimiters: tuple[str, ...] = (
         "<function_calls>",
@@ -76,6 +80,8 @@ class ClineXml:
 
     id = "cline-xml"
     family = "cline-xml"
+    special: tuple[str, ...] = ()
+    reasoning = THINK
     model = "qwen3-coder-30b-a3b-instruct"
     delimiters: tuple[str, ...] = ("<", "</", ">")
 
@@ -99,6 +105,8 @@ class SeedOss:
 
     id = "seed-oss"
     family = "seed-oss"
+    special: tuple[str, ...] = ("<seed:tool_call>", "</seed:tool_call>")
+    reasoning = SEED_THINK
     model = "seed-oss-36b-instruct"
     delimiters: tuple[str, ...] = (
         "<seed:tool_call>",
@@ -119,6 +127,8 @@ class MiniMaxM2:
 
     id = "minimax-m2"
     family = "minimax"
+    special: tuple[str, ...] = ("<minimax:tool_call>", "</minimax:tool_call>")
+    reasoning = THINK
     model = "minimax-m2"
     delimiters: tuple[str, ...] = (
         "<minimax:tool_call>",
@@ -143,6 +153,8 @@ class DeepSeekV32:
 
     id = "deepseek-v32"
     family = "deepseek"
+    special: tuple[str, ...] = ()
+    reasoning = THINK
     model = "deepseek-v3.2"
     delimiters: tuple[str, ...] = (
         "<｜DSML｜function_calls>",

@@ -110,12 +110,13 @@ def cuts(draw: st.DrawFn, text: str, native: str, delimiters: Sequence[str]) -> 
 
 @st.composite
 def reasoning_blocks(draw: st.DrawFn, format_id: str, offered: Sequence[Tool]) -> str:
-    """A closed ``<think>`` block in which the model drafts calls in the format (and
-    thinks better of them): a client must get it as text, and no call from it."""
+    """A closed reasoning block, in the model's own form (``<think>``, Seed-OSS's
+    ``<seed:think>``, gpt-oss's analysis message), in which the model drafts calls in the
+    format (and thinks better of them): a client must get it as text, and no call from it."""
     drafted = draw(calls(offered, max_calls=2).filter(bool))
     thought = [draw(prose.segments(max_tokens=6)), FORMATS[format_id].write(drafted),
                draw(prose.segments(max_tokens=6))]
-    return "<think>\n" + SEPARATOR.join(thought) + "\n</think>\n\n"
+    return FORMATS[format_id].reasoning.wrap(SEPARATOR.join(thought))
 
 
 @st.composite

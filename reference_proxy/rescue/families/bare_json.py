@@ -6,7 +6,13 @@ line, or one object pretty-printed over many lines). Prose holds JSON too, so th
 is high: the value must start a line, every object must be a call to a declared tool
 with no other keys, and nothing but blanks may follow it on its last line. The marker
 is given up the moment any of that fails. Llama 3.x writes ``{"name": ..., "parameters":
-...}`` objects separated by ``; ``, which is read the same way.
+...}`` objects separated by ``; ``, which is read the same way. An answer that opens with
+its calls may go on in prose on the same line (Llama 3.x: ``{"name": "searchTool", ...}
+The arguments I passed were ...``, vLLM's ``llama3_json`` fixtures,
+https://github.com/vllm-project/vllm/blob/main/tests/tool_parsers/test_llama3_json_tool_parser.py):
+the calls are calls and the prose, a new sentence, stays text. Anywhere else, or when the
+words after the value go on with it as a sentence's subject (``{...} is the call``), prose
+after the value on its line makes it text: a sentence that shows a call is no call.
 """
 
 from __future__ import annotations
@@ -27,9 +33,12 @@ _AFTER = 1  # a value is complete; only blanks, another value or the line end ma
 
 
 class BareJsonParser(CarriedParser):
-    def __init__(self, tools: Toolbox, skip: int = 0) -> None:
-        """``skip``: the length of a token before the JSON (``<|python_tag|>``)."""
+    def __init__(self, tools: Toolbox, skip: int = 0, *, leading: bool = False) -> None:
+        """``skip``: the length of a token before the JSON (``<|python_tag|>``); ``leading``:
+        the value opens the answer, so prose may follow it on its line."""
         super().__init__(skip)
+        self._leading = leading
+        self._gap = False  # blanks were read after the last value
         self._tools = tools
         self._state = _AFTER if skip else _JSON
         self._json = JsonScanner(CallWatcher(tools, keys=CALL_KEYS))
@@ -54,7 +63,9 @@ class BareJsonParser(CarriedParser):
                 self._values.append(value)
                 self._state = _AFTER
                 continue
-            i = _BLANKS.match(s, i).end()  # type: ignore[union-attr]
+            k = _BLANKS.match(s, i).end()  # type: ignore[union-attr]
+            self._gap = self._gap or k > i
+            i = k
             if i >= n:
                 break
             c = s[i]
@@ -66,8 +77,10 @@ class BareJsonParser(CarriedParser):
                 i += 1
                 continue
             if c not in "{[":
+                if self._leading and not self._separated and c.isupper() and self._gap:
+                    return self._verdict(base + i)
                 return reject(base + i)
-            self._separated = False
+            self._separated = self._gap = False
             self._json = JsonScanner(CallWatcher(self._tools, keys=CALL_KEYS))
             self._state = _JSON
         return i
@@ -85,4 +98,5 @@ class BareJson(Family):
     openers = (Opener("{", line_start=True), Opener("[", line_start=True), Opener(PYTHON_TAG))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
-        return BareJsonParser(tools, len(opener) if opener == PYTHON_TAG else 0)
+        leading = context.line_start and context.before == ""
+        return BareJsonParser(tools, len(opener) if opener == PYTHON_TAG else 0, leading=leading)

@@ -67,6 +67,22 @@ _CALL_CHANNELS = ("commentary", "analysis")
 _HEAD, _JSON, _CALL, _THOUGHT, _SAID = range(5)
 
 
+
+_GLUED = "json"
+
+
+def _function(tools: Toolbox, recipient: str) -> str | None:
+    """The declared tool a ``functions.NAME`` recipient names, or None. gpt-oss sometimes
+    glues the content type to the name (``to=functions.shelljson``, llama.cpp#15158):
+    a name that is no tool but is one without a trailing ``json`` names that tool."""
+    if not recipient.startswith(_FUNCTIONS):
+        return None
+    name = recipient[len(_FUNCTIONS) :]
+    found = tools.resolve(name)
+    if found is None and name.endswith(_GLUED) and len(name) > len(_GLUED):
+        found = tools.resolve(name[: -len(_GLUED)])
+    return found
+
 class HarmonyParser(MarkerParser):
     def __init__(self, tools: Toolbox) -> None:
         self._tools = tools
@@ -147,7 +163,7 @@ class HarmonyParser(MarkerParser):
         if channel == "final" or (channel == "commentary" and not recipient):
             self._state = _SAID
             return emit((), self._carry.base + body), body
-        name = self._tools.resolve(recipient[len(_FUNCTIONS) :]) if recipient.startswith(_FUNCTIONS) else None
+        name = _function(self._tools, recipient)
         if channel not in _CALL_CHANNELS or name is None:
             return reject(len(head)), h
         self._name = name

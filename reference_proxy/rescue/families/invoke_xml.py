@@ -2,7 +2,8 @@
 
 ``<function_calls>`` wraps one or more ``<invoke name="NAME">`` elements, each holding
 ``<parameter name="P">VALUE</parameter>`` children. The wrapper may be missing, or
-corrupted to the plain word ``count`` right before the first ``<invoke``; a closing
+corrupted to the plain word ``count`` (or ``court``: claude-code#64922, #69529, #77061)
+right before the first ``<invoke``; a closing
 ``</function_calls>`` after the last invoke belongs to the markup either way. ``count``
 is taken for the wrapper only where the tag plausibly stood: at the start of a line, or
 glued to the text before it (``now.count``), with only blanks before the ``<invoke``; or
@@ -41,6 +42,8 @@ from reference_proxy.rescue.toolbox import Toolbox
 WRAPPER = "<function_calls>"
 END_WRAPPER = "</function_calls>"
 CORRUPT_WRAPPER = "count"
+CORRUPT_WRAPPERS = (CORRUPT_WRAPPER, "court")
+"""The words the wrapper is seen corrupted to, each the length of the other."""
 INVOKE = "<invoke"
 END_INVOKE = "</invoke>"
 PARAMETER = "<parameter"
@@ -95,7 +98,7 @@ class InvokeXmlParser(CarriedParser):
         if opener == wrapper:
             super().__init__(len(wrapper))
             self._state = _WRAPPER
-        elif opener == CORRUPT_WRAPPER:
+        elif opener in CORRUPT_WRAPPERS:
             super().__init__(len(CORRUPT_WRAPPER))
             self._state = _CORRUPT
         else:
@@ -107,7 +110,7 @@ class InvokeXmlParser(CarriedParser):
         self._raw = False  # the value's string="true" attribute: raw text, not typed
         self._tools = tools
         # "count" after a blank mid-line is prose unless "<invoke" follows it at once.
-        self._glued = opener == CORRUPT_WRAPPER and context.after_blank
+        self._glued = opener in CORRUPT_WRAPPERS and context.after_blank
         self._searched = 0  # how much of a carried tag was already searched for '>'
         self._name = ""
         self._param = ""
@@ -251,7 +254,7 @@ NS_TAGS = Tags("<" + NAMESPACE + "invoke", "<" + NAMESPACE + "parameter")
 class InvokeXml(Family):
     name = "invoke-xml"
     formats = ("invoke-xml",)
-    openers = (Opener(WRAPPER), Opener(CORRUPT_WRAPPER, word=True, then="<"), Opener(INVOKE),
+    openers = (Opener(WRAPPER), *(Opener(w, word=True, then="<") for w in CORRUPT_WRAPPERS), Opener(INVOKE),
                Opener(NS_WRAPPER), Opener(NS_TAGS.invoke))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:

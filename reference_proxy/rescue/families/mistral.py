@@ -2,9 +2,12 @@
 
 Before tokenizer v11 the token is followed by a JSON list of call objects
 (``[TOOL_CALLS] [{"name": ..., "arguments": {...}}]``); from v11 on by
-``NAME[ARGS]{json}``, each call with its own token. What follows the token tells the
-two apart: ``[`` or ``{`` starts the JSON form, anything else a name. The marker ends
-with the last JSON value that another token does not follow at once.
+``NAME[ARGS]{json}``, each call with its own token; later tokenizers drop ``[ARGS]``
+and write ``NAME{json}`` (vLLM's fixtures for Mistral-Small-3.2:
+https://github.com/vllm-project/vllm/blob/main/tests/tool_parsers/test_mistral_tool_parser.py).
+What follows the token tells the forms apart: ``[`` or ``{`` starts the JSON form,
+anything else a name. The marker ends with the last JSON value that another token does
+not follow at once.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from typing import Any
 
 from reference_proxy.rescue.families.json_calls import CallWatcher, calls_from_values, json_call
 from reference_proxy.rescue.family import (
+    MAX_NAME,
     NO_NAME,
     Call,
     CarriedParser,
@@ -107,6 +111,16 @@ class MistralParser(CarriedParser):
                 continue
             if self._state == _NAME:
                 k = name_end(s, i, ARGS, self._searched)
+                brace = s.find("{", i, i + MAX_NAME + 1 if k < 0 else k)
+                if brace > i:  # NAME{json}: the name ends where its arguments begin
+                    self._searched = 0
+                    self._name = self._tools.resolve(s[i:brace])
+                    if self._name is None:
+                        return self._stop(base + brace)
+                    i = brace
+                    self._json = JsonScanner()
+                    self._state = _JSON
+                    continue
                 if k < 0:
                     if k == NO_NAME:
                         return self._stop(base + i)

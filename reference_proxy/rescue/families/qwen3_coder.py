@@ -4,7 +4,10 @@ Values are bare text, possibly many lines; exactly one newline after the paramet
 opening tag and one before its closing tag belong to the markup. A missing
 ``</parameter>`` is tolerated when the next parameter or ``</function>`` starts a line, as
 the model sometimes forgets it; a ``</parameter>`` followed by neither is part of the
-value (file content may quote the tag). The ``<tool_call>`` wrapper may be missing: a
+value (file content may quote the tag). Both closing tags may be missing at once, the
+value running into the wrapper's ``</tool_call>`` on a line of its own (vllm#21571:
+``<parameter=input_num>\n1024\n\n\n</tool_call>``): that ends the call when nothing but
+blanks or the next ``<tool_call>`` follows it. The ``<tool_call>`` wrapper may be missing: a
 bare ``<function=…>…</function>`` is a call too, as Qwen3-Coder models sometimes write
 it. Values are typed by the tool's schema.
 """
@@ -16,6 +19,7 @@ from typing import Any
 
 from reference_proxy.rescue.coercion import typed_value
 from reference_proxy.rescue.family import (
+    MAX_GAP,
     NOT_YET,
     NO_NAME,
     Call,
@@ -46,6 +50,7 @@ END_CALL = "</tool_call>"
 _VALUE_END = re.compile(f"{re.escape(END_PARAMETER)}|\\n(?:{re.escape(PARAMETER)}|{re.escape(END_FUNCTION)})")
 _AFTER_VALUE = (PARAMETER, END_FUNCTION)
 _VALUE_END_KEEP = max(len(END_PARAMETER), 1 + len(PARAMETER), 1 + len(END_FUNCTION)) - 1
+_GAP = re.compile(r"[ \t\r\n]*")
 
 _HEAD, _NAME, _PARAMS, _PARAM_NAME, _VALUE_START, _VALUE, _TAIL, _CLOSED = range(8)
 # After blanks, the tags that may come next in a state and the states they lead to (in
@@ -66,6 +71,11 @@ class Qwen3CoderParser(CarriedParser):
         self._edges = edge_newlines
         self._tools = tools
         self._tail: Tags = ((end_call,), (_CLOSED,))
+        self._end_call = end_call
+        self._open_call = end_call.replace("/", "")
+        # The value's end, or (both closing tags forgotten) the wrapper's end on its own line.
+        self._value_end = re.compile(f"{_VALUE_END.pattern}|(?P<close>\\n[ \\t\\r\\n]*{re.escape(end_call)})")
+        self._value_keep = max(_VALUE_END_KEEP, len(end_call))
         self._state = _HEAD
         self._name = ""
         self._param = ""
@@ -86,9 +96,20 @@ class Qwen3CoderParser(CarriedParser):
         while i < n:
             state = self._state
             if state == _VALUE:
-                m = _VALUE_END.search(s, i)
+                m = self._value_end.search(s, i)
+                if m is not None and m.group("close") is not None:
+                    closed = self._closed_early(s, i, m)
+                    if isinstance(closed, Verdict):
+                        return closed
+                    if closed < 0:  # cannot tell yet: hold the closer
+                        self._value.append(s[i : m.start()])
+                        i = m.start()
+                        break
+                    self._value.append(s[i:closed])  # the value quotes the wrapper's end
+                    i = closed
+                    continue
                 if m is None:
-                    keep = max(i, n - _VALUE_END_KEEP)
+                    keep = max(i, n - self._value_keep)
                     self._value.append(s[i:keep])
                     i = keep
                     break
@@ -140,6 +161,38 @@ class Qwen3CoderParser(CarriedParser):
             if state == _CLOSED or (state == _TAIL and not self._wrapped):
                 return accept((Call(self._name, self._params),), base + i)
         return i
+
+
+    def _closed_early(self, s: str, i: int, m: re.Match[str]) -> Verdict | int:
+        """The wrapper's end ``m`` met inside a value: the call (it ends the call), -1 (cannot
+        tell yet) or where the value goes on (it is part of the value)."""
+        if not self._wrapped:
+            return m.end()
+        j = _GAP.match(s, m.end()).end()  # type: ignore[union-attr]
+        if j - m.end() > MAX_GAP:
+            return m.end()
+        if j == len(s):
+            return -1
+        found = starts(s, j, self._open_call)
+        if found is None:
+            return -1
+        if not found:
+            return m.end()
+        self._value.append(s[i : m.start()])
+        return self._end_early(self._carry.base + m.end())
+
+    def _end_early(self, end: int) -> Verdict:
+        self._value = ["".join(self._value).rstrip("\r\n") + ("\n" if self._edges else "")]
+        self._end_value()
+        return accept((Call(self._name, self._params),), end)
+
+    def finish(self) -> Verdict:
+        carry = self._carry
+        if self._state == _VALUE and self._wrapped and carry.text.startswith("\n"):
+            k = carry.text.find(self._end_call)
+            if k >= 0 and not carry.text[k + len(self._end_call) :].strip():
+                return self._end_early(carry.pos + k + len(self._end_call))
+        return reject(carry.end)
 
 
 class Qwen3Coder(Family):

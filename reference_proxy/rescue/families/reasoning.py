@@ -1,10 +1,13 @@
-"""A closed reasoning block, ``<think>…</think>``, written into the content.
+"""A closed reasoning block, ``<think>…</think>`` (Seed-OSS: ``<seed:think>…</seed:think>``),
+written into the content.
 
 Reasoning models (Qwen3, DeepSeek-R1, GLM) served without a reasoning parser leave the
 block in the text. A call drafted while thinking is no call: the block is text as a
 whole, delivered as it arrives, and no opener inside it counts. Scanning resumes after
 ``</think>``; a block never closed is text to the end. The block opens at the start of a
 line, as models write it; a ``<think>`` mentioned mid-sentence is an ordinary tag.
+Each model closes the block with its own tag (Seed-OSS's chat template and vLLM's
+``seed_oss`` parser: https://github.com/vllm-project/vllm/blob/main/tests/tool_parsers/test_seed_oss_tool_parser.py).
 """
 
 from __future__ import annotations
@@ -14,20 +17,25 @@ from reference_proxy.rescue.toolbox import Toolbox
 
 OPEN = "<think>"
 CLOSE = "</think>"
+SEED_OPEN = "<seed:think>"
+SEED_CLOSE = "</seed:think>"
+_CLOSERS = {OPEN: CLOSE, SEED_OPEN: SEED_CLOSE}
 
 
 class ReasoningParser(MarkerParser):
-    def __init__(self) -> None:
+    def __init__(self, close: str = CLOSE) -> None:
         self._carry = Carry()
         self._sent = 0
+        self._close = close
 
     def feed(self, text: str, start: int = 0) -> Verdict | None:
         carry = self._carry
         s, i = carry.join(text, start)
-        k = s.find(CLOSE, i)
+        close = self._close
+        k = s.find(close, i)
         if k >= 0:
-            return reject(carry.base + k + len(CLOSE))
-        keep = max(i, len(s) - len(CLOSE) + 1)  # a closer may be cut at the piece's end
+            return reject(carry.base + k + len(close))
+        keep = max(i, len(s) - len(close) + 1)  # a closer may be cut at the piece's end
         carry.keep(s, keep)
         if carry.pos <= self._sent:
             return None
@@ -40,7 +48,7 @@ class ReasoningParser(MarkerParser):
 
 class Reasoning(Family):
     name = "reasoning"
-    openers = (Opener(OPEN, line_start=True),)
+    openers = (Opener(OPEN, line_start=True), Opener(SEED_OPEN, line_start=True))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
-        return ReasoningParser()
+        return ReasoningParser(_CLOSERS[opener])
