@@ -250,6 +250,15 @@ def replay(
             scenario = serve_as(scenario, dialect(upstream_dialect))
         except NotPortable as exc:
             raise click.UsageError(f"{scenario_id} cannot be served by a {upstream_dialect} upstream: {exc}") from exc
+    server_name: str | None = value("upstream-profile")
+    if server_name:
+        from harness.core.dialects.servers import server
+        from harness.core.replay.servers import played_by
+
+        try:
+            scenario = played_by(scenario, server(server_name))
+        except ValueError as exc:
+            raise click.UsageError(f"replay plays one exchange under one upstream profile: {exc}") from exc
     try:
         model_choice = parse_models(models)
         proxy_headers = parse_headers(headers)
@@ -275,7 +284,8 @@ def replay(
         chosen, skip = choose_profile(scenario, profile, claimed)
         say(f"scenario {scenario.id} ({scenario.family}): {scenario.title}")
         say(f"proxy {redactor.url(target)}{' (reference proxy)' if proxy_url is None else ''}; "
-            f"mock backend {urls.mock_url}; profile {chosen.name}; features {', '.join(sorted(claimed)) or 'none'}")
+            f"mock backend {urls.mock_url}; profile {chosen.name}; features {', '.join(sorted(claimed)) or 'none'}"
+            + (f"; upstream profile {scenario.backend.server.name}" if scenario.backend.server else ""))
         if skip:
             say(f"note: a conformance run would skip this: {skip}")
         with MockControl(urls.mock_url.replace("://0.0.0.0:", "://127.0.0.1:")) as mock:

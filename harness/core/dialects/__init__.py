@@ -41,5 +41,5 @@ def posted_to(path: str) -> WireDialect | None:
 
 
 __all__ = ["ANTHROPIC", "DIALECTS", "Finish", "NativeCall", "NeutralRequest", "NotPortable", "OPENAI", "RESPONSES",
-           "RequestShape", "ToolChoice", "WireDialect", "clients", "dialect", "dialect_choices", "frames", "posted_to",
-           "profiles", "request", "responses", "script"]
+           "RequestShape", "ToolChoice", "WireDialect", "clients", "dialect", "dialect_choices", "frames", "habits",
+           "posted_to", "profiles", "request", "responses", "script", "servers"]

@@ -1,0 +1,143 @@
+"""Upstream server profiles: each plays a scenario's answer with a real server's habits, keeps
+what the answer says, and is proven by a proxy that breaks on one habit and is caught under
+that server only (``tests/mutants/servers.py``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mutants.base import proxy_config
+from mutants.servers import SERVER_MUTANTS, ServerMutant
+from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock and reference proxy)
+from support.servers import ServeFn, servers  # noqa: F401
+
+from harness.core.dialects import ANTHROPIC, OPENAI
+from harness.core.dialects.habits import Piece, parse
+from harness.core.dialects.profiles import choose_profile
+from harness.core.dialects.servers import SERVERS, server
+from harness.core.frames.rechunk import wire_events
+from harness.core.replay.servers import played_by, playable
+from harness.core.scenario.loading import load_library
+from harness.core.scenario.model import Scenario
+from harness.run.runner import play
+from harness.run.settings import RunSettings
+from mock_backends.control import MockControl
+
+LIBRARY = {s.id: s for s in load_library()}
+FEATURES = proxy_config("http://127.0.0.1:1/v1").features()
+SCHEMA = Path(__file__).parent.parent / "harness" / "schemas" / "scenario.schema.json"
+CASES = ("plain-native-single", "plain-native-parallel", "plain-include-usage", "plain-text-multibyte",
+         "deepseek-deepseek-v3.split-escape", "anthropic-native-tool-use", "anthropic-text-around")
+
+
+def test_the_catalogue() -> None:
+    """At least ten servers; every habit says what it is, where it was seen and what a proxy must do."""
+    assert len(SERVERS) >= 10
+    schema = json.loads(SCHEMA.read_text())
+    assert schema["$defs"]["backend"]["properties"]["server"]["enum"] == list(SERVERS)
+    for profile in SERVERS.values():
+        assert profile.dialects and server(profile.name) is profile
+        for habit in (h for habits in profile.habits.values() for h in habits):
+            assert habit.sources and all(s.startswith("https://") for s in habit.sources), habit.name
+            assert habit.verdict in ("tolerate", "normalise") and habit.why and habit.says, habit.name
+    with pytest.raises(ValueError, match="choose from"):
+        server("no-such-server")
+
+
+def _read(pieces: list[Piece], dialect: Any) -> tuple[str, list[tuple[str, Any]], bool]:
+    """What any tolerant reader gets from a stream: its text, its calls (name, arguments) and whether it finished."""
+    text, calls, finished = "", {}, False
+    # events glued into one write, read one by one
+    pieces = [parse(e + b"\n\n") for p in pieces for e in p.encode().split(b"\n\n") if e] if any(
+        p.value is None and p.raw.count(b"data: {") > 1 for p in pieces) else pieces
+    for p in pieces:
+        v = p.value
+        if not isinstance(v, dict):
+            continue
+        if dialect is ANTHROPIC:
+            if v.get("type") == "content_block_start" and v["content_block"]["type"] == "tool_use":
+                calls[v["index"]] = [v["content_block"]["name"], ""]
+            elif v.get("type") == "content_block_delta":
+                d = v["delta"]
+                if d["type"] == "text_delta":
+                    text += d["text"]
+                elif d["type"] == "input_json_delta":
+                    calls[v["index"]][1] += d["partial_json"]
+            finished = finished or v.get("type") == "message_delta"
+            continue
+        for choice in v.get("choices") or ():
+            d = choice.get("delta") or {}
+            text += d.get("content") or ""
+            deltas = d.get("tool_calls") or []
+            for call in [deltas] if isinstance(deltas, dict) else deltas:
+                fn = call.get("function") or {}
+                named = bool(call.get("id") or fn.get("name"))
+                index = call.get("index", len(calls) - 1 + (named or not calls))
+                slot = calls.setdefault(index, ["", ""])
+                slot[0] += fn.get("name") or ""
+                args = fn.get("arguments")
+                slot[1] += json.dumps(args) if isinstance(args, dict) else args or ""
+            finished = finished or bool(choice.get("finish_reason"))
+    return text, [(n, json.loads(a or "{}")) for n, a in calls.values()], finished
+
+
+@pytest.mark.parametrize("name", list(SERVERS))
+@pytest.mark.parametrize("case", CASES)
+def test_a_server_keeps_what_the_answer_says(name: str, case: str) -> None:
+    """Habits change how an answer is written, never what it says: the same text, the same
+    calls, and a finish, for a reader that tolerates every habit."""
+    scenario = LIBRARY[case]
+    profile = SERVERS[name]
+    dialect = scenario.backend.dialect
+    if not profile.serves(dialect):
+        pytest.skip(f"{name} does not speak {dialect.name}")
+    assert playable(scenario, dialect)
+    ideal = [parse(e.data) for e in wire_events(scenario)]
+    real = [parse(e.data) for e in wire_events(played_by(scenario, profile))]
+    assert _read(real, dialect) == _read(ideal, dialect)
+    assert _read(real, dialect)[2]
+
+
+def test_a_server_changes_the_stream() -> None:
+    """Each server's habits show on at least one of the cases (a profile is never a no-op)."""
+    for profile in SERVERS.values():
+        changed = [case for case in CASES if profile.serves(LIBRARY[case].backend.dialect)
+                   and wire_events(played_by(LIBRARY[case], profile)) != wire_events(LIBRARY[case])]
+        assert changed, profile.name
+
+
+def _failed(proxy_url: str, mock_url: str, scenario: Scenario) -> list[str]:
+    settings = RunSettings(proxy_url=proxy_url, features=FEATURES, timeout=5.0)
+    chosen, skip = choose_profile(scenario, None, FEATURES)
+    assert skip is None, skip
+    with MockControl(mock_url) as mock:
+        return play(scenario, settings=settings, mock=mock, profile=chosen).failed_rules
+
+
+def test_every_server_kills_a_mutant() -> None:
+    assert {m.server for m in SERVER_MUTANTS} == set(SERVERS)
+    for m in SERVER_MUTANTS:
+        habits = {h.name for hs in SERVERS[m.server].habits.values() for h in hs}
+        assert m.habit in habits, (m.server, m.habit)
+
+
+@pytest.mark.parametrize("case", SERVER_MUTANTS, ids=[f"{m.server}-{m.mutant.id}" for m in SERVER_MUTANTS])
+def test_the_mutant_fails_only_under_its_server(case: ServerMutant, servers: ServeFn, rig: Rig) -> None:  # noqa: F811
+    """The reference proxy passes the case under the server; the mutant passes it against the
+    ideal server and fails it, with the rules it names, under that server."""
+    mutant = case.mutant
+    url = f"{servers(mutant.app(f'{rig.mock_url}/v1')).url}/v1"
+    for scenario_id in mutant.scenarios:
+        ideal = LIBRARY[scenario_id]
+        real = played_by(ideal, SERVERS[case.server])
+        assert _failed(rig.reference_url, rig.mock_url, real) == []
+        assert _failed(url, rig.mock_url, ideal) == [], f"{mutant.id} fails without {case.server}'s habits"
+        caught = _failed(url, rig.mock_url, real)
+        assert set(mutant.rules) <= set(caught), f"{mutant.id} under {case.server}: {caught}"
+
+
+def test_openai_dialect_is_served_by_most() -> None:
+    assert sum(s.serves(OPENAI) for s in SERVERS.values()) >= 10
