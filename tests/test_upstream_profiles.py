@@ -141,3 +141,24 @@ def test_the_mutant_fails_only_under_its_server(case: ServerMutant, servers: Ser
 
 def test_openai_dialect_is_served_by_most() -> None:
     assert sum(s.serves(OPENAI) for s in SERVERS.values()) >= 10
+
+
+RELAYED = ("plain-native-single", "plain-native-parallel", "plain-include-usage", "anthropic-native-tool-use")
+
+
+@pytest.mark.parametrize("name", list(SERVERS))
+def test_a_relay_fails_only_on_habits_to_normalise(name: str, servers: ServeFn, rig: Rig) -> None:  # noqa: F811
+    """A proxy that relays the server's answer byte for byte passes every case it passes against the ideal
+    server, unless the server has a habit to normalise (a named client breaks on it)."""
+    from support.relay import relay_app
+
+    profile = SERVERS[name]
+    url = f"{servers(relay_app(f'{rig.mock_url}/v1')).url}/v1"
+    to_normalise = {h.name for hs in profile.habits.values() for h in hs if h.verdict == "normalise"}
+    for case in RELAYED:
+        ideal = LIBRARY[case]
+        if not profile.serves(ideal.backend.dialect) or _failed(url, rig.mock_url, ideal):
+            continue
+        failed = _failed(url, rig.mock_url, played_by(ideal, profile))
+        changed = wire_events(played_by(ideal, profile)) != wire_events(ideal)
+        assert not failed or (to_normalise and changed), f"{name}, {case}: a relay fails {failed}"

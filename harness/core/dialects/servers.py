@@ -84,9 +84,9 @@ FILTER_OFFSETS = Habit("filter-offsets-chunk", "a chunk whose choice has no delt
                        "and content_filter_offsets",
                        ("https://github.com/microsoft/autogen/issues/6465",
                         "https://github.com/langchain-ai/langchain/issues/18977"),
-                       "tolerate", "the proxy must not crash on a choice without delta nor lose text around it; "
-                       "relaying it breaks autogen-ext 0.5 (microsoft/autogen#6465) and CopilotKit 1.10 "
-                       "(CopilotKit/CopilotKit#2468), which read choices[0].delta",
+                       "normalise", "a choice without delta and a chunk whose object is \"\" (CHUNK-002): "
+                       "autogen-ext 0.5 raises AttributeError on it (microsoft/autogen#6465), CopilotKit breaks "
+                       "(CopilotKit/CopilotKit#2468); a proxy must not crash on it nor lose text around it",
                        h.filter_offsets_chunk)
 CONTINUOUS_USAGE = Habit("continuous-usage", "with stream_options.continuous_usage_stats, every chunk carries "
                          "the usage so far", ("https://github.com/vllm-project/vllm/pull/5135",),
@@ -99,13 +99,15 @@ NULL_FIELDS = Habit("null-fields", "every delta names role, content, reasoning_c
 EMPTY_FINISH = Habit("empty-finish-reason", 'chunks that do not finish say finish_reason: "" instead of null',
                      ("https://github.com/sgl-project/sglang/issues/3912",
                       "https://github.com/ollama/ollama/issues/4357"),
-                     "tolerate", "the proxy must not end the answer at the first chunk; openai-python reads it "
-                     "(unvalidated), the AI SDK maps a non-null reason and takes the last one",
+                     "normalise", "not a finish reason of the spec (null or stop, length, tool_calls, "
+                     "content_filter); typed clients fail to read it (sglang#3912: a JSON deserialisation failure), "
+                     "and CHUNK-011 reads it as a first finish reason; a proxy must not end the answer at it",
                      h.empty_finish)
 TWO_FINISHES = Habit("two-finishes", "the last content chunk carries the finish reason, then the finish chunk "
                      "sends it again", ("https://github.com/sgl-project/sglang/pull/8417",),
-                     "tolerate", "the proxy must not stop reading at the first finish reason and lose what "
-                     "follows; a client reads the last reason", h.two_finishes)
+                     "normalise", "VS Code Copilot and Codex CLI act on a choice's first finish and drop what "
+                     "follows (CHUNK-008, CHUNK-011); a proxy must not stop reading there and lose the delta it "
+                     "came with", h.two_finishes)
 CONTENT_NULL = Habit("content-null-first", "the first chunk announces the role with content: null",
                      ("https://github.com/kyutai-labs/unmute/issues/80",
                       "https://github.com/darshi1337/apogee/pull/139"),
@@ -113,7 +115,8 @@ CONTENT_NULL = Habit("content-null-first", "the first chunk announces the role w
                      h.content_null_first)
 DONE_NO_BLANK = Habit("done-without-blank-line", "data: [DONE] ends with one newline, not a blank line",
                       ("https://github.com/darshi1337/apogee/pull/139", _SSE),
-                      "tolerate", "the proxy must end the answer at the end of the stream as if [DONE] came",
+                      "tolerate", "the proxy must end the answer at the end of the stream as if [DONE] came (a "
+                      "relay of it breaks only the spec rules SSE-004/SSE-009 of --strict)",
                       h.done_without_blank_line)
 BACKSLASH = Habit("lone-backslash", "a text or argument delta ends in a lone backslash, the escaped character "
                   "comes in the next", ("https://github.com/ggml-org/llama.cpp/pull/16526",),
@@ -134,8 +137,9 @@ WHOLE_CALLS = Habit("whole-calls", "every call arrives whole (id, name and all i
 STOP_FOR_CALLS = Habit("stop-for-calls", "an answer with tool calls finishes with stop",
                        ("https://github.com/ollama/ollama/pull/7963",
                         "https://github.com/BerriAI/litellm/issues/35663"),
-                       "tolerate", "OpenAI's own gpt-4o does it too (ollama/ollama#7963), so clients read the calls "
-                       "whatever the reason; a proxy must not drop them", h.stop_for_calls)
+                       "normalise", "Codex CLI runs a streamed call only at finish_reason tool_calls (rule TOOL-009); "
+                       "a proxy must not drop the calls either (OpenAI's gpt-4o has done it too, ollama/ollama#7963)",
+                       h.stop_for_calls)
 ROLE_EVERY_CHUNK = Habit("role-every-chunk", "no role-only first chunk; every delta says role: assistant",
                          ("https://github.com/ollama/ollama/issues/4357",), "tolerate", _HARMLESS,
                          h.role_every_chunk)
