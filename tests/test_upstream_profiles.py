@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from mutants.base import proxy_config
 from mutants.servers import SERVER_MUTANTS, ServerMutant
 from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock and reference proxy)
@@ -162,3 +163,72 @@ def test_a_relay_fails_only_on_habits_to_normalise(name: str, servers: ServeFn, 
         failed = _failed(url, rig.mock_url, played_by(ideal, profile))
         changed = wire_events(played_by(ideal, profile)) != wire_events(ideal)
         assert not failed or (to_normalise and changed), f"{name}, {case}: a relay fails {failed}"
+
+
+CAPTURES = sorted((Path(__file__).parent / "fixtures" / "upstream_captures").glob("*.yaml"))
+
+
+def _shape(piece: Piece) -> tuple[tuple[Any, ...], tuple[frozenset[str], ...]]:
+    """What a capture and a profile must agree on for one event: its kind (what it carries, whether it
+    finishes, where usage is) and the fields it has."""
+    v = piece.value
+    if v is None:
+        raw = piece.encode().strip()
+        return (("comment",) if raw.startswith(b":") else ("done",) if raw == b"data: [DONE]" else ("raw",)), ()
+    if "choices" not in v:  # a Messages event
+        inner = v.get("content_block") or v.get("delta") or {}
+        return (v.get("type"), inner.get("type")), (frozenset(v),)
+    usage = "absent" if "usage" not in v else "null" if v["usage"] is None else "object"
+    if not v["choices"]:
+        return ("usage" if usage == "object" else "no-choices", usage), (frozenset(v),)
+    c = v["choices"][0]
+    if "delta" not in c:
+        return ("annotation", usage), (frozenset(v), frozenset(c))
+    d = c["delta"]
+    finishes = c.get("finish_reason") not in (None, "")
+    kind = "text" if d.get("content") else "calls" if d.get("tool_calls") else "finish" if finishes else (
+        "role" if d.get("role") else "empty")
+    return (kind, finishes, usage), (frozenset(v), frozenset(c), frozenset(d))
+
+
+def _collapsed(pieces: list[Piece]) -> list[tuple[tuple[Any, ...], tuple[frozenset[str], ...]]]:
+    out: list[tuple[tuple[Any, ...], tuple[frozenset[str], ...]]] = []
+    for p in pieces:
+        shape = _shape(p)
+        if not out or out[-1] != shape:
+            out.append(shape)
+    return out
+
+
+def test_every_capture_names_a_server() -> None:
+    assert len(CAPTURES) >= 7
+    for path in CAPTURES:
+        data = yaml.safe_load(path.read_text())
+        assert data["server"] in SERVERS and data["source"].startswith("https://"), path.name
+        assert data["scenario"] in LIBRARY, path.name
+
+
+@pytest.mark.parametrize("path", CAPTURES, ids=[p.stem for p in CAPTURES])
+def test_a_profile_reproduces_its_server_s_capture(path: Path) -> None:
+    """The profile's transform of the matching scenario has the capture's shape: each kind of event the
+    capture shows, in its order (where the role, the text, the finish and the usage come), with at least
+    the fields the server sent."""
+    data = yaml.safe_load(path.read_text())
+    profile = SERVERS[data["server"]]
+    captured = _collapsed([parse(e.encode() + b"\n\n") for e in data["events"].strip().split("\n\n")])
+    played = _collapsed([parse(e.data) for e in wire_events(played_by(LIBRARY[data["scenario"]], profile))])
+    at = 0
+    for kind, fields in captured:
+        found = next((i for i in range(at, len(played)) if played[i][0] == kind
+                      and all(f <= g for f, g in zip(fields, played[i][1], strict=True))), None)
+        assert found is not None, (f"{profile.name} never streams {kind} with fields {[sorted(f) for f in fields]} "
+                                   f"after event {at}; it streams {[(k, [sorted(f) for f in fs]) for k, fs in played]}")
+        at = found + 1
+
+
+def test_the_docs_name_every_habit() -> None:
+    text = (Path(__file__).parent.parent / "docs" / "mock-backend.md").read_text()
+    for profile in SERVERS.values():
+        assert f"**`{profile.name}`**" in text, profile.name
+        for habit in (h for hs in profile.habits.values() for h in hs):
+            assert f"`{habit.name}`" in text, (profile.name, habit.name)

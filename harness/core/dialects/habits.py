@@ -204,7 +204,7 @@ SAFE_FILTER = {name: {"filtered": False, "severity": "safe"} for name in ("hate"
 
 def prompt_filter_first(pieces: list[Piece]) -> list[Piece]:
     """A first chunk with empty ``id``, ``model`` and ``object``, no choices, and the prompt's filter results."""
-    first = {"choices": [], "created": 0, "id": "", "model": "", "object": "",
+    first = {"choices": [], "created": 0, "id": "", "model": "", "object": "", "system_fingerprint": None,
              "prompt_filter_results": [{"prompt_index": 0, "content_filter_results": SAFE_FILTER}]}
     return [Piece(first), *pieces] if any(is_chunk(p) for p in pieces) else pieces
 
@@ -426,6 +426,19 @@ def role_every_chunk(pieces: list[Piece]) -> list[Piece]:
     return out
 
 
+def role_with_first_delta(pieces: list[Piece]) -> list[Piece]:
+    """No role-only opening chunk: the first delta with text or a call says ``role: assistant``."""
+    out = [p for p in pieces if not (is_role_only(p) and not is_finish(p))]
+    if len(out) == len(pieces):
+        return pieces
+    for p in out:
+        d = delta(p)
+        if d is not None and (d.get("content") or d.get("tool_calls")):
+            choice(p)["delta"] = {"role": "assistant", **d}  # type: ignore[index]
+            break
+    return out
+
+
 def empty_identity(pieces: list[Piece]) -> list[Piece]:
     """A call's continuation deltas repeat its identity empty: ``id: ""``, ``type`` and ``name: ""``."""
     for p in pieces:
@@ -519,12 +532,9 @@ def finish_in_last_delta(pieces: list[Piece]) -> list[Piece]:
 
 
 def pings(pieces: list[Piece]) -> list[Piece]:
-    """A ``ping`` event after ``message_start`` and after every ``content_block_stop``."""
-    ping = Piece({"type": "ping"}, event="ping")
-    out: list[Piece] = []
-    for p in pieces:
-        out.append(p)
-        kind = p.value.get("type") if isinstance(p.value, dict) else None
-        if kind in ("message_start", "content_block_stop"):
-            out.append(ping)
-    return out
+    """A ``ping`` event after the first ``content_block_start``, where the API sends it (unless one is there)."""
+    kinds = [p.value.get("type") if isinstance(p.value, dict) else None for p in pieces]
+    if "ping" in kinds or "content_block_start" not in kinds:
+        return pieces
+    at = kinds.index("content_block_start") + 1
+    return [*pieces[:at], Piece({"type": "ping"}, event="ping"), *pieces[at:]]

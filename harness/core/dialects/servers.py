@@ -151,6 +151,12 @@ EMPTY_IDENTITY = Habit("empty-identity", 'continuation deltas repeat the call\'s
                         "https://github.com/anomalyco/opencode/issues/37841"),
                        "tolerate", "openai-python concatenates the pieces (an empty string adds nothing); clients "
                        "that took \"\" for a new call were fixed (anomalyco/opencode#37841)", h.empty_identity)
+ROLE_WITH_FIRST = Habit("role-with-first-delta", "no role-only first chunk: the first text or call delta says "
+                        "role: assistant", ("https://github.com/lmstudio-ai/lmstudio-bug-tracker/issues/723",),
+                        "tolerate", _HARMLESS, h.role_with_first_delta)
+LMSTUDIO_ENVELOPE = Habit("fingerprint-model", "every chunk says system_fingerprint: the model's name",
+                          ("https://github.com/lmstudio-ai/lmstudio-bug-tracker/issues/723",), "tolerate", _HARMLESS,
+                          h.top_fields({"system_fingerprint": "toolcall-conformance-mock"}))
 CALLS_AS_OBJECT = Habit("tool-calls-object", "a delta's tool_calls is one call object, not a list",
                         ("https://github.com/huggingface/text-generation-inference/pull/2954",
                          "https://github.com/huggingface/text-generation-inference/issues/2136"),
@@ -182,7 +188,7 @@ FINISH_IN_LAST = Habit("finish-in-last-delta", "no separate finish chunk: the la
                         "https://github.com/BerriAI/litellm/issues/12481"),
                        "tolerate", "spec-legal; openai-python and the AI SDK read a delta and a finish reason in "
                        "one chunk", h.finish_in_last_delta)
-PINGS = Habit("pings", "a ping event after message_start and after each content block",
+PINGS = Habit("pings", "a ping event after the first content_block_start",
               ("https://docs.anthropic.com/en/docs/build-with-claude/streaming#event-types",),
               "tolerate", "the Messages streaming docs tell clients to expect pings; anthropic-sdk-python and "
               "-typescript skip them", h.pings)
@@ -199,7 +205,7 @@ LLAMACPP = ServerProfile("llamacpp", "llama.cpp server",
                          {OPENAI: (LLAMACPP_ENVELOPE, CONTENT_NULL, BACKSLASH, GLUED, DONE_NO_BLANK)})
 OLLAMA = ServerProfile("ollama", "Ollama (OpenAI route)",
                        {OPENAI: (OLLAMA_ENVELOPE, ROLE_EVERY_CHUNK, WHOLE_CALLS, NO_INDEX, STOP_FOR_CALLS)})
-LMSTUDIO = ServerProfile("lmstudio", "LM Studio", {OPENAI: (EMPTY_IDENTITY,)})
+LMSTUDIO = ServerProfile("lmstudio", "LM Studio", {OPENAI: (LMSTUDIO_ENVELOPE, ROLE_WITH_FIRST, EMPTY_IDENTITY)})
 TGI = ServerProfile("tgi", "Text Generation Inference",
                     {OPENAI: (NULL_NAME, WHOLE_CALLS, ARGUMENTS_OBJECT, CALLS_AS_OBJECT)})
 OPENROUTER = ServerProfile("openrouter", "OpenRouter", {OPENAI: (PROCESSING, OPENROUTER_ENVELOPE, PROVIDER_FIELDS)})
