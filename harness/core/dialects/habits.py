@@ -446,9 +446,8 @@ def empty_identity(pieces: list[Piece]) -> list[Piece]:
             if "id" not in call:
                 call["id"] = ""
                 call["type"] = "function"
-                fn = call.setdefault("function", {})
-                fn["name"] = ""
-                call["function"] = {"name": "", **fn}
+                fn = call.get("function") or {}
+                call["function"] = {"name": "", **{k: v for k, v in fn.items() if k != "name"}}
     return pieces
 
 
