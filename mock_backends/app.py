@@ -27,9 +27,10 @@ from harness.core.exchange import RecordedRequest
 from harness.core.nonce import find_nonce
 from harness.core.replay.fault_rate import FaultRate
 from harness.core.replay.openai import error_body
+from harness.core.replay.servers import as_served
 from harness.core.replay.wire import Delivery, Event, dumps
 from harness.core.scenario.loading import parse_scenario
-from harness.core.scenario.model import Scenario
+from harness.core.scenario.model import Backend, Scenario
 from mock_backends.conversation import pick_step, record_probe
 from mock_backends.lockstep import DEFAULT_PATIENCE, Lockstep
 from mock_backends.registry import AnswerLog, Registry, Run, RunNotFound, Selection, UnknownScenario
@@ -82,6 +83,11 @@ def _speaks(request: Request) -> WireDialect:
     path = request.scope["path"].rstrip("/")
     return next((wire for wire in ROUTES if wire.client_header is not None and wire.client_header in request.headers),
                 next((wire for wire in ROUTES if path.endswith(wire.endpoint)), OPENAI))
+
+
+def served_by(events: Callable[[], list[Event]], backend: Backend) -> Callable[[], list[Event]]:
+    """``events`` as the backend's real server streams them (``harness.core.replay.servers``)."""
+    return lambda: as_served(events(), backend)
 
 
 async def _deliver(how: Delivery, stream: bool, events: Callable[[], list[Event]],
@@ -318,6 +324,8 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
                 prepared = run.with_fault(drawn, fault_rate.fault(drawn, len(prepared.scenario.backend.frames)))
         served = ROUTES[dialect].serve(prepared, body, now)
         how, stream, events, whole = served.delivery, served.stream, served.events, served.whole
+        if prepared.scenario.backend.server is not None:  # streamed the way that real server streams
+            events = served_by(events, prepared.scenario.backend)
         fault, error = how.fault, how.error
         if error is not None:
             _log("POST", path, error.status, nonce=shown, scenario=scenario_id, kind="fault http_error" + took)

@@ -308,6 +308,8 @@ class StreamPipeline:
                 if isinstance(text, str) and text:
                     out.append(self._content(choice, text))
                 calls = delta.get("tool_calls")
+                if isinstance(calls, Mapping):  # one call object instead of a list (TGI)
+                    calls = [calls]
                 if isinstance(calls, list) and calls:
                     self._native_deltas(choice, calls, out)
             if isinstance(reason, str) and reason:
@@ -439,12 +441,12 @@ class StreamPipeline:
         for delta in deltas:
             if not isinstance(delta, Mapping):
                 continue
-            index = delta.get("index")
-            if not isinstance(index, int) or isinstance(index, bool):
-                index = choice.last_native if choice.last_native is not None else 0
             function = delta.get("function")
             if not isinstance(function, Mapping):
                 function = {}
+            index = delta.get("index")
+            if not isinstance(index, int) or isinstance(index, bool):
+                index = self._unnumbered(choice, delta, function)
             call = choice.native.get(index)
             if call is None:
                 self._complete_natives(choice, out)  # a new call starts: the earlier ones are whole
@@ -461,6 +463,16 @@ class StreamPipeline:
                 call.name = name
             if isinstance(fragment, str) and fragment:
                 call.parts.append(fragment)
+
+    @staticmethod
+    def _unnumbered(choice: _Choice, delta: Mapping[str, Any], function: Mapping[str, Any]) -> int:
+        """The index of a call delta without one (Ollama): a delta that names a call (an id or a
+        name) after a named call starts the next call; any other continues the last one."""
+        last = choice.last_native
+        if last is None:
+            return 0
+        names = bool(delta.get("id")) or bool(function.get("name"))
+        return max(choice.native) + 1 if names and choice.native[last].name else last
 
     def _late_fragment(self, choice: _Choice, call: _NativeCall, fragment: Any, out: list[str]) -> None:
         """Arguments for a native call already delivered (an upstream interleaving calls)."""

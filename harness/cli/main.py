@@ -246,6 +246,14 @@ def replay(
             raise click.UsageError(f"{scenario_id} cannot be served by a {upstream.name} upstream: {exc}") from exc
     proxy_url, profile, timeout = config.proxy_url, config.client_profile, config.timeout
     redactor = Redactor.for_headers(config.proxy_header)  # what is printed names no secret
+    if config.upstream_profile:
+        from harness.core.dialects.servers import server
+        from harness.core.replay.servers import played_by
+
+        try:
+            scenario = played_by(scenario, server(config.upstream_profile))
+        except ValueError as exc:
+            raise click.UsageError(f"replay plays one exchange under one upstream profile: {exc}") from exc
 
     def say(text: str, nl: bool = True) -> None:
         click.echo(redactor.text(text), nl=nl)
@@ -262,7 +270,8 @@ def replay(
         chosen, skip = choose_profile(scenario, profile, claimed)
         say(f"scenario {scenario.id} ({scenario.family}): {scenario.title}")
         say(f"proxy {redactor.url(target)}{' (reference proxy)' if proxy_url is None else ''}; "
-            f"mock backend {urls.mock_url}; profile {chosen.name}; features {', '.join(sorted(claimed)) or 'none'}")
+            f"mock backend {urls.mock_url}; profile {chosen.name}; features {', '.join(sorted(claimed)) or 'none'}"
+            + (f"; upstream profile {scenario.backend.server.name}" if scenario.backend.server else ""))
         if skip:
             say(f"note: a conformance run would skip this: {skip}")
         with MockControl(urls.mock_url.replace("://0.0.0.0:", "://127.0.0.1:")) as mock:

@@ -13,6 +13,7 @@ import pytest
 
 from harness.core.dialects import WireDialect
 from harness.core.dialects.clients import DEFAULT_PROFILE
+from harness.core.dialects.servers import ServerProfile
 from harness.core.errors import ConformanceError, ProxyUnreachable
 
 if TYPE_CHECKING:
@@ -57,16 +58,22 @@ class ConformanceSuite(pytest.Collector):
         for scenario in self.conformance.scenarios:
             for upstream in self.conformance.run.upstreams:
                 yield self._item(scenario, upstream)
+        for scenario, upstream, server in self.conformance.server_items():
+            yield self._item(scenario, upstream, server)
         from harness.pytest.fuzz_items import collect
 
         yield from collect(self, self.conformance)
 
-    def _item(self, scenario: Scenario, upstream: WireDialect | None) -> ScenarioItem:
+    def _item(self, scenario: Scenario, upstream: WireDialect | None,
+              server: ServerProfile | None = None) -> ScenarioItem:
         crossed = upstream is not None and upstream is not scenario.backend.dialect
-        item = ScenarioItem.from_parent(
-            self, name=f"{scenario.id}[{upstream.name}-upstream]" if upstream is not None and crossed else scenario.id)
+        marks = [f"{upstream.name}-upstream"] if upstream is not None and crossed else []
+        if server is not None:
+            marks.append(f"{server.name}-server")
+        item = ScenarioItem.from_parent(self, name=f"{scenario.id}[{','.join(marks)}]" if marks else scenario.id)
         item.scenario = scenario
         item.upstream = upstream
+        item.server = server
         item.conformance = self.conformance
         item.add_marker("conformance")
         for name in dict.fromkeys((scenario.family, *scenario.tags)):
@@ -87,6 +94,7 @@ class ScenarioItem(pytest.Item):
     scenario: Scenario
     conformance: ConformanceSession
     upstream: WireDialect | None = None  # the dialect the backend is served in (None: the scenario's own)
+    server: ServerProfile | None = None  # the real server whose habits the backend streams with (None: ideal)
     record: ItemRecord | None = None
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -97,6 +105,7 @@ class ScenarioItem(pytest.Item):
         from harness.core.dialects import NotPortable
         from harness.core.dialects.profiles import choose_profile, feature_skip_reason, missing_features
         from harness.core.dialects.script import natural_reason, serve_as
+        from harness.core.replay.servers import played_by
         from harness.report.known_failures import judge
         from harness.report.summary import item_record
         from harness.run.runner import play
@@ -124,11 +133,11 @@ class ScenarioItem(pytest.Item):
             skip = natural_reason(scenario, played.answers)
         if skip is None:
             try:
-                scenario = serve_as(scenario, upstream)
+                scenario = played_by(serve_as(scenario, upstream), self.server)
             except NotPortable as exc:
                 skip = f"only meaningful with its own upstream dialect, {scenario.backend.dialect.name}: {exc}"
         if skip is not None:
-            self.record = item_record(scenario, profile, "skipped", reason=skip, upstream=upstream)
+            self.record = item_record(scenario, profile, "skipped", reason=skip, upstream=upstream, server=self.server)
             pytest.skip(skip)
         notes = [
             f"upstream check {a.path} {a.op} not checked: {feature_skip_reason(missing, what='it')}"
@@ -139,17 +148,18 @@ class ScenarioItem(pytest.Item):
         if health.hangs and not session.shared.embedded_proxy:
             # The proxy no longer answers even a plain request: playing this case would only cost the timeout.
             cause = health.cause()
-            self.record = item_record(scenario, profile, "error", reason=cause, upstream=upstream, cause=cause)
+            self.record = item_record(scenario, profile, "error", reason=cause, upstream=upstream, cause=cause,
+                                      server=self.server)
             raise ConformanceError(cause)
         try:
             run = play(scenario, settings=settings, mock=session.mock, profile=profile)
         except ProxyUnreachable as exc:
-            self.record = item_record(scenario, profile, "error", reason=str(exc), upstream=upstream)
+            self.record = item_record(scenario, profile, "error", reason=str(exc), upstream=upstream, server=self.server)
             if not session.reached:
                 self.session.shouldstop = str(exc)
             raise
         except ConformanceError as exc:
-            self.record = item_record(scenario, profile, "error", reason=str(exc), upstream=upstream)
+            self.record = item_record(scenario, profile, "error", reason=str(exc), upstream=upstream, server=self.server)
             raise
         session.reached = True
         judgement = judge(scenario.id, run.failed_rules, session.known)
@@ -166,7 +176,8 @@ class ScenarioItem(pytest.Item):
         elif health.unhealthy and judgement.outcome == "passed":
             health.since = None  # it answers again
         self.record = item_record(scenario, profile, judgement.outcome, run=run,
-                                  expected_rules=judgement.expected, notes=notes, upstream=upstream, cause=cause)
+                                  expected_rules=judgement.expected, notes=notes, upstream=upstream, cause=cause,
+                                  server=self.server)
         self.record = replace(self.record, known_entries=tuple(e.number for e in judgement.expected.values()),
                               stale_entries=stale, replay=self._replay(run) if judgement.unexpected else "")
         for note in notes:
@@ -220,8 +231,13 @@ class ScenarioItem(pytest.Item):
         if run.failures:
             notes = self.record.notes if self.record is not None else ()
             crossed = self.upstream if self.upstream is not self.scenario.backend.dialect else None
-            text = render_failures(run, reproduce=lambda a: replay_command(session, run.scenario, run.profile, a, crossed),
+            text = render_failures(run, reproduce=lambda a: replay_command(session, run.scenario, run.profile, a, crossed,
+                                                                            self.server),
                                    known=known, notes=notes, full=full)
+        if text and self.server is not None:
+            habits = ", ".join(h.name for h in self.server.habits.get(run.scenario.backend.dialect, ()))
+            text = (f"upstream profile: {self.server.name} (the answer streamed the way {self.server.label} streams: "
+                    f"{habits})\n{text}")
         if judgement.stale:
             path = session.known.path if session.known else "the known-failures file"
             text = (text + "\n\n" if text else "") + judgement.xpass_message(path)

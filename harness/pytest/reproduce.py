@@ -12,13 +12,15 @@ from harness.run.program import program
 if TYPE_CHECKING:
     from harness.core.dialects import WireDialect
     from harness.core.dialects.clients import Profile
+    from harness.core.dialects.servers import ServerProfile
     from harness.core.records import Attempt
     from harness.core.scenario.model import Scenario
     from harness.pytest.session import ConformanceSession
 
 
 def replay_command(session: ConformanceSession, scenario: Scenario, profile: Profile, attempt: Attempt,
-                   upstream: WireDialect | None = None, *, by_path: bool = False) -> str:
+                   upstream: WireDialect | None = None, server: ServerProfile | None = None, *,
+                   by_path: bool = False) -> str:
     """The replay command for one exchange, written from the option table; ``by_path``
     names the scenario by its file (shorter than its id and the run's ``--scenarios``)."""
     shared = session.shared
@@ -37,6 +39,8 @@ def replay_command(session: ConformanceSession, scenario: Scenario, profile: Pro
         values["client-profile"] = profile.name
     if upstream is not None:
         values["upstream-dialect"] = upstream.name
+    if server is not None:
+        values["upstream-profile"] = server.name
     if session.run.features is not None:
         values["features"] = [",".join(sorted(session.run.features)) or ","]
     if attempt.variant is not None:

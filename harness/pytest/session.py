@@ -15,6 +15,7 @@ from harness.core.dialects.clients import CLIENTS, DEFAULT_PROFILE, Profile
 from harness.core.dialects.profiles import choose_profile
 from harness.core.errors import ConformanceError
 from harness.core.redact import Redactor
+from harness.core.dialects.servers import ServerProfile
 from harness.core.scenario.loading import bundled_scenarios_dir, validate_paths
 from harness.core.scenario.model import Scenario
 from harness.report.known_failures import KnownFailures, load_known_failures
@@ -29,6 +30,7 @@ from mock_backends.control import MockControl
 
 WORKER_KEY = "toolcall_conformance"
 SESSION_PLUGIN = "toolcall-conformance-session"
+SERVER_SAMPLE = 3  # cases each real server's profile plays in a default run of the bundled library
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class ConformanceSession:
         self.only = bool(config.getoption("conformance_only"))
         try:
             self.run = RunConfig.from_values({o.name: config.getoption(o.dest) for o in OPTIONS if o.pytest})
+            self.servers, self.server_sample = parse_servers(self.run.upstream_profile, bundled=not self.run.scenarios)
         except ValueError as exc:
             raise usage_error(str(exc)) from exc
         self.redactor = Redactor.for_headers(self.run.proxy_header)  # all the run writes or prints goes through it
@@ -197,6 +200,30 @@ class ConformanceSession:
             return None
         return translating
 
+    def server_items(self) -> list[tuple[Scenario, WireDialect | None, ServerProfile]]:
+        """The items played under a real server's profile: every playable pair under each chosen
+        server, or (the default) a sample of ``SERVER_SAMPLE`` per server, the same in every run:
+        pairs in the scenario's own dialect, one of them with native calls when there is one."""
+        from harness.core.dialects.frames import ToolCallFrame, ToolUseFrame
+        from harness.core.dialects.servers import rank
+        from harness.core.replay.servers import playable
+        from harness.run.isolation import wants_round
+
+        out: list[tuple[Scenario, WireDialect | None, ServerProfile]] = []
+        for srv in self.servers:
+            pairs = [(s, u) for s in self.scenarios for u in self.run.upstreams
+                     if srv.serves(u or s.backend.dialect) and playable(s, u or s.backend.dialect)
+                     and not wants_round(s)]
+            if self.server_sample:
+                own = sorted(((s, u) for s, u in pairs if u in (None, s.backend.dialect) and not s.spec_only
+                              and not s.requires and not s.rescues), key=lambda p: rank(srv, p[0].id))
+                calls = [p for p in own if any(isinstance(f, (ToolCallFrame, ToolUseFrame)) for f in p[0].backend.frames)]
+                chosen = calls[:1]
+                chosen += [p for p in own if p not in chosen][: SERVER_SAMPLE - len(chosen)]
+                pairs = chosen
+            out.extend((s, u, srv) for s, u in pairs)
+        return out
+
     def pairs_label(self) -> str:
         """The dialect pairs the run plays, as the header and report name them."""
         mode = self.run.upstream_dialect
@@ -228,9 +255,25 @@ class ConformanceSession:
             "client profile": self.profile_label(),
             "strict": self.run.strict,
             "rechunk": self.run.rechunk,
+            "upstream profiles": (", ".join(s.name for s in self.servers) + (" (a sample of cases each)" if self.server_sample else ""))
+            or "none",
             "rechunk seed": shared.seed if shared and self.run.rechunk else None,
             "known failures": self.known.path if self.known else None,
         }
+
+
+def parse_servers(value: str | None, *, bundled: bool) -> tuple[tuple[ServerProfile, ...], bool]:
+    """``--upstream-profile``: the servers whose habits the run plays, and whether only on a sample
+    (the default, for the bundled library; none for a run of other scenarios)."""
+    from harness.core.dialects.servers import SERVERS, server
+
+    if value is None or not value.strip():
+        return (tuple(SERVERS.values()), True) if bundled else ((), False)
+    if value.strip() == "all":
+        return tuple(SERVERS.values()), False
+    if value.strip() == "none":
+        return (), False
+    return tuple(dict.fromkeys(server(name.strip()) for name in value.split(",") if name.strip())), False
 
 
 def _local(url: str) -> str:

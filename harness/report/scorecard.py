@@ -86,6 +86,11 @@ def render_text(summary: Summary, *, each_skip: bool = True, table: bool = True,
         out.append("scores per dialect pair (client → upstream):")
         pw = max(len(p) for p in pairs)
         out.extend(_score_line(pair, score, pw) for pair, score in pairs.items())
+    servers = summary.servers
+    if servers:
+        out.append("scores per upstream server profile (the cases played the way that server streams):")
+        sw = max(len(s) for s in servers)
+        out.extend(_score_line(name, score, sw) for name, score in servers.items())
     coverage = summary.coverage
     if coverage:
         out.append(coverage)
@@ -130,6 +135,11 @@ def render_markdown(summary: Summary) -> str:
     out += ["| family | passed/ran | failed | known | skipped |", "| --- | ---: | ---: | ---: | ---: |"]
     for family, score in summary.families.items():
         out.append(f"| {family} | {score.score} | {score.failed} | {score.xfailed} | {score.skipped} |")
+    if summary.servers:
+        out += ["", "| upstream server profile | passed/ran | failed | known | skipped |",
+                "| --- | ---: | ---: | ---: | ---: |"]
+        out += [f"| {name} | {score.score} | {score.failed} | {score.xfailed} | {score.skipped} |"
+                for name, score in summary.servers.items()]
     rules = summary.broken_rules
     if rules:
         out += ["", "| scenario | " + " | ".join(rules) + " |", "| --- | " + " | ".join(":---:" for _ in rules) + " |"]
@@ -163,6 +173,7 @@ def render_json(summary: Summary) -> dict[str, Any]:
         "checked": not summary.nothing_checked,
         "families": {f: {**s.__dict__, "score": s.score} for f, s in summary.families.items()},
         "pairs": {p: {**s.__dict__, "score": s.score} for p, s in summary.pairs.items()},
+        "servers": {n: {**s.__dict__, "score": s.score} for n, s in summary.servers.items()},
         "coverage": summary.coverage,
         "groups": summary.groups,
         "failed_rules": broken,

@@ -10,6 +10,7 @@ from typing import Any
 
 from harness.core.dialects import WireDialect
 from harness.core.dialects.clients import CLIENTS, ClientProfile
+from harness.core.dialects.servers import ServerProfile
 from harness.core.records import ScenarioRun
 from harness.core.scenario.model import Scenario
 from harness.judge.readers.transcript import Position, clip
@@ -68,6 +69,7 @@ class ItemRecord:
     cause: str = ""  # a cause the failure may share with others (an HTTP status, an unhealthy proxy)
     own_profile: bool = True  # played by the client the scenario was written for
     replay: str = ""  # the command that replays the first failing exchange
+    server: str = ""  # the real server whose habits the backend streamed with ("": the ideal one)
 
     @property
     def pair(self) -> str:
@@ -79,7 +81,8 @@ class ItemRecord:
         """The scenario id, with the pair when it is not the scenario's own: the backend served
         in another dialect than the client's, or another client than the one it was written for."""
         own = self.upstream in ("", self.client_dialect) and self.own_profile
-        return self.scenario if own else f"{self.scenario} [{self.pair}]"
+        label = self.scenario if own else f"{self.scenario} [{self.pair}]"
+        return f"{label} [{self.server} server]" if self.server else label
 
     @property
     def client_dialect(self) -> str:
@@ -93,6 +96,7 @@ class ItemRecord:
             "family": self.family,
             "profile": self.profile,
             "upstream": self.upstream,
+            "server": self.server,
             "cause": self.cause,
             "outcome": self.outcome,
             "reason": self.reason,
@@ -118,6 +122,7 @@ class ItemRecord:
             upstream=data.get("upstream", ""),
             cause=data.get("cause", ""),
             replay=data.get("replay", ""),
+            server=data.get("server", ""),
         )
 
 
@@ -132,6 +137,7 @@ def item_record(
     notes: Iterable[str] = (),
     upstream: WireDialect | None = None,
     cause: str = "",
+    server: ServerProfile | None = None,
 ) -> ItemRecord:
     rules = rules_by_id()
     known = set(expected_rules)
@@ -151,7 +157,7 @@ def item_record(
         )
     return ItemRecord(scenario.id, scenario.family, profile.name, outcome, reason, tuple(failures), tuple(notes),
                       upstream=(upstream or scenario.backend.dialect).name, cause=cause,
-                      own_profile=profile is scenario.client.profile)
+                      own_profile=profile is scenario.client.profile, server=server.name if server else "")
 
 
 @dataclass
@@ -178,9 +184,10 @@ class Summary:
     context: Mapping[str, Any] = field(default_factory=dict)
     rules: list[str] = field(default_factory=list)  # every rule id, in catalogue order
 
-    def _scores(self, key: Callable[[ItemRecord], str]) -> dict[str, FamilyScore]:
+    def _scores(self, key: Callable[[ItemRecord], str],
+                which: Callable[[ItemRecord], bool] = lambda i: True) -> dict[str, FamilyScore]:
         out: dict[str, FamilyScore] = {}
-        for item in sorted(self.items, key=key):
+        for item in sorted(filter(which, self.items), key=key):
             score = out.setdefault(key(item), FamilyScore())
             setattr(score, item.outcome, getattr(score, item.outcome) + 1)
         return out
@@ -193,6 +200,11 @@ class Summary:
     def pairs(self) -> dict[str, FamilyScore]:
         """Scores per dialect pair (client → upstream)."""
         return self._scores(lambda i: i.pair)
+
+    @property
+    def servers(self) -> dict[str, FamilyScore]:
+        """Scores per upstream server profile, of the items played under one."""
+        return self._scores(lambda i: i.server, lambda i: bool(i.server))
 
     @property
     def coverage(self) -> str:

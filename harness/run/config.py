@@ -42,6 +42,7 @@ class RunConfig:
     mock_port: int = 0
     mock_url: str | None = None
     client_profile: Profile | None = None  # None: each scenario's own
+    upstream_profile: str | None = None
     upstream_dialect: str = "natural"  # "natural", "all" or a dialect's name (resolved from the proxy URL)
     formats: frozenset[str] | None = None  # None: every format claimed
     features: frozenset[str] | None = None  # None: the reference proxy's (or none)

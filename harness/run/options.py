@@ -18,6 +18,7 @@ from typing import Any, Literal, TypeVar
 
 from harness.core.dialects import DIALECTS, dialect_choices
 from harness.core.dialects.clients import CLIENTS, DEFAULT_PROFILE, OLD_NAMES
+from harness.core.dialects.servers import SERVERS
 
 PYTEST_PREFIX = "--conformance-"
 DEFAULT_TIMEOUT = 10.0
@@ -95,6 +96,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("upstream-dialect", f"The dialect the proxy calls upstream: {dialect_choices('or')} (every scenario's backend is "
            "served in it), natural (each scenario's own; the default with --proxy-url) or all (every pair, with the "
            "bundled reference proxies; their default).", metavar="DIALECT", choices=UPSTREAM_MODES, replay=True),
+    Option("upstream-profile", "Also play the streamed cases the way real servers stream them (docs/mock-backend.md, "
+           "'Upstream server profiles'): NAME[,NAME...] plays every case under each named server, all under every "
+           f"server ({', '.join(SERVERS)}), none under none (default: each server on a few cases of the bundled "
+           "library, the same ones every run).", metavar="NAME[,NAME...]", replay=True),
     Option("formats", "The text formats (scenario families) your proxy rescues (repeatable or comma separated); the "
            "cases of the others are reported as not claimed, in the coverage line (default: every format).",
            kind="multiple", metavar="A,B"),

@@ -49,6 +49,8 @@ class ChunksAsEvents:
         self.call: int | None = None  # the chat call index of the open tool block
         self.finish_reason: str | None = None
         self.usage: dict[str, int] = {"input_tokens": 0, "output_tokens": 0}
+        self.last_call: int | None = None  # the chat call index of the last call delta
+        self.called = False  # a tool_use block was opened
 
     def read(self, data: str) -> list[Item]:
         if self.ended:
@@ -78,8 +80,9 @@ class ChunksAsEvents:
                 text = delta.get("content")
                 if isinstance(text, str) and text:
                     self._text(text, out)
-                for call in delta.get("tool_calls") or ():
-                    if isinstance(call, Mapping):
+                calls = delta.get("tool_calls")
+                for call in [calls] if isinstance(calls, Mapping) else calls if isinstance(calls, list) else ():
+                    if isinstance(call, Mapping):  # a call object instead of a list of them: TGI
                         self._call(call, out)
             reason = choice.get("finish_reason")
             if isinstance(reason, str) and reason:
@@ -95,7 +98,10 @@ class ChunksAsEvents:
         self._close(out)
         delta: dict[str, Any] = {"stop_sequence": None}
         if self.finish_reason is not None:
-            delta["stop_reason"] = STOP_FROM_FINISH.get(self.finish_reason, "end_turn")
+            # Servers that finish an answer with calls as "stop" (Ollama, Gemini): a Messages client runs
+            # tool_use blocks only when the answer stops for them.
+            called = self.called and self.finish_reason == "stop"
+            delta["stop_reason"] = "tool_use" if called else STOP_FROM_FINISH.get(self.finish_reason, "end_turn")
         out.append({"type": "message_delta", "delta": delta, "usage": {"output_tokens": self.usage["output_tokens"]}})
         out.append({"type": "message_stop"})
         self.ended = True
@@ -123,8 +129,12 @@ class ChunksAsEvents:
         out.append({"type": "content_block_delta", "index": self.block, "delta": {"type": "text_delta", "text": text}})
 
     def _call(self, call: Mapping[str, Any], out: list[Item]) -> None:
-        index = call.get("index", 0)
         fn = _map(call.get("function"))
+        index = call.get("index")
+        if not isinstance(index, int) or isinstance(index, bool):  # Ollama: a delta naming a call starts one
+            last = self.last_call
+            index = 0 if last is None else last + 1 if call.get("id") or fn.get("name") else last
+        self.last_call = index
         if self.open != "tool" or self.call != index:
             self._close(out)
             self.block += 1
@@ -133,7 +143,10 @@ class ChunksAsEvents:
             name = fn.get("name") if isinstance(fn.get("name"), str) else ""
             out.append({"type": "content_block_start", "index": self.block,
                         "content_block": {"type": "tool_use", "id": ident, "name": name, "input": {}}})
+            self.called = True
         arguments = fn.get("arguments")
+        if isinstance(arguments, Mapping):  # an object instead of its JSON text: TGI
+            arguments = json.dumps(arguments, ensure_ascii=False)
         if isinstance(arguments, str) and arguments:
             out.append({"type": "content_block_delta", "index": self.block,
                         "delta": {"type": "input_json_delta", "partial_json": arguments}})

@@ -339,7 +339,7 @@ def test_the_tests_mirror_the_source_packages() -> None:
 # warning), and one kept long on purpose says why here.
 LONG = 400
 ONE_CONCEPT: dict[str, str] = {
-
+    "harness/core/dialects/habits.py": "one short rewrite per real server's habit: the catalogue the profiles share",
     "harness/generate/formats/cases.py": "the case taxonomy: one small builder per case id, read as one table (docs/taxonomy.md "
                                 "is generated from it)",
     "reference_proxy/pipeline.py": "one streamed chat-completions answer: a per-choice state machine whose held text, "

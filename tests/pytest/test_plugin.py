@@ -25,6 +25,7 @@ from starlette.routing import Route
 from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 
 from harness.cli.main import main
+from harness.core.dialects.servers import SERVERS
 from harness.core.nonce import NONCE_HEADER
 from harness.core.scenario.loading import bundled_scenarios_dir, load_library
 from harness.judge.rules import RULES
@@ -446,6 +447,10 @@ def test_bundled_library_is_the_default(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--conformance", "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
     collected = [line.removeprefix("conformance::") for line in result.stdout.lines if line.startswith("conformance::")]
+    # and each real server's profile on a sample of cases (docs/mock-backend.md, "Upstream server profiles")
+    served = [c for c in collected if c.endswith("-server]")]
+    collected = [c for c in collected if c not in served]
+    assert {c[c.rindex("[") + 1 : -len("-server]")].split(",")[-1] for c in served} == set(SERVERS)
     upstreams = ("openai", "anthropic", "responses")
     library = load_library()
     assert sorted(collected) == sorted([s.id for s in library] +
@@ -533,7 +538,8 @@ def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(
                                 "--conformance-timeout", str(PATIENT_TIMEOUT),
                                 "--conformance-features", ",".join(sorted(WHOLE_LIBRARY_FEATURES)),
                                 "--conformance-rechunk-seed", "20261123", "-p", "no:cacheprovider", "-m", marks,
-                                "--conformance-report-json", str(report), "--conformance-upstream-dialect", "natural")
+                                "--conformance-report-json", str(report), "--conformance-upstream-dialect", "natural",
+                                "--conformance-upstream-profile", "none")  # the library's own cases, counted below
     data = json.loads(report.read_text())
     broken = {s["scenario"]: s["failures"] for s in data["scenarios"] if s["outcome"] not in ("passed", "skipped")}
     assert not broken, json.dumps(broken, indent=1)[:4000]

@@ -43,4 +43,4 @@ def posted_to(path: str) -> WireDialect | None:
 
 __all__ = ["ANTHROPIC", "DIALECTS", "Finish", "KIRO", "NativeCall", "NeutralRequest", "NotPortable", "OPENAI",
            "RESPONSES", "RequestShape", "ToolChoice", "WireDialect", "clients", "dialect", "dialect_choices", "frames",
-           "kiro", "posted_to", "profiles", "request", "responses", "responses_request", "script"]
+           "habits", "kiro", "posted_to", "profiles", "request", "responses", "responses_request", "script", "servers"]

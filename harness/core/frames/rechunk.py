@@ -40,6 +40,7 @@ from harness.core.replay import anthropic as anthropic_replay
 from harness.core.replay import kiro as kiro_replay
 from harness.core.replay import openai as openai_replay
 from harness.core.replay import responses as responses_replay
+from harness.core.replay.servers import as_served
 from harness.core.replay.wire import Event
 from harness.core.scenario.model import Backend, Scenario
 
@@ -268,7 +269,7 @@ _WIRE_EVENTS: Mapping[WireDialect, Callable[[Backend, Mapping[str, Any]], list[E
 def wire_events(scenario: Scenario) -> list[Event]:
     """The events the mock streams for ``scenario``, envelopes, native and raw frames
     included: what torn network writes cut."""
-    return _WIRE_EVENTS[scenario.backend.dialect](scenario.backend, scenario.client.request)
+    return as_served(_WIRE_EVENTS[scenario.backend.dialect](scenario.backend, scenario.client.request), scenario.backend)
 
 
 def torn_write_size(sizes: Sequence[int]) -> int:

@@ -16,6 +16,7 @@ from harness.core.dialects import dialect
 from harness.core.dialects.clients import DEFAULT_PROFILE, current_name, default_profiles
 from harness.core.dialects.clients import client as client_profile
 from harness.core.dialects.frames import frames_from
+from harness.core.dialects.servers import server
 from harness.core.errors import ScenarioError, ScenarioProblem
 from harness.core.scenario.checks import semantic_problems
 from harness.core.scenario.model import (
@@ -66,6 +67,7 @@ def build_scenario(data: Mapping[str, Any], path: str | None, family: str) -> Sc
         write_delay_ms=b.get("write_delay_ms"),
         ping=bool(b.get("ping", False)),
         fault=fault,
+        server=server(b["server"]) if "server" in b else None,
     )
     c = data["client"]
     profile = client_profile(c["profile"]) if "profile" in c else DEFAULT_PROFILE

@@ -21,6 +21,7 @@ from harness.core.dialects.clients import (
 )
 from harness.core.dialects.frames import ContentFrame, Frame, frame_to_mapping
 from harness.core.dialects.request import tool_name
+from harness.core.dialects.servers import ServerProfile
 
 PROFILES: tuple[ClientProfile, ...] = tuple(CLIENTS.values())
 OPENAI_PROFILES: tuple[ClientProfile, ...] = default_profiles(DEFAULT_PROFILE)  # a case's profiles when it names none
@@ -58,6 +59,7 @@ class Backend:
     write_delay_ms: float | None = None
     ping: bool = False
     fault: Fault | None = None
+    server: ServerProfile | None = None  # the real server whose habits the answer is streamed with
 
     @property
     def text(self) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from harness.core.dialects.servers import SERVERS
 from harness.judge.rules.citations import Breaks
 from harness.judge.rules.registry import ENTRIES, Rule
 
@@ -138,4 +139,29 @@ def rules_markdown(proofs: Mapping[str, Proof] | None = None) -> str:
                 f"- **Breaking cases:** {_by_file(proof.cases)}",
                 f"- **Mutants caught:** {_by_file(proof.mutants)}",
             ]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _habits()) + "\n"
+
+
+def _habits() -> list[str]:
+    """Each real server's habits (``harness.core.dialects.servers``): what a proxy must do with each."""
+    lines = [
+        "",
+        "## Real servers' habits: tolerate or normalise",
+        "",
+        "Played with `--upstream-profile` (docs/mock-backend.md, \"Upstream server profiles\"). **tolerate**: a proxy",
+        "must not crash on it, lose text, or lose or split a call, and relaying it unchanged never fails a rule;",
+        "**normalise**: a named client breaks on it, so a proxy must rewrite it before its client sees it. The rules",
+        "above judge both (a proxy that breaks on a habit fails them only under that server's profile:",
+        "`tests/mutants/servers.py`, proven by `tests/test_upstream_profiles.py`).",
+        "",
+        "| server | habit | what it does | verdict | who reads it / who breaks | seen in |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for server in SERVERS.values():
+        for dialect, habits in server.habits.items():
+            for habit in habits:
+                seen = ", ".join(f"<{url}>" for url in habit.sources)
+                cells = [f"{server.name} ({dialect.name})", f"`{habit.name}`", habit.says, f"**{habit.verdict}**",
+                         habit.why, seen]
+                lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    return lines

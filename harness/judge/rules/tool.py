@@ -132,7 +132,8 @@ def first_delta_complete(ctx: Context) -> Iterator[Violation]:
 @rule(
     "TOOL-003",
     "Later deltas of a call never send `id` or `function.name` again, nor `type` as anything but `\"function\"` "
-    "(a null `id` or `name` is left as it was by the clients, and judged by the schema, CHUNK-003).",
+    "(a null `id` or `name` is left as it was by the clients, and judged by the schema, CHUNK-003; an empty one, as "
+    "LM Studio sends, adds nothing to what they concatenate).",
     severity="client",
     breaks=Breaks(("openai-python",), "its accumulator concatenates strings: a repeated id becomes `call_1call_1`, "
                   "a name `get_weatherget_weather`; a later `type: null` fails an assertion (`type: \"function\"` "
@@ -142,10 +143,10 @@ def no_repeats(ctx: Context) -> Iterator[Violation]:
     for d in call_deltas(ctx):
         if d.first or d.index is None or not isinstance(d.entry, dict):
             continue
-        repeated = ["id"] if d.entry.get("id") is not None else []
+        repeated = ["id"] if d.entry.get("id") not in (None, "") else []
         if "type" in d.entry and d.entry["type"] != "function":
             repeated.append("type")
-        if _fn(d.entry).get("name") is not None:
+        if _fn(d.entry).get("name") not in (None, ""):
             repeated.append("function.name")
         if repeated:
             shown = ", ".join(
