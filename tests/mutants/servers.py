@@ -1,6 +1,6 @@
 """Proxies that break on one real server's habit (``harness.core.dialects.servers``), each
 correct against the ideal server the mock plays by default: each is caught only when its
-scenario is played under that server's profile (``tests/test_upstream_profiles.py``).
+scenario is played under that server's profile (``tests/core/test_upstream_profiles.py``).
 
 Each is the reference proxy with its reader of upstream chunks or events changed
 (``Parts``), the way proxies were seen to break on these servers in the field.

@@ -1,5 +1,5 @@
 """A proxy that relays every request and answer byte for byte: what a proxy that changes
-nothing does with a real server's habits (``tests/test_upstream_profiles.py``)."""
+nothing does with a real server's habits (``tests/core/test_upstream_profiles.py``)."""
 
 from __future__ import annotations
 

@@ -152,7 +152,7 @@ def _habits() -> list[str]:
         "must not crash on it, lose text, or lose or split a call, and relaying it unchanged never fails a rule;",
         "**normalise**: a named client breaks on it, so a proxy must rewrite it before its client sees it. The rules",
         "above judge both (a proxy that breaks on a habit fails them only under that server's profile:",
-        "`tests/mutants/servers.py`, proven by `tests/test_upstream_profiles.py`).",
+        "`tests/mutants/servers.py`, proven by `tests/core/test_upstream_profiles.py`).",
         "",
         "| server | habit | what it does | verdict | who reads it / who breaks | seen in |",
         "| --- | --- | --- | --- | --- | --- |",

@@ -29,7 +29,7 @@ from mock_backends.control import MockControl
 
 LIBRARY = {s.id: s for s in load_library()}
 FEATURES = proxy_config("http://127.0.0.1:1/v1").features()
-SCHEMA = Path(__file__).parent.parent / "harness" / "schemas" / "scenario.schema.json"
+SCHEMA = Path(__file__).parents[2] / "harness" / "schemas" / "scenario.schema.json"
 CASES = ("plain-native-single", "plain-native-parallel", "plain-include-usage", "plain-text-multibyte",
          "deepseek-deepseek-v3.split-escape", "anthropic-native-tool-use", "anthropic-text-around")
 
@@ -165,7 +165,7 @@ def test_a_relay_fails_only_on_habits_to_normalise(name: str, servers: ServeFn, 
         assert not failed or (to_normalise and changed), f"{name}, {case}: a relay fails {failed}"
 
 
-CAPTURES = sorted((Path(__file__).parent / "fixtures" / "upstream_captures").glob("*.yaml"))
+CAPTURES = sorted((Path(__file__).parents[1] / "fixtures" / "upstream_captures").glob("*.yaml"))
 
 
 def _shape(piece: Piece) -> tuple[tuple[Any, ...], tuple[frozenset[str], ...]]:
@@ -227,7 +227,7 @@ def test_a_profile_reproduces_its_server_s_capture(path: Path) -> None:
 
 
 def test_the_docs_name_every_habit() -> None:
-    text = (Path(__file__).parent.parent / "docs" / "mock-backend.md").read_text()
+    text = (Path(__file__).parents[2] / "docs" / "mock-backend.md").read_text()
     for profile in SERVERS.values():
         assert f"**`{profile.name}`**" in text, profile.name
         for habit in (h for hs in profile.habits.values() for h in hs):
