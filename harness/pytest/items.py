@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.core.dialects import WireDialect
-from harness.core.dialects.clients import DEFAULT_PROFILE
+from harness.core.dialects.clients import DEFAULT_PROFILE, Profile
 from harness.core.errors import ConformanceError, ProxyUnreachable
 
 if TYPE_CHECKING:
@@ -55,18 +55,23 @@ class ConformanceSuite(pytest.Collector):
 
     def collect(self) -> Iterator[pytest.Item]:
         for scenario in self.conformance.scenarios:
+            real = self.conformance.real_clients(scenario)
             for upstream in self.conformance.upstreams:
                 yield self._item(scenario, upstream)
+                for profile in real:
+                    yield self._item(scenario, upstream, profile)
         from harness.pytest.fuzz_items import collect
 
         yield from collect(self, self.conformance)
 
-    def _item(self, scenario: Scenario, upstream: WireDialect | None) -> ScenarioItem:
+    def _item(self, scenario: Scenario, upstream: WireDialect | None, profile: Profile | None = None) -> ScenarioItem:
         crossed = upstream is not None and upstream is not scenario.backend.dialect
-        item = ScenarioItem.from_parent(
-            self, name=f"{scenario.id}[{upstream.name}-upstream]" if upstream is not None and crossed else scenario.id)
+        tags = [*([f"{upstream.name}-upstream"] if upstream is not None and crossed else []),
+                *([profile.name] if profile is not None else [])]
+        item = ScenarioItem.from_parent(self, name=f"{scenario.id}[{','.join(tags)}]" if tags else scenario.id)
         item.scenario = scenario
         item.upstream = upstream
+        item.profile = profile
         item.conformance = self.conformance
         item.add_marker("conformance")
         for name in dict.fromkeys((scenario.family, *scenario.tags)):
@@ -87,6 +92,7 @@ class ScenarioItem(pytest.Item):
     scenario: Scenario
     conformance: ConformanceSession
     upstream: WireDialect | None = None  # the dialect the backend is served in (None: the scenario's own)
+    profile: Profile | None = None  # a real client that plays it (None: the session's choice)
     record: ItemRecord | None = None
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -96,7 +102,7 @@ class ScenarioItem(pytest.Item):
     def runtest(self) -> None:
         from harness.core.dialects import NotPortable
         from harness.core.dialects.profiles import choose_profile, feature_skip_reason, missing_features
-        from harness.core.dialects.script import natural_reason, serve_as
+        from harness.core.dialects.script import natural_reason, serve_as, served_strictly
         from harness.report.known_failures import judge
         from harness.report.summary import item_record
         from harness.run.runner import play
@@ -108,7 +114,7 @@ class ScenarioItem(pytest.Item):
         settings = dataclasses.replace(session.settings, proxy_url=session.shared.proxy_for(self.upstream))
         from harness.generate.coverage import unclaimed_reason
 
-        requested = session.requested_profile(scenario, self.upstream, settings.features)
+        requested = self.profile or session.requested_profile(scenario, self.upstream, settings.features)
         profile, skip = choose_profile(scenario, requested, settings.features)
         if skip is None:
             skip = unclaimed_reason(scenario.family, session.formats, scenario.rescues)
@@ -125,6 +131,8 @@ class ScenarioItem(pytest.Item):
         if skip is None:
             try:
                 scenario = serve_as(scenario, upstream)
+                if session.strict_upstream:
+                    scenario = served_strictly(scenario)
             except NotPortable as exc:
                 skip = f"only meaningful with its own upstream dialect, {scenario.backend.dialect.name}: {exc}"
         if skip is not None:

@@ -4,6 +4,7 @@ xdist worker is handed), the header, the preflight, and the score card and repor
 from __future__ import annotations
 
 import random
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +15,7 @@ from harness.core.dialects import DIALECTS, WireDialect, dialect_choices
 from harness.core.dialects.clients import CLIENTS
 from harness.core.errors import ConformanceError
 from harness.core.redact import Redactor
-from harness.run.options import BY_NAME, DEFAULT_TIMEOUT
+from harness.run.options import ALL_PROFILES, BY_NAME, DEFAULT_TIMEOUT
 
 if TYPE_CHECKING:
 
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from mock_backends.control import MockControl
 
 WORKER_KEY = "toolcall_conformance"
+SAMPLE = 64  # the default run plays each real client on about one case in SAMPLE (of those meaningful to it)
 SESSION_PLUGIN = "toolcall-conformance-session"
 
 
@@ -99,9 +101,11 @@ class ConformanceSession:
         self.upstreams: tuple[WireDialect | None, ...] = (
             (None,) if mode == "natural" else tuple(DIALECTS.values()) if mode == "all" else (DIALECTS[mode],))
         self.strict = bool(opt("strict"))
+        self.strict_upstream = bool(opt("strict-upstream"))
         try:
             profile = opt("client-profile")
-            self.client_profile: Profile | None = parse_profile(profile) if profile else None
+            self.all_profiles = profile == ALL_PROFILES
+            self.client_profile: Profile | None = parse_profile(profile) if profile and not self.all_profiles else None
             self.models: ModelChoice = parse_models(opt("model"))
             self.proxy_headers = parse_headers(opt("proxy-header"))
         except ValueError as exc:
@@ -228,6 +232,18 @@ class ConformanceSession:
             seed=self.shared.seed,
         )
 
+    def real_clients(self, scenario: Scenario) -> tuple[Profile, ...]:
+        """The real clients that play ``scenario`` besides its own profile: none with an explicit
+        ``--client-profile``; every one whose cases it is among with ``--client-profile all``; else
+        each on a fixed part of the library (one case in ``SAMPLE``, chosen by a hash of the
+        client's and the case's names), so the default run tries every client within its time."""
+        if self.client_profile is not None:
+            return ()
+        meaningful = tuple(p for p in CLIENTS.values() if p.real and p.case_profile in scenario.client.profiles)
+        if self.all_profiles:
+            return meaningful
+        return tuple(p for p in meaningful if zlib.crc32(f"{p.name}:{scenario.id}".encode()) % SAMPLE == 0)
+
     def requested_profile(self, scenario: Scenario, upstream: WireDialect | None, features: frozenset[str]) -> Profile | None:
         """The client profile an item asks for: the user's; else, in the bundled run's pass in
         front of a Responses upstream, a Responses client for each case a chat-completions
@@ -239,7 +255,8 @@ class ConformanceSession:
             return self.client_profile
         # A client of the upstream's API that says this case's request in its own words.
         translating = next((p for p in CLIENTS.values()
-                            if p.answers is upstream and p.written_as is scenario.client.profile), None)
+                            if p.answers is upstream and p.written_as is scenario.client.profile and not p.real),
+                           None)
         if translating is None or choose_profile(scenario, translating, features)[1] is not None:
             return None
         return translating
@@ -248,7 +265,8 @@ class ConformanceSession:
         """The dialect pairs the run plays, as the header and report name them."""
         if self.upstream_mode == "all":
             translating = "".join(f", and a {p.name} client for the {p.written_as.answers.short_name} cases in front "
-                                  f"of the {p.answers.name} upstream" for p in CLIENTS.values() if p.written_as)
+                                  f"of the {p.answers.name} upstream" for p in CLIENTS.values()
+                                  if p.written_as and not p.real)
             return f"every pair ({dialect_choices('and')} upstreams; each scenario's client dialect{translating})"
         if self.upstream_mode == "natural":
             return "each scenario's own (natural)"

@@ -11,16 +11,17 @@ the two APIs in ``mutants.translation``, mutants of its Responses API (and a cor
 variant of it) in ``mutants.responses``. ``mutants.fuzz_only`` holds mutants no
 hand-written scenario exposes and only generated cases catch (``FUZZ_ONLY``); proxies
 whose state is shared between exchanges or choices are in ``mutants.isolation``, and
-per-format parser defects in ``mutants.formats``.
+per-format parser defects in ``mutants.formats``; ``mutants.clients`` holds those real clients'
+requests expose (played under their profiles, some against a strict upstream).
 """
 
-from mutants import anthropic, formats, isolation, openai, responses, translation
+from mutants import anthropic, clients, formats, isolation, openai, responses, translation
 from mutants.fuzz_only import ALL_AT_ONCE, FUZZ_ONLY
 from mutants.base import Mutant
 from mutants.different import CORRECT_BUT_DIFFERENT
 
 MUTANTS: tuple[Mutant, ...] = (*openai.MUTANTS, *anthropic.MUTANTS, *translation.MUTANTS, *isolation.MUTANTS,
-                              *formats.MUTANTS, *responses.MUTANTS)
+                              *formats.MUTANTS, *responses.MUTANTS, *clients.MUTANTS)
 CORRECT: tuple[Mutant, ...] = (CORRECT_BUT_DIFFERENT, anthropic.CORRECT_BUT_DIFFERENT_MESSAGES,
                                responses.CORRECT_BUT_DIFFERENT_RESPONSES)
 # Correct in one respect where the reference made another choice: each passes its cases, with --strict too.

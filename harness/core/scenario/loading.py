@@ -66,6 +66,7 @@ def build_scenario(data: Mapping[str, Any], path: str | None, family: str) -> Sc
         write_delay_ms=b.get("write_delay_ms"),
         ping=bool(b.get("ping", False)),
         fault=fault,
+        strict=bool(b.get("strict", False)),
     )
     c = data["client"]
     profile = client_profile(c["profile"]) if "profile" in c else DEFAULT_PROFILE

@@ -58,6 +58,7 @@ class Backend:
     write_delay_ms: float | None = None
     ping: bool = False
     fault: Fault | None = None
+    strict: bool = False  # answer as a strict server would (mock_backends/strict.py): --strict-upstream
 
     @property
     def text(self) -> str:
