@@ -25,6 +25,7 @@ from starlette.routing import Route
 from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 
 from harness.cli.main import main
+from harness.core.dialects.clients import CLIENTS
 from harness.core.nonce import NONCE_HEADER
 from harness.core.scenario.loading import bundled_scenarios_dir, load_library
 from harness.judge.rules import RULES
@@ -436,7 +437,11 @@ def test_bundled_library_is_the_default(pytester: pytest.Pytester) -> None:
     own id with its own, and as ``id[<other>-upstream]`` with each other one."""
     result = pytester.runpytest("--conformance", "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
-    collected = [line.removeprefix("conformance::") for line in result.stdout.lines if line.startswith("conformance::")]
+    everything = [line.removeprefix("conformance::") for line in result.stdout.lines if line.startswith("conformance::")]
+    # Besides, each real client plays a fixed part of the library (items ``id[<client>]``).
+    real = {p.name for p in CLIENTS.values() if p.real}
+    collected = [c for c in everything if not real & set(c.rpartition("[")[2].rstrip("]").split(","))]
+    assert real == {t for c in everything for t in c.rpartition("[")[2].rstrip("]").split(",")} & real
     upstreams = ("openai", "anthropic", "responses")
     library = load_library()
     assert sorted(collected) == sorted([s.id for s in library] +

@@ -234,14 +234,17 @@ class ConformanceSession:
 
     def real_clients(self, scenario: Scenario) -> tuple[Profile, ...]:
         """The real clients that play ``scenario`` besides its own profile: none with an explicit
-        ``--client-profile``; every one whose cases it is among with ``--client-profile all``; else
-        each on a fixed part of the library (one case in ``SAMPLE``, chosen by a hash of the
-        client's and the case's names), so the default run tries every client within its time."""
+        ``--client-profile``; every one whose cases it is among with ``--client-profile all``; in
+        the bundled run of every pair, each on a fixed part of the library (one case in ``SAMPLE``,
+        chosen by a hash of the client's and the case's names), so the default run tries every
+        client within its time; none otherwise."""
         if self.client_profile is not None:
             return ()
         meaningful = tuple(p for p in CLIENTS.values() if p.real and p.case_profile in scenario.client.profiles)
         if self.all_profiles:
             return meaningful
+        if self.upstream_mode != "all":
+            return ()
         return tuple(p for p in meaningful if zlib.crc32(f"{p.name}:{scenario.id}".encode()) % SAMPLE == 0)
 
     def requested_profile(self, scenario: Scenario, upstream: WireDialect | None, features: frozenset[str]) -> Profile | None:
