@@ -311,6 +311,8 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
                           f"dialect of {path} ({_route_name(dialect)}); point the proxy's upstream at the route of "
                           "its backend's dialect", "wrong_dialect")
         invalid = ROUTES[dialect].check(body)
+        if invalid is None and run.scenario.backend.strict:
+            invalid = ROUTES[dialect].check_strict(body)
         if invalid is not None:
             return refuse(400, "invalid request", invalid.message, invalid.code or "invalid_request",
                           param=invalid.param, api_type="invalid_request_error")

@@ -24,6 +24,7 @@ from harness.core.replay.wire import Delivery, Event
 from mock_backends.registry import Prepared
 from mock_backends.responses_validation import check_responses
 from mock_backends.kiro_validation import check_kiro
+from mock_backends.strict import check_chat_strict, check_none
 from mock_backends.validation import RequestProblem, check_anthropic, check_openai
 
 
@@ -47,6 +48,10 @@ class Route(Protocol):
         """The first reason the API refuses ``body``, or None."""
         ...
 
+    def check_strict(self, body: Mapping[str, Any]) -> RequestProblem | None:
+        """The first reason a strict server of the API refuses a valid ``body`` (``backend.strict``), or None."""
+        ...
+
     def error(self, message: str, code: str, *, param: str | None = None, api_type: str | None = None,
               server: bool = False) -> dict[str, Any]:
         """An error body for a problem the mock found. ``code`` names it (OpenAI's ``code``);
@@ -67,6 +72,9 @@ class ChatRoute:
 
     def check(self, body: Mapping[str, Any]) -> RequestProblem | None:
         return check_openai(body)
+
+    def check_strict(self, body: Mapping[str, Any]) -> RequestProblem | None:
+        return check_chat_strict(body)
 
     def error(self, message: str, code: str, *, param: str | None = None, api_type: str | None = None,
               server: bool = False) -> dict[str, Any]:
@@ -94,6 +102,9 @@ class MessagesRoute:
 
     def check(self, body: Mapping[str, Any]) -> RequestProblem | None:
         return check_anthropic(body)
+
+    def check_strict(self, body: Mapping[str, Any]) -> RequestProblem | None:
+        return check_none(body)
 
     def error(self, message: str, code: str, *, param: str | None = None, api_type: str | None = None,
               server: bool = False) -> dict[str, Any]:
@@ -124,6 +135,9 @@ class ResponsesRoute(ChatRoute):
     def check(self, body: Mapping[str, Any]) -> RequestProblem | None:
         return check_responses(body)
 
+    def check_strict(self, body: Mapping[str, Any]) -> RequestProblem | None:
+        return check_none(body)
+
     def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
         replay = prepared.replay
         assert isinstance(replay, responses_replay.ResponsesReplay)
@@ -141,6 +155,9 @@ class KiroRoute:
 
     def check(self, body: Mapping[str, Any]) -> RequestProblem | None:
         return check_kiro(body)
+
+    def check_strict(self, body: Mapping[str, Any]) -> RequestProblem | None:
+        return check_none(body)  # the route refuses what Kiro refuses already (kiro_validation)
 
     def error(self, message: str, code: str, *, param: str | None = None, api_type: str | None = None,
               server: bool = False) -> dict[str, Any]:

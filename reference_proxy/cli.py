@@ -58,7 +58,7 @@ def _env_help(name: str) -> str:
     "--vtc-patterns",  # the old spelling
     "xml_client_patterns",
     metavar="LIST",
-    help=f"Comma-separated User-Agent words of XML-reading clients (default cline,kilo,roo; '' disables; "
+    help=f"Comma-separated User-Agent words of XML-reading clients (default cline,kilo,roo<3.37: a pattern name<version matches the versions below it; '' disables; "
     f"--vtc-patterns is the old spelling). {_env_help('xml_client_patterns')}",
 )
 @click.option(

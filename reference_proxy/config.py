@@ -44,7 +44,8 @@ class ProxyConfig:
     read_timeout: float = 300.0  # per socket read: a stalled upstream ends the request with an error
     body_timeout: float = 5.0  # longest pause of a client sending its request body (then 408)
     buffer_cap: int = 65536
-    xml_client_patterns: tuple[str, ...] = ("cline", "kilo", "roo")
+    # Roo Code calls native tools only since 3.37 (reference_proxy.xml_client.is_xml_client).
+    xml_client_patterns: tuple[str, ...] = ("cline", "kilo", "roo<3.37")
     loop_guard_max_tool_messages: int | None = 20
     system_to_user: bool = False
     host: str = "127.0.0.1"

@@ -42,18 +42,42 @@ def is_xml_client(user_agent: str | None, patterns: Sequence[str]) -> bool:
     A pattern matches whole words, case-insensitively: its letters and digits must be one
     or more consecutive words of the User-Agent joined. ``roo`` matches ``RooCode/3``,
     ``Roo-Code/3.1`` and ``roo-cline``, and ``roocode`` matches the first two; neither
-    matches ``Groovy/1.0``, as a substring test would.
+    matches ``Groovy/1.0``, as a substring test would. ``name<version`` matches only the
+    versions below ``version`` of a product token ``Name/1.2.3`` (or a User-Agent naming no
+    version): Roo Code reads native tool calls only since 3.37 (``roo<3.37``,
+    https://github.com/RooCodeInc/Roo-Code/pull/10281; XML tool markup in an answer is refused
+    since https://github.com/RooCodeInc/Roo-Code/pull/10841).
     """
     if not user_agent or not patterns:
         return False
     agent = words(user_agent)
-    return any(_joins(agent, target) for target in _targets(tuple(patterns)))
+    return any(_joins(agent, target) and _below(user_agent, target, bound)
+               for target, bound in _targets(tuple(patterns)))
+
+
+_PRODUCT = re.compile(r"([A-Za-z][\w.-]*)/(\d+(?:\.\d+)*)")
+
+
+def _below(user_agent: str, target: str, bound: tuple[int, ...] | None) -> bool:
+    """Whether the version of the product named ``target`` is below ``bound`` (no bound, or
+    no version said: True)."""
+    if bound is None:
+        return True
+    for product, version in _PRODUCT.findall(user_agent):
+        if _joins(words(product), target):
+            return tuple(int(n) for n in version.split(".")) < bound
+    return True
 
 
 @functools.lru_cache(maxsize=16)
-def _targets(patterns: tuple[str, ...]) -> tuple[str, ...]:
-    """Each pattern's words joined: worked out once per configuration, not per request."""
-    return tuple("".join(words(p)) for p in patterns)
+def _targets(patterns: tuple[str, ...]) -> tuple[tuple[str, tuple[int, ...] | None], ...]:
+    """Each pattern's words joined, and its version bound: worked out once per configuration."""
+    out = []
+    for pattern in patterns:
+        name, _, bound = pattern.partition("<")
+        digits = re.findall(r"\d+", bound)
+        out.append(("".join(words(name)), tuple(int(d) for d in digits) if digits else None))
+    return tuple(out)
 
 
 def _joins(agent: list[str], target: str) -> bool:

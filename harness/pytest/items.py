@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from harness.core.dialects import WireDialect
-from harness.core.dialects.clients import DEFAULT_PROFILE
+from harness.core.dialects.clients import DEFAULT_PROFILE, Profile
 from harness.core.dialects.servers import ServerProfile
 from harness.core.errors import ConformanceError, ProxyUnreachable
 
@@ -56,8 +56,11 @@ class ConformanceSuite(pytest.Collector):
 
     def collect(self) -> Iterator[pytest.Item]:
         for scenario in self.conformance.scenarios:
+            real = self.conformance.real_clients(scenario)
             for upstream in self.conformance.run.upstreams:
                 yield self._item(scenario, upstream)
+                for profile in real:
+                    yield self._item(scenario, upstream, profile=profile)
         for scenario, upstream, server in self.conformance.server_items():
             yield self._item(scenario, upstream, server)
         from harness.pytest.fuzz_items import collect
@@ -65,15 +68,18 @@ class ConformanceSuite(pytest.Collector):
         yield from collect(self, self.conformance)
 
     def _item(self, scenario: Scenario, upstream: WireDialect | None,
-              server: ServerProfile | None = None) -> ScenarioItem:
+              server: ServerProfile | None = None, profile: Profile | None = None) -> ScenarioItem:
         crossed = upstream is not None and upstream is not scenario.backend.dialect
         marks = [f"{upstream.name}-upstream"] if upstream is not None and crossed else []
         if server is not None:
             marks.append(f"{server.name}-server")
+        if profile is not None:
+            marks.append(profile.name)
         item = ScenarioItem.from_parent(self, name=f"{scenario.id}[{','.join(marks)}]" if marks else scenario.id)
         item.scenario = scenario
         item.upstream = upstream
         item.server = server
+        item.profile = profile
         item.conformance = self.conformance
         item.add_marker("conformance")
         for name in dict.fromkeys((scenario.family, *scenario.tags)):
@@ -95,6 +101,7 @@ class ScenarioItem(pytest.Item):
     conformance: ConformanceSession
     upstream: WireDialect | None = None  # the dialect the backend is served in (None: the scenario's own)
     server: ServerProfile | None = None  # the real server whose habits the backend streams with (None: ideal)
+    profile: Profile | None = None  # a real client that plays it (None: the session's choice)
     record: ItemRecord | None = None
 
     def reportinfo(self) -> tuple[Path, int | None, str]:
@@ -104,7 +111,7 @@ class ScenarioItem(pytest.Item):
     def runtest(self) -> None:
         from harness.core.dialects import NotPortable
         from harness.core.dialects.profiles import choose_profile, feature_skip_reason, missing_features
-        from harness.core.dialects.script import natural_reason, serve_as
+        from harness.core.dialects.script import natural_reason, serve_as, served_strictly
         from harness.core.replay.servers import played_by
         from harness.report.known_failures import judge
         from harness.report.summary import item_record
@@ -117,7 +124,7 @@ class ScenarioItem(pytest.Item):
         settings = dataclasses.replace(session.settings, proxy_url=session.shared.proxy_for(self.upstream))
         from harness.generate.coverage import unclaimed_reason
 
-        requested = session.requested_profile(scenario, self.upstream, settings.features)
+        requested = self.profile or session.requested_profile(scenario, self.upstream, settings.features)
         profile, skip = choose_profile(scenario, requested, settings.features)
         if skip is None:
             skip = unclaimed_reason(scenario.family, session.run.formats, scenario.rescues)
@@ -134,6 +141,8 @@ class ScenarioItem(pytest.Item):
         if skip is None:
             try:
                 scenario = played_by(serve_as(scenario, upstream), self.server)
+                if session.run.strict_upstream:
+                    scenario = served_strictly(scenario)
             except NotPortable as exc:
                 skip = f"only meaningful with its own upstream dialect, {scenario.backend.dialect.name}: {exc}"
         if skip is not None:

@@ -4,6 +4,7 @@ xdist worker is handed), the header, the preflight, and the score card and repor
 from __future__ import annotations
 
 import random
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from harness.run.settings import RunSettings, with_profile_features
 from mock_backends.control import MockControl
 
 WORKER_KEY = "toolcall_conformance"
+SAMPLE = 64  # the default run plays each real client on about one case in SAMPLE (of those meaningful to it)
 SESSION_PLUGIN = "toolcall-conformance-session"
 SERVER_SAMPLE = 3  # cases each real server's profile plays in a default run of the bundled library
 
@@ -186,6 +188,21 @@ class ConformanceSession:
             seed=self.shared.seed,
         )
 
+    def real_clients(self, scenario: Scenario) -> tuple[Profile, ...]:
+        """The real clients that play ``scenario`` besides its own profile: none with an explicit
+        ``--client-profile``; every one whose cases it is among with ``--client-profile all``; in
+        the bundled run of every pair, each on a fixed part of the library (one case in ``SAMPLE``,
+        chosen by a hash of the client's and the case's names), so the default run tries every
+        client within its time; none otherwise."""
+        if self.run.client_profile is not None:
+            return ()
+        meaningful = tuple(p for p in CLIENTS.values() if p.real and p.case_profile in scenario.client.profiles)
+        if self.run.all_client_profiles:
+            return meaningful
+        if self.run.upstream_dialect != "all":
+            return ()
+        return tuple(p for p in meaningful if zlib.crc32(f"{p.name}:{scenario.id}".encode()) % SAMPLE == 0)
+
     def requested_profile(self, scenario: Scenario, upstream: WireDialect | None, features: frozenset[str]) -> Profile | None:
         """The client profile an item asks for: the user's; else, in the bundled run's pass in
         front of a Responses upstream, a Responses client for each case a chat-completions
@@ -195,7 +212,8 @@ class ConformanceSession:
             return self.run.client_profile
         # A client of the upstream's API that says this case's request in its own words.
         translating = next((p for p in CLIENTS.values()
-                            if p.answers is upstream and p.written_as is scenario.client.profile), None)
+                            if p.answers is upstream and p.written_as is scenario.client.profile and not p.real),
+                           None)
         if translating is None or choose_profile(scenario, translating, features)[1] is not None:
             return None
         return translating
@@ -229,7 +247,8 @@ class ConformanceSession:
         mode = self.run.upstream_dialect
         if mode == "all":
             translating = "".join(f", and a {p.name} client for the {p.written_as.answers.short_name} cases in front "
-                                  f"of the {p.answers.name} upstream" for p in CLIENTS.values() if p.written_as)
+                                  f"of the {p.answers.name} upstream" for p in CLIENTS.values()
+                                  if p.written_as and not p.real)
             return f"every pair ({dialect_choices('and')} upstreams; each scenario's client dialect{translating})"
         if mode == "natural":
             return "each scenario's own (natural)"

@@ -21,7 +21,7 @@ from harness.core.dialects.clients import Profile
 from harness.core.dialects.profiles import parse_profile
 from harness.core.scenario.model import FEATURES
 from harness.generate.coverage import parse_formats
-from harness.run.options import BY_NAME, OPTIONS, click_option
+from harness.run.options import ALL_PROFILES, BY_NAME, OPTIONS, click_option
 from harness.run.settings import ModelChoice, parse_features, parse_headers, parse_models
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -47,6 +47,7 @@ class RunConfig:
     formats: frozenset[str] | None = None  # None: every format claimed
     features: frozenset[str] | None = None  # None: the reference proxy's (or none)
     strict: bool = False
+    strict_upstream: bool = False
     timeout: float = 10.0
     model: ModelChoice = field(default_factory=ModelChoice)
     proxy_header: Mapping[str, str] = field(default_factory=dict)
@@ -75,6 +76,7 @@ class RunConfig:
     scenario: tuple[str, ...] = ()
     frame_delay_ms: float = 20.0
     progress_every: float = 5.0
+    all_client_profiles: bool = False  # --client-profile all: each scenario's own and every real client's
     given: frozenset[str] = frozenset()  # the options the user passed (not left at their default)
 
     @property
@@ -95,7 +97,8 @@ class RunConfig:
         if mode == "all" and proxy_url:
             raise ValueError("--upstream-dialect all plays the bundled reference proxies; a proxy under test "
                              f"calls one upstream dialect: name it ({dialect_choices('or')}), or natural")
-        profile = parse_profile(raw["client-profile"]) if raw["client-profile"] else None
+        every_client = raw["client-profile"] == ALL_PROFILES
+        profile = parse_profile(raw["client-profile"]) if raw["client-profile"] and not every_client else None
         features = parse_features(raw["features"]) if raw["features"] else None
         unknown = sorted((features or frozenset()) - set(FEATURES))
         if unknown:
@@ -115,6 +118,7 @@ class RunConfig:
             "upstream_dialect": mode, "formats": parse_formats(raw["formats"]), "features": features,
             "timeout": timeout, "model": parse_models(raw["model"]), "proxy_header": parse_headers(raw["proxy-header"]),
             "record": Path(raw["record"]) if raw["record"] else None, "given": given,
+            "all_client_profiles": every_client,
         }
         return cls(**parsed)
 

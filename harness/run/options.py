@@ -23,8 +23,10 @@ from harness.core.dialects.servers import SERVERS
 PYTEST_PREFIX = "--conformance-"
 DEFAULT_TIMEOUT = 10.0
 PROFILES = tuple(CLIENTS)  # the client profiles' names, from their registry
-# Accepted too: the old spellings (``vtc`` for ``xml-client``, ``harness.core.dialects.clients.OLD_NAMES``).
-PROFILE_CHOICES = (*PROFILES, *OLD_NAMES)
+# Accepted too: the old spellings (``vtc`` for ``xml-client``, ``harness.core.dialects.clients.OLD_NAMES``),
+# and ``all``: every case under its own profile and under each real client where it is meaningful.
+ALL_PROFILES = "all"
+PROFILE_CHOICES = (*PROFILES, *OLD_NAMES, ALL_PROFILES)
 UPSTREAM_MODES = ("natural", *DIALECTS, "all")
 
 Kind = Literal["value", "flag", "multiple"]
@@ -90,9 +92,15 @@ OPTIONS: tuple[Option, ...] = (
     Option("mock-port", "Port of the mock backend (default: a free port, printed in the header).", type=int,
            default=0, metavar="PORT", replay=True, low=0, high=65535),
     Option("mock-url", "Use a mock backend that is already running at URL.", metavar="URL", replay=True),
-    Option("client-profile", f"Run every scenario under this client profile (default: {DEFAULT_PROFILE.name} with --proxy-url, "
-           "each scenario's own with the bundled reference proxy).",
-           choices=PROFILE_CHOICES, replay=True),
+    Option("client-profile", "Run every scenario under this client profile; a real client's (copilot-chat, "
+           "copilot-responses, claude-code, codex, opencode, cline, roo) lays each request out as that client sends "
+           "it; all: each scenario's own and every real client's where meaningful (default: "
+           f"{DEFAULT_PROFILE.name} with --proxy-url; with the bundled reference proxy each scenario's own, and each "
+           "real client on a fixed part of the library).", choices=PROFILE_CHOICES, replay=True),
+    Option("strict-upstream", "The mock answers as a strict self-hosted server would: a Chat Completions request "
+           "with a system message after a user or assistant message, or more than 128 tools, is refused with 400 "
+           "('System message must be at the beginning.', as Qwen, Llama and Gemma chat templates say).",
+           kind="flag", default=False),
     Option("upstream-dialect", f"The dialect the proxy calls upstream: {dialect_choices('or')} (every scenario's backend is "
            "served in it), natural (each scenario's own; the default with --proxy-url) or all (every pair, with the "
            "bundled reference proxies; their default).", metavar="DIALECT", choices=UPSTREAM_MODES, replay=True),

@@ -192,8 +192,15 @@ class RequestContext:
         return self.proxy.rescuers(model)
 
     async def send(self, outgoing: Outgoing) -> httpx.Response:
-        """The upstream's response to ``outgoing``, its body unread; ``ProxyError`` when it failed."""
-        return await self.proxy.connection.open("POST", outgoing.url, outgoing.headers, outgoing.content)
+        """The upstream's response to ``outgoing``, its body unread; ``ProxyError`` when it failed
+        (after the request the upstream's refusal asks for, when it asks for one: ``after_refusal``)."""
+        try:
+            return await self.proxy.connection.open("POST", outgoing.url, outgoing.headers, outgoing.content)
+        except ProxyError as exc:
+            again = self.parts.after_refusal(self.upstream, outgoing, exc.message) if exc.status == 400 else None
+            if again is None:
+                raise
+        return await self.proxy.connection.open("POST", again.url, again.headers, again.content)
 
     async def read_answer(self, response: httpx.Response, sink: EventSink) -> dict[str, Any]:
         return await self.proxy.read_answer(response, sink)

@@ -121,6 +121,11 @@ class Upstream(ABC):
         """What a Responses client's request (``body``; ``chat`` is the chat request it amounts to) becomes."""
         return Outgoing(self.url, self.headers(client), as_wire(self.from_chat(chat.body, chat.stream)))
 
+    def after_refusal(self, outgoing: Outgoing, refusal: str) -> Outgoing | None:
+        """The request to send instead of ``outgoing`` after the upstream refused it with 400 and
+        the error message ``refusal``, or None (the refusal goes to the client)."""
+        return None
+
     # ------------------------------------------------------------------ answers
 
     def streams(self, response: httpx.Response) -> bool:

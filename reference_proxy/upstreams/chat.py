@@ -7,9 +7,12 @@ from typing import Any
 
 import httpx
 
+import json
+
 from reference_proxy.completion import StreamAccumulator
+from reference_proxy.translate.system_first import TEMPLATE_REFUSAL, late_system, system_first
 from reference_proxy.translate.streams import UpstreamReader
-from reference_proxy.upstreams.base import ClientBody, Headers, Outgoing, ReadAnswer, Upstream
+from reference_proxy.upstreams.base import ClientBody, Headers, Outgoing, ReadAnswer, Upstream, as_wire
 
 
 class ChatUpstream(Upstream):
@@ -24,6 +27,19 @@ class ChatUpstream(Upstream):
 
     def chat_request(self, client: Headers, body: ClientBody, stream: bool) -> Outgoing:
         return Outgoing(self.url, self.headers(client), body.wire)  # its own API: as it came
+
+    def after_refusal(self, outgoing: Outgoing, refusal: str) -> Outgoing | None:
+        """A chat template that takes system text only first (``translate.system_first``): the same
+        request again with every system text in one leading system message."""
+        if TEMPLATE_REFUSAL not in refusal:
+            return None
+        try:
+            body = json.loads(outgoing.content)
+        except ValueError:
+            return None
+        if not isinstance(body, dict) or not late_system(body.get("messages")):
+            return None
+        return Outgoing(outgoing.url, outgoing.headers, as_wire(system_first(body)))
 
     def chunk_reader(self, model: str) -> UpstreamReader | None:
         return None

@@ -25,6 +25,8 @@ from starlette.routing import Route
 from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 
 from harness.cli.main import main
+from harness.core.dialects import DIALECTS
+from harness.core.dialects.clients import CLIENTS
 from harness.core.dialects.servers import SERVERS
 from harness.core.nonce import NONCE_HEADER
 from harness.core.scenario.loading import bundled_scenarios_dir, load_library
@@ -446,12 +448,15 @@ def test_bundled_library_is_the_default(pytester: pytest.Pytester) -> None:
     own id with its own, and as ``id[<other>-upstream]`` with each other one."""
     result = pytester.runpytest("--conformance", "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
-    collected = [line.removeprefix("conformance::") for line in result.stdout.lines if line.startswith("conformance::")]
+    everything = [line.removeprefix("conformance::") for line in result.stdout.lines if line.startswith("conformance::")]
     # and each real server's profile on a sample of cases (docs/mock-backend.md, "Upstream server profiles")
-    served = [c for c in collected if c.endswith("-server]")]
-    collected = [c for c in collected if c not in served]
+    served = [c for c in everything if c.endswith("-server]")]
     assert {c[c.rindex("[") + 1 : -len("-server]")].split(",")[-1] for c in served} == set(SERVERS)
-    upstreams = ("openai", "anthropic", "responses")
+    # Besides, each real client plays a fixed part of the library (items ``id[<client>]``).
+    real = {p.name for p in CLIENTS.values() if p.real}
+    collected = [c for c in everything if c not in served and not real & set(c.rpartition("[")[2].rstrip("]").split(","))]
+    assert real == {t for c in everything for t in c.rpartition("[")[2].rstrip("]").split(",")} & real
+    upstreams = tuple(DIALECTS)
     library = load_library()
     assert sorted(collected) == sorted([s.id for s in library] +
                                        [f"{s.id}[{u}-upstream]" for s in library for u in upstreams

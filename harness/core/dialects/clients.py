@@ -20,6 +20,7 @@ from typing import Any
 
 from harness.core.dialects.anthropic import ANTHROPIC
 from harness.core.dialects.base import WireDialect
+from harness.core.dialects.client_shapes import CHAT_LAYOUT, MESSAGES_LAYOUT, RESPONSES_LAYOUT, ClientShape, load_shape
 from harness.core.dialects.openai import OPENAI
 from harness.core.dialects.responses import RESPONSES
 from harness.core.dialects.responses_request import chat_to_responses
@@ -40,11 +41,25 @@ class ClientProfile:
     rewrite: Callable[[Mapping[str, Any]], dict[str, Any]] | None = None
     features: tuple[str, ...] = ()  # what a proxy must claim to be played with this client
     reads_xml: bool = False  # it reads tool calls as XML in the text, not as structured calls
+    # A real client (Claude Code, Copilot Chat, ...): the dialect profile it is judged as, and the
+    # shape its requests take (headers, system layout, tools, fields, query string).
+    base: ClientProfile | None = None
+    shape: ClientShape | None = None
 
     @property
     def endpoint(self) -> str:
-        """Where its client posts, below the proxy's base URL."""
-        return self.answers.endpoint
+        """Where its client posts, below the proxy's base URL (with its query string)."""
+        return self.answers.endpoint + (self.shape.query if self.shape is not None else "")
+
+    @property
+    def judged_as(self) -> ClientProfile:
+        """The dialect profile whose rules judge this client's exchanges (itself, unless a real client)."""
+        return self.base or self
+
+    @property
+    def real(self) -> bool:
+        """Whether it plays a named real client's requests."""
+        return self.shape is not None
 
     @property
     def case_profile(self) -> ClientProfile:
@@ -75,9 +90,34 @@ RESPONSES_CLIENT = ClientProfile("responses", "a Responses client", RESPONSES, O
                                  MappingProxyType({"User-Agent": _OPENAI_AGENT}),
                                  written_as=OPENAI_CLIENT, rewrite=chat_to_responses)
 
+
+
+def real_client(base: ClientProfile, shape: ClientShape) -> ClientProfile:
+    """A real client over a dialect profile: the base's API and reading, its cases, its request
+    rewritten into the base's API and then laid out in the client's shape."""
+
+    def rewrite(request: Mapping[str, Any]) -> dict[str, Any]:
+        return shape.apply(base.body(request))
+
+    return ClientProfile(shape.name, f"{shape.client}", base.answers, base.written_in, shape.headers,
+                         written_as=base.case_profile, rewrite=rewrite, features=base.features,
+                         reads_xml=base.reads_xml, base=base, shape=shape)
+
+
+#: The real clients, each a dialect profile and its shape (sources: each shape's ``sources``).
+REAL_CLIENTS: tuple[ClientProfile, ...] = (
+    real_client(OPENAI_CLIENT, load_shape("copilot-chat", CHAT_LAYOUT)),
+    real_client(RESPONSES_CLIENT, load_shape("copilot-responses", RESPONSES_LAYOUT)),
+    real_client(ANTHROPIC_CLIENT, load_shape("claude-code", MESSAGES_LAYOUT)),
+    real_client(RESPONSES_CLIENT, load_shape("codex", RESPONSES_LAYOUT)),
+    real_client(OPENAI_CLIENT, load_shape("opencode", CHAT_LAYOUT)),
+    real_client(XML_CLIENT, load_shape("cline", CHAT_LAYOUT)),
+    real_client(OPENAI_CLIENT, load_shape("roo", CHAT_LAYOUT)),
+)
+
 #: Every client profile by name: the one list of profile names.
 CLIENTS: Mapping[str, ClientProfile] = MappingProxyType(
-    {p.name: p for p in (OPENAI_CLIENT, XML_CLIENT, ANTHROPIC_CLIENT, RESPONSES_CLIENT)})
+    {p.name: p for p in (OPENAI_CLIENT, XML_CLIENT, ANTHROPIC_CLIENT, RESPONSES_CLIENT, *REAL_CLIENTS)})
 DEFAULT_PROFILE: ClientProfile = OPENAI_CLIENT  # a case's client when it names none
 
 #: Old spellings still read wherever a profile or feature is named (scenario files, ``--client-profile``,
@@ -109,13 +149,14 @@ def client(name: str) -> ClientProfile:
 def reads_own_api(profile: ClientProfile) -> bool:
     """Whether no other profile reads answers in the API ``profile``'s client reads (so an
     exchange of it can only be read in that API)."""
-    return sum(p.answers is profile.answers for p in CLIENTS.values()) == 1
+    judged = profile.judged_as
+    return sum(p.answers is judged.answers for p in CLIENTS.values() if not p.real) == 1
 
 
 def profiles_written_in(dialect: WireDialect) -> tuple[ClientProfile, ...]:
     """The profiles whose cases are written in ``dialect``'s API (not translated into another),
     first the one a case of that API names."""
-    return tuple(p for p in CLIENTS.values() if p.written_in is dialect and p.written_as is None)
+    return tuple(p for p in CLIENTS.values() if p.written_in is dialect and p.written_as is None and not p.real)
 
 
 def default_profiles(profile: ClientProfile) -> tuple[ClientProfile, ...]:

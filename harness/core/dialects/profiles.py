@@ -86,6 +86,9 @@ def choose_profile(scenario: Scenario, requested: Profile | None, features: Iter
         meaningful = ", ".join(p.name for p in scenario.client.profiles)
         return profile, (f"not meaningful under client profile {profile.name} "
                          f"(the scenario's client.profiles: {meaningful})")
+    if profile.shape is not None and profile.shape.tools and not scenario.client.request.get("tools"):
+        return profile, (f"not meaningful under client profile {profile.name}: {profile.label} always declares its "
+                         "own tools, and the case's request declares none")
     claimed = frozenset(features)
     lacking = missing_features(scenario.requires, claimed)
     if lacking:

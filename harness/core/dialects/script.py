@@ -127,3 +127,11 @@ def serve_as(scenario: Scenario, target: WireDialect) -> Scenario:
     if not new_backend.ping:
         b.pop("ping", None)
     return dataclasses.replace(scenario, backend=new_backend, raw=raw)
+
+
+def served_strictly(scenario: Scenario) -> Scenario:
+    """``scenario`` with a backend that answers as a strict server would (``backend.strict``:
+    the mock refuses what strict chat templates refuse, ``mock_backends/strict.py``)."""
+    raw: dict[str, Any] = copy.deepcopy(dict(scenario.raw))
+    raw.setdefault("backend", {})["strict"] = True
+    return dataclasses.replace(scenario, backend=dataclasses.replace(scenario.backend, strict=True), raw=raw)

@@ -68,6 +68,7 @@ def build_scenario(data: Mapping[str, Any], path: str | None, family: str) -> Sc
         ping=bool(b.get("ping", False)),
         fault=fault,
         server=server(b["server"]) if "server" in b else None,
+        strict=bool(b.get("strict", False)),
     )
     c = data["client"]
     profile = client_profile(c["profile"]) if "profile" in c else DEFAULT_PROFILE

@@ -60,6 +60,7 @@ class Backend:
     ping: bool = False
     fault: Fault | None = None
     server: ServerProfile | None = None  # the real server whose habits the answer is streamed with
+    strict: bool = False  # answer as a strict server would (mock_backends/strict.py): --strict-upstream
 
     @property
     def text(self) -> str:

@@ -75,7 +75,7 @@ class Entry:
         """Whether ``options`` ask for this rule at all (severity, profile, features)."""
         return (
             (self.rule.severity != "spec" or options.strict)
-            and options.profile in self.profiles
+            and options.profile.judged_as in self.profiles
             and self.features <= options.features
         )
 
