@@ -207,7 +207,7 @@ def replay(
     from mock_backends.control import MockControl
 
     given_values = {o.name: values[o.dest] for o in OPTIONS if o.replay}
-    if given_values["upstream-dialect"] == "all":
+    if given_values["upstream-dialect"] in ("all", "spread"):
         from harness.core.dialects import dialect_choices
 
         raise click.UsageError(f"replay plays one exchange: --upstream-dialect takes {dialect_choices()} or natural")

@@ -57,7 +57,7 @@ class ConformanceSuite(pytest.Collector):
     def collect(self) -> Iterator[pytest.Item]:
         for scenario in self.conformance.scenarios:
             real = self.conformance.real_clients(scenario)
-            for upstream in self.conformance.run.upstreams:
+            for upstream in self.conformance.upstreams_for(scenario):
                 yield self._item(scenario, upstream)
                 for profile in real:
                     yield self._item(scenario, upstream, profile=profile)

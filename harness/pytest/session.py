@@ -14,6 +14,7 @@ import pytest
 from harness.core.dialects import WireDialect, dialect_choices
 from harness.core.dialects.clients import CLIENTS, DEFAULT_PROFILE, Profile
 from harness.core.dialects.profiles import choose_profile
+from harness.core.dialects.script import spread
 from harness.core.errors import ConformanceError
 from harness.core.redact import Redactor
 from harness.core.dialects.servers import ServerProfile
@@ -199,7 +200,7 @@ class ConformanceSession:
         meaningful = tuple(p for p in CLIENTS.values() if p.real and p.case_profile in scenario.client.profiles)
         if self.run.all_client_profiles:
             return meaningful
-        if self.run.upstream_dialect != "all":
+        if not self.run.every_pair:
             return ()
         return tuple(p for p in meaningful if zlib.crc32(f"{p.name}:{scenario.id}".encode()) % SAMPLE == 0)
 
@@ -208,7 +209,7 @@ class ConformanceSession:
         front of a Responses upstream, a Responses client for each case a chat-completions
         client asks (so that pass covers Responses as client and as upstream at once); else
         each scenario's own (None)."""
-        if self.run.client_profile is not None or self.run.upstream_dialect != "all":
+        if self.run.client_profile is not None or not self.run.every_pair:
             return self.run.client_profile
         # A client of the upstream's API that says this case's request in its own words.
         translating = next((p for p in CLIENTS.values()
@@ -217,6 +218,10 @@ class ConformanceSession:
         if translating is None or choose_profile(scenario, translating, features)[1] is not None:
             return None
         return translating
+
+    def upstreams_for(self, scenario: Scenario) -> tuple[WireDialect | None, ...]:
+        """The upstream dialects ``scenario`` is played in (None: its own)."""
+        return spread(scenario) if self.run.upstream_dialect == "spread" else self.run.upstreams
 
     def server_items(self) -> list[tuple[Scenario, WireDialect | None, ServerProfile]]:
         """The items played under a real server's profile: every playable pair under each chosen
@@ -245,11 +250,15 @@ class ConformanceSession:
     def pairs_label(self) -> str:
         """The dialect pairs the run plays, as the header and report name them."""
         mode = self.run.upstream_dialect
-        if mode == "all":
+        if self.run.every_pair:
             translating = "".join(f", and a {p.name} client for the {p.written_as.answers.short_name} cases in front "
                                   f"of the {p.answers.name} upstream" for p in CLIENTS.values()
                                   if p.written_as and not p.real)
-            return f"every pair ({dialect_choices('and')} upstreams; each scenario's client dialect{translating})"
+            pairs = f"every pair ({dialect_choices('and')} upstreams; each scenario's client dialect{translating})"
+            if mode == "spread":
+                return (f"{pairs}, spread: each scenario in its own dialect and one other, chosen from its id "
+                        "(--upstream-dialect all plays each in every one)")
+            return pairs
         if mode == "natural":
             return "each scenario's own (natural)"
         return mode

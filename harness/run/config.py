@@ -43,7 +43,7 @@ class RunConfig:
     mock_url: str | None = None
     client_profile: Profile | None = None  # None: each scenario's own
     upstream_profile: str | None = None
-    upstream_dialect: str = "natural"  # "natural", "all" or a dialect's name (resolved from the proxy URL)
+    upstream_dialect: str = "natural"  # "natural", "spread", "all" or a dialect's name (resolved from the proxy URL)
     formats: frozenset[str] | None = None  # None: every format claimed
     features: frozenset[str] | None = None  # None: the reference proxy's (or none)
     strict: bool = False
@@ -81,9 +81,17 @@ class RunConfig:
 
     @property
     def upstreams(self) -> tuple[WireDialect | None, ...]:
-        """The upstream dialect of each item of a scenario (None: the scenario's own)."""
+        """The upstream dialects the run plays (None: each scenario's own); under ``spread`` a
+        scenario plays two of them (``harness.core.dialects.script.spread``)."""
         mode = self.upstream_dialect
-        return (None,) if mode == "natural" else tuple(DIALECTS.values()) if mode == "all" else (DIALECTS[mode],)
+        if mode == "natural":
+            return (None,)
+        return tuple(DIALECTS.values()) if self.every_pair else (DIALECTS[mode],)
+
+    @property
+    def every_pair(self) -> bool:
+        """The bundled reference proxies play every dialect pair (``all``, or ``spread`` over the scenarios)."""
+        return self.upstream_dialect in ("all", "spread")
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> RunConfig:
@@ -93,9 +101,9 @@ class RunConfig:
                else o.default if values.get(o.name) is None else values[o.name] for o in OPTIONS}
         given = frozenset(name for name in BY_NAME if values.get(name) is not None)
         proxy_url = _url(raw["proxy-url"])
-        mode = raw["upstream-dialect"] or ("natural" if proxy_url else "all")
-        if mode == "all" and proxy_url:
-            raise ValueError("--upstream-dialect all plays the bundled reference proxies; a proxy under test "
+        mode = raw["upstream-dialect"] or ("natural" if proxy_url else "spread")
+        if mode in ("all", "spread") and proxy_url:
+            raise ValueError(f"--upstream-dialect {mode} plays the bundled reference proxies; a proxy under test "
                              f"calls one upstream dialect: name it ({dialect_choices('or')}), or natural")
         every_client = raw["client-profile"] == ALL_PROFILES
         profile = parse_profile(raw["client-profile"]) if raw["client-profile"] and not every_client else None

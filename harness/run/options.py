@@ -27,7 +27,7 @@ PROFILES = tuple(CLIENTS)  # the client profiles' names, from their registry
 # and ``all``: every case under its own profile and under each real client where it is meaningful.
 ALL_PROFILES = "all"
 PROFILE_CHOICES = (*PROFILES, *OLD_NAMES, ALL_PROFILES)
-UPSTREAM_MODES = ("natural", *DIALECTS, "all")
+UPSTREAM_MODES = ("natural", *DIALECTS, "spread", "all")
 
 Kind = Literal["value", "flag", "multiple"]
 
@@ -102,8 +102,9 @@ OPTIONS: tuple[Option, ...] = (
            "('System message must be at the beginning.', as Qwen, Llama and Gemma chat templates say).",
            kind="flag", default=False),
     Option("upstream-dialect", f"The dialect the proxy calls upstream: {dialect_choices('or')} (every scenario's backend is "
-           "served in it), natural (each scenario's own; the default with --proxy-url) or all (every pair, with the "
-           "bundled reference proxies; their default).", metavar="DIALECT", choices=UPSTREAM_MODES, replay=True),
+           "served in it), natural (each scenario's own; the default with --proxy-url), spread (every pair, with the "
+           "bundled reference proxies, each scenario in its own dialect and one other chosen from its id; their "
+           "default) or all (each scenario in every dialect).", metavar="DIALECT", choices=UPSTREAM_MODES, replay=True),
     Option("upstream-profile", "Also play the streamed cases the way real servers stream them (docs/mock-backend.md, "
            "'Upstream server profiles'): NAME[,NAME...] plays every case under each named server, all under every "
            f"server ({', '.join(SERVERS)}), none under none (default: each server on a few cases of the bundled "

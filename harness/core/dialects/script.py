@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import zlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +38,16 @@ def upstream_dialects(scenario: Scenario) -> dict[WireDialect, str | None]:
         except NotPortable as exc:
             out[wire] = str(exc)
     return out
+
+
+def spread(scenario: Scenario) -> tuple[WireDialect, ...]:
+    """The upstreams a scenario plays in the bundled run's default, ``spread``: its own, and one
+    other it can be served in, chosen from its id (every run picks the same). The run still
+    plays every dialect pair, on a share of the library each, so its length grows with the
+    library and not with the number of dialects; ``all`` plays each scenario in every one."""
+    own = natural(scenario)
+    others = [wire for wire, why in upstream_dialects(scenario).items() if why is None and wire is not own]
+    return (own, others[zlib.crc32(scenario.id.encode()) % len(others)]) if others else (own,)
 
 
 def natural_reason(scenario: Scenario, answers: WireDialect) -> str | None:
