@@ -119,3 +119,5 @@ class Exchange:
     # proxy still answer it? None when no such probe was made.
     survived: bool | None = None
     survival_detail: str | None = None
+    # The retries made before this answer, as an SDK client makes them (``harness.core.retry``).
+    retries: tuple[str, ...] = ()
