@@ -76,7 +76,9 @@ def _fn(entry: Any) -> dict[str, Any]:
     breaks=Breaks(("openai-python", "Vercel AI SDK"), "openai-python's accumulator raises ``RuntimeError: Expected "
                   "list delta entry to have an `index` key`` (``TypeError: … `index` value is not an integer; "
                   "None`` for a null one) and fails an assertion without `function`; the AI SDK's chunk schema "
-                  "requires both", (OPENAI_DELTAS, AI_SDK_CHAT)),
+                  "requires both", (OPENAI_DELTAS, AI_SDK_CHAT),
+                  versions="openai-python 3.57.0 (current), read by SDK-001's real-client check; AI SDK: "
+                  "@ai-sdk/openai-compatible 3.0.92 (current) and earlier"),
 )
 def entry_shape(ctx: Context) -> Iterator[Violation]:
     for p, _, choice in choices_of(ctx):
@@ -105,10 +107,13 @@ def entry_shape(ctx: Context) -> Iterator[Violation]:
     'The first delta of each call carries a non-empty `id`, `type: "function"` and the whole `function.name`.',
     severity="client",
     breaks=Breaks(("Vercel AI SDK", "OpenCode", "Codex CLI", "VS Code Copilot"), "the AI SDK (OpenCode's provider) "
-                  "raises `Expected 'id' to be a string.` or `Expected 'function.name' to be a string.` on a first "
-                  "delta without them, and keeps its name: a split name calls `get_` (`Model tried to call "
+                  "raises `Expected 'function.name' to be a string.` on a first delta without a name (releases "
+                  "before its streaming tool-call tracker also `Expected 'id' to be a string.`; current ones make "
+                  "up a missing id), and keeps the first name: a split name calls `get_` (`Model tried to call "
                   "unavailable tool 'get_'`); Codex CLI keeps a name's first fragment, Copilot its last",
-                  (AI_SDK_CHAT, CODEX_CHAT, COPILOT_SSE)),
+                  (AI_SDK_TRACKER, CODEX_CHAT, COPILOT_SSE),
+                  versions="AI SDK: @ai-sdk/openai-compatible 1.0.61, 2.0.92 and 3.0.92 (current) for the name; "
+                  "Codex CLI and Copilot not re-checked"),
 )
 def first_delta_complete(ctx: Context) -> Iterator[Violation]:
     names: dict[tuple[int, int], Any] = {}
