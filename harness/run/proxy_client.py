@@ -309,6 +309,7 @@ def run_exchange(
         survived=survived,
         survival_detail=detail,
         retries=tuple(r.describe() for r in retries),
+        lockstep_broken=activity.lockstep_broken,
     )
 
 
