@@ -148,7 +148,7 @@ class Run:
             if stop > reach:
                 busy += stop - max(start, reach)
                 reach = stop
-        return BackendActivity(answering, busy)
+        return BackendActivity(answering, busy, self.lockstep is not None and self.lockstep.broken)
 
 
 SelectedBy = Literal["nonce", "queue", "only"]

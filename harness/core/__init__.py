@@ -2,4 +2,5 @@
 exception tree, exchange and run records, nonces, the wire dialects and client profiles, and
 the replay planners that say what a backend sends."""
 
-__all__ = ["dialects", "errors", "eventstream", "exchange", "frames", "nonce", "records", "redact", "replay", "scenario"]
+__all__ = ["dialects", "errors", "eventstream", "exchange", "frames", "nonce", "records", "redact", "replay", "retry",
+           "scenario"]

@@ -88,13 +88,16 @@ class BackendActivity:
 
     answering: int = 0  # answers the mock is still sending
     busy_seconds: float = 0.0  # time spent answering so far, overlapping answers counted once
+    # The run's lockstep group gave up waiting for a member and let the answers flow freely.
+    lockstep_broken: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BackendActivity:
-        return cls(int(data.get("answering", 0)), float(data.get("busy_seconds", 0.0)))
+        return cls(int(data.get("answering", 0)), float(data.get("busy_seconds", 0.0)),
+                   bool(data.get("lockstep_broken", False)))
 
 
 @dataclass(frozen=True)
@@ -120,3 +123,7 @@ class Exchange:
     survived: bool | None = None
     survival_detail: str | None = None
     started_at: float = 0.0  # wall-clock time the request was sent (epoch seconds; 0: not known), for records
+    # The retries made before this answer, as an SDK client makes them (``harness.core.retry``).
+    retries: tuple[str, ...] = ()
+    # Armed in a lockstep group that broke (``mock_backends.lockstep``): the answer was not played in step.
+    lockstep_broken: bool = False

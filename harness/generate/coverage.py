@@ -55,5 +55,8 @@ def coverage_line(families: Sequence[tuple[str, bool]]) -> str:
     if not not_claimed:
         return ""
     total = len(claimed) + len(not_claimed)
-    return (f"coverage: rescues {len(claimed)} of {total} formats ({', '.join(claimed) or 'none'}); "
+    # Counted over the formats this run has cases of (a client profile plays only some), and "(none)"
+    # never follows a 0: the line says once what is claimed and what is not.
+    shown = f" ({', '.join(claimed)})" if claimed else ""
+    return (f"coverage: rescues {len(claimed)} of the {total} formats this run has cases of{shown}; "
             f"not claimed: {', '.join(not_claimed)}")

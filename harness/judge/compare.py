@@ -139,16 +139,20 @@ def _describe(name: str, args: Mapping[str, Any] | None, raw: str) -> str:
     return f"{name}({render(args) if args is not None else shorten(raw)})"
 
 
-def argument_differences(expected: Mapping[str, Any], actual: Mapping[str, Any], equal: ValueEqual) -> list[str]:
+def argument_differences(expected: Mapping[str, Any], actual: Mapping[str, Any], equal: ValueEqual,
+                         words: tuple[str, str] = ("expected", "got")) -> list[str]:
+    """One line per argument that differs; ``words`` name the two sides (the reference first)."""
+    ref, other = words
     out: list[str] = []
     for key in expected:
         if key not in actual:
-            out.append(f"'{key}' missing (expected {render(expected[key])})")
+            out.append(f"'{key}' missing ({ref} {render(expected[key])})")
         elif not equal(expected[key], actual[key]):
-            out.append(f"'{key}': expected {render(expected[key])}, got {render(actual[key])}")
+            out.append(f"'{key}': {ref} {render(expected[key])}, {other} {render(actual[key])}")
     for key in actual:
         if key not in expected:
-            out.append(f"unexpected '{key}': {render(actual[key])}")
+            out.append(f"unexpected '{key}': {render(actual[key])}" if words == ("expected", "got")
+                       else f"'{key}' only {other}: {render(actual[key])}")
     return out
 
 
@@ -164,9 +168,11 @@ def first_call_mismatch(
 
 
 def diff_calls(
-    expected: Sequence[tuple[str, Mapping[str, Any]]], actual: Sequence[CallView], equal: ValueEqual = json_equal
+    expected: Sequence[tuple[str, Mapping[str, Any]]], actual: Sequence[CallView], equal: ValueEqual = json_equal,
+    words: tuple[str, str] = ("expected", "got"),
 ) -> list[str]:
-    """One line per position that differs; empty when the calls match in order.
+    """One line per position that differs; empty when the calls match in order. ``words`` name the two
+    sides, the reference first: two answers of which neither is the expected one are not called "expected".
 
     Calls are paired by position; extra received calls that repeat an earlier one
     are named as duplicates, since that is the usual defect behind them."""
@@ -175,7 +181,7 @@ def diff_calls(
         n = i + 1
         if i >= len(actual):
             name, args = expected[i]
-            lines.append(f"#{n} missing: expected {_describe(name, args, '')}")
+            lines.append(f"#{n} missing: {words[0]} {_describe(name, args, '')}")
             continue
         got = actual[i]
         if i >= len(expected):
@@ -201,13 +207,13 @@ def diff_calls(
         name, args = expected[i]
         problems: list[str] = []
         if got.name != name:
-            problems.append(f"name: expected {name!r}, got {got.name!r}")
+            problems.append(f"name: {words[0]} {name!r}, {words[1]} {got.name!r}")
         if got.arguments is None:
             problems.append(f"arguments are not one JSON object: {shorten(got.raw)}")
         else:
-            problems.extend(argument_differences(args, got.arguments, equal))
+            problems.extend(argument_differences(args, got.arguments, equal, words))
         if problems:
             lines.append(f"#{n} {name}: " + "; ".join(problems))
     if lines:
-        lines.insert(0, f"expected {len(expected)} call(s), got {len(actual)}")
+        lines.insert(0, f"{words[0]} {len(expected)} call(s), {words[1]} {len(actual)}")
     return lines

@@ -4,7 +4,7 @@ known failures and reports it the way pytest users read failures."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -49,13 +49,19 @@ def mark_name(name: str) -> str:
 # --------------------------------------------------------------------------- collection
 
 
+def play_order(scenarios: Sequence[Scenario]) -> list[Scenario]:
+    """The scenarios in the order they play: those whose backend injects a fault last, so a proxy that
+    locks its backend after an upstream 401 or 429 (a circuit breaker) cannot colour the cases after it."""
+    return sorted(scenarios, key=lambda s: s.backend.fault is not None)
+
+
 class ConformanceSuite(pytest.Collector):
     """All scenarios of the run, under the node id ``conformance``."""
 
     conformance: ConformanceSession
 
     def collect(self) -> Iterator[pytest.Item]:
-        for scenario in self.conformance.scenarios:
+        for scenario in play_order(self.conformance.scenarios):
             real = self.conformance.real_clients(scenario)
             for upstream in self.conformance.upstreams_for(scenario):
                 yield self._item(scenario, upstream)
@@ -113,7 +119,6 @@ class ScenarioItem(pytest.Item):
         from harness.core.dialects.profiles import choose_profile, feature_skip_reason, missing_features
         from harness.core.dialects.script import natural_reason, serve_as, served_strictly
         from harness.core.replay.servers import played_by
-        from harness.report.known_failures import judge
         from harness.report.summary import item_record
         from harness.run.runner import play
 
@@ -160,6 +165,7 @@ class ScenarioItem(pytest.Item):
             self.record = item_record(scenario, profile, "error", reason=cause, upstream=upstream, cause=cause,
                                       server=self.server)
             raise ConformanceError(cause)
+        was_unhealthy = health.unhealthy
         try:
             run = play(scenario, settings=settings, mock=session.mock, profile=profile)
         except ProxyUnreachable as exc:
@@ -171,17 +177,29 @@ class ScenarioItem(pytest.Item):
             self.record = item_record(scenario, profile, "error", reason=str(exc), upstream=upstream, server=self.server)
             raise
         session.reached = True
-        judgement = judge(scenario.id, run.failed_rules, session.known)
-        stale = tuple(e.number for e in judgement.stale)
-        if session.run.update_known_failures and stale and not judgement.unexpected:
-            # updating the file: an entry that passes now is dropped from it, not a failure
-            judgement = replace(judgement, outcome="xfailed" if judgement.expected else "passed", stale=())
+        judgement, stale = self._judge(run, notes)
         cause = ""
         if judgement.outcome == "failed" and run.failures:
-            health.check(scenario, proxy_url=settings.proxy_url, mock=session.mock, profile=profile,
-                         model=settings.models.for_family(scenario.family), proxy_headers=settings.proxy_headers,
-                         timeout=settings.timeout)
-            cause = health.cause() if health.unhealthy else _common_cause(run, settings.proxy_url)
+            model = settings.models.for_family(scenario.family)
+            health.check(scenario, proxy_url=settings.proxy_url, mock=session.mock, profile=profile, model=model,
+                         proxy_headers=settings.proxy_headers, timeout=settings.timeout)
+            if not health.unhealthy:
+                cause = _common_cause(run, settings.proxy_url)
+            else:
+                cause = health.cause()
+                if health.recover(scenario, proxy_url=settings.proxy_url, mock=session.mock, profile=profile,
+                                  model=model, proxy_headers=settings.proxy_headers, timeout=settings.timeout):
+                    # The answer was judged while the proxy refused plain requests: judged again once it answers.
+                    notes.append(f"played again once the proxy answered plain requests again; {cause}")
+                    run = play(scenario, settings=settings, mock=session.mock, profile=profile)
+                    judgement, stale = self._judge(run, notes)
+                    cause = _common_cause(run, settings.proxy_url) if judgement.outcome == "failed" else ""
+                elif was_unhealthy:
+                    # Played while the proxy was down, and it never came back: nothing here is the case's verdict.
+                    reason = f"inconclusive: {cause}"
+                    self.record = item_record(scenario, profile, "inconclusive", reason=reason, notes=notes,
+                                              upstream=upstream, cause=cause)
+                    pytest.skip(reason)
         elif health.unhealthy and judgement.outcome == "passed":
             health.since = None  # it answers again
         self.record = item_record(scenario, profile, judgement.outcome, run=run,
@@ -211,6 +229,20 @@ class ScenarioItem(pytest.Item):
         crossed = self.upstream if self.upstream is not self.scenario.backend.dialect else None
         return self.conformance.redactor.text(
             replay_command(self.conformance, run.scenario, run.profile, attempt, crossed, by_path=True))
+
+    def _judge(self, run: ScenarioRun, notes: list[str]) -> tuple[Judgement, tuple[int, ...]]:
+        """The run against the known failures, and the stale entries; the retries it made join ``notes``."""
+        from harness.report.known_failures import judge
+
+        session = self.conformance
+        # Retries a client would have made (a 429/503 with Retry-After) are part of the verdict, said aloud.
+        notes += [f"{a.label}: {r}" for a in run.attempts if a.exchange is not None for r in a.exchange.retries]
+        judgement = judge(run.scenario.id, run.failed_rules, session.known)
+        stale = tuple(e.number for e in judgement.stale)
+        if session.run.update_known_failures and stale and not judgement.unexpected:
+            # updating the file: an entry that passes now is dropped from it, not a failure
+            judgement = replace(judgement, outcome="xfailed" if judgement.expected else "passed", stale=())
+        return judgement, stale
 
     def repr_failure(
         self, excinfo: ExceptionInfo[BaseException], style: Any = None

@@ -106,7 +106,8 @@ def rule_heading(rule_id: str, rules: Mapping[str, Rule]) -> str:
     heading = f"rule {rule.id} [{rule.severity}, {rule.group}]: {rule.statement}"
     if rule.breaks is None:
         return heading
-    return f"{heading}\n  breaks {', '.join(rule.breaks.clients)}: {rule.breaks.how}"
+    versions = f" ({rule.breaks.versions})" if rule.breaks.versions else ""
+    return f"{heading}\n  breaks {', '.join(rule.breaks.clients)}{versions}: {rule.breaks.how}"
 
 
 def render_failures(

@@ -14,8 +14,8 @@ from typing import Any
 
 from harness.report.summary import FamilyScore, Summary, rules_by_id, shown
 
-_TEXT_CELLS = {"pass": ".", "FAIL": "F", "xfail": "x", "skip": "s", "error": "E"}
-_MD_CELLS = {"pass": " ", "FAIL": "❌", "xfail": "⚠️", "skip": "⏭️", "error": "💥"}
+_TEXT_CELLS = {"pass": ".", "FAIL": "F", "xfail": "x", "skip": "s", "error": "E", "inconclusive": "?"}
+_MD_CELLS = {"pass": " ", "FAIL": "❌", "xfail": "⚠️", "skip": "⏭️", "error": "💥", "inconclusive": "❔"}
 
 
 def _verdict(summary: Summary) -> str:
@@ -38,7 +38,7 @@ def _left_out(summary: Summary, *, skips: bool = True) -> list[tuple[str, str]]:
     errors, items failed for a stale known failure, notes. Both reports list these."""
     out: list[tuple[str, str]] = []
     for item in summary.items:
-        if item.outcome == "error" or (skips and item.outcome == "skipped"):
+        if item.outcome in ("error", "inconclusive") or (skips and item.outcome == "skipped"):
             out.append((item.label, f"{item.outcome}: {item.reason}"))
         elif item.outcome == "failed" and not item.failures:
             out.append((item.label, "failed: listed as a known failure, but no longer fails"))
@@ -63,8 +63,16 @@ def _skips_by_reason(summary: Summary) -> list[str]:
     return out
 
 
+def _counts(score: FamilyScore) -> dict[str, int | str]:
+    """A score as the JSON report gives it; ``inconclusive`` only where a case was (a run with a healthy
+    proxy reads as it always did)."""
+    counts: dict[str, int | str] = {k: v for k, v in score.__dict__.items() if k != "inconclusive" or v}
+    return {**counts, "score": score.score}
+
+
 def _score_line(name: str, score: FamilyScore, width: int) -> str:
-    extra = [f"{n} {k}" for k, n in (("failed", score.failed), ("known", score.xfailed), ("skipped", score.skipped)) if n]
+    extra = [f"{n} {k}" for k, n in (("failed", score.failed), ("known", score.xfailed), ("skipped", score.skipped),
+                                      ("inconclusive", score.inconclusive)) if n]
     return f"  {name:<{width}}  {score.score:>7}  {', '.join(extra)}".rstrip()
 
 
@@ -169,11 +177,11 @@ def render_json(summary: Summary) -> dict[str, Any]:
     broken = summary.broken_rules
     return {
         "context": dict(summary.context),
-        "totals": {**summary.total.__dict__, "score": summary.total.score},
+        "totals": _counts(summary.total),
         "checked": not summary.nothing_checked,
-        "families": {f: {**s.__dict__, "score": s.score} for f, s in summary.families.items()},
-        "pairs": {p: {**s.__dict__, "score": s.score} for p, s in summary.pairs.items()},
-        "servers": {n: {**s.__dict__, "score": s.score} for n, s in summary.servers.items()},
+        "families": {f: _counts(s) for f, s in summary.families.items()},
+        "pairs": {p: _counts(s) for p, s in summary.pairs.items()},
+        "servers": {n: _counts(s) for n, s in summary.servers.items()},
         "coverage": summary.coverage,
         "groups": summary.groups,
         "failed_rules": broken,

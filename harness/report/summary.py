@@ -59,7 +59,7 @@ class ItemRecord:
     scenario: str
     family: str
     profile: str
-    outcome: str  # passed, failed, xfailed, skipped
+    outcome: str  # passed, failed, xfailed, skipped, error, inconclusive (played while the proxy was down)
     reason: str = ""
     failures: tuple[FailureRecord, ...] = ()
     notes: tuple[str, ...] = ()
@@ -167,6 +167,7 @@ class FamilyScore:
     xfailed: int = 0
     skipped: int = 0
     error: int = 0
+    inconclusive: int = 0  # played while the proxy was unhealthy, which never recovered: neither passed nor failed
 
     @property
     def ran(self) -> int:
@@ -231,6 +232,7 @@ class Summary:
             total.xfailed += score.xfailed
             total.skipped += score.skipped
             total.error += score.error
+            total.inconclusive += score.inconclusive
         return total
 
     @property
@@ -275,8 +277,8 @@ class Summary:
     def _cell(item: ItemRecord, hits: Sequence[FailureRecord]) -> str:
         if item.outcome == "skipped":
             return "skip"
-        if item.outcome == "error":
-            return "error"
+        if item.outcome in ("error", "inconclusive"):
+            return item.outcome
         if not hits:
             return "pass"
         return "xfail" if all(f.expected for f in hits) else "FAIL"

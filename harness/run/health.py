@@ -10,7 +10,8 @@ scenarios after it carry that cause instead of each costing the timeout.
 from __future__ import annotations
 
 import socket
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.core.dialects import WireDialect, posted_to
@@ -33,6 +34,10 @@ def is_probe(body: Mapping[str, object]) -> bool:
     last = messages[-1] if isinstance(messages, list) and messages else None
     content = last.get("content") if isinstance(last, Mapping) else None
     return isinstance(content, str) and content.startswith((PREFLIGHT_QUESTION, PROBE_QUESTION))
+
+# How long an unhealthy proxy is given to answer again before a scenario played while it was unhealthy is
+# reported inconclusive: a probe after each wait (seconds), about what a circuit breaker's cool-down lasts.
+RECOVERY_WAITS = (1.0, 2.0, 4.0)
 
 
 def plain_scenario(profile: Profile, upstream: WireDialect) -> Scenario:
@@ -125,6 +130,7 @@ class Health:
     since: str | None = None  # the scenario after which the proxy stopped answering plain requests
     detail: str = ""
     hangs: bool = False  # the health probe itself got no answer: later scenarios are not played
+    waited: bool = False  # a wait for recovery was spent and the proxy has not answered since
 
     @property
     def unhealthy(self) -> bool:
@@ -150,7 +156,23 @@ class Health:
             got = ex.transport_error or f"HTTP {ex.status}"
             self._sick(after, f"a plain request got {got}", hangs=False)
         else:
-            self.since, self.detail, self.hangs = None, "", False
+            self.since, self.detail, self.hangs, self.waited = None, "", False, False
+
+    def recover(self, after: Scenario, *, proxy_url: str, mock: MockControl, profile: Profile, model: str | None,
+                proxy_headers: Mapping[str, str], timeout: float, waits: Sequence[float] | None = None) -> bool:
+        """Wait for an unhealthy proxy to answer a plain request again, probing after each of ``waits``
+        (seconds); False once they are spent, or at once when a wait already failed and the proxy has not
+        answered since (so a proxy that stays down costs the wait once, not once per scenario)."""
+        if self.hangs or self.waited:
+            return False
+        for wait in RECOVERY_WAITS if waits is None else waits:
+            time.sleep(wait)
+            self.check(after, proxy_url=proxy_url, mock=mock, profile=profile, model=model,
+                       proxy_headers=proxy_headers, timeout=timeout)
+            if not self.unhealthy:
+                return True
+        self.waited = True
+        return False
 
     def _sick(self, after: Scenario, detail: str, *, hangs: bool) -> None:
         if self.since is None:

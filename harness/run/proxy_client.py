@@ -22,6 +22,7 @@ from harness.core.dialects.profiles import client_body, request_headers
 from harness.core.errors import MockError, ProxyUnreachable
 from harness.core.exchange import BackendActivity, Exchange
 from harness.core.nonce import NONCE_HEADER, place_nonce
+from harness.core.retry import Retry, plan_retry
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from mock_backends.control import Lockstep, MockControl
@@ -260,14 +261,24 @@ def run_exchange(
         headers = {**{k: v for k, v in headers.items() if k.lower() != NONCE_HEADER.lower()}, NONCE_HEADER: nonce}
         url = f"{proxy_url.rstrip('/')}{profile.endpoint}"
         payload, recorded_body = _payload(scenario, body, model)
-        try:
-            got = _fetch(url, payload, headers, timeout, truncate=scenario.client.truncate_body,
-                         backend=_activity(mock, nonce), hang_up=hang_up)
-        except (httpx.ConnectError, ConnectionRefusedError) as exc:
-            raise ProxyUnreachable(
-                f"cannot connect to the proxy under test at {proxy_url} ({exc or 'connection refused'}); "
-                "is it running, and is --proxy-url right?"
-            ) from exc
+        retries: list[Retry] = []
+        while True:
+            try:
+                got = _fetch(url, payload, headers, timeout, truncate=scenario.client.truncate_body,
+                             backend=_activity(mock, nonce), hang_up=hang_up)
+            except (httpx.ConnectError, ConnectionRefusedError) as exc:
+                raise ProxyUnreachable(
+                    f"cannot connect to the proxy under test at {proxy_url} ({exc or 'connection refused'}); "
+                    "is it running, and is --proxy-url right?"
+                ) from exc
+            # A case that expects an answer is judged on what a retrying SDK client gets; one that
+            # expects the error is judged on the error itself.
+            again = (plan_retry(got.status, got.headers, len(retries), time.time())
+                     if scenario.expect.error is None and lockstep is None and not hang_up else None)
+            if again is None:
+                break
+            retries.append(again)
+            time.sleep(again.delay)
         recorded, activity = mock.state(nonce)
         upstream = tuple(recorded)
     finally:
@@ -300,6 +311,8 @@ def run_exchange(
         survived=survived,
         survival_detail=detail,
         started_at=got.started_at,
+        retries=tuple(r.describe() for r in retries),
+        lockstep_broken=activity.lockstep_broken,
     )
 
 

@@ -102,7 +102,9 @@ def play(
 
         round_ = isolation.play_round(template, one, options, profile, settings.timeout)
         failures = tuple(compare_round(round_, options))
-        attempts.append(Attempt("isolation", isolation.LABEL, scenario, None, failures))
+        note = round_.lockstep_note()
+        label = f"{isolation.LABEL} ({note})" if note else isolation.LABEL
+        attempts.append(Attempt("isolation", label, scenario, None, failures))
     return ScenarioRun(template, profile, tuple(attempts))
 
 

@@ -653,7 +653,7 @@ def test_formats_a_proxy_does_not_claim_are_coverage_not_failures(pytester: pyte
                                 "natural", "--conformance-formats", "hermes", "-rs")
     result.assert_outcomes(passed=2, skipped=1)
     result.stdout.fnmatch_lines([
-        "coverage: rescues 1 of 2 formats (hermes); not claimed: qwen-tools",
+        "coverage: rescues 1 of the 2 formats this run has cases of (hermes); not claimed: qwen-tools",
         "*qwen-tools-single-call: skipped: not claimed: the proxy does not claim to rescue the qwen-tools format*",
     ])
 

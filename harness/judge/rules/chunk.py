@@ -8,7 +8,7 @@ from typing import Any
 from harness.judge.readers.assemble import Payload
 from harness.judge.compare import render
 from harness.judge.rules.citations import (
-    AI_SDK_CHAT, AI_SDK_EVENTS, CODEX_CHAT, COPILOT_SSE, OPENAI_ACCUMULATE, OPENAI_DELTAS, OPENAI_SSE,
+    AI_SDK_CHANGELOG, AI_SDK_CHAT, AI_SDK_EVENTS, CODEX_CHAT, COPILOT_SSE, OPENAI_ACCUMULATE, OPENAI_DELTAS, OPENAI_SSE,
     SPEC_CHAT_STREAMING, Breaks,
 )
 from harness.judge.rules.context import Context
@@ -46,7 +46,9 @@ def _carries_output(delta: dict[str, Any]) -> bool:
     severity="client",
     breaks=Breaks(("openai-python", "Vercel AI SDK"), "openai-python raises `JSONDecodeError: Expecting value: "
                   "line 1 column 1 (char 0)` on a payload that is not JSON; the AI SDK ends the stream with an "
-                  "`AI_JSONParseError`", (OPENAI_SSE, AI_SDK_EVENTS)),
+                  "`AI_JSONParseError`", (OPENAI_SSE, AI_SDK_EVENTS),
+                  versions="openai-python 3.57.0 (current), read by SDK-001's real-client check; AI SDK: "
+                  "@ai-sdk/provider-utils 5.0.81 (current) and earlier"),
 )
 def payload_is_json(ctx: Context) -> Iterator[Violation]:
     for p in ctx.payloads:
@@ -125,9 +127,12 @@ def constant_identity(ctx: Context) -> Iterator[Violation]:
     "CHUNK-005",
     'A `delta.role`, when sent, is `"assistant"` (never `""`).',
     severity="client",
-    breaks=Breaks(("Vercel AI SDK",), "its chunk schema allows `role` to be `\"assistant\"` or absent only: a "
-                  "chunk with `role: \"\"` fails validation (`AI_TypeValidationError`) and the stream ends with an "
-                  "error", (AI_SDK_CHAT,)),
+    breaks=Breaks(("Vercel AI SDK",), "AI SDK 5's chunk schema allows `role` to be `\"assistant\"` or absent "
+                  "only: a chunk with `role: \"\"` fails validation (`AI_TypeValidationError`) and the stream ends "
+                  "with an error (@ai-sdk/openai-compatible 3.0.0 accepts `\"\"`: its CHANGELOG, \"accept empty "
+                  "string `role` in streaming delta chunks\")", (AI_SDK_CHAT, AI_SDK_CHANGELOG),
+                  versions="AI SDK 5: @ai-sdk/openai-compatible 1.x, 1.0.61 (the current 1.x) included; 2.0.92 and "
+                  "3.0.92 (AI SDK 6 and 7, current) accept `\"\"`"),
 )
 def role_value(ctx: Context) -> Iterator[Violation]:
     for p, _, choice in choices_of(ctx):

@@ -44,6 +44,19 @@ class Breaks:
     clients: tuple[str, ...]
     how: str
     source: tuple[str, ...] = ()
+    # The releases that break, as checked against each client's current release (``CURRENT``):
+    # a claim true only of old releases says so here, so a proxy author can weigh it. Empty where
+    # the citation has not been re-checked against the current releases yet.
+    versions: str = ""
+
+
+# The release of each client the ``versions`` of the citations were checked against (2026-11).
+CURRENT: Mapping[str, str] = MappingProxyType({
+    "openai-python": "openai 3.57.0",
+    "anthropic-sdk-python": "anthropic 2.14.0",
+    "Vercel AI SDK": "ai 7.0.173 with @ai-sdk/openai-compatible 3.0.92 (AI SDK 6: 2.0.92, AI SDK 5: 1.0.61)",
+    "OpenAI Agents SDK": "openai-agents 0.24.0",
+})
 
 
 # Public sources, each written once.
@@ -62,6 +75,13 @@ ANTHROPIC_TS_SSE = _ANTHROPIC_TS + "core/streaming.ts"
 ANTHROPIC_TS_STREAM = _ANTHROPIC_TS + "lib/MessageStream.ts"
 AI_SDK_CHAT = ("https://github.com/vercel/ai/blob/main/packages/openai-compatible/src/chat/"
                "openai-compatible-chat-language-model.ts")
+AI_SDK_TRACKER = "https://github.com/vercel/ai/blob/main/packages/provider-utils/src/streaming-tool-call-tracker.ts"
+# The change that stopped the AI SDK finishing a streamed call on arguments that merely parse as JSON
+# (@ai-sdk/openai-compatible 2.0.58 and 1.0.57; its CHANGELOG: "prevent streaming tool calls from
+# finalizing on parsable partial JSON").
+AI_SDK_CHANGELOG = "https://github.com/vercel/ai/blob/main/packages/openai-compatible/CHANGELOG.md"
+AI_SDK_EMPTY_ARGUMENTS = "https://github.com/vercel/ai/issues/5658"
+OPENAI_PARSING = _OPENAI_PY + "lib/_parsing/_completions.py"
 AI_SDK_EVENTS = "https://github.com/vercel/ai/blob/main/packages/provider-utils/src/parse-json-event-stream.ts"
 COPILOT_SSE = "https://github.com/microsoft/vscode-copilot-chat/blob/main/src/platform/networking/node/stream.ts"
 CODEX_CHAT = "https://github.com/openai/codex/blob/main/codex-rs/core/src/chat_completions.rs"

@@ -28,13 +28,13 @@ def stream_matches_single(streamed: Context, plain: Context) -> Iterator[Violati
         return  # the content rules judge what an error-ended answer must still hold
     differences: list[str] = []
     expected = [(c.name, c.arguments if c.arguments is not None else {}) for c in plain.received_calls]
-    call_lines = diff_calls(expected, streamed.received_calls)
+    call_lines = diff_calls(expected, streamed.received_calls, words=("non-streamed", "streamed"))
     if any(c.arguments is None for c in plain.received_calls):
         raws_s = [(c.name, c.raw) for c in streamed.received_calls]
         raws_p = [(c.name, c.raw) for c in plain.received_calls]
         call_lines = [] if raws_s == raws_p else [f"calls: streamed {render(raws_s)}, non-streamed {render(raws_p)}"]
     if call_lines:
-        differences.append("calls (non-streamed as reference): " + "; ".join(call_lines))
+        differences.append("calls: " + "; ".join(call_lines))
     text_s, text_p = fold_ws(streamed.visible_text), fold_ws(plain.visible_text)
     if text_s != text_p:
         differences.append(f"content: streamed {shorten(text_s, 120)}, non-streamed {shorten(text_p, 120)}")

@@ -11,6 +11,8 @@ time limit is HTTP-006's.
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Iterator
 
 from harness.judge.compare import fold_ws, matched_prefix, shorten
@@ -42,6 +44,15 @@ def _wanted(ctx: Context) -> str:
     return f"{statuses} or an error event inside the stream"
 
 
+def _error_object(raw: bytes) -> bool:
+    """Whether ``raw`` is a JSON object holding an ``error`` member."""
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return False
+    return isinstance(body, dict) and "error" in body
+
+
 @rule(
     "FAULT-001",
     "When the scenario expects an error, the client gets one: a status among `expect.error.status` (any 4xx/5xx "
@@ -71,6 +82,9 @@ def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
     if want.optional:
         return  # a normal answer is the other acceptable outcome (the content rules judge it)
     what = "a stream that reports no error" if ctx.kind == "sse" else "a body that reports no error"
+    if ctx.kind != "sse" and _error_object(ctx.exchange.raw):
+        # The body does say "error", but under a 200 every SDK reads it as an answer, never raises it.
+        what = "an `error` object in its body, which clients read as an answer (an error needs an error status)"
     yield Violation(
         f"no error reached the client: status {status} with {what}; expected {_wanted(ctx)}",
         {"expected": _wanted(ctx), "actual": status, "excerpt": shorten(ctx.answer.content, 200),
@@ -101,10 +115,21 @@ def error_placement(ctx: Context) -> Iterator[Violation]:
         )
 
 
+def _relayed_unchanged(ctx: Context, text: str) -> bool:
+    """Whether the answer is the backend's own error body, passed on with the backend's status."""
+    fault = ctx.scenario.backend.fault
+    if fault is None or fault.kind != "http_error" or fault.status != ctx.exchange.status:
+        return False
+    # Only a text body: a JSON one is read for its error message whoever wrote it.
+    return isinstance(fault.body, str) and text.strip() == fault.body.strip()
+
+
 @rule(
     "FAULT-003",
     "In a fault or bad-input case, an error status comes with a JSON body holding `{\"error\": {\"message\": "
-    "…}}`, never an HTML page or bare text; the dialect's full shape is ERR-002's and AERR-002's.",
+    "…}}`, never an HTML page or bare text the proxy made; the dialect's full shape is ERR-002's and AERR-002's. "
+    "The backend's own error relayed unchanged with its own status (a load balancer's HTML 502 page) passes: "
+    "the client reads it exactly as it would from the backend itself, and raises the status's error class.",
     severity="client",
     breaks=Breaks(("openai-python",), "openai-python builds its error from the JSON body: with `{\"error\": "
                   "{\"message\": …}}` it raises e.g. `BadRequestError: Error code: 400 - <message>` with `code` "
@@ -118,6 +143,8 @@ def error_body_dialect(ctx: Context) -> Iterator[Violation]:
         return
     raw = ctx.exchange.raw
     text = raw.decode("utf-8", "replace")
+    if _relayed_unchanged(ctx, text):
+        return
     excerpt = text[:200]
     content_type = ctx.exchange.response_headers.get("content-type", "")
     if "html" in content_type.lower() or text.lstrip()[:15].lower().startswith(("<!doctype html", "<html")):

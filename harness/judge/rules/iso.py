@@ -62,6 +62,25 @@ class Round:
     together: tuple[Played, ...]
     after: tuple[tuple[Played, Played], ...]
     options: Options
+    # How many plays at once broke their lockstep (a step waited past its patience, and the answers then
+    # flowed freely); ``together`` is the last play, in step unless every play broke.
+    lockstep_broken: int = 0
+
+    @property
+    def in_step(self) -> bool:
+        """Whether ``together`` was played in lockstep to the end."""
+        return not any(p.exchange.lockstep_broken for p in self.together)
+
+    def lockstep_note(self) -> str:
+        """What the round says of its lockstep, or ""."""
+        if self.in_step and not self.lockstep_broken:
+            return ""
+        if self.in_step:
+            return (f"the clients at once broke their lockstep {self.lockstep_broken} time(s) (a step waited past "
+                    "its patience) and were played again in step")
+        return (f"the clients at once broke their lockstep on every play ({self.lockstep_broken}; a step waited "
+                "past its patience, as when a proxy holds one request back until another is done): they were "
+                "judged as free-flowing concurrent streams, not in lockstep")
 
     @property
     def played(self) -> tuple[Played, ...]:

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from harness.core.dialects.servers import SERVERS
-from harness.judge.rules.citations import Breaks
+from harness.judge.rules.citations import CURRENT, Breaks
 from harness.judge.rules.registry import ENTRIES, Rule
 
 _GROUP_ORDER = (
@@ -78,6 +78,8 @@ def _why(rule: Rule) -> list[str]:
     if isinstance(cited, Breaks):
         lines.append(f"- **Breaks:** {', '.join(cited.clients)}")
         lines.append(f"- **How:** {cited.how.rstrip('.')}.")
+        if cited.versions:
+            lines.append(f"- **Versions that break:** {cited.versions.rstrip('.')}.")
         if cited.source:
             lines.append(f"- **Sources:** {_links(cited.source)}")
     if rule.source:
@@ -104,6 +106,9 @@ def rules_markdown(proofs: Mapping[str, Proof] | None = None) -> str:
         "read it (an SDK's source file or an issue). The registry refuses a client rule without such a",
         "citation (`breaks=` in `harness/rules`): a rule no named client breaks on is a spec rule, a feature,",
         "or no rule at all. Spec rules name the specification page they come from.",
+        "Where a citation has been checked against the clients' current releases it also names the versions",
+        "that break (a claim true only of old releases says so); the releases checked: "
+        + "; ".join(f"{client}: {release}" for client, release in CURRENT.items()) + ".",
         "Rule ids are stable: a rule keeps its id for good, and a retired id is never reused (so the rules of",
         "the `xml-client` profile, for clients that read tool calls as XML in the content, keep the `VTC` prefix",
         "of its first name, \"virtual tool calling\").",

@@ -86,7 +86,8 @@ framing(
     severity="client",
     breaks=Breaks(("Vercel AI SDK",), "the AI SDK skips the terminator only when the data is exactly `[DONE]`; "
                   "anything else (`[DONE] `, `[done]`) goes to its JSON parser and the stream ends with an "
-                  "`AI_JSONParseError`", (AI_SDK_EVENTS,)),
+                  "`AI_JSONParseError`", (AI_SDK_EVENTS,),
+                  versions="@ai-sdk/provider-utils 5.0.81 (current) and earlier"),
 )
 
 

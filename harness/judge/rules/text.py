@@ -96,8 +96,11 @@ def broken_call_kept(ctx: Context) -> Iterator[Violation]:
     text = fold_ws(ctx.visible_text)
     for arguments in sorted(ctx.broken_backend_arguments):
         if arguments not in delivered and fold_ws(arguments) not in text:
+            count = len(ctx.answer.tool_calls)
+            calls = ("no call arrived" if not count
+                     else f"none of the {count} call(s) that arrived carries them exactly")
             yield Violation(
-                f"the backend's call with arguments {shorten(arguments, 100)} reached the client neither as a call, "
-                "nor as text, nor with an error",
+                f"the backend's call with arguments {shorten(arguments, 100)} is lost: {calls}, the text does not "
+                "hold them, and the answer did not end with an error",
                 {"arguments": arguments, **locate.visible(ctx, len(ctx.visible_text))},
             )

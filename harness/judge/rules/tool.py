@@ -15,7 +15,18 @@ from harness.judge.readers.assemble import Payload
 from harness.judge.readers.sse import parse_events
 from harness.judge.rules import locate
 from harness.judge.rules.chunk import choices_of
-from harness.judge.rules.citations import AI_SDK_CHAT, CODEX_CHAT, COPILOT_SSE, OPENAI_ACCUMULATE, OPENAI_DELTAS, Breaks
+from harness.judge.rules.citations import (
+    AI_SDK_CHANGELOG,
+    AI_SDK_CHAT,
+    AI_SDK_EMPTY_ARGUMENTS,
+    AI_SDK_TRACKER,
+    CODEX_CHAT,
+    COPILOT_SSE,
+    OPENAI_ACCUMULATE,
+    OPENAI_DELTAS,
+    OPENAI_PARSING,
+    Breaks,
+)
 from harness.judge.rules.context import Context
 from harness.judge.rules.json_completion import JsonCompletion
 from harness.judge.rules.registry import EVERY_PROFILE, Violation, rule_group
@@ -65,7 +76,9 @@ def _fn(entry: Any) -> dict[str, Any]:
     breaks=Breaks(("openai-python", "Vercel AI SDK"), "openai-python's accumulator raises ``RuntimeError: Expected "
                   "list delta entry to have an `index` key`` (``TypeError: … `index` value is not an integer; "
                   "None`` for a null one) and fails an assertion without `function`; the AI SDK's chunk schema "
-                  "requires both", (OPENAI_DELTAS, AI_SDK_CHAT)),
+                  "requires both", (OPENAI_DELTAS, AI_SDK_CHAT),
+                  versions="openai-python 3.57.0 (current), read by SDK-001's real-client check; AI SDK: "
+                  "@ai-sdk/openai-compatible 3.0.92 (current) and earlier"),
 )
 def entry_shape(ctx: Context) -> Iterator[Violation]:
     for p, _, choice in choices_of(ctx):
@@ -94,10 +107,13 @@ def entry_shape(ctx: Context) -> Iterator[Violation]:
     'The first delta of each call carries a non-empty `id`, `type: "function"` and the whole `function.name`.',
     severity="client",
     breaks=Breaks(("Vercel AI SDK", "OpenCode", "Codex CLI", "VS Code Copilot"), "the AI SDK (OpenCode's provider) "
-                  "raises `Expected 'id' to be a string.` or `Expected 'function.name' to be a string.` on a first "
-                  "delta without them, and keeps its name: a split name calls `get_` (`Model tried to call "
+                  "raises `Expected 'function.name' to be a string.` on a first delta without a name (releases "
+                  "before its streaming tool-call tracker also `Expected 'id' to be a string.`; current ones make "
+                  "up a missing id), and keeps the first name: a split name calls `get_` (`Model tried to call "
                   "unavailable tool 'get_'`); Codex CLI keeps a name's first fragment, Copilot its last",
-                  (AI_SDK_CHAT, CODEX_CHAT, COPILOT_SSE)),
+                  (AI_SDK_TRACKER, CODEX_CHAT, COPILOT_SSE),
+                  versions="AI SDK: @ai-sdk/openai-compatible 1.0.61, 2.0.92 and 3.0.92 (current) for the name; "
+                  "Codex CLI and Copilot not re-checked"),
 )
 def first_delta_complete(ctx: Context) -> Iterator[Violation]:
     names: dict[tuple[int, int], Any] = {}
@@ -209,9 +225,15 @@ def distinct_ids(ctx: Context) -> Iterator[Violation]:
     "backend itself sent as no JSON object, passed on exactly as sent: no object a proxy made of them would be "
     "the model's call).",
     severity="client",
-    breaks=Breaks(("Vercel AI SDK", "openai-python"), "the AI SDK completes a call only once its arguments parse "
-                  "as JSON, so one whose arguments never parse never runs; openai-python hands the application "
-                  "`arguments` its `json.loads` rejects", (AI_SDK_CHAT,)),
+    breaks=Breaks(("openai-python", "Vercel AI SDK"), "openai-python hands the application `arguments` its "
+                  "`json.loads` rejects, and its own `chat.completions.parse()` and `.stream()` helpers raise a "
+                  "pydantic `ValidationError` (`Invalid JSON`) for a strict function tool; the AI SDK before "
+                  "@ai-sdk/openai-compatible 1.0.57 (AI SDK 5) and 2.0.58 (AI SDK 6) completed a call only once "
+                  "its arguments parsed as JSON, so one whose arguments never parse never ran",
+                  (OPENAI_PARSING, AI_SDK_CHAT, AI_SDK_CHANGELOG),
+                  versions="openai-python: every release with the parsing helpers, 2.54.0 and 3.57.0 (current) "
+                  "tried; AI SDK: @ai-sdk/openai-compatible up to 1.0.56 and 2.0.57 (current releases finish the "
+                  "call at the end of the stream)"),
     stage="answer",
 )
 def arguments_one_object(ctx: Context) -> Iterator[Violation]:
@@ -228,8 +250,14 @@ def arguments_one_object(ctx: Context) -> Iterator[Violation]:
     "No earlier prefix of a call's argument stream is complete JSON by itself "
     "(no `{}` placeholder before the real arguments).",
     severity="client",
-    breaks=Breaks(("Vercel AI SDK",), "the AI SDK completes a call once its arguments parse as JSON: a `{}` "
-                  "placeholder runs the tool with no arguments and the real ones are ignored", (AI_SDK_CHAT,)),
+    breaks=Breaks(("openai-python", "Vercel AI SDK"), "openai-python joins the fragments as they come, so the "
+                  "application's `json.loads` of a `{}` placeholder followed by the real arguments fails (`Extra "
+                  "data`); the AI SDK before @ai-sdk/openai-compatible 1.0.57 (AI SDK 5) and 2.0.58 (AI SDK 6) "
+                  "completed a call once its arguments parsed as JSON, so the placeholder ran the tool with no "
+                  "arguments and the real ones were ignored", (OPENAI_ACCUMULATE, AI_SDK_CHANGELOG, AI_SDK_TRACKER),
+                  versions="openai-python 3.57.0 (current) and earlier; AI SDK: @ai-sdk/openai-compatible up to "
+                  "1.0.56 and 2.0.57 (1.0.61, 2.0.92 and 3.0.92, the current releases, finish a call only at the "
+                  "end of the stream)"),
 )
 def no_complete_prefix(ctx: Context) -> Iterator[Violation]:
     fragments: dict[tuple[int, int], list[tuple[Payload, str]]] = {}
@@ -259,8 +287,14 @@ def no_complete_prefix(ctx: Context) -> Iterator[Violation]:
     "A call without arguments sends `\"{}\"`, not an empty string (an empty string from the backend is not JSON "
     "either, so relaying it unchanged passes the defect on).",
     severity="client",
-    breaks=Breaks(("Vercel AI SDK",), "its stream parser completes a call only once the arguments parse as JSON: a "
-                  "call whose arguments stay `\"\"` never reaches the tool", (AI_SDK_CHAT,)),
+    breaks=Breaks(("openai-python", "Vercel AI SDK"), "openai-python's own `chat.completions.parse()` and "
+                  "`chat.completions.stream()` read a strict function tool's arguments as JSON and raise a pydantic "
+                  "`ValidationError` (`Invalid JSON: EOF while parsing a value`) for `\"\"`, streamed or whole; an "
+                  "application's own `json.loads` fails the same way. AI SDK 4.x lost such a call (vercel/ai#5658). "
+                  "Agent frameworks read `\"\"` as `{}` and run the tool: the OpenAI Agents SDK 0.24.0, LangChain "
+                  "(langchain-openai 1.7.4, langchain-core 1.8.3), LlamaIndex (llama-index-llms-openai 0.8.3), "
+                  "Pydantic AI 2.68.0, and AI SDK 5 to 7", (OPENAI_PARSING, AI_SDK_EMPTY_ARGUMENTS),
+                  versions="openai-python 2.54.0 and 3.57.0 (current), with strict function tools; AI SDK 4.x"),
     stage="answer",
 )
 def empty_arguments(ctx: Context) -> Iterator[Violation]:
