@@ -27,6 +27,7 @@ from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
 from harness.cli.main import main
 from harness.core.dialects import DIALECTS
 from harness.core.dialects.clients import CLIENTS
+from harness.core.dialects.script import natural_reason, upstream_dialects
 from harness.core.dialects.servers import SERVERS
 from harness.core.nonce import NONCE_HEADER
 from harness.core.scenario.loading import bundled_scenarios_dir, load_library
@@ -443,25 +444,61 @@ def test_unreachable_proxy_stops_the_run_with_its_url(pytester: pytest.Pytester)
     assert (result.stdout.str() + result.stderr.str()).count("cannot connect") == 1  # said once
 
 
+def _collected(pytester: pytest.Pytester, *args: str) -> list[str]:
+    """The scenario items a bundled run collects, without the real servers' and real clients'
+    samples (each checked in test_bundled_library_is_the_default)."""
+    result = pytester.runpytest("--conformance", "--collect-only", "-q", *args)
+    assert result.ret == pytest.ExitCode.OK
+    everything = [line.removeprefix("conformance::") for line in result.stdout.lines if line.startswith("conformance::")]
+    real = {p.name for p in CLIENTS.values() if p.real}
+    return [c for c in everything if not c.endswith("-server]") and not real & set(c.rpartition("[")[2].rstrip("]").split(","))]
+
+
 def test_bundled_library_is_the_default(pytester: pytest.Pytester) -> None:
-    """Without --proxy-url every scenario is played in each upstream dialect: under its
-    own id with its own, and as ``id[<other>-upstream]`` with each other one."""
+    """Without --proxy-url every dialect pair is played, spread over the library: each scenario
+    under its own id in its own dialect, and as ``id[<other>-upstream]`` in one other it can be
+    served in, the same one in every run; each real server and real client on a sample."""
     result = pytester.runpytest("--conformance", "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
     everything = [line.removeprefix("conformance::") for line in result.stdout.lines if line.startswith("conformance::")]
-    # and each real server's profile on a sample of cases (docs/mock-backend.md, "Upstream server profiles")
+    # each real server's profile on a sample of cases (docs/mock-backend.md, "Upstream server profiles")
     served = [c for c in everything if c.endswith("-server]")]
     assert {c[c.rindex("[") + 1 : -len("-server]")].split(",")[-1] for c in served} == set(SERVERS)
-    # Besides, each real client plays a fixed part of the library (items ``id[<client>]``).
+    # each real client on a fixed part of the library (items ``id[<client>]``)
     real = {p.name for p in CLIENTS.values() if p.real}
-    collected = [c for c in everything if c not in served and not real & set(c.rpartition("[")[2].rstrip("]").split(","))]
     assert real == {t for c in everything for t in c.rpartition("[")[2].rstrip("]").split(",")} & real
-    upstreams = tuple(DIALECTS)
+    collected = _collected(pytester)
+    library = load_library()
+    assert len(library) == len(list(bundled_scenarios_dir().rglob("*.yaml")))
+    own = [c for c in collected if "[" not in c]
+    crossed = [c for c in collected if "[" in c]
+    assert sorted(own) == sorted(s.id for s in library)
+    by_id = {s.id: s for s in library}
+    others: dict[str, list[str]] = {}
+    for item in crossed:
+        scenario, _, upstream = item.partition("[")
+        others.setdefault(scenario, []).append(upstream.removesuffix("-upstream]"))
+    for s in library:
+        servable = [d.name for d, why in upstream_dialects(s).items() if why is None and d is not s.backend.dialect]
+        if not servable:
+            assert s.id not in others
+        else:
+            assert len(others[s.id]) == 1 and others[s.id][0] in servable, (s.id, others.get(s.id), servable)
+    # every dialect is some scenario's other upstream, and the choice is the same in every run
+    assert {u for ups in others.values() for u in ups} == set(DIALECTS)
+    assert _collected(pytester) == collected
+    assert len(crossed) < len(library) * (len(DIALECTS) - 1) // 2  # spread, not every pair for every scenario
+    assert {by_id[i].backend.dialect.name for i in others} >= {"openai", "anthropic"}
+
+
+def test_upstream_dialect_all_plays_every_scenario_in_every_dialect(pytester: pytest.Pytester) -> None:
+    """``--upstream-dialect all``: each scenario under its own id, and as ``id[<other>-upstream]``
+    with each other dialect."""
+    collected = _collected(pytester, "--conformance-upstream-dialect", "all")
     library = load_library()
     assert sorted(collected) == sorted([s.id for s in library] +
-                                       [f"{s.id}[{u}-upstream]" for s in library for u in upstreams
+                                       [f"{s.id}[{u}-upstream]" for s in library for u in DIALECTS
                                         if u != s.backend.dialect.name])
-    assert len(library) == len(list(bundled_scenarios_dir().rglob("*.yaml")))
 
 
 def test_run_command_prints_the_score_card_and_fails_on_failure(pytester: pytest.Pytester, servers: ServeFn) -> None:
@@ -528,6 +565,17 @@ JUSTIFIED_SKIPS: dict[str, str] = {
 }
 
 
+def _for_another_upstream() -> dict[str, str]:
+    """The cases whose backend only another dialect than their client's can say (a Kiro
+    stream's habits), skipped by a natural run with the reason it gives."""
+    out: dict[str, str] = {}
+    for scenario in LIBRARY.values():
+        why = natural_reason(scenario, scenario.client.profile.answers)
+        if why is not None:
+            out[scenario.id] = why
+    return out
+
+
 @pytest.mark.parametrize(("marks", "rechunk"), [("not generated", 5), ("generated", 2)], ids=["hand-written", "generated"])
 def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(
     pytester: pytest.Pytester, marks: str, rechunk: int
@@ -552,7 +600,8 @@ def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(
     generated = marks == "generated"
     assert len(data["scenarios"]) == sum(("generated" in s.tags) == generated for s in LIBRARY.values())
     skipped = {s["scenario"]: s["reason"] for s in data["scenarios"] if s["outcome"] == "skipped"}
-    assert skipped == {k: v for k, v in JUSTIFIED_SKIPS.items() if ("generated" in LIBRARY[k].tags) == generated}
+    justified = {**JUSTIFIED_SKIPS, **_for_another_upstream()}
+    assert skipped == {k: v for k, v in justified.items() if ("generated" in LIBRARY[k].tags) == generated}
 
 
 def test_known_failures_written_from_a_run_then_pruned_when_fixed(pytester: pytest.Pytester,
@@ -628,6 +677,7 @@ def test_whole_library_passes_the_translating_reference_proxies(pytester: pytest
     that cannot be said in the other dialect, with that reason."""
     report = pytester.path / "r.json"
     result = pytester.runpytest("-n", "2", "--conformance", "--conformance-strict", "-p", "no:cacheprovider",
+                                "--conformance-upstream-dialect", "all", "--conformance-upstream-profile", "none",
                                 "-k", "openai-upstream] or anthropic-upstream]",
                                 "--conformance-timeout", str(PATIENT_TIMEOUT),
                                 "--conformance-features", ",".join(sorted(WHOLE_LIBRARY_FEATURES)),
@@ -636,10 +686,11 @@ def test_whole_library_passes_the_translating_reference_proxies(pytester: pytest
     broken = {s["scenario"]: s["failures"] for s in data["scenarios"] if s["outcome"] not in ("passed", "skipped")}
     assert not broken, json.dumps(broken, indent=1)[:4000]
     assert result.ret == pytest.ExitCode.OK
-    assert len(data["scenarios"]) == len(LIBRARY)
+    # a scenario of either dialect is played in the other; one of a third dialect in both
+    assert len(data["scenarios"]) == sum(1 if d.name in ("openai", "anthropic") else 2 for d in LIBRARY_DIALECTS.values())
     assert {s["upstream"] for s in data["scenarios"]} == {"openai", "anthropic"}
     for s in data["scenarios"]:
-        assert s["upstream"] != LIBRARY_DIALECTS[s["scenario"]]
+        assert s["upstream"] != LIBRARY_DIALECTS[s["scenario"]].name
         if s["outcome"] == "skipped":
             assert s["reason"].startswith("only meaningful with its own upstream dialect"), s
     assert sum(s["outcome"] == "passed" for s in data["scenarios"]) >= len(LIBRARY) * 3 // 4
