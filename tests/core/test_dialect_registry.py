@@ -74,7 +74,7 @@ def test_the_registries_are_keyed_by_their_objects_names() -> None:
 
 def test_the_option_choices_come_from_the_registries() -> None:
     assert BY_NAME["client-profile"].choices == (*CLIENTS, *OLD_NAMES, "all")
-    assert BY_NAME["upstream-dialect"].choices == ("natural", *DIALECTS, "all")
+    assert BY_NAME["upstream-dialect"].choices == ("natural", *DIALECTS, "spread", "all")
     assert dialect_choices("or") in BY_NAME["upstream-dialect"].help
 
 

@@ -85,4 +85,4 @@ def test_the_command_line_may_name_the_xml_client_profile_and_feature_vtc() -> N
     assert parse_features(["vtc,loop-guard"]) == {"xml-client", "loop-guard"}
     assert with_profile_features(parse_features(["vtc"]), parse_profile("vtc")) == {"xml-client"}
     with pytest.raises(ValueError, match="vtc is the old spelling of xml-client"):
-        parse_profile("cline")
+        parse_profile("kilo")

@@ -24,6 +24,7 @@ from harness.cli.main import main
 from harness.core.dialects.clients import CLIENTS
 from harness.core.dialects.frames import ContentFrame
 from harness.core.dialects.profiles import choose_profile
+from harness.core.dialects.script import natural_reason
 from harness.core.scenario.loading import load_library, load_scenario, parse_scenario, validate_paths
 from harness.core.scenario.model import Scenario
 from harness.generate.coverage import parse_formats
@@ -42,7 +43,7 @@ from mock_backends.control import MockControl
 FEATURES = proxy_config("http://127.0.0.1:1/v1").features()
 SEED = 20261125
 # Scenario folders that hold no text format of their own.
-NOT_FORMATS = frozenset({"plain", "features", "anthropic", "faults", "bad-input", "isolation", "translation"})
+NOT_FORMATS = frozenset({"plain", "features", "anthropic", "faults", "bad-input", "isolation", "translation", "kiro"})
 
 
 def run_fuzz(proxy_url: str, mock_url: str, formats: tuple[str, ...], examples: int, out: Path, *,
@@ -183,8 +184,8 @@ def _library_rules(proxy_url: str, mock_url: str) -> dict[str, list[str]]:
 
     def one(scenario: Scenario) -> tuple[str, list[str]]:
         profile, skip = choose_profile(scenario, None, FEATURES)
-        if skip is not None:
-            return scenario.id, []
+        if skip is not None or natural_reason(scenario, profile.answers) is not None:
+            return scenario.id, []  # not for this proxy, which calls its client's own API upstream
         with MockControl(mock_url) as mock:
             exchange = run_exchange(scenario, proxy_url=proxy_url, mock=mock, stream=True, profile=profile,
                                     model=None, proxy_headers={}, timeout=15)

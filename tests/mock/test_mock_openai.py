@@ -1004,6 +1004,8 @@ def test_every_bundled_openai_backend_replays_its_frames(servers: ServeFn) -> No
             nonce = control.arm(scenario)
             # a bad-input case: the backend refuses the request itself, as a real one does
             refused = original.family == "bad-input" and original.expect.error is not None
+            # a strict backend refuses what its chat template refuses (mock_backends/strict.py)
+            refused = refused or original.backend.strict
             for stream in (True, False):
                 body = place_nonce({**scenario.client.request, "stream": stream}, nonce)
                 body.pop("n", None)  # one choice here; several are tested in test_isolation.py

@@ -162,7 +162,8 @@ def check_answer(scenario: Scenario, profile: ClientProfile, answer: Answer) -> 
         if expect.finish_reason is not None:
             assert answer.finish == expect.finish_reason
     if expect.content is not None:
-        assert content_equal(expect.content, content, exact=expect.content_exact), repr(content)
+        assert content_equal(expect.content, content, exact=expect.content_exact,
+                             lines_are_layout=profile.reads_xml), repr(content)
     allowed = expect.content or ""  # the part of the expected answer that may hold markup
     if expect.content_regex is not None:
         match = re.search(expect.content_regex, content, re.DOTALL)
@@ -178,6 +179,8 @@ def check_upstream(rig: Rig, proxy: Proxy, scenario: Scenario, nonce: str, sent:
     expect = scenario.expect
     if expect.upstream_requests is not None:
         assert len(recorded) == expect.upstream_requests
+    elif scenario.backend.strict:  # a request the strict template refused is asked again, laid out as it takes it
+        assert len(recorded) in (1, 2)
     else:
         assert len(recorded) == 1
     active = [a for a in expect.upstream if set(a.requires) <= proxy.config.features()]

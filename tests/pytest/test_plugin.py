@@ -67,8 +67,10 @@ expect:
 
 
 @pytest.fixture(autouse=True)
-def _quiet_ini(pytester: pytest.Pytester) -> None:
+def _quiet_ini(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    # A wide terminal: the lines matched below are whole (tests/pytest/test_causes.py checks the wrapping).
+    monkeypatch.setenv("COLUMNS", "250")
 
 
 def _library(pytester: pytest.Pytester, *ids: str, extra: dict[str, str] | None = None) -> Path:
@@ -231,6 +233,7 @@ def test_every_tb_style_is_honoured(
     finding. The short summary keeps to one line per failure also on CI, where pytest
     prints its messages untruncated."""
     monkeypatch.setenv("CI", "true")
+    monkeypatch.setenv("COLUMNS", "80")  # the grouped view as an 80-column terminal shows it
     folder = _library(pytester, STREAMED[0])
     mock_url = servers(create_mock()).url
     proxy_url = servers(passthrough(mock_url, drop_done)).url + "/v1"
@@ -353,7 +356,7 @@ def test_a_hanging_proxy_fails_by_the_timeout_once(pytester: pytest.Pytester, se
     mock_url = servers(create_mock()).url
     proxy_url = servers(_answers_once(mock_url)).url
     result = pytester.runpytest("--conformance-proxy-url", proxy_url + "/v1", "--conformance-mock-url", mock_url, "--conformance-scenarios", str(folder),
-                                "--conformance-timeout", "0.4", "-p", "no:randomly")
+                                "--conformance-timeout", "0.4", "-p", "no:randomly", "--tb=short")
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines([_statement("HTTP-002"), "  the run gave up after 0.4 s with no response; no request for it had reached the mock backend",
                                  "*--timeout 0.4*"])

@@ -186,7 +186,7 @@ def test_every_command_with_an_option_of_the_table_reads_it_into_one_run_configu
         assert option.pytest or not option.cli, option.name
         if option.kind == "value" and option.name not in {"timeout", "upstream-dialect"}:
             assert getattr(defaults, field_name) == option.default, option.name
-    assert defaults.upstream_dialect == "all" and RunConfig.from_values({"proxy-url": "http://p/v1/"}) == replace(
+    assert defaults.upstream_dialect == "spread" and RunConfig.from_values({"proxy-url": "http://p/v1/"}) == replace(
         defaults, proxy_url="http://p/v1", upstream_dialect="natural", given=frozenset({"proxy-url"}))
 
 
