@@ -15,7 +15,7 @@ import click
 
 from harness.core.errors import ConformanceError
 from harness.core.scenario.loading import awaiting_review, bundled_scenarios_dir, review_note, validate_paths
-from harness.run.options import BY_NAME, OPTIONS, click_option, closest, unknown_long_options
+from harness.run.options import BUNDLED_MODES, BY_NAME, OPTIONS, click_option, closest, unknown_long_options
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -220,7 +220,7 @@ def replay(
     from mock_backends.control import MockControl
 
     given_values = {o.name: values[o.dest] for o in OPTIONS if o.replay}
-    if given_values["upstream-dialect"] in ("all", "spread"):
+    if given_values["upstream-dialect"] in BUNDLED_MODES:
         from harness.core.dialects import dialect_choices
 
         raise click.UsageError(f"replay plays one exchange: --upstream-dialect takes {dialect_choices()} or natural")

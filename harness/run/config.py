@@ -21,7 +21,7 @@ from harness.core.dialects.clients import Profile
 from harness.core.dialects.profiles import parse_profile
 from harness.core.scenario.model import FEATURES
 from harness.generate.coverage import parse_formats
-from harness.run.options import ALL_PROFILES, BY_NAME, OPTIONS, click_option
+from harness.run.options import ALL_PROFILES, BUNDLED_MODES, BY_NAME, OPTIONS, click_option
 from harness.run.settings import ModelChoice, parse_features, parse_headers, parse_models
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -91,7 +91,7 @@ class RunConfig:
     @property
     def every_pair(self) -> bool:
         """The bundled reference proxies play every dialect pair (``all``, or ``spread`` over the scenarios)."""
-        return self.upstream_dialect in ("all", "spread")
+        return self.upstream_dialect in BUNDLED_MODES
 
     @classmethod
     def from_values(cls, values: Mapping[str, Any]) -> RunConfig:
@@ -102,7 +102,7 @@ class RunConfig:
         given = frozenset(name for name in BY_NAME if values.get(name) is not None)
         proxy_url = _url(raw["proxy-url"])
         mode = raw["upstream-dialect"] or ("natural" if proxy_url else "spread")
-        if mode in ("all", "spread") and proxy_url:
+        if mode in BUNDLED_MODES and proxy_url:
             raise ValueError(f"--upstream-dialect {mode} plays the bundled reference proxies; a proxy under test "
                              f"calls one upstream dialect: name it ({dialect_choices('or')}), or natural")
         every_client = raw["client-profile"] == ALL_PROFILES

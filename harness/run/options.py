@@ -27,7 +27,8 @@ PROFILES = tuple(CLIENTS)  # the client profiles' names, from their registry
 # and ``all``: every case under its own profile and under each real client where it is meaningful.
 ALL_PROFILES = "all"
 PROFILE_CHOICES = (*PROFILES, *OLD_NAMES, ALL_PROFILES)
-UPSTREAM_MODES = ("natural", *DIALECTS, "spread", "all")
+BUNDLED_MODES = ("spread", "all")  # pair modes only the bundled reference proxies can play
+UPSTREAM_MODES = ("natural", *DIALECTS, *BUNDLED_MODES)
 
 Kind = Literal["value", "flag", "multiple"]
 
