@@ -72,7 +72,8 @@ def test_the_mock_answers_event_stream_frames(mock: tuple[str, MockControl], whe
     messages = decoder.feed(response.content)
     assert decoder.failed is None
     assert [m.event_type for m in messages] == ["assistantResponseEvent", "assistantResponseEvent", "toolUseEvent",
-                                                "toolUseEvent", "toolUseEvent", "contextUsageEvent", "metadataEvent"]
+                                                "toolUseEvent", "toolUseEvent", "toolUseEvent", "contextUsageEvent",
+                                                "metadataEvent"]
     answer = read_kiro_stream(response.content)
     assert answer.content == "Hello ✓" and answer.finish_reason == "end_turn" and answer.usage == {
         "inputTokens": 3, "outputTokens": 5}

@@ -1,10 +1,18 @@
 """What Kiro's ``generateAssistantResponse`` answers for a scenario: AWS event-stream
 messages (``harness.core.eventstream``), pure, no I/O.
 
-A text frame is one ``assistantResponseEvent{content}``; a ``tool_use`` frame is one
-``toolUseEvent{name, toolUseId, input}`` per input fragment, then one with ``stop: true``
-(a call without fragments sends its ``{}`` whole); an ``event`` frame is written as it
-stands, a ``raw`` frame as its bytes. The answer ends with a ``contextUsageEvent`` and a
+A text frame is one ``assistantResponseEvent{content}``; a ``tool_use`` frame is a call's
+lifecycle as Kiro streams it: a ``toolUseEvent{name, toolUseId}`` that opens it, one
+``toolUseEvent{input, name, toolUseId}`` per input fragment (a call without fragments sends its
+``{}`` whole), then one with ``stop: true``; an ``event`` frame is written as it stands, a
+``raw`` frame as its bytes. Every JSON payload is written with its keys in alphabetical order,
+as Kiro writes them (``{"input":"{\"com","name":"bash","toolUseId":…}``, ``{"name":"bash",
+"stop":true,"toolUseId":…}``): gateways read an event's kind from its first key
+(jwadow/kiro-gateway's ``AwsEventStreamParser.EVENT_PATTERNS`` looks for ``{"input":``), so an
+order Kiro never sends would fail them for nothing. The lifecycle and the order are those of
+live captures kept as test fixtures by the Kiro gateways (AIClient-2-API's
+``src/providers/claude/claude-kiro.js``, ``parseAwsEventStreamBuffer``, reads the same six-event
+call of a probe). The answer ends with a ``contextUsageEvent`` and a
 ``metadataEvent{stopReason, tokenUsage}``, the two a ``no_terminator`` fault leaves out
 (enterprise accounts never get the metadata:
 https://github.com/jwadow/kiro-gateway/issues/56 shows a cut stream without either).
@@ -91,7 +99,7 @@ def message(event_type: str, payload: Any, *, message_type: str = "event", corru
             cut: bool = False) -> Event:
     """One event-stream message as an event of the replay; ``cut`` marks a multi-byte
     character of its payload to be split between two writes."""
-    data = payload.encode("utf-8", "surrogatepass") if isinstance(payload, str) else dumps(payload)
+    data = payload.encode("utf-8", "surrogatepass") if isinstance(payload, str) else dumps(payload, sort_keys=True)
     raw = event(event_type, data, message_type=message_type,
                 corrupt=corrupt if corrupt in ("prelude", "message") else None)  # type: ignore[arg-type]
     inside = multibyte_cut(data) if cut else None
@@ -113,10 +121,9 @@ def _frame_events(frame: Frame, index: int, reply: KiroReply, cut: bool) -> list
     if isinstance(frame, ToolUseFrame):
         ident = frame.id if frame.id is not None else tool_id(reply.answer_id, index)
         head = {"name": frame.name, "toolUseId": ident}
-        if not frame.input_json:
-            return [message("toolUseEvent", {**head, "input": "{}", "stop": True})]
-        out = [message("toolUseEvent", {**head, "input": fragment}, cut=cut) for fragment in frame.input_json]
-        return [*out, message("toolUseEvent", {**head, "stop": True})]
+        fragments = frame.input_json or ("{}",)
+        out = [message("toolUseEvent", {**head, "input": fragment}, cut=cut) for fragment in fragments]
+        return [message("toolUseEvent", head), *out, message("toolUseEvent", {**head, "stop": True})]
     if isinstance(frame, EventFrame):
         return [message(frame.event, frame.payload, message_type=frame.message_type, corrupt=frame.corrupt, cut=cut)]
     if isinstance(frame, RawFrame):

@@ -28,13 +28,13 @@ SPLIT_PAUSE = 0.001  # default seconds between the writes of one cut event, so t
 _EXTRA_PHRASES = {529: "Overloaded"}
 
 
-def dumps(value: Any) -> bytes:
+def dumps(value: Any, *, sort_keys: bool = False) -> bytes:
     """Compact JSON as the providers write it (UTF-8, not ASCII-escaped). Text holding
     lone surrogates cannot be UTF-8; it falls back to escapes instead of failing."""
     try:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=sort_keys).encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(value, separators=(",", ":")).encode("ascii")
+        return json.dumps(value, separators=(",", ":"), sort_keys=sort_keys).encode("ascii")
 
 
 @dataclass(frozen=True, slots=True)
