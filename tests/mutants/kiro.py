@@ -218,7 +218,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("kiro-trusts-damaged-frames", "Cuts frames by their lengths and never checks a CRC, so a damaged "
            "message's text reaches the client.",
            ("TEXT-001", "FAULT-001"), (BAD_CRC,),
-           with_parts(kiro_with(events=_loose_events(_exceptions, check_crc=False))), upstream="kiro"),
+           with_parts(kiro_with(events=_loose_events(_exceptions, check_crc=False))), upstream="kiro", strict=True),
     Mutant("kiro-shows-leaked-call", "Knows no invoke XML in the text: a call Kiro's model leaked as markup, "
            "and also sent as a toolUseEvent, runs once and shows as markup.",
            ("TEXT-003",), (LEAKED_AND_NATIVE,),
