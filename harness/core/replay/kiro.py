@@ -9,10 +9,11 @@ lifecycle as Kiro streams it: a ``toolUseEvent{name, toolUseId}`` that opens it,
 as Kiro writes them (``{"input":"{\"com","name":"bash","toolUseId":…}``, ``{"name":"bash",
 "stop":true,"toolUseId":…}``): gateways read an event's kind from its first key
 (jwadow/kiro-gateway's ``AwsEventStreamParser.EVENT_PATTERNS`` looks for ``{"input":``), so an
-order Kiro never sends would fail them for nothing. The lifecycle and the order are those of
-live captures kept as test fixtures by the Kiro gateways (AIClient-2-API's
-``src/providers/claude/claude-kiro.js``, ``parseAwsEventStreamBuffer``, reads the same six-event
-call of a probe). The answer ends with a ``contextUsageEvent`` and a
+order Kiro never sends would fail them for nothing, and it works against Kiro itself. The
+lifecycle is the one jwadow/kiro-gateway's fixtures stream (``tests/conftest.py``: the call
+opened by ``{"name","toolUseId"}``, then ``{"input":…}`` fragments); that the fragments repeat
+the name and id is why AIClient-2-API stopped relying on a payload's first key
+(``src/providers/claude/claude-kiro.js``, ``parseAwsEventStreamBuffer``). The answer ends with a ``contextUsageEvent`` and a
 ``metadataEvent{stopReason, tokenUsage}``, the two a ``no_terminator`` fault leaves out
 (enterprise accounts never get the metadata:
 https://github.com/jwadow/kiro-gateway/issues/56 shows a cut stream without either).
