@@ -158,7 +158,7 @@ class Rescuer:
         self._tools = tools if isinstance(tools, Toolbox) else Toolbox(tools)
         self._passthrough = not self._tools
         self._openers = _OPENERS if openers is None else openers
-        self._fast = SHORTCUTS and openers is None
+        self._fast = SHORTCUTS and openers is None and not self._passthrough
         self._kept: list[Call] | None = [] if keep_calls else None
         # Text mode: a held trailing piece that may start an opener, and whether the
         # current line holds only blanks so far (a line opener may come next).
@@ -239,11 +239,12 @@ class Rescuer:
                     return [event]
         parsers = self._parsers
         pending = self._pending
-        if pending and not parsers and self._fast and not self._line_blank and text:
-            # A held word start ("c", "cou" …) mid-line and the next piece: most often prose.
-            # The checks of ``_text`` that can fail here, in the order of the fast path; any
-            # failing, ``_text`` decides as before.
-            s = pending + text
+        if not parsers and text and self._fast and (pending or self._line_blank):
+            # A held piece ("c", "cou" …) and the next one, or the first piece of a line:
+            # most often prose. The checks of ``_text``, in the order of the fast path (a
+            # line opener after a newline looked for as the fast path does, more widely);
+            # any failing, ``_text`` decides as before.
+            s = pending + text if pending else text
             if (
                 "count" not in s
                 and "court" not in s
@@ -253,6 +254,7 @@ class Rescuer:
                 and ("\n" not in s or _LINE_RISK(s) is None)
                 and not s.endswith(_WORD_PREFIXES)
                 and (s[-1] not in _LINE_BEGUN_ENDS or _LINE_BEGUN(s, s.rfind("\n") + 1) is None)
+                and not (self._line_blank and _LINE_HERE(s))
             ):
                 self._pending = ""
                 out = []
