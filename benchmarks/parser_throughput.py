@@ -6,7 +6,8 @@ braces, the word "count", non-call JSON and shell fences), and an adversarial on
 only of openers that never become calls (``<invoke `` repeated). Each is fed to a fresh
 ``Rescuer`` in frames of 1, 16 and 1024 characters and in one piece, then finished; the
 best of a few runs is reported, as CPU time of this process (``time.process_time``), so
-other work on the machine disturbs the figures less. Run: ``.venv/bin/python benchmarks/parser_throughput.py``.
+other work on the machine disturbs the figures less. A first line gives the floor on the
+machine: the rate of a feed that does nothing but wrap each 16-char frame in its event. Run: ``.venv/bin/python benchmarks/parser_throughput.py``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from reference_proxy.rescue import Rescuer, ToolSpec  # noqa: E402
+from reference_proxy.rescue import Rescuer, Text, ToolSpec  # noqa: E402
 
 TOOLS = [
     ToolSpec(
@@ -147,12 +148,42 @@ def run_once(frames: list[str]) -> float:
     return time.process_time() - start
 
 
-def best_rate(frames: list[str], size_bytes: int, budget_s: float = 1.5) -> float:
-    best = run_once(frames)
+class FloorRescuer:
+    """The least any ``Rescuer.feed`` can cost per frame in CPython: the call, one ``Text``
+    event and its list, nothing checked. Its rate bounds every rate at the same frame size
+    on the same machine (the plain-text fast path does a few more tests and stores)."""
+
+    def __init__(self, tools: list[ToolSpec]) -> None:
+        self.new = Text.__new__
+        self.fill = Text.__dict__["text"].__set__
+
+    def feed(self, text: str) -> list[Text]:
+        event = self.new(Text)
+        self.fill(event, text)
+        return [event]
+
+    def finish(self) -> list[Text]:
+        return []
+
+
+def floor_once(frames: list[str]) -> float:
+    start = time.process_time()
+    rescuer = FloorRescuer(TOOLS)
+    feed = rescuer.feed
+    for frame in frames:
+        feed(frame)
+    rescuer.finish()
+    return time.process_time() - start
+
+
+def best_rate(
+    frames: list[str], size_bytes: int, budget_s: float = 1.5, once: Callable[[list[str]], float] = run_once
+) -> float:
+    best = once(frames)
     spent = best
     runs = 1
     while spent < budget_s and runs < 20:
-        elapsed = run_once(frames)
+        elapsed = once(frames)
         best = min(best, elapsed)
         spent += elapsed
         runs += 1
@@ -190,6 +221,9 @@ def main() -> None:
 
     _, calls = rescue_text(sample, TOOLS)
     print(f"mixed answer: {len(calls)} calls per 100 KB; a sample call: {json.dumps(calls[0].name)}")
+    prose = plain_prose(1_000_000)
+    floor = best_rate(frames_of(prose, 16), len(prose.encode("utf-8")), once=floor_once)
+    print(f"floor (a feed that only wraps each frame in a Text event), 1 MB in 16-char frames: {floor:.1f} MB/s")
     print()
     for line in table(plain_prose, "plain prose"):
         print(line)

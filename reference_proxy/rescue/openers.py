@@ -222,9 +222,10 @@ class Cursor:
         self._openers = openers
         self._s = s
         # Per group: its first match at or after the last search position, once known. A
-        # group whose first character is not in ``s`` is known to have none.
+        # group whose first character is not in ``s`` is known to have none (looked at when
+        # the group is first needed: a cursor is made for every marker).
         self._next: list[re.Match[str] | None] = [None] * len(openers.groups)
-        self._known = [first not in s for first in openers.group_firsts]
+        self._known = [False] * len(openers.groups)
 
     def find(self, i: int, line_blank: bool, before: str) -> tuple[int, str, int] | None:
         """The first opener at or after ``i``: (its position, its literal, 0); or the
@@ -246,9 +247,13 @@ class Cursor:
                 if len(best[1]) >= openers.longest_anywhere_at.get(best[1][0], 0):
                     return best
         line_group = openers.line_group
+        known = self._known
         for g, pattern in enumerate(openers.groups):
             m = self._next[g]
-            if not self._known[g] or (m is not None and m.start() < i):
+            if not known[g] and openers.group_firsts[g] not in s:
+                known[g] = True  # (``m`` is None)
+                continue
+            if not known[g] or (m is not None and m.start() < i):
                 m = pattern.search(s, i)
                 if m is not None and m.start() == 0 and g != line_group and _word_blocked(openers, m, before):
                     m = pattern.search(s, 1)

@@ -158,7 +158,7 @@ class Rescuer:
         self._tools = tools if isinstance(tools, Toolbox) else Toolbox(tools)
         self._passthrough = not self._tools
         self._openers = _OPENERS if openers is None else openers
-        self._fast = SHORTCUTS and openers is None
+        self._fast = SHORTCUTS and openers is None and not self._passthrough
         self._kept: list[Call] | None = [] if keep_calls else None
         # Text mode: a held trailing piece that may start an opener, and whether the
         # current line holds only blanks so far (a line opener may come next).
@@ -199,21 +199,30 @@ class Rescuer:
         # Fast path: while nothing is held and no line has just begun, a piece with no
         # opener character, no line opener after a newline and no "count" or "court" goes
         # straight out; if it ends in "c".."coun" or "cour" at a word start, that piece is held.
-        if (
-            self._plain
-            and text
-            and ("<" not in text or _HARMLESS(text, "<"))
-            and "`" not in text
-            and ("[" not in text or _HARMLESS(text, "["))
-            and ("\n" not in text or _LINE_RISK(text) is None)
-        ):
+        if self._plain and text and ("\n" not in text or _LINE_RISK(text) is None):
+            if not (
+                ("<" not in text or _HARMLESS(text, "<"))
+                and "`" not in text
+                and ("[" not in text or _HARMLESS(text, "["))
+            ):
+                # An opener character that may count: ``_text`` would find the same and
+                # search at once, so the search starts here (nothing is held).
+                out: list[Event] = []
+                self._scan(text, out)
+                self._plain = self._fast and not (self._parsers or self._pending or self._line_blank)
+                return _merged(out)
             self._after_call = False  # (a blank-only piece could keep it; it is never needed)
-            if "c" not in text or ("count" not in text and not _court_ends(text) and not text.endswith(_WORD_PREFIXES)):
+            # ("court" is looked for before ``_court_ends``: a call costs more than the test)
+            if "c" not in text or (
+                "count" not in text
+                and ("court" not in text or not _court_ends(text))
+                and not text.endswith(_WORD_PREFIXES)
+            ):
                 self._last = text
                 event = _NEW_TEXT(Text)
                 _SET_TEXT(event, text)
                 return [event]
-            if "count" not in text and not _court_ends(text):
+            if "count" not in text and ("court" not in text or not _court_ends(text)):
                 start = text.rfind("c")  # where the "c".."coun" ending starts
                 if start > 0:
                     if text[start - 1] not in _WORD_CHARS:
@@ -228,9 +237,32 @@ class Rescuer:
                     event = _NEW_TEXT(Text)
                     _SET_TEXT(event, text)
                     return [event]
+        parsers = self._parsers
+        pending = self._pending
+        if not parsers and text and self._fast and (pending or self._line_blank):
+            # A held piece ("c", "cou" …) and the next one, or the first piece of a line:
+            # most often prose. The checks of ``_text``, in the order of the fast path (a
+            # line opener after a newline looked for as the fast path does, more widely);
+            # any failing, ``_text`` decides as before.
+            s = pending + text if pending else text
+            if (
+                "count" not in s
+                and "court" not in s
+                and ("<" not in s or _HARMLESS(s, "<"))
+                and "`" not in s
+                and ("[" not in s or _HARMLESS(s, "["))
+                and ("\n" not in s or _LINE_RISK(s) is None)
+                and not s.endswith(_WORD_PREFIXES)
+                and (s[-1] not in _LINE_BEGUN_ENDS or _LINE_BEGUN(s, s.rfind("\n") + 1) is None)
+                and not (self._line_blank and _LINE_HERE(s))
+            ):
+                self._pending = ""
+                out = []
+                self._release(s, out)
+                self._plain = not self._line_blank
+                return out
         # Inside a marker that one parser owns, a piece within the buffer cap goes to it
         # directly; nothing comes out until it has a verdict.
-        parsers = self._parsers
         if len(parsers) == 1 and text and len(text) <= self._cut + self.buffer_cap - self._given:
             size = len(text)
             self._held.append(text)
@@ -239,7 +271,7 @@ class Rescuer:
             verdict = parsers[0].feed(text, 0)
             if verdict is None:
                 return []
-            out: list[Event] = []
+            out = []
             resume = self._settle(parsers[0], verdict, out)
             if resume is not None:
                 self._text(self._rest(resume), out)

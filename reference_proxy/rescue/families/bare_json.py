@@ -22,7 +22,7 @@ from typing import Any
 
 from reference_proxy.rescue.families.json_calls import CALL_KEYS, CallWatcher, calls_from_values
 from reference_proxy.rescue.family import CarriedParser, Context, Family, MarkerParser, Opener, Verdict, accept, reject
-from reference_proxy.rescue.jsonscan import NOT_JSON, JsonScanner, Status
+from reference_proxy.rescue.jsonscan import MORE, NOT_JSON, JsonScanner
 from reference_proxy.rescue.toolbox import Toolbox
 
 PYTHON_TAG = "<|python_tag|>"
@@ -55,7 +55,7 @@ class BareJsonParser(CarriedParser):
         while i < n:
             if self._state == _JSON:
                 i = self._json.feed(s, i)
-                if self._json.status is Status.MORE:
+                if self._json.status is MORE:
                     break
                 value = self._json.result()
                 if value is NOT_JSON:

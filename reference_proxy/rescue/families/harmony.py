@@ -42,7 +42,7 @@ from reference_proxy.rescue.family import (
     skip_ws,
     starts,
 )
-from reference_proxy.rescue.jsonscan import JsonScanner, Status
+from reference_proxy.rescue.jsonscan import MORE, JsonScanner
 from reference_proxy.rescue.toolbox import Toolbox
 
 START = "<|start|>assistant"
@@ -123,7 +123,7 @@ class HarmonyParser(MarkerParser):
                 i = skip_ws(s, i)
             if i < n:
                 i = scanner.feed(s, i)
-                if scanner.status is not Status.MORE:
+                if scanner.status is not MORE:
                     value = scanner.result()
                     call = json_call(self._name, value) if isinstance(value, dict) else None
                     if call is None:

@@ -31,7 +31,7 @@ from reference_proxy.rescue.family import (
     skip_ws,
     starts,
 )
-from reference_proxy.rescue.jsonscan import NOT_JSON, JsonScanner, Status
+from reference_proxy.rescue.jsonscan import MORE, NOT_JSON, JsonScanner
 from reference_proxy.rescue.toolbox import Toolbox
 
 TOOL_CALLS = "[TOOL_CALLS]"
@@ -91,7 +91,7 @@ class MistralParser(CarriedParser):
             if self._state == _JSON:
                 scanner = self._json
                 i = scanner.feed(s, i)
-                if scanner.status is Status.MORE:
+                if scanner.status is MORE:
                     break
                 value = scanner.result()
                 if value is NOT_JSON or not self._done(value, base + i):

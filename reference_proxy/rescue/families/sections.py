@@ -41,7 +41,7 @@ from reference_proxy.rescue.family import (
     skip_ws,
     starts,
 )
-from reference_proxy.rescue.jsonscan import JsonScanner, Status
+from reference_proxy.rescue.jsonscan import MORE, JsonScanner
 from reference_proxy.rescue.toolbox import Toolbox
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ class SectionParser(CarriedParser):
                 if i >= n:
                     break
                 i = scanner.feed(s, i)
-                if scanner.status is Status.MORE:
+                if scanner.status is MORE:
                     break
                 value = scanner.result()
                 call = json_call(self._name, value) if isinstance(value, dict) else None

@@ -12,7 +12,7 @@ from abc import abstractmethod
 from typing import Any
 
 from reference_proxy.rescue.family import Call, CarriedParser, Verdict, accept, reject, skip_ws, starts
-from reference_proxy.rescue.jsonscan import NOT_JSON, JsonScanner, Status, Watcher
+from reference_proxy.rescue.jsonscan import MORE, NOT_JSON, JsonScanner, Watcher
 from reference_proxy.rescue.toolbox import Toolbox
 
 _BODY = 0
@@ -57,7 +57,7 @@ class TaggedJsonParser(CarriedParser):
         # to the scanner first, and most pieces end inside the value.
         s, i = carry.join(text, start)
         i = scanner.feed(s, i)
-        if scanner.status is Status.MORE:
+        if scanner.status is MORE:
             carry.keep(s, i)
             return None
         if not self._value_over(scanner):
@@ -73,7 +73,7 @@ class TaggedJsonParser(CarriedParser):
                 scanner = self._json
                 assert scanner is not None
                 i = scanner.feed(s, i)
-                if scanner.status is Status.MORE:
+                if scanner.status is MORE:
                     break
                 if not self._value_over(scanner):
                     return reject(base + i)
