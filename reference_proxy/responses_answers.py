@@ -12,6 +12,8 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from reference_proxy.responses_requests import namespaced
+
 
 def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
@@ -63,9 +65,16 @@ def message_item(ident: str, text: str, status: str = "completed") -> dict[str, 
             "content": [{"type": "output_text", "text": text, "annotations": []}]}
 
 
-def call_item(ident: str, call_id: str, name: str, arguments: str, status: str = "completed") -> dict[str, Any]:
-    return {"id": ident, "type": "function_call", "status": status, "call_id": call_id, "name": name,
+def call_item(ident: str, call_id: str, name: str, arguments: str, status: str = "completed",
+              request: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A ``function_call`` item; a call of a function a ``namespace`` tool of ``request`` groups
+    carries that namespace, as a Responses server names it."""
+    item = {"id": ident, "type": "function_call", "status": status, "call_id": call_id, "name": name,
             "arguments": arguments}
+    namespace = namespaced(request).get(name) if request is not None else None
+    if namespace is not None:
+        item["namespace"] = namespace
+    return item
 
 
 def completion_to_response(completion: Mapping[str, Any], request: Mapping[str, Any]) -> dict[str, Any]:
@@ -83,7 +92,7 @@ def completion_to_response(completion: Mapping[str, Any], request: Mapping[str, 
         ident = _map(call).get("id")
         call_id = ident if isinstance(ident, str) and ident else f"call_{secrets.token_hex(12)}"
         output.append(call_item(f"fc_{secrets.token_hex(16)}", call_id, str(fn.get("name") or ""),
-                                 str(fn.get("arguments") or "")))
+                                 str(fn.get("arguments") or ""), request=request))
     model = completion.get("model")
     length = choice.get("finish_reason") == "length"
     return response_shell(request, response_id, model if isinstance(model, str) else str(request.get("model", "")),

@@ -36,6 +36,59 @@ def _function_tool(tool: Any) -> dict[str, Any] | None:
     return {"type": "function", "function": function}
 
 
+def namespaced(body: Mapping[str, Any]) -> dict[str, str]:
+    """Each function a ``namespace`` tool of ``body`` groups, by name, with its namespace's name.
+
+    Codex CLI 0.171.0 sends its sub-agent functions as one ``{"type": "namespace", "name":
+    "multi_agent_v1", "tools": [...]}`` tool (the Responses API's namespace tool:
+    https://developers.openai.com/api/docs/guides/tools-tool-search), and its MCP servers'
+    functions the same way. A chat or Messages upstream has no namespaces: its functions are
+    offered there by their own names (a top-level function of the same name keeps it), and a call
+    of one is answered with its namespace again, as a Responses server names it."""
+    top = {_map(t).get("name") for t in body.get("tools") or () if _map(t).get("type") == "function"}
+    found: dict[str, str] = {}
+    for tool in body.get("tools") or ():
+        tool = _map(tool)
+        if tool.get("type") != "namespace" or not isinstance(tool.get("name"), str):
+            continue
+        for inner in tool.get("tools") or ():
+            name = _map(inner).get("name")
+            if _map(inner).get("type") == "function" and isinstance(name, str) and name not in top:
+                found.setdefault(name, tool["name"])
+    return found
+
+
+def function_tools(body: Mapping[str, Any]) -> list[Any]:
+    """The function tools of a Responses request, a namespace's functions among them."""
+    out: list[Any] = []
+    inside = namespaced(body)
+    for tool in body.get("tools") or ():
+        if _map(tool).get("type") == "namespace":
+            out.extend(t for t in _map(tool).get("tools") or () if _map(t).get("name") in inside
+                       and inside[_map(t)["name"]] == _map(tool).get("name"))
+        else:
+            out.append(tool)
+    return out
+
+
+def hosted_tools(body: Mapping[str, Any]) -> list[str]:
+    """The types of the tools of ``body`` no chat or Messages upstream can call: the tools a
+    Responses server runs itself (Codex CLI 0.171.0 sends ``{"type": "web_search"}``). They are not
+    offered there (the model could not call them as functions, and a strict server refuses an
+    unknown tool type); the proxy says so in its log rather than losing them without a word."""
+    kinds = (_map(t).get("type") for t in body.get("tools") or ())
+    return sorted({k for k in kinds if isinstance(k, str) and k not in ("function", "namespace")})
+
+
+def unoffered_note(body: Mapping[str, Any], upstream: str) -> str | None:
+    """What the proxy logs of ``body``'s tools that an upstream of the API ``upstream`` cannot run
+    (None when there are none, or the upstream is a Responses one, which takes them as sent)."""
+    hosted = hosted_tools(body) if upstream != "responses" else []
+    if not hosted:
+        return None
+    return f"the client's {', '.join(hosted)} tool(s) are not offered to the {upstream} upstream, which cannot run them"
+
+
 def _tool_choice(choice: Any) -> Any:
     if isinstance(choice, Mapping) and choice.get("type") == "function":
         return {"type": "function", "function": {"name": choice.get("name")}}
@@ -80,7 +133,7 @@ def responses_to_chat(body: Mapping[str, Any]) -> dict[str, Any]:
     chat: dict[str, Any] = {k: body[k] for k in ("model", "temperature", "top_p", "user", "parallel_tool_calls")
                             if k in body and body[k] is not None}
     chat["messages"] = input_messages(body)
-    tools = [t for t in (_function_tool(t) for t in body.get("tools") or ()) if t is not None]
+    tools = [t for t in (_function_tool(t) for t in function_tools(body)) if t is not None]
     if tools:
         chat["tools"] = tools
     if "tool_choice" in body and tools:

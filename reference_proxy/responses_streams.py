@@ -216,7 +216,7 @@ class ChunksAsResponses:
             self.output.append(None)
             self.calls[chat_index] = (index, ident, call_id, name, [])
             out.append(self._event({"type": "response.output_item.added", "output_index": index,
-                                    "item": call_item(ident, call_id, name, "", "in_progress")}))
+                                    "item": call_item(ident, call_id, name, "", "in_progress", self.request)}))
         index, ident, _, _, parts = self.calls[chat_index]
         fragment = fn.get("arguments")
         if isinstance(fragment, str) and fragment:
@@ -230,7 +230,7 @@ class ChunksAsResponses:
             arguments = "".join(parts)
             out.append(self._event({"type": "response.function_call_arguments.done", "item_id": ident,
                                     "output_index": index, "name": name, "arguments": arguments}))
-            item = call_item(ident, call_id, name, arguments)
+            item = call_item(ident, call_id, name, arguments, request=self.request)
             out.append(self._event({"type": "response.output_item.done", "output_index": index, "item": item}))
             self.output[index] = item
 

@@ -156,6 +156,54 @@ _CORE_TOOL_PARAMS: dict[str, dict[str, str]] = {
     "search_subagent": {"query": "string", "description": "string"},
     "execution_subagent": {"query": "string", "description": "string"},
 }
+# Tools VS Code itself registers besides those (in microsoft/vscode, not the extension), each with
+# its parameters, in the order a request lists them after the extension's: the agent's terminal
+# tools (src/vs/workbench/contrib/terminalContrib/chatAgentTools/browser/tools/toolIds.ts), the
+# integrated browser's (src/vs/workbench/contrib/browserView/electron-browser/tools/), the symbol
+# tools (src/vs/workbench/contrib/chat/browser/tools/usagesTool.ts, renameTool.ts) and the Mermaid
+# tool of the built-in extensions/mermaid-chat-features. With them a request carries 63 tools; the
+# 72 of microsoft/vscode#324335 count tools of that user's other extensions too, whose names its
+# attached capture holds.
+VSCODE_SOURCES = [
+    "https://github.com/microsoft/vscode/blob/main/src/vs/workbench/contrib/terminalContrib/chatAgentTools/browser/"
+    "tools/toolIds.ts (await_terminal, kill_terminal, terminal_selection, terminal_last_command)",
+    "https://github.com/microsoft/vscode/tree/main/src/vs/workbench/contrib/browserView/electron-browser/tools "
+    "(open_browser_page, navigate_page, read_page, screenshot_page, click_element, type_in_page, hover_element, "
+    "drag_element, handle_dialog, run_playwright_code)",
+    "https://github.com/microsoft/vscode/blob/main/src/vs/workbench/contrib/chat/browser/tools/usagesTool.ts "
+    "(vscode_listCodeUsages; vscode_renameSymbol beside it)",
+    "https://github.com/microsoft/vscode/blob/main/extensions/mermaid-chat-features/package.json "
+    "(renderMermaidDiagram)",
+]
+VSCODE_TOOL_PARAMS: dict[str, dict[str, str]] = {
+    "await_terminal": {"id": "string", "timeout": "number"},
+    "kill_terminal": {"id": "string"},
+    "terminal_selection": {},
+    "terminal_last_command": {},
+    "open_browser_page": {"url": "string", "forceNew": "boolean"},
+    "navigate_page": {"pageId": "string", "type": "string", "url": "string"},
+    "read_page": {"pageId": "string"},
+    "screenshot_page": {"pageId": "string", "selector": "string"},
+    "click_element": {"pageId": "string", "selector": "string"},
+    "type_in_page": {"pageId": "string", "text": "string", "key": "string"},
+    "hover_element": {"pageId": "string", "selector": "string"},
+    "drag_element": {"pageId": "string", "fromSelector": "string", "toSelector": "string"},
+    "handle_dialog": {"pageId": "string", "accept": "boolean", "promptText": "string"},
+    "run_playwright_code": {"pageId": "string", "code": "string"},
+    "vscode_listCodeUsages": {"symbol": "string", "filePath": "string", "lineContent": "string"},
+    "vscode_renameSymbol": {"symbol": "string", "newName": "string", "filePath": "string", "lineContent": "string"},
+    "renderMermaidDiagram": {"markup": "string", "title": "string"},
+}
+
+
+def vscode_tools() -> list[dict[str, Any]]:
+    """The tools VS Code registers itself, as a Chat Completions request carries them."""
+    return [{"type": "function", "function": {
+        "name": name, "description": f"VS Code's {name} tool (its own description is left out here).",
+        "parameters": {"type": "object", "properties": {p: {"type": t} for p, t in params.items()}}}}
+        for name, params in VSCODE_TOOL_PARAMS.items()]
+
+
 # Names in the enum that never reach a request as tools (placeholders and confirmation plumbing).
 _NOT_SENT = {"edit_files", "tool_replay", "vscode_get_confirmation", "vscode_get_confirmation_with_options",
              "vscode_get_terminal_confirmation", "terminal_selection", "terminal_last_command"}
@@ -188,7 +236,7 @@ def copilot_tools(package: Path, tool_names: Path) -> list[dict[str, Any]]:
         tools.append({"type": "function", "function": {
             "name": name, "description": f"Copilot Chat's {name} tool (its own description is left out here).",
             "parameters": schema}})
-    return tools
+    return tools + vscode_tools()
 
 
 _COPILOT_SYSTEM = (
@@ -219,7 +267,7 @@ _COPILOT_WRAP = {
 def copilot_chat(package: Path, tool_names: Path) -> dict[str, Any]:
     return {
         "client": "Copilot Chat (custom OpenAI-compatible endpoint)", "version": COPILOT_VERSION,
-        "sources": COPILOT_SOURCES, "trimmed": "the system text is a representative one of ours, in Copilot's "
+        "sources": [*COPILOT_SOURCES, *VSCODE_SOURCES], "trimmed": "the system text is a representative one of ours, in Copilot's "
         "layout (its own prompt is not copied); tool descriptions are left out",
         "query": "", "headers": _COPILOT_HEADERS,
         "system": _COPILOT_SYSTEM,
@@ -238,7 +286,7 @@ def copilot_responses(package: Path, tool_names: Path) -> dict[str, Any]:
     tools = [{"type": "function", **t["function"], "strict": False} for t in copilot_tools(package, tool_names)]
     return {
         "client": "Copilot Chat (custom endpoint, Responses API)", "version": COPILOT_VERSION,
-        "sources": [*COPILOT_SOURCES,
+        "sources": [*COPILOT_SOURCES, *VSCODE_SOURCES,
                     f"https://github.com/microsoft/vscode-copilot-chat/blob/{COPILOT_COMMIT}/src/platform/endpoint/"
                     "node/responsesApi.ts (store: false, truncation, reasoning, include, prompt_cache_key; system "
                     "messages as role system input items; tools with strict: false)"],

@@ -23,9 +23,9 @@ from reference_proxy.openai_stream import dumps, to_wire
 from reference_proxy.pipeline import ResponseStats, StreamPipeline
 from reference_proxy.request_shaping import ChatRequest, count_tool_messages, parse_chat_request
 from reference_proxy.responses_answers import completion_to_response
-from reference_proxy.responses_requests import responses_to_chat
+from reference_proxy.responses_requests import responses_to_chat, unoffered_note
 from reference_proxy.responses_streams import ChunksAsResponses
-from reference_proxy.routes.shared import AnswerPipeline, Proxy, error_response
+from reference_proxy.routes.shared import AnswerPipeline, Proxy, error_response, log
 from reference_proxy.translate.streams import TranslatedPipeline
 from reference_proxy.upstreams import ClientBody
 
@@ -96,6 +96,9 @@ async def responses(proxy: Proxy, request: Request) -> Response:
         return received
     ctx, raw, (body, chat) = received
     config = ctx.config
+    unoffered = unoffered_note(body, ctx.upstream.name)
+    if unoffered is not None:  # reported, not lost without a word: no function the model could call stands for them
+        log.warning("%s", unoffered)
     limit = config.loop_guard_max_tool_messages
     tool_messages = count_tool_messages(chat.body)
     if limit is not None and tool_messages > limit:  # the loop guard answers without asking the upstream

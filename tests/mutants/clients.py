@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -28,12 +30,12 @@ def relays_refusal(upstream: Upstream, outgoing: Outgoing, refusal: str) -> Outg
 TOOL_CAP = 32
 
 
-class ToolsCapped:
-    """The reference proxy behind a cut of the client's tool list to its first ``TOOL_CAP``
-    tools, as a proxy with a fixed tool budget would cut Copilot Chat's (46 tools and the case's)."""
+class ToolsCut:
+    """The reference proxy behind a cut of the client's tool list (``cut`` says what is kept)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, cut: Callable[[list[Any]], list[Any]]) -> None:
         self.app = app
+        self.cut = cut
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "POST":
@@ -47,7 +49,7 @@ class ToolsCapped:
         try:
             data = json.loads(body)
             if isinstance(data, dict) and isinstance(data.get("tools"), list):
-                data["tools"] = data["tools"][:TOOL_CAP]
+                data["tools"] = self.cut(data["tools"])
                 body = json.dumps(data).encode()
         except ValueError:
             pass
@@ -65,7 +67,16 @@ class ToolsCapped:
 
 
 def caps_tools(config: ProxyConfig) -> ASGIApp:
-    return ToolsCapped(reference(config))
+    """Its first ``TOOL_CAP`` tools only, as a proxy with a fixed tool budget would cut Copilot
+    Chat's (63 tools and the case's)."""
+    return ToolsCut(reference(config), lambda tools: tools[:TOOL_CAP])
+
+
+def drops_namespaces(config: ProxyConfig) -> ASGIApp:
+    """No ``namespace`` tool: what a proxy that reads only ``type: function`` tools offers a
+    chat upstream of Codex CLI's request (its sub-agent and MCP functions never reach the model)."""
+    return ToolsCut(reference(config), lambda tools: [t for t in tools
+                                                      if not (isinstance(t, dict) and t.get("type") == "namespace")])
 
 
 MUTANTS: tuple[Mutant, ...] = (
@@ -81,6 +92,10 @@ MUTANTS: tuple[Mutant, ...] = (
            profile=CLIENTS["claude-code"]),
     Mutant("caps-tool-list",
            f"Offers the upstream only the first {TOOL_CAP} tools of a request, so the case's own tool after Copilot "
-           "Chat's 46 never reaches the model.",
+           "Chat's 63 never reaches the model.",
            ("UP-004",), (CHAT_NATIVE,), caps_tools, profile=CLIENTS["copilot-chat"]),
+    Mutant("drops-codex-namespace-tools",
+           "Offers a chat upstream only the `type: function` tools of Codex CLI 0.171.0's request, so the functions "
+           "of its `namespace` tool (its sub-agent and MCP functions) never reach the model.",
+           ("UP-004",), (CHAT_NATIVE,), drops_namespaces, profile=CLIENTS["codex"], upstream="openai"),
 )

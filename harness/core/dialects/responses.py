@@ -9,7 +9,7 @@ API has no finish reason: an answer is ``completed`` (with calls or without) or
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.core.dialects.anthropic import ToolUseCodec
@@ -87,12 +87,22 @@ class ResponsesRequests:
         tools = tuple(
             Tool(name, params if isinstance(params := tool.get("parameters"), Mapping) else None,
                  string(tool.get("description")))
-            for tool in items(body.get("tools")) if tool.get("type") == "function"
-            if isinstance(name := tool.get("name"), str)
+            for tool in _functions(body.get("tools")) if isinstance(name := tool.get("name"), str)
         )
         return NeutralRequest(tuple(system), tuple(conversation.turns), tools, _tool_choice(body.get("tool_choice")),
                               stream_flag(body))
 
+
+
+def _functions(tools: Any) -> Iterator[Mapping[str, Any]]:
+    """The function tools offered, a ``namespace`` tool's functions among them: the model calls
+    those as it calls any other (Codex CLI 0.171.0 groups its sub-agent and MCP functions so,
+    https://developers.openai.com/api/docs/guides/tools-tool-search)."""
+    for tool in items(tools):
+        if tool.get("type") == "function":
+            yield tool
+        elif tool.get("type") == "namespace":
+            yield from (inner for inner in items(tool.get("tools")) if inner.get("type") == "function")
 
 
 def _tool_choice(choice: Any) -> ChoiceIntent:

@@ -235,7 +235,8 @@ def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
 
 @rule(
     "UP-004",
-    "Every function tool the client declared is offered upstream under its name with parameters of the same "
+    "Every function tool the client declared (a Responses `namespace` tool's functions among them, which Codex CLI "
+    "sends) is offered upstream under its name with parameters of the same "
     "shape: the same properties, nested alike, with the same types, `enum` and `required` (annotations such as "
     "descriptions, `$schema`, `additionalProperties`, `strict` and value constraints such as `format` or `minimum` "
     "may differ, and tools may be added); with `tool_choice` none, withholding every tool is right too (or offering "
