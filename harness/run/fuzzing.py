@@ -17,11 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, reject, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 
+from harness.core.dialects import NotPortable, WireDialect
 from harness.core.dialects.clients import DEFAULT_PROFILE, Profile
+from harness.core.dialects.script import serve_as
 from harness.core.errors import ProxyUnreachable
 from harness.core.records import ScenarioRun
 from harness.core.redact import Redactor
@@ -42,6 +44,9 @@ class FuzzSettings:
     run: RunSettings  # the proxy, features, strictness, timeout: as for the suite
     formats: tuple[str, ...]  # text formats to write calls in; "native" for structured calls
     profiles: tuple[Profile, ...] = (DEFAULT_PROFILE,)
+    # The dialect the proxy calls upstream, every case's backend served in it (None: the client's
+    # own), so a translating proxy is fuzzed through its translation.
+    upstream: WireDialect | None = None
     examples: int = 100  # per format
     seed: int = 0
     max_time: float | None = None  # seconds for the whole run
@@ -125,9 +130,12 @@ class _Stop(BaseException):
         self.timed_out = timed_out
 
 
-def judge(case: Case, settings: RunSettings, mock: MockControl) -> ScenarioRun:
-    """Play one case as the suite plays a scenario."""
+def judge(case: Case, settings: RunSettings, mock: MockControl, upstream: WireDialect | None = None) -> ScenarioRun:
+    """Play one case as the suite plays a scenario (its backend served in ``upstream``;
+    ``NotPortable`` when that dialect cannot say it)."""
     scenario = parse_scenario(scenario_data(case), family=case.family)
+    if upstream is not None:
+        scenario = serve_as(scenario, upstream)
     return play(scenario, settings=settings, mock=mock, profile=case.profile)
 
 
@@ -135,7 +143,7 @@ def fuzz(
     config: FuzzSettings,
     mock: MockControl,
     *,
-    replay_command: Callable[[str], str],
+    replay_command: Callable[[str, Case], str],
     progress: Callable[[FormatResult], None] | None = None,
     observe: Callable[[Case], None] | None = None,
 ) -> FuzzReport:
@@ -158,7 +166,7 @@ def fuzz_format(
     mock: MockControl,
     *,
     deadline: float | None,
-    replay_command: Callable[[str], str],
+    replay_command: Callable[[str, Case], str],
     observe: Callable[[Case], None] | None = None,
 ) -> FormatResult:
     result = FormatResult(format_id)
@@ -204,7 +212,9 @@ def fuzz_format(
         if observe is not None:
             observe(case)
         try:
-            run = judge(case, config.run, mock)
+            run = judge(case, config.run, mock, config.upstream)
+        except NotPortable:
+            reject()  # an answer the upstream dialect cannot carry is no example
         except ProxyUnreachable as exc:
             unreachable.append(exc)
             raise _Stop() from exc
@@ -266,7 +276,7 @@ def _database(path: Path | None) -> ExampleDatabase | None:
 
 
 def _save(format_id: str, broken: _Broken, shrunk: bool, timed_out: bool, config: FuzzSettings,
-          replay_command: Callable[[str], str]) -> Finding:
+          replay_command: Callable[[str, Case], str]) -> Finding:
     rules = tuple(broken.run.failed_rules)
     data = scenario_data(broken.case, rules=rules)
     scenario_id = str(data["id"])
@@ -279,7 +289,7 @@ def _save(format_id: str, broken: _Broken, shrunk: bool, timed_out: bool, config
         f"breaks: {', '.join(rules)}" + ("" if shrunk else " (not shrunk: the failure did not happen again)")
         + (f" (shrinking stopped after {config.shrink_seconds:g} s, before its budget: another run may shrink "
            "further)" if timed_out else ""),
-        f"replay: {replay_command(scenario_id)}",
+        f"replay: {replay_command(scenario_id, broken.case)}",
     ]
     path.write_text(dump_scenario(data, header), encoding="utf-8")
     return Finding(format_id, broken.case, rules, path, scenario_id, broken.run, shrunk, timed_out)

@@ -54,7 +54,7 @@ def run_fuzz(proxy_url: str, mock_url: str, formats: tuple[str, ...], examples: 
                           profiles=tuple(CLIENTS[p] for p in profiles), examples=examples, seed=seed, database=database, out=out,
                           shrink_budget=shrink_budget)
     with MockControl(mock_url) as mock:
-        return fuzz(config, mock, replay_command=lambda scenario_id: f"toolcall-conformance replay {scenario_id}")
+        return fuzz(config, mock, replay_command=lambda scenario_id, _case: f"toolcall-conformance replay {scenario_id}")
 
 
 # --------------------------------------------------------------------------- what is generated
@@ -268,7 +268,7 @@ def test_the_same_seed_draws_the_same_cases(rig: Rig, tmp_path: Path) -> None:
     for run in played:
         with MockControl(rig.mock_url) as mock:
             fuzz(FuzzSettings(run=RunSettings(proxy_url=rig.reference_url, features=FEATURES), formats=("hermes",),
-                              examples=4, seed=SEED, out=tmp_path), mock, replay_command=str,
+                              examples=4, seed=SEED, out=tmp_path), mock, replay_command=lambda scenario_id, _case: scenario_id,
                  observe=lambda case, run=run: run.append(repr(case)))  # type: ignore[misc]
     assert played[0] == played[1] and len(played[0]) == 4
 

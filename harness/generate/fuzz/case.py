@@ -25,8 +25,9 @@ from harness.core.dialects.frames import frame_to_mapping
 from harness.generate.formats import FORMATS, Call
 from harness.judge.markup import DEFAULT_MARKERS
 
-# The client profiles it writes cases for: each one whose cases are written in its own API.
-PROFILES: tuple[Profile, ...] = tuple(p for p in CLIENTS.values() if p.written_as is None)
+# The client profiles it writes cases for: the plain client of each API (a Responses client's
+# cases are written as a Chat Completions client's, and played to it in its own API).
+PROFILES: tuple[Profile, ...] = tuple(p for p in CLIENTS.values() if not p.real)
 # The plain client of each dialect (``fuzz --client-profile``): those of them reading structured calls.
 DIALECT_CLIENTS: tuple[Profile, ...] = tuple(p for p in PROFILES if not p.reads_xml)
 SEPARATOR = "\n"  # what a model writes between prose and a call block
@@ -175,7 +176,8 @@ class Case:
     def base_data(self) -> dict[str, Any]:
         """The scenario before its frames are cut (the whole text in one frame)."""
         backend: dict[str, Any] = {"dialect": self.wire.name, "frames": self.frames(), "finish_reason": self.finish}
-        played = {"profile": self.profile.name, "profiles": [self.profile.name], "request": self.request()}
+        written = self.profile.case_profile.name  # a scenario names the profile its request is written for
+        played = {"profile": written, "profiles": [written], "request": self.request()}
         data: dict[str, Any] = {"backend": backend, "client": played, "expect": self.expect()}
         if self.profile.features:
             data = {"requires": list(self.profile.features), **data}
