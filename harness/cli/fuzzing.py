@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import random
 import shlex
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,14 +20,20 @@ from harness.run.config import RunConfig, shared_options
 from harness.run.program import program
 
 if TYPE_CHECKING:
-    from harness.run.fuzzing import FormatResult
+    from harness.generate.fuzz.case import Case
+    from harness.run.fuzzing import FormatResult, Finding
 
 DEFAULT_DATABASE = Path(".hypothesis") / "conformance-fuzz"
 
 
 def replay_args(scenario_id: str, out: Path, *, proxy_url: str | None, mock: tuple[str, int] | None,
-                features: str | None, strict: bool) -> list[str]:
+                features: str | None, strict: bool, profile: str | None = None,
+                upstream: str | None = None) -> list[str]:
     args = [*program(), "replay", scenario_id, "--scenarios", str(out)]
+    if profile is not None:  # a client played in another API than its cases are written in
+        args += ["--client-profile", profile]
+    if upstream is not None:
+        args += ["--upstream-dialect", upstream]
     if proxy_url is not None:
         args += ["--proxy-url", proxy_url]
         if mock is not None:
@@ -48,7 +56,8 @@ def format_line(result: FormatResult) -> str:
 
 
 @click.command("fuzz")
-@shared_options("proxy-url", "features", "strict", "timeout", "proxy-header", "mock-host", "mock-port")
+@shared_options("proxy-url", "features", "strict", "timeout", "proxy-header", "mock-host", "mock-port",
+                "upstream-dialect", defaults={"upstream-dialect": "natural"})
 @click.option("--examples", type=click.IntRange(min=1), default=100, show_default=True,
               help="Generated examples per format.")
 @click.option("--seed", type=int, default=None, help="Seed of the generation (default: random, printed).")
@@ -92,39 +101,54 @@ def fuzz_command(
     redactor = Redactor.for_headers(config.proxy_header)
     run_seed = seed if seed is not None else random.SystemRandom().randrange(1, 1_000_000)
     dialects: tuple[Profile, ...] = tuple(p for p in DIALECT_CLIENTS if p.name in profiles) or (DEFAULT_PROFILE,)
-    servers = EmbeddedServers(mock_host=config.mock_host, mock_port=config.mock_port, with_proxy=proxy_url is None)
+    if config.upstream_dialect == "spread":
+        raise click.UsageError("fuzz plays every case in one upstream dialect: natural, a dialect's name, or all "
+                               "(each format in every dialect in turn)")
+    upstreams = config.upstreams
+    served = tuple(u.name if u is not None else "native" for u in upstreams)
+    servers = EmbeddedServers(mock_host=config.mock_host, mock_port=config.mock_port, with_proxy=proxy_url is None,
+                              upstream_dialects=served)
+    found: list[Finding] = []
+    examples_played, elapsed = 0, 0.0
     with servers as urls:
-        target = proxy_url or urls.proxy_url
-        assert target is not None
         claimed = config.features if config.features is not None else urls.proxy_features
-        settings = RunSettings(proxy_url=target, features=claimed, strict=config.strict, timeout=config.timeout,
-                               proxy_headers=config.proxy_header)
-        fuzz_config = FuzzSettings(run=settings, formats=chosen, profiles=dialects, examples=examples, seed=run_seed,
-                                   max_time=limit, database=None if no_database else database, out=out)
         host, _, port = urls.mock_url.removeprefix("http://").rpartition(":")
-        replay_base = dict(proxy_url=proxy_url, mock=(host, int(port)),
-                           features=",".join(sorted(claimed)) if config.features is not None else None,
-                           strict=config.strict)
         who = "the bundled reference proxy" if proxy_url is None else "your proxy"
-        click.echo(f"fuzz: proxy under test {redactor.url(target)} ({who}); mock backend at {urls.mock_url}")
         click.echo(f"fuzz: formats {', '.join(chosen)}; {examples} example(s) each; seed {run_seed} "
                    f"(reproduce with --seed {run_seed}); client profile(s) {', '.join(p.name for p in dialects)}; "
                    f"features {', '.join(sorted(claimed)) or 'none'}")
+        for upstream, name in zip(upstreams, served):
+            target = proxy_url or urls.proxy_urls[name]
+            settings = RunSettings(proxy_url=target, features=claimed, strict=config.strict, timeout=config.timeout,
+                                   proxy_headers=config.proxy_header)
+            fuzz_config = FuzzSettings(run=settings, formats=chosen, profiles=dialects, upstream=upstream,
+                                       examples=examples, seed=run_seed, max_time=limit,
+                                       database=None if no_database else database, out=out)
+            replay_base = functools.partial(
+                replay_args, out=out, proxy_url=proxy_url, mock=(host, int(port)),
+                features=",".join(sorted(claimed)) if config.features is not None else None, strict=config.strict,
+                upstream=upstream.name if upstream is not None else None)
+            calls = f"calls {upstream.title} upstream" if upstream is not None else "calls each client's own API upstream"
+            click.echo(f"fuzz: proxy under test {redactor.url(target)} ({who}; {calls}); mock backend at {urls.mock_url}")
 
-        def replay(scenario_id: str) -> str:
-            return shlex.join(replay_args(scenario_id, out, **replay_base))  # type: ignore[arg-type]
+            def replay(scenario_id: str, case: Case, base: Callable[..., list[str]] = replay_base) -> str:
+                played = case.profile.name if case.profile is not case.profile.case_profile else None
+                return shlex.join(base(scenario_id, profile=played))
 
-        def progress(result: FormatResult) -> None:
-            click.echo(format_line(result))
-            if result.finding is not None:
-                for line in finding_lines(result.finding, replay(result.finding.scenario_id), redactor):
-                    click.echo(line)
+            def progress(result: FormatResult) -> None:
+                click.echo(format_line(result))
+                if result.finding is not None:
+                    command = replay(result.finding.scenario_id, result.finding.case)
+                    for line in finding_lines(result.finding, command, redactor):
+                        click.echo(line)
 
-        with MockControl(urls.mock_url.replace("://0.0.0.0:", "://127.0.0.1:")) as mock:
-            report = fuzz(fuzz_config, mock, replay_command=replay, progress=progress)
-    rate = report.examples / report.elapsed if report.elapsed > 0 else 0.0
-    found = report.findings
-    click.echo(f"fuzz: {report.examples} example(s) in {report.elapsed:.1f} s ({rate:.1f} examples/s); "
+            with MockControl(urls.mock_url.replace("://0.0.0.0:", "://127.0.0.1:")) as mock:
+                report = fuzz(fuzz_config, mock, replay_command=replay, progress=progress)
+            found += report.findings
+            examples_played += report.examples
+            elapsed += report.elapsed
+    rate = examples_played / elapsed if elapsed > 0 else 0.0
+    click.echo(f"fuzz: {examples_played} example(s) in {elapsed:.1f} s ({rate:.1f} examples/s); "
                + (f"{len(found)} format(s) failed; scenario files under {out}" if found else "no failure"))
     if found:
         sys.exit(1)

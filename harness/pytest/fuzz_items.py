@@ -69,7 +69,7 @@ class FuzzItem(pytest.Item):
         config, _ = fuzz_settings(session, self.config)
         config = _with_run(config, session)
         result = fuzz_format(self.format_id, config, session.mock, deadline=_deadline(config),
-                             replay_command=lambda scenario_id: self._replay(scenario_id, config.out))
+                             replay_command=lambda scenario_id, _case: self._replay(scenario_id, config.out))
         if result.stopped and result.stopped.startswith("skipped"):
             pytest.skip(result.stopped)
         self.user_properties.append(("conformance-fuzz", f"{result.examples} example(s), {result.rate:.1f}/s"))

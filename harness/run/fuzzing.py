@@ -17,11 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, seed, settings
+from hypothesis import HealthCheck, Phase, Verbosity, given, reject, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
 from hypothesis.errors import Flaky
 
+from harness.core.dialects import NotPortable, WireDialect
 from harness.core.dialects.clients import DEFAULT_PROFILE, Profile
+from harness.core.dialects.script import serve_as
 from harness.core.errors import ProxyUnreachable
 from harness.core.records import ScenarioRun
 from harness.core.redact import Redactor
@@ -42,11 +44,16 @@ class FuzzSettings:
     run: RunSettings  # the proxy, features, strictness, timeout: as for the suite
     formats: tuple[str, ...]  # text formats to write calls in; "native" for structured calls
     profiles: tuple[Profile, ...] = (DEFAULT_PROFILE,)
+    # The dialect the proxy calls upstream, every case's backend served in it (None: the client's
+    # own), so a translating proxy is fuzzed through its translation.
+    upstream: WireDialect | None = None
     examples: int = 100  # per format
     seed: int = 0
     max_time: float | None = None  # seconds for the whole run
-    shrink_budget: int = 100  # cases played while shrinking one failure (each is a few exchanges)
-    shrink_seconds: float = 60.0  # and at most this long
+    # Cases played while shrinking one failure (each is a few exchanges): a count, the same on
+    # any machine, so the same seed shrinks to the same case however loaded the host is.
+    shrink_budget: int = 100
+    shrink_seconds: float = 600.0  # a guard against a proxy that slows down; a finding it cut short says so
     database: Path | None = None
     out: Path = Path("conformance-findings")
 
@@ -62,6 +69,7 @@ class Finding:
     scenario_id: str
     run: ScenarioRun
     shrunk: bool  # False when hypothesis could not reproduce the failure to shrink it
+    timed_out: bool = False  # shrinking stopped at the time guard, not the budget: another run may shrink further
 
 
 @dataclass
@@ -116,14 +124,18 @@ class _Stop(BaseException):
     """Generation stops at once (time is up, the proxy is gone): not a failure to shrink.
     When shrinking ran out of budget it carries the smallest failure found so far."""
 
-    def __init__(self, best: _Broken | None = None) -> None:
+    def __init__(self, best: _Broken | None = None, timed_out: bool = False) -> None:
         super().__init__()
         self.best = best
+        self.timed_out = timed_out
 
 
-def judge(case: Case, settings: RunSettings, mock: MockControl) -> ScenarioRun:
-    """Play one case as the suite plays a scenario."""
+def judge(case: Case, settings: RunSettings, mock: MockControl, upstream: WireDialect | None = None) -> ScenarioRun:
+    """Play one case as the suite plays a scenario (its backend served in ``upstream``;
+    ``NotPortable`` when that dialect cannot say it)."""
     scenario = parse_scenario(scenario_data(case), family=case.family)
+    if upstream is not None:
+        scenario = serve_as(scenario, upstream)
     return play(scenario, settings=settings, mock=mock, profile=case.profile)
 
 
@@ -131,7 +143,7 @@ def fuzz(
     config: FuzzSettings,
     mock: MockControl,
     *,
-    replay_command: Callable[[str], str],
+    replay_command: Callable[[str, Case], str],
     progress: Callable[[FormatResult], None] | None = None,
     observe: Callable[[Case], None] | None = None,
 ) -> FuzzReport:
@@ -154,7 +166,7 @@ def fuzz_format(
     mock: MockControl,
     *,
     deadline: float | None,
-    replay_command: Callable[[str], str],
+    replay_command: Callable[[str, Case], str],
     observe: Callable[[Case], None] | None = None,
 ) -> FormatResult:
     result = FormatResult(format_id)
@@ -195,12 +207,14 @@ def fuzz_format(
             if not shrinking[0]:
                 shrink_until[0] = time.monotonic() + config.shrink_seconds
             if shrinking[0] >= config.shrink_budget or time.monotonic() > shrink_until[0]:
-                raise _Stop(best[-1] if best else first[0])
+                raise _Stop(best[-1] if best else first[0], timed_out=shrinking[0] < config.shrink_budget)
             shrinking[0] += 1
         if observe is not None:
             observe(case)
         try:
-            run = judge(case, config.run, mock)
+            run = judge(case, config.run, mock, config.upstream)
+        except NotPortable:
+            reject()  # an answer the upstream dialect cannot carry is no example
         except ProxyUnreachable as exc:
             unreachable.append(exc)
             raise _Stop() from exc
@@ -233,11 +247,11 @@ def fuzz_format(
     test.hypothesis.inner_test._hypothesis_internal_add_digest = (  # type: ignore[attr-defined]
         f"{format_id}:{','.join(p.name for p in profiles)}".encode())
     broken: _Broken | None = None
-    shrunk = True
+    shrunk, timed_out = True, False
     try:
         test()
     except _Stop as stop:
-        broken = stop.best
+        broken, timed_out = stop.best, stop.timed_out
     except _Broken as exc:
         broken = exc
     except Flaky:
@@ -247,7 +261,7 @@ def fuzz_format(
     if unreachable:
         raise unreachable[0]
     if broken is not None:
-        result.finding = _save(format_id, broken, shrunk, config, replay_command)
+        result.finding = _save(format_id, broken, shrunk, timed_out, config, replay_command)
     return result
 
 
@@ -261,8 +275,8 @@ def _database(path: Path | None) -> ExampleDatabase | None:
     return None if path is None else DirectoryBasedExampleDatabase(str(path))
 
 
-def _save(format_id: str, broken: _Broken, shrunk: bool, config: FuzzSettings,
-          replay_command: Callable[[str], str]) -> Finding:
+def _save(format_id: str, broken: _Broken, shrunk: bool, timed_out: bool, config: FuzzSettings,
+          replay_command: Callable[[str, Case], str]) -> Finding:
     rules = tuple(broken.run.failed_rules)
     data = scenario_data(broken.case, rules=rules)
     scenario_id = str(data["id"])
@@ -272,11 +286,13 @@ def _save(format_id: str, broken: _Broken, shrunk: bool, config: FuzzSettings,
     path = folder / f"{scenario_id.removeprefix(family + '-')}.yaml"
     header = [
         f"generated by toolcall-conformance fuzz --seed {config.seed} (format {format_id})",
-        f"breaks: {', '.join(rules)}" + ("" if shrunk else " (not shrunk: the failure did not happen again)"),
-        f"replay: {replay_command(scenario_id)}",
+        f"breaks: {', '.join(rules)}" + ("" if shrunk else " (not shrunk: the failure did not happen again)")
+        + (f" (shrinking stopped after {config.shrink_seconds:g} s, before its budget: another run may shrink "
+           "further)" if timed_out else ""),
+        f"replay: {replay_command(scenario_id, broken.case)}",
     ]
     path.write_text(dump_scenario(data, header), encoding="utf-8")
-    return Finding(format_id, broken.case, rules, path, scenario_id, broken.run, shrunk)
+    return Finding(format_id, broken.case, rules, path, scenario_id, broken.run, shrunk, timed_out)
 
 
 __all__ = ["Finding", "FormatResult", "FuzzReport", "FuzzSettings", "fuzz", "fuzz_format", "judge"]

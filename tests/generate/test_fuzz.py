@@ -6,6 +6,7 @@ same mutant through the ordinary run."""
 
 from __future__ import annotations
 
+import random
 import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, find, given, settings
 from mutants.base import Mutant, proxy_config
 from mutants.different import CORRECT_BUT_DIFFERENT
 from mutants.fuzz_only import ALL_AT_ONCE, FUZZ_ONLY
@@ -53,7 +54,7 @@ def run_fuzz(proxy_url: str, mock_url: str, formats: tuple[str, ...], examples: 
                           profiles=tuple(CLIENTS[p] for p in profiles), examples=examples, seed=seed, database=database, out=out,
                           shrink_budget=shrink_budget)
     with MockControl(mock_url) as mock:
-        return fuzz(config, mock, replay_command=lambda scenario_id: f"toolcall-conformance replay {scenario_id}")
+        return fuzz(config, mock, replay_command=lambda scenario_id, _case: f"toolcall-conformance replay {scenario_id}")
 
 
 # --------------------------------------------------------------------------- what is generated
@@ -78,7 +79,7 @@ def test_each_format_is_generated_through_its_writer(format_id: str) -> None:
     written: list[Case] = []
     reasoned: list[Case] = []
 
-    @settings(max_examples=25, deadline=None, database=None, derandomize=True,
+    @settings(max_examples=35, deadline=None, database=None, derandomize=True,
               suppress_health_check=[HealthCheck.too_slow])
     @given(cases([format_id], profiles_for(format_id, PLAIN_CLIENT), native=False))
     def draw(case: Case) -> None:
@@ -94,7 +95,7 @@ def test_each_format_is_generated_through_its_writer(format_id: str) -> None:
             reasoned.append(case)
 
     draw()
-    assert written, f"no {format_id} case with arguments in 25 examples"
+    assert written, f"no {format_id} case with arguments in 35 examples"
     assert any(all(d in case.text for d in FORMATS[format_id].delimiters) for case in written)
     if CLIENTS["openai"] in profiles_for(format_id, PLAIN_CLIENT):
         assert any(FORMATS[format_id].delimiters[0] in case.reasoning for case in reasoned), \
@@ -240,13 +241,34 @@ def test_only_generation_catches_the_mutant(mutant: Mutant, rig: Rig, servers: o
         assert again.findings and again.results[0].examples <= 3 < report.results[0].examples
 
 
+def _cut_inside_an_opener(case: Case) -> bool:
+    """A failure that needs a call and a cut inside its opener, as a split-opener defect does."""
+    text = case.text
+    openers = [i for i in range(len(text)) if text.startswith("<tool_call>", i)]
+    return case.stream and any(o < cut < o + len("<tool_call>") for o in openers for cut in case.splits)
+
+
+def test_the_same_seed_shrinks_to_the_same_minimal_case() -> None:
+    """Three shrinks from one seed end in the same case, and it keeps nothing the failure
+    does not need: one call, no prose, one cut, no reasoning block, fence or torn writes
+    (each cut is an offset into its own piece, so shrinking the prose leaves it in place)."""
+    quiet = settings(database=None, max_examples=2000, suppress_health_check=list(HealthCheck))
+    found = [find(cases(["hermes"]), _cut_inside_an_opener, settings=quiet, random=random.Random(SEED))
+             for _ in range(3)]
+    assert found[0] == found[1] == found[2], [c.describe() for c in found]
+    minimal = found[0]
+    assert len(minimal.calls) == 1 and not "".join(minimal.prose).strip() and len(minimal.splits) == 1
+    assert not minimal.reasoning and "```" not in minimal.text
+    assert minimal.write_bytes is None and not minimal.per_character
+
+
 def test_the_same_seed_draws_the_same_cases(rig: Rig, tmp_path: Path) -> None:
     """Two runs with one seed play the same cases, in the same order."""
     played: list[list[str]] = [[], []]
     for run in played:
         with MockControl(rig.mock_url) as mock:
             fuzz(FuzzSettings(run=RunSettings(proxy_url=rig.reference_url, features=FEATURES), formats=("hermes",),
-                              examples=4, seed=SEED, out=tmp_path), mock, replay_command=str,
+                              examples=4, seed=SEED, out=tmp_path), mock, replay_command=lambda scenario_id, _case: scenario_id,
                  observe=lambda case, run=run: run.append(repr(case)))  # type: ignore[misc]
     assert played[0] == played[1] and len(played[0]) == 4
 

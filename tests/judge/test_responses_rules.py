@@ -188,12 +188,12 @@ BROKEN: list[Case] = [
          ["RESP-005", "RESP-009"]),
     case("text-deltas-lost", S_TEXT_CALL, stream(_TEXT_LOST), ["RESP-006"]),
     case("completed-output-without-the-calls", S_TEXT_CALL, _completed_without_calls(TEXT_CALL),
-         ["RESP-007"]),
+         ["RESP-007", "RESP-012"]),
     case("no-response-completed", S_TEXT_CALL, stream(TEXT_CALL, completed=False),
          ["RESP-008", "RESP-009", "CALLS-002"]),
     case("error-as-a-bare-string", S_TEXT_CALL, stream(
         TEXT_CALL, {"type": "response.failed", "response": response("failed", error="upstream broke")},
-        completed=False), ["RESP-010", "RESP-011", "CALLS-002"]),
+        completed=False), ["RESP-010", "RESP-011", "RESP-012", "CALLS-002"]),
 ]
 
 ALL = ACCEPTABLE + BROKEN

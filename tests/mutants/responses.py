@@ -257,7 +257,7 @@ MUTANTS: tuple[Mutant, ...] = (
     _mutant("responses-calls-never-closed", "Never closes a function_call item with `response.output_item.done`.",
             ("RESP-002",), (SINGLE,), CallsNeverClosed),
     _mutant("responses-completed-without-calls", "Leaves the calls out of `response.completed`'s `output`.",
-            ("RESP-007",), (SINGLE,), CompletedWithoutCalls),
+            ("RESP-007", "RESP-012"), (SINGLE,), CompletedWithoutCalls),
     _mutant("responses-no-call-id", "Leaves `call_id` out of function_call items.",
             ("RESP-005",), (SINGLE, PARALLEL), NoCallId),
     _mutant("responses-text-after-call-lost", "Drops the message that follows a call.",

@@ -65,7 +65,7 @@ def test_a_served_correct_but_different_proxy_is_played_by_fuzz_and_passes(mock_
                             timeout=PATIENT_TIMEOUT),
             formats=("hermes",), profiles=(CLIENTS["openai"],), examples=3, seed=7, out=tmp_path)
         with MockControl(mock_url) as mock:
-            report = fuzz(settings, mock, replay_command=lambda scenario_id: scenario_id)
+            report = fuzz(settings, mock, replay_command=lambda scenario_id, _case: scenario_id)
         assert [(r.format_id, r.examples) for r in report.results] == [("hermes", 3)]
         assert report.findings == [] and not list(tmp_path.rglob("*.yaml"))
     finally:

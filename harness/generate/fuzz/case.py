@@ -25,8 +25,9 @@ from harness.core.dialects.frames import frame_to_mapping
 from harness.generate.formats import FORMATS, Call
 from harness.judge.markup import DEFAULT_MARKERS
 
-# The client profiles it writes cases for: each one whose cases are written in its own API.
-PROFILES: tuple[Profile, ...] = tuple(p for p in CLIENTS.values() if p.written_as is None)
+# The client profiles it writes cases for: the plain client of each API (a Responses client's
+# cases are written as a Chat Completions client's, and played to it in its own API).
+PROFILES: tuple[Profile, ...] = tuple(p for p in CLIENTS.values() if not p.real)
 # The plain client of each dialect (``fuzz --client-profile``): those of them reading structured calls.
 DIALECT_CLIENTS: tuple[Profile, ...] = tuple(p for p in PROFILES if not p.reads_xml)
 SEPARATOR = "\n"  # what a model writes between prose and a call block
@@ -52,7 +53,11 @@ class Case:
     finish: str  # the backend's finish reason, in the backend's dialect
     stream: bool
     tool_choice: Any = None  # None: left out of the request
-    splits: tuple[int, ...] = ()  # cut offsets into the text, then into the native arguments (rechunk.Layout)
+    # Where the streamed answer is cut: for each of ``pieces``, offsets into that piece
+    # (0 cuts just before it). Offsets relative to the piece they cut stay where they were
+    # while hypothesis shrinks the other pieces, so a shrunk case keeps the cut it needs.
+    cuts: tuple[tuple[int, ...], ...] = ()
+    per_character: bool = False  # a frame per character of the text
     write_bytes: int | None = None
     split_multibyte: bool = False
     # A closed reasoning block opening the answer, drafting calls in the format: text, not calls.
@@ -66,15 +71,37 @@ class Case:
         return (*(c for block in self.blocks for c in block), *self.native)
 
     @property
-    def text(self) -> str:
-        """The backend's content: prose, and each call block on its own lines."""
+    def text_pieces(self) -> tuple[str, ...]:
+        """The backend's content in the pieces it was drawn as: the reasoning block, the
+        prose, and each call block on its own lines."""
         if self.format_id is None or not self.blocks:
-            return self.reasoning + (self.prose[0] if self.prose else "")
+            return (self.reasoning, self.prose[0] if self.prose else "")
         writer = FORMATS[self.format_id]
         out = [self.reasoning, self.prose[0]]
         for block, after in zip(self.blocks, self.prose[1:]):
             out += [SEPARATOR, writer.write(block), SEPARATOR, after]
-        return "".join(out)
+        return tuple(out)
+
+    @property
+    def pieces(self) -> tuple[str, ...]:
+        """What a stream is cut in: the text's pieces, then each native call's arguments."""
+        return (*self.text_pieces, *(json.dumps(dict(c.arguments), ensure_ascii=False) for c in self.native))
+
+    @property
+    def text(self) -> str:
+        """The backend's content: prose, and each call block on its own lines."""
+        return "".join(self.text_pieces)
+
+    @property
+    def splits(self) -> tuple[int, ...]:
+        """The cuts as offsets into the text, then into the native arguments (``rechunk.Layout``)."""
+        text = len(self.text)
+        chosen: set[int] = set(range(1, text)) if self.per_character else set()
+        start = 0
+        for piece, offsets in zip(self.pieces, self.cuts):
+            chosen.update(start + min(offset, len(piece)) for offset in offsets)
+            start += len(piece)
+        return tuple(sorted(c for c in chosen if 0 < c < start and c != text))
 
     @property
     def visible(self) -> str:
@@ -149,7 +176,8 @@ class Case:
     def base_data(self) -> dict[str, Any]:
         """The scenario before its frames are cut (the whole text in one frame)."""
         backend: dict[str, Any] = {"dialect": self.wire.name, "frames": self.frames(), "finish_reason": self.finish}
-        played = {"profile": self.profile.name, "profiles": [self.profile.name], "request": self.request()}
+        written = self.profile.case_profile.name  # a scenario names the profile its request is written for
+        played = {"profile": written, "profiles": [written], "request": self.request()}
         data: dict[str, Any] = {"backend": backend, "client": played, "expect": self.expect()}
         if self.profile.features:
             data = {"requires": list(self.profile.features), **data}

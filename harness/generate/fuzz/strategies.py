@@ -10,8 +10,8 @@ break the rule.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -91,21 +91,18 @@ def interesting_offsets(text: str, delimiters: Sequence[str]) -> list[tuple[int,
 
 
 @st.composite
-def cuts(draw: st.DrawFn, text: str, native: str, delimiters: Sequence[str]) -> tuple[int, ...]:
-    """Offsets into ``text + native``: some anywhere, some inside delimiters and
-    around multi-byte characters."""
-    whole = len(text) + len(native)
-    if whole < 2:
+def piece_cuts(draw: st.DrawFn, piece: str, delimiters: Sequence[str]) -> tuple[int, ...]:
+    """Offsets into one piece of the answer: some anywhere, some inside its delimiters and
+    around its multi-byte characters. Fewer cuts is simpler, so every cut shrinks away
+    unless the failure needs it."""
+    if not piece:
         return ()
-    chosen: set[int] = set(draw(st.lists(st.integers(1, whole - 1), max_size=8)))
-    for start, end in interesting_offsets(text, delimiters):
-        low, high = max(1, start if end - start == 1 else start + 1), min(end if end - start == 1 else end - 1,
-                                                                          len(text) - 1)
+    chosen: set[int] = set(draw(st.lists(st.integers(0, len(piece) - 1), max_size=2)))
+    for start, end in interesting_offsets(piece, delimiters):
+        low, high = (start, end) if end - start == 1 else (start + 1, end - 1)
         if low <= high and draw(st.booleans()):
-            chosen.add(draw(st.sampled_from(range(low, high + 1))))
-    if len(text) <= PER_CHARACTER and draw(st.integers(0, 5)) == 0:  # now and then: a frame per character
-        chosen.update(range(1, len(text)))
-    return tuple(sorted(c for c in chosen if 0 < c < whole and c != len(text)))
+            chosen.add(draw(st.integers(low, high)))
+    return tuple(sorted(chosen))
 
 
 @st.composite
@@ -129,7 +126,8 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
     # or two bytes: a character of three or four bytes then arrives in three reads or
     # more (the mock pauses between writes, so the case stays short to stay fast, and
     # its prose is mostly such characters).
-    tear = stream and draw(st.integers(0, 4)) == 0
+    # Rare choices are drawn as the highest value, so that shrinking (towards 0) drops them.
+    tear = stream and draw(st.integers(0, 4)) == 4
     offered = draw(tools())
     kinds = [*formats, *([NATIVE] if native else [])]
     kind = draw(st.sampled_from(kinds))
@@ -145,7 +143,7 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
         stretches[-1] += (" " if stretches[-1] else "") + draw(prose.mentions(FORMATS[format_id].delimiters))
     reasoning = ""
     if (format_id is not None and not alone and not tear and profile in DRAFTS_REASONING
-            and draw(st.integers(0, 2)) == 0):
+            and draw(st.booleans())):
         reasoning = draw(reasoning_blocks(format_id, offered))
     wire = profile.written_in  # the backend speaks the client's dialect
     ending: Finish = "tool" if found else "length"
@@ -155,14 +153,25 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
                 tool_choice=draw(tool_choices(profile, offered, found)), reasoning=reasoning)
     if not stream:
         return case
-    native_text = "".join(json.dumps(dict(c.arguments), ensure_ascii=False) for c in native_calls)
     delimiters = FORMATS[format_id].delimiters if format_id is not None else ()
-    splits = draw(cuts(case.text, native_text, delimiters))
+    cut = tuple(draw(piece_cuts(piece, delimiters)) for piece in case.pieces)
+    per_character = len(case.text) <= PER_CHARACTER and draw(st.integers(0, 5)) == 5  # now and then
     write_bytes = None
     if tear:
-        splits = splits[:2]
+        per_character = False
         write_bytes = draw(st.sampled_from([2, 1]))
     split_multibyte = write_bytes is None and draw(st.booleans())
-    return Case(profile=profile, tools=offered, format_id=format_id, prose=tuple(stretches), blocks=blocks,
-                native=native_calls, finish=finish, stream=stream, tool_choice=case.tool_choice, splits=splits,
-                write_bytes=write_bytes, split_multibyte=split_multibyte, reasoning=reasoning)
+    case = replace(case, cuts=cut, per_character=per_character, write_bytes=write_bytes,
+                   split_multibyte=split_multibyte)
+    if tear:  # at most two cuts: each event is torn into writes already
+        case = replace(case, cuts=_first_cuts(case.cuts, 2))
+    return case
+
+
+def _first_cuts(cuts: tuple[tuple[int, ...], ...], most: int) -> tuple[tuple[int, ...], ...]:
+    kept: list[tuple[int, ...]] = []
+    for offsets in cuts:
+        taken = offsets[:most]
+        most -= len(taken)
+        kept.append(taken)
+    return tuple(kept)

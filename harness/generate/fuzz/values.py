@@ -9,11 +9,17 @@ value that a format cannot write never becomes a false alarm.
 The schema is drawn first and the values from it (not from ``hypothesis-jsonschema``):
 the weighting towards confusable values and the format-safe alphabet are the point,
 and the schema grammar here is small and fully known.
+
+Every strategy is built once and reused (``functools.cache``): hypothesis validates a
+strategy object the first time it draws from it, and a fresh nest of them per example
+cost more than playing the example.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
@@ -38,28 +44,38 @@ _WORD_CHARS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 _SAFE_CHARS = _WORD_CHARS + " .,:;!?-_/()[]{}'\"\\#%*+=@^|~$" + "éßøç日本語中文한국어" + "😀🚀👍" + "\n"
 
 
+@cache
 def param_names() -> st.SearchStrategy[str]:
-    return st.from_regex(r"[a-z][a-z0-9_]{0,9}", fullmatch=True).filter(lambda n: n not in RESERVED)
+    """``[a-z][a-z0-9_]{0,9}``, not a reserved name (built from characters: a regex strategy
+    costs more per draw than the rest of a case)."""
+    head = st.sampled_from("abcdefghijklmnopqrstuvwxyz")
+    tail = st.text(st.sampled_from("abcdefghijklmnopqrstuvwxyz0123456789_"), max_size=9)
+    return st.builds(str.__add__, head, tail).filter(lambda n: n not in RESERVED)
 
 
+@cache
 def _plain_strings() -> st.SearchStrategy[str]:
     """Text without white space at either end (XML-style formats may trim it)."""
     return st.text(st.sampled_from(_SAFE_CHARS), min_size=1, max_size=24).map(str.strip).filter(bool)
 
 
+@cache
 def strings() -> st.SearchStrategy[str]:
     """Two in three strings are confusable ones."""
     return st.one_of(st.sampled_from(CONFUSABLE), st.sampled_from(CONFUSABLE), _plain_strings())
 
 
+@cache
 def integers() -> st.SearchStrategy[int]:
     return st.one_of(st.sampled_from(EDGE_INTEGERS), st.integers(-1000, 1000))
 
 
+@cache
 def numbers() -> st.SearchStrategy[float | int]:
     return st.one_of(st.sampled_from(EDGE_NUMBERS), st.floats(allow_nan=False, allow_infinity=False), integers())
 
 
+@cache
 def leaf_schemas() -> st.SearchStrategy[JsonSchema]:
     enum = st.lists(strings(), min_size=1, max_size=4, unique=True).map(lambda e: {"type": "string", "enum": e})
     return st.one_of(
@@ -67,14 +83,19 @@ def leaf_schemas() -> st.SearchStrategy[JsonSchema]:
     )
 
 
-@st.composite
-def object_schemas(draw: st.DrawFn, depth: int = 2, max_properties: int = 4) -> JsonSchema:
+@cache
+def object_schemas(depth: int = 2, max_properties: int = 4) -> st.SearchStrategy[JsonSchema]:
     """An object schema; its properties nest objects and arrays down to ``depth``."""
     inner = leaf_schemas() if depth <= 0 else st.one_of(
         leaf_schemas(), leaf_schemas().map(lambda s: {"type": "array", "items": s}),
         object_schemas(depth - 1, 3), object_schemas(depth - 1, 2).map(lambda s: {"type": "array", "items": s}),
     )
-    properties = draw(st.dictionaries(param_names(), inner, max_size=max_properties))
+    return _object_schema(st.dictionaries(param_names(), inner, max_size=max_properties))
+
+
+@st.composite
+def _object_schema(draw: st.DrawFn, of_properties: st.SearchStrategy[dict[str, JsonSchema]]) -> JsonSchema:
+    properties = draw(of_properties)
     required = [k for k in properties if draw(st.booleans())]
     schema: JsonSchema = {"type": "object", "properties": properties}
     if required:
@@ -84,6 +105,12 @@ def object_schemas(draw: st.DrawFn, depth: int = 2, max_properties: int = 4) -> 
 
 def values(schema: Mapping[str, Any]) -> st.SearchStrategy[Any]:
     """Values valid under ``schema`` (one of the schemas drawn above)."""
+    return _values(json.dumps(schema))  # its properties keep their order
+
+
+@cache
+def _values(key: str) -> st.SearchStrategy[Any]:
+    schema = json.loads(key)
     if "enum" in schema:
         return st.sampled_from(list(schema["enum"]))
     kind = schema.get("type")

@@ -27,6 +27,7 @@ from harness.judge.rules.citations import CODEX_RESPONSES, OPENAI_RESPONSES_STRE
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import RESPONSES, Violation, rule_group
 from harness.judge.rules.schemas import schema_errors
+from harness.judge.rules.sdk import accumulated_differences
 
 rule = rule_group("responses", "RESP", stage="stream", profiles=RESPONSES)
 
@@ -297,6 +298,20 @@ def sdk_reads_stream(ctx: Context) -> Iterator[Violation]:
     reading = ctx.sdk
     if reading.error is not None:
         yield Violation(f"openai-python raised {reading.error}", {"sdk_error": reading.error})
+
+
+@rule(
+    "RESP-012",
+    "The response `responses.stream()` ends with (what `get_final_response()` returns) holds the expected "
+    "function calls and text.",
+    severity="client",
+    breaks=Breaks(("openai-python", "OpenAI Agents SDK"), "applications on openai-python act on the final "
+                  "response, not on the deltas: its `function_call` items are the calls they run and its "
+                  "`output_text` the text they show, and the OpenAI Agents SDK builds the turn from it",
+                  (OPENAI_RESPONSES_STREAM,)),
+)
+def sdk_response(ctx: Context) -> Iterator[Violation]:
+    yield from accumulated_differences(ctx, calls_named="function_call items", text_named="output_text", regex=True)
 
 
 @rule(
