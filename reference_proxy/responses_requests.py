@@ -80,10 +80,10 @@ def hosted_tools(body: Mapping[str, Any]) -> list[str]:
     return sorted({k for k in kinds if isinstance(k, str) and k not in ("function", "namespace")})
 
 
-def unoffered_note(body: Mapping[str, Any], upstream: str) -> str | None:
-    """What the proxy logs of ``body``'s tools that an upstream of the API ``upstream`` cannot run
-    (None when there are none, or the upstream is a Responses one, which takes them as sent)."""
-    hosted = hosted_tools(body) if upstream != "responses" else []
+def unoffered_note(body: Mapping[str, Any], upstream: str, runs_hosted_tools: bool) -> str | None:
+    """What the proxy logs of ``body``'s tools that the upstream named ``upstream`` cannot run
+    (None when there are none, or it runs them itself: a Responses one takes them as sent)."""
+    hosted = [] if runs_hosted_tools else hosted_tools(body)
     if not hosted:
         return None
     return f"the client's {', '.join(hosted)} tool(s) are not offered to the {upstream} upstream, which cannot run them"

@@ -96,7 +96,7 @@ async def responses(proxy: Proxy, request: Request) -> Response:
         return received
     ctx, raw, (body, chat) = received
     config = ctx.config
-    unoffered = unoffered_note(body, ctx.upstream.name)
+    unoffered = unoffered_note(body, ctx.upstream.name, ctx.upstream.runs_hosted_tools)
     if unoffered is not None:  # reported, not lost without a word: no function the model could call stands for them
         log.warning("%s", unoffered)
     limit = config.loop_guard_max_tool_messages

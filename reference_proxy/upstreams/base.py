@@ -89,6 +89,8 @@ class Upstream(ABC):
     request, and the reading of its answers. ``name`` is the configuration's name for it."""
 
     name: ClassVar[str]
+    # Whether it runs the tools a Responses server runs itself (``web_search`` …), as sent.
+    runs_hosted_tools: ClassVar[bool] = False
 
     def __init__(self, config: ProxyConfig) -> None:
         self.config = config

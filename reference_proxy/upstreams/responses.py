@@ -42,6 +42,7 @@ class ResponsesSink:
 
 class ResponsesUpstream(Upstream):
     name = "responses"
+    runs_hosted_tools = True
 
     @property
     def url(self) -> str:

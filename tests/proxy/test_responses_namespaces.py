@@ -10,6 +10,7 @@ import pytest
 
 from reference_proxy.responses_answers import call_item, completion_to_response
 from reference_proxy.responses_requests import hosted_tools, namespaced, responses_to_chat, unoffered_note
+from reference_proxy.upstreams import REGISTRY, Upstream
 
 
 def _fn(name: str) -> dict[str, Any]:
@@ -60,8 +61,9 @@ def test_a_call_of_a_namespaced_function_names_its_namespace(name: str, namespac
     assert call.get("namespace") == namespace and call["name"] == name
 
 
-@pytest.mark.parametrize(("upstream", "said"), [("openai", True), ("anthropic", True), ("responses", False)])
-def test_the_proxy_names_the_tools_it_cannot_offer(upstream: str, said: bool) -> None:
-    note = unoffered_note({"tools": CODEX_TOOLS}, upstream)
-    assert (note is not None and "web_search" in note and upstream in note) if said else note is None
-    assert unoffered_note({"tools": [_fn("a")]}, upstream) is None
+@pytest.mark.parametrize("upstream", list(REGISTRY.values()), ids=list(REGISTRY))
+def test_the_proxy_names_the_tools_it_cannot_offer(upstream: type[Upstream]) -> None:
+    note = unoffered_note({"tools": CODEX_TOOLS}, upstream.name, upstream.runs_hosted_tools)
+    said = upstream.name != "responses"  # only a Responses server runs them itself
+    assert (note is not None and "web_search" in note and upstream.name in note) if said else note is None
+    assert unoffered_note({"tools": [_fn("a")]}, upstream.name, upstream.runs_hosted_tools) is None
