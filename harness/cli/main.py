@@ -176,7 +176,18 @@ def run(pytest_args: tuple[str, ...], **values: Any) -> None:
             args += option.pytest_args(values[option.dest])
     if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD"):
         args += ["-p", "harness.pytest.plugin"]
-    sys.exit(int(pytest.main([*args, *default_workers(pytest_args, values), *pytest_args])))
+    sys.exit(int(pytest.main([*args, *quiet(pytest_args), *default_workers(pytest_args, values), *pytest_args])))
+
+
+def quiet(pytest_args: tuple[str, ...]) -> list[str]:
+    """pytest's ``-q`` unless the user chose a verbosity or a collection: pytest's header
+    (platform, rootdir, plugins, the item count) tells a proxy's author nothing, and the
+    plugin prints the run's own header all the same; ``-v`` brings the whole of it back."""
+    import re
+
+    chosen = any(a in ("--verbose", "--quiet", "--collect-only", "--co") or re.fullmatch(r"-[vq]+", a)
+                 for a in pytest_args)
+    return [] if chosen else ["-q"]
 
 
 def default_workers(pytest_args: tuple[str, ...], values: dict[str, Any]) -> list[str]:
@@ -247,6 +258,9 @@ def replay(
         hint = f"; did you mean {', '.join(close)}?" if close else " (see 'toolcall-conformance list')"
         if dirs:
             hint += f" (looked in {', '.join(dirs)})"
+        else:  # only the bundled library was looked in
+            hint += ("; a scenario of your own: give its file (replay path/to/case.yaml) or its folder "
+                     "(--scenarios DIR)")
         raise click.UsageError(f"no scenario {scenario_id!r}{hint}")
     scenario = by_id[scenario_id]
     if upstream is not None:

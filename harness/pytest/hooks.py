@@ -6,6 +6,7 @@ by the items and outputs without any of them importing back."""
 from __future__ import annotations
 
 import json
+import textwrap
 from collections.abc import Generator
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,49 @@ if TYPE_CHECKING:
     from _pytest.terminal import TerminalReporter
 
 
+def header_lines(session: ConformanceSession, width: int) -> list[str]:
+    """What the run plays against what, wrapped to the terminal's ``width`` (a long line goes on
+    indented, a URL is never cut): pytest's report header, or the whole header of the
+    ``run`` command's view, which leaves pytest's own lines out."""
+    shared = session.shared
+    if shared is None:
+        return []
+    run = session.run
+    who = "the bundled reference proxy" if shared.embedded_proxy else "your proxy"
+    lines = [f"conformance: {len(session.scenarios)} scenario(s) against {who} at {shared.proxy_url}"]
+    pending = awaiting_review(session.scenarios)
+    if pending:
+        lines.append(f"conformance: warning: {len(pending)} scenario(s) marked 'review: required' (an import's "
+                     f"unchecked proposal): {', '.join(s.id for s in pending)}")
+    fix = "" if "mock-port" in run.given else " (fix the port with --mock-port)"
+    if shared.mock_served and not shared.embedded_proxy and shared.upstream_url:
+        lines.append(f"conformance: mock backend at {shared.mock_url} behind the recorder of --recordings at "
+                     f"{shared.upstream_url} (your proxy's upstream: {shared.upstream_url}/v1){fix}")
+    elif shared.mock_served and not shared.embedded_proxy:
+        lines.append(f"conformance: mock backend (your proxy's upstream): {shared.mock_url}/v1{fix}")
+    else:
+        lines.append(f"conformance: mock backend at {shared.mock_url}")
+    features = ", ".join(shared.features) or "none"
+    source = " (the reference proxy's)" if shared.embedded_proxy and run.features is None else ""
+    if session.implied and run.client_profile is not None:
+        source += f" ({', '.join(sorted(session.implied))} implied by --client-profile {run.client_profile.name})"
+    profile = (run.client_profile.name if run.client_profile is not None
+               else DEFAULT_PROFILE.name if run.proxy_url else "each scenario's own")
+    lines.append(f"conformance: upstream dialect: {session.pairs_label()}; timeout {run.timeout:g} s")
+    lines.append(f"conformance: claimed features: {features}{source}; client profile: {profile}; "
+                 f"strict: {'yes' if run.strict else 'no'}")
+    if run.fuzz:
+        fuzz_seed = shared.seed if run.fuzz_seed is None else run.fuzz_seed
+        lines.append(f"conformance: {run.fuzz} generated case(s) per format, seed "
+                     f"{fuzz_seed} (reproduce with --conformance-fuzz-seed {fuzz_seed})")
+    if run.rechunk:
+        lines.append(f"conformance: {run.rechunk} re-chunked variant(s) per streaming scenario, "
+                     f"seed {shared.seed} (reproduce with --rechunk-seed {shared.seed})")
+    return [part for line in lines for part in textwrap.wrap(session.redactor.text(line), max(width, 40),
+                                                             subsequent_indent="  ", break_on_hyphens=False,
+                                                             break_long_words=False)]
+
+
 class RunHooks:
     """Registered beside the session when the plugin is active."""
 
@@ -36,44 +80,7 @@ class RunHooks:
             config.addinivalue_line("markers", f"{mark_name(name)}: toolcall-conformance family or tag")
 
     def pytest_report_header(self, config: pytest.Config) -> list[str]:
-        shared = self.session.shared
-        if shared is None:
-            return []
-        who = "the bundled reference proxy" if shared.embedded_proxy else "your proxy"
-        lines = [f"conformance: {len(self.session.scenarios)} scenario(s); proxy under test: {shared.proxy_url} ({who})"]
-        pending = awaiting_review(self.session.scenarios)
-        if pending:
-            lines.append(f"conformance: warning: {len(pending)} scenario(s) marked 'review: required' (an import's "
-                         f"unchecked proposal): {', '.join(s.id for s in pending)}")
-        if shared.mock_served and not shared.embedded_proxy and shared.upstream_url:
-            lines.append(f"conformance: mock backend at {shared.mock_url} behind the recorder of --recordings at "
-                         f"{shared.upstream_url} -- configure your proxy's upstream as {shared.upstream_url}/v1 "
-                         "(fix the port with --mock-port)")
-        elif shared.mock_served and not shared.embedded_proxy:
-            lines.append(f"conformance: mock backend at {shared.mock_url} -- configure your proxy's upstream as "
-                         f"{shared.mock_url}/v1 (fix the port with --mock-port)")
-        else:
-            lines.append(f"conformance: mock backend at {shared.mock_url}")
-        features = ", ".join(shared.features) or "none"
-        source = " (the reference proxy's)" if shared.embedded_proxy and self.session.run.features is None else ""
-        if self.session.implied and self.session.run.client_profile is not None:
-            source += (f" ({', '.join(sorted(self.session.implied))} implied by --client-profile "
-                       f"{self.session.run.client_profile.name})")
-        profile = (self.session.run.client_profile.name if self.session.run.client_profile is not None
-                   else DEFAULT_PROFILE.name if self.session.run.proxy_url else "each scenario's own")
-        lines.append(f"conformance: upstream dialect: {self.session.pairs_label()}")
-        lines.append(f"conformance: claimed features: {features}{source}; client profile: "
-                     f"{profile}; strict: {'yes' if self.session.run.strict else 'no'}; "
-                     f"timeout {self.session.run.timeout:g} s")
-        run = self.session.run
-        if run.fuzz:
-            fuzz_seed = shared.seed if run.fuzz_seed is None else run.fuzz_seed
-            lines.append(f"conformance: {run.fuzz} generated case(s) per format, seed "
-                         f"{fuzz_seed} (reproduce with --conformance-fuzz-seed {fuzz_seed})")
-        if self.session.run.rechunk:
-            lines.append(f"conformance: {self.session.run.rechunk} re-chunked variant(s) per streaming scenario, "
-                         f"seed {shared.seed} (reproduce with --rechunk-seed {shared.seed})")
-        return lines
+        return header_lines(self.session, config.get_terminal_writer().fullwidth)
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         shared = self.session.shared
@@ -153,11 +160,26 @@ class RunHooks:
 
 
 class GroupedFailures:
-    """The failures grouped by cause, before pytest's own sections (registered beside the
-    hooks, as pytest takes one implementation of a hook per plugin)."""
+    """The console's view of a run: the failures grouped by cause, before pytest's own
+    sections, and the ``run`` command's header (registered beside the hooks, as pytest
+    takes one implementation of a hook per plugin)."""
 
     def __init__(self, session: ConformanceSession) -> None:
         self.session = session
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> Generator[None, None, None]:
+        """``toolcall-conformance run`` is quiet by default (``-q``: no platform, rootdir,
+        plugins or item count, which tell a proxy's author nothing); the run's own lines
+        are printed all the same. ``-v`` shows pytest's whole header again."""
+        result = yield
+        config = self.session.config
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None and self.session.only and config.get_verbosity() == -1 \
+                and not config.option.collectonly:
+            for line in header_lines(self.session, config.get_terminal_writer().fullwidth):
+                reporter.write_line(line)
+        return result
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_terminal_summary(self, terminalreporter: TerminalReporter) -> Generator[None, None, None]:

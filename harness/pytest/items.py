@@ -213,7 +213,7 @@ class ScenarioItem(pytest.Item):
             failure = self._render(ItemFailed(run, judgement), full=True) if judgement.outcome == "failed" else None
             from harness.pytest.outputs import record_item
 
-            record_item(session, run, failure)
+            record_item(session, run, failure, self.record.file_stem)
         if judgement.outcome == "xfailed":
             pytest.xfail(judgement.xfail_reason)
         if judgement.outcome == "failed":

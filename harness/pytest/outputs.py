@@ -32,9 +32,9 @@ def write_record(session: ConformanceSession, summary: Summary) -> None:
     assert session.run.record is not None
     failures: dict[str, str] = {}
     for record in summary.items:
-        text_file = session.run.record / "failures" / f"{record.scenario}.txt"
+        text_file = session.run.record / "failures" / f"{record.file_stem}.txt"
         if record.outcome in ("failed", "error") and text_file.is_file():
-            failures[record.scenario] = text_file.read_text("utf-8")
+            failures[record.file_stem] = text_file.read_text("utf-8")
     hars = {path.stem: f"har/{path.name}" for path in sorted((session.run.record / "har").glob("*.har"))}
     report = session.run.record / "report.html"
     write_file(str(report), html_report(title="Tool-call conformance", context=session.context(), summary=summary,
@@ -42,18 +42,19 @@ def write_record(session: ConformanceSession, summary: Summary) -> None:
     session.known_note.append(f"record: {len(hars)} HAR file(s) in {session.run.record / 'har'}; report {report}")
 
 
-def record_item(session: ConformanceSession, run: ScenarioRun, failure: str | None) -> None:
+def record_item(session: ConformanceSession, run: ScenarioRun, failure: str | None, stem: str) -> None:
     """An item's exchanges as a HAR file, and its failure's full transcript (the
-    worker that played it writes them; the controller reads them at the end)."""
+    worker that played it writes them; the controller reads them at the end), named
+    ``stem`` (``ItemRecord.file_stem``: one name per item, a scenario's pairs apart)."""
     from harness.report.record import har
 
     assert session.run.record is not None and session.shared is not None
     exchanges = [(a.label, a.exchange) for a in run.attempts if a.exchange is not None and a.kind != "equivalence"]
     data = har(exchanges, proxy_url=session.shared.proxy_url, mock_url=session.shared.mock_url,
                redactor=session.redactor)
-    write_file(str(session.run.record / "har" / f"{run.scenario.id}.har"), json.dumps(data, indent=1, ensure_ascii=False))
+    write_file(str(session.run.record / "har" / f"{stem}.har"), json.dumps(data, indent=1, ensure_ascii=False))
     if failure is not None:
-        write_file(str(session.run.record / "failures" / f"{run.scenario.id}.txt"), session.redactor.text(failure))
+        write_file(str(session.run.record / "failures" / f"{stem}.txt"), session.redactor.text(failure))
 
 
 def write_reports(session: ConformanceSession, summary: Summary) -> None:

@@ -127,7 +127,7 @@ def render_causes(causes: Sequence[Cause], *, rules: Mapping[str, Rule], width: 
         if first.replay:
             for command in first.replay.splitlines():
                 out.extend(Line(part, HINT) for part in textwrap.wrap(
-                    command, width, initial_indent="    replay: ", subsequent_indent="      ",
+                    command, width, initial_indent="   replay: ", subsequent_indent="     ",
                     break_on_hyphens=False, break_long_words=False))
         typical = {f.rule for f in unexpected(first)}
         shown = rest if every else rest[:SHOWN]
@@ -147,5 +147,5 @@ def detail_hint(causes: Sequence[Cause], width: int = 100) -> list[Line]:
     """Where the full detail is, after the groups."""
     if not causes:
         return []
-    text = "more: -v (every scenario), --tb=short (each one in full), --tb=long (with the raw answers)"
+    text = "more: -v (every scenario), --tb=short (each in full), --tb=long (raw answers)"
     return [Line(part, HINT) for part in textwrap.wrap(text, max(width, 40))]

@@ -191,14 +191,14 @@ def _causes(causes: Sequence[Cause], rules: Mapping[str, Rule]) -> list[str]:
             out.append(f'<li class="rule">{_linked(rule_line(rule_id, rules, share), rules)}</li>')
         out.append("</ul><p>")
         first = cause.items[0]
-        out.append(f'<b><a href="#{_anchor(first.scenario)}">{_e(first.label)}</a></b> (in full below):</p><ul>')
+        out.append(f'<b><a href="#{_anchor(first.file_stem)}">{_e(first.label)}</a></b> (in full below):</p><ul>')
         out += [f"<li>{_e(f.attempt)}: {_linked(finding(f), rules)}</li>" for f in unexpected(first)]
         out.append("</ul>")
         if len(cause.items) > 1:
             out.append("<p>also:</p><ul>")
             for item in cause.items[1:]:
                 own = next((f for f in unexpected(item) if f.rule == cause.rule), unexpected(item)[0])
-                out.append(f'<li><a href="#{_anchor(item.scenario)}">{_e(item.label)}</a>: '
+                out.append(f'<li><a href="#{_anchor(item.file_stem)}">{_e(item.label)}</a>: '
                            f"{_e(clip(own.message.splitlines()[0] if own.message else '', 160))}</li>")
             out.append("</ul>")
         out.append("</div>")
@@ -215,7 +215,7 @@ def _rule_table(summary: Summary) -> list[str]:
         for r in rules:
             mark = {"pass": ".", "FAIL": "F", "xfail": "x", "skip": "s", "error": "E"}[summary.rule_cell(item, r)]
             cells.append(f'<td class="{_CELL_CLASS.get(mark, "")}">{mark}</td>')
-        out.append(f'<tr><td><a href="#{_anchor(item.scenario)}">{_e(item.label)}</a></td>{"".join(cells)}</tr>')
+        out.append(f'<tr><td><a href="#{_anchor(item.file_stem)}">{_e(item.label)}</a></td>{"".join(cells)}</tr>')
     out.append("</table><p>F fail · x known failure · . not broken</p>")
     return out
 
@@ -226,8 +226,8 @@ def html_report(*, title: str, context: Mapping[str, Any], summary: Summary, fai
     the family × dialect-pair matrix, the failures grouped by cause as the console groups
     them, the scenario × rule table linked to each failure, each failure's transcript
     (collapsed) with a link to its HAR file, the run's configuration and the rules; every
-    rule id linked to its row. ``failures`` maps a scenario to its transcript, ``hars`` to
-    its HAR file's path relative to the report. Secrets redacted by ``redactor``."""
+    rule id linked to its row. ``failures`` maps an item's ``file_stem`` to its transcript,
+    ``hars`` to its HAR file's path relative to the report (a scenario's pairs each their own). Secrets redacted by ``redactor``."""
     from harness.report.causes import group_failures
 
     causes = group_failures(summary.items, summary.rules)
@@ -244,10 +244,10 @@ def html_report(*, title: str, context: Mapping[str, Any], summary: Summary, fai
     out.append("<h2>Each failure</h2>")
     listed = [i for i in summary.items if i.outcome in ("failed", "error")]
     for item in listed:
-        text = failures.get(item.scenario, item.reason)
-        har_link = (f' · <a href="{_e(hars[item.scenario])}">HAR of its exchanges</a>' if item.scenario in hars
+        text = failures.get(item.file_stem, item.reason)
+        har_link = (f' · <a href="{_e(hars[item.file_stem])}">HAR of its exchanges</a>' if item.file_stem in hars
                     else "")
-        out.append(f'<details id="{_anchor(item.scenario)}"><summary class="{_e(item.outcome)}">'
+        out.append(f'<details id="{_anchor(item.file_stem)}"><summary class="{_e(item.outcome)}">'
                    f"<b>{_e(item.label)}</b> {_e(item.outcome)}: "
                    f"{_e(', '.join(dict.fromkeys(f.rule for f in unexpected(item))) or item.reason[:120])}"
                    f"{har_link}</summary><pre>{_linked(redactor.text(text), rules)}</pre></details>")

@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.report.summary import FamilyScore, Summary, rules_by_id, shown
 
+_SKIPS_HINT = "  (-v lists each skipped scenario)"
 _TEXT_CELLS = {"pass": ".", "FAIL": "F", "xfail": "x", "skip": "s", "error": "E", "inconclusive": "?"}
 _MD_CELLS = {"pass": " ", "FAIL": "❌", "xfail": "⚠️", "skip": "⏭️", "error": "💥", "inconclusive": "❔"}
 
@@ -59,7 +60,7 @@ def _skips_by_reason(summary: Summary) -> list[str]:
     out = [f"  {labels[0]}: skipped: {reason}" if len(labels) == 1 else f"  {len(labels)} scenarios skipped: {reason}"
            for reason, labels in ordered]
     if any(len(labels) > 1 for labels in groups.values()):
-        out.append("  (-v lists each skipped scenario)")
+        out.append(_SKIPS_HINT)
     return out
 
 
@@ -104,10 +105,16 @@ def render_text(summary: Summary, *, each_skip: bool = True, table: bool = True,
         out.append(coverage)
     if not summary.items:
         return "\n".join(out)
-    out.append("")
+    if table:
+        out.append("")
     rules, rows = summary.broken_rules, summary.failing_items
+    verdict = _verdict(summary)
     if rules and not table:
-        out.append(f"{len(rows)} scenario(s) broke {len(rules)} rule(s) (the scenario × rule table: -v)")
+        # One line in the grouped view: what broke, what did not, where the table is.
+        other = verdict.removeprefix("the other ").removesuffix(" scenario(s) that ran pass every rule")
+        rest = f", the other {other} that ran broke none" if other != verdict else ""
+        out.append(f"{len(rows)} scenario(s) broke {len(rules)} rule(s){rest} (-v: the table)")
+        verdict = "" if rest else verdict
     elif rules:
         id_width = max(len(i.label) for i in rows)
         out.append("rules failed per scenario (F fail, x known failure, . not broken; "
@@ -117,18 +124,33 @@ def render_text(summary: Summary, *, each_skip: bool = True, table: bool = True,
             cells = "  ".join(f"{_TEXT_CELLS[summary.rule_cell(item, r)]:^{len(r)}}" for r in rules)
             out.append(f"  {item.label:<{id_width}}  {cells}")
     tail: list[str] = []
-    verdict = _verdict(summary)
     if verdict:
         tail.append(verdict)
     tail.extend(f"{n} scenario(s): {cause}" for cause, n in summary.causes)
-    if not each_skip:
-        tail.extend(_skips_by_reason(summary))
-    tail.extend(f"  {scenario}: {what}" for scenario, what in _left_out(summary, skips=each_skip))
-    if wrap_at is not None:
-        tail = [part for line in tail for part in textwrap.wrap(
-            line, max(wrap_at, 40), subsequent_indent=" " * (len(line) - len(line.lstrip()) + 2),
-            break_on_hyphens=False, break_long_words=False) or [line]]
+    skips = [] if each_skip else _skips_by_reason(summary)
+    if skips and not table and wrap_at is not None:
+        # The grouped view: a reason per line, cut to the width (-v gives each whole).
+        skips = [_cut(line, max(wrap_at, 40)) for line in skips]
+        if any(line.endswith("…") for line in skips) and skips[-1] == _SKIPS_HINT:
+            skips[-1] = "  (-v lists each skipped scenario with its whole reason)"
+    else:
+        skips = _wrapped(skips, wrap_at)
+    tail = _wrapped(tail, wrap_at) + skips
+    tail += _wrapped([f"  {scenario}: {what}" for scenario, what in _left_out(summary, skips=each_skip)], wrap_at)
     return "\n".join(out + tail)
+
+
+def _cut(line: str, width: int) -> str:
+    return line if len(line) <= width else line[:width - 1].rstrip() + "…"
+
+
+def _wrapped(lines: list[str], width: int | None) -> list[str]:
+    """Sentences wrapped to ``width``, a line going on indented under its own start."""
+    if width is None:
+        return lines
+    return [part for line in lines for part in textwrap.wrap(
+        line, max(width, 40), subsequent_indent=" " * (len(line) - len(line.lstrip()) + 2),
+        break_on_hyphens=False, break_long_words=False) or [line]]
 
 
 def render_markdown(summary: Summary) -> str:

@@ -3,6 +3,7 @@ to the controller), and the scores, causes and coverage the score card is render
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -83,6 +84,17 @@ class ItemRecord:
         own = self.upstream in ("", self.client_dialect) and self.own_profile
         label = self.scenario if own else f"{self.scenario} [{self.pair}]"
         return f"{label} [{self.server} server]" if self.server else label
+
+    @property
+    def file_stem(self) -> str:
+        """The name of the item's HAR file and transcript (and its anchor in the HTML report),
+        one per item: the scenario id, with the client profile, the upstream dialect and the
+        server when the item is not the scenario played as written, so that the other pairs
+        of a scenario do not overwrite its files."""
+        if self.label == self.scenario:
+            return self.scenario
+        played = f"{self.profile}-to-{self.upstream or 'unknown'}" + (f".{self.server}" if self.server else "")
+        return f"{self.scenario}." + re.sub(r"[^A-Za-z0-9_.-]", "_", played)
 
     @property
     def client_dialect(self) -> str:

@@ -104,9 +104,9 @@ def test_one_defect_in_twenty_scenarios_fits_a_screen_and_points_to_the_detail(
         "  TEXT-001 [[]client, breaks *]: The visible text*",
         "  hermes-*:",
         "    TEXT-003 at event *: '<tool_call>' appears *",
-        "    replay: *toolcall-conformance replay", "      scenarios/hermes/*.yaml --proxy-url *",
+        "   replay: *toolcall-conformance replay*", "     *--proxy-url *",
         f"  … and {failed - 1 - SHOWN} more (-v lists each)",
-        "more: -v (every scenario), --tb=short (each one in full), --tb=long (with the raw answers)",
+        "more: -v (every scenario), --tb=short (each in full), --tb=long (raw answers)",
         "*tool-call conformance*",
         f"  hermes * {failed} failed",
     ])
@@ -116,6 +116,23 @@ def test_one_defect_in_twenty_scenarios_fits_a_screen_and_points_to_the_detail(
     detailed = pytester.runpytest(*hermes_run, "--tb=short")
     assert len(detailed.stdout.lines) > 10 * len(lines)  # the full detail, on request
     assert detailed.stdout.str().count("FAILED conformance::") == failed
+
+
+def test_the_run_commands_view_of_one_defect_is_at_most_forty_lines(
+        pytester: pytest.Pytester, hermes_run: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``toolcall-conformance run`` passes (``--conformance-only -q``) at 80 columns: the
+    run's header, the progress, the one group, the score card and pytest's totals, nothing of
+    pytest's own header."""
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("NO_COLOR", "1")
+    result = pytester.runpytest("--conformance-only", "-q", *hermes_run)
+    failed = result.parseoutcomes()["failed"]
+    lines = result.stdout.lines
+    assert failed >= 20 and len(lines) <= 40, "\n".join(lines)
+    assert lines[0].startswith("conformance: ") and not any(line.startswith(("platform ", "rootdir:")) for line in lines)
+    assert all(len(line) <= 80 for line in lines)
+    result.stdout.fnmatch_lines([f"*= {failed} failed scenario(s), one cause =*", "   replay: *", "more: *",
+                                 "*tool-call conformance*", f"{failed} failed, * passed* in *"])
 
 
 def test_colour_follows_force_color_and_no_color(pytester: pytest.Pytester, hermes_run: list[str],

@@ -40,7 +40,8 @@ TENANT = "tenant-PLANTED-5566778899"  # a header whose name says nothing: the ha
 BODY_KEY = "body-PLANTED-a1b2c3d4e5f6"  # a request body's api_key field
 PASTED_KEY = "sk-ant-api03-PLANTEDpasted0123456789"  # pasted in a message
 QUERY_KEY = "query-PLANTED-0f9e8d7c6b5a"  # a URL's ?key=
-PLANTED = (AUTH_KEY, X_API_KEY, TENANT, BODY_KEY, PASTED_KEY, QUERY_KEY)
+URL_PASSWORD = "urlpass-PLANTED-77aa88bb99"  # the proxy URL's user:password@
+PLANTED = (AUTH_KEY, X_API_KEY, TENANT, BODY_KEY, PASTED_KEY, QUERY_KEY, URL_PASSWORD)
 HEADERS = (f"Authorization: Bearer {AUTH_KEY}", f"x-api-key: {X_API_KEY}", f"X-Tenant: {TENANT}")
 
 
@@ -118,12 +119,19 @@ def test_a_passing_run_writes_no_secret(pytester: pytest.Pytester) -> None:
 def test_a_failing_run_prints_and_writes_no_secret(pytester: pytest.Pytester, servers: ServeFn) -> None:
     """A broken proxy (a mutant that drops ``data: [DONE]``): the failure's transcript, in
     the terminal, the junit XML, the record folder and the reports, holds no secret,
-    also not the proxy URL's key."""
+    also not the password in the proxy URL; nor does the grouped view of the ``run``
+    command, with its replay command."""
     folder = _library(pytester.path, ("plain-native-single", "planted-streamed"))
     mock_url = servers(create_mock()).url
     mutant = next(m for m in MUTANTS if m.id == "no-done")
-    proxy_url = f"{servers(mutant.app(f'{mock_url}/v1')).url}/v1"
+    served = servers(mutant.app(f"{mock_url}/v1")).url
+    proxy_url = served.replace("http://", f"http://planted:{URL_PASSWORD}@", 1) + "/v1"
     out = pytester.path / "out"
+    grouped = pytester.runpytest("--conformance-only", "-q", "--conformance-proxy-url", proxy_url,
+                                 "--conformance-mock-url", mock_url, "--conformance-strict",
+                                 "--conformance-scenarios", str(folder), *_proxy_headers())
+    grouped.assert_outcomes(failed=1)
+    grouped.stdout.fnmatch_lines(["*1 failed scenario(s), one cause*", "*replay: *"])
     result = pytester.runpytest(
         "--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url, "--conformance-strict",
         "--conformance-scenarios", str(folder), *_proxy_headers(), "--conformance-record", str(out / "record"),
@@ -135,7 +143,8 @@ def test_a_failing_run_prints_and_writes_no_secret(pytester: pytest.Pytester, se
     result.stdout.fnmatch_lines(["*SSE-004*", "*answer as received*"])
     assert "record/failures/planted-streamed.txt" in _written(out)
     assert "SSE-004" in (out / "junit.xml").read_text("utf-8")
-    assert _leaks(pytester.path, result.stdout.str(), result.stderr.str()) == []
+    assert _leaks(pytester.path, result.stdout.str(), result.stderr.str(), grouped.stdout.str(),
+                  grouped.stderr.str()) == []
 
 
 def test_replay_prints_no_secret() -> None:

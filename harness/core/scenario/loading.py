@@ -8,6 +8,7 @@ and is re-exported here, where every package imports it from.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -184,7 +185,14 @@ def _load(path: Path) -> tuple[Scenario, Lines]:
     if not isinstance(data, dict):
         raise ScenarioError([ScenarioProblem(where, 1, "(top level)", "a scenario file holds one mapping")])
     lines = Lines(text)
-    return _parse(data, where, path.parent.name, lines), lines
+    return _parse(data, where, folder_family(path), lines), lines
+
+
+def folder_family(path: Path) -> str:
+    """The family of a scenario file that names none: its folder's name, as a family is spelt
+    (a file in the current folder, ``replay mine.yaml``, has the folder's own name, not "")."""
+    name = re.sub(r"[^a-z0-9-]+", "-", path.absolute().parent.name.lower()).strip("-")
+    return name or "scenarios"
 
 
 def load_scenario(path: str | Path) -> Scenario:
