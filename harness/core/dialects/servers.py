@@ -28,9 +28,10 @@ _AI_SDK_SCHEMA = ("https://github.com/vercel/ai/blob/main/packages/openai-compat
                   "openai-compatible-chat-language-model.ts")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ServerProfile:
-    """One real server: the habits it streams with, per dialect it serves."""
+    """One real server: the habits it streams with, per dialect it serves (one object per server, compared and
+    hashed as itself: a set or a table of profiles is keyed by the objects)."""
 
     name: str  # the option's and reports' word for it
     label: str  # as people call it
