@@ -426,6 +426,35 @@ def role_every_chunk(pieces: list[Piece]) -> list[Piece]:
     return out
 
 
+def role_on_every_delta(pieces: list[Piece]) -> list[Piece]:
+    """Every delta with text or a call says ``role: assistant`` again (the role chunk is kept)."""
+    for p in pieces:
+        d = delta(p)
+        if d is not None and "role" not in d and (d.get("content") or d.get("tool_calls")):
+            choice(p)["delta"] = {"role": "assistant", **d}  # type: ignore[index]
+    return pieces
+
+
+def usage_key_null(pieces: list[Piece]) -> list[Piece]:
+    """Every chunk with choices says ``usage: null`` (last), whether or not a usage chunk comes."""
+    return [replace(p, value={**p.value, "usage": None}) if choice(p) is not None and "usage" not in p.value else p
+            for p in pieces]
+
+
+def usage_on_finish(pieces: list[Piece]) -> list[Piece]:
+    """The finish chunk carries the usage, asked for or not (counted from the answer's chunks when the
+    answer has no usage chunk; a usage chunk that was asked for still comes)."""
+    at = next((i for i, p in enumerate(pieces) if is_finish(p)), None)
+    if at is None:
+        return pieces
+    last = next((p for p in pieces if is_usage(p)), None)
+    made = sum(1 for p in pieces[:at] if delta(p) is not None and not is_role_only(p))
+    usage = dict(last.value["usage"]) if last is not None else {
+        "completion_tokens": made, "prompt_tokens": 16, "total_tokens": made + 16}
+    finish = pieces[at]
+    return [*pieces[:at], replace(finish, value={**finish.value, "usage": usage}), *pieces[at + 1:]]
+
+
 def role_with_first_delta(pieces: list[Piece]) -> list[Piece]:
     """No role-only opening chunk: the first delta with text or a call says ``role: assistant``."""
     out = [p for p in pieces if not (is_role_only(p) and not is_finish(p))]

@@ -28,9 +28,10 @@ _AI_SDK_SCHEMA = ("https://github.com/vercel/ai/blob/main/packages/openai-compat
                   "openai-compatible-chat-language-model.ts")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class ServerProfile:
-    """One real server: the habits it streams with, per dialect it serves."""
+    """One real server: the habits it streams with, per dialect it serves (one object per server, compared and
+    hashed as itself: a set or a table of profiles is keyed by the objects)."""
 
     name: str  # the option's and reports' word for it
     label: str  # as people call it
@@ -98,10 +99,14 @@ NULL_FIELDS = Habit("null-fields", "every delta names role, content, reasoning_c
                     "tolerate", _HARMLESS + " (tool_calls: null is read as no calls)", h.null_fields)
 EMPTY_FINISH = Habit("empty-finish-reason", 'chunks that do not finish say finish_reason: "" instead of null',
                      ("https://github.com/sgl-project/sglang/issues/3912",
-                      "https://github.com/ollama/ollama/issues/4357"),
+                      "https://github.com/ollama/ollama/issues/4357",
+                      "https://github.com/openai/openai-dotnet/pull/389",
+                      "https://github.com/aaif-goose/goose/pull/10258"),
                      "normalise", "not a finish reason of the spec (null or stop, length, tool_calls, "
-                     "content_filter); typed clients fail to read it (sglang#3912: a JSON deserialisation failure), "
-                     "and CHUNK-011 reads it as a first finish reason; a proxy must not end the answer at it",
+                     "content_filter): openai-dotnet 2.x throws 'Unknown ChatFinishReason value.' on it (the fix was "
+                     "declined, openai/openai-dotnet#389); goose took it for the end and lost the call's later "
+                     "argument deltas until aaif-goose/goose#10258; typed clients fail to deserialise it "
+                     "(sglang#3912); CHUNK-011 reads it as a first finish reason; a proxy must not end the answer at it",
                      h.empty_finish)
 TWO_FINISHES = Habit("two-finishes", "the last content chunk carries the finish reason, then the finish chunk "
                      "sends it again", ("https://github.com/sgl-project/sglang/pull/8417",),
@@ -128,7 +133,10 @@ LLAMACPP_ENVELOPE = Habit("timings", "every chunk says system_fingerprint (the b
                           ("https://github.com/openai-php/client/issues/780",), "tolerate", _HARMLESS,
                           h.top_fields({"system_fingerprint": "b5827-bac8bed2",
                                         "timings": {"prompt_n": 1, "predicted_n": 1}}, after="object"))
-NO_INDEX = Habit("no-index", "tool-call deltas carry no index", ("https://github.com/ollama/ollama/issues/7881",),
+NO_INDEX = Habit("no-index", "tool-call deltas carry no index",
+                 ("https://github.com/ollama/ollama/issues/7881",
+                  "https://discuss.ai.google.dev/t/openai-compatibilioty-with-jnodejs-error/50746?page=2",
+                  "https://discuss.ai.google.dev/t/gemini-openai-compatibility-issue-with-tool-call-streaming/59886"),
                  "normalise", "openai-python 1.x's chat.completions.stream() helper and pydantic logfire read "
                  "tool_calls[].index (ollama/ollama#7881); the AI SDK's schema requires it (index: z.number())",
                  h.no_index)
@@ -140,12 +148,26 @@ STOP_FOR_CALLS = Habit("stop-for-calls", "an answer with tool calls finishes wit
                        "normalise", "Codex CLI runs a streamed call only at finish_reason tool_calls (rule TOOL-009); "
                        "a proxy must not drop the calls either (OpenAI's gpt-4o has done it too, ollama/ollama#7963)",
                        h.stop_for_calls)
+_ROLE_TWICE = ("openai-python 1.x's stream helper (chat.completions.stream(), lib/streaming/_deltas.py) "
+               "concatenates string fields: the message's role becomes \"assistantassistant…\", which no API accepts "
+               "when the application sends the message back (CHUNK-006; BerriAI/litellm#9986, pydantic/logfire#545, "
+               "ollama/ollama#7626); a proxy sends the role once")
 ROLE_EVERY_CHUNK = Habit("role-every-chunk", "no role-only first chunk; every delta says role: assistant",
-                         ("https://github.com/ollama/ollama/issues/4357",), "tolerate", _HARMLESS,
-                         h.role_every_chunk)
+                         ("https://github.com/ollama/ollama/issues/4357", "https://github.com/ollama/ollama/issues/7626"),
+                         "normalise", _ROLE_TWICE, h.role_every_chunk)
 OLLAMA_ENVELOPE = Habit("fp-ollama", "every chunk says system_fingerprint: fp_ollama",
                         ("https://github.com/ollama/ollama/issues/4357",), "tolerate", _HARMLESS,
                         h.top_fields({"system_fingerprint": "fp_ollama"}))
+ROLE_ON_EVERY_DELTA = Habit("role-on-every-delta", "every delta with text or a call says role: assistant again",
+                            ("https://github.com/openai/openai-go/issues/227",
+                             "https://github.com/huggingface/text-generation-inference/issues/2794",
+                             "https://discuss.ai.google.dev/t/openai-compatibilioty-with-jnodejs-error/50746?page=2"),
+                            "normalise", _ROLE_TWICE, h.role_on_every_delta)
+USAGE_ON_FINISH = Habit("usage-on-finish", "the finish chunk (delta {}) carries the usage, asked for or not",
+                        ("https://github.com/ggml-org/llama.cpp/issues/12137",
+                         "https://github.com/g0t4/ask-openai.nvim/blob/main/lua/ask-openai/rewrites/harmony/NOTES.md"),
+                        "tolerate", _HARMLESS + " (a usage object on a chunk with choices is not the usage chunk "
+                        "of include_usage: USAGE-002 does not count it)", h.usage_on_finish)
 EMPTY_IDENTITY = Habit("empty-identity", 'continuation deltas repeat the call\'s id and name as ""',
                        ("https://github.com/lmstudio-ai/lmstudio-bug-tracker/issues/830",
                         "https://github.com/anomalyco/opencode/issues/37841"),
@@ -166,6 +188,11 @@ NULL_NAME = Habit("null-name-continuations", 'continuation deltas say id: "" and
                   ("https://github.com/huggingface/text-generation-inference/issues/2794",),
                   "tolerate", "openai-python skips null pieces; the AI SDK reads name only on a call's first delta",
                   h.null_name_continuations)
+TGI_ENVELOPE = Habit("tgi-envelope", 'every chunk says id: "" first after object, system_fingerprint (the '
+                     "version) and usage: null", ("https://github.com/huggingface/text-generation-inference/issues/2794",),
+                     "tolerate", _HARMLESS + " (CHUNK-004 asks only that the id stay the same)",
+                     lambda pieces: h.usage_key_null(h.top_fields({"system_fingerprint": "2.4.1-sha-d2ed52f"})(
+                         h.top_fields({"id": ""}, after="object")(pieces))))
 ARGUMENTS_OBJECT = Habit("arguments-object", "a call's arguments are a JSON object, not a string",
                          ("https://github.com/huggingface/text-generation-inference/pull/2954",
                           "https://github.com/BerriAI/litellm/pull/37792"),
@@ -179,9 +206,11 @@ PROCESSING = Habit("processing-comments", ": OPENROUTER PROCESSING comment lines
 PROVIDER_FIELDS = Habit("native-finish-reason", "every chunk says provider and native_finish_reason",
                         ("https://openrouter.ai/docs/api-reference/streaming",), "tolerate", _HARMLESS,
                         h.native_finish)
-OPENROUTER_ENVELOPE = Habit("provider", "every chunk says the provider that served it",
-                            ("https://openrouter.ai/docs/api-reference/streaming",), "tolerate", _HARMLESS,
-                            h.top_fields({"provider": "OpenAI"}))
+OPENROUTER_ENVELOPE = Habit("provider", "every chunk says the provider that served it (and passes on its "
+                            "system_fingerprint)", ("https://openrouter.ai/docs/api-reference/streaming",
+                                                    "https://github.com/openai/openai-go/issues/227"),
+                            "tolerate", _HARMLESS,
+                            h.top_fields({"provider": "OpenAI", "system_fingerprint": "fp_72ed7ab54c"}))
 FINISH_IN_LAST = Habit("finish-in-last-delta", "no separate finish chunk: the last chunk with text or a call "
                        "carries the finish reason and the usage",
                        ("https://ai.google.dev/gemini-api/docs/openai",
@@ -202,15 +231,15 @@ AZURE = ServerProfile("azure", "Azure OpenAI",
 VLLM = ServerProfile("vllm", "vLLM", {OPENAI: (CONTINUOUS_USAGE,)})
 SGLANG = ServerProfile("sglang", "SGLang", {OPENAI: (NULL_FIELDS, EMPTY_FINISH, TWO_FINISHES)})
 LLAMACPP = ServerProfile("llamacpp", "llama.cpp server",
-                         {OPENAI: (LLAMACPP_ENVELOPE, CONTENT_NULL, BACKSLASH, GLUED, DONE_NO_BLANK)})
+                         {OPENAI: (LLAMACPP_ENVELOPE, CONTENT_NULL, USAGE_ON_FINISH, BACKSLASH, GLUED, DONE_NO_BLANK)})
 OLLAMA = ServerProfile("ollama", "Ollama (OpenAI route)",
                        {OPENAI: (OLLAMA_ENVELOPE, ROLE_EVERY_CHUNK, WHOLE_CALLS, NO_INDEX, STOP_FOR_CALLS)})
 LMSTUDIO = ServerProfile("lmstudio", "LM Studio", {OPENAI: (LMSTUDIO_ENVELOPE, ROLE_WITH_FIRST, EMPTY_IDENTITY)})
 TGI = ServerProfile("tgi", "Text Generation Inference",
-                    {OPENAI: (NULL_NAME, WHOLE_CALLS, ARGUMENTS_OBJECT, CALLS_AS_OBJECT)})
-OPENROUTER = ServerProfile("openrouter", "OpenRouter", {OPENAI: (PROCESSING, OPENROUTER_ENVELOPE, PROVIDER_FIELDS)})
+                    {OPENAI: (TGI_ENVELOPE, ROLE_ON_EVERY_DELTA, NULL_NAME, WHOLE_CALLS, ARGUMENTS_OBJECT, CALLS_AS_OBJECT)})
+OPENROUTER = ServerProfile("openrouter", "OpenRouter", {OPENAI: (PROCESSING, OPENROUTER_ENVELOPE, PROVIDER_FIELDS, ROLE_ON_EVERY_DELTA)})
 GEMINI = ServerProfile("gemini", "Gemini (OpenAI compatibility)",
-                       {OPENAI: (WHOLE_CALLS, STOP_FOR_CALLS, FINISH_IN_LAST)})
+                       {OPENAI: (ROLE_ON_EVERY_DELTA, WHOLE_CALLS, NO_INDEX, STOP_FOR_CALLS, FINISH_IN_LAST)})
 ANTHROPIC_API = ServerProfile("anthropic-api", "Anthropic API", {ANTHROPIC: (PINGS,)})
 
 #: Every upstream server profile by name: the one list of their names.
