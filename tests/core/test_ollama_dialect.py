@@ -209,3 +209,14 @@ def test_the_proxy_reads_the_same_answer_however_the_bytes_are_cut(cuts: list[in
                 [c["function"]["arguments"] for c in d["tool_calls"]] if isinstance(d, dict) else d
                 for d in (x[0] if isinstance(x, tuple) else x for x in items)]
     assert strip(_chunks(DATA, cuts)) == strip(_chunks(DATA, []))
+
+
+def test_a_result_named_only_by_its_tool_answers_the_first_unanswered_call_of_that_tool() -> None:
+    body = {"model": "m", "messages": [
+        {"role": "user", "content": "Read a and b"},
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": "c1", "function": {"name": "Read", "arguments": {"file_path": "a"}}},
+            {"id": "c2", "function": {"name": "Read", "arguments": {"file_path": "b"}}}]},
+        {"role": "tool", "content": "A", "tool_name": "Read"},
+        {"role": "tool", "content": "B", "tool_name": "Read"}]}
+    assert [(r.call_id, r.text) for r in OLLAMA.requests.read(body).results] == [("c1", "A"), ("c2", "B")]

@@ -80,8 +80,8 @@ class OllamaErrors:
 class OllamaRequests:
     """An ``/api/chat`` body. Read (``read``): ``system`` messages are the system text; an
     assistant's ``tool_calls[{function{name, arguments}}]`` its calls (``arguments`` an
-    object); a ``tool`` message is the result of a call, named by ``tool_name`` (or a
-    ``tool_call_id`` when a client sends one); tools are ``{type: function, function}`` as in
+    object); a ``tool`` message is the result of the call its ``tool_call_id`` names, or else
+    of the first unanswered call of its ``tool_name`` (as Ollama's docs name it); tools are ``{type: function, function}`` as in
     Chat Completions. No tool choice exists on the wire."""
 
     user_id_path: tuple[str, ...] = ("user",)  # the API has none; no client speaks it
@@ -105,6 +105,7 @@ class OllamaRequests:
         body = mapping(body)
         system: list[str] = []
         conversation = Conversation()
+        waiting: list[ToolCall] = []  # calls not answered yet, for a result named only by its tool
         for message in items(body.get("messages")):
             role, content = message.get("role"), message.get("content")
             if role == "system":
@@ -113,9 +114,15 @@ class OllamaRequests:
                 calls = [ToolCall(string(call.get("id")), name, arguments(fn.get("arguments")))
                          for call in items(message.get("tool_calls")) for fn in (mapping(call.get("function")),)
                          if isinstance(name := fn.get("name"), str)]
+                waiting.extend(calls)
                 conversation.add("assistant", texts(content), calls)
             elif role == "tool":
                 ident = string(message.get("tool_call_id"))
+                answered = next((c for c in waiting if (c.id == ident if ident is not None
+                                                        else c.name == message.get("tool_name"))), None)
+                if answered is not None:
+                    waiting.remove(answered)
+                    ident = answered.id
                 conversation.add("user", results=[ToolResult(ident, texts(content))])
             elif role == "user":
                 conversation.add("user", texts(content))
