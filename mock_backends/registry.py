@@ -17,12 +17,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from harness.core.dialects import ANTHROPIC, KIRO, OPENAI, RESPONSES, WireDialect
+from harness.core.dialects import ANTHROPIC, KIRO, OLLAMA, OPENAI, RESPONSES, WireDialect
 from harness.core.errors import MockError
 from harness.core.exchange import BackendActivity, RecordedAnswer, RecordedRequest
 from harness.core.nonce import NONCE_HEADER, new_nonce
 from harness.core.replay import anthropic as anthropic_replay
 from harness.core.replay import kiro as kiro_replay
+from harness.core.replay import ollama as ollama_replay
 from harness.core.replay import openai as openai_replay
 from harness.core.replay import responses as responses_replay
 from harness.core.replay.wire import DEFAULT_MODEL
@@ -53,7 +54,7 @@ class Prepared:
 # Each dialect's replay planner.
 PLANNERS: Mapping[WireDialect, Callable[[Backend], Any]] = {
     OPENAI: openai_replay.prepare, ANTHROPIC: anthropic_replay.prepare, RESPONSES: responses_replay.prepare,
-    KIRO: kiro_replay.prepare,
+    KIRO: kiro_replay.prepare, OLLAMA: ollama_replay.prepare,
 }
 
 

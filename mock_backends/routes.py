@@ -15,15 +15,17 @@ from datetime import datetime, timezone
 from functools import partial
 from typing import Any, Protocol
 
-from harness.core.dialects import ANTHROPIC, KIRO, OPENAI, RESPONSES, WireDialect
+from harness.core.dialects import ANTHROPIC, KIRO, OLLAMA, OPENAI, RESPONSES, WireDialect
 from harness.core.replay import anthropic as anthropic_replay
 from harness.core.replay import kiro as kiro_replay
+from harness.core.replay import ollama as ollama_replay
 from harness.core.replay import openai as openai_replay
 from harness.core.replay import responses as responses_replay
 from harness.core.replay.wire import Delivery, Event
 from mock_backends.registry import Prepared
 from mock_backends.responses_validation import check_responses
 from mock_backends.kiro_validation import check_kiro
+from mock_backends.ollama_validation import check_ollama
 from mock_backends.strict import check_chat_strict, check_none
 from mock_backends.validation import RequestProblem, check_anthropic, check_openai
 
@@ -179,4 +181,32 @@ class KiroRoute:
                       KIRO.media_type)
 
 
-ROUTES: Mapping[WireDialect, Route] = {r.wire: r for r in (ChatRoute(), MessagesRoute(), ResponsesRoute(), KiroRoute())}
+class OllamaRoute:
+    """``POST .../api/chat``: ``{"error": "..."}`` errors, NDJSON streams (the default) or one object."""
+
+    wire = OLLAMA
+
+    def check(self, body: Mapping[str, Any]) -> RequestProblem | None:
+        return check_ollama(body)
+
+    def check_strict(self, body: Mapping[str, Any]) -> RequestProblem | None:
+        return check_none(body)
+
+    def error(self, message: str, code: str, *, param: str | None = None, api_type: str | None = None,
+              server: bool = False) -> dict[str, Any]:
+        return ollama_replay.error_body(message)
+
+    def models(self, names: Sequence[str], created: int) -> dict[str, Any]:
+        stamp = datetime.fromtimestamp(created, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        return {"models": [{"name": name, "model": name, "modified_at": stamp} for name in names]}
+
+    def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
+        replay = prepared.replay
+        assert isinstance(replay, ollama_replay.OllamaReplay)
+        reply = ollama_replay.plan_reply(replay, body)
+        return Served(replay.delivery, reply.stream, partial(ollama_replay.stream_events, replay, reply),
+                      partial(ollama_replay.chat_response, replay, reply), OLLAMA.media_type)
+
+
+ROUTES: Mapping[WireDialect, Route] = {r.wire: r for r in (ChatRoute(), MessagesRoute(), ResponsesRoute(), KiroRoute(),
+                                                          OllamaRoute())}

@@ -20,7 +20,7 @@ from harness.core.errors import ConformanceError
 from reference_proxy.rescue.families import FORMAT_IDS
 
 LOG_LEVELS = ("critical", "error", "warning", "info", "debug")
-UPSTREAM_DIALECTS = ("native", "openai", "anthropic", "responses", "kiro")
+UPSTREAM_DIALECTS = ("native", "openai", "anthropic", "responses", "kiro", "ollama")
 MIN_BUFFER_CAP = 256
 AUTO_FORMATS = "auto"
 ANY_MODEL = "*"

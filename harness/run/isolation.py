@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from harness.core.dialects import ANTHROPIC, KIRO, OPENAI, RESPONSES, WireDialect
+from harness.core.dialects import ANTHROPIC, KIRO, OLLAMA, OPENAI, RESPONSES, WireDialect
 from harness.core.dialects.clients import Profile
 from harness.core.exchange import Exchange
 from harness.core.scenario.loading import build_scenario, parse_scenario
@@ -48,6 +48,8 @@ MALFORMED_EVENT: Mapping[WireDialect, str] = {
     RESPONSES: _CHAT_MALFORMED,
     # A Kiro message cut off inside its prelude: total length 0x100, then nothing more.
     KIRO: "\x00\x00\x01\x00\x00\x00",
+    # An NDJSON line cut off inside a string, then its line break: no JSON object.
+    OLLAMA: '{"model":"m","message":{"role":"assistant","content":"hal\n',
 }
 
 # Plays one (tagged) scenario through the proxy; the runner binds settings and mock.

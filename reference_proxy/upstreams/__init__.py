@@ -16,6 +16,7 @@ from reference_proxy.upstreams.base import ClientBody, EventSink, Outgoing, Read
 from reference_proxy.upstreams.chat import ChatUpstream
 from reference_proxy.upstreams.kiro import KiroUpstream
 from reference_proxy.upstreams.messages import MessagesUpstream
+from reference_proxy.upstreams.ollama import OllamaUpstream
 from reference_proxy.upstreams.responses import ResponsesUpstream
 
 if TYPE_CHECKING:
@@ -25,7 +26,7 @@ __all__ = ["REGISTRY", "ClientBody", "EventSink", "Outgoing", "ReadAnswer", "Ups
 
 #: Each upstream API by its name in the configuration (``upstream_dialect``).
 REGISTRY: Mapping[str, type[Upstream]] = MappingProxyType(
-    {cls.name: cls for cls in (ChatUpstream, MessagesUpstream, ResponsesUpstream, KiroUpstream)})
+    {cls.name: cls for cls in (ChatUpstream, MessagesUpstream, ResponsesUpstream, KiroUpstream, OllamaUpstream)})
 
 
 def upstream_for(config: ProxyConfig, client_api: str, registry: Mapping[str, type[Upstream]] = REGISTRY) -> Upstream:

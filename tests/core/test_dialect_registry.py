@@ -91,7 +91,7 @@ def test_the_scenario_schema_names_every_registered_dialect_and_profile() -> Non
 
 def test_an_unknown_name_is_refused_naming_every_registered_one() -> None:
     with pytest.raises(ValueError) as exc:
-        dialect("ollama")
+        dialect("gemini")
     assert all(name in str(exc.value) for name in DIALECTS)
     with pytest.raises(ValueError) as exc:
         client("cursor")
@@ -117,7 +117,7 @@ def test_a_loaded_scenario_holds_the_objects() -> None:
 def test_a_scenario_naming_an_unknown_dialect_is_refused_with_the_registered_names() -> None:
     with pytest.raises(ScenarioError) as exc:
         parse_scenario({"id": "inline-unknown", "title": "t", "source": "s",
-                        "backend": {"dialect": "ollama", "frames": ["hi"]},
+                        "backend": {"dialect": "gemini", "frames": ["hi"]},
                         "client": {"request": {"model": "m", "messages": [{"role": "user", "content": "x"}]}},
                         "expect": {"content": "hi", "finish_reason": "stop"}})
     assert all(name in str(exc.value) for name in DIALECTS)

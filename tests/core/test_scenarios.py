@@ -53,6 +53,7 @@ FAMILIES = {
     "bad-input",
     "translation",
     "kiro",
+    "ollama",
 }
 # Families that must be broad because each case covers one situation of many.
 MINIMUM_PER_FAMILY = {"anthropic": 12, "faults": 12, "bad-input": 6}
@@ -327,6 +328,15 @@ REQUIRED: dict[str, dict[str, tuple[str, ...]]] = {
         "leaked invoke XML": ("kiro-leaked-antml-invoke", "kiro-leaked-invoke-and-native"),
         "the `conversationState` a gateway sends": ("kiro-request-conversation",),
     },
+    "ollama": {
+        "a call in a line before the `done` line": ("ollama-call-then-done-stop", "ollama-call-then-done-stop-anthropic"),
+        "parallel calls all at `index` 0 or in one line": ("ollama-parallel-calls-index-zero",
+                                                          "ollama-parallel-calls-one-line"),
+        "a call in the `done` line": ("ollama-calls-in-done-line",),
+        "`message.thinking`": ("ollama-thinking-before-call",),
+        "lines cut anywhere across reads": ("ollama-line-cut-mid-json",),
+        "the request a gateway sends": ("ollama-request-conversation",),
+    },
     "translation": {
         "multi-turn tool conversations": ("translation-openai-conversation", "translation-anthropic-conversation"),
         "`tool_choice` in every form": tuple(f"translation-{d}-{c}" for d, cs in (
@@ -457,7 +467,7 @@ def _check_anthropic(scenario: Scenario) -> None:
         assert scenario.backend.dialect.name == "anthropic", "an anthropic client's cases use an anthropic backend"
         assert scenario.backend.finish_reason in ANTHROPIC_STOP_REASONS
     else:  # what a Messages upstream cannot say (arguments that are no JSON object, Kiro's own events) is
-        assert scenario.family in ("faults", "kiro")  # written in another dialect
+        assert scenario.family in ("faults", "kiro", "ollama")  # written in another dialect
     if expect.error is not None and expect.finish_reason is None:
         return
     assert expect.finish_reason in ANTHROPIC_STOP_REASONS, "finish_reason holds the Messages stop_reason"

@@ -44,7 +44,7 @@ from mock_backends.control import MockControl
 FEATURES = proxy_config("http://127.0.0.1:1/v1").features()
 SEED = 20261125
 # Scenario folders that hold no text format of their own.
-NOT_FORMATS = frozenset({"plain", "features", "anthropic", "faults", "bad-input", "isolation", "translation", "kiro"})
+NOT_FORMATS = frozenset({"plain", "features", "anthropic", "faults", "bad-input", "isolation", "translation", "kiro", "ollama"})
 
 
 def run_fuzz(proxy_url: str, mock_url: str, formats: tuple[str, ...], examples: int, out: Path, *,

@@ -12,17 +12,18 @@ variant of it) in ``mutants.responses``. ``mutants.fuzz_only`` holds mutants no
 hand-written scenario exposes and only generated cases catch (``FUZZ_ONLY``); proxies
 whose state is shared between exchanges or choices are in ``mutants.isolation``, and
 per-format parser defects in ``mutants.formats``; mutants of the proxy as a Kiro gateway in
-``mutants.kiro``; ``mutants.clients`` holds those real clients' requests expose (played under
+``mutants.kiro``, as an Ollama gateway in ``mutants.ollama``; ``mutants.clients`` holds those real clients' requests expose (played under
 their profiles, some against a strict upstream).
 """
 
-from mutants import anthropic, clients, formats, isolation, kiro, openai, responses, translation
+from mutants import anthropic, clients, formats, isolation, kiro, ollama, openai, responses, translation
 from mutants.fuzz_only import ALL_AT_ONCE, FUZZ_ONLY
 from mutants.base import Mutant
 from mutants.different import CORRECT_BUT_DIFFERENT
 
 MUTANTS: tuple[Mutant, ...] = (*openai.MUTANTS, *anthropic.MUTANTS, *translation.MUTANTS, *isolation.MUTANTS,
-                              *formats.MUTANTS, *responses.MUTANTS, *kiro.MUTANTS, *clients.MUTANTS)
+                              *formats.MUTANTS, *responses.MUTANTS, *kiro.MUTANTS, *ollama.MUTANTS,
+                              *clients.MUTANTS)
 CORRECT: tuple[Mutant, ...] = (CORRECT_BUT_DIFFERENT, anthropic.CORRECT_BUT_DIFFERENT_MESSAGES,
                                responses.CORRECT_BUT_DIFFERENT_RESPONSES)
 # Correct in one respect where the reference made another choice: each passes its cases, with --strict too.

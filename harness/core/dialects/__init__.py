@@ -9,13 +9,14 @@ from types import MappingProxyType
 from harness.core.dialects.anthropic import ANTHROPIC
 from harness.core.dialects.base import Finish, NativeCall, NotPortable, RequestShape, ToolChoice, WireDialect
 from harness.core.dialects.kiro import KIRO
+from harness.core.dialects.ollama import OLLAMA
 from harness.core.dialects.openai import OPENAI
 from harness.core.dialects.request import NeutralRequest
 from harness.core.dialects.responses import RESPONSES
 
 #: Every wire dialect by name: the one list of dialect names (scenario files, options and
 #: reports name a dialect; everything between them holds the object).
-DIALECTS: Mapping[str, WireDialect] = MappingProxyType({d.name: d for d in (OPENAI, ANTHROPIC, RESPONSES, KIRO)})
+DIALECTS: Mapping[str, WireDialect] = MappingProxyType({d.name: d for d in (OPENAI, ANTHROPIC, RESPONSES, KIRO, OLLAMA)})
 
 
 def dialect_choices(conjunction: str | None = None) -> str:
@@ -41,6 +42,6 @@ def posted_to(path: str) -> WireDialect | None:
     return next((d for d in DIALECTS.values() if tail.endswith(d.endpoint)), None)
 
 
-__all__ = ["ANTHROPIC", "DIALECTS", "Finish", "KIRO", "NativeCall", "NeutralRequest", "NotPortable", "OPENAI",
-           "RESPONSES", "RequestShape", "ToolChoice", "WireDialect", "clients", "dialect", "dialect_choices", "frames",
-           "habits", "kiro", "posted_to", "profiles", "request", "responses", "responses_request", "script", "servers"]
+__all__ = ["ANTHROPIC", "DIALECTS", "Finish", "KIRO", "NativeCall", "NeutralRequest", "NotPortable", "OLLAMA",
+           "OPENAI", "RESPONSES", "RequestShape", "ToolChoice", "WireDialect", "clients", "dialect", "dialect_choices", "frames",
+           "habits", "kiro", "ollama", "posted_to", "profiles", "request", "responses", "responses_request", "script", "servers"]

@@ -33,11 +33,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Final
 
-from harness.core.dialects import ANTHROPIC, KIRO, OPENAI, RESPONSES, WireDialect
+from harness.core.dialects import ANTHROPIC, KIRO, OLLAMA, OPENAI, RESPONSES, WireDialect
 from harness.core.dialects.frames import (ContentFrame, EventFrame, Frame, RawFrame, ToolCallFrame, ToolUseFrame,
                                           frame_to_mapping)
 from harness.core.replay import anthropic as anthropic_replay
 from harness.core.replay import kiro as kiro_replay
+from harness.core.replay import ollama as ollama_replay
 from harness.core.replay import openai as openai_replay
 from harness.core.replay import responses as responses_replay
 from harness.core.replay.servers import as_served
@@ -256,14 +257,10 @@ def _responses_events(backend: Backend, request: Mapping[str, Any]) -> list[Even
     return responses_replay.stream_events(answer, reply)
 
 
-def _kiro_events(backend: Backend, request: Mapping[str, Any]) -> list[Event]:
-    replay = kiro_replay.prepare(backend)
-    return kiro_replay.stream_events(replay, kiro_replay.plan_reply(replay, request, answer_id="0" * 20))
-
-
 # Each upstream dialect's events, as its replay planner writes them.
 _WIRE_EVENTS: Mapping[WireDialect, Callable[[Backend, Mapping[str, Any]], list[Event]]] = {
-    OPENAI: _openai_events, ANTHROPIC: _anthropic_events, RESPONSES: _responses_events, KIRO: _kiro_events}
+    OPENAI: _openai_events, ANTHROPIC: _anthropic_events, RESPONSES: _responses_events,
+    KIRO: kiro_replay.planned_events, OLLAMA: ollama_replay.planned_events}
 
 
 def wire_events(scenario: Scenario) -> list[Event]:

@@ -156,6 +156,12 @@ def stream_events(replay: KiroReplay, reply: KiroReply) -> list[Event]:
     return with_fault(events, fault, at=at, terminator=TERMINATOR)
 
 
+def planned_events(backend: Backend, request: Mapping[str, Any]) -> list[Event]:
+    """The messages the mock streams for ``backend`` answering ``request``, with fixed ids (what re-chunking cuts)."""
+    replay = prepare(backend)
+    return stream_events(replay, plan_reply(replay, request, answer_id="0" * 20))
+
+
 def payloads(events: list[Event]) -> list[dict[str, Any]]:
     """What the messages of ``events`` carry, read back (for tests and reports)."""
     decoder = Decoder()

@@ -4,4 +4,4 @@ the official SDKs" own reading (``sdk_compat``), one reader per dialect over an 
 (``reading``), XML calls for XML-reading clients (``xml_calls``), and the transcript a
 failure shows (``transcript``)."""
 
-__all__ = ["anthropic_events", "assemble", "kiro_events", "reading", "responses_events", "sdk_compat", "sse", "transcript", "xml_calls"]
+__all__ = ["anthropic_events", "assemble", "kiro_events", "ollama_events", "reading", "responses_events", "sdk_compat", "sse", "transcript", "xml_calls"]

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from functools import cached_property
 from typing import Any, Protocol
 
-from harness.core.dialects import ANTHROPIC, KIRO, OPENAI, RESPONSES, WireDialect
+from harness.core.dialects import ANTHROPIC, KIRO, OLLAMA, OPENAI, RESPONSES, WireDialect
 from harness.core.exchange import Exchange
 from harness.judge.readers.anthropic_events import (
     AnthropicEvent,
@@ -31,6 +31,7 @@ from harness.judge.readers.assemble import (
     stream_payloads,
 )
 from harness.judge.readers.kiro_events import read_kiro_stream
+from harness.judge.readers.ollama_events import read_ollama_lines, read_ollama_whole
 from harness.judge.readers.responses_events import ResponsesEvent, answer_from_response, assemble_responses_stream
 from harness.judge.readers.responses_events import read_events as read_responses_events
 from harness.judge.readers.sdk_compat import SdkReading, read_anthropic_stream, read_responses_stream, read_stream
@@ -171,8 +172,27 @@ class KiroReader:
                           None if answer.error is None else str(answer.error.get("message")), answer.error is not None)
 
 
+class OllamaReader:
+    """Ollama: NDJSON lines, never SSE, or one object; no client speaks it, so this reads
+    what an Ollama backend sent. It has no SDK of its own."""
+
+    def streamed(self, reading: Reading) -> Answer:
+        return read_ollama_lines(reading.exchange.raw)
+
+    def whole(self, body: Any) -> Answer:
+        return read_ollama_whole(body)
+
+    def errors(self, reading: Reading) -> tuple[SSEEvent, ...]:
+        return ()
+
+    def sdk(self, raw: bytes, headers: Mapping[str, str]) -> SdkReading:
+        answer = read_ollama_lines(raw)
+        return SdkReading(answer.content, answer.tool_calls, answer.finish_reason,
+                          None if answer.error is None else str(answer.error.get("message")), answer.error is not None)
+
+
 READERS: Mapping[WireDialect, Reader] = {OPENAI: ChatReader(), ANTHROPIC: MessagesReader(), RESPONSES: ResponsesReader(),
-                                         KIRO: KiroReader()}
+                                         KIRO: KiroReader(), OLLAMA: OllamaReader()}
 
 
 def read_answer(exchange: Exchange) -> Answer:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harness.core.dialects import ANTHROPIC, KIRO, OPENAI, RESPONSES, WireDialect
+from harness.core.dialects import ANTHROPIC, KIRO, OLLAMA, OPENAI, RESPONSES, WireDialect
 from harness.judge.readers.anthropic_events import client_events, collect_blocks
 from harness.judge.readers.assemble import choice_zero, first_choice
 from harness.judge.readers.responses_events import ENDINGS
@@ -186,6 +186,9 @@ _PLACES: Mapping[WireDialect, _Places] = {
     # A Kiro stream is binary messages, not SSE: no event of it is located, only the answer's parts.
     KIRO: _Places(lambda ctx: _Sources((), (), (), None), lambda ctx: "/metadataEvent/stopReason",
                   lambda ctx, index: f"/toolUseEvent/{index}", lambda ctx, offset: ("/assistantResponseEvent", offset)),
+    # An Ollama stream is NDJSON lines, not SSE: likewise only the answer's parts are located.
+    OLLAMA: _Places(lambda ctx: _Sources((), (), (), None), lambda ctx: "/done_reason",
+                    lambda ctx, index: f"/message/tool_calls/{index}", lambda ctx, offset: ("/message/content", offset)),
 }
 
 
