@@ -115,6 +115,11 @@ def status_phrase(status: int) -> str:
         return _EXTRA_PHRASES.get(status, "Error")
 
 
+def upstream_error_text(status: int) -> str:
+    """The message of an error the mock answers in the upstream's place (a fault's default body)."""
+    return f"{status_phrase(status)} (HTTP {status} from the upstream)"
+
+
 def error_answer(fault: Fault, default_body: Callable[[int], Mapping[str, Any]]) -> ErrorAnswer:
     """The answer to an ``http_error`` fault: its own body (a mapping as JSON, a string
     verbatim), else ``default_body(status)``, the dialect's own error shape."""

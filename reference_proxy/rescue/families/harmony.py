@@ -28,19 +28,7 @@ import re
 
 from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.family import (
-    Call,
-    Carry,
-    Context,
-    Family,
-    MarkerParser,
-    Opener,
-    Verdict,
-    accept,
-    emit,
-    passing,
-    reject,
-    skip_ws,
-    starts,
+    Call, Carry, Context, Family, MarkerParser, Opener, Verdict, accept, emit, passing, reject, skip_ws, starts,
 )
 from reference_proxy.rescue.jsonscan import JsonScanner, Status
 from reference_proxy.rescue.toolbox import Toolbox

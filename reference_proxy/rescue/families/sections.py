@@ -25,21 +25,8 @@ from functools import cached_property
 
 from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.family import (
-    NOT_YET,
-    Call,
-    CarriedParser,
-    Context,
-    Family,
-    MarkerParser,
-    Opener,
-    Tags,
-    Verdict,
-    accept,
-    name_end,
-    next_tag,
-    reject,
-    skip_ws,
-    starts,
+    NOT_YET, Call, CarriedParser, Context, Family, MarkerParser, Opener, Tags, Verdict, accept, name_end, next_tag,
+    reject, skip_ws, starts,
 )
 from reference_proxy.rescue.jsonscan import JsonScanner, Status
 from reference_proxy.rescue.toolbox import Toolbox
