@@ -16,7 +16,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 from reference_proxy.rescue.coercion import compact_json
 from reference_proxy.rescue.toolbox import Toolbox
@@ -133,9 +133,9 @@ class Opener:
 class Family(ABC):
     """A tool-call text format: the openers it claims and a parser factory."""
 
-    name: ClassVar[str]
-    openers: ClassVar[tuple[Opener, ...]]
-    formats: ClassVar[tuple[str, ...]] = ()
+    name: str
+    openers: tuple[Opener, ...]
+    formats: tuple[str, ...] = ()
     """The text formats (their ids, as ``docs/formats.md`` lists them) whose calls this
     family reads: selecting any of them enables it. Empty: the family reads no call
     (reasoning blocks, code, left-over closers) and is always on."""

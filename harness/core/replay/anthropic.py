@@ -17,7 +17,7 @@ from typing import Any
 from harness.core.dialects import ANTHROPIC
 from harness.core.dialects.frames import ContentFrame, RawFrame, ToolUseFrame
 from harness.core.replay.wire import (
-    Delivery, Event, delivery, dumps, frame_delay, multibyte_cut, tokens, upstream_error_text, with_fault,
+    Answering, Delivery, Event, delivery, dumps, frame_delay, multibyte_cut, tokens, upstream_error_text, with_fault,
 )
 from harness.core.scenario.model import Backend
 
@@ -77,11 +77,7 @@ class AnthropicReplay:
 
 
 @dataclass(frozen=True, slots=True)
-class AnthropicReply:
-    """How one request is answered."""
-
-    stream: bool
-    model: str
+class AnthropicReply(Answering):
     message_id: str
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from harness.core.dialects import OPENAI
 from harness.core.dialects.frames import ContentFrame, RawFrame, ToolCallFrame
 from harness.core.replay.wire import (
-    Delivery, Event, delivery, dumps, frame_delay, multibyte_cut, upstream_error_text, with_fault,
+    Answering, Delivery, Event, delivery, dumps, frame_delay, multibyte_cut, upstream_error_text, with_fault,
 )
 from harness.core.scenario.model import Backend
 
@@ -62,11 +62,7 @@ class OpenAIReplay:
 
 
 @dataclass(frozen=True, slots=True)
-class Reply:
-    """How one request is answered."""
-
-    stream: bool
-    model: str
+class Reply(Answering):
     include_usage: bool
     completion_id: str
     created: int

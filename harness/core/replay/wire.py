@@ -138,6 +138,15 @@ def error_answer(fault: Fault, default_body: Callable[[int], Mapping[str, Any]])
 
 
 @dataclass(frozen=True, slots=True)
+class Answering:
+    """How one request is answered, in every dialect that may or may not stream: a dialect's
+    reply adds its ids."""
+
+    stream: bool  # from ``Delivery.streams``
+    model: str  # from ``Delivery.model_for``
+
+
+@dataclass(frozen=True, slots=True)
 class Delivery:
     """How a replayed answer reaches the proxy, the same in every dialect: its form and
     model, its pace, how its events are cut into writes, and its fault."""
