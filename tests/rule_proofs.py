@@ -1,7 +1,7 @@
 """Where each rule is proven: the unit cases that break it and the mutants it catches.
 
 ``docs/rules.md`` shows them next to each rule's function; ``python tests/rule_proofs.py``
-rewrites that file, and ``tests/judge/test_rules.py`` keeps it fresh and fails when a rule has
+rewrites that file, and ``tests/judge/test_rule_proofs.py`` keeps it fresh and fails when a rule has
 no breaking case or no mutant. It is the one index of the rule case files: each file
 judges its own cases, and the checks that span them all ask ``families()``.
 """
@@ -9,12 +9,12 @@ judges its own cases, and the checks that span them all ask ``families()``.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
-from harness.judge.rules import Options
+from support.rule_family import Family
+
 from harness.judge.rules.report import Proof
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -23,10 +23,6 @@ ROOT = Path(__file__).resolve().parent.parent
 for _folder in ("judge", "run"):
     if str(ROOT / "tests" / _folder) not in sys.path:
         sys.path.append(str(ROOT / "tests" / _folder))
-
-
-# A file's rule cases: (correct answers, broken answers, the strict options a case is judged under).
-Family = tuple[Sequence[Any], Sequence[Any], Callable[[Any], Options]]
 
 
 def families() -> dict[str, Family]:
