@@ -72,11 +72,8 @@ class Route(Protocol):
 class ChatRoute:
     wire = OPENAI
 
-    def check(self, body: Mapping[str, Any]) -> RequestProblem | None:
-        return check_openai(body)
-
-    def check_strict(self, body: Mapping[str, Any]) -> RequestProblem | None:
-        return check_chat_strict(body)
+    check = staticmethod(check_openai)
+    check_strict = staticmethod(check_chat_strict)
 
     def error(self, message: str, code: str, *, param: str | None = None, api_type: str | None = None,
               server: bool = False) -> dict[str, Any]:
@@ -102,11 +99,8 @@ class ChatRoute:
 class MessagesRoute:
     wire = ANTHROPIC
 
-    def check(self, body: Mapping[str, Any]) -> RequestProblem | None:
-        return check_anthropic(body)
-
-    def check_strict(self, body: Mapping[str, Any]) -> RequestProblem | None:
-        return check_none(body)
+    check = staticmethod(check_anthropic)
+    check_strict = staticmethod(check_none)
 
     def error(self, message: str, code: str, *, param: str | None = None, api_type: str | None = None,
               server: bool = False) -> dict[str, Any]:
@@ -134,11 +128,8 @@ class ResponsesRoute(ChatRoute):
 
     wire = RESPONSES
 
-    def check(self, body: Mapping[str, Any]) -> RequestProblem | None:
-        return check_responses(body)
-
-    def check_strict(self, body: Mapping[str, Any]) -> RequestProblem | None:
-        return check_none(body)
+    check = staticmethod(check_responses)
+    check_strict = staticmethod(check_none)
 
     def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
         replay = prepared.replay
@@ -155,11 +146,8 @@ class KiroRoute:
 
     wire = KIRO
 
-    def check(self, body: Mapping[str, Any]) -> RequestProblem | None:
-        return check_kiro(body)
-
-    def check_strict(self, body: Mapping[str, Any]) -> RequestProblem | None:
-        return check_none(body)  # the route refuses what Kiro refuses already (kiro_validation)
+    check = staticmethod(check_kiro)
+    check_strict = staticmethod(check_none)  # the route refuses what Kiro refuses already (kiro_validation)
 
     def error(self, message: str, code: str, *, param: str | None = None, api_type: str | None = None,
               server: bool = False) -> dict[str, Any]:

@@ -13,19 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from reference_proxy.openai_stream import dumps
+from reference_proxy.translate.requests import text_of
 
 
 def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
-
-
-def text_of(content: Any) -> str:
-    """The text of a string, or of a list of text parts."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
-    return ""
 
 
 def _function_tool(tool: Any) -> dict[str, Any] | None:

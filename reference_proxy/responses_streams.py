@@ -25,6 +25,7 @@ from reference_proxy.responses_answers import (
     response_shell,
     responses_usage,
 )
+from reference_proxy.translate.streams import ChunkWriter
 
 Item = dict[str, Any] | str
 
@@ -33,17 +34,12 @@ def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-class ResponsesAsChunks:
+class ResponsesAsChunks(ChunkWriter):
     """A Responses upstream's stream read as chat-completion chunks (an ``UpstreamReader``)."""
 
     def __init__(self, request_model: str) -> None:
-        self.head: dict[str, Any] = {"id": f"chatcmpl-{secrets.token_hex(12)}", "object": "chat.completion.chunk",
-                                     "created": 0, "model": request_model}
+        super().__init__(request_model)
         self.calls: dict[Any, tuple[int, bool]] = {}  # output_index -> (chat call index, had argument deltas)
-        self.ended = False
-
-    def _chunk(self, delta: Mapping[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {**self.head, "choices": [{"index": 0, "delta": dict(delta), "finish_reason": finish}]}
 
     def read(self, data: str) -> list[Item]:
         if self.ended:
@@ -59,33 +55,33 @@ class ResponsesAsChunks:
             model = _map(event.get("response")).get("model")
             if isinstance(model, str) and model:
                 self.head["model"] = model
-            return [self._chunk({"role": "assistant", "content": ""})]
+            return [self.chunk({"role": "assistant", "content": ""})]
         if kind == "response.output_text.delta" and isinstance(event.get("delta"), str) and event["delta"]:
-            return [self._chunk({"content": event["delta"]})]
+            return [self.chunk({"content": event["delta"]})]
         if kind == "response.output_item.added" and _map(event.get("item")).get("type") == "function_call":
             item = _map(event.get("item"))
             index = len(self.calls)
             self.calls[event.get("output_index")] = (index, False)
-            return [self._chunk({"tool_calls": [{"index": index, "id": item.get("call_id"), "type": "function",
+            return [self.chunk({"tool_calls": [{"index": index, "id": item.get("call_id"), "type": "function",
                                                  "function": {"name": item.get("name"), "arguments": ""}}]})]
         if kind == "response.function_call_arguments.delta" and event.get("output_index") in self.calls:
             index, _ = self.calls[event["output_index"]]
             self.calls[event["output_index"]] = (index, True)
             delta = event.get("delta")
             if isinstance(delta, str) and delta:
-                return [self._chunk({"tool_calls": [{"index": index, "function": {"arguments": delta}}]})]
+                return [self.chunk({"tool_calls": [{"index": index, "function": {"arguments": delta}}]})]
             return []
         if kind == "response.output_item.done" and event.get("output_index") in self.calls:
             index, had = self.calls[event["output_index"]]
             arguments = _map(event.get("item")).get("arguments")
             if not had and isinstance(arguments, str) and arguments:  # the arguments came whole
-                return [self._chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments}}]})]
+                return [self.chunk({"tool_calls": [{"index": index, "function": {"arguments": arguments}}]})]
             return []
         if kind in ("response.completed", "response.incomplete"):
             response = _map(event.get("response"))
             finish = "length" if response.get("status") == "incomplete" else "tool_calls" if self.calls else "stop"
             self.ended = True
-            return [self._chunk({}, finish), {**self.head, "choices": [], "usage": chat_usage(response.get("usage"))},
+            return [self.chunk({}, finish), {**self.head, "choices": [], "usage": chat_usage(response.get("usage"))},
                     "[DONE]"]
         if kind in ("response.failed", "error"):
             error = _map(_map(event.get("response")).get("error")) if kind == "response.failed" else event
@@ -98,7 +94,7 @@ class ResponsesAsChunks:
         if self.ended:
             return []
         self.ended = True
-        return [self._chunk({}, "tool_calls" if self.calls else "stop"), "[DONE]"]
+        return [self.chunk({}, "tool_calls" if self.calls else "stop"), "[DONE]"]
 
 
 class ChunksAsResponses:

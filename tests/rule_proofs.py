@@ -1,7 +1,7 @@
 """Where each rule is proven: the unit cases that break it and the mutants it catches.
 
 ``docs/rules.md`` shows them next to each rule's function; ``python tests/rule_proofs.py``
-rewrites that file, and ``tests/judge/test_rules.py`` keeps it fresh and fails when a rule has
+rewrites that file, and ``tests/judge/test_rule_proofs.py`` keeps it fresh and fails when a rule has
 no breaking case or no mutant. It is the one index of the rule case files: each file
 judges its own cases, and the checks that span them all ask ``families()``.
 """
@@ -9,12 +9,12 @@ judges its own cases, and the checks that span them all ask ``families()``.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
-from harness.judge.rules import Options
+from support.rule_family import Family
+
 from harness.judge.rules.report import Proof
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,19 +25,32 @@ for _folder in ("judge", "run"):
         sys.path.append(str(ROOT / "tests" / _folder))
 
 
-# A file's rule cases: (correct answers, broken answers, the strict options a case is judged under).
-Family = tuple[Sequence[Any], Sequence[Any], Callable[[Any], Options]]
+def _chat_modules() -> tuple[ModuleType, ...]:
+    """The chat-completion case files, one per group of rule prefixes."""
+    import test_rules_chunks
+    import test_rules_sse
+    import test_rules_text
+    import test_rules_tool_calls
+    import test_rules_transport
+    import test_rules_upstream
+    import test_rules_xml_client
+
+    return (test_rules_transport, test_rules_sse, test_rules_chunks, test_rules_tool_calls, test_rules_text,
+            test_rules_xml_client, test_rules_upstream)
 
 
 def families() -> dict[str, Family]:
-    """Every file's family of rule cases, each declared as ``FAMILY`` next to the cases."""
+    """Every file's family of rule cases, each declared as ``FAMILY`` next to the cases; the
+    chat-completion answers that break rules join the correct ones of ``test_rules.py``."""
     import test_responses_rules
     import test_rules
     import test_rules_anthropic
     import test_rules_faults
     import test_rules_translation
 
-    return {"chat completions": test_rules.FAMILY, "anthropic": test_rules_anthropic.FAMILY,
+    accepted, _, options = test_rules.FAMILY
+    chat: Family = (accepted, [c for module in _chat_modules() for c in module.BROKEN], options)
+    return {"chat completions": chat, "anthropic": test_rules_anthropic.FAMILY,
             "faults": test_rules_faults.FAMILY, "responses": test_responses_rules.FAMILY,
             "translation": test_rules_translation.FAMILY}
 
@@ -50,13 +63,14 @@ def _path(module: ModuleType) -> str:
 def _broken_cases() -> Iterable[tuple[str, str, Iterable[str]]]:
     """(file, case id, rules the case breaks) for every unit case that breaks a rule."""
     import test_isolation
+    import test_responses_rules
     import test_rules
     import test_rules_anthropic
-    import test_responses_rules
     import test_rules_faults
     import test_rules_translation
 
-    for module in (test_rules, test_rules_anthropic, test_rules_faults, test_responses_rules, test_rules_translation):
+    for module in (*_chat_modules(), test_rules_anthropic, test_rules_faults, test_responses_rules,
+                   test_rules_translation):
         for case in module.BROKEN:
             yield _path(module), case.id, case.fails
     for pair in test_rules.PAIRS:

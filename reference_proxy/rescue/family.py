@@ -16,7 +16,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 from reference_proxy.rescue.coercion import compact_json
 from reference_proxy.rescue.toolbox import Toolbox
@@ -133,9 +133,9 @@ class Opener:
 class Family(ABC):
     """A tool-call text format: the openers it claims and a parser factory."""
 
-    name: ClassVar[str]
-    openers: ClassVar[tuple[Opener, ...]]
-    formats: ClassVar[tuple[str, ...]] = ()
+    name: str
+    openers: tuple[Opener, ...]
+    formats: tuple[str, ...] = ()
     """The text formats (their ids, as ``docs/formats.md`` lists them) whose calls this
     family reads: selecting any of them enables it. Empty: the family reads no call
     (reasoning blocks, code, left-over closers) and is always on."""
@@ -182,12 +182,13 @@ class Carry:
     (a partial tag), so no text is looked at more than a bounded number of times.
     """
 
-    __slots__ = ("text", "pos", "base")
+    __slots__ = ("text", "pos", "base", "sent")
 
     def __init__(self, origin: int = 0) -> None:
         self.text = ""  # kept from earlier pieces
         self.pos = origin  # marker position of ``text[0]``; of the first piece fed, at first
         self.base = 0  # marker position of index 0 of the string ``join`` returned
+        self.sent = 0  # marker position up to which ``pass_through`` let the text through
 
     def join(self, text: str, start: int) -> tuple[str, int]:
         """The string to work on and the index to start at."""
@@ -206,6 +207,15 @@ class Carry:
     def end(self) -> int:
         """Marker position just after everything fed so far."""
         return self.pos + len(self.text)
+
+    def pass_through(self, s: str, i: int) -> Verdict | None:
+        """Keep ``s`` from ``i`` on and let the text before it through as ordinary text (a
+        reasoning block, a message to the user), each part once: None when nothing new passes."""
+        self.keep(s, i)
+        if self.pos <= self.sent:
+            return None
+        self.sent = self.pos
+        return passing(self.pos)
 
 
 MAX_NAME = 256

@@ -21,14 +21,7 @@ from collections.abc import Sequence
 from functools import cache
 
 from reference_proxy.rescue.events import (
-    ArgumentsDelta,
-    Event,
-    RescuedCall,
-    Text,
-    ToolCallEnd,
-    ToolCallStart,
-    ToolSpec,
-    collect,
+    ArgumentsDelta, Event, RescuedCall, Text, ToolCallEnd, ToolCallStart, ToolSpec, collect,
 )
 from reference_proxy.rescue.families import FORMAT_IDS, families_for
 from reference_proxy.rescue.family import Call, Context, Family, MarkerParser, Verdict

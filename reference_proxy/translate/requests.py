@@ -12,12 +12,12 @@ DEFAULT_MAX_TOKENS = 4096  # the Messages API requires max_tokens; a chat reques
 _SAMPLING = ("temperature", "top_p")
 
 
-def _text(content: Any) -> str:
-    """The text of a string or a list of text parts/blocks."""
+def text_of(content: Any, sep: str = "") -> str:
+    """The text of a string or a list of text parts/blocks (joined by ``sep``)."""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+        return sep.join(p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
     return ""
 
 
@@ -68,19 +68,19 @@ def _chat_messages(message: Mapping[str, Any]) -> list[dict[str, Any]]:
             calls.append({"id": block.get("id"), "type": "function",
                           "function": {"name": block.get("name"), "arguments": _arguments(block.get("input"))}})
         elif kind == "tool_result":
-            out.append({"role": "tool", "tool_call_id": block.get("tool_use_id"), "content": _text(block.get("content"))})
+            out.append({"role": "tool", "tool_call_id": block.get("tool_use_id"), "content": text_of(block.get("content"))})
         elif kind == "image" and isinstance(block.get("source"), Mapping):
             source = block["source"]
             url = source.get("url") or f"data:{source.get('media_type')};base64,{source.get('data')}"
             parts.append({"type": "image_url", "image_url": {"url": url}})
     if role == "assistant":
-        turn: dict[str, Any] = {"role": "assistant", "content": _text(parts) or None}
+        turn: dict[str, Any] = {"role": "assistant", "content": text_of(parts) or None}
         if calls:
             turn["tool_calls"] = calls
         out.append(turn)
     elif parts:
         only_text = all(p["type"] == "text" for p in parts)
-        out.append({"role": role, "content": _text(parts) if only_text else parts})
+        out.append({"role": role, "content": text_of(parts) if only_text else parts})
     return out
 
 
@@ -90,7 +90,7 @@ def messages_to_chat(body: Mapping[str, Any]) -> dict[str, Any]:
     messages: list[dict[str, Any]] = []
     system = body.get("system")
     if system:
-        messages.append({"role": "system", "content": _text(system)})
+        messages.append({"role": "system", "content": text_of(system)})
     for message in body.get("messages") or ():
         if isinstance(message, Mapping):
             messages.extend(_chat_messages(message))
@@ -177,7 +177,7 @@ def chat_to_messages(body: Mapping[str, Any]) -> dict[str, Any]:
         role = message.get("role")
         content = message.get("content")
         if role in ("system", "developer"):
-            system.append(_text(content))
+            system.append(text_of(content))
         elif role == "assistant":
             blocks = _blocks(content)
             for call in message.get("tool_calls") or ():
@@ -188,7 +188,7 @@ def chat_to_messages(body: Mapping[str, Any]) -> dict[str, Any]:
             _append(turns, "assistant", blocks)
         elif role in ("tool", "function"):
             _append(turns, "user", [{"type": "tool_result", "tool_use_id": message.get("tool_call_id"),
-                                     "content": _text(content)}])
+                                     "content": text_of(content)}])
         else:
             _append(turns, "user", _blocks(content) or [{"type": "text", "text": ""}])
     out: dict[str, Any] = {"model": body.get("model"), "messages": turns}

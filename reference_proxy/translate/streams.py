@@ -37,6 +37,20 @@ def _parse(data: str) -> Any:
         return None
 
 
+class ChunkWriter:
+    """What a reader of another API's stream as chat-completions chunks shares: one head for
+    the answer (an id, the request's model until the stream names its own) and a chunk of
+    one delta of the one choice."""
+
+    def __init__(self, request_model: str) -> None:
+        self.head: dict[str, Any] = {"id": f"chatcmpl-{secrets.token_hex(12)}", "object": "chat.completion.chunk",
+                                     "created": 0, "model": request_model}
+        self.ended = False
+
+    def chunk(self, delta: Mapping[str, Any], finish: str | None = None) -> dict[str, Any]:
+        return {**self.head, "choices": [{"index": 0, "delta": dict(delta), "finish_reason": finish}]}
+
+
 class ChunksAsEvents:
     """An OpenAI chat-completions stream read as Messages events."""
 
@@ -152,20 +166,15 @@ class ChunksAsEvents:
                         "delta": {"type": "input_json_delta", "partial_json": arguments}})
 
 
-class EventsAsChunks:
+class EventsAsChunks(ChunkWriter):
     """A Messages stream read as OpenAI chat-completions chunks."""
 
     def __init__(self, request_model: str) -> None:
+        super().__init__(request_model)
         self.request_model = request_model
-        self.head: dict[str, Any] = {"id": f"chatcmpl-{secrets.token_hex(12)}", "object": "chat.completion.chunk",
-                                     "created": 0, "model": request_model}
         self.calls: dict[int, tuple[int, Any, bool]] = {}  # block index -> (call index, start input, had deltas)
         self.stop_reason: str | None = None
         self.usage: dict[str, Any] = {}
-        self.ended = False
-
-    def _chunk(self, delta: Mapping[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {**self.head, "choices": [{"index": 0, "delta": dict(delta), "finish_reason": finish}]}
 
     def read(self, data: str) -> list[Item]:
         if self.ended:
@@ -180,7 +189,7 @@ class EventsAsChunks:
                 self.head["model"] = message["model"]
             if isinstance(message.get("usage"), Mapping):
                 self.usage.update(message["usage"])
-            return [self._chunk({"role": "assistant", "content": ""})]
+            return [self.chunk({"role": "assistant", "content": ""})]
         if kind == "content_block_start":
             return self._block_start(event)
         if kind == "content_block_delta":
@@ -208,7 +217,7 @@ class EventsAsChunks:
             return []
         self.ended = True
         finish = FINISH_FROM_STOP.get(self.stop_reason, "stop") if self.stop_reason else "stop"
-        return [self._chunk({}, finish), {**self.head, "choices": [], "usage": chat_usage(self.usage)}, "[DONE]"]
+        return [self.chunk({}, finish), {**self.head, "choices": [], "usage": chat_usage(self.usage)}, "[DONE]"]
 
     def _block_start(self, event: Mapping[str, Any]) -> list[Item]:
         block = _map(event.get("content_block"))
@@ -216,22 +225,22 @@ class EventsAsChunks:
         if block.get("type") == "tool_use" and isinstance(index, int):
             call = len(self.calls)
             self.calls[index] = (call, block.get("input"), False)
-            return [self._chunk({"tool_calls": [{"index": call, "id": block.get("id"), "type": "function",
+            return [self.chunk({"tool_calls": [{"index": call, "id": block.get("id"), "type": "function",
                                                  "function": {"name": block.get("name"), "arguments": ""}}]})]
         text = block.get("text")
-        return [self._chunk({"content": text})] if block.get("type") == "text" and isinstance(text, str) and text else []
+        return [self.chunk({"content": text})] if block.get("type") == "text" and isinstance(text, str) and text else []
 
     def _block_delta(self, event: Mapping[str, Any]) -> list[Item]:
         delta = _map(event.get("delta"))
         if delta.get("type") == "text_delta" and isinstance(delta.get("text"), str):
-            return [self._chunk({"content": delta["text"]})]
+            return [self.chunk({"content": delta["text"]})]
         index = event.get("index")
         if delta.get("type") == "input_json_delta" and index in self.calls and isinstance(delta.get("partial_json"), str):
             call, start, _ = self.calls[index]
             self.calls[index] = (call, start, True)
             if not delta["partial_json"]:
                 return []
-            return [self._chunk({"tool_calls": [{"index": call, "function": {"arguments": delta["partial_json"]}}]})]
+            return [self.chunk({"tool_calls": [{"index": call, "function": {"arguments": delta["partial_json"]}}]})]
         return []
 
     def _block_stop(self, event: Mapping[str, Any]) -> list[Item]:
@@ -243,7 +252,7 @@ class EventsAsChunks:
             return []
         # No input_json_delta: the input is the block's starting one (``{}`` for a call without arguments).
         arguments = json.dumps(_map(start), ensure_ascii=False)
-        return [self._chunk({"tool_calls": [{"index": call, "function": {"arguments": arguments}}]})]
+        return [self.chunk({"tool_calls": [{"index": call, "function": {"arguments": arguments}}]})]
 
 
 class TranslatedPipeline:

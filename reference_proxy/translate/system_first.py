@@ -19,17 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from reference_proxy.translate.requests import text_of
+
 _SYSTEM = ("system", "developer")
 #: What such a server's refusal says (the templates' own words).
 TEMPLATE_REFUSAL = "System message must be at the beginning"
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
-    return ""
 
 
 def late_system(messages: Any) -> bool:
@@ -49,6 +43,6 @@ def system_first(body: Mapping[str, Any]) -> dict[str, Any]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not late_system(messages):
         return dict(body)
-    texts = [_text(m.get("content")) for m in messages if isinstance(m, Mapping) and m.get("role") in _SYSTEM]
+    texts = [text_of(m.get("content")) for m in messages if isinstance(m, Mapping) and m.get("role") in _SYSTEM]
     turns = [m for m in messages if not (isinstance(m, Mapping) and m.get("role") in _SYSTEM)]
     return {**body, "messages": [{"role": "system", "content": "\n\n".join(t for t in texts if t)}, *turns]}

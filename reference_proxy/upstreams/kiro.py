@@ -33,6 +33,7 @@ from httpx_sse import ServerSentEvent
 
 from reference_proxy.completion import StreamAccumulator
 from reference_proxy.errors import ProxyError, error_body, invalid_request, upstream_bad_response
+from reference_proxy.translate.requests import text_of
 from reference_proxy.translate.streams import UpstreamReader
 from reference_proxy.upstreams.base import Headers, ReadAnswer, Upstream
 from reference_proxy.upstreams.kiro_stream import KiroAsChunks, kiro_events
@@ -40,14 +41,6 @@ from reference_proxy.upstreams.kiro_stream import KiroAsChunks, kiro_events
 SYSTEM_ANSWER = "I will follow these instructions."
 ORIGIN = "AI_EDITOR"
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
-    return ""
 
 
 def _input(arguments: Any) -> dict[str, Any]:
@@ -119,7 +112,7 @@ def chat_to_kiro(chat: Mapping[str, Any]) -> dict[str, Any]:
     model = chat["model"] if isinstance(chat.get("model"), str) else "auto"
     history = _History(model)
     messages = [m for m in chat.get("messages") or () if isinstance(m, Mapping)]
-    system = [_text(m.get("content")) for m in messages if m.get("role") in ("system", "developer")]
+    system = [text_of(m.get("content"), "\n") for m in messages if m.get("role") in ("system", "developer")]
     system_text = "\n\n".join(t for t in system if t)
     if system_text:
         history.user(system_text)
@@ -127,13 +120,13 @@ def chat_to_kiro(chat: Mapping[str, Any]) -> dict[str, Any]:
     for message in messages:
         role = message.get("role")
         if role == "user":
-            history.user(_text(message.get("content")))
+            history.user(text_of(message.get("content"), "\n"))
         elif role == "assistant":
             uses = [u for c in message.get("tool_calls") or () if isinstance(c, Mapping)
                     if (u := history.call(c)) is not None]
-            history.assistant(_text(message.get("content")), uses)
+            history.assistant(text_of(message.get("content"), "\n"), uses)
         elif role == "tool":
-            result = history.result(message.get("tool_call_id"), _text(message.get("content")))
+            result = history.result(message.get("tool_call_id"), text_of(message.get("content"), "\n"))
             history.user("", [result] if result is not None else [])
         elif role not in ("system", "developer"):  # Kiro has no other turn: refused, as the client's own API would
             raise invalid_request(f"Invalid value: {role!r}. Supported roles are system, developer, user, assistant "

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from rule_proofs import Family
+from support.rule_family import Family
 
 from harness.core.dialects.clients import CLIENTS
 from harness.core.exchange import Exchange

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rule_proofs import Family
 from support.messages_answers import (
     CALL_STREAM,
     JSON,
@@ -56,6 +55,8 @@ from support.messages_answers import (
     text_delta,
     tool_block,
 )
+from support.rule_family import Family
+
 
 from harness.core.dialects.clients import CLIENTS
 from harness.core.exchange import Exchange, RecordedRequest

@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from rule_proofs import Family
 from support import messages_answers as messages
+from support.rule_family import Family
 
 from harness.core.dialects import DIALECTS
 from harness.core.dialects.clients import CLIENTS, Profile

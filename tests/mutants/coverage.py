@@ -1,6 +1,6 @@
 """Which rules no mutant proves against a live broken proxy.
 
-Unit cases (``tests/test_rules*.py``) show each rule tells a broken answer from a
+Unit cases (``tests/judge/test_rules*.py``) show each rule tells a broken answer from a
 correct one; a mutant shows the harness reports it end to end, through the runner,
 against a served proxy. ``python tests/mutants/coverage.py`` lists the rules no
 mutant of ``mutants.MUTANTS`` (both dialects) names; ``tests/project/test_mutants.py`` keeps

@@ -18,17 +18,7 @@ from typing import Any
 from harness.core.dialects.anthropic import ToolUseCodec
 from harness.core.dialects.base import ToolChoice, WireDialect
 from harness.core.dialects.request import (
-    ABSENT,
-    Conversation,
-    NeutralRequest,
-    Tool,
-    ToolCall,
-    ToolResult,
-    arguments,
-    items,
-    mapping,
-    string,
-    texts,
+    ABSENT, Conversation, NeutralRequest, Tool, ToolCall, ToolResult, arguments, items, mapping, string, texts,
 )
 
 TARGET = "AmazonCodeWhispererStreamingService.GenerateAssistantResponse"  # X-Amz-Target of a POST to /

@@ -9,20 +9,8 @@ from typing import Any
 from harness.core.dialects.base import NativeCall, NotPortable, ToolChoice, WireDialect
 from harness.core.dialects.frames import Frame, ToolCallFrame, ToolUseFrame
 from harness.core.dialects.request import (
-    ABSENT,
-    ChoiceIntent,
-    Conversation,
-    NeutralRequest,
-    Tool,
-    ToolCall,
-    ToolResult,
-    arguments,
-    items,
-    mapping,
-    stream_flag,
-    string,
-    texts,
-    tool_name,
+    ABSENT, ChoiceIntent, Conversation, NeutralRequest, Tool, ToolCall, ToolResult, arguments, items, mapping,
+    stream_flag, string, texts, tool_name,
 )
 
 

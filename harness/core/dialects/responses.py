@@ -16,19 +16,8 @@ from harness.core.dialects.anthropic import ToolUseCodec
 from harness.core.dialects.base import ToolChoice, WireDialect
 from harness.core.dialects.openai import OPENAI, chat_tool_choice
 from harness.core.dialects.request import (
-    ChoiceIntent,
-    Conversation,
-    NeutralRequest,
-    Tool,
-    ToolCall,
-    ToolResult,
-    arguments,
-    items,
-    mapping,
-    stream_flag,
-    string,
-    texts,
-    tool_name,
+    ChoiceIntent, Conversation, NeutralRequest, Tool, ToolCall, ToolResult, arguments, items, mapping, stream_flag,
+    string, texts, tool_name,
 )
 
 # The finish words of a Responses backend script, and the status each ends with on the wire.

@@ -12,16 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from harness.core.dialects.request import texts
+
 # Request fields the two APIs share under the same name.
 _SAME = ("model", "stream", "temperature", "top_p", "user", "parallel_tool_calls", "metadata", "store")
 
 
 def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
-    return ""
+    return "".join(texts(content))
 
 
 def _content(role: str, content: Any) -> Any:

@@ -17,15 +17,7 @@ from typing import Any
 from harness.core.dialects import ANTHROPIC
 from harness.core.dialects.frames import ContentFrame, RawFrame, ToolUseFrame
 from harness.core.replay.wire import (
-    Delivery,
-    Event,
-    delivery,
-    dumps,
-    frame_delay,
-    multibyte_cut,
-    status_phrase,
-    tokens,
-    with_fault,
+    Answering, Delivery, Event, delivery, dumps, frame_delay, multibyte_cut, tokens, upstream_error_text, with_fault,
 )
 from harness.core.scenario.model import Backend
 
@@ -85,11 +77,7 @@ class AnthropicReplay:
 
 
 @dataclass(frozen=True, slots=True)
-class AnthropicReply:
-    """How one request is answered."""
-
-    stream: bool
-    model: str
+class AnthropicReply(Answering):
     message_id: str
 
 
@@ -210,7 +198,7 @@ def error_body(message: str, type: str = "invalid_request_error") -> dict[str, A
 
 def default_error_body(status: int) -> dict[str, Any]:
     """What the API answers with ``status`` when the scenario gives no body."""
-    return error_body(f"{status_phrase(status)} (HTTP {status} from the upstream)", error_type(status))
+    return error_body(upstream_error_text(status), error_type(status))
 
 
 def plan_reply(replay: AnthropicReplay, body: Mapping[str, Any], *, message_id: str) -> AnthropicReply:

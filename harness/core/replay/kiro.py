@@ -32,15 +32,7 @@ from harness.core.dialects import KIRO
 from harness.core.dialects.frames import ContentFrame, EventFrame, Frame, RawFrame, ToolUseFrame
 from harness.core.eventstream import PRELUDE, Decoder, encode_headers, event
 from harness.core.replay.wire import (
-    Delivery,
-    Event,
-    delivery,
-    dumps,
-    frame_delay,
-    multibyte_cut,
-    status_phrase,
-    tokens,
-    with_fault,
+    Delivery, Event, delivery, dumps, frame_delay, multibyte_cut, tokens, upstream_error_text, with_fault,
 )
 from harness.core.scenario.model import Backend
 
@@ -84,7 +76,7 @@ def error_body(message: str, type: str = "ValidationException") -> dict[str, Any
 
 
 def default_error_body(status: int) -> dict[str, Any]:
-    return error_body(f"{status_phrase(status)} (HTTP {status} from the upstream)", KIRO.error_type(status))
+    return error_body(upstream_error_text(status), KIRO.error_type(status))
 
 
 def plan_reply(replay: KiroReplay, body: Mapping[str, Any], *, answer_id: str | None = None) -> KiroReply:

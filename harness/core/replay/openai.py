@@ -15,14 +15,7 @@ from typing import Any
 from harness.core.dialects import OPENAI
 from harness.core.dialects.frames import ContentFrame, RawFrame, ToolCallFrame
 from harness.core.replay.wire import (
-    Delivery,
-    Event,
-    delivery,
-    dumps,
-    frame_delay,
-    multibyte_cut,
-    status_phrase,
-    with_fault,
+    Answering, Delivery, Event, delivery, dumps, frame_delay, multibyte_cut, upstream_error_text, with_fault,
 )
 from harness.core.scenario.model import Backend
 
@@ -69,11 +62,7 @@ class OpenAIReplay:
 
 
 @dataclass(frozen=True, slots=True)
-class Reply:
-    """How one request is answered."""
-
-    stream: bool
-    model: str
+class Reply(Answering):
     include_usage: bool
     completion_id: str
     created: int
@@ -153,7 +142,7 @@ def prepare(backend: Backend) -> OpenAIReplay:
 
 def default_error_body(status: int) -> dict[str, Any]:
     """What an OpenAI-compatible upstream answers with ``status`` when the scenario gives no body."""
-    return error_body(f"{status_phrase(status)} (HTTP {status} from the upstream)", code=None,
+    return error_body(upstream_error_text(status), code=None,
                       type=OPENAI.error_type(status))
 
 

@@ -22,15 +22,7 @@ from harness.core.dialects.frames import ContentFrame, RawFrame, ToolUseFrame
 from harness.core.dialects.responses import RESPONSES, STATUS
 from harness.core.replay.openai import error_body
 from harness.core.replay.wire import (
-    Delivery,
-    Event,
-    delivery,
-    dumps,
-    frame_delay,
-    multibyte_cut,
-    status_phrase,
-    tokens,
-    with_fault,
+    Answering, Delivery, Event, delivery, dumps, frame_delay, multibyte_cut, tokens, upstream_error_text, with_fault,
 )
 from harness.core.scenario.model import Backend
 
@@ -70,11 +62,7 @@ class ResponsesReplay:
 
 
 @dataclass(frozen=True, slots=True)
-class ResponsesReply:
-    """How one request is answered."""
-
-    stream: bool
-    model: str
+class ResponsesReply(Answering):
     response_id: str
     created_at: int
     request: Mapping[str, Any]
@@ -103,7 +91,7 @@ def prepare(backend: Backend) -> ResponsesReplay:
 
 def default_error_body(status: int) -> dict[str, Any]:
     """What the API answers with ``status`` when the scenario gives no body."""
-    return error_body(f"{status_phrase(status)} (HTTP {status} from the upstream)", code=None,
+    return error_body(upstream_error_text(status), code=None,
                       type=RESPONSES.error_type(status))
 
 

@@ -115,6 +115,11 @@ def status_phrase(status: int) -> str:
         return _EXTRA_PHRASES.get(status, "Error")
 
 
+def upstream_error_text(status: int) -> str:
+    """The message of an error the mock answers in the upstream's place (a fault's default body)."""
+    return f"{status_phrase(status)} (HTTP {status} from the upstream)"
+
+
 def error_answer(fault: Fault, default_body: Callable[[int], Mapping[str, Any]]) -> ErrorAnswer:
     """The answer to an ``http_error`` fault: its own body (a mapping as JSON, a string
     verbatim), else ``default_body(status)``, the dialect's own error shape."""
@@ -130,6 +135,15 @@ def error_answer(fault: Fault, default_body: Callable[[int], Mapping[str, Any]])
             media_type = "text/plain; charset=utf-8"
         return ErrorAnswer(status, fault.body.encode("utf-8", "surrogatepass"), media_type, headers)
     return ErrorAnswer(status, dumps(fault.body), "application/json", headers)
+
+
+@dataclass(frozen=True, slots=True)
+class Answering:
+    """How one request is answered, in every dialect that may or may not stream: a dialect's
+    reply adds its ids."""
+
+    stream: bool  # from ``Delivery.streams``
+    model: str  # from ``Delivery.model_for``
 
 
 @dataclass(frozen=True, slots=True)

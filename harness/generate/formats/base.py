@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 
 @dataclass(frozen=True)
@@ -45,21 +45,32 @@ ANALYSIS = Reasoning("<|channel|>analysis<|message|>", "<|end|>", "")
 
 
 class TextFormat(Protocol):
-    """A way models write tool calls into their text."""
+    """A way models write tool calls into their text (read-only: a writer's class says it)."""
 
-    id: str
-    """Stable format id, e.g. ``hermes``, ``qwen-coder``."""
-    family: str
-    """The ``scenarios/<family>/`` folder its cases live in."""
-    model: str
-    """A model name that emits it (used as ``request.model``)."""
-    delimiters: tuple[str, ...]
-    """Every literal marker the format writes (openers, closers, separators)."""
-    special: tuple[str, ...]
-    """The delimiters that are one token of the model's tokenizer: a detokenizer never
-    splits them across frames (only a labelled stress case does)."""
-    reasoning: Reasoning
-    """How the model's reasoning reads in the text."""
+    @property
+    def id(self) -> str:
+        """Stable format id, e.g. ``hermes``, ``qwen-coder``."""
+
+    @property
+    def family(self) -> str:
+        """The ``scenarios/<family>/`` folder its cases live in."""
+
+    @property
+    def model(self) -> str:
+        """A model name that emits it (used as ``request.model``)."""
+
+    @property
+    def delimiters(self) -> tuple[str, ...]:
+        """Every literal marker the format writes (openers, closers, separators)."""
+
+    @property
+    def special(self) -> tuple[str, ...]:
+        """The delimiters that are one token of the model's tokenizer: a detokenizer never
+        splits them across frames (only a labelled stress case does)."""
+
+    @property
+    def reasoning(self) -> Reasoning:
+        """How the model's reasoning reads in the text."""
 
     def write(self, calls: Sequence[Call]) -> str:
         """The text a model writes for these calls."""
@@ -86,3 +97,40 @@ def bare_value(value: Any) -> str:
 def require_calls(calls: Sequence[Call]) -> None:
     if not calls:
         raise FormatError("a tool-call text needs at least one call")
+
+
+class Writer:
+    """What every writer shares (a template method): an answer without a call is refused
+    before the format writes its ``text``; reasoning reads as ``<think>`` and no delimiter
+    is a single token unless the format says so. A writer names its identity where it is
+    declared: ``class Hermes(Writer, id="hermes", family="hermes", model="qwen3-8b")``."""
+
+    id: ClassVar[str]
+    family: ClassVar[str]
+    model: ClassVar[str]
+    delimiters: ClassVar[tuple[str, ...]]
+    special: ClassVar[tuple[str, ...]] = ()
+    reasoning: ClassVar[Reasoning] = THINK
+
+    def __init_subclass__(cls, *, id: str = "", family: str = "", model: str = "", **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if id:
+            cls.id, cls.family, cls.model = id, family, model
+
+    def write(self, calls: Sequence[Call]) -> str:
+        require_calls(calls)
+        return self.text(calls)
+
+    def text(self, calls: Sequence[Call]) -> str:
+        """The text a model writes for these calls (at least one)."""
+        raise NotImplementedError
+
+
+class JsonList(Writer):
+    """A marker glued to a JSON list of ``{"name", "arguments"}`` objects (Mistral before
+    tokenizer v11, Granite, Phi-4-mini)."""
+
+    prefix: ClassVar[str]
+
+    def text(self, calls: Sequence[Call]) -> str:
+        return self.prefix + json_text([{"name": c.name, "arguments": dict(c.arguments)} for c in calls])

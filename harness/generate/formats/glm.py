@@ -7,20 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, THINK, bare_value, require_calls
+from harness.generate.formats.base import Call, Writer, bare_value
 
 
-class Glm:
-    id = "glm"
-    family = "glm"
-    special: tuple[str, ...] = ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
-    reasoning = THINK
-    model = "glm-4.5-air"
-    delimiters: tuple[str, ...] = ("<tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
-                                   "</tool_call>")
+class Glm(Writer, id="glm", family="glm", model="glm-4.5-air"):
+    special = ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
+    delimiters = ("<tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>", "</tool_call>")
 
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
+    def text(self, calls: Sequence[Call]) -> str:
         return "\n".join(
             f"<tool_call>{c.name}\n"
             + "".join(f"<arg_key>{k}</arg_key>\n<arg_value>{bare_value(v)}</arg_value>\n" for k, v in c.arguments.items())

@@ -7,20 +7,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import ANALYSIS, Call, json_text, require_calls
+from harness.generate.formats.base import ANALYSIS, Call, Writer, json_text
 
 
-class GptOss:
-    id = "gpt-oss"
-    family = "gpt-oss"
-    special: tuple[str, ...] = ("<|start|>", "<|channel|>", "<|constrain|>", "<|message|>", "<|call|>", "<|end|>")
+class GptOss(Writer, id="gpt-oss", family="gpt-oss", model="gpt-oss-120b"):
+    special = ("<|start|>", "<|channel|>", "<|constrain|>", "<|message|>", "<|call|>", "<|end|>")
     reasoning = ANALYSIS
-    model = "gpt-oss-120b"
-    delimiters: tuple[str, ...] = ("<|start|>assistant", "<|channel|>", " to=functions.", "<|constrain|>",
-                                   "<|message|>", "<|call|>")
+    delimiters = ("<|start|>assistant", "<|channel|>", " to=functions.", "<|constrain|>", "<|message|>", "<|call|>")
 
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
+    def text(self, calls: Sequence[Call]) -> str:
         return "".join(
             f"<|start|>assistant<|channel|>commentary to=functions.{c.name} <|constrain|>json<|message|>"
             f"{json_text(dict(c.arguments))}<|call|>"

@@ -4,77 +4,53 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, FormatError, THINK, json_text, require_calls
+from harness.generate.formats.base import Call, FormatError, Writer, json_text
 
 
 def call_object(call: Call) -> str:
     return json_text({"name": call.name, "arguments": dict(call.arguments)})
 
 
-class QwenTools:
+class QwenTools(Writer, id="qwen-tools", family="qwen-tools", model="qwen2.5-7b-instruct"):
     """Qwen2.5 served as text (vllm-tool-proxy): ``<tools>{"name": …, "arguments": …}</tools>``;
     several calls one object per line inside one pair of tags."""
 
-    id = "qwen-tools"
-    family = "qwen-tools"
-    special: tuple[str, ...] = ()
-    reasoning = THINK
-    model = "qwen2.5-7b-instruct"
-    delimiters: tuple[str, ...] = ("<tools>", "</tools>")
+    delimiters = ("<tools>", "</tools>")
 
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
+    def text(self, calls: Sequence[Call]) -> str:
         if len(calls) == 1:
             return f"<tools>{call_object(calls[0])}</tools>"
         return "<tools>\n" + "\n".join(call_object(c) for c in calls) + "\n</tools>"
 
 
-class Hermes:
+class Hermes(Writer, id="hermes", family="hermes", model="qwen3-8b"):
     """The Hermes / Qwen2.5 / Qwen3 chat templates: one ``<tool_call>`` block per call,
     the JSON on its own line, blocks separated by a newline."""
 
-    id = "hermes"
-    family = "hermes"
-    special: tuple[str, ...] = ("<tool_call>", "</tool_call>")
-    reasoning = THINK
-    model = "qwen3-8b"
-    delimiters: tuple[str, ...] = ("<tool_call>", "</tool_call>")
+    special = delimiters = ("<tool_call>", "</tool_call>")
 
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
+    def text(self, calls: Sequence[Call]) -> str:
         return "\n".join(f"<tool_call>\n{call_object(c)}\n</tool_call>" for c in calls)
 
 
-class BareJson:
+class BareJson(Writer, id="bare-json", family="qwen-tools", model="qwen2.5-7b-instruct"):
     """Qwen2.5 answers with no tags at all (vllm-tool-proxy): the whole content is the call
     object, or one object per line."""
 
-    id = "bare-json"
-    family = "qwen-tools"
-    special: tuple[str, ...] = ()
-    reasoning = THINK
-    model = "qwen2.5-7b-instruct"
-    delimiters: tuple[str, ...] = ('{"name": ', '"arguments": ')
+    delimiters = ('{"name": ', '"arguments": ')
 
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
+    def text(self, calls: Sequence[Call]) -> str:
         return "\n".join(call_object(c) for c in calls)
 
 
-class ToolCode:
+class ToolCode(Writer, id="tool-code", family="tool-code", model="qwen3-max"):
     """Roo ``tool_code`` blocks (the Roo-Cline transformer spec): a fenced block holding one object whose
     ``tool`` key names the tool and whose other keys are the arguments; one block per
     call, separated by a blank line."""
 
-    id = "tool-code"
-    family = "tool-code"
-    special: tuple[str, ...] = ()
-    reasoning = THINK
-    model = "qwen3-max"
-    delimiters: tuple[str, ...] = ("```tool_code\n", "\n```")
+    delimiters = ("```tool_code\n", "\n```")
 
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
+    def text(self, calls: Sequence[Call]) -> str:
         blocks = []
         for call in calls:
             if "tool" in call.arguments:

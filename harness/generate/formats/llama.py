@@ -9,17 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, THINK, json_text, require_calls
+from harness.generate.formats.base import Call, Writer, json_text
 
 
-class LlamaJson:
-    id = "llama3-json"
-    family = "llama"
-    special: tuple[str, ...] = ()
-    reasoning = THINK
-    model = "llama-3.1-8b-instruct"
-    delimiters: tuple[str, ...] = ('{"name": ', '"parameters": ', "; ")
+class LlamaJson(Writer, id="llama3-json", family="llama", model="llama-3.1-8b-instruct"):
+    delimiters = ('{"name": ', '"parameters": ', "; ")
 
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
+    def text(self, calls: Sequence[Call]) -> str:
         return "; ".join(json_text({"name": c.name, "parameters": dict(c.arguments)}) for c in calls)

@@ -12,62 +12,32 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, THINK, json_text, require_calls
+from harness.generate.formats.base import Call, JsonList, Writer, json_text
 
 
-class MistralList:
-    id = "mistral"
-    family = "mistral"
-    special: tuple[str, ...] = ("[TOOL_CALLS]",)
-    reasoning = THINK
-    model = "mistral-7b-instruct-v0.3"
-    delimiters: tuple[str, ...] = ("[TOOL_CALLS]",)
-
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
-        return "[TOOL_CALLS] " + json_text([{"name": c.name, "arguments": dict(c.arguments)} for c in calls])
+class MistralList(JsonList, id="mistral", family="mistral", model="mistral-7b-instruct-v0.3"):
+    prefix = "[TOOL_CALLS] "
+    special = delimiters = ("[TOOL_CALLS]",)
 
 
-class MistralV11:
-    id = "mistral-v11"
-    family = "mistral"
-    special: tuple[str, ...] = ("[TOOL_CALLS]", "[ARGS]")
-    reasoning = THINK
-    model = "mistral-small-3.1-24b-instruct-2503"
-    delimiters: tuple[str, ...] = ("[TOOL_CALLS]", "[ARGS]")
+class MistralV11(Writer, id="mistral-v11", family="mistral", model="mistral-small-3.1-24b-instruct-2503"):
+    special = delimiters = ("[TOOL_CALLS]", "[ARGS]")
 
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
+    def text(self, calls: Sequence[Call]) -> str:
         return "".join(f"[TOOL_CALLS]{c.name}[ARGS]{json_text(dict(c.arguments))}" for c in calls)
 
 
-class Granite:
+class Granite(JsonList, id="granite", family="granite", model="granite-3.3-8b-instruct"):
     """IBM Granite 3.x chat template (vLLM's ``granite`` parser): ``<|tool_call|>`` and a
     JSON list of the calls."""
 
-    id = "granite"
-    family = "granite"
-    special: tuple[str, ...] = ("<|tool_call|>",)
-    reasoning = THINK
-    model = "granite-3.3-8b-instruct"
-    delimiters: tuple[str, ...] = ("<|tool_call|>",)
-
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
-        return "<|tool_call|>" + json_text([{"name": c.name, "arguments": dict(c.arguments)} for c in calls])
+    prefix = "<|tool_call|>"
+    special = delimiters = ("<|tool_call|>",)
 
 
-class Phi4Mini:
+class Phi4Mini(JsonList, id="phi4-mini", family="phi", model="phi-4-mini-instruct"):
     """Phi-4-mini's chat template (vLLM's ``phi4_mini_json`` parser): the word
     ``functools`` glued to a JSON list of the calls."""
 
-    id = "phi4-mini"
-    family = "phi"
-    special: tuple[str, ...] = ()
-    reasoning = THINK
-    model = "phi-4-mini-instruct"
-    delimiters: tuple[str, ...] = ("functools[",)
-
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
-        return "functools" + json_text([{"name": c.name, "arguments": dict(c.arguments)} for c in calls])
+    prefix = "functools"
+    delimiters = ("functools[",)

@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from harness.generate.formats.base import Call, FormatError, THINK, require_calls
+from harness.generate.formats.base import Call, FormatError, Writer
 
 
 def literal(value: Any) -> str:
@@ -27,16 +27,10 @@ def literal(value: Any) -> str:
     raise FormatError(f"{value!r} has no Python literal")
 
 
-class Pythonic:
-    id = "pythonic"
-    family = "pythonic"
-    special: tuple[str, ...] = ()
-    reasoning = THINK
-    model = "llama-3.2-3b-instruct"
-    delimiters: tuple[str, ...] = ("[", "(", ")]")
+class Pythonic(Writer, id="pythonic", family="pythonic", model="llama-3.2-3b-instruct"):
+    delimiters = ("[", "(", ")]")
 
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
+    def text(self, calls: Sequence[Call]) -> str:
         for call in calls:
             if not call.name.isidentifier() or not all(str(k).isidentifier() for k in call.arguments):
                 raise FormatError(f"{call.name}: names must be Python identifiers")
@@ -45,16 +39,12 @@ class Pythonic:
         ) + "]"
 
 
-class Llama4Pythonic:
+class Llama4Pythonic(Writer, id="llama4-pythonic", family="pythonic", model="llama-4-scout-17b-16e-instruct"):
     """Llama 4 (its chat template; vLLM's ``llama4_pythonic`` parser): the pythonic list
     between ``<|python_start|>`` and ``<|python_end|>``."""
 
-    id = "llama4-pythonic"
-    family = "pythonic"
-    special: tuple[str, ...] = ("<|python_start|>", "<|python_end|>")
-    reasoning = THINK
-    model = "llama-4-scout-17b-16e-instruct"
-    delimiters: tuple[str, ...] = ("<|python_start|>", "[", "(", ")]", "<|python_end|>")
+    special = ("<|python_start|>", "<|python_end|>")
+    delimiters = ("<|python_start|>", "[", "(", ")]", "<|python_end|>")
 
-    def write(self, calls: Sequence[Call]) -> str:
-        return "<|python_start|>" + Pythonic().write(calls) + "<|python_end|>"
+    def text(self, calls: Sequence[Call]) -> str:
+        return "<|python_start|>" + Pythonic().text(calls) + "<|python_end|>"

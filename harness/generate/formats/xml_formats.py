@@ -3,90 +3,93 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any, ClassVar
 
-from harness.generate.formats.base import Call, SEED_THINK, THINK, bare_value, json_text, require_calls
+from harness.generate.formats.base import SEED_THINK, Call, Writer, bare_value, json_text
 
 
-class QwenCoder:
+class FunctionBlocks(Writer):
+    """Qwen3-Coder's tags: one ``<wrapper>`` block per call around ``<function=NAME>`` and
+    its ``<parameter=P>`` tags; ``edge`` is written between each tag and its value."""
+
+    wrapper: ClassVar[str]
+    edge: ClassVar[str]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.special = (f"<{cls.wrapper}>", f"</{cls.wrapper}>")
+        cls.delimiters = (f"<{cls.wrapper}>", "<function=", "<parameter=", "</parameter>", "</function>",
+                          f"</{cls.wrapper}>")
+
+    def text(self, calls: Sequence[Call]) -> str:
+        edge = self.edge
+        return "\n".join(
+            f"<{self.wrapper}>\n<function={call.name}>\n"
+            + "".join(f"<parameter={key}>{edge}{bare_value(value)}{edge}</parameter>\n"
+                      for key, value in call.arguments.items())
+            + f"</function>\n</{self.wrapper}>"
+            for call in calls
+        )
+
+
+class QwenCoder(FunctionBlocks, id="qwen-coder", family="qwen-coder", model="qwen3-coder-30b-a3b-instruct"):
     """Qwen3-Coder's chat template: ``<tool_call>\\n<function=NAME>\\n<parameter=P>\\nVALUE\\n
     </parameter>\\n</function>\\n</tool_call>``, one block per call. The newline after
     the opening and before the closing parameter tag belongs to the markup."""
 
-    id = "qwen-coder"
-    family = "qwen-coder"
-    special: tuple[str, ...] = ("<tool_call>", "</tool_call>")
-    reasoning = THINK
-    model = "qwen3-coder-30b-a3b-instruct"
-    delimiters: tuple[str, ...] = (
-        "<tool_call>",
-        "<function=",
-        "<parameter=",
-        "</parameter>",
-        "</function>",
-        "</tool_call>",
-    )
-
-    def write(self, calls: Sequence[Call]) -> str:
-        return function_blocks(calls, "tool_call", "\n")
+    wrapper, edge = "tool_call", "\n"
 
 
-def function_blocks(calls: Sequence[Call], wrapper: str, edge: str) -> str:
-    """One ``<wrapper>`` block per call around ``<function=NAME>`` and its
-    ``<parameter=P>`` tags; ``edge`` is written between each tag and its value."""
-    require_calls(calls)
-    blocks = []
-    for call in calls:
-        params = "".join(
-            f"<parameter={key}>{edge}{bare_value(value)}{edge}</parameter>\n" for key, value in call.arguments.items()
+class SeedOss(FunctionBlocks, id="seed-oss", family="seed-oss", model="seed-oss-36b-instruct"):
+    """ByteDance Seed-OSS chat template (vLLM's ``seed_oss`` parser): Qwen3-Coder's
+    function and parameter tags inside ``<seed:tool_call>``, values on the tag's line."""
+
+    wrapper, edge = "seed:tool_call", ""
+    reasoning = SEED_THINK
+
+
+class InvokeBlocks(Writer):
+    """Invoke XML: ``<wrapper>`` around one ``<invoke name="f">`` per call, each with one
+    ``<parameter name="p">value</parameter>`` line per argument; ``tag`` prefixes the
+    invoke and parameter tags (DeepSeek V3.2's ``｜DSML｜``)."""
+
+    wrapper: ClassVar[str]
+    tag = ""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.delimiters = (f"<{cls.wrapper}>", f"<{cls.tag}invoke name=", f"<{cls.tag}parameter name=",
+                          f"</{cls.tag}parameter>", f"</{cls.tag}invoke>", f"</{cls.wrapper}>")
+
+    def parameter(self, key: str, value: Any) -> str:
+        return f'<parameter name="{key}">{bare_value(value)}</parameter>\n'
+
+    def text(self, calls: Sequence[Call]) -> str:
+        tag = self.tag
+        invokes = "".join(
+            f'<{tag}invoke name="{call.name}">\n'
+            + "".join(self.parameter(key, value) for key, value in call.arguments.items())
+            + f"</{tag}invoke>\n"
+            for call in calls
         )
-        blocks.append(f"<{wrapper}>\n<function={call.name}>\n{params}</function>\n</{wrapper}>")
-    return "\n".join(blocks)
+        return f"<{self.wrapper}>\n{invokes}</{self.wrapper}>"
 
 
-class InvokeXml:
+class InvokeXml(InvokeBlocks, id="invoke-xml", family="invoke-xml", model="claude-sonnet-4"):
     """Anthropic-style calls leaked into text (the VTC design and Kiro-Go PR #114): ``<function_calls>`` around
     one ``<invoke name="f">`` per call, each with ``<parameter name="p">value</parameter>``
     lines; values raw, never entity-escaped."""
 
-    id = "invoke-xml"
-    family = "invoke-xml"
-    special: tuple[str, ...] = ()
-    reasoning = THINK
-    model = "claude-sonnet-4"
-    delimiters: tuple[str, ...] = (
-        "<function_calls>",
-        "<invoke name=",
-        "<parameter name=",
-        "</parameter>",
-        "</invoke>",
-        "</function_calls>",
-    )
+    wrapper = "function_calls"
 
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
-        invokes = []
-        for call in calls:
-            params = "".join(
-                f'<parameter name="{key}">{bare_value(value)}</parameter>\n' for key, value in call.arguments.items()
-            )
-            invokes.append(f'<invoke name="{call.name}">\n{params}</invoke>\n')
-        return "<function_calls>\n" + "".join(invokes) + "</function_calls>"
-
-
-class ClineXml:
+class ClineXml(Writer, id="cline-xml", family="cline-xml", model="qwen3-coder-30b-a3b-instruct"):
     """Cline / Roo / Kilo XML (the VTC design and the Roo-Cline transformer spec): ``<tool>\\n<param>value</param>\\n</tool>``,
     tag names are the tool's and its parameters'; one block per call, separated by a
     blank line; values raw, multi-line ones on their own lines."""
 
-    id = "cline-xml"
-    family = "cline-xml"
-    special: tuple[str, ...] = ()
-    reasoning = THINK
-    model = "qwen3-coder-30b-a3b-instruct"
-    delimiters: tuple[str, ...] = ("<", "</", ">")
+    delimiters = ("<", "</", ">")
 
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
+    def text(self, calls: Sequence[Call]) -> str:
         blocks = []
         for call in calls:
             params = []
@@ -99,80 +102,23 @@ class ClineXml:
         return "\n\n".join(blocks)
 
 
-class SeedOss:
-    """ByteDance Seed-OSS chat template (vLLM's ``seed_oss`` parser): Qwen3-Coder's
-    function and parameter tags inside ``<seed:tool_call>``, values on the tag's line."""
-
-    id = "seed-oss"
-    family = "seed-oss"
-    special: tuple[str, ...] = ("<seed:tool_call>", "</seed:tool_call>")
-    reasoning = SEED_THINK
-    model = "seed-oss-36b-instruct"
-    delimiters: tuple[str, ...] = (
-        "<seed:tool_call>",
-        "<function=",
-        "<parameter=",
-        "</parameter>",
-        "</function>",
-        "</seed:tool_call>",
-    )
-
-    def write(self, calls: Sequence[Call]) -> str:
-        return function_blocks(calls, "seed:tool_call", "")
-
-
-class MiniMaxM2:
+class MiniMaxM2(InvokeBlocks, id="minimax-m2", family="minimax", model="minimax-m2"):
     """MiniMax M2 chat template (vLLM's ``minimax_m2`` parser): invoke XML inside
     ``<minimax:tool_call>``, one wrapper around all the calls of an answer."""
 
-    id = "minimax-m2"
-    family = "minimax"
-    special: tuple[str, ...] = ("<minimax:tool_call>", "</minimax:tool_call>")
-    reasoning = THINK
-    model = "minimax-m2"
-    delimiters: tuple[str, ...] = (
-        "<minimax:tool_call>",
-        "<invoke name=",
-        "<parameter name=",
-        "</parameter>",
-        "</invoke>",
-        "</minimax:tool_call>",
-    )
-
-    def write(self, calls: Sequence[Call]) -> str:
-        return InvokeXml().write(calls).replace("<function_calls>", "<minimax:tool_call>").replace(
-            "</function_calls>", "</minimax:tool_call>"
-        )
+    wrapper = "minimax:tool_call"
+    special = ("<minimax:tool_call>", "</minimax:tool_call>")
 
 
-class DeepSeekV32:
+class DeepSeekV32(InvokeBlocks, id="deepseek-v32", family="deepseek", model="deepseek-v3.2"):
     """DeepSeek V3.2's DSML (its encoding script; vLLM's ``deepseek_v32`` parser): invoke
     XML with ``<｜DSML｜``-prefixed tags inside ``<｜DSML｜function_calls>``; a parameter says
     ``string="true"`` for a string written as it is, ``"false"`` for any other value written
     as JSON."""
 
-    id = "deepseek-v32"
-    family = "deepseek"
-    special: tuple[str, ...] = ()
-    reasoning = THINK
-    model = "deepseek-v3.2"
-    delimiters: tuple[str, ...] = (
-        "<｜DSML｜function_calls>",
-        "<｜DSML｜invoke name=",
-        "<｜DSML｜parameter name=",
-        "</｜DSML｜parameter>",
-        "</｜DSML｜invoke>",
-        "</｜DSML｜function_calls>",
-    )
+    wrapper, tag = "｜DSML｜function_calls", "｜DSML｜"
 
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
-        invokes = []
-        for call in calls:
-            params = "".join(
-                f'<｜DSML｜parameter name="{key}" string="{str(isinstance(value, str)).lower()}">'
-                f"{value if isinstance(value, str) else json_text(value)}</｜DSML｜parameter>\n"
-                for key, value in call.arguments.items()
-            )
-            invokes.append(f'<｜DSML｜invoke name="{call.name}">\n{params}</｜DSML｜invoke>\n')
-        return "<｜DSML｜function_calls>\n" + "".join(invokes) + "</｜DSML｜function_calls>"
+    def parameter(self, key: str, value: Any) -> str:
+        written = value if isinstance(value, str) else json_text(value)
+        return (f'<｜DSML｜parameter name="{key}" string="{str(isinstance(value, str)).lower()}">{written}'
+                "</｜DSML｜parameter>\n")

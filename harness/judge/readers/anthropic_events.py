@@ -68,15 +68,7 @@ class AnthropicEvent(JsonEvent):
 
 def read_events(events: Sequence[SSEEvent]) -> tuple[AnthropicEvent, ...]:
     """Every dispatched event with its data parsed (a Messages stream has no terminator)."""
-    out: list[AnthropicEvent] = []
-    for event in events:
-        try:
-            value = json.loads(event.data)
-        except ValueError as exc:
-            out.append(AnthropicEvent(event, None, str(exc)))
-        else:
-            out.append(AnthropicEvent(event, value, None))
-    return tuple(out)
+    return tuple(AnthropicEvent.read(event) for event in events)
 
 
 def client_events(events: Sequence[AnthropicEvent]) -> tuple[AnthropicEvent, ...]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from harness.core.exchange import Exchange
-from harness.judge.readers.sse import SSEEvent
+from harness.judge.readers.sse import JsonEvent, SSEEvent
 
 ResponseKind = Literal["sse", "json", "empty"]
 
@@ -38,12 +38,8 @@ class Answer:
 
 
 @dataclass(frozen=True, slots=True)
-class Payload:
+class Payload(JsonEvent):
     """The data of one stream event that is not the terminator, parsed when it is JSON."""
-
-    event: SSEEvent
-    value: Any  # the parsed JSON, or None when it is not JSON
-    json_error: str | None  # why it is not JSON
 
     @property
     def chunk(self) -> dict[str, Any] | None:
@@ -90,12 +86,7 @@ def stream_payloads(events: Sequence[SSEEvent]) -> tuple[Payload, ...]:
     for event in events:
         if event.is_done:
             break
-        try:
-            value = json.loads(event.data)
-        except ValueError as exc:
-            out.append(Payload(event, None, str(exc)))
-        else:
-            out.append(Payload(event, value, None))
+        out.append(Payload.read(event))
     return tuple(out)
 
 

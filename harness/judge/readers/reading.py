@@ -104,21 +104,21 @@ class Reader(Protocol):
 class ChatReader:
     """Chat Completions: chunks folded as the openai SDK folds them; an error is a payload."""
 
+    whole = staticmethod(answer_from_body)  # a body read whole
+    sdk = staticmethod(read_stream)  # the stream as the official SDK reads it
+
     def streamed(self, reading: Reading) -> Answer:
         return assemble_stream(reading.payloads)
-
-    def whole(self, body: Any) -> Answer:
-        return answer_from_body(body)
 
     def errors(self, reading: Reading) -> tuple[SSEEvent, ...]:
         return tuple(p.event for p in reading.payloads if p.error is not None)
 
-    def sdk(self, raw: bytes, headers: Mapping[str, str]) -> SdkReading:
-        return read_stream(raw, headers)
-
 
 class MessagesReader:
     """Anthropic Messages: typed events folded into content blocks; an error is ``event: error``."""
+
+    whole = staticmethod(answer_from_message)  # a body read whole
+    sdk = staticmethod(read_anthropic_stream)  # the stream as the official SDK reads it
 
     def streamed(self, reading: Reading) -> Answer:
         # Both Anthropic SDKs raise at ``event: error`` (Claude Code reads through the TypeScript
@@ -127,30 +127,21 @@ class MessagesReader:
         cut = next((i for i, event in enumerate(events) if event.is_error), None)
         return assemble_anthropic_stream(events if cut is None else events[: cut + 1])
 
-    def whole(self, body: Any) -> Answer:
-        return answer_from_message(body)
-
     def errors(self, reading: Reading) -> tuple[SSEEvent, ...]:
         return tuple(e.event for e in reading.events if e.is_error)
-
-    def sdk(self, raw: bytes, headers: Mapping[str, str]) -> SdkReading:
-        return read_anthropic_stream(raw, headers)
 
 
 class ResponsesReader:
     """OpenAI Responses: output items folded from their events; an error is an ``error`` or failure event."""
 
+    whole = staticmethod(answer_from_response)  # a body read whole
+    sdk = staticmethod(read_responses_stream)  # the stream as the official SDK reads it
+
     def streamed(self, reading: Reading) -> Answer:
         return assemble_responses_stream(reading.responses_events)
 
-    def whole(self, body: Any) -> Answer:
-        return answer_from_response(body)
-
     def errors(self, reading: Reading) -> tuple[SSEEvent, ...]:
         return tuple(e.event for e in reading.responses_events if e.is_error)
-
-    def sdk(self, raw: bytes, headers: Mapping[str, str]) -> SdkReading:
-        return read_responses_stream(raw, headers)
 
 
 class KiroReader:

@@ -15,7 +15,6 @@ judge every client dialect alike. Nothing here fails on bad input: that is the r
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -45,10 +44,7 @@ def read_events(events: Sequence[SSEEvent]) -> tuple[ResponsesEvent, ...]:
     for event in events:
         if event.is_done:
             continue  # some servers end with [DONE]; the SDK ignores it
-        try:
-            out.append(ResponsesEvent(event, json.loads(event.data), None))
-        except (ValueError, RecursionError) as exc:
-            out.append(ResponsesEvent(event, None, str(exc)))
+        out.append(ResponsesEvent.read(event))
     return tuple(out)
 
 

@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 AnomalyKind = Literal[
     "invalid-utf8",
@@ -60,6 +60,15 @@ class JsonEvent:
     event: SSEEvent
     value: Any  # the parsed JSON, or None when it is not JSON
     json_error: str | None
+
+    @classmethod
+    def read(cls, event: SSEEvent) -> Self:
+        """The event with its data parsed; data that is not JSON (or nests past the parser's
+        depth) keeps the parser's complaint instead."""
+        try:
+            return cls(event, json.loads(event.data), None)
+        except (ValueError, RecursionError) as exc:
+            return cls(event, None, str(exc))
 
     @property
     def name(self) -> str | None:

@@ -20,10 +20,10 @@ from reference_proxy.rescue.families.pythonic import Llama4Pythonic, Pythonic
 from reference_proxy.rescue.families.qwen3_coder import Qwen3Coder, SeedOss
 from reference_proxy.rescue.families.qwen_tools import QwenTools
 from reference_proxy.rescue.families.reasoning import Reasoning
-from reference_proxy.rescue.families.sections import DeepSeek, DeepSeekV3, KimiK2
+from reference_proxy.rescue.families.sections import DEEPSEEK_V3_CALLS, DEEPSEEK_V31_CALLS, KIMI_K2_CALLS
 from reference_proxy.rescue.family import Family
 
-CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), SeedOss(), Glm(), InvokeXml(), MiniMaxM2(), Mistral(), Granite(), Phi4Mini(), KimiK2(), DeepSeek(), DeepSeekV3(), DeepSeekDsml(), Harmony(), Llama4Pythonic(), Pythonic(), BareJson())
+CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), SeedOss(), Glm(), InvokeXml(), MiniMaxM2(), Mistral(), Granite(), Phi4Mini(), KIMI_K2_CALLS, DEEPSEEK_V31_CALLS, DEEPSEEK_V3_CALLS, DeepSeekDsml(), Harmony(), Llama4Pythonic(), Pythonic(), BareJson())
 
 
 def families_for(formats: frozenset[str] | None, *, nest: Nest) -> tuple[Family, ...]:

@@ -35,17 +35,7 @@ from typing import Protocol
 from reference_proxy.rescue.events import Event, Text, collect
 from reference_proxy.rescue.families.tool_code import LANGUAGE, ToolCodeParser
 from reference_proxy.rescue.family import (
-    Call,
-    Carry,
-    Context,
-    Family,
-    MarkerParser,
-    Opener,
-    Verdict,
-    accept,
-    passing,
-    reject,
-    starts,
+    Call, Carry, Context, Family, MarkerParser, Opener, Verdict, accept, passing, reject, starts,
 )
 from reference_proxy.rescue.openers import Openers
 from reference_proxy.rescue.toolbox import Toolbox

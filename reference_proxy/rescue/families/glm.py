@@ -14,18 +14,7 @@ from typing import Any
 
 from reference_proxy.rescue.coercion import typed_value
 from reference_proxy.rescue.family import (
-    NOT_YET,
-    Call,
-    CarriedParser,
-    Context,
-    Family,
-    MarkerParser,
-    Opener,
-    Tags,
-    TextValue,
-    Verdict,
-    accept,
-    next_tag,
+    NOT_YET, Call, CarriedParser, Context, Family, MarkerParser, Opener, Tags, TextValue, Verdict, accept, next_tag,
     reject,
 )
 from reference_proxy.rescue.toolbox import Toolbox

@@ -28,19 +28,7 @@ import re
 
 from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.family import (
-    Call,
-    Carry,
-    Context,
-    Family,
-    MarkerParser,
-    Opener,
-    Verdict,
-    accept,
-    emit,
-    passing,
-    reject,
-    skip_ws,
-    starts,
+    Call, Carry, Context, Family, MarkerParser, Opener, Verdict, accept, emit, passing, reject, skip_ws, starts,
 )
 from reference_proxy.rescue.jsonscan import MORE, JsonScanner
 from reference_proxy.rescue.toolbox import Toolbox
@@ -91,7 +79,6 @@ class HarmonyParser(MarkerParser):
         self._name = ""
         self._json = JsonScanner()
         self._call: Call | None = None
-        self._sent = 0
 
     def feed(self, text: str, start: int = 0) -> Verdict | None:
         carry = self._carry
@@ -112,11 +99,7 @@ class HarmonyParser(MarkerParser):
             k = s.find(END, i)
             if k >= 0:
                 return reject(carry.base + k + len(END))
-            carry.keep(s, max(i, n - len(END) + 1))  # the closer may be cut at the piece's end
-            if carry.pos <= self._sent:
-                return None
-            self._sent = carry.pos
-            return passing(carry.pos)
+            return carry.pass_through(s, max(i, n - len(END) + 1))  # the closer may be cut at the piece's end
         if self._state == _JSON:
             scanner = self._json
             if not scanner.text():
@@ -182,11 +165,7 @@ class HarmonyParser(MarkerParser):
         else:  # a closer may be cut at the piece's end
             tail = s.rfind("<", max(i, len(s) - _LONGEST_SAID_CLOSER + 1))
             keep = len(s) if tail < 0 else tail
-        carry.keep(s, keep)
-        if carry.pos <= self._sent:
-            return None
-        self._sent = carry.pos
-        return passing(carry.pos)
+        return carry.pass_through(s, keep)
 
     def finish(self) -> Verdict:
         carry = self._carry
@@ -197,7 +176,7 @@ class HarmonyParser(MarkerParser):
             if closer is not None:  # the body first, then (asked again) its closer
                 carry.base = carry.pos
                 carry.keep(carry.text, closer.start())
-                self._sent = carry.pos
+                carry.sent = carry.pos
                 return passing(carry.pos)
         return reject(carry.end)
 

@@ -9,24 +9,14 @@ models often stop right after the JSON; vLLM's ``Hermes2ProToolParser`` reads it
 
 from __future__ import annotations
 
-from typing import Any
-
-from reference_proxy.rescue.families.json_calls import CallWatcher, calls_from_values
-from reference_proxy.rescue.families.tagged_json import TaggedJsonParser
-from reference_proxy.rescue.family import Call, Context, Family, MarkerParser, Opener, skip_ws, starts
-from reference_proxy.rescue.jsonscan import Watcher
+from reference_proxy.rescue.families.tagged_json import CallObjectsParser
+from reference_proxy.rescue.family import Context, Family, MarkerParser, Opener, skip_ws, starts
 from reference_proxy.rescue.toolbox import Toolbox
 
 
-class HermesParser(TaggedJsonParser):
+class HermesParser(CallObjectsParser):
     closer = "</tool_call>"
     closer_optional_at_end = True
-
-    def watcher(self) -> Watcher:
-        return CallWatcher(self._tools)
-
-    def calls(self, values: list[Any]) -> tuple[Call, ...] | None:
-        return calls_from_values(values, self._tools)
 
 
 class Hermes(Family):

@@ -24,18 +24,7 @@ from typing import Any
 
 from reference_proxy.rescue.coercion import typed_value
 from reference_proxy.rescue.family import (
-    MAX_TAG,
-    Call,
-    CarriedParser,
-    Context,
-    Family,
-    MarkerParser,
-    Opener,
-    TextValue,
-    Verdict,
-    reject,
-    skip_ws,
-    which,
+    MAX_TAG, Call, CarriedParser, Context, Family, MarkerParser, Opener, TextValue, Verdict, reject, skip_ws, which,
 )
 from reference_proxy.rescue.toolbox import Toolbox
 

@@ -16,20 +16,8 @@ from typing import Any
 
 from reference_proxy.rescue.families.json_calls import CallWatcher, calls_from_values, json_call
 from reference_proxy.rescue.family import (
-    MAX_NAME,
-    NO_NAME,
-    Call,
-    CarriedParser,
-    Context,
-    Family,
-    MarkerParser,
-    Opener,
-    Verdict,
-    emit,
-    name_end,
-    reject,
-    skip_ws,
-    starts,
+    MAX_NAME, NO_NAME, Call, CarriedParser, Context, Family, MarkerParser, Opener, Verdict, emit, name_end, reject,
+    skip_ws, starts,
 )
 from reference_proxy.rescue.jsonscan import MORE, NOT_JSON, JsonScanner
 from reference_proxy.rescue.toolbox import Toolbox

@@ -19,24 +19,8 @@ from typing import Any
 
 from reference_proxy.rescue.coercion import typed_value
 from reference_proxy.rescue.family import (
-    MAX_GAP,
-    NOT_YET,
-    NO_NAME,
-    Call,
-    CarriedParser,
-    Context,
-    Family,
-    MarkerParser,
-    Opener,
-    Tags,
-    Verdict,
-    accept,
-    confirmed,
-    name_end,
-    next_tag,
-    reject,
-    skip_ws,
-    starts,
+    MAX_GAP, NOT_YET, NO_NAME, Call, CarriedParser, Context, Family, MarkerParser, Opener, Tags, Verdict, accept,
+    confirmed, name_end, next_tag, reject, skip_ws, starts,
 )
 from reference_proxy.rescue.toolbox import Toolbox
 

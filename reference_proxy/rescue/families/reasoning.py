@@ -12,7 +12,7 @@ Each model closes the block with its own tag (Seed-OSS's chat template and vLLM'
 
 from __future__ import annotations
 
-from reference_proxy.rescue.family import Carry, Context, Family, MarkerParser, Opener, Verdict, passing, reject
+from reference_proxy.rescue.family import Carry, Context, Family, MarkerParser, Opener, Verdict, reject
 from reference_proxy.rescue.toolbox import Toolbox
 
 OPEN = "<think>"
@@ -25,7 +25,6 @@ _CLOSERS = {OPEN: CLOSE, SEED_OPEN: SEED_CLOSE}
 class ReasoningParser(MarkerParser):
     def __init__(self, close: str = CLOSE) -> None:
         self._carry = Carry()
-        self._sent = 0
         self._close = close
 
     def feed(self, text: str, start: int = 0) -> Verdict | None:
@@ -36,11 +35,7 @@ class ReasoningParser(MarkerParser):
         if k >= 0:
             return reject(carry.base + k + len(close))
         keep = max(i, len(s) - len(close) + 1)  # a closer may be cut at the piece's end
-        carry.keep(s, keep)
-        if carry.pos <= self._sent:
-            return None
-        self._sent = carry.pos
-        return passing(carry.pos)
+        return carry.pass_through(s, keep)
 
     def finish(self) -> Verdict:
         return reject(self._carry.end)

@@ -25,21 +25,8 @@ from functools import cached_property
 
 from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.family import (
-    NOT_YET,
-    Call,
-    CarriedParser,
-    Context,
-    Family,
-    MarkerParser,
-    Opener,
-    Tags,
-    Verdict,
-    accept,
-    name_end,
-    next_tag,
-    reject,
-    skip_ws,
-    starts,
+    NOT_YET, Call, CarriedParser, Context, Family, MarkerParser, Opener, Tags, Verdict, accept, name_end, next_tag,
+    reject, skip_ws, starts,
 )
 from reference_proxy.rescue.jsonscan import MORE, JsonScanner
 from reference_proxy.rescue.toolbox import Toolbox
@@ -171,28 +158,17 @@ class SectionParser(CarriedParser):
         return i
 
 
-class KimiK2(Family):
-    name = "kimi-k2"
-    formats = ("kimi-k2",)
-    openers = (Opener(KIMI.section_begin),)
+class Sections(Family):
+    """One format of calls inside a section; its tokens say all there is to it."""
+
+    def __init__(self, name: str, formats: tuple[str, ...], tokens: Tokens, openers: tuple[str, ...] = ()) -> None:
+        self.name, self.formats, self.tokens = name, formats, tokens
+        self.openers = tuple(Opener(literal) for literal in openers or (tokens.section_begin,))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
-        return SectionParser(tools, KIMI)
+        return SectionParser(tools, self.tokens, opener)
 
 
-class DeepSeek(Family):
-    name = "deepseek"
-    formats = ("deepseek-v31",)
-    openers = (Opener(DEEPSEEK.section_begin),)
-
-    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
-        return SectionParser(tools, DEEPSEEK)
-
-
-class DeepSeekV3(Family):
-    name = "deepseek-v3"
-    formats = ("deepseek-v3",)
-    openers = tuple(Opener(literal) for literal in DEEPSEEK_V3_OPENERS)
-
-    def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
-        return SectionParser(tools, DEEPSEEK_V3, opener)
+KIMI_K2_CALLS = Sections("kimi-k2", ("kimi-k2",), KIMI)
+DEEPSEEK_V31_CALLS = Sections("deepseek", ("deepseek-v31",), DEEPSEEK)
+DEEPSEEK_V3_CALLS = Sections("deepseek-v3", ("deepseek-v3",), DEEPSEEK_V3, DEEPSEEK_V3_OPENERS)

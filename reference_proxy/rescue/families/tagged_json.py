@@ -11,6 +11,7 @@ from __future__ import annotations
 from abc import abstractmethod
 from typing import Any
 
+from reference_proxy.rescue.families.json_calls import CallWatcher, calls_from_values
 from reference_proxy.rescue.family import Call, CarriedParser, Verdict, accept, reject, skip_ws, starts
 from reference_proxy.rescue.jsonscan import MORE, NOT_JSON, JsonScanner, Watcher
 from reference_proxy.rescue.toolbox import Toolbox
@@ -113,3 +114,14 @@ class TaggedJsonParser(CarriedParser):
             if calls is not None:
                 return accept(calls, self._carry.end)
         return reject(self._carry.end)
+
+
+class CallObjectsParser(TaggedJsonParser):
+    """Values that are call objects (``{"name", "arguments"}``, or a list of them), vetoed
+    early by name: Hermes ``<tool_call>`` and Qwen's ``<tools>``."""
+
+    def watcher(self) -> Watcher:
+        return CallWatcher(self._tools)
+
+    def calls(self, values: list[Any]) -> tuple[Call, ...] | None:
+        return calls_from_values(values, self._tools)
