@@ -413,7 +413,7 @@ def _json_body(fmt: TextFormat) -> str:
     """The writer's text for READ, for formats that write the arguments as JSON (or as
     Python literals)."""
     text = fmt.write([READ])
-    if '"path": "src/app.py"' not in text and 'path="src/app.py"' not in text:
+    if not any(shape in text for shape in ('"path": "src/app.py"', 'path="src/app.py"', '--path "src/app.py"')):
         raise NotApplicable
     return text
 
@@ -557,6 +557,9 @@ VARIANTS: dict[str, Callable[[str], str]] = {
     # token right after the list (vLLM's llama4_pythonic parser takes the token as optional).
     "llama4-pythonic": lambda text: text.removesuffix("<|python_end|>"),
     "mistral": lambda text: text.replace("[TOOL_CALLS] [", "[TOOL_CALLS][")[:-2] + ', "id": "a1b2c3d4e"}]',
+    # Gemma 4 served with its special tokens stripped: the call reads call:NAME{key:value}, the
+    # tokens around it and the string delimiters gone (NousResearch/hermes-agent#7449, #38376).
+    "gemma4": lambda text: text.replace("<|tool_call>", "").replace("<tool_call|>", "").replace('<|"|>', ""),
 }
 
 
@@ -579,7 +582,9 @@ ORPHANS: dict[str, str] = {"qwen-tools": "</tools>", "hermes": "</tool_call>", "
                            "gpt-oss": "<|call|>",
                            "deepseek-v32": "</｜DSML｜function_calls>",
                            "llama4-pythonic": "<|python_end|>",
-                           "invoke-xml": "</function_calls>", "cline-xml": "</read_file>"}
+                           "invoke-xml": "</function_calls>", "cline-xml": "</read_file>",
+                           "gemma4": "<tool_call|>", "kimi-k3": "<|close|>tools<|sep|>", "glm47": "</tool_call>",
+                           "deepseek-v4": "</｜DSML｜tool_calls>", "roo-tool-call": "[/TOOL_CALL]"}
 
 
 @builds("orphan-closer")

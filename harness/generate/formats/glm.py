@@ -27,3 +27,26 @@ class Glm:
             + "</tool_call>"
             for c in calls
         )
+
+
+class Glm47:
+    """GLM-4.7 (its chat template; vLLM's ``glm47`` parser,
+    https://github.com/vllm-project/vllm/blob/main/vllm/tool_parsers/glm47_moe_tool_parser.py):
+    GLM-4.5's tags with nothing between them, the name followed at once by the first
+    ``<arg_key>`` (or by ``</tool_call>`` when there are no arguments)."""
+
+    id = "glm47"
+    family = "glm"
+    special: tuple[str, ...] = Glm.special
+    reasoning = THINK
+    model = "glm-4.7"
+    delimiters: tuple[str, ...] = Glm.delimiters
+
+    def write(self, calls: Sequence[Call]) -> str:
+        require_calls(calls)
+        return "\n".join(
+            f"<tool_call>{c.name}"
+            + "".join(f"<arg_key>{k}</arg_key><arg_value>{bare_value(v)}</arg_value>" for k, v in c.arguments.items())
+            + "</tool_call>"
+            for c in calls
+        )

@@ -176,3 +176,21 @@ class DeepSeekV32:
             )
             invokes.append(f'<｜DSML｜invoke name="{call.name}">\n{params}</｜DSML｜invoke>\n')
         return "<｜DSML｜function_calls>\n" + "".join(invokes) + "</｜DSML｜function_calls>"
+
+
+class DeepSeekV4:
+    """DeepSeek V4 and V4.1 (vLLM's ``deepseek_v4`` parser,
+    https://github.com/vllm-project/vllm/blob/main/vllm/tool_parsers/deepseekv4_tool_parser.py):
+    V3.2's DSML invoke and parameter tags inside ``<｜DSML｜tool_calls>`` instead of
+    ``<｜DSML｜function_calls>``."""
+
+    id = "deepseek-v4"
+    family = "deepseek"
+    special: tuple[str, ...] = ()
+    reasoning = THINK
+    model = "deepseek-v4"
+    delimiters: tuple[str, ...] = tuple(d.replace("DSML｜function_calls>", "DSML｜tool_calls>")
+                                        for d in DeepSeekV32.delimiters)
+
+    def write(self, calls: Sequence[Call]) -> str:
+        return DeepSeekV32().write(calls).replace("DSML｜function_calls>", "DSML｜tool_calls>")
