@@ -36,6 +36,28 @@ class Reasoning:
         return f"{self.open}{body}{self.close}{self.gap}"
 
 
+@dataclass(frozen=True)
+class Prose:
+    """How a model writes ordinary text (a preamble, a closing remark) in the answer that
+    holds its calls: the markup around a stretch of it, and whether text may follow the
+    calls in the same answer."""
+
+    open: str = ""
+    close: str = ""
+    trailing: bool = True
+
+    def wrap(self, text: str) -> str:
+        return f"{self.open}{text}{self.close}"
+
+
+PLAIN = Prose()
+"""Text as it is, before and after the calls."""
+PREAMBLE = Prose("<|channel|>commentary<|message|>", "<|end|>", trailing=False)
+"""gpt-oss: a preamble is a commentary message with no recipient, and a call's <|call|> ends
+the turn, so no text follows it (OpenAI cookbook, "OpenAI Harmony Response Format",
+Preambles)."""
+
+
 THINK = Reasoning("<think>\n", "\n</think>")
 """Qwen3, DeepSeek-R1, GLM and most reasoning models."""
 SEED_THINK = Reasoning("<seed:think>\n", "\n</seed:think>")
@@ -60,6 +82,8 @@ class TextFormat(Protocol):
     splits them across frames (only a labelled stress case does)."""
     reasoning: Reasoning
     """How the model's reasoning reads in the text."""
+    prose: Prose
+    """How the model's ordinary text reads around its calls."""
 
     def write(self, calls: Sequence[Call]) -> str:
         """The text a model writes for these calls."""

@@ -11,7 +11,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from harness.generate.formats.base import Call, FormatError, Reasoning, json_text, require_calls
+from harness.generate.formats.base import PLAIN, Call, FormatError, Reasoning, json_text, require_calls
 
 QUOTE = '<|"|>'
 THOUGHT = Reasoning("<|channel>thought\n", "<channel|>", "")
@@ -42,6 +42,7 @@ class Gemma4:
     family = "gemma"
     special: tuple[str, ...] = ("<|tool_call>", "<tool_call|>", QUOTE, "<|channel>", "<channel|>")
     reasoning = THOUGHT
+    prose = PLAIN
     model = "gemma-4-31b-it"
     delimiters: tuple[str, ...] = ("<|tool_call>", "call:", "<tool_call|>")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, THINK, bare_value, require_calls
+from harness.generate.formats.base import PLAIN, THINK, Call, bare_value, require_calls
 
 
 class Glm:
@@ -15,6 +15,7 @@ class Glm:
     family = "glm"
     special: tuple[str, ...] = ("<tool_call>", "</tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
     reasoning = THINK
+    prose = PLAIN
     model = "glm-4.5-air"
     delimiters: tuple[str, ...] = ("<tool_call>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>",
                                    "</tool_call>")
@@ -39,6 +40,7 @@ class Glm47:
     family = "glm"
     special: tuple[str, ...] = Glm.special
     reasoning = THINK
+    prose = PLAIN
     model = "glm-4.7"
     delimiters: tuple[str, ...] = Glm.delimiters
 

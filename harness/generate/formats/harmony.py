@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import ANALYSIS, Call, json_text, require_calls
+from harness.generate.formats.base import ANALYSIS, PREAMBLE, Call, json_text, require_calls
 
 
 class GptOss:
@@ -15,6 +15,7 @@ class GptOss:
     family = "gpt-oss"
     special: tuple[str, ...] = ("<|start|>", "<|channel|>", "<|constrain|>", "<|message|>", "<|call|>", "<|end|>")
     reasoning = ANALYSIS
+    prose = PREAMBLE
     model = "gpt-oss-120b"
     delimiters: tuple[str, ...] = ("<|start|>assistant", "<|channel|>", " to=functions.", "<|constrain|>",
                                    "<|message|>", "<|call|>")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, FormatError, THINK, json_text, require_calls
+from harness.generate.formats.base import PLAIN, THINK, Call, FormatError, json_text, require_calls
 
 
 def call_object(call: Call) -> str:
@@ -19,6 +19,7 @@ class QwenTools:
     family = "qwen-tools"
     special: tuple[str, ...] = ()
     reasoning = THINK
+    prose = PLAIN
     model = "qwen2.5-7b-instruct"
     delimiters: tuple[str, ...] = ("<tools>", "</tools>")
 
@@ -37,6 +38,7 @@ class Hermes:
     family = "hermes"
     special: tuple[str, ...] = ("<tool_call>", "</tool_call>")
     reasoning = THINK
+    prose = PLAIN
     model = "qwen3-8b"
     delimiters: tuple[str, ...] = ("<tool_call>", "</tool_call>")
 
@@ -53,6 +55,7 @@ class BareJson:
     family = "qwen-tools"
     special: tuple[str, ...] = ()
     reasoning = THINK
+    prose = PLAIN
     model = "qwen2.5-7b-instruct"
     delimiters: tuple[str, ...] = ('{"name": ', '"arguments": ')
 
@@ -70,6 +73,7 @@ class ToolCode:
     family = "tool-code"
     special: tuple[str, ...] = ()
     reasoning = THINK
+    prose = PLAIN
     model = "qwen3-max"
     delimiters: tuple[str, ...] = ("```tool_code\n", "\n```")
 

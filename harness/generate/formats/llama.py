@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, THINK, json_text, require_calls
+from harness.generate.formats.base import PLAIN, THINK, Call, json_text, require_calls
 
 
 class LlamaJson:
@@ -17,6 +17,7 @@ class LlamaJson:
     family = "llama"
     special: tuple[str, ...] = ()
     reasoning = THINK
+    prose = PLAIN
     model = "llama-3.1-8b-instruct"
     delimiters: tuple[str, ...] = ('{"name": ', '"parameters": ', "; ")
 

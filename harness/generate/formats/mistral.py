@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, THINK, json_text, require_calls
+from harness.generate.formats.base import PLAIN, THINK, Call, json_text, require_calls
 
 
 class MistralList:
@@ -20,6 +20,7 @@ class MistralList:
     family = "mistral"
     special: tuple[str, ...] = ("[TOOL_CALLS]",)
     reasoning = THINK
+    prose = PLAIN
     model = "mistral-7b-instruct-v0.3"
     delimiters: tuple[str, ...] = ("[TOOL_CALLS]",)
 
@@ -33,6 +34,7 @@ class MistralV11:
     family = "mistral"
     special: tuple[str, ...] = ("[TOOL_CALLS]", "[ARGS]")
     reasoning = THINK
+    prose = PLAIN
     model = "mistral-small-3.1-24b-instruct-2503"
     delimiters: tuple[str, ...] = ("[TOOL_CALLS]", "[ARGS]")
 
@@ -49,6 +51,7 @@ class Granite:
     family = "granite"
     special: tuple[str, ...] = ("<|tool_call|>",)
     reasoning = THINK
+    prose = PLAIN
     model = "granite-3.3-8b-instruct"
     delimiters: tuple[str, ...] = ("<|tool_call|>",)
 
@@ -65,6 +68,7 @@ class Phi4Mini:
     family = "phi"
     special: tuple[str, ...] = ()
     reasoning = THINK
+    prose = PLAIN
     model = "phi-4-mini-instruct"
     delimiters: tuple[str, ...] = ("functools[",)
 

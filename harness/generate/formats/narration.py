@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness.generate.formats.base import THINK, Call, FormatError, json_text, require_calls
+from harness.generate.formats.base import PLAIN, THINK, Call, FormatError, json_text, require_calls
 
 _KEY = re.compile(r"[A-Za-z_][\w-]*")
 
@@ -24,6 +24,7 @@ class Narration:
     family = "narration"
     special: tuple[str, ...] = ()
     reasoning = THINK
+    prose = PLAIN
     model = "claude-sonnet-4"
     delimiters: tuple[str, ...] = ("[Called ", " with args: ")
 
@@ -37,6 +38,7 @@ class RooToolCall:
     family = "roo-tool-call"
     special: tuple[str, ...] = ()
     reasoning = THINK
+    prose = PLAIN
     model = "minimax-m2.1"
     delimiters: tuple[str, ...] = ("[TOOL_CALL]", "{tool => ", ", args => {", "[/TOOL_CALL]")
 

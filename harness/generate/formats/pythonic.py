@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from harness.generate.formats.base import Call, FormatError, THINK, require_calls
+from harness.generate.formats.base import PLAIN, THINK, Call, FormatError, require_calls
 
 
 def literal(value: Any) -> str:
@@ -32,6 +32,7 @@ class Pythonic:
     family = "pythonic"
     special: tuple[str, ...] = ()
     reasoning = THINK
+    prose = PLAIN
     model = "llama-3.2-3b-instruct"
     delimiters: tuple[str, ...] = ("[", "(", ")]")
 
@@ -53,6 +54,7 @@ class Llama4Pythonic:
     family = "pythonic"
     special: tuple[str, ...] = ("<|python_start|>", "<|python_end|>")
     reasoning = THINK
+    prose = PLAIN
     model = "llama-4-scout-17b-16e-instruct"
     delimiters: tuple[str, ...] = ("<|python_start|>", "[", "(", ")]", "<|python_end|>")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, THINK, json_text, require_calls
+from harness.generate.formats.base import PLAIN, THINK, Call, json_text, require_calls
 
 
 class KimiK2:
@@ -14,6 +14,7 @@ class KimiK2:
     family = "kimi-k2"
     special: tuple[str, ...] = ("<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>", "<|tool_call_end|>", "<|tool_calls_section_end|>")
     reasoning = THINK
+    prose = PLAIN
     model = "kimi-k2-instruct-0905"
     delimiters: tuple[str, ...] = ("<|tool_calls_section_begin|>", "<|tool_call_begin|>", "functions.",
                                    "<|tool_call_argument_begin|>", "<|tool_call_end|>", "<|tool_calls_section_end|>")
@@ -33,6 +34,7 @@ class DeepSeekV31:
     family = "deepseek"
     special: tuple[str, ...] = ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>")
     reasoning = THINK
+    prose = PLAIN
     model = "deepseek-v3.1"
     delimiters: tuple[str, ...] = ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>",
                                    "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>")
@@ -54,6 +56,7 @@ class DeepSeekV3:
     family = "deepseek"
     special: tuple[str, ...] = ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>")
     reasoning = THINK
+    prose = PLAIN
     model = "deepseek-v3-0324"
     delimiters: tuple[str, ...] = ("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "function<｜tool▁sep｜>",
                                    "\n```json\n", "\n```", "<｜tool▁call▁end｜>", "<｜tool▁calls▁end｜>")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import Call, SEED_THINK, THINK, bare_value, json_text, require_calls
+from harness.generate.formats.base import PLAIN, SEED_THINK, THINK, Call, bare_value, json_text, require_calls
 
 
 class QwenCoder:
@@ -16,6 +16,7 @@ class QwenCoder:
     family = "qwen-coder"
     special: tuple[str, ...] = ("<tool_call>", "</tool_call>")
     reasoning = THINK
+    prose = PLAIN
     model = "qwen3-coder-30b-a3b-instruct"
     delimiters: tuple[str, ...] = (
         "<tool_call>",
@@ -52,6 +53,7 @@ class InvokeXml:
     family = "invoke-xml"
     special: tuple[str, ...] = ()
     reasoning = THINK
+    prose = PLAIN
     model = "claude-sonnet-4"
     delimiters: tuple[str, ...] = (
         "<function_calls>",
@@ -82,6 +84,7 @@ class ClineXml:
     family = "cline-xml"
     special: tuple[str, ...] = ()
     reasoning = THINK
+    prose = PLAIN
     model = "qwen3-coder-30b-a3b-instruct"
     delimiters: tuple[str, ...] = ("<", "</", ">")
 
@@ -107,6 +110,7 @@ class SeedOss:
     family = "seed-oss"
     special: tuple[str, ...] = ("<seed:tool_call>", "</seed:tool_call>")
     reasoning = SEED_THINK
+    prose = PLAIN
     model = "seed-oss-36b-instruct"
     delimiters: tuple[str, ...] = (
         "<seed:tool_call>",
@@ -129,6 +133,7 @@ class MiniMaxM2:
     family = "minimax"
     special: tuple[str, ...] = ("<minimax:tool_call>", "</minimax:tool_call>")
     reasoning = THINK
+    prose = PLAIN
     model = "minimax-m2"
     delimiters: tuple[str, ...] = (
         "<minimax:tool_call>",
@@ -155,6 +160,7 @@ class DeepSeekV32:
     family = "deepseek"
     special: tuple[str, ...] = ()
     reasoning = THINK
+    prose = PLAIN
     model = "deepseek-v3.2"
     delimiters: tuple[str, ...] = (
         "<｜DSML｜function_calls>",
@@ -188,6 +194,7 @@ class DeepSeekV4:
     family = "deepseek"
     special: tuple[str, ...] = ()
     reasoning = THINK
+    prose = PLAIN
     model = "deepseek-v4"
     delimiters: tuple[str, ...] = tuple(d.replace("DSML｜function_calls>", "DSML｜tool_calls>")
                                         for d in DeepSeekV32.delimiters)

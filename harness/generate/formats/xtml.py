@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.generate.formats.base import THINK, Call, json_text, require_calls
+from harness.generate.formats.base import PLAIN, THINK, Call, json_text, require_calls
 
 
 def json_type(value: Any) -> str:
@@ -37,6 +37,7 @@ class KimiK3:
     family = "kimi-k3"
     special: tuple[str, ...] = ("<|open|>", "<|close|>", "<|sep|>")
     reasoning = THINK
+    prose = PLAIN
     model = "kimi-k3"
     delimiters: tuple[str, ...] = ("<|open|>tools<|sep|>", "<|open|>call tool=", "<|open|>argument key=",
                                    "<|close|>argument<|sep|>", "<|close|>call<|sep|>", "<|close|>tools<|sep|>")
