@@ -683,7 +683,7 @@ def _realistic_session(fmt: TextFormat) -> Cell:
                 "what the model's users see, not one template call.", natural(text, fmt),
                 [RUN_SHELL, EDIT_FILE, GREP_SEARCH], "`read_value` cuts values that contain a closing tag; fix it.",
                 calls, content,
-                source=f"a realistic coding-agent turn written with the {fmt.id} writer in its model's envelope "
+                source=f"synthetic: a realistic coding-agent turn written with the {fmt.id} writer in its model's envelope "
                 "(prose as the model writes it, three tools with real schemas, a shell command with quotes "
                 "and backslashes, Python code quoting closing tags, CJK, a multi-line value); modelled on "
                 "agent sessions, not a capture (captured outputs are in scenarios/captured/)")

@@ -9,6 +9,9 @@ A ``type="string"`` value is the raw text; any other type is JSON. Attribute val
 ``&`` and ``"``. Blanks between blocks are free. vLLM's parser ends a value at the first
 ``<|close|>argument<|sep|>``; here it ends only where the next argument or the call's end
 follows it, so a value that quotes the markup (a document about the format) stays whole.
+The plain reply sits in a ``response`` channel before the tools; its opening marker is
+often part of the prompt, so the answer holds the reply and then ``<|close|>response<|sep|>``:
+either marker is channel markup, never text for the user.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 from reference_proxy.rescue.coercion import loads_json
 from reference_proxy.rescue.families.json_calls import json_call
+from reference_proxy.rescue.families.orphans import OrphanParser
 from reference_proxy.rescue.family import (
     MAX_TAG,
     NOT_YET,
@@ -39,6 +43,8 @@ from reference_proxy.rescue.toolbox import Toolbox
 SEP = "<|sep|>"
 TOOLS = "<|open|>tools<|sep|>"
 END_TOOLS = "<|close|>tools<|sep|>"
+RESPONSE = "<|open|>response<|sep|>"
+END_RESPONSE = "<|close|>response<|sep|>"
 CALL = "<|open|>call "
 END_CALL = "<|close|>call<|sep|>"
 ARGUMENT = "<|open|>argument "
@@ -122,7 +128,9 @@ class XtmlParser(CarriedParser):
 class KimiK3(Family):
     name = "kimi-k3"
     formats = ("kimi-k3",)
-    openers = (Opener(TOOLS),)
+    openers = (Opener(TOOLS), Opener(RESPONSE), Opener(END_RESPONSE))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
+        if opener != TOOLS:
+            return OrphanParser(opener, True)  # the response channel's markers: markup, always
         return XtmlParser(tools)
