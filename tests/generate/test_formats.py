@@ -86,6 +86,30 @@ SAMPLES: dict[str, str] = {
     'tags=["x"], note=None)]<|python_end|>',
     "cline-xml": "<read_file>\n<path>src/a.py</path>\n</read_file>\n\n<edit>\n<path>b.txt</path>\n<line>3</line>\n"
     '<dry_run>false</dry_run>\n<tags>["x"]</tags>\n<note>null</note>\n</edit>',
+    "gemma4": '<|tool_call>call:read_file{path:<|"|>src/a.py<|"|>}<tool_call|><|tool_call>call:edit{path:<|"|>b.txt'
+    '<|"|>,line:3,dry_run:false,tags:[<|"|>x<|"|>],note:null}<tool_call|>',
+    "kimi-k3": '<|open|>tools<|sep|><|open|>call tool="read_file" index="1"<|sep|><|open|>argument key="path" '
+    'type="string"<|sep|>src/a.py<|close|>argument<|sep|><|close|>call<|sep|><|open|>call tool="edit" index="2"<|sep|>'
+    '<|open|>argument key="path" type="string"<|sep|>b.txt<|close|>argument<|sep|><|open|>argument key="line" '
+    'type="integer"<|sep|>3<|close|>argument<|sep|><|open|>argument key="dry_run" type="boolean"<|sep|>false'
+    '<|close|>argument<|sep|><|open|>argument key="tags" type="array"<|sep|>["x"]<|close|>argument<|sep|>'
+    '<|open|>argument key="note" type="null"<|sep|>null<|close|>argument<|sep|><|close|>call<|sep|><|close|>tools<|sep|>',
+    "glm47": "<tool_call>read_file<arg_key>path</arg_key><arg_value>src/a.py</arg_value></tool_call>\n<tool_call>edit"
+    "<arg_key>path</arg_key><arg_value>b.txt</arg_value><arg_key>line</arg_key><arg_value>3</arg_value>"
+    "<arg_key>dry_run</arg_key><arg_value>false</arg_value><arg_key>tags</arg_key><arg_value>[\"x\"]</arg_value>"
+    "<arg_key>note</arg_key><arg_value>null</arg_value></tool_call>",
+    "deepseek-v4": '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="read_file">\n'
+    '<｜DSML｜parameter name="path" string="true">src/a.py</｜DSML｜parameter>\n</｜DSML｜invoke>\n'
+    '<｜DSML｜invoke name="edit">\n<｜DSML｜parameter name="path" string="true">b.txt</｜DSML｜parameter>\n'
+    '<｜DSML｜parameter name="line" string="false">3</｜DSML｜parameter>\n'
+    '<｜DSML｜parameter name="dry_run" string="false">false</｜DSML｜parameter>\n'
+    '<｜DSML｜parameter name="tags" string="false">["x"]</｜DSML｜parameter>\n'
+    '<｜DSML｜parameter name="note" string="false">null</｜DSML｜parameter>\n</｜DSML｜invoke>\n</｜DSML｜tool_calls>',
+    "narration": '[Called read_file with args: {"path": "src/a.py"}] [Called edit with args: {"path": "b.txt", '
+    '"line": 3, "dry_run": false, "tags": ["x"], "note": null}]',
+    "roo-tool-call": '[TOOL_CALL]\n{tool => "read_file", args => {\n  --path "src/a.py"\n}}\n[/TOOL_CALL]\n[TOOL_CALL]\n'
+    '{tool => "edit", args => {\n  --path "b.txt"\n  --line 3\n  --dry_run false\n  --tags ["x"]\n  --note null\n}}\n'
+    "[/TOOL_CALL]",
 }
 
 TOOLS = (

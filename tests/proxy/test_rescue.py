@@ -122,6 +122,13 @@ LETTER_CASES = [
     ),
     Case("court-the-word", "The court ruled on the courtyard.\nA courteous reply.", None),
     Case(
+        "gemma-bare-call-after-prose",
+        "Let me check the weather.\ncall:get_weather{city:Paris}\nDone.",
+        "Let me check the weather.\n\nDone.",
+        [W_PARIS],
+    ),
+    Case("gemma-call-mid-line-is-prose", "Make the call:get_weather{city:Paris} when ready.", None),
+    Case(
         "pythonic-after-prose",
         'Sure, one moment please.\n[get_weather(city="Paris")]\nThat is all.',
         "Sure, one moment please.\n\nThat is all.",
@@ -145,7 +152,7 @@ def _fed(frames: list[str], tools: tuple[ToolSpec, ...]) -> tuple[tuple[str, Cal
 
 
 def test_the_letter_initial_openers_are_the_ones_these_cases_cover() -> None:
-    assert LETTER_OPENERS == ["count", "court", "functools"], "a new letter-initial opener needs its cases here"
+    assert LETTER_OPENERS == ["call:", "count", "court", "functools"], "a new letter-initial opener needs its cases here"
     assert scanner.SHORTCUTS, "the shortcuts are off: these cases would not test them"
 
 

@@ -36,6 +36,28 @@ class Reasoning:
         return f"{self.open}{body}{self.close}{self.gap}"
 
 
+@dataclass(frozen=True)
+class Prose:
+    """How a model writes ordinary text (a preamble, a closing remark) in the answer that
+    holds its calls: the markup around a stretch of it, and whether text may follow the
+    calls in the same answer."""
+
+    open: str = ""
+    close: str = ""
+    trailing: bool = True
+
+    def wrap(self, text: str) -> str:
+        return f"{self.open}{text}{self.close}"
+
+
+PLAIN = Prose()
+"""Text as it is, before and after the calls."""
+PREAMBLE = Prose("<|channel|>commentary<|message|>", "<|end|>", trailing=False)
+"""gpt-oss: a preamble is a commentary message with no recipient, and a call's <|call|> ends
+the turn, so no text follows it (OpenAI cookbook, "OpenAI Harmony Response Format",
+Preambles)."""
+
+
 THINK = Reasoning("<think>\n", "\n</think>")
 """Qwen3, DeepSeek-R1, GLM and most reasoning models."""
 SEED_THINK = Reasoning("<seed:think>\n", "\n</seed:think>")
@@ -72,6 +94,10 @@ class TextFormat(Protocol):
     def reasoning(self) -> Reasoning:
         """How the model's reasoning reads in the text."""
 
+    @property
+    def prose(self) -> Prose:
+        """How the model's ordinary text reads around its calls."""
+
     def write(self, calls: Sequence[Call]) -> str:
         """The text a model writes for these calls."""
         ...
@@ -101,7 +127,7 @@ def require_calls(calls: Sequence[Call]) -> None:
 
 class Writer:
     """What every writer shares (a template method): an answer without a call is refused
-    before the format writes its ``text``; reasoning reads as ``<think>`` and no delimiter
+    before the format writes its ``text``; reasoning reads as ``<think>``, prose as plain text, and no delimiter
     is a single token unless the format says so. A writer names its identity where it is
     declared: ``class Hermes(Writer, id="hermes", family="hermes", model="qwen3-8b")``."""
 
@@ -111,6 +137,7 @@ class Writer:
     delimiters: ClassVar[tuple[str, ...]]
     special: ClassVar[tuple[str, ...]] = ()
     reasoning: ClassVar[Reasoning] = THINK
+    prose: ClassVar[Prose] = PLAIN
 
     def __init_subclass__(cls, *, id: str = "", family: str = "", model: str = "", **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

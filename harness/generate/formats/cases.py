@@ -196,6 +196,7 @@ class Cell:
     request: Mapping_ | None = None
     marker_text: str | None = None
     top: Mapping_ | None = None  # top-level fields (rechunk)
+    source: str | None = None  # None: the synthetic template's own line
 
 
 CLIENT_READ: frozenset[str] = frozenset({"cline-xml"})
@@ -237,7 +238,7 @@ def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
         "id": f"{fmt.family}-{stem(fmt, case)}",
         "title": f"{fmt.id}: {cell.title}",
         "tags": sorted({fmt.family, f"format-{fmt.id}", f"case-{case}", "generated"}),
-        "source": f"synthetic, generated from the case taxonomy ({case}) with the {fmt.id} writer: {cell.why}",
+        "source": cell.source or f"synthetic, generated from the case taxonomy ({case}) with the {fmt.id} writer: {cell.why}",
         **top,
         "backend": backend,
         "client": client,
@@ -268,13 +269,23 @@ def _one_call(fmt: TextFormat) -> Cell:
                 natural(fmt.write([READ]), fmt), [READ_FILE], "Open src/app.py.", [READ], "")
 
 
+def around(fmt: TextFormat, before: str, calls: str, after: str) -> tuple[str, str]:
+    """The answer holding ``calls`` with prose before and after them, in the model's own
+    envelope for prose (gpt-oss: a preamble message, and nothing after its calls), and the
+    content a client must see."""
+    prose = fmt.prose
+    gap = "\n\n" if not prose.open else ""
+    text = prose.wrap(before) + gap + calls
+    if not prose.trailing:
+        return text, before
+    return text + gap + prose.wrap(after), f"{before}\n\n{after}"
+
+
 @builds("text-around")
 def _text_around(fmt: TextFormat) -> Cell:
-    before, after = "I'll read the entry point first.\n\n", "\n\nThen I will summarise it."
-    text = before + fmt.write([READ]) + after
+    text, content = around(fmt, "I'll read the entry point first.", fmt.write([READ]), "Then I will summarise it.")
     return Cell("prose before and after the call stays", "only the markup may go; the prose is the user's.",
-                natural(text, fmt), [READ_FILE], "What does src/app.py do?", [READ],
-                "I'll read the entry point first.\n\nThen I will summarise it.")
+                natural(text, fmt), [READ_FILE], "What does src/app.py do?", [READ], content)
 
 
 @builds("two-calls-one-block")
@@ -401,7 +412,7 @@ def _long_argument(fmt: TextFormat) -> Cell:
 
 @builds("split-delimiters")
 def _split_delimiters(fmt: TextFormat) -> Cell:
-    text = "Reading it.\n" + fmt.write([READ])
+    text = fmt.prose.wrap("Reading it.") + ("" if fmt.prose.open else "\n") + fmt.write([READ])
     return Cell("stress: every delimiter cut at every character, special tokens too",
                 "a tag split anywhere is still one tag (no detokenizer splits a special token; a proxy "
                 "that re-chunks text may).",
@@ -413,7 +424,7 @@ def _json_body(fmt: TextFormat) -> str:
     """The writer's text for READ, for formats that write the arguments as JSON (or as
     Python literals)."""
     text = fmt.write([READ])
-    if '"path": "src/app.py"' not in text and 'path="src/app.py"' not in text:
+    if not any(shape in text for shape in ('"path": "src/app.py"', 'path="src/app.py"', '--path "src/app.py"')):
         raise NotApplicable
     return text
 
@@ -511,7 +522,8 @@ def _prefix_at_end(fmt: TextFormat) -> Cell:
 
 @builds("native-and-leaked-copy")
 def _native_and_copy(fmt: TextFormat) -> Cell:
-    frames: list[Any] = natural("Reading it.\n\n" + fmt.write([READ]), fmt)
+    frames: list[Any] = natural(fmt.prose.wrap("Reading it.") + ("" if fmt.prose.open else "\n\n") + fmt.write([READ]),
+                                fmt)
     frames += native_frames(READ, "call_native_01")
     return Cell("a native call plus a text copy of it give one call",
                 "a backend that both parses and leaks the call must not make the client run it twice.",
@@ -557,6 +569,9 @@ VARIANTS: dict[str, Callable[[str], str]] = {
     # token right after the list (vLLM's llama4_pythonic parser takes the token as optional).
     "llama4-pythonic": lambda text: text.removesuffix("<|python_end|>"),
     "mistral": lambda text: text.replace("[TOOL_CALLS] [", "[TOOL_CALLS][")[:-2] + ', "id": "a1b2c3d4e"}]',
+    # Gemma 4 served with its special tokens stripped: the call reads call:NAME{key:value}, the
+    # tokens around it and the string delimiters gone (NousResearch/hermes-agent#7449, #38376).
+    "gemma4": lambda text: text.replace("<|tool_call>", "").replace("<tool_call|>", "").replace('<|"|>', ""),
 }
 
 
@@ -579,7 +594,9 @@ ORPHANS: dict[str, str] = {"qwen-tools": "</tools>", "hermes": "</tool_call>", "
                            "gpt-oss": "<|call|>",
                            "deepseek-v32": "</｜DSML｜function_calls>",
                            "llama4-pythonic": "<|python_end|>",
-                           "invoke-xml": "</function_calls>", "cline-xml": "</read_file>"}
+                           "invoke-xml": "</function_calls>", "cline-xml": "</read_file>",
+                           "gemma4": "<tool_call|>", "kimi-k3": "<|close|>tools<|sep|>", "glm47": "</tool_call>",
+                           "deepseek-v4": "</｜DSML｜tool_calls>", "roo-tool-call": "[/TOOL_CALL]"}
 
 
 @builds("orphan-closer")
@@ -600,6 +617,76 @@ def _tool_choice_none(fmt: TextFormat) -> Cell:
                 "the client asked for no calls; relaying the model's text unchanged is correct.",
                 natural(text, fmt), [READ_FILE], "Describe, do not call.", [], text, exact=True,
                 request={"tool_choice": "none"})
+
+
+RUN_SHELL = _tool(
+    "run_shell",
+    "Run a shell command in the workspace and return its combined output.",
+    {"command": {"type": "string", "description": "The command, run with bash -lc."},
+     "timeout": {"type": "integer", "description": "Seconds before the command is killed."},
+     "cwd": {"type": "string", "description": "Working directory, relative to the workspace root."}},
+    ["command"],
+)
+EDIT_FILE = _tool(
+    "edit_file",
+    "Replace an exact string in a file with another.",
+    {"path": {"type": "string"}, "old_string": {"type": "string"}, "new_string": {"type": "string"},
+     "replace_all": {"type": "boolean", "default": False}},
+    ["path", "old_string", "new_string"],
+)
+GREP_SEARCH = _tool(
+    "grep_search",
+    "Search the workspace for a regular expression.",
+    {"pattern": {"type": "string"}, "include": {"type": "string", "description": "Glob of the files to search."},
+     "case_sensitive": {"type": "boolean"}},
+    ["pattern"],
+)
+SESSION_SHELL = Call("run_shell", {
+    "command": "grep -rn \"def parse(\" src/ --include='*.py' | sed -e 's/\\t/  /g' | head -n 20",
+    "timeout": 30,
+})
+SESSION_EDIT = Call("edit_file", {
+    "path": "src/toolparse/values.py",
+    "old_string": "    end = text.find(CLOSE)\n    return text[:end]\n",
+    "new_string": "".join((
+        "    # 閉じタグは値の中にも現れる（例：このパーサー自身のドキュメント）。\n",
+        "    # A value may quote the closer itself: a README that shows\n",
+        "    #     <parameter=path>\n",
+        "    #     docs/format.md\n",
+        "    #     </parameter>\n",
+        "    # so a closer counts only where the next tag follows it.\n",
+        "    end = text.find(CLOSE)\n",
+        "    while end >= 0 and not text.startswith((\"\\n<parameter=\", \"\\n</function>\"), end + len(CLOSE)):\n",
+        "        end = text.find(CLOSE, end + 1)\n",
+        "    if end < 0:\n",
+        "        raise ValueError(f\"unterminated value: {text[:40]!r}…\")\n",
+        "    return text[:end]\n",
+    )),
+    "replace_all": False,
+})
+SESSION_SEARCH = Call("grep_search", {"pattern": "エラー|错误|unterminated value", "include": "docs/**/*.md",
+                                       "case_sensitive": False})
+
+
+@builds("realistic-session")
+def _realistic_session(fmt: TextFormat) -> Cell:
+    calls = [SESSION_SHELL, SESSION_EDIT, SESSION_SEARCH]
+    text, content = around(
+        fmt,
+        "The traceback points at `read_value()` in src/toolparse/values.py: it stops at the first "
+        "`</parameter>` even when the value quotes one. 先に呼び出し箇所を確認してから修正します。",
+        fmt.write(calls),
+        "Once the search comes back I'll run `pytest -q tests/test_values.py` — the fix should make "
+        "`test_closer_inside_value` pass.",
+    )
+    return Cell("a coding agent's turn: prose, a shell command, an edit whose code quotes the markup, a CJK search",
+                "what the model's users see, not one template call.", natural(text, fmt),
+                [RUN_SHELL, EDIT_FILE, GREP_SEARCH], "`read_value` cuts values that contain a closing tag; fix it.",
+                calls, content,
+                source=f"synthetic: a realistic coding-agent turn written with the {fmt.id} writer in its model's envelope "
+                "(prose as the model writes it, three tools with real schemas, a shell command with quotes "
+                "and backslashes, Python code quoting closing tags, CJK, a multi-line value); modelled on "
+                "agent sessions, not a capture (captured outputs are in scenarios/captured/)")
 
 
 def build(fmt: TextFormat, case: str) -> Mapping_:

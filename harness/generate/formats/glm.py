@@ -21,3 +21,18 @@ class Glm(Writer, id="glm", family="glm", model="glm-4.5-air"):
             + "</tool_call>"
             for c in calls
         )
+
+
+class Glm47(Glm, id="glm47", family="glm", model="glm-4.7"):
+    """GLM-4.7 (its chat template; vLLM's ``glm47`` parser,
+    https://github.com/vllm-project/vllm/blob/main/vllm/tool_parsers/glm47_moe_tool_parser.py):
+    GLM-4.5's tags with nothing between them, the name followed at once by the first
+    ``<arg_key>`` (or by ``</tool_call>`` when there are no arguments)."""
+
+    def text(self, calls: Sequence[Call]) -> str:
+        return "\n".join(
+            f"<tool_call>{c.name}"
+            + "".join(f"<arg_key>{k}</arg_key><arg_value>{bare_value(v)}</arg_value>" for k, v in c.arguments.items())
+            + "</tool_call>"
+            for c in calls
+        )

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from harness.generate.formats.base import ANALYSIS, Call, Writer, json_text
+from harness.generate.formats.base import ANALYSIS, PREAMBLE, Call, Writer, json_text
 
 
 class GptOss(Writer, id="gpt-oss", family="gpt-oss", model="gpt-oss-120b"):
     special = ("<|start|>", "<|channel|>", "<|constrain|>", "<|message|>", "<|call|>", "<|end|>")
     reasoning = ANALYSIS
+    prose = PREAMBLE
     delimiters = ("<|start|>assistant", "<|channel|>", " to=functions.", "<|constrain|>", "<|message|>", "<|call|>")
 
     def text(self, calls: Sequence[Call]) -> str:

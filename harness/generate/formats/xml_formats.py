@@ -122,3 +122,12 @@ class DeepSeekV32(InvokeBlocks, id="deepseek-v32", family="deepseek", model="dee
         written = value if isinstance(value, str) else json_text(value)
         return (f'<｜DSML｜parameter name="{key}" string="{str(isinstance(value, str)).lower()}">{written}'
                 "</｜DSML｜parameter>\n")
+
+
+class DeepSeekV4(DeepSeekV32, id="deepseek-v4", family="deepseek", model="deepseek-v4"):
+    """DeepSeek V4 and V4.1 (vLLM's ``deepseek_v4`` parser,
+    https://github.com/vllm-project/vllm/blob/main/vllm/tool_parsers/deepseekv4_tool_parser.py):
+    V3.2's DSML invoke and parameter tags inside ``<｜DSML｜tool_calls>`` instead of
+    ``<｜DSML｜function_calls>``."""
+
+    wrapper = "｜DSML｜tool_calls"

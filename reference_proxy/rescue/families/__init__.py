@@ -10,20 +10,23 @@ from __future__ import annotations
 
 from reference_proxy.rescue.families.bare_json import BareJson
 from reference_proxy.rescue.families.code import TOOL_CODE_FORMAT, Code, Nest
+from reference_proxy.rescue.families.gemma import Gemma
 from reference_proxy.rescue.families.glm import Glm
 from reference_proxy.rescue.families.harmony import Harmony
 from reference_proxy.rescue.families.hermes import Hermes
 from reference_proxy.rescue.families.invoke_xml import DeepSeekDsml, InvokeXml, MiniMaxM2
 from reference_proxy.rescue.families.mistral import Granite, Mistral, Phi4Mini
+from reference_proxy.rescue.families.narration import ArrowCalls, Narration
 from reference_proxy.rescue.families.orphans import Orphans
 from reference_proxy.rescue.families.pythonic import Llama4Pythonic, Pythonic
 from reference_proxy.rescue.families.qwen3_coder import Qwen3Coder, SeedOss
 from reference_proxy.rescue.families.qwen_tools import QwenTools
 from reference_proxy.rescue.families.reasoning import Reasoning
 from reference_proxy.rescue.families.sections import DEEPSEEK_V3_CALLS, DEEPSEEK_V31_CALLS, KIMI_K2_CALLS
+from reference_proxy.rescue.families.xtml import KimiK3
 from reference_proxy.rescue.family import Family
 
-CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), SeedOss(), Glm(), InvokeXml(), MiniMaxM2(), Mistral(), Granite(), Phi4Mini(), KIMI_K2_CALLS, DEEPSEEK_V31_CALLS, DEEPSEEK_V3_CALLS, DeepSeekDsml(), Harmony(), Llama4Pythonic(), Pythonic(), BareJson())
+CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), SeedOss(), Glm(), InvokeXml(), MiniMaxM2(), Mistral(), Granite(), Phi4Mini(), KIMI_K2_CALLS, DEEPSEEK_V31_CALLS, DEEPSEEK_V3_CALLS, DeepSeekDsml(), Harmony(), Gemma(), KimiK3(), Narration(), ArrowCalls(), Llama4Pythonic(), Pythonic(), BareJson())
 
 
 def families_for(formats: frozenset[str] | None, *, nest: Nest) -> tuple[Family, ...]:

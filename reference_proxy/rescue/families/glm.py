@@ -1,4 +1,5 @@
-"""GLM-4.5/4.6: ``<tool_call>NAME\\n<arg_key>K</arg_key>\\n<arg_value>V</arg_value>\\n</tool_call>``.
+"""GLM-4.5/4.6: ``<tool_call>NAME\\n<arg_key>K</arg_key>\\n<arg_value>V</arg_value>\\n</tool_call>``;
+GLM-4.7 writes the same tags with nothing between them (vLLM's ``glm47`` parser).
 
 Same opener as Hermes and Qwen3-Coder; a declared tool's name right after it (not JSON,
 not ``<function=``) makes the marker GLM's. Blanks between the tags are free (models
@@ -87,7 +88,7 @@ class GlmParser(CarriedParser):
 
 class Glm(Family):
     name = "glm"
-    formats = ("glm",)
+    formats = ("glm", "glm47")
     openers = (Opener(OPEN),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:

@@ -277,10 +277,11 @@ class DeepSeekDsml(Family):
     """DeepSeek V3.2's DSML: invoke XML whose tags carry the ``<｜DSML｜`` prefix inside
     ``<｜DSML｜function_calls>``, each parameter saying ``string="true"`` (raw text) or
     ``"false"`` (JSON, typed by the schema); later DeepSeek models name the wrapper
-    ``<｜DSML｜tool_calls>`` (vLLM's ``deepseek_v32`` parser)."""
+    ``<｜DSML｜tool_calls>``, as DeepSeek V4 and V4.1 do (vLLM's ``deepseek_v32`` and ``deepseek_v4``
+    parsers)."""
 
     name = "deepseek-dsml"
-    formats = ("deepseek-v32",)
+    formats = ("deepseek-v32", "deepseek-v4")
     openers = (Opener(DSML_WRAPPER), Opener(DSML_TOOL_CALLS))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:

@@ -23,6 +23,8 @@ CLOSERS = (
     "</｜DSML｜function_calls>",
     "</｜DSML｜tool_calls>",
     "<|python_end|>",
+    "<tool_call|>",
+    "<|close|>tools<|sep|>",
 )
 
 

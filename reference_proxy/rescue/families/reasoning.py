@@ -7,7 +7,8 @@ whole, delivered as it arrives, and no opener inside it counts. Scanning resumes
 ``</think>``; a block never closed is text to the end. The block opens at the start of a
 line, as models write it; a ``<think>`` mentioned mid-sentence is an ordinary tag.
 Each model closes the block with its own tag (Seed-OSS's chat template and vLLM's
-``seed_oss`` parser: https://github.com/vllm-project/vllm/blob/main/tests/tool_parsers/test_seed_oss_tool_parser.py).
+``seed_oss`` parser: https://github.com/vllm-project/vllm/blob/main/tests/tool_parsers/test_seed_oss_tool_parser.py;
+Gemma 4 thinks in ``<|channel>thought…<channel|>``, vLLM's ``gemma4`` reasoning parser).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ OPEN = "<think>"
 CLOSE = "</think>"
 SEED_OPEN = "<seed:think>"
 SEED_CLOSE = "</seed:think>"
-_CLOSERS = {OPEN: CLOSE, SEED_OPEN: SEED_CLOSE}
+GEMMA_OPEN = "<|channel>thought"
+GEMMA_CLOSE = "<channel|>"
+_CLOSERS = {OPEN: CLOSE, SEED_OPEN: SEED_CLOSE, GEMMA_OPEN: GEMMA_CLOSE}
 
 
 class ReasoningParser(MarkerParser):
@@ -43,7 +46,7 @@ class ReasoningParser(MarkerParser):
 
 class Reasoning(Family):
     name = "reasoning"
-    openers = (Opener(OPEN, line_start=True), Opener(SEED_OPEN, line_start=True))
+    openers = tuple(Opener(opener, line_start=True) for opener in _CLOSERS)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return ReasoningParser(_CLOSERS[opener])

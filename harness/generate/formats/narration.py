@@ -1,0 +1,56 @@
+"""Pseudo-formats: calls a model narrates in its text instead of making them, in a shape its
+client's history taught it.
+
+- ``[Called NAME with args: {json}]``: Claude served through Kiro, after a proxy flattened
+  earlier calls into that text (imhuimie/kiro2api ``prompt.md``, a captured answer holding
+  ``[Called TodoWrite with args: {…}] [Called Bash with args: {…}]``).
+- ``[TOOL_CALL]`` … ``[/TOOL_CALL]`` around ``{tool => "NAME", args => {--key value}}``: the
+  arrow form MiniMax models write under Roo Code (RooCodeInc/Roo-Code#10547), one value per
+  ``--key`` line, each value JSON.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from harness.generate.formats.base import PLAIN, THINK, Call, FormatError, json_text, require_calls
+
+_KEY = re.compile(r"[A-Za-z_][\w-]*")
+
+
+class Narration:
+    id = "narration"
+    family = "narration"
+    special: tuple[str, ...] = ()
+    reasoning = THINK
+    prose = PLAIN
+    model = "claude-sonnet-4"
+    delimiters: tuple[str, ...] = ("[Called ", " with args: ")
+
+    def write(self, calls: Sequence[Call]) -> str:
+        require_calls(calls)
+        return " ".join(f"[Called {c.name} with args: {json_text(dict(c.arguments))}]" for c in calls)
+
+
+class RooToolCall:
+    id = "roo-tool-call"
+    family = "roo-tool-call"
+    special: tuple[str, ...] = ()
+    reasoning = THINK
+    prose = PLAIN
+    model = "minimax-m2.1"
+    delimiters: tuple[str, ...] = ("[TOOL_CALL]", "{tool => ", ", args => {", "[/TOOL_CALL]")
+
+    def write(self, calls: Sequence[Call]) -> str:
+        require_calls(calls)
+        blocks = []
+        for call in calls:
+            lines = []
+            for key, value in call.arguments.items():
+                if not _KEY.fullmatch(key):
+                    raise FormatError(f"{key!r}: the arrow form writes keys as --flags, so a key must be a word")
+                lines.append(f"  --{key} {json_text(value)}\n")
+            blocks.append(f"[TOOL_CALL]\n{{tool => {json_text(call.name)}, args => {{\n{''.join(lines)}}}}}\n"
+                          "[/TOOL_CALL]")
+        return "\n".join(blocks)
