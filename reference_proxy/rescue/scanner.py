@@ -328,8 +328,10 @@ class Rescuer:
             and (("count" not in s and not _court_ends(s)) or _WORD_OPENER(s) is None)
             and ("\n" not in s or _LINE_OPENER(s) is None)
             and not (self._line_blank and _LINE_HERE(s))
-            # the first letters of a line opener ("\nfunc"), looked for when the last one may be
-            and (s[-1] not in _LINE_BEGUN_ENDS or _LINE_BEGUN(s, s.rfind("\n") + 1) is None)
+            # the first letters of a line opener ("\nfunc"), looked for when the last one may be,
+            # and only on a line that began at a line start (in ``s``, or blank before it)
+            and (s[-1] not in _LINE_BEGUN_ENDS or ("\n" not in s and not self._line_blank)
+                 or _LINE_BEGUN(s, s.rfind("\n") + 1) is None)
         ):
             # No opener starts in ``s`` (a frequent case: a held "c" turned out to be
             # prose); with no "<" or "`" in it, only a word opener can begin at its end.

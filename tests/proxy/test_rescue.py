@@ -24,7 +24,7 @@ from support.rescue import (
 )
 from support.rescue_cases import CASES, W_PARIS, Case, coder, hermes, invoke
 
-from harness.core.dialects.frames import ContentFrame, EventFrame, RawFrame, ToolCallFrame
+from harness.core.dialects.frames import ContentFrame, EventFrame, RawFrame, ToolCallFrame, ToolUseFrame
 from harness.core.scenario.loading import load_library
 from harness.core.scenario.model import Scenario
 from reference_proxy.rescue import (
@@ -351,9 +351,13 @@ def test_call_within_cap_is_recognised() -> None:
 def _rescuable(scenario: Scenario) -> bool:
     # Scenarios where the proxy answers without calling upstream (the loop guard) never
     # show the backend's text to a parser, so there is nothing to rescue.
+    # Raw frames of a backend that does not speak SSE (Ollama's NDJSON lines) hold its calls
+    # in its own framing, which ``_delivered`` does not read.
     return (
         scenario.client.profile.name == "openai"
-        and not any(isinstance(f, (ToolCallFrame, EventFrame)) for f in scenario.backend.frames)
+        and (scenario.backend.dialect.media_type == "text/event-stream"
+             or not any(isinstance(f, RawFrame) for f in scenario.backend.frames))
+        and not any(isinstance(f, (ToolCallFrame, ToolUseFrame, EventFrame)) for f in scenario.backend.frames)
         and scenario.expect.upstream_requests != 0
     )
 
