@@ -17,6 +17,7 @@ dialect serves every client route once those are written.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -25,7 +26,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 import httpx
 from httpx_sse import ServerSentEvent
 
+from reference_proxy.completion import StreamAccumulator
 from reference_proxy.connection import is_event_stream
+from reference_proxy.errors import ProxyError, error_body
 from reference_proxy.openai_stream import dumps, to_wire
 from reference_proxy.request_shaping import ChatRequest, forward_headers
 from reference_proxy.responses_streams import ChainedReader
@@ -37,6 +40,33 @@ if TYPE_CHECKING:
     from reference_proxy.config import ProxyConfig
 
 Headers = Iterable[tuple[str, str]]
+
+
+class ReaderSink:
+    """Folds a stream that a reader turns into chat chunks (Kiro's events, Ollama's lines)
+    into one ``chat.completion``, for a client that did not ask to stream; an error event
+    is raised as the upstream's error."""
+
+    def __init__(self, request_model: str, reader: UpstreamReader) -> None:
+        self.reader = reader
+        self.accumulator = StreamAccumulator(request_model)
+
+    def feed(self, event: ServerSentEvent) -> None:
+        if event.event == "error":
+            error = json.loads(event.data)["error"]
+            raise ProxyError(502, error_body(error["message"], type=error["type"], code="upstream_error"))
+        self._take(self.reader.read(event.data))
+
+    def _take(self, items: list[Any]) -> None:
+        for item in items:
+            if isinstance(item, str):
+                self.accumulator.feed_event("", item)
+            else:
+                self.accumulator.feed(item)
+
+    def result(self) -> dict[str, Any]:
+        self._take(self.reader.finish())
+        return self.accumulator.result()
 
 
 class EventSink(Protocol):

@@ -31,11 +31,10 @@ from typing import Any
 import httpx
 from httpx_sse import ServerSentEvent
 
-from reference_proxy.completion import StreamAccumulator
-from reference_proxy.errors import ProxyError, error_body, invalid_request, upstream_bad_response
+from reference_proxy.errors import invalid_request, upstream_bad_response
 from reference_proxy.translate.requests import text_of
 from reference_proxy.translate.streams import UpstreamReader
-from reference_proxy.upstreams.base import Headers, ReadAnswer, Upstream
+from reference_proxy.upstreams.base import Headers, ReadAnswer, ReaderSink, Upstream
 from reference_proxy.upstreams.kiro_stream import KiroAsChunks, kiro_events
 
 SYSTEM_ANSWER = "I will follow these instructions."
@@ -157,31 +156,6 @@ def chat_to_kiro(chat: Mapping[str, Any]) -> dict[str, Any]:
                                   "currentMessage": {"userInputMessage": current}, "history": entries}}
 
 
-class KiroSink:
-    """Folds a Kiro event stream into one ``chat.completion``; an error event is raised."""
-
-    def __init__(self, request_model: str, reader: UpstreamReader) -> None:
-        self.reader = reader
-        self.accumulator = StreamAccumulator(request_model)
-
-    def feed(self, event: ServerSentEvent) -> None:
-        if event.event == "error":
-            error = json.loads(event.data)["error"]
-            raise ProxyError(502, error_body(error["message"], type=error["type"], code="upstream_error"))
-        self._take(self.reader.read(event.data))
-
-    def _take(self, items: list[Any]) -> None:
-        for item in items:
-            if isinstance(item, str):
-                self.accumulator.feed_event("", item)
-            else:
-                self.accumulator.feed(item)
-
-    def result(self) -> dict[str, Any]:
-        self._take(self.reader.finish())
-        return self.accumulator.result()
-
-
 class KiroUpstream(Upstream):
     name = "kiro"
 
@@ -208,7 +182,7 @@ class KiroUpstream(Upstream):
         return KiroAsChunks(model)
 
     async def completion(self, response: httpx.Response, model: str, read: ReadAnswer) -> dict[str, Any]:
-        sink = KiroSink(model, KiroAsChunks(model) if (reader := self.chunk_reader(model)) is None else reader)
+        sink = ReaderSink(model, KiroAsChunks(model) if (reader := self.chunk_reader(model)) is None else reader)
         try:
             async for batch in self.read_events(kiro_events)(response):
                 for event in batch:

@@ -29,11 +29,10 @@ from typing import Any
 import httpx
 from httpx_sse import ServerSentEvent
 
-from reference_proxy.completion import StreamAccumulator
 from reference_proxy.connection import read_json
 from reference_proxy.errors import ProxyError, error_body, invalid_request, upstream_bad_response
 from reference_proxy.translate.streams import UpstreamReader
-from reference_proxy.upstreams.base import Headers, ReadAnswer, Upstream
+from reference_proxy.upstreams.base import Headers, ReadAnswer, ReaderSink, Upstream
 from reference_proxy.upstreams.ollama_stream import OllamaAsChunks, arguments_text, ollama_events
 
 # Chat sampling parameters and the ``options`` key Ollama reads each from.
@@ -136,31 +135,6 @@ def ollama_completion(body: Mapping[str, Any], model: str) -> dict[str, Any]:
             "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}}
 
 
-class OllamaSink:
-    """Folds an Ollama stream into one ``chat.completion``; an error event is raised."""
-
-    def __init__(self, request_model: str) -> None:
-        self.reader = OllamaAsChunks(request_model)
-        self.accumulator = StreamAccumulator(request_model)
-
-    def feed(self, event: ServerSentEvent) -> None:
-        if event.event == "error":
-            error = json.loads(event.data)["error"]
-            raise ProxyError(502, error_body(error["message"], type=error["type"], code="upstream_error"))
-        self._take(self.reader.read(event.data))
-
-    def _take(self, items: list[Any]) -> None:
-        for item in items:
-            if isinstance(item, str):
-                self.accumulator.feed_event("", item)
-            else:
-                self.accumulator.feed(item)
-
-    def result(self) -> dict[str, Any]:
-        self._take(self.reader.finish())
-        return self.accumulator.result()
-
-
 class OllamaUpstream(Upstream):
     name = "ollama"
 
@@ -194,7 +168,7 @@ class OllamaUpstream(Upstream):
                 raise ProxyError(502, error_body(f"the upstream reported an error: {body['error']}",
                                                  type="upstream_error", code="upstream_error"))
             return ollama_completion(body, model)
-        sink = OllamaSink(model)
+        sink = ReaderSink(model, OllamaAsChunks(model))
         try:
             async for batch in ollama_events(response):
                 for event in batch:
