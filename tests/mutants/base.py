@@ -21,16 +21,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
+import httpx
+from httpx_sse import ServerSentEvent
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 import reference_proxy.app as proxy_app
 from harness.core.dialects.clients import Profile
 from reference_proxy.config import ProxyConfig
 from reference_proxy.parts import Parts
+from reference_proxy.translate.streams import UpstreamReader
+from reference_proxy.upstreams import REGISTRY, Upstream
 
 AppFactory = Callable[[ProxyConfig], ASGIApp]
 Headers = list[tuple[bytes, bytes]]
@@ -445,3 +449,29 @@ def closed_json(text: str) -> str:
     elif stripped.endswith(","):
         out = stripped[:-1]
     return out + "".join(reversed(closers))
+
+
+EventsReader = Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]]
+
+
+def upstream_with(upstream: type[Upstream], reader: Callable[[str], UpstreamReader] | None = None,
+                  events: EventsReader | None = None,
+                  request: Callable[[dict[str, Any]], None] | None = None) -> Parts:
+    """The reference with its ``upstream`` reading its stream with ``reader`` or ``events``,
+    or changing each request it sends with ``request``: a gateway mutant of one upstream API."""
+
+    class Changed(upstream):  # type: ignore[valid-type,misc]
+        def chunk_reader(self, model: str) -> UpstreamReader | None:
+            return reader(model) if reader is not None else super().chunk_reader(model)
+
+        def read_events(self, default: EventsReader) -> EventsReader:
+            return events if events is not None else super().read_events(default)
+
+        def from_chat(self, chat: Mapping[str, Any], stream: bool) -> dict[str, Any]:
+            body = super().from_chat(chat, stream)
+            if request is not None:
+                request(body)
+            return body
+
+    upstreams: dict[str, type[Upstream]] = {**REGISTRY, upstream.name: Changed}
+    return Parts(upstreams=upstreams)

@@ -13,12 +13,10 @@ from typing import Any
 
 import httpx
 from httpx_sse import ServerSentEvent
-from mutants.base import Mutant, closed_json, with_parts
+from mutants.base import EventsReader, Mutant, closed_json, upstream_with, with_parts
 from mutants.openai import NoDedup, with_rescuer, without_family
 from reference_proxy.connection import body_reads
 from reference_proxy.parts import Parts
-from reference_proxy.translate.streams import UpstreamReader
-from reference_proxy.upstreams import REGISTRY, Upstream
 from reference_proxy.upstreams.kiro import KiroUpstream
 from reference_proxy.upstreams.kiro_stream import FrameReader, KiroAsChunks, OpenCall, read_headers, kiro_events
 
@@ -31,29 +29,12 @@ BAD_CRC = "faults-kiro-bad-crc"
 INVALID_STATE = "faults-kiro-invalid-state-before-output"
 LEAKED_AND_NATIVE = "kiro-leaked-invoke-and-native"
 REQUEST = "kiro-request-conversation"
-EventsReader = Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]]
 
 
 def kiro_with(reader: type[KiroAsChunks] | None = None, events: EventsReader | None = None,
               request: Callable[[dict[str, Any]], None] | None = None) -> Parts:
-    """The reference with its Kiro upstream reading its stream with ``reader`` or ``events``,
-    or changing each request it sends with ``request``."""
-
-    class Changed(KiroUpstream):
-        def chunk_reader(self, model: str) -> UpstreamReader | None:
-            return reader(model) if reader is not None else super().chunk_reader(model)
-
-        def read_events(self, default: EventsReader) -> EventsReader:
-            return events if events is not None else super().read_events(default)
-
-        def from_chat(self, chat: Mapping[str, Any], stream: bool) -> dict[str, Any]:
-            body = super().from_chat(chat, stream)
-            if request is not None:
-                request(body)
-            return body
-
-    upstreams: dict[str, type[Upstream]] = {**REGISTRY, KiroUpstream.name: Changed}
-    return Parts(upstreams=upstreams)
+    """The reference with its Kiro upstream changed (``upstream_with``)."""
+    return upstream_with(KiroUpstream, reader, events, request)
 
 
 class SplitsLateId(KiroAsChunks):

@@ -8,16 +8,14 @@ upstream with one piece swapped (``Parts.upstreams``).
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
 from httpx_sse import ServerSentEvent
-from mutants.base import Mutant, with_parts
+from mutants.base import EventsReader, Mutant, upstream_with, with_parts
 from reference_proxy.connection import body_reads
 from reference_proxy.parts import Parts
-from reference_proxy.translate.streams import UpstreamReader
-from reference_proxy.upstreams import REGISTRY, Upstream
 from reference_proxy.upstreams.ollama import OllamaUpstream
 from reference_proxy.upstreams.ollama_stream import OllamaAsChunks, ollama_events
 
@@ -31,29 +29,12 @@ CUT_LINES = "ollama-line-cut-mid-json"
 REQUEST = "ollama-request-conversation"
 WHOLE = "ollama-whole-answer"
 ERROR_LINE = "faults-ollama-error-line"
-EventsReader = Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]]
 
 
 def ollama_with(reader: type[OllamaAsChunks] | None = None, events: EventsReader | None = None,
                 request: Callable[[dict[str, Any]], None] | None = None) -> Parts:
-    """The reference with its Ollama upstream reading its stream with ``reader`` or ``events``,
-    or changing each request it sends with ``request``."""
-
-    class Changed(OllamaUpstream):
-        def chunk_reader(self, model: str) -> UpstreamReader | None:
-            return reader(model) if reader is not None else super().chunk_reader(model)
-
-        def read_events(self, default: EventsReader) -> EventsReader:
-            return events if events is not None else super().read_events(default)
-
-        def from_chat(self, chat: Mapping[str, Any], stream: bool) -> dict[str, Any]:
-            body = super().from_chat(chat, stream)
-            if request is not None:
-                request(body)
-            return body
-
-    upstreams: dict[str, type[Upstream]] = {**REGISTRY, OllamaUpstream.name: Changed}
-    return Parts(upstreams=upstreams)
+    """The reference with its Ollama upstream changed (``upstream_with``)."""
+    return upstream_with(OllamaUpstream, reader, events, request)
 
 
 def _line(data: str) -> dict[str, Any]:
