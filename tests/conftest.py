@@ -10,8 +10,9 @@ from hypothesis import settings
 # The project's own suite gates every change, so its property tests play the same examples
 # on every run (derived from each test): a failure is the change's, never the draw's. New
 # examples are searched for by `toolcall-conformance fuzz` and the long runs, which print
-# their seed.
-settings.register_profile("gate", derandomize=True, database=None)
+# their seed. No example has a deadline: a loaded machine makes any one slow, and speed is
+# measured by the benchmarks, never by a test.
+settings.register_profile("gate", derandomize=True, database=None, deadline=None)
 settings.load_profile("gate")
 
 

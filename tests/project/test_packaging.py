@@ -61,5 +61,5 @@ def test_the_installed_copy_runs_on_workers_outside_the_clone(wheel: Path, tmp_p
          "--report-json", "r.json"],
         cwd=elsewhere, env=env, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
-    assert "created: 2/2 workers" in run.stdout and "2 passed" in run.stdout
+    assert "bringing up nodes" in run.stdout and "2 passed" in run.stdout  # xdist's workers, in the quiet view
     assert (elsewhere / "r.json").is_file()

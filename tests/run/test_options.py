@@ -145,7 +145,8 @@ OWN_MEANING = {
 # its --fault-* values on to the mock's.
 SERVER_COMMANDS = {"mock", "proxy"}
 # A command's own default for a table option.
-OWN_DEFAULT = {("soak", "--timeout"): 30.0}  # many clients at once on one machine, each answer paced
+OWN_DEFAULT = {("soak", "--timeout"): 30.0,  # many clients at once on one machine, each answer paced
+               ("fuzz", "--upstream-dialect"): "natural"}  # generated cases in their own dialect unless asked
 BY_FLAG = {option.cli_flag: option for option in OPTIONS}
 
 
