@@ -221,28 +221,32 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
             return _error(404, f"no armed run has nonce {nonce}", "run_not_found", param="nonce")
         return run
 
+    def _state(run: Run) -> dict[str, Any]:
+        return {
+            "nonce": run.nonce,
+            "scenario_id": run.scenario.id,
+            "requests": [r.to_json() for r in run.recorded()],
+            "received": run.received,
+            "activity": run.activity().to_json(),
+        }
+
     @app.get("/_mock/runs/{nonce}")
     async def recorded(request: Request, nonce: str) -> Response:
         found = _run_or_404("GET", request.url.path, nonce)
         if isinstance(found, Response):
             return found
         _log("GET", request.url.path, 200, nonce=nonce, scenario=found.scenario.id)
-        return _json({
-            "nonce": found.nonce,
-            "scenario_id": found.scenario.id,
-            "requests": [r.to_json() for r in found.recorded()],
-            "received": found.received,
-            "activity": found.activity().to_json(),
-        })
+        return _json(_state(found))
 
     @app.delete("/_mock/runs/{nonce}")
     async def disarm(request: Request, nonce: str) -> Response:
         found = _run_or_404("DELETE", request.url.path, nonce)
         if isinstance(found, Response):
             return found
+        state = _state(found)  # its last word, so a caller done with a run needs one request, not two
         registry.disarm(nonce)
-        _log("DELETE", request.url.path, 204, nonce=nonce, scenario=found.scenario.id)
-        return Response(status_code=204)
+        _log("DELETE", request.url.path, 200, nonce=nonce, scenario=found.scenario.id)
+        return _json(state)
 
     @app.get("/_mock/health")
     async def health(request: Request) -> Response:

@@ -98,7 +98,15 @@ class MockControl:
 
     def state(self, nonce: str) -> tuple[list[RecordedRequest], BackendActivity]:
         """What the run received so far, and how busy answering it has kept the mock."""
-        data = self._json(self._call("GET", f"/_mock/runs/{nonce}"))
+        return self._state(nonce, self._json(self._call("GET", f"/_mock/runs/{nonce}")))
+
+    def finish(self, nonce: str) -> tuple[list[RecordedRequest], BackendActivity]:
+        """Forget the run, and say what it received and how busy it kept the mock (``state``'s
+        answer, in the same request); a request carrying its nonce is answered 404 afterwards."""
+        return self._state(nonce, self._json(self._call("DELETE", f"/_mock/runs/{nonce}")))
+
+    @staticmethod
+    def _state(nonce: str, data: dict[str, Any]) -> tuple[list[RecordedRequest], BackendActivity]:
         try:
             requests = [RecordedRequest.from_json(item) for item in data["requests"]]
             return requests, BackendActivity.from_json(data.get("activity") or {})
@@ -110,7 +118,7 @@ class MockControl:
 
     def disarm(self, nonce: str) -> None:
         """Forget the run; a request carrying its nonce is answered 404 afterwards."""
-        self._call("DELETE", f"/_mock/runs/{nonce}", expect=204)
+        self._call("DELETE", f"/_mock/runs/{nonce}")
 
     def health(self) -> dict[str, Any]:
         return self._json(self._call("GET", "/_mock/health"))

@@ -3,18 +3,8 @@
 import importlib
 import pkgutil
 
+import pytest
 from support.servers import servers  # noqa: F401  (every live server in the tests is started through it)
-
-from hypothesis import settings
-
-# The project's own suite gates every change, so its property tests play the same examples
-# on every run (derived from each test): a failure is the change's, never the draw's. New
-# examples are searched for by `toolcall-conformance fuzz` and the long runs, which print
-# their seed. No example has a deadline: a loaded machine makes any one slow, and speed is
-# measured by the benchmarks, never by a test.
-settings.register_profile("gate", derandomize=True, database=None, deadline=None)
-settings.load_profile("gate")
-
 
 # Run under Locust only: importing it would start gevent's monkey-patching in the test process.
 _NOT_IMPORTED = frozenset({"harness.run.locustfile"})
@@ -32,4 +22,18 @@ def _import_the_project() -> None:
                 importlib.import_module(info.name)
 
 
-_import_the_project()
+def pytest_configure(config: pytest.Config) -> None:
+    # `toolcall-conformance run` started in this folder collects scenarios, not these tests:
+    # it loads this file all the same (pyproject's testpaths), and should not pay for them.
+    if config.getoption("conformance_only", default=False):
+        return
+    from hypothesis import settings
+
+    # The project's own suite gates every change, so its property tests play the same examples
+    # on every run (derived from each test): a failure is the change's, never the draw's. New
+    # examples are searched for by `toolcall-conformance fuzz` and the long runs, which print
+    # their seed. No example has a deadline: a loaded machine makes any one slow, and speed is
+    # measured by the benchmarks, never by a test.
+    settings.register_profile("gate", derandomize=True, database=None, deadline=None)
+    settings.load_profile("gate")
+    _import_the_project()

@@ -162,12 +162,13 @@ def run(pytest_args: tuple[str, ...], **values: Any) -> None:
         for hint in hints:
             click.echo(hint, err=True)
         sys.exit(int(pytest.ExitCode.USAGE_ERROR))
-    # This process imported the harness (and httpx's anyio) before pytest started, so
-    # pytest cannot assertion-rewrite them; nothing here relies on that. Only scenarios
-    # are collected, so a pytest-asyncio installed beside the harness has nothing to run:
-    # its warning about a setting the user's folder leaves unset is noise here.
+    # Only scenarios are collected, so no assert statement needs pytest's rewriting: without
+    # it an xdist worker does not parse and rewrite every module it imports (seconds each
+    # where bytecode is not cached). A pytest-asyncio installed beside the harness has nothing
+    # to run: its warning about a setting the user's folder leaves unset is noise here.
+    assertions = [] if any(a == "--assert" or a.startswith("--assert=") for a in pytest_args) else ["--assert=plain"]
     args = [
-        "--conformance-only",
+        "--conformance-only", *assertions,
         "-W", "ignore::pytest.PytestAssertRewriteWarning",
         "-W", 'ignore:The configuration option "asyncio_default_fixture_loop_scope" is unset',
     ]

@@ -35,7 +35,8 @@ def header_lines(session: ConformanceSession, width: int) -> list[str]:
         return []
     run = session.run
     who = "the bundled reference proxy" if shared.embedded_proxy else "your proxy"
-    lines = [f"conformance: {len(session.scenarios)} scenario(s) against {who} at {shared.proxy_url}"]
+    where = " in each xdist worker, beside its own mock backend" if shared.per_worker else f" at {shared.proxy_url}"
+    lines = [f"conformance: {len(session.scenarios)} scenario(s) against {who}{where}"]
     pending = awaiting_review(session.scenarios)
     if pending:
         lines.append(f"conformance: warning: {len(pending)} scenario(s) marked 'review: required' (an import's "
@@ -46,7 +47,7 @@ def header_lines(session: ConformanceSession, width: int) -> list[str]:
                      f"{shared.upstream_url} (your proxy's upstream: {shared.upstream_url}/v1){fix}")
     elif shared.mock_served and not shared.embedded_proxy:
         lines.append(f"conformance: mock backend (your proxy's upstream): {shared.mock_url}/v1{fix}")
-    else:
+    elif not shared.per_worker:
         lines.append(f"conformance: mock backend at {shared.mock_url}")
     features = ", ".join(shared.features) or "none"
     source = " (the reference proxy's)" if shared.embedded_proxy and run.features is None else ""

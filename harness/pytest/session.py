@@ -3,6 +3,7 @@ xdist worker is handed), the header, the preflight, and the score card and repor
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import zlib
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from harness.core.scenario.model import Scenario
 from harness.report.known_failures import KnownFailures, load_known_failures
 from harness.report.summary import ItemRecord, rules_by_id
 from harness.run.config import RunConfig
-from harness.run.embedded import EmbeddedServers
+from harness.run.embedded import EmbeddedServers, bundled_proxy_features
 from harness.run.health import Health, is_probe
 from harness.run.options import OPTIONS
 from harness.run.recorder import RecorderConfig
@@ -48,6 +49,10 @@ class Shared:
     mock_served: bool  # this run serves the mock (not --mock-url)
     proxy_urls: dict[str, str] = field(default_factory=dict)  # bundled proxies by the upstream dialect they call
     upstream_url: str = ""  # where a proxy calls upstream when it is not the mock (the recorder of --recordings)
+    # Each xdist worker serves its own mock and reference proxies (the URLs above are then
+    # placeholders): servers in the controller would play every worker's exchanges under one
+    # interpreter lock, and the run would wait on it.
+    per_worker: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
@@ -56,7 +61,7 @@ class Shared:
     def from_json(cls, data: dict[str, Any]) -> Shared:
         return cls(data["proxy_url"], data["mock_url"], tuple(data["features"]), int(data["seed"]),
                    bool(data["embedded_proxy"]), bool(data["mock_served"]), dict(data.get("proxy_urls") or {}),
-                   str(data.get("upstream_url") or ""))
+                   str(data.get("upstream_url") or ""), bool(data.get("per_worker")))
 
     def proxy_for(self, upstream: WireDialect | None) -> str:
         """The proxy that plays an item whose backend is served in ``upstream`` (None: its own)."""
@@ -79,7 +84,9 @@ class ConformanceSession:
         except ValueError as exc:
             raise usage_error(str(exc)) from exc
         self.redactor = Redactor.for_headers(self.run.proxy_header)  # all the run writes or prints goes through it
-        scenarios, problems = validate_paths(self.run.scenarios or [bundled_scenarios_dir()])
+        self.worker = hasattr(config, "workerinput")
+        # A worker reads the files its controller has just checked (the run stopped there on any problem).
+        scenarios, problems = validate_paths(self.run.scenarios or [bundled_scenarios_dir()], checked=self.worker)
         if problems:
             raise usage_error("invalid scenarios:\n" + "\n".join(map(str, problems)))
         self.scenarios: list[Scenario] = scenarios
@@ -101,7 +108,6 @@ class ConformanceSession:
         self.reached = False  # some item got an answer from the proxy
         self.implied: frozenset[str] = frozenset()  # features claimed only through --client-profile
         self.health = Health()  # this process's view of the proxy between scenarios
-        self.worker = hasattr(config, "workerinput")
 
     # ------------------------------------------------------------------ servers
 
@@ -111,6 +117,8 @@ class ConformanceSession:
             if data is None:
                 raise usage_error("toolcall-conformance: this xdist worker got no server URLs from the controller")
             self.shared = Shared.from_json(data)
+            if self.shared.per_worker:
+                self.shared = self._serve(self.shared)
             return
         seed = self.run.rechunk_seed
         if seed is None:
@@ -129,12 +137,15 @@ class ConformanceSession:
             self.shared = Shared(user_proxy or "", user_mock, self._features(frozenset()),
                                  seed, False, False)
             return
-        mode = self.run.upstream_dialect
-        proxies = ("native",) if mode == "natural" else tuple(u.name for u in self.run.upstreams if u)
+        if embedded_proxy and user_mock is None and self._per_worker():
+            where = "(one in each xdist worker)"
+            self.shared = Shared(where, where, self._features(bundled_proxy_features()), seed, True, True,
+                                 per_worker=True)
+            return
         recordings = self.run.recordings
         self.embedded = EmbeddedServers(
             mock_host=self.run.mock_host, mock_port=self.run.mock_port, with_proxy=embedded_proxy, mock_url=user_mock,
-            upstream_dialects=proxies, recorder=self._recorder(recordings) if recordings else None,
+            upstream_dialects=self._proxies(), recorder=self._recorder(recordings) if recordings else None,
         )
         try:
             urls = self.embedded.start()
@@ -145,6 +156,30 @@ class ConformanceSession:
         self.shared = Shared(proxy_url, urls.mock_url, self._features(urls.proxy_features), seed, embedded_proxy,
                              user_mock is None, dict(urls.proxy_urls),
                              urls.upstream_url if recordings else "")
+
+    def _proxies(self) -> tuple[str, ...]:
+        """The bundled reference proxies the run needs, by the upstream dialect each calls."""
+        mode = self.run.upstream_dialect
+        return ("native",) if mode == "natural" else tuple(u.name for u in self.run.upstreams if u)
+
+    def _per_worker(self) -> bool:
+        """Whether xdist workers will play the run and nothing outside it needs to find the
+        servers: no fixed --mock-port (a proxy of the user's would call it), no recorder."""
+        option = self.config.option
+        workers = getattr(option, "dist", "no") != "no" and bool(getattr(option, "numprocesses", None)
+                                                                 or getattr(option, "tx", None))
+        return workers and not self.run.mock_port and not self.run.recordings
+
+    def _serve(self, shared: Shared) -> Shared:
+        """A worker's own mock backend and reference proxies, on free loopback ports."""
+        self.embedded = EmbeddedServers(upstream_dialects=self._proxies())
+        try:
+            urls = self.embedded.start()
+        except ConformanceError as exc:
+            raise usage_error(str(exc)) from exc
+        assert urls.proxy_url is not None
+        return dataclasses.replace(shared, proxy_url=urls.proxy_url, mock_url=urls.mock_url,
+                                   proxy_urls=dict(urls.proxy_urls))
 
     def _recorder(self, folder: str) -> RecorderConfig:
         """The recorder between the bundled proxies and the mock: a matched request goes on to

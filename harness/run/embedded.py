@@ -29,6 +29,13 @@ class EmbeddedUrls:
     upstream_url: str = ""  # where a proxy calls upstream: the mock, or the recorder in front of it
 
 
+def bundled_proxy_features() -> frozenset[str]:
+    """What the reference proxy claims, without starting one (each proxy a run starts claims the same)."""
+    from reference_proxy.config import ProxyConfig
+
+    return ProxyConfig(upstream="http://127.0.0.1/v1").features()
+
+
 class EmbeddedServers:
     """Start with ``start()`` (or ``with``); ``close()`` stops everything started.
 

@@ -255,6 +255,7 @@ def run_exchange(
     ``hang_up`` closes the connection once the first bytes of the answer arrived.
     """
     nonce = mock.arm(scenario, lockstep=lockstep)
+    finished = False
     try:
         body = client_body(profile, build_request(scenario, stream=stream, model=model, nonce=nonce))
         headers = request_headers(profile, scenario.client.headers, proxy_headers)
@@ -279,13 +280,15 @@ def run_exchange(
                 break
             retries.append(again)
             time.sleep(again.delay)
-        recorded, activity = mock.state(nonce)
+        recorded, activity = mock.finish(nonce)
+        finished = True
         upstream = tuple(recorded)
     finally:
-        try:
-            mock.disarm(nonce)
-        except MockError:
-            pass  # the run is over either way; an error reading it was already raised
+        if not finished:
+            try:
+                mock.disarm(nonce)
+            except MockError:
+                pass  # the run is over either way; an error reading it was already raised
     survived: bool | None = None
     detail: str | None = None
     if scenario.expect.proxy_survives:

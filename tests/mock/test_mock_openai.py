@@ -647,6 +647,11 @@ def test_recorded_requests_match_what_was_sent(shared: Mock) -> None:
     assert first.headers[NONCE_HEADER.lower()] == nonce
     assert second.headers["x-another-one"] == "Z" and second.headers["authorization"] == "Bearer x"
     assert second.body == {**scenario.client.request}
+    # A caller done with the run reads it and forgets it in one request.
+    last, activity = control.finish(nonce)
+    assert last == [first, second] and activity.answering == 0
+    with pytest.raises(MockError, match="run_not_found|no armed run"):
+        control.recorded(nonce)
 
 
 @pytest.mark.parametrize(

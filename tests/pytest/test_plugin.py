@@ -459,7 +459,8 @@ def _collected(pytester: pytest.Pytester, *args: str) -> list[str]:
 def test_bundled_library_is_the_default(pytester: pytest.Pytester) -> None:
     """Without --proxy-url every dialect pair is played, spread over the library: each scenario
     under its own id in its own dialect, and as ``id[<other>-upstream]`` in one other it can be
-    served in, the same one in every run; each real server and real client on a sample."""
+    served in, the same one in every run (a case whose client never finishes its request only in
+    its own); each real server and real client on a sample."""
     result = pytester.runpytest("--conformance", "--collect-only", "-q")
     assert result.ret == pytest.ExitCode.OK
     everything = [line.removeprefix("conformance::") for line in result.stdout.lines if line.startswith("conformance::")]
@@ -482,7 +483,7 @@ def test_bundled_library_is_the_default(pytester: pytest.Pytester) -> None:
         others.setdefault(scenario, []).append(upstream.removesuffix("-upstream]"))
     for s in library:
         servable = [d.name for d, why in upstream_dialects(s).items() if why is None and d is not s.backend.dialect]
-        if not servable:
+        if not servable or s.client.truncate_body:  # a request never finished reaches no upstream
             assert s.id not in others
         else:
             assert len(others[s.id]) == 1 and others[s.id][0] in servable, (s.id, others.get(s.id), servable)

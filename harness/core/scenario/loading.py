@@ -165,7 +165,9 @@ def _current_names(data: Any) -> Any:
     return out
 
 
-def _parse(data: Any, where: str, family: str, lines: Lines) -> Scenario:
+def _parse(data: Any, where: str, family: str, lines: Lines, *, checked: bool = False) -> Scenario:
+    if checked:
+        return build_scenario(_current_names(data), where, family)
     errors = schema_errors(data)
     data = _current_names(data)
     problems = located(errors, where, lines, [])
@@ -175,7 +177,7 @@ def _parse(data: Any, where: str, family: str, lines: Lines) -> Scenario:
     return build_scenario(data, where if where != "<inline>" else None, family)
 
 
-def _load(path: Path) -> tuple[Scenario, Lines]:
+def _load(path: Path, *, checked: bool = False) -> tuple[Scenario, Lines]:
     where = str(path)
     try:
         text = path.read_text("utf-8")
@@ -185,7 +187,7 @@ def _load(path: Path) -> tuple[Scenario, Lines]:
     if not isinstance(data, dict):
         raise ScenarioError([ScenarioProblem(where, 1, "(top level)", "a scenario file holds one mapping")])
     lines = Lines(text)
-    return _parse(data, where, folder_family(path), lines), lines
+    return _parse(data, where, folder_family(path), lines, checked=checked), lines
 
 
 def folder_family(path: Path) -> str:
@@ -210,8 +212,12 @@ def scenario_files(paths: Iterable[str | Path]) -> Iterator[Path]:
             yield p
 
 
-def validate_paths(paths: Iterable[str | Path]) -> tuple[list[Scenario], list[ScenarioProblem]]:
-    """Load every file; collect all problems instead of stopping at the first."""
+def validate_paths(
+    paths: Iterable[str | Path], *, checked: bool = False
+) -> tuple[list[Scenario], list[ScenarioProblem]]:
+    """Load every file; collect all problems instead of stopping at the first. ``checked``:
+    another process of the same run has just validated these files, so only read them (the
+    schema costs most of the loading time, paid once per run instead of once per process)."""
     scenarios: list[Scenario] = []
     problems: list[ScenarioProblem] = []
     seen: dict[str, str] = {}
@@ -220,7 +226,7 @@ def validate_paths(paths: Iterable[str | Path]) -> tuple[list[Scenario], list[Sc
             problems.append(ScenarioProblem(str(path), None, "(file)", "no such file or folder"))
             continue
         try:
-            scenario, lines = _load(path)
+            scenario, lines = _load(path, checked=checked)
         except ScenarioError as exc:
             problems.extend(exc.problems)
             continue

@@ -10,6 +10,7 @@ from importlib import resources
 from typing import Any
 
 import jsonschema
+import jsonschema_rs
 
 from harness.core.errors import ScenarioProblem
 from harness.core.scenario.yaml_source import Lines
@@ -41,7 +42,21 @@ def dotted(path: Iterable[str | int]) -> str:
     return out or "(top level)"
 
 
+@cache
+def _compiled() -> jsonschema_rs.Validator:
+    return jsonschema_rs.validator_for(scenario_schema())
+
+
 def schema_errors(data: Any) -> list[jsonschema.ValidationError]:
+    """Every schema error in ``data``, ordered by path. A valid document (nearly every one a run
+    loads or the mock is armed with) is told apart by the compiled validator, a hundred times
+    faster; only an invalid one is walked by ``jsonschema`` for errors an author can locate.
+    The two agree on the library and on its mutations (``tests/core/test_schema_fast_path.py``)."""
+    try:
+        if _compiled().is_valid(data):
+            return []
+    except ValueError:  # a value JSON has no word for (a YAML date, a non-string key): the full check says so
+        pass
     return sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
 
 

@@ -5,6 +5,9 @@ The SDK's own SSE decoder, event models and stream accumulator (``openai``:
 in-memory response, exactly as they would read a live one. Whatever the SDK raises is
 what an application built on it would see; what it had accumulated until then is
 kept, since the application has already shown it.
+
+The SDKs are imported on first use: importing both costs seconds, which a process that
+never reads a stream (the controller of a parallel run, a report) should not pay.
 """
 
 from __future__ import annotations
@@ -16,19 +19,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import PurePath
-from typing import Any
-
-import anthropic
-import httpx2  # the HTTP layer the installed SDKs are built on
-from anthropic.lib.streaming import MessageStream
-from anthropic.types import RawMessageStreamEvent
-from openai import APIError, OpenAI, Stream, omit
-from openai.lib.streaming.chat import ChatCompletionStream
-from openai.types.chat import ChatCompletionChunk
-from openai.types.chat.parsed_chat_completion import ParsedChatCompletion
+from typing import TYPE_CHECKING, Any
 
 from harness.judge.readers.assemble import AssembledCall
 from harness.judge.readers.responses_events import finish_of
+
+if TYPE_CHECKING:
+    import anthropic
+    import httpx2
+    from anthropic.lib.streaming import MessageStream
+    from openai import OpenAI
+    from openai.lib.streaming.chat import ChatCompletionStream
+    from openai.types.chat.parsed_chat_completion import ParsedChatCompletion
 
 _URL = "http://proxy/v1/chat/completions"
 _ANTHROPIC_URL = "http://proxy/v1/messages"
@@ -50,6 +52,8 @@ class SdkReading:
 
 @cache
 def _client() -> OpenAI:
+    from openai import OpenAI
+
     # Only used for its response processing; it never sends a request.
     return OpenAI(api_key="conformance", base_url="http://proxy/v1", max_retries=0)
 
@@ -69,6 +73,8 @@ def _describe(exc: BaseException) -> str:
 
 
 def _response(raw: bytes, headers: Mapping[str, str] | None, url: str) -> httpx2.Response:
+    import httpx2  # the HTTP layer the installed SDKs are built on
+
     return httpx2.Response(
         200,
         headers=dict(headers or {"content-type": "text/event-stream"}),
@@ -93,6 +99,10 @@ def _openai_reading(completion: ParsedChatCompletion[object] | None, error: str 
 def read_stream(raw: bytes, headers: Mapping[str, str] | None = None) -> SdkReading:
     """Run ``raw`` through the openai SDK's streaming path (its SSE decoder, chunk model
     and ``ChatCompletionStream`` accumulator) and report the accumulated message."""
+    from openai import APIError, Stream, omit
+    from openai.lib.streaming.chat import ChatCompletionStream
+    from openai.types.chat import ChatCompletionChunk
+
     stream: ChatCompletionStream[None] | None = None
     try:
         stream = ChatCompletionStream(
@@ -115,6 +125,8 @@ def read_stream(raw: bytes, headers: Mapping[str, str] | None = None) -> SdkRead
 
 @cache
 def _anthropic_client() -> anthropic.Anthropic:
+    import anthropic
+
     # Only used for its response processing; it never sends a request.
     return anthropic.Anthropic(api_key="conformance", base_url="http://proxy", max_retries=0)
 
@@ -143,6 +155,10 @@ def read_anthropic_stream(raw: bytes, headers: Mapping[str, str] | None = None) 
     models and ``MessageStream`` accumulator) and report the accumulated message. A
     tool input is reported as the JSON text of what the SDK holds (a dict normally;
     a string input stays a JSON string)."""
+    import anthropic
+    from anthropic.lib.streaming import MessageStream
+    from anthropic.types import RawMessageStreamEvent
+
     stream: MessageStream[Any] = MessageStream(
         anthropic.Stream(
             cast_to=RawMessageStreamEvent,  # type: ignore[arg-type]  # a union, as the SDK passes it
@@ -189,6 +205,7 @@ def read_responses_stream(raw: bytes, headers: Mapping[str, str] | None = None) 
     event models and ``ResponseStreamState`` accumulator) and report the response it ends
     with: ``response.completed``'s (what ``get_final_response()`` returns), or the
     ``response.incomplete`` / ``response.failed`` event's, which applications read instead."""
+    from openai import APIError, Stream, omit
     from openai.lib.streaming.responses import ResponseStream
     from openai.types.responses import ResponseStreamEvent
 
