@@ -8,7 +8,9 @@ under a collector attached to the session, so ``-k``, ``-x``, ``--lf``,
 
 Servers: the controlling process serves the mock backend (unless ``--mock-url``) and,
 without ``--proxy-url``, the reference proxy, in ``pytest_configure``; pytest-xdist
-workers get the URLs through ``workerinput`` and start nothing. Each item's result
+workers get the URLs through ``workerinput`` and start nothing, except in a run of the
+bundled reference proxy with a mock on any free port, where each worker serves its own
+(``Shared.per_worker``): nothing outside the run needs to find them. Each item's result
 travels back on its report (``conformance_record``) so the controller can print the
 score card and write the JSON / Markdown reports.
 """

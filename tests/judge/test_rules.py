@@ -22,6 +22,7 @@ from support import messages_answers as messages
 from support.chat_rules import (
     BASE,
     BROKEN_ARGS,
+    KIRO_CUT_INPUT,
     CALL_STREAM,
     CHOICE_0,
     CHOICE_1,
@@ -36,6 +37,7 @@ from support.chat_rules import (
     ROLE,
     SSE_HEADERS,
     S_BROKEN,
+    S_KIRO_CUT,
     S_CALL,
     S_EXACT,
     S_LINES,
@@ -118,6 +120,20 @@ ACCEPTABLE: list[Case] = [
         S_BROKEN,
         sse(ROLE, ev('{"error": {"message": "the model wrote arguments that are no JSON", "type": "server_error", '
                      '"param": null, "code": null}}')),
+    ),
+    # Kiro's cut input passed on exactly as it came, the call ending the answer: no client can
+    # parse it into a call to run (AIClient-2-API relays it so); or shown as text, as the reference does.
+    case(
+        "ok-kiro-cut-input-relayed-as-sent",
+        S_KIRO_CUT,
+        sse(ROLE, chunk({"content": "I'll write the report now."}), chunk(start(name="Write", args="")),
+            chunk(args(KIRO_CUT_INPUT[:4000])), chunk(args(KIRO_CUT_INPUT[4000:])), chunk(finish="tool_calls")),
+    ),
+    case(
+        "ok-kiro-cut-input-as-text",
+        S_KIRO_CUT,
+        sse(ROLE, chunk({"content": "I'll write the report now."}), chunk({"content": KIRO_CUT_INPUT}),
+            chunk(finish="length")),
     ),
     case("ok-name-and-arguments-in-one-delta", S_CALL, sse(ROLE, chunk(start(args=PARIS_ARGS)), chunk(finish="tool_calls"))),
     case(

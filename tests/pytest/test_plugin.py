@@ -305,6 +305,21 @@ def test_xdist_workers_share_the_controllers_servers(pytester: pytest.Pytester) 
     assert sorted(s["scenario"] for s in data["scenarios"]) == [STREAMED[0], "qwen-tools-single-call"]
 
 
+def test_xdist_workers_serve_their_own_when_no_port_is_fixed(pytester: pytest.Pytester) -> None:
+    """The bundled reference proxy with a mock on any free port: each worker serves both, and the
+    controller starts nothing (no one process plays every worker's exchanges)."""
+    folder = _library(pytester, STREAMED[0], "qwen-tools-single-call")
+    report = pytester.path / "r.json"
+    result = pytester.runpytest("-n", "2", "--conformance", "--conformance-scenarios", str(folder),
+                                "--conformance-upstream-dialect", "natural", "--conformance-report-json", str(report))
+    result.assert_outcomes(passed=2)
+    header = " ".join(line.strip() for line in result.stdout.lines if line.startswith(("conformance", "  ")))
+    assert "against the bundled reference proxy in each xdist worker, beside its own mock backend" in header
+    assert "mock backend at" not in header
+    data = json.loads(report.read_text())
+    assert sorted(s["scenario"] for s in data["scenarios"]) == [STREAMED[0], "qwen-tools-single-call"]
+
+
 def test_known_failures_expected_stale_and_invalid(pytester: pytest.Pytester, servers: ServeFn) -> None:
     folder = _library(pytester, *STREAMED, NOT_STREAMED)
     mock_url = servers(create_mock()).url

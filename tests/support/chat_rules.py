@@ -20,7 +20,7 @@ from support import messages_answers as messages
 from support.rule_family import Family
 
 from harness.core.dialects.clients import ANTHROPIC_CLIENT, OPENAI_CLIENT, XML_CLIENT, Profile
-from harness.core.dialects.frames import RawFrame, ToolCallFrame
+from harness.core.dialects.frames import EventFrame, RawFrame, ToolCallFrame
 from harness.core.exchange import Exchange, RecordedRequest
 from harness.core.scenario.loading import bundled_scenarios_dir, load_scenario, parse_scenario
 from harness.core.scenario.model import PROFILES, Scenario
@@ -125,6 +125,10 @@ S_REGEX = scenario({"content_regex": "^Hello\\b", "markers": ["count"]})
 _BROKEN = load_scenario(bundled_scenarios_dir() / "faults" / "openai-broken-native-arguments.yaml")
 S_BROKEN = replace(_BROKEN, expect=replace(_BROKEN.expect, proxy_survives=False))  # no survival probe here
 BROKEN_ARGS = '{"path": "notes.txt", "content": "first line\\nsecond'
+# Kiro cuts a Write input mid-JSON and says no more: its toolUseEvent inputs, joined, are what a gateway may pass on.
+_KIRO_CUT = load_scenario(bundled_scenarios_dir() / "faults" / "kiro-truncated-large-input.yaml")
+S_KIRO_CUT = replace(_KIRO_CUT, expect=replace(_KIRO_CUT.expect, proxy_survives=False))
+KIRO_CUT_INPUT = "".join(f.payload.get("input", "") for f in _KIRO_CUT.backend.frames if isinstance(f, EventFrame))
 S_PROSE = scenario({"content": "Wrap a call in <tool_call> and </tool_call> tags.", "finish_reason": "stop"})
 S_SINGLE = scenario({"tool_calls": [PARIS], "finish_reason": "tool_calls"}, stream=False)
 S_SLOW = scenario({"content": "Hello world", "within_seconds": 1})

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.core.dialects.base import NativeCall, NotPortable, ToolChoice, WireDialect
+from harness.core.dialects.base import NativeCall, NotPortable, ToolChoice, WireDialect, joined_arguments
 from harness.core.dialects.frames import Frame, ToolCallFrame, ToolUseFrame
 from harness.core.dialects.request import (
     ABSENT, ChoiceIntent, Conversation, NeutralRequest, Role, Tool, ToolCall, ToolResult, arguments, items, mapping,
@@ -40,6 +40,9 @@ class ToolUseCodec:
             else:
                 out.append(frame)
         return out
+
+    def arguments(self, frames: Sequence[Frame]) -> tuple[str, ...]:
+        return joined_arguments(self.read(frames))
 
 
 class AnthropicErrors:

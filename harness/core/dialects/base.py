@@ -63,6 +63,17 @@ class CallCodec(Protocol):
         """One frame carrying all of ``call`` (its position ``index`` among the calls)."""
         ...
 
+    def arguments(self, frames: Sequence[Frame]) -> tuple[str, ...]:
+        """The arguments text of each native call ``frames`` send, in order, however the script
+        writes them (a Kiro script's own ``toolUseEvent`` events too): what a proxy that relays
+        calls unchanged passes on."""
+        ...
+
+
+def joined_arguments(items: Sequence[Frame | NativeCall]) -> tuple[str, ...]:
+    """The arguments of each call among ``read()``'s items, its fragments joined."""
+    return tuple("".join(item.fragments) for item in items if isinstance(item, NativeCall))
+
 
 ToolChoice = Literal["auto", "any", "one"]
 

@@ -12,16 +12,42 @@ https://github.com/hank9999/kiro.rs (``src/kiro/model``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from harness.core.dialects.anthropic import ToolUseCodec
 from harness.core.dialects.base import ToolChoice, WireDialect
+from harness.core.dialects.frames import EventFrame, Frame
 from harness.core.dialects.request import (
     ABSENT, Conversation, NeutralRequest, Tool, ToolCall, ToolResult, arguments, items, mapping, string, texts,
 )
 
 TARGET = "AmazonCodeWhispererStreamingService.GenerateAssistantResponse"  # X-Amz-Target of a POST to /
+
+
+class KiroCalls(ToolUseCodec):
+    """Anthropic-like whole calls, and also the ``toolUseEvent`` events a script writes as they
+    come (a cut input, a late ``toolUseId``): their ``input`` fragments, joined per call. An
+    event continues the open call unless it names another id; ``stop`` closes the call."""
+
+    def arguments(self, frames: Sequence[Frame]) -> tuple[str, ...]:
+        joined: list[list[str]] = []
+        open_id: str | None = None
+        is_open = False
+        for frame in frames:
+            payload = frame.payload if isinstance(frame, EventFrame) and frame.event == "toolUseEvent" else None
+            if not isinstance(payload, Mapping):
+                continue
+            uid = payload.get("toolUseId") if isinstance(payload.get("toolUseId"), str) else None
+            if not is_open or (uid is not None and open_id is not None and uid != open_id):
+                joined.append([])
+                open_id, is_open = None, True
+            open_id = open_id or uid
+            part = payload.get("input")
+            joined[-1].append(part if isinstance(part, str) else "")
+            if payload.get("stop") is True:
+                is_open = False
+        return (*super().arguments(frames), *("".join(parts) for parts in joined))
 
 
 class KiroErrors:
@@ -103,7 +129,7 @@ KIRO = WireDialect(
                  429: "ThrottlingException", 500: "InternalServerException", 503: "ServiceUnavailableException"},
     client_error_type="ValidationException",
     server_error_type="InternalServerException",
-    calls=ToolUseCodec("Kiro"),
+    calls=KiroCalls("Kiro"),
     errors=KiroErrors(),
     requests=KiroRequests(),
     finish_field="stopReason",

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.core.dialects.base import NativeCall, NotPortable, ToolChoice, WireDialect
+from harness.core.dialects.base import NativeCall, NotPortable, ToolChoice, WireDialect, joined_arguments
 from harness.core.dialects.frames import Frame, ToolCallFrame, ToolUseFrame
 from harness.core.dialects.request import (
     ABSENT, ChoiceIntent, Conversation, NeutralRequest, Tool, ToolCall, ToolResult, arguments, items, mapping,
@@ -81,6 +81,9 @@ class ToolCallCodec:
         if current is not None:
             out.append(current.call())
         return out
+
+    def arguments(self, frames: Sequence[Frame]) -> tuple[str, ...]:
+        return joined_arguments(self.read(frames))
 
 
 class OpenAIErrors:

@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any, Literal, TypeVar
 
-from harness.core.dialects import NativeCall, WireDialect
+from harness.core.dialects import WireDialect
 from harness.core.dialects.clients import default_profiles, reads_own_api
 from harness.core.exchange import Exchange
 from harness.core.scenario.model import Scenario
@@ -202,8 +202,7 @@ class Context:
         """The arguments, joined, of each native call of the backend that are no JSON object
         (an empty text aside, which means no arguments): what a proxy may only pass on unchanged."""
         backend = self.scenario.backend
-        joined = ("".join(item.fragments) for item in backend.dialect.calls.read(backend.frames)
-                  if isinstance(item, NativeCall))
+        joined = backend.dialect.calls.arguments(backend.frames)
         return frozenset(text for text in joined if text.strip() and parse_object(text) is None)
 
     @cached_property
