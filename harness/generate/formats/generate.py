@@ -12,8 +12,6 @@ the same two tags covers its cell just as well (coverage reads tags, not origins
 from __future__ import annotations
 
 import argparse
-import json
-import re
 import sys
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -22,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from harness.core.scenario.yaml_writer import FlowList, Quoted, compact, dump
 from harness.generate.formats import FORMATS, TextFormat
 from harness.generate.formats.cases import NotApplicable, build, stem, taxonomy
 
@@ -39,57 +38,16 @@ class Planned:
     text: str
 
 
-class _Dumper(yaml.SafeDumper):
-    def increase_indent(self, flow: bool = False, indentless: bool = False) -> None:
-        super().increase_indent(flow, False)
-
-
-class _Quoted(str):
-    pass
-
-
-class _Flow(dict[str, Any]):
-    pass
-
-
-class _FlowList(list[Any]):
-    pass
-
-
-def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
-    style = '"' if ("\n" in data or re.search("[\x00-\x1f\x7f-\x9f]", data)) else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", data, style=style)
-
-
-_Dumper.add_representer(str, _str)
-_Dumper.add_representer(_Quoted, lambda d, s: d.represent_scalar("tag:yaml.org,2002:str", str(s), style='"'))
-_Dumper.add_representer(_Flow, lambda d, m: d.represent_mapping("tag:yaml.org,2002:map", dict(m), flow_style=True))
-_Dumper.add_representer(_FlowList, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", list(v), flow_style=True))
-
-
-def _compact(value: Any, width: int = 100) -> Any:
-    """Short collections on one line, long ones in block style."""
-    if isinstance(value, (dict, list)):
-        flat = json.dumps(value, ensure_ascii=False)
-        if value and len(flat) <= width and "\\n" not in flat:
-            return _Flow(value) if isinstance(value, dict) else _FlowList(value)
-        if isinstance(value, dict):
-            return {k: _compact(v, width) for k, v in value.items()}
-        return [_compact(v, width) for v in value]
-    return value
-
-
 def render(mapping: Mapping[str, Any]) -> str:
     """A scenario as YAML: block style, one frame per line, double-quoted."""
     data = dict(mapping)
     backend = dict(data["backend"])
-    backend["frames"] = [_Quoted(f) if isinstance(f, str) else _compact(f, 10**6) for f in backend["frames"]]
+    backend["frames"] = [Quoted(f) if isinstance(f, str) else compact(f, 10**6) for f in backend["frames"]]
     data["backend"] = backend
-    data["client"] = _compact(data["client"])
-    data["expect"] = _compact(data["expect"])
-    data["tags"] = _FlowList(data["tags"])
-    body = yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=2**31 - 1)
-    return HEADER + body
+    data["client"] = compact(data["client"], 100)
+    data["expect"] = compact(data["expect"], 100)
+    data["tags"] = FlowList(data["tags"])
+    return HEADER + dump(data)
 
 
 def formats() -> list[TextFormat]:
