@@ -22,6 +22,7 @@ from harness.core.errors import ScenarioError, ScenarioProblem
 from harness.core.nonce import place_nonce
 from harness.core.scenario.loading import bundled_scenarios_dir, parse_scenario, validate_paths
 from harness.core.scenario.model import Scenario, UpstreamAssertion
+from harness.judge.compare import parse_object
 from harness.judge.rules.up import check_assertion
 from harness.run.options import DEFAULT_TIMEOUT
 
@@ -389,6 +390,14 @@ def test_the_library_holds_what_the_docs_promise(family: str) -> None:
         assert not missing, f"{family} promises {promise}, but the library lacks {missing}"
 
 
+def _cut_call(scenario: Scenario) -> bool:
+    """The backend sends a call whose arguments no client can parse: the answer has two right
+    shapes (the call passed on as sent, ending ``tool_calls``, or without it), so the case
+    states no finish reason."""
+    backend = scenario.backend
+    return any(a.strip() and parse_object(a) is None for a in backend.dialect.calls.arguments(backend.frames))
+
+
 @pytest.mark.parametrize("scenario", _LOADED[0], ids=lambda s: s.id)
 def test_library_scenario_is_consistent(scenario: Scenario) -> None:
     assert scenario.path is not None
@@ -398,7 +407,7 @@ def test_library_scenario_is_consistent(scenario: Scenario) -> None:
     assert scenario.tags and scenario.source.strip()
 
     expect = scenario.expect
-    if expect.error is None:
+    if expect.error is None and not _cut_call(scenario):
         assert expect.finish_reason is not None, "every answered case states the finish reason the client gets"
         assert expect.content is not None or expect.content_regex is not None
     if scenario.client.profile.name == "anthropic":
@@ -406,8 +415,8 @@ def test_library_scenario_is_consistent(scenario: Scenario) -> None:
     elif scenario.client.profile.name == "xml-client":
         assert expect.finish_reason == "stop", "an XML client always gets 'stop'"
         assert "xml-client" in scenario.requires and tuple(p.name for p in scenario.client.profiles) == ("xml-client",)
-    elif expect.error is not None and expect.finish_reason is None:
-        pass  # an error answer has no finish reason to state
+    elif (expect.error is not None or _cut_call(scenario)) and expect.finish_reason is None:
+        pass  # an error answer has no finish reason to state, nor one with two right shapes
     elif expect.tool_calls:
         assert expect.finish_reason == "tool_calls"
     else:
