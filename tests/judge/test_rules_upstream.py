@@ -21,6 +21,8 @@ from support.chat_rules import (
     upstream_request,
 )
 
+from harness.judge.rules.up import resolve
+
 BROKEN: list[Case] = [
     # upstream
     case(
@@ -63,3 +65,16 @@ def test_feature_bound_assertion_needs_the_feature() -> None:
 def test_failure_messages_are_readable() -> None:
     c = next(c for c in BROKEN if c.id == "up-001-assertions-fail")
     assert '/model matches "^m$": found "other"' in failure_text(c)
+
+
+@pytest.mark.parametrize(("pointer", "found"), [
+    ("/messages/-1/role", (True, "tool")),
+    ("/messages/-3/role", (True, "user")),
+    ("/messages/-4/role", (False, None)),  # before the first
+    ("/messages/-0/role", (False, None)),
+    ("/messages/*/role", (True, ["user", "assistant", "tool"])),
+])
+def test_an_index_counts_from_the_end_when_negative(pointer: str, found: tuple[bool, object]) -> None:
+    """A real client puts messages of its own first: a case addresses its own ones from the end."""
+    body = {"messages": [{"role": "user"}, {"role": "assistant"}, {"role": "tool"}]}
+    assert resolve(body, pointer) == found

@@ -48,8 +48,8 @@ def resolve(document: Any, pointer: str) -> tuple[bool, Any]:
                 if token in value:
                     nxt.append(value[token])
             elif isinstance(value, list):
-                if token == "-1":
-                    nxt.extend(value[-1:])
+                if token.startswith("-") and token[1:].isdigit() and 0 < int(token[1:]) <= len(value):
+                    nxt.append(value[int(token)])  # counted from the end: -1 the last, -2 the one before
                 elif token.isdigit() and (token == "0" or not token.startswith("0")) and int(token) < len(value):
                     nxt.append(value[int(token)])
         current = nxt
