@@ -37,6 +37,8 @@ def replay_command(session: ConformanceSession, scenario: Scenario, profile: Pro
             values["mock-url"] = shared.mock_url
     if profile is not scenario.client.profile:
         values["client-profile"] = profile.name
+    if upstream is None and shared.embedded_proxy and scenario.backend.dialect is not profile.answers:
+        upstream = scenario.backend.dialect  # the bundled proxy that calls the case's own API, not the client's
     if upstream is not None:
         values["upstream-dialect"] = upstream.name
     if server is not None:

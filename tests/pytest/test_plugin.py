@@ -320,6 +320,21 @@ def test_xdist_workers_serve_their_own_when_no_port_is_fixed(pytester: pytest.Py
     assert sorted(s["scenario"] for s in data["scenarios"]) == [STREAMED[0], "qwen-tools-single-call"]
 
 
+def test_the_replay_line_names_the_upstream_a_client_of_another_api_was_played_against(pytester: pytest.Pytester) -> None:
+    """A case in its own dialect played by a client of another API (an Ollama case as Codex): the
+    replay line says the upstream, or replay would serve the case in the client's API instead."""
+    source = LIBRARY["ollama-request-conversation"].path
+    assert source is not None
+    text = Path(source).read_text().replace("contains: SYS-7Q,", "contains: NOT-THERE,")
+    folder = _library(pytester, extra={"request-conversation.yaml": text.replace(
+        "id: ollama-request-conversation", "id: extra-request-conversation")})
+    result = pytester.runpytest("--conformance", "--conformance-scenarios", str(folder), "--conformance-client-profile",
+                                "codex", "--conformance-upstream-dialect", "spread", "-p", "no:xdist")
+    result.assert_outcomes(failed=1)
+    joined = " ".join(line.strip() for line in result.stdout.lines)
+    assert "--client-profile codex --upstream-dialect ollama" in joined
+
+
 def test_known_failures_expected_stale_and_invalid(pytester: pytest.Pytester, servers: ServeFn) -> None:
     folder = _library(pytester, *STREAMED, NOT_STREAMED)
     mock_url = servers(create_mock()).url
