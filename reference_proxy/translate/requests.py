@@ -21,6 +21,18 @@ def text_of(content: Any, sep: str = "") -> str:
     return ""
 
 
+def arguments_object(arguments: Any) -> dict[str, Any]:
+    """A call's arguments as the object an upstream that takes objects wants (Ollama, Kiro): an
+    object as it is, JSON text parsed, anything else kept whole under ``input``."""
+    if isinstance(arguments, Mapping):
+        return dict(arguments)
+    try:
+        value = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
+    except ValueError:
+        return {"input": arguments}
+    return value if isinstance(value, dict) else {"input": value}
+
+
 def _arguments(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value if value is not None else {}, ensure_ascii=False)
 

@@ -23,7 +23,6 @@ https://github.com/jwadow/kiro-gateway ``kiro/converters_core.py``):
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any
@@ -32,7 +31,7 @@ import httpx
 from httpx_sse import ServerSentEvent
 
 from reference_proxy.errors import invalid_request, upstream_bad_response
-from reference_proxy.translate.requests import text_of
+from reference_proxy.translate.requests import arguments_object, text_of
 from reference_proxy.translate.streams import UpstreamReader
 from reference_proxy.upstreams.base import Headers, ReadAnswer, ReaderSink, Upstream
 from reference_proxy.upstreams.kiro_stream import KiroAsChunks, kiro_events
@@ -40,16 +39,6 @@ from reference_proxy.upstreams.kiro_stream import KiroAsChunks, kiro_events
 SYSTEM_ANSWER = "I will follow these instructions."
 ORIGIN = "AI_EDITOR"
 EMPTY_SCHEMA = {"type": "object", "properties": {}}
-
-
-def _input(arguments: Any) -> dict[str, Any]:
-    if isinstance(arguments, Mapping):
-        return dict(arguments)
-    try:
-        value = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
-    except ValueError:
-        return {"input": arguments}
-    return value if isinstance(value, dict) else {"input": value}
 
 
 class _History:
@@ -95,7 +84,7 @@ class _History:
             return None
         self.calls.add(ident)
         self.called[name] = None
-        return {"toolUseId": ident, "name": name, "input": _input(fn.get("arguments"))}
+        return {"toolUseId": ident, "name": name, "input": arguments_object(fn.get("arguments"))}
 
     def result(self, ident: Any, text: str) -> dict[str, Any] | None:
         """A tool result for the next user message; None for a second answer to a call already

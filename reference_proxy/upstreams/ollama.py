@@ -20,7 +20,6 @@ How the request is said (https://github.com/ollama/ollama/blob/main/docs/api.md,
 
 from __future__ import annotations
 
-import json
 import secrets
 import time
 from collections.abc import AsyncIterator, Callable, Mapping
@@ -31,6 +30,7 @@ from httpx_sse import ServerSentEvent
 
 from reference_proxy.connection import read_json
 from reference_proxy.errors import ProxyError, error_body, invalid_request, upstream_bad_response
+from reference_proxy.translate.requests import arguments_object, text_of
 from reference_proxy.translate.streams import UpstreamReader
 from reference_proxy.upstreams.base import Headers, ReadAnswer, ReaderSink, Upstream
 from reference_proxy.upstreams.ollama_stream import OllamaAsChunks, arguments_text, ollama_events
@@ -41,24 +41,6 @@ OPTIONS = {"temperature": "temperature", "top_p": "top_p", "top_k": "top_k", "se
            "max_tokens": "num_predict", "max_completion_tokens": "num_predict"}
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str))
-    return ""
-
-
-def _arguments(arguments: Any) -> dict[str, Any]:
-    if isinstance(arguments, Mapping):
-        return dict(arguments)
-    try:
-        value = json.loads(arguments) if isinstance(arguments, str) and arguments.strip() else {}
-    except ValueError:
-        return {"input": arguments}
-    return value if isinstance(value, dict) else {"input": value}
-
-
 def chat_to_ollama(chat: Mapping[str, Any], stream: bool) -> dict[str, Any]:
     """A chat-completions request as an Ollama ``/api/chat`` body."""
     names: dict[str, str] = {}  # call id -> the tool it called
@@ -67,7 +49,7 @@ def chat_to_ollama(chat: Mapping[str, Any], stream: bool) -> dict[str, Any]:
         if not isinstance(message, Mapping):
             continue
         role = message.get("role")
-        content = _text(message.get("content"))
+        content = text_of(message.get("content"), "\n")
         if role in ("system", "developer"):
             messages.append({"role": "system", "content": content})
         elif role == "assistant":
@@ -77,7 +59,7 @@ def chat_to_ollama(chat: Mapping[str, Any], stream: bool) -> dict[str, Any]:
                 fn = call.get("function") if isinstance(call, Mapping) else None
                 if not isinstance(fn, Mapping) or not isinstance(fn.get("name"), str):
                     continue
-                said: dict[str, Any] = {"function": {"name": fn["name"], "arguments": _arguments(fn.get("arguments"))}}
+                said: dict[str, Any] = {"function": {"name": fn["name"], "arguments": arguments_object(fn.get("arguments"))}}
                 if isinstance(call.get("id"), str):
                     said = {"id": call["id"], **said}
                     names[call["id"]] = fn["name"]

@@ -22,7 +22,7 @@ from harness.core.errors import ScenarioError, ScenarioProblem
 from harness.core.nonce import place_nonce
 from harness.core.scenario.loading import bundled_scenarios_dir, parse_scenario, validate_paths
 from harness.core.scenario.model import Scenario, UpstreamAssertion
-from harness.judge.compare import parse_object
+from harness.judge.rules.context import broken_arguments
 from harness.judge.rules.up import check_assertion
 from harness.run.options import DEFAULT_TIMEOUT
 
@@ -394,8 +394,7 @@ def _cut_call(scenario: Scenario) -> bool:
     """The backend sends a call whose arguments no client can parse: the answer has two right
     shapes (the call passed on as sent, ending ``tool_calls``, or without it), so the case
     states no finish reason."""
-    backend = scenario.backend
-    return any(a.strip() and parse_object(a) is None for a in backend.dialect.calls.arguments(backend.frames))
+    return bool(broken_arguments(scenario))
 
 
 @pytest.mark.parametrize("scenario", _LOADED[0], ids=lambda s: s.id)

@@ -41,6 +41,14 @@ def effective_options(options: Options, exchange: Exchange) -> Options:
     return options
 
 
+def broken_arguments(scenario: Scenario) -> frozenset[str]:
+    """The arguments, joined, of each native call of the backend that are no JSON object
+    (an empty text aside, which means no arguments): what a proxy may only pass on unchanged."""
+    backend = scenario.backend
+    joined = backend.dialect.calls.arguments(backend.frames)
+    return frozenset(text for text in joined if text.strip() and parse_object(text) is None)
+
+
 class Context:
     """One scenario run as the rules see it."""
 
@@ -199,11 +207,7 @@ class Context:
 
     @cached_property
     def broken_backend_arguments(self) -> frozenset[str]:
-        """The arguments, joined, of each native call of the backend that are no JSON object
-        (an empty text aside, which means no arguments): what a proxy may only pass on unchanged."""
-        backend = self.scenario.backend
-        joined = backend.dialect.calls.arguments(backend.frames)
-        return frozenset(text for text in joined if text.strip() and parse_object(text) is None)
+        return broken_arguments(self.scenario)
 
     @cached_property
     def fault_case(self) -> bool:
