@@ -272,6 +272,10 @@ def replay(
             scenario = serve_as(scenario, upstream)
         except NotPortable as exc:
             raise click.UsageError(f"{scenario_id} cannot be served by a {upstream.name} upstream: {exc}") from exc
+    if config.strict_upstream:  # the failure was found against a strict upstream: replay it against one
+        from harness.core.dialects.script import served_strictly
+
+        scenario = served_strictly(scenario)
     proxy_url, profile, timeout = config.proxy_url, config.client_profile, config.timeout
     redactor = Redactor.for_headers(config.proxy_header)  # what is printed names no secret
     if config.upstream_profile:

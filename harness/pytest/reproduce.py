@@ -27,7 +27,8 @@ def replay_command(session: ConformanceSession, scenario: Scenario, profile: Pro
     assert shared is not None
     path = shown_path(scenario.path) if by_path and scenario.path and attempt.kind != "isolation" else None
     values: dict[str, Any] = {"scenarios": [] if path else session.run.scenarios, "strict": session.run.strict,
-                              "model": session.run.model.as_options(), "timeout": session.run.timeout}
+                              "model": session.run.model.as_options(), "timeout": session.run.timeout,
+                              "strict-upstream": session.run.strict_upstream}
     if not shared.embedded_proxy:
         values["proxy-url"] = shared.proxy_url
         if shared.mock_served:

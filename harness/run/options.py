@@ -101,7 +101,7 @@ OPTIONS: tuple[Option, ...] = (
     Option("strict-upstream", "The mock answers as a strict self-hosted server would: a Chat Completions request "
            "with a system message after a user or assistant message, or more than 128 tools, is refused with 400 "
            "('System message must be at the beginning.', as Qwen, Llama and Gemma chat templates say).",
-           kind="flag", default=False),
+           kind="flag", default=False, replay=True),
     Option("upstream-dialect", f"The dialect the proxy calls upstream: {dialect_choices('or')} (every scenario's backend is "
            "served in it), natural (each scenario's own; the default with --proxy-url), spread (every pair, with the "
            "bundled reference proxies, each scenario in its own dialect and one other chosen from its id; their "

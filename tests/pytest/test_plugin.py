@@ -201,12 +201,16 @@ def test_reference_proxy_passes_and_reports(pytester: pytest.Pytester) -> None:
     assert "Every rule passes for every scenario that ran (3)." in markdown and "`plain-native-single`" not in markdown
 
 
-def test_failure_text_names_rule_statement_and_replay(pytester: pytest.Pytester, servers: ServeFn) -> None:
+@pytest.mark.parametrize("upstream_flags", [(), ("--strict-upstream",)])
+def test_failure_text_names_rule_statement_and_replay(pytester: pytest.Pytester, servers: ServeFn,
+                                                      upstream_flags: tuple[str, ...]) -> None:
+    """The replay line takes the run's options, a strict upstream's among them (replay plays it too)."""
     folder = _library(pytester, STREAMED[0])
     mock_url = servers(create_mock()).url
     proxy_url = servers(passthrough(mock_url, drop_done)).url + "/v1"
     result = pytester.runpytest("--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url,
-                                "--conformance-scenarios", str(folder), "--conformance-strict", "--tb=long")
+                                "--conformance-scenarios", str(folder), "--conformance-strict", "--tb=long",
+                                *(f"--conformance-{flag[2:]}" for flag in upstream_flags))
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         "rules broken: SSE-004 (profile openai)",
@@ -218,7 +222,7 @@ def test_failure_text_names_rule_statement_and_replay(pytester: pytest.Pytester,
         "    >> * | data: {…,\"choices\":[[]{\"index\":0,\"delta\":{\"content\":\"\"},*\"finish_reason\":\"tool_calls\","
         "\"stop_reason\":null}]}",
         f"reproduce: *toolcall-conformance replay plain-native-single --proxy-url {proxy_url} "
-        f"--scenarios {folder} --mock-url {mock_url} --strict",
+        f"--scenarios {folder} --mock-url {mock_url} {' '.join((*upstream_flags, '--strict'))}",
         "FAILED conformance::plain-native-single - rules broken: SSE-004*",
     ])
 

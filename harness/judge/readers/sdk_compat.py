@@ -15,11 +15,10 @@ from __future__ import annotations
 import json
 import traceback
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cache
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from harness.judge.readers.assemble import AssembledCall
 from harness.judge.readers.responses_events import finish_of
@@ -31,6 +30,8 @@ if TYPE_CHECKING:
     from openai import OpenAI
     from openai.lib.streaming.chat import ChatCompletionStream
     from openai.types.chat.parsed_chat_completion import ParsedChatCompletion
+
+_C = TypeVar("_C")
 
 _URL = "http://proxy/v1/chat/completions"
 _ANTHROPIC_URL = "http://proxy/v1/messages"
@@ -50,12 +51,22 @@ class SdkReading:
     error_event: bool = False
 
 
-@cache
 def _client() -> OpenAI:
     from openai import OpenAI
 
-    # Only used for its response processing; it never sends a request.
-    return OpenAI(api_key="conformance", base_url="http://proxy/v1", max_retries=0)
+    return _reading_client(OpenAI, "http://proxy/v1")
+
+
+_CLIENTS: dict[Callable[..., object], object] = {}
+
+
+def _reading_client(sdk: Callable[..., _C], base_url: str) -> _C:
+    """One client per import of the SDK: a run in the same process that imports it afresh (pytest's
+    ``pytester`` drops the modules a run imported) must not read with the classes of the last one.
+    Only its response processing is used; it never sends a request."""
+    if sdk not in _CLIENTS:
+        _CLIENTS[sdk] = sdk(api_key="conformance", base_url=base_url, max_retries=0)
+    return cast(_C, _CLIENTS[sdk])
 
 
 def _describe(exc: BaseException) -> str:
@@ -123,12 +134,10 @@ def read_stream(raw: bytes, headers: Mapping[str, str] | None = None) -> SdkRead
         return _openai_reading(partial, _describe(exc), type(exc) is APIError)
 
 
-@cache
 def _anthropic_client() -> anthropic.Anthropic:
     import anthropic
 
-    # Only used for its response processing; it never sends a request.
-    return anthropic.Anthropic(api_key="conformance", base_url="http://proxy", max_retries=0)
+    return _reading_client(anthropic.Anthropic, "http://proxy")
 
 
 def _anthropic_reading(stream: MessageStream[Any], error: str | None, event: bool,
