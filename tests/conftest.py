@@ -37,3 +37,9 @@ def pytest_configure(config: pytest.Config) -> None:
     settings.register_profile("gate", derandomize=True, database=None, deadline=None)
     settings.load_profile("gate")
     _import_the_project()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The ``long`` tests first (each worker of a parallel run collects the same order): started
+    last, one of them would keep a single worker busy for minutes after the others are done."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)

@@ -140,6 +140,7 @@ def test_the_harness_catches_the_mutant(mutant: Mutant, servers: ServeFn, rig: R
     assert not any(missed.values()), f"{mutant.id} ({mutant.breaks}): rules not reported {missed}; got {caught}"
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(("profile", "different", "at_least"), [
     (CLIENTS["openai"], CORRECT_BUT_DIFFERENT, 40),
     (CLIENTS["xml-client"], CORRECT_BUT_DIFFERENT, 40),

@@ -615,6 +615,7 @@ def _for_another_upstream() -> dict[str, str]:
     return out
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(("marks", "rechunk"), [("not generated", 5), ("generated", 2)], ids=["hand-written", "generated"])
 def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(
     pytester: pytest.Pytester, marks: str, rechunk: int
@@ -709,6 +710,7 @@ def test_record_writes_har_files_and_one_html_report(pytester: pytest.Pytester, 
     assert '<a href="#rule-SSE-004">SSE-004</a>' in page and '<tr id="rule-SSE-004">' in page
     assert "answer as received" in page  # the full transcript, whatever --tb says
     assert "<script" not in page and "<link" not in page and "src=" not in page  # nothing to fetch
+@pytest.mark.long
 def test_whole_library_passes_the_translating_reference_proxies(pytester: pytest.Pytester) -> None:
     """Every scenario served in the other upstream dialect than its own (an Anthropic client
     in front of an OpenAI upstream, and the reverse), through the reference proxy that
