@@ -98,6 +98,16 @@ class _Open:
     event_index: int
 
 
+def _astray(e: AnthropicEvent, open_block: _Open | None) -> str | None:
+    """Why an event addressed to a block (a delta, a stop) misses the open one, or None
+    when it reaches it: AEV-006 and AEV-007 share the one test."""
+    if open_block is None:
+        return "while no block is open"
+    if e.index != open_block.index:
+        return f"while block {render(open_block.index)} is open"
+    return None
+
+
 def _walk(ctx: Context) -> Mapping[str, list[Violation]]:
     """One pass over the stream's events, sorting every grammar flaw under its rule."""
     found: dict[str, list[Violation]] = defaultdict(list)
@@ -149,23 +159,18 @@ def _walk(ctx: Context) -> Mapping[str, list[Violation]]:
         elif t == "content_block_delta":
             delta = e.field("delta")
             dtype = delta.get("type") if isinstance(delta, Mapping) else None
-            if open_block is None:
-                flaw("AEV-007", e, f"event {i}: a {render(dtype)} delta for block {render(e.field('index'))} "
-                     "while no block is open")
-            elif e.index != open_block.index:
-                flaw("AEV-007", e, f"event {i}: a {render(dtype)} delta for block {render(e.field('index'))} "
-                     f"while block {render(open_block.index)} is open")
-            elif open_block.kind in DELTA_KINDS and dtype not in DELTA_KINDS[open_block.kind]:
+            astray = _astray(e, open_block)
+            if astray is not None:
+                flaw("AEV-007", e, f"event {i}: a {render(dtype)} delta for block {render(e.field('index'))} {astray}")
+            elif (open_block is not None and open_block.kind in DELTA_KINDS
+                  and dtype not in DELTA_KINDS[open_block.kind]):
                 wanted = " or ".join(sorted(DELTA_KINDS[open_block.kind])) or "no delta"
                 flaw("AEV-007", e, f"event {i}: a {render(dtype)} delta in {open_block.kind} block "
                      f"{open_block.index} (it takes {wanted})")
         elif t == "content_block_stop":
-            if open_block is None:
-                flaw("AEV-006", e, f"event {i}: content_block_stop for block {render(e.field('index'))} "
-                     "while no block is open")
-            elif e.index != open_block.index:
-                flaw("AEV-006", e, f"event {i}: content_block_stop for block {render(e.field('index'))} "
-                     f"while block {render(open_block.index)} is open")
+            astray = _astray(e, open_block)
+            if astray is not None:
+                flaw("AEV-006", e, f"event {i}: content_block_stop for block {render(e.field('index'))} {astray}")
             open_block = None
         elif t == "message_delta":
             if open_block is not None:

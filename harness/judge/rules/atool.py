@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from harness.judge.compare import render
 from harness.judge.rules import locate
+from harness.judge.rules.calls import finish_differs
 from harness.judge.rules.citations import SPEC_MESSAGES, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import ANTHROPIC, Violation, rule_group
@@ -91,10 +92,5 @@ def stop_reason_tool_use(ctx: Context) -> Iterator[Violation]:
                   "a wrong reason hides a cut answer or invents one"),
 )
 def expected_stop_reason(ctx: Context) -> Iterator[Violation]:
-    wanted = ctx.expected_finish
-    actual = ctx.answer.finish_reason
-    if wanted is not None and actual != wanted and not _ended_by_error(ctx):
-        yield Violation(
-            f"stop_reason is {render(actual)}, expected {render(wanted)}",
-            {"expected": wanted, "actual": actual, **locate.finish(ctx)},
-        )
+    if ctx.expected_finish is not None and not _ended_by_error(ctx):
+        yield from finish_differs(ctx, ctx.expected_finish, named="stop_reason")

@@ -53,10 +53,16 @@ def expected_calls(ctx: Context) -> Iterator[Violation]:
     ending=True,
 )
 def expected_finish(ctx: Context) -> Iterator[Violation]:
-    wanted = ctx.expected_finish
+    if ctx.expected_finish is not None:
+        yield from finish_differs(ctx, ctx.expected_finish)
+
+
+def finish_differs(ctx: Context, wanted: str | None, *, named: str = "finish_reason") -> Iterator[Violation]:
+    """The answer's finish reason against the one a rule wants: every rule that expects a
+    reason (CALLS-002, VTC-004, ATOOL-004) words and locates a wrong one alike."""
     actual = ctx.answer.finish_reason
-    if wanted is not None and actual != wanted:
+    if actual != wanted:
         yield Violation(
-            f"finish_reason is {render(actual)}, expected {render(wanted)}",
+            f"{named} is {render(actual)}, expected {render(wanted)}",
             {"expected": wanted, "actual": actual, **locate.finish(ctx)},
         )

@@ -11,6 +11,7 @@ from harness.core.dialects.clients import XML_CLIENT
 from harness.judge.compare import diff_calls, first_call_mismatch, render, shorten
 from harness.judge.readers.xml_calls import escaped_entities, rendered, value_matches
 from harness.judge.rules import locate
+from harness.judge.rules.calls import finish_differs
 from harness.judge.rules.chunk import choices_of
 from harness.judge.rules.citations import CLINE_OPENAI, SPEC_CHAT, Breaks
 from harness.judge.rules.context import Context
@@ -113,10 +114,4 @@ def raw_values(ctx: Context) -> Iterator[Violation]:
     ending=True,
 )
 def finish_stop(ctx: Context) -> Iterator[Violation]:
-    wanted = ctx.expected_finish
-    actual = ctx.answer.finish_reason
-    if actual != wanted:
-        yield Violation(
-            f"finish_reason is {render(actual)}, expected {render(wanted)}",
-            {"expected": wanted, "actual": actual, **locate.finish(ctx)},
-        )
+    yield from finish_differs(ctx, ctx.expected_finish)
