@@ -99,8 +99,7 @@ def play(case: Case, installed: Installed, target: Target, *, cache: Path, timeo
             nonce = control.arm(case.scenario)
             how = case.agent.invocation(installed.binary, dirs, base_url, PROMPT, cache)
             exit_code, stdout, stderr = _run(how.argv, how.env, how.stdin, dirs.work, timeout)
-            requests = control.recorded(nonce)
-            control.disarm(nonce)
+            requests, _ = control.finish(nonce)
         result = dirs.work / RESULT_FILE
         content = result.read_text("utf-8", "replace") if result.is_file() else None
         transcript = case.agent.read_events(stdout)
