@@ -22,7 +22,7 @@ def json_object(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
     except ValueError:
-        return None
+        value = None
     return value if isinstance(value, dict) else None
 
 
