@@ -18,19 +18,17 @@ from reference_proxy.errors import ProxyError, as_openai_error
 from reference_proxy.pipeline import RescuerFactory, ResponseStats, default_rescuer
 from reference_proxy.rescue import ToolSpec
 from reference_proxy.text_rescue import Deliveries, TextRescue, WholeCall
+from reference_proxy.translate.answers import json_object
 
 log = logging.getLogger("reference_proxy.anthropic")
 
 
 def _as_input(arguments: str) -> dict[str, Any]:
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        value = None
-    if isinstance(value, dict):
-        return value
-    log.warning("rescued arguments are not a JSON object, sent as {}: %.200r", arguments)
-    return {}
+    value = json_object(arguments)
+    if value is None:
+        log.warning("rescued arguments are not a JSON object, sent as {}: %.200r", arguments)
+        return {}
+    return value
 
 
 class _Content:

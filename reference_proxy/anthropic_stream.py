@@ -22,7 +22,6 @@ the turn back.
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 from collections.abc import Mapping, Sequence
@@ -30,7 +29,7 @@ from typing import Any
 
 from reference_proxy.anthropic_errors import stream_error
 from reference_proxy.openai_stream import dumps
-from reference_proxy.pipeline import RescuerFactory, ResponseStats, default_rescuer
+from reference_proxy.pipeline import RescuerFactory, ResponseStats, default_rescuer, event_object
 from reference_proxy.rescue import ToolSpec
 from reference_proxy.text_rescue import Deliveries, TextRescue, WholeCall
 from reference_proxy.translate.answers import as_object
@@ -145,15 +144,8 @@ class AnthropicStreamPipeline:
         """One SSE ``data`` payload (a Messages event as JSON); broken JSON is skipped."""
         if self.closed:
             return ""
-        try:
-            payload = json.loads(data)
-        except ValueError:
-            payload = None
-        if not isinstance(payload, dict):
-            self.stats.skipped_events += 1
-            log.warning("skipped an upstream event that is not a JSON object: %.200r", data)
-            return ""
-        return self.feed(payload)
+        payload = event_object(data, self.stats, log)
+        return "" if payload is None else self.feed(payload)
 
     def feed(self, payload: Mapping[str, Any]) -> str:
         """One parsed upstream event; returns the SSE text to send now (maybe empty)."""

@@ -18,6 +18,7 @@ from reference_proxy.errors import ProxyError, as_openai_error
 from reference_proxy.openai_stream import dumps, new_call_id, new_completion_id
 from reference_proxy.pipeline import RescuerFactory, ResponseStats, default_rescuer, final_finish_reason
 from reference_proxy.rescue import ArgumentsDelta, Event, Text, ToolCallEnd, ToolCallStart, ToolSpec
+from reference_proxy.translate.answers import json_object
 from reference_proxy.xml_client import call_to_xml
 
 log = logging.getLogger("reference_proxy.completion")
@@ -190,14 +191,11 @@ class StreamAccumulator:
         if data.strip() == "[DONE]":
             self.done = True
             return
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            chunk = None
-        if isinstance(chunk, dict):
-            self.feed(chunk)
-        else:
+        chunk = json_object(data)
+        if chunk is None:
             log.warning("skipped an upstream event that is not a JSON object: %.200r", data)
+        else:
+            self.feed(chunk)
 
     def feed(self, chunk: Mapping[str, Any]) -> None:
         choices = chunk.get("choices")

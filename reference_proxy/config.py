@@ -92,18 +92,6 @@ class ProxyConfig:
         return client_api if self.upstream_dialect == "native" else self.upstream_dialect
 
     @property
-    def chat_url(self) -> str:
-        return f"{self.upstream}/chat/completions"
-
-    @property
-    def messages_url(self) -> str:
-        return f"{self.upstream}/messages"
-
-    @property
-    def responses_url(self) -> str:
-        return f"{self.upstream}/responses"
-
-    @property
     def models_url(self) -> str:
         return f"{self.upstream}/models"
 

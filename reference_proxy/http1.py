@@ -30,6 +30,7 @@ import asyncio
 import ssl
 from collections import deque
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import httptools
 import httpx
@@ -46,6 +47,18 @@ _UNFRAMED_STATUSES = (204, 304)
 def _timeouts(request: httpx.Request) -> dict[str, float | None]:
     timeout: dict[str, float | None] = request.extensions.get("timeout", {})
     return timeout
+
+
+@dataclass(frozen=True, slots=True)
+class _Outgoing:
+    """One request as the transport sends it: its head and body as bytes, its timeouts, and
+    the pool slots it holds one of (given back when its answer is read or fails)."""
+
+    request: httpx.Request
+    head: bytes
+    body: bytes
+    timeouts: dict[str, float | None]
+    slots: asyncio.Semaphore | None
 
 
 class _Connection:
@@ -308,7 +321,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
             except TimeoutError:
                 raise httpx.PoolTimeout("timed out waiting for a free upstream connection") from None
         try:
-            return await self._exchange(request, origin, head, body, timeouts, slots)
+            return await self._exchange(_Outgoing(request, head, body, timeouts, slots), origin)
         except BaseException:
             if slots is not None:
                 slots.release()
@@ -322,22 +335,14 @@ class LeanTransport(httpx.AsyncBaseTransport):
         lines.append(b"\r\n")
         return b"".join(lines)
 
-    async def _exchange(
-        self,
-        request: httpx.Request,
-        origin: _Origin,
-        head: bytes,
-        body: bytes,
-        timeouts: dict[str, float | None],
-        slots: asyncio.Semaphore | None,
-    ) -> httpx.Response:
+    async def _exchange(self, outgoing: _Outgoing, origin: _Origin) -> httpx.Response:
         connection = self._take(origin)
         reused = connection is not None
         while True:
             if connection is None:
-                connection = await self._connect(origin, timeouts.get("connect"))
+                connection = await self._connect(origin, outgoing.timeouts.get("connect"))
             try:
-                return await self._send(request, connection, head, body, timeouts, slots)
+                return await self._send(outgoing, connection)
             except _Stale:
                 # A kept-alive connection the server closed while it was idle (it said
                 # nothing, not even a status line): the request never reached it, so one
@@ -350,15 +355,8 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 connection.close()
                 raise
 
-    async def _send(
-        self,
-        request: httpx.Request,
-        connection: _Connection,
-        head: bytes,
-        body: bytes,
-        timeouts: dict[str, float | None],
-        slots: asyncio.Semaphore | None,
-    ) -> httpx.Response:
+    async def _send(self, outgoing: _Outgoing, connection: _Connection) -> httpx.Response:
+        request, head, body, timeouts = outgoing.request, outgoing.head, outgoing.body, outgoing.timeouts
         writer = connection.writer
         try:
             writer.write(head + body if len(body) < 65536 else head)
@@ -387,7 +385,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
             response.feed(data)
         if request.headers.get("connection", "").lower() == "close":
             response.keep_alive = False
-        stream = _Body(self, connection, response, read_timeout=timeouts.get("read"), slots=slots)
+        stream = _Body(self, connection, response, read_timeout=timeouts.get("read"), slots=outgoing.slots)
         version = b"HTTP/" + response.parser.get_http_version().encode("ascii")
         return httpx.Response(
             response.status,

@@ -21,6 +21,7 @@ from reference_proxy.errors import as_openai_error
 from reference_proxy.openai_stream import DONE, ChunkEmitter, dumps, error_event, is_plain, new_call_id
 from reference_proxy.rescue import ArgumentsDelta, Event, Rescuer, Text, ToolCallEnd, ToolCallStart, ToolSpec
 from reference_proxy.rescue.scanner import openers_for
+from reference_proxy.translate.answers import json_object
 from reference_proxy.xml_client import call_to_xml
 
 log = logging.getLogger("reference_proxy.pipeline")
@@ -154,6 +155,16 @@ class ResponseStats:
     skipped_events: int = 0
 
 
+def event_object(data: str, stats: ResponseStats, logger: logging.Logger) -> dict[str, Any] | None:
+    """An upstream event's ``data`` as the JSON object it must be; None when it is not one,
+    which is counted in ``stats`` and logged (a pipeline skips it)."""
+    value = json_object(data)
+    if value is None:
+        stats.skipped_events += 1
+        logger.warning("skipped an upstream event that is not a JSON object: %.200r", data)
+    return value
+
+
 class _NativeCall:
     __slots__ = ("name", "parts", "done", "out_index")
 
@@ -252,13 +263,8 @@ class StreamPipeline:
                 return self.feed({"choices": [{"index": frame.choice, "delta": delta}]})
         if data.strip() == "[DONE]":
             return self.close()
-        try:
-            chunk = json.loads(data)
-        except ValueError:
-            chunk = None
-        if not isinstance(chunk, dict):
-            self.stats.skipped_events += 1
-            log.warning("skipped an upstream event that is not a JSON object: %.200r", data)
+        chunk = event_object(data, self.stats, log)
+        if chunk is None:
             return ""
         out = self.feed(chunk)
         if frame is None or not data.startswith(frame.prefix):

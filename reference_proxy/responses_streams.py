@@ -41,15 +41,7 @@ class ResponsesAsChunks(ChunkWriter):
         super().__init__(request_model)
         self.calls: dict[Any, tuple[int, bool]] = {}  # output_index -> (chat call index, had argument deltas)
 
-    def read(self, data: str) -> list[Item]:
-        if self.ended:
-            return []
-        try:
-            event = json.loads(data)
-        except ValueError:
-            return [data]
-        if not isinstance(event, dict):
-            return [data]
+    def read_object(self, event: dict[str, Any]) -> list[Item]:
         kind = event.get("type")
         if kind == "response.created":
             model = _map(event.get("response")).get("model")
@@ -90,11 +82,8 @@ class ResponsesAsChunks(ChunkWriter):
                                "param": None, "code": error.get("code")}}]
         return []
 
-    def finish(self) -> list[Item]:
-        if self.ended:
-            return []
-        self.ended = True
-        return [self.chunk({}, "tool_calls" if self.calls else "stop"), "[DONE]"]
+    def end(self) -> list[Item]:
+        return self.last("tool_calls" if self.calls else "stop")
 
 
 class ChunksAsResponses:

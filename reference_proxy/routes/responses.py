@@ -20,38 +20,24 @@ from reference_proxy.completion import completion_as_chunks, finish_completion
 from reference_proxy.errors import INVALID_REQUEST, ProxyError, error_body
 from reference_proxy.loop_guard import stop_completion, stop_message
 from reference_proxy.openai_stream import dumps, to_wire
-from reference_proxy.pipeline import ResponseStats, StreamPipeline
+from reference_proxy.pipeline import StreamPipeline
 from reference_proxy.request_shaping import ChatRequest, count_tool_messages, parse_chat_request
 from reference_proxy.responses_answers import completion_to_response
 from reference_proxy.responses_requests import responses_to_chat, unoffered_note
 from reference_proxy.responses_streams import ChunksAsResponses
 from reference_proxy.routes.shared import AnswerPipeline, Proxy, error_response, log
-from reference_proxy.translate.streams import TranslatedPipeline
+from reference_proxy.translate.streams import TranslatedPipeline, WrappedPipeline
 from reference_proxy.upstreams import ClientBody
 
 
-class ResponsesOutput:
+class ResponsesOutput(WrappedPipeline):
     """The chat pipeline with its output written as Responses events (what the relay drives)."""
 
+    inner: StreamPipeline
+
     def __init__(self, inner: StreamPipeline, writer: ChunksAsResponses) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.writer = writer
-
-    @property
-    def closed(self) -> bool:
-        return self.inner.closed
-
-    @property
-    def stats(self) -> ResponseStats:
-        return self.inner.stats
-
-    @property
-    def model(self) -> str:
-        return self.inner.model
-
-    @property
-    def answered(self) -> bool:
-        return self.inner.answered
 
     def _written(self, text: str) -> str:
         out = []

@@ -17,19 +17,22 @@ def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def json_object(text: str) -> dict[str, Any] | None:
+    """``text`` as the JSON object it should be; None when it is not one."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    return value if isinstance(value, dict) else None
+
+
 def as_object(arguments: Any) -> dict[str, Any] | None:
     """A call's arguments as the JSON object a tool_use ``input`` must be; None when they are not one."""
     if isinstance(arguments, Mapping):
         return dict(arguments)
     if not isinstance(arguments, str):
         return None
-    if not arguments.strip():
-        return {}
-    try:
-        value = json.loads(arguments)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
+    return json_object(arguments) if arguments.strip() else {}
 
 
 def messages_usage(usage: Any) -> dict[str, int]:

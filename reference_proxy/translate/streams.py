@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import json
 import secrets
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from reference_proxy.translate.answers import FINISH_FROM_STOP, STOP_FROM_FINISH, chat_usage, messages_usage
+from reference_proxy.translate.answers import FINISH_FROM_STOP, STOP_FROM_FINISH, chat_usage, json_object, messages_usage
 
 Item = dict[str, Any] | str
 
@@ -30,25 +31,52 @@ def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _parse(data: str) -> Any:
-    try:
-        return json.loads(data)
-    except ValueError:
-        return None
-
-
-class ChunkWriter:
+class ChunkWriter(ABC):
     """What a reader of another API's stream as chat-completions chunks shares: one head for
     the answer (an id, the request's model until the stream names its own) and a chunk of
-    one delta of the one choice."""
+    one delta of the one choice; each payload that is a JSON object is read by
+    ``read_object``, any other is fed on as it came (``[DONE]``, or text the pipeline skips)."""
 
-    def __init__(self, request_model: str) -> None:
+    def __init__(self, request_model: str, created: int = 0) -> None:
         self.head: dict[str, Any] = {"id": f"chatcmpl-{secrets.token_hex(12)}", "object": "chat.completion.chunk",
-                                     "created": 0, "model": request_model}
+                                     "created": created, "model": request_model}
+        self.started = False
         self.ended = False
 
     def chunk(self, delta: Mapping[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {**self.head, "choices": [{"index": 0, "delta": dict(delta), "finish_reason": finish}]}
+
+    def start(self, out: list[Item]) -> None:
+        """The answer's first chunk, its role, unless it was written already."""
+        if not self.started:
+            self.started = True
+            out.append(self.chunk({"role": "assistant", "content": ""}))
+
+    def last(self, finish: str, usage: Mapping[str, Any] | None = None) -> list[Item]:
+        """The answer's end: its finish (with the usage when it is known) and ``[DONE]``."""
+        self.ended = True
+        chunk = self.chunk({}, finish)
+        if usage is not None:
+            chunk["usage"] = usage
+        return [chunk, "[DONE]"]
+
+    def read(self, data: str) -> list[Item]:
+        if self.ended:
+            return []
+        value = json_object(data)
+        return [data] if value is None else self.read_object(value)
+
+    @abstractmethod
+    def read_object(self, value: dict[str, Any]) -> list[Item]:
+        """One payload of the stream, a JSON object."""
+
+    def finish(self) -> list[Item]:
+        """What to feed when the upstream body ended without its terminator."""
+        return [] if self.ended else self.end()
+
+    @abstractmethod
+    def end(self) -> list[Item]:
+        """The end of an answer that has not ended yet."""
 
 
 class ChunksAsEvents:
@@ -71,8 +99,8 @@ class ChunksAsEvents:
             return []
         if data.strip() == "[DONE]":
             return self.finish()
-        chunk = _parse(data)
-        if not isinstance(chunk, dict):
+        chunk = json_object(data)
+        if chunk is None:
             return [data]
         choices = chunk.get("choices")
         if ("error" in chunk and not choices) or chunk.get("object") == "error":
@@ -176,12 +204,7 @@ class EventsAsChunks(ChunkWriter):
         self.stop_reason: str | None = None
         self.usage: dict[str, Any] = {}
 
-    def read(self, data: str) -> list[Item]:
-        if self.ended:
-            return []
-        event = _parse(data)
-        if not isinstance(event, dict):
-            return [data]
+    def read_object(self, event: dict[str, Any]) -> list[Item]:
         kind = event.get("type")
         if kind == "message_start":
             message = _map(event.get("message"))
@@ -212,9 +235,7 @@ class EventsAsChunks(ChunkWriter):
                                "type": error.get("type") or "server_error", "param": None, "code": None}}]
         return []  # ping, and event types this proxy does not know
 
-    def finish(self) -> list[Item]:
-        if self.ended:
-            return []
+    def end(self) -> list[Item]:
         self.ended = True
         finish = FINISH_FROM_STOP.get(self.stop_reason, "stop") if self.stop_reason else "stop"
         return [self.chunk({}, finish), {**self.head, "choices": [], "usage": chat_usage(self.usage)}, "[DONE]"]
@@ -255,13 +276,12 @@ class EventsAsChunks(ChunkWriter):
         return [self.chunk({"tool_calls": [{"index": call, "function": {"arguments": arguments}}]})]
 
 
-class TranslatedPipeline:
-    """The client's own pipeline fed through an ``UpstreamReader``: what the relay
-    drives for a client of one API in front of an upstream of the other."""
+class WrappedPipeline:
+    """A pipeline around another (``inner``) that changes what goes in or comes out: it is
+    closed, counts, names its model and has answered as the inner one."""
 
-    def __init__(self, inner: Any, reader: UpstreamReader) -> None:
+    def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.reader = reader
 
     @property
     def closed(self) -> bool:
@@ -278,6 +298,15 @@ class TranslatedPipeline:
     @property
     def answered(self) -> bool:
         return bool(getattr(self.inner, "answered", False))
+
+
+class TranslatedPipeline(WrappedPipeline):
+    """The client's own pipeline fed through an ``UpstreamReader``: what the relay
+    drives for a client of one API in front of an upstream of the other."""
+
+    def __init__(self, inner: Any, reader: UpstreamReader) -> None:
+        super().__init__(inner)
+        self.reader = reader
 
     def _feed(self, items: list[Item]) -> str:
         out = []

@@ -1,9 +1,11 @@
 """The upstream APIs the proxy can call, one module each behind ``Upstream`` (``base``).
 
-A new upstream dialect is one module here (an ``Upstream`` subclass: its URL, headers,
-translation of the neutral chat request, and readers of its stream and whole answer) and
-one entry in ``REGISTRY``; its name goes in ``config.UPSTREAM_DIALECTS`` too (the tests
-hold the two equal), which is what the configuration accepts.
+A new upstream dialect is one module here (an ``Upstream`` subclass: its path, headers,
+translation of the neutral chat request, and readers of its stream and whole answer; a
+``DecodedUpstream`` when its stream is not SSE, with a ``BodyDecoder`` of its own in
+``decoded``'s terms) and one entry in ``REGISTRY``; its name goes in
+``config.UPSTREAM_DIALECTS`` too (the tests hold the two equal), which is what the
+configuration accepts.
 """
 
 from __future__ import annotations

@@ -27,14 +27,15 @@ import httpx
 from httpx_sse import ServerSentEvent
 
 from reference_proxy.completion import StreamAccumulator
-from reference_proxy.connection import is_event_stream
-from reference_proxy.errors import ProxyError, error_body
+from reference_proxy.connection import events, is_event_stream
+from reference_proxy.errors import ProxyError, error_body, upstream_bad_response
 from reference_proxy.openai_stream import dumps, to_wire
 from reference_proxy.request_shaping import ChatRequest, forward_headers
 from reference_proxy.responses_streams import ChainedReader
 from reference_proxy.translate.answers import completion_to_message
 from reference_proxy.translate.requests import messages_to_chat
-from reference_proxy.translate.streams import ChunksAsEvents, UpstreamReader
+from reference_proxy.translate.streams import ChunksAsEvents, ChunkWriter, UpstreamReader
+from reference_proxy.upstreams.decoded import BodyDecoder, decoded_events
 
 if TYPE_CHECKING:
     from reference_proxy.config import ProxyConfig
@@ -119,6 +120,8 @@ class Upstream(ABC):
     request, and the reading of its answers. ``name`` is the configuration's name for it."""
 
     name: ClassVar[str]
+    # Where a request of this API is sent, below the configured upstream URL.
+    path: ClassVar[str]
     # Whether it runs the tools a Responses server runs itself (``web_search`` …), as sent.
     runs_hosted_tools: ClassVar[bool] = False
 
@@ -128,9 +131,8 @@ class Upstream(ABC):
     # ------------------------------------------------------------------ requests
 
     @property
-    @abstractmethod
     def url(self) -> str:
-        """Where a request of this API is sent."""
+        return f"{self.config.upstream}{self.path}"
 
     def headers(self, client: Headers) -> dict[str, str]:
         """The client's headers as this upstream takes them (the configured key in its header)."""
@@ -186,3 +188,40 @@ class Upstream(ABC):
     async def message(self, response: httpx.Response, model: str, read: ReadAnswer) -> dict[str, Any]:
         """Its whole answer as a Messages ``message`` before rescue; the response is closed."""
         return completion_to_message(await self.completion(response, model, read), model)
+
+
+class DecodedUpstream(Upstream):
+    """An upstream whose stream is not SSE (Kiro's event stream, Ollama's NDJSON): its body is
+    read as events by its ``decoder``, and they are read as chat chunks by its ``reader``.
+    Such an API takes no ``anthropic-*`` header, whatever client the request came from."""
+
+    decoder: ClassVar[type[BodyDecoder]]
+    reader: ClassVar[type[ChunkWriter]]
+
+    def headers(self, client: Headers) -> dict[str, str]:
+        return without_anthropic(super().headers(client))
+
+    def read_events(self, default: Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]]
+                    ) -> Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]]:
+        return self.body_events
+
+    def body_events(self, response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
+        return decoded_events(response, self.decoder())
+
+    def chunk_reader(self, model: str) -> UpstreamReader | None:
+        return self.reader(model)
+
+    async def fold(self, response: httpx.Response, model: str) -> dict[str, Any]:
+        """Its stream folded into one ``chat.completion``, for a client that did not ask to
+        stream; the response is closed."""
+        reader = self.chunk_reader(model)
+        sink = ReaderSink(model, self.reader(model) if reader is None else reader)
+        try:
+            async for batch in self.read_events(events)(response):
+                for event in batch:
+                    sink.feed(event)
+        except httpx.HTTPError as exc:
+            raise upstream_bad_response(f"the stream broke off: {type(exc).__name__}") from None
+        finally:
+            await response.aclose()
+        return sink.result()

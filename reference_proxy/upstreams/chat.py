@@ -17,10 +17,7 @@ from reference_proxy.upstreams.base import ClientBody, Headers, Outgoing, ReadAn
 
 class ChatUpstream(Upstream):
     name = "openai"
-
-    @property
-    def url(self) -> str:
-        return self.config.chat_url
+    path = "/chat/completions"
 
     def from_chat(self, chat: Mapping[str, Any], stream: bool) -> dict[str, Any]:
         return dict(chat)

@@ -24,17 +24,15 @@ https://github.com/jwadow/kiro-gateway ``kiro/converters_core.py``):
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
-from httpx_sse import ServerSentEvent
 
-from reference_proxy.errors import invalid_request, upstream_bad_response
+from reference_proxy.errors import invalid_request
 from reference_proxy.translate.requests import arguments_object, text_of
-from reference_proxy.translate.streams import UpstreamReader
-from reference_proxy.upstreams.base import Headers, ReadAnswer, ReaderSink, Upstream
-from reference_proxy.upstreams.kiro_stream import KiroAsChunks, kiro_events
+from reference_proxy.upstreams.base import DecodedUpstream, Headers, ReadAnswer
+from reference_proxy.upstreams.kiro_stream import FrameDecoder, KiroAsChunks
 
 SYSTEM_ANSWER = "I will follow these instructions."
 ORIGIN = "AI_EDITOR"
@@ -145,17 +143,14 @@ def chat_to_kiro(chat: Mapping[str, Any]) -> dict[str, Any]:
                                   "currentMessage": {"userInputMessage": current}, "history": entries}}
 
 
-class KiroUpstream(Upstream):
+class KiroUpstream(DecodedUpstream):
     name = "kiro"
-
-    @property
-    def url(self) -> str:
-        return f"{self.config.upstream}/generateAssistantResponse"
+    path = "/generateAssistantResponse"
+    decoder = FrameDecoder
+    reader = KiroAsChunks
 
     def headers(self, client: Headers) -> dict[str, str]:
-        headers = {k: v for k, v in super().headers(client).items() if not k.startswith("anthropic-")}
-        headers["accept"] = "application/vnd.amazon.eventstream"
-        return headers
+        return {**super().headers(client), "accept": "application/vnd.amazon.eventstream"}
 
     def from_chat(self, chat: Mapping[str, Any], stream: bool) -> dict[str, Any]:
         return chat_to_kiro(chat)
@@ -163,21 +158,5 @@ class KiroUpstream(Upstream):
     def streams(self, response: httpx.Response) -> bool:
         return True  # Kiro answers every request with an event stream
 
-    def read_events(self, default: Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]]
-                    ) -> Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]]:
-        return kiro_events
-
-    def chunk_reader(self, model: str) -> UpstreamReader | None:
-        return KiroAsChunks(model)
-
     async def completion(self, response: httpx.Response, model: str, read: ReadAnswer) -> dict[str, Any]:
-        sink = ReaderSink(model, KiroAsChunks(model) if (reader := self.chunk_reader(model)) is None else reader)
-        try:
-            async for batch in self.read_events(kiro_events)(response):
-                for event in batch:
-                    sink.feed(event)
-        except httpx.HTTPError as exc:
-            raise upstream_bad_response(f"the stream broke off: {type(exc).__name__}") from None
-        finally:
-            await response.aclose()
-        return sink.result()
+        return await self.fold(response, model)

@@ -1,6 +1,6 @@
 """Kiro's answer: AWS event-stream messages read off the socket, then read as chat chunks.
 
-``kiro_events`` decodes the binary frames however the network cuts them (prelude, CRC-32
+``FrameDecoder`` decodes the binary frames however the network cuts them (prelude, CRC-32
 checked; headers of types other than string skipped by their size) into one SSE-like event
 per message, so the relay and the pipelines run on them unchanged: an event's data is
 ``{"event": TYPE, "payload": {...}}``; an exception or error message, an
@@ -23,14 +23,14 @@ import secrets
 import struct
 import time
 import zlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
 from httpx_sse import ServerSentEvent
 
-from reference_proxy.connection import body_reads
+from reference_proxy.translate.streams import ChunkWriter, Item
+from reference_proxy.upstreams.decoded import error_event
 
 _FIXED = {0: 0, 1: 0, 2: 1, 3: 2, 4: 4, 5: 8, 8: 8, 9: 16}  # header value sizes by type; 6 and 7 carry a u16 length
 MAX_MESSAGE = 16 * 1024 * 1024
@@ -101,10 +101,6 @@ class FrameReader:
         return out
 
 
-def _error(message: str, kind: str = "upstream_error") -> ServerSentEvent:
-    return ServerSentEvent(event="error", data=json.dumps({"error": {"message": message, "type": kind}}))
-
-
 def _event(headers: Mapping[str, str], payload: bytes) -> ServerSentEvent:
     kind = headers.get(":message-type", "event")
     name = headers.get(":event-type") or headers.get(":exception-type") or headers.get(":error-code") or kind
@@ -120,25 +116,27 @@ def _event(headers: Mapping[str, str], payload: bytes) -> ServerSentEvent:
         retry = value.get("retryAfterMilliseconds") if isinstance(value, Mapping) else None
         if isinstance(retry, (int, float)) and not isinstance(retry, bool):
             detail += f" (retry after {retry / 1000:g} s)"
-        return _error(f"the upstream reported {detail}", "rate_limit_error" if "Throttling" in name else "upstream_error")
+        return error_event(f"the upstream reported {detail}", "rate_limit_error" if "Throttling" in name else "upstream_error")
     return ServerSentEvent(event="message", data=json.dumps({"event": name, "payload": value}))
 
 
-async def kiro_events(response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
-    """The events of a Kiro body, a list per network read; ends at the first error event."""
-    reader = FrameReader()
-    async for piece in body_reads(response):
-        batch = [_event(headers, payload) for headers, payload in reader.feed(piece)]
-        if reader.error is not None:
-            batch.append(_error(str(reader.error)))
-        cut = next((i for i, e in enumerate(batch) if e.event == "error"), None)
-        if cut is not None:
-            yield batch[: cut + 1]
-            return
-        if batch:
-            yield batch
-    if reader.buffer and reader.error is None:
-        yield [_error(f"the upstream's event stream ended inside a frame ({len(reader.buffer)} bytes of it)")]
+class FrameDecoder:
+    """A Kiro body's messages as events (a ``BodyDecoder``)."""
+
+    def __init__(self) -> None:
+        self.frames = FrameReader()
+
+    def feed(self, data: bytes) -> list[ServerSentEvent]:
+        batch = [_event(headers, payload) for headers, payload in self.frames.feed(data)]
+        if self.frames.error is not None:
+            batch.append(error_event(str(self.frames.error)))
+        return batch
+
+    def finish(self) -> list[ServerSentEvent]:
+        rest = self.frames.buffer
+        if rest and self.frames.error is None:
+            return [error_event(f"the upstream's event stream ended inside a frame ({len(rest)} bytes of it)")]
+        return []
 
 
 @dataclass
@@ -157,30 +155,16 @@ def _complete(arguments: str) -> bool:
     return True
 
 
-class KiroAsChunks:
-    """Kiro events (``kiro_events``' data) read as chat-completions chunks."""
+class KiroAsChunks(ChunkWriter):
+    """Kiro events (``FrameDecoder``'s data) read as chat-completions chunks."""
 
     def __init__(self, request_model: str) -> None:
-        self.model = request_model
-        self.id = "chatcmpl-" + secrets.token_hex(12)
-        self.created = int(time.time())
-        self.started = False
-        self.ended = False
+        super().__init__(request_model, created=int(time.time()))
         self.call: OpenCall | None = None
         self.calls = 0
         self.truncated = False
         self.stop_reason: str | None = None
         self.usage: dict[str, int] | None = None
-
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        chunk: dict[str, Any] = {"id": self.id, "object": "chat.completion.chunk", "created": self.created,
-                                 "model": self.model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-        return chunk
-
-    def _start(self, out: list[Any]) -> None:
-        if not self.started:
-            self.started = True
-            out.append(self._chunk({"role": "assistant", "content": ""}))
 
     def _close_call(self, out: list[Any]) -> None:
         """Send the open call if its input is whole JSON. One cut inside its input is never a
@@ -192,10 +176,10 @@ class KiroAsChunks:
         arguments = "".join(call.parts)
         if not _complete(arguments):
             self.truncated = True
-            out.append(self._chunk({"content": arguments}))
+            out.append(self.chunk({"content": arguments}))
             return
         ident = call.id or "tooluse_" + secrets.token_hex(11)
-        out.append(self._chunk({"tool_calls": [{"index": self.calls, "id": ident, "type": "function",
+        out.append(self.chunk({"tool_calls": [{"index": self.calls, "id": ident, "type": "function",
                                                 "function": {"name": call.name, "arguments": arguments or "{}"}}]}))
         self.calls += 1
 
@@ -222,23 +206,17 @@ class KiroAsChunks:
             call.stopped = True
             self._close_call(out)
 
-    def read(self, data: str) -> list[Any]:
-        if self.ended:
-            return []
-        try:
-            item = json.loads(data)
-        except ValueError:
-            return [data]
-        kind = item.get("event") if isinstance(item, Mapping) else None
-        payload = item.get("payload") if isinstance(item, Mapping) else None
+    def read_object(self, item: dict[str, Any]) -> list[Item]:
+        kind = item.get("event")
+        payload = item.get("payload")
         payload = payload if isinstance(payload, Mapping) else {}
-        out: list[Any] = []
-        self._start(out)
+        out: list[Item] = []
+        self.start(out)
         if kind == "assistantResponseEvent":
             text = payload.get("content")
             if isinstance(text, str) and text:
                 self._close_call(out)
-                out.append(self._chunk({"content": text}))
+                out.append(self.chunk({"content": text}))
         elif kind == "toolUseEvent":
             self._tool_use(payload, out)
         elif kind == "metadataEvent":
@@ -252,21 +230,15 @@ class KiroAsChunks:
                               "total_tokens": prompt + completion}
         return out
 
-    def finish(self) -> list[Any]:
+    def end(self) -> list[Item]:
         """The body ended (Kiro has no terminator): close the open call and finish the answer."""
-        if self.ended:
-            return []
-        out: list[Any] = []
-        self._start(out)
+        out: list[Item] = []
+        self.start(out)
         self._close_call(out)
-        self.ended = True
         if self.calls:
             reason = "tool_calls"
         elif self.truncated:
             reason = "length"
         else:
             reason = FINISH.get(self.stop_reason or "", "stop")
-        last = self._chunk({}, reason)
-        if self.usage is not None:
-            last["usage"] = self.usage
-        return [*out, last, "[DONE]"]
+        return [*out, *self.last(reason, self.usage)]

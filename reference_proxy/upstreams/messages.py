@@ -20,10 +20,7 @@ ANTHROPIC_VERSION = "2023-06-01"  # sent when the client (of another API) sent n
 
 class MessagesUpstream(Upstream):
     name = "anthropic"
-
-    @property
-    def url(self) -> str:
-        return self.config.messages_url
+    path = "/messages"
 
     def headers(self, client: Headers) -> dict[str, str]:
         headers = forward_headers(client, self.config.api_key, key_header="x-api-key")

@@ -22,18 +22,16 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
-from httpx_sse import ServerSentEvent
 
 from reference_proxy.connection import read_json
-from reference_proxy.errors import ProxyError, error_body, invalid_request, upstream_bad_response
+from reference_proxy.errors import ProxyError, error_body, invalid_request
 from reference_proxy.translate.requests import arguments_object, text_of
-from reference_proxy.translate.streams import UpstreamReader
-from reference_proxy.upstreams.base import Headers, ReadAnswer, ReaderSink, Upstream
-from reference_proxy.upstreams.ollama_stream import OllamaAsChunks, arguments_text, ollama_events
+from reference_proxy.upstreams.base import DecodedUpstream, ReadAnswer
+from reference_proxy.upstreams.ollama_stream import LineDecoder, OllamaAsChunks, arguments_text, finish_reason, usage_of
 
 # Chat sampling parameters and the ``options`` key Ollama reads each from.
 OPTIONS = {"temperature": "temperature", "top_p": "top_p", "top_k": "top_k", "seed": "seed", "stop": "stop",
@@ -108,24 +106,16 @@ def ollama_completion(body: Mapping[str, Any], model: str) -> dict[str, Any]:
     said: dict[str, Any] = {"role": "assistant", "content": content or (None if calls else "")}
     if calls:
         said["tool_calls"] = calls
-    reason = body.get("done_reason")
-    finish = "length" if reason == "length" else "tool_calls" if calls else "stop"
-    counts = {k: v for k, v in body.items() if isinstance(v, int) and not isinstance(v, bool)}
-    prompt, completion = counts.get("prompt_eval_count", 0), counts.get("eval_count", 0)
+    finish = finish_reason(body.get("done_reason"), bool(calls))
     return {"id": "chatcmpl-" + secrets.token_hex(12), "object": "chat.completion", "created": int(time.time()),
-            "model": model, "choices": [{"index": 0, "message": said, "finish_reason": finish}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}}
+            "model": model, "choices": [{"index": 0, "message": said, "finish_reason": finish}], "usage": usage_of(body)}
 
 
-class OllamaUpstream(Upstream):
+class OllamaUpstream(DecodedUpstream):
     name = "ollama"
-
-    @property
-    def url(self) -> str:
-        return f"{self.config.upstream}/api/chat"
-
-    def headers(self, client: Headers) -> dict[str, str]:
-        return {k: v for k, v in super().headers(client).items() if not k.startswith("anthropic-")}
+    path = "/api/chat"
+    decoder = LineDecoder
+    reader = OllamaAsChunks
 
     def from_chat(self, chat: Mapping[str, Any], stream: bool) -> dict[str, Any]:
         return chat_to_ollama(chat, stream)
@@ -133,30 +123,14 @@ class OllamaUpstream(Upstream):
     def streams(self, response: httpx.Response) -> bool:
         return "application/x-ndjson" in response.headers.get("content-type", "")
 
-    def read_events(self, default: Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]]
-                    ) -> Callable[[httpx.Response], AsyncIterator[list[ServerSentEvent]]]:
-        return ollama_events
-
-    def chunk_reader(self, model: str) -> UpstreamReader | None:
-        return OllamaAsChunks(model)
-
     async def completion(self, response: httpx.Response, model: str, read: ReadAnswer) -> dict[str, Any]:
-        if not self.streams(response):  # ``stream: false``: one object
-            try:
-                body = await read_json(response)
-            finally:
-                await response.aclose()
-            if isinstance(body.get("error"), str):
-                raise ProxyError(502, error_body(f"the upstream reported an error: {body['error']}",
-                                                 type="upstream_error", code="upstream_error"))
-            return ollama_completion(body, model)
-        sink = ReaderSink(model, OllamaAsChunks(model))
-        try:
-            async for batch in ollama_events(response):
-                for event in batch:
-                    sink.feed(event)
-        except httpx.HTTPError:
-            raise upstream_bad_response("the stream broke off") from None
+        if self.streams(response):
+            return await self.fold(response, model)
+        try:  # ``stream: false``: one object
+            body = await read_json(response)
         finally:
             await response.aclose()
-        return sink.result()
+        if isinstance(body.get("error"), str):
+            raise ProxyError(502, error_body(f"the upstream reported an error: {body['error']}",
+                                             type="upstream_error", code="upstream_error"))
+        return ollama_completion(body, model)

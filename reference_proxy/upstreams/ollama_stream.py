@@ -1,6 +1,6 @@
 """Ollama's answer: NDJSON lines read off the socket, then read as chat chunks.
 
-``ollama_events`` splits the body into lines however the network cuts it (a line may arrive
+``LineDecoder`` splits the body into lines however the network cuts it (a line may arrive
 in many reads, several lines in one; a UTF-8 character cut between reads is joined before it
 is decoded), scanning each new read once, so the work is linear in the body. Every line is one
 SSE-like event whose data is the line's JSON text, so the relay and the pipelines run on them
@@ -24,20 +24,15 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
-import httpx
 from httpx_sse import ServerSentEvent
 
-from reference_proxy.connection import body_reads
+from reference_proxy.translate.streams import ChunkWriter, Item
+from reference_proxy.upstreams.decoded import error_event
 
-FINISH = {"stop": "stop", "length": "length"}
 MAX_LINE = 16 * 1024 * 1024
-
-
-def _error(message: str, kind: str = "upstream_error") -> ServerSentEvent:
-    return ServerSentEvent(event="error", data=json.dumps({"error": {"message": message, "type": kind}}))
 
 
 def _event(line: bytes) -> ServerSentEvent:
@@ -45,12 +40,12 @@ def _event(line: bytes) -> ServerSentEvent:
     try:
         value: Any = json.loads(text)
     except ValueError:
-        return _error(f"the upstream sent a line that is not JSON: {text[:200]!r}")
+        return error_event(f"the upstream sent a line that is not JSON: {text[:200]!r}")
     if not isinstance(value, Mapping):
-        return _error(f"the upstream sent a line that is not a JSON object: {text[:200]!r}")
+        return error_event(f"the upstream sent a line that is not a JSON object: {text[:200]!r}")
     if "error" in value:
         message = value["error"] if isinstance(value["error"], str) else json.dumps(value["error"])
-        return _error(f"the upstream reported an error: {message}")
+        return error_event(f"the upstream reported an error: {message}")
     return ServerSentEvent(event="message", data=text)
 
 
@@ -76,27 +71,27 @@ class LineReader:
         return out
 
 
-async def ollama_events(response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
-    """The lines of an Ollama body as events, a list per network read; ends at the first error event."""
-    reader = LineReader()
-    async for piece in body_reads(response):
-        batch = [_event(line) for line in reader.feed(piece)]
-        if len(reader.buffer) > MAX_LINE:
-            batch.append(_error(f"the upstream sent a line longer than {MAX_LINE} bytes"))
-        cut = next((i for i, e in enumerate(batch) if e.event == "error"), None)
-        if cut is not None:
-            yield batch[: cut + 1]
-            return
-        if batch:
-            yield batch
-    rest = bytes(reader.buffer).strip()
-    if rest:  # a last line without its line break counts when it is whole
-        try:
+class LineDecoder:
+    """An Ollama body's lines as events (a ``BodyDecoder``)."""
+
+    def __init__(self) -> None:
+        self.lines = LineReader()
+
+    def feed(self, data: bytes) -> list[ServerSentEvent]:
+        batch = [_event(line) for line in self.lines.feed(data)]
+        if len(self.lines.buffer) > MAX_LINE:
+            batch.append(error_event(f"the upstream sent a line longer than {MAX_LINE} bytes"))
+        return batch
+
+    def finish(self) -> list[ServerSentEvent]:
+        rest = bytes(self.lines.buffer).strip()
+        if not rest:
+            return []
+        try:  # a last line without its line break counts when it is whole
             json.loads(rest)
         except ValueError:
-            yield [_error(f"the upstream's stream ended inside a line ({len(rest)} bytes of it)")]
-            return
-        yield [_event(rest)]
+            return [error_event(f"the upstream's stream ended inside a line ({len(rest)} bytes of it)")]
+        return [_event(rest)]
 
 
 def arguments_text(arguments: Any) -> str:
@@ -106,22 +101,29 @@ def arguments_text(arguments: Any) -> str:
     return json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
 
 
-class OllamaAsChunks:
-    """Ollama lines (``ollama_events``' data) read as chat-completions chunks."""
+def finish_reason(done_reason: Any, called: bool) -> str:
+    """The chat finish of an Ollama answer: calls make it ``tool_calls`` whatever ``done_reason``
+    says (Ollama says ``stop``), unless it was cut at ``length``."""
+    if done_reason == "length":
+        return "length"
+    return "tool_calls" if called else "stop"
+
+
+def usage_of(done: Mapping[str, Any]) -> dict[str, int]:
+    """The chat usage of an Ollama answer, from the counters of its ``done`` line (or whole body)."""
+    counts = {k: v for k, v in done.items() if isinstance(v, int) and not isinstance(v, bool)}
+    prompt, completion = counts.get("prompt_eval_count", 0), counts.get("eval_count", 0)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+class OllamaAsChunks(ChunkWriter):
+    """Ollama lines (``LineDecoder``'s data) read as chat-completions chunks."""
 
     def __init__(self, request_model: str) -> None:
-        self.model = request_model
-        self.id = "chatcmpl-" + secrets.token_hex(12)
-        self.created = int(time.time())
-        self.started = False
-        self.ended = False
+        super().__init__(request_model, created=int(time.time()))
         self.calls = 0
         self.done_reason: str | None = None
         self.usage: dict[str, int] | None = None
-
-    def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-        return {"id": self.id, "object": "chat.completion.chunk", "created": self.created, "model": self.model,
-                "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
 
     def _calls(self, message: Mapping[str, Any]) -> list[dict[str, Any]]:
         """Every call of a line, each at the next index of the answer (never Ollama's own ``index``,
@@ -141,56 +143,29 @@ class OllamaAsChunks:
             self.calls += 1
         return out
 
-    def read(self, data: str) -> list[Any]:
-        if self.ended:
-            return []
-        try:
-            line = json.loads(data)
-        except ValueError:
-            return [data]
-        if not isinstance(line, Mapping):
-            return [data]
-        out: list[Any] = []
-        if not self.started:
-            self.started = True
-            out.append(self._chunk({"role": "assistant", "content": ""}))
+    def read_object(self, line: dict[str, Any]) -> list[Item]:
+        out: list[Item] = []
+        self.start(out)
         given = line.get("message")
         message: Mapping[str, Any] = given if isinstance(given, Mapping) else {}
         thinking = message.get("thinking")
         if isinstance(thinking, str) and thinking:
-            out.append(self._chunk({"reasoning_content": thinking}))
+            out.append(self.chunk({"reasoning_content": thinking}))
         text = message.get("content")
         if isinstance(text, str) and text:
-            out.append(self._chunk({"content": text}))
+            out.append(self.chunk({"content": text}))
         calls = self._calls(message)
         if calls:
-            out.append(self._chunk({"tool_calls": calls}))
+            out.append(self.chunk({"tool_calls": calls}))
         if line.get("done") is True:
             reason = line.get("done_reason")
             self.done_reason = reason if isinstance(reason, str) else None
-            counts = {k: v for k, v in line.items() if isinstance(v, int) and not isinstance(v, bool)}
-            prompt, completion = counts.get("prompt_eval_count", 0), counts.get("eval_count", 0)
-            self.usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+            self.usage = usage_of(line)
             out.extend(self.finish())
         return out
 
-    def finish(self) -> list[Any]:
-        """The ``done`` line came, or the body ended without it: finish the answer. Calls make it
-        ``tool_calls`` whatever ``done_reason`` says (Ollama says ``stop``), unless it was cut at ``length``."""
-        if self.ended:
-            return []
-        out: list[Any] = []
-        if not self.started:
-            self.started = True
-            out.append(self._chunk({"role": "assistant", "content": ""}))
-        self.ended = True
-        if self.done_reason == "length":
-            reason = "length"
-        elif self.calls:
-            reason = "tool_calls"
-        else:
-            reason = FINISH.get(self.done_reason or "", "stop")
-        last = self._chunk({}, reason)
-        if self.usage is not None:
-            last["usage"] = self.usage
-        return [*out, last, "[DONE]"]
+    def end(self) -> list[Item]:
+        """The ``done`` line came, or the body ended without it: finish the answer."""
+        out: list[Item] = []
+        self.start(out)
+        return [*out, *self.last(finish_reason(self.done_reason, self.calls > 0), self.usage)]

@@ -42,11 +42,8 @@ class ResponsesSink:
 
 class ResponsesUpstream(Upstream):
     name = "responses"
+    path = "/responses"
     runs_hosted_tools = True
-
-    @property
-    def url(self) -> str:
-        return self.config.responses_url
 
     def from_chat(self, chat: Mapping[str, Any], stream: bool) -> dict[str, Any]:
         return chat_to_responses_request(chat, stream)

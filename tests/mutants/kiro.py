@@ -18,7 +18,8 @@ from mutants.openai import NoDedup, with_rescuer, without_family
 from reference_proxy.connection import body_reads
 from reference_proxy.parts import Parts
 from reference_proxy.upstreams.kiro import KiroUpstream
-from reference_proxy.upstreams.kiro_stream import FrameReader, KiroAsChunks, OpenCall, read_headers, kiro_events
+from reference_proxy.upstreams.decoded import decoded_events
+from reference_proxy.upstreams.kiro_stream import FrameDecoder, FrameReader, KiroAsChunks, OpenCall, read_headers
 
 LATE_ID = "kiro-late-tool-use-id"
 TRUNCATED = "faults-kiro-truncated-large-input"
@@ -55,7 +56,7 @@ class SplitsLateId(KiroAsChunks):
     def _close_call(self, out: list[Any]) -> None:
         call, self.call = self.call, None
         if call is not None:
-            out.append(self._chunk({"tool_calls": [{"index": self.calls, "id": call.id or f"tooluse_{self.calls}",
+            out.append(self.chunk({"tool_calls": [{"index": self.calls, "id": call.id or f"tooluse_{self.calls}",
                                                     "type": "function",
                                                     "function": {"name": call.name, "arguments": "".join(call.parts)}}]}))
             self.calls += 1
@@ -116,7 +117,7 @@ def _loose_events(skip: Callable[[dict[str, str]], bool], check_crc: bool = True
 
     async def read(response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
         if check_crc:
-            async for batch in kiro_events(response):
+            async for batch in decoded_events(response, FrameDecoder()):
                 yield batch
             return
         buffer = b""

@@ -17,7 +17,8 @@ from mutants.base import EventsReader, Mutant, upstream_with, with_parts
 from reference_proxy.connection import body_reads
 from reference_proxy.parts import Parts
 from reference_proxy.upstreams.ollama import OllamaUpstream
-from reference_proxy.upstreams.ollama_stream import OllamaAsChunks, ollama_events
+from reference_proxy.upstreams.decoded import decoded_events
+from reference_proxy.upstreams.ollama_stream import LineDecoder, OllamaAsChunks
 
 DONE_STOP = "ollama-call-then-done-stop"
 DONE_STOP_MESSAGES = "ollama-call-then-done-stop-anthropic"
@@ -138,7 +139,7 @@ async def _lines_per_read(response: httpx.Response) -> AsyncIterator[list[Server
 
 
 async def _without_error_lines(response: httpx.Response) -> AsyncIterator[list[ServerSentEvent]]:
-    async for batch in ollama_events(response):
+    async for batch in decoded_events(response, LineDecoder()):
         kept = [event for event in batch if event.event != "error"]
         if kept:
             yield kept

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from reference_proxy.cli import proxy
 from reference_proxy.config import ConfigError, ProxyConfig, build_config, from_file_data, load_config
+from reference_proxy.upstreams import REGISTRY
 
 UP = "http://127.0.0.1:9000/v1"
 
@@ -113,8 +114,11 @@ def test_features(changes: dict[str, Any], features: set[str]) -> None:
 
 def test_urls() -> None:
     config = ProxyConfig(upstream="http://h:1/v1/")
-    assert (config.chat_url, config.models_url) == ("http://h:1/v1/chat/completions", "http://h:1/v1/models")
-    assert config.messages_url == "http://h:1/v1/messages"
+    assert config.models_url == "http://h:1/v1/models"
+    urls = {name: upstream(config).url for name, upstream in REGISTRY.items()}
+    assert urls == {"openai": "http://h:1/v1/chat/completions", "anthropic": "http://h:1/v1/messages",
+                    "responses": "http://h:1/v1/responses", "kiro": "http://h:1/v1/generateAssistantResponse",
+                    "ollama": "http://h:1/v1/api/chat"}
     assert ProxyConfig(upstream="http://h:1/v1/messages").upstream == "http://h:1/v1"
 
 
