@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.core.dialects.anthropic import ToolUseCodec
-from harness.core.dialects.base import ToolChoice, WireDialect
+from harness.core.dialects.base import ToolChoice, WireDialect, tool_declaration
 from harness.core.dialects.openai import OPENAI, chat_tool_choice
 from harness.core.dialects.request import (
     ChoiceIntent, Conversation, NeutralRequest, Tool, ToolCall, ToolResult, arguments, items, mapping, stream_flag,
@@ -37,11 +37,7 @@ class ResponsesRequests:
     tool_form = "{type: function, name, parameters}"
 
     def tool(self, name: str, schema: Mapping[str, Any], description: str | None = None) -> dict[str, Any]:
-        tool: dict[str, Any] = {"type": "function", "name": name}
-        if description is not None:
-            tool["description"] = description
-        tool["parameters"] = dict(schema)
-        return tool
+        return tool_declaration(name, schema, description, type="function")
 
     def tool_ok(self, tool: Mapping[str, Any]) -> bool:
         return tool_name(tool) is not None and tool.get("type") == "function"
