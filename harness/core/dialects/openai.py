@@ -141,8 +141,12 @@ class ChatRequests:
 
     def tool_choice(self, kind: ToolChoice, name: str | None = None) -> Any:
         if kind == "one":
-            return {"type": "function", "function": {"name": name}}
+            return self.named_choice(name)
         return "auto" if kind == "auto" else "required"
+
+    def named_choice(self, name: str | None) -> Any:
+        """The ``tool_choice`` that names one tool."""
+        return {"type": "function", "function": {"name": name}}
 
     def read(self, body: Any) -> NeutralRequest:
         body = mapping(body)
