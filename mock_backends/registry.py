@@ -15,7 +15,7 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from harness.core.dialects import ANTHROPIC, KIRO, OLLAMA, OPENAI, RESPONSES, WireDialect
 from harness.core.errors import MockError
@@ -38,6 +38,9 @@ MAX_ANSWER_BYTES = 16 * 1024 * 1024  # of one answer's body kept for the record;
 NONCE_SHAPE = "tcc-<32 lower-case hex digits>"
 
 
+T = TypeVar("T")
+
+
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """A scenario with its replay precomputed, shared by all runs of it."""
@@ -49,6 +52,11 @@ class Prepared:
     # A multi-step scenario's later steps (step 2 on) and its answer to side requests (``core.scenario.steps``).
     steps: tuple[Prepared, ...] = ()
     side: Prepared | None = None
+
+    def replay_as(self, kind: type[T]) -> T:
+        """Its replay, as the route of its backend's dialect reads it (``kind``, that dialect's plan)."""
+        assert isinstance(self.replay, kind)
+        return self.replay
 
 
 # Each dialect's replay planner.

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from functools import partial
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from harness.core.dialects import ANTHROPIC, KIRO, OLLAMA, OPENAI, RESPONSES, WireDialect
 from harness.core.replay import anthropic as anthropic_replay
@@ -39,6 +39,25 @@ class Served:
     events: Callable[[], list[Event]]
     whole: Callable[[], Any]
     media_type: str = "text/event-stream"  # of a streamed answer
+
+
+class _Planned(Protocol):
+    """A prepared replay: what every dialect's plan carries."""
+
+    @property
+    def delivery(self) -> Delivery: ...
+
+
+R = TypeVar("R", bound=_Planned)
+P = TypeVar("P")
+
+
+def served(replay: R, reply: P, stream: bool, events: Callable[[R, P], list[Event]],
+           whole: Callable[[R, P], Any] | None = None, media_type: str = "text/event-stream") -> Served:
+    """``reply``, planned from ``replay``, as ``app`` serves it: the events, or the whole answer
+    (none for a dialect that always streams), each written only when asked for."""
+    return Served(replay.delivery, stream, partial(events, replay, reply),
+                  (lambda: None) if whole is None else partial(whole, replay, reply), media_type)
 
 
 class Route(Protocol):
@@ -88,12 +107,10 @@ class ChatRoute:
         }
 
     def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
-        replay = prepared.replay
-        assert isinstance(replay, openai_replay.OpenAIReplay)
+        replay = prepared.replay_as(openai_replay.OpenAIReplay)
         reply = openai_replay.plan_reply(replay, body, completion_id="chatcmpl-" + os.urandom(16).hex(),
                                          created=int(now))
-        return Served(replay.delivery, reply.stream, partial(openai_replay.stream_events, replay, reply),
-                      partial(openai_replay.completion, replay, reply))
+        return served(replay, reply, reply.stream, openai_replay.stream_events, openai_replay.completion)
 
 
 class MessagesRoute:
@@ -116,11 +133,9 @@ class MessagesRoute:
         }
 
     def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
-        replay = prepared.replay
-        assert isinstance(replay, anthropic_replay.AnthropicReplay)
+        replay = prepared.replay_as(anthropic_replay.AnthropicReplay)
         reply = anthropic_replay.plan_reply(replay, body, message_id="msg_" + os.urandom(12).hex())
-        return Served(replay.delivery, reply.stream, partial(anthropic_replay.stream_events, replay, reply),
-                      partial(anthropic_replay.message, replay, reply))
+        return served(replay, reply, reply.stream, anthropic_replay.stream_events, anthropic_replay.message)
 
 
 class ResponsesRoute(ChatRoute):
@@ -132,12 +147,10 @@ class ResponsesRoute(ChatRoute):
     check_strict = staticmethod(check_none)
 
     def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
-        replay = prepared.replay
-        assert isinstance(replay, responses_replay.ResponsesReplay)
+        replay = prepared.replay_as(responses_replay.ResponsesReplay)
         reply = responses_replay.plan_reply(replay, body, response_id="resp_" + os.urandom(24).hex(),
                                             created_at=int(now))
-        return Served(replay.delivery, reply.stream, partial(responses_replay.stream_events, replay, reply),
-                      partial(responses_replay.response, replay, reply))
+        return served(replay, reply, reply.stream, responses_replay.stream_events, responses_replay.response)
 
 
 class KiroRoute:
@@ -162,11 +175,9 @@ class KiroRoute:
         return {"models": [{"modelId": name, "modelName": name} for name in names]}
 
     def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
-        replay = prepared.replay
-        assert isinstance(replay, kiro_replay.KiroReplay)
+        replay = prepared.replay_as(kiro_replay.KiroReplay)
         reply = kiro_replay.plan_reply(replay, body)
-        return Served(replay.delivery, True, partial(kiro_replay.stream_events, replay, reply), lambda: None,
-                      KIRO.media_type)
+        return served(replay, reply, True, kiro_replay.stream_events, media_type=KIRO.media_type)
 
 
 class OllamaRoute:
@@ -189,11 +200,10 @@ class OllamaRoute:
         return {"models": [{"name": name, "model": name, "modified_at": stamp} for name in names]}
 
     def serve(self, prepared: Prepared, body: Mapping[str, Any], now: float) -> Served:
-        replay = prepared.replay
-        assert isinstance(replay, ollama_replay.OllamaReplay)
+        replay = prepared.replay_as(ollama_replay.OllamaReplay)
         reply = ollama_replay.plan_reply(replay, body)
-        return Served(replay.delivery, reply.stream, partial(ollama_replay.stream_events, replay, reply),
-                      partial(ollama_replay.chat_response, replay, reply), OLLAMA.media_type)
+        return served(replay, reply, reply.stream, ollama_replay.stream_events, ollama_replay.chat_response,
+                      OLLAMA.media_type)
 
 
 ROUTES: Mapping[WireDialect, Route] = {r.wire: r for r in (ChatRoute(), MessagesRoute(), ResponsesRoute(), KiroRoute(),

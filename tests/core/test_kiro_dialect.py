@@ -6,7 +6,6 @@ proxy's reading of Kiro's stream however its bytes are cut."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -14,47 +13,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.core.dialects import KIRO, NotPortable
+from harness.core.dialects import KIRO
 from harness.core.dialects.frames import ContentFrame, EventFrame, Frame, ToolUseFrame
-from harness.core.dialects.script import serve_as
 from harness.core.eventstream import Decoder
 from harness.core.frames.rechunk import wire_events
 from harness.core.nonce import NONCE_HEADER
 from harness.core.replay import kiro as kiro_replay
-from harness.core.scenario.loading import load_library, parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.judge.readers.kiro_events import read_kiro_stream
-from harness.run.servers import serve
-from mock_backends.app import create_app
-from mock_backends.control import MockControl
 from reference_proxy.upstreams.kiro import chat_to_kiro
 from reference_proxy.upstreams.kiro_stream import FrameReader, KiroAsChunks
+from support.mock_server import Mock, shared  # noqa: F401  (the fixture)
+from support.upstream_dialect import TOOLS, dialect_scenario, gateway_chat, portable, proxy_chunks
 
-TOOLS = [{"type": "function", "function": {"name": "Read", "parameters": {
-    "type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}}}]
-CHAT = {"model": "claude-sonnet-4.5", "tools": TOOLS, "messages": [
-    {"role": "system", "content": "Be brief."},
-    {"role": "user", "content": "Read a.txt"},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "Read", "arguments": '{"file_path": "a.txt"}'}}]},
-    {"role": "tool", "tool_call_id": "call_1", "content": "hello"},
-    {"role": "user", "content": "And now?"},
-]}
+CHAT = gateway_chat("claude-sonnet-4.5")
 
 
 def scenario(frames: list[Any], **backend: Any) -> Scenario:
-    return parse_scenario({
-        "id": "kiro-mock", "title": "t", "source": "synthetic",
-        "backend": {"dialect": "kiro", "frames": frames, **backend},
-        "client": {"request": {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS}},
-        "expect": {},
-    })
-
-
-@pytest.fixture(scope="module")
-def mock() -> Iterator[tuple[str, MockControl]]:
-    with serve(create_app()) as server, MockControl(server.url) as control:
-        yield server.url, control
+    return dialect_scenario(KIRO, frames, **backend)
 
 
 FRAMES: list[Any] = ["Hel", "lo ✓", {"tool_use": {"id": "tooluse_a", "name": "Read", "input_json": ['{"file_', 'path": "a"}']}}]
@@ -62,8 +38,8 @@ FRAMES: list[Any] = ["Hel", "lo ✓", {"tool_use": {"id": "tooluse_a", "name": "
 
 @pytest.mark.parametrize("where", [("/v1/generateAssistantResponse", {}), ("/", {"x-amz-target": KIRO.root_target})],
                          ids=["endpoint", "x-amz-target"])
-def test_the_mock_answers_event_stream_frames(mock: tuple[str, MockControl], where: tuple[str, dict[str, str]]) -> None:
-    url, control = mock
+def test_the_mock_answers_event_stream_frames(shared: Mock, where: tuple[str, dict[str, str]]) -> None:
+    url, control, _ = shared
     nonce = control.arm(scenario(FRAMES, usage={"inputTokens": 3, "outputTokens": 5}))
     path, headers = where
     response = httpx.post(url + path, json=chat_to_kiro(CHAT), headers={NONCE_HEADER: nonce, **headers})
@@ -81,8 +57,8 @@ def test_the_mock_answers_event_stream_frames(mock: tuple[str, MockControl], whe
     assert [(c.id, c.name, c.arguments) for c in answer.tool_calls] == [("tooluse_a", "Read", '{"file_path": "a"}')]
 
 
-def test_the_mock_refuses_a_result_that_answers_no_call(mock: tuple[str, MockControl]) -> None:
-    url, control = mock
+def test_the_mock_refuses_a_result_that_answers_no_call(shared: Mock) -> None:
+    url, control, _ = shared
     body = chat_to_kiro({**CHAT, "messages": [*CHAT["messages"][:4], {"role": "tool", "tool_call_id": "call_9",
                                                                        "content": "x"}]})
     response = httpx.post(url + "/generateAssistantResponse", json=body,
@@ -102,12 +78,7 @@ def test_a_gateway_request_reads_as_the_neutral_request() -> None:
     assert json.loads(json.dumps(chat_to_kiro(CHAT)))["conversationState"]["chatTriggerType"] == "MANUAL"
 
 
-PORTABLE = []
-for s in load_library():
-    try:
-        PORTABLE.append(serve_as(s, KIRO))
-    except NotPortable:
-        pass
+PORTABLE = portable(KIRO)
 
 
 def test_every_portable_scenario_is_served_as_readable_frames() -> None:
@@ -126,16 +97,9 @@ def test_every_portable_scenario_is_served_as_readable_frames() -> None:
 
 def _chunks(data: bytes, cuts: list[int]) -> list[Any]:
     frames = FrameReader()
-    reader = KiroAsChunks("m")
-    out: list[Any] = []
-    last = 0
-    for cut in sorted({c for c in cuts if 0 < c < len(data)}) + [len(data)]:
-        for headers, payload in frames.feed(data[last:cut]):
-            item = {"event": headers[":event-type"], "payload": json.loads(payload)}
-            out += reader.read(json.dumps(item))
-        last = cut
-    out += reader.finish()
-    return [(c["choices"][0]["delta"], c["choices"][0]["finish_reason"]) if isinstance(c, dict) else c for c in out]
+    return proxy_chunks(data, cuts, lambda piece: [json.dumps({"event": headers[":event-type"],
+                                                               "payload": json.loads(payload)})
+                                                   for headers, payload in frames.feed(piece)], KiroAsChunks("m"))
 
 
 HABITS = scenario([

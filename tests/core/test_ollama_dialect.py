@@ -6,7 +6,6 @@ NDJSON, and the reference proxy's reading of Ollama's lines however the bytes ar
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -19,47 +18,26 @@ from harness.core.dialects.script import serve_as
 from harness.core.frames.rechunk import wire_events
 from harness.core.nonce import NONCE_HEADER
 from harness.core.replay import ollama as ollama_replay
-from harness.core.scenario.loading import load_library, parse_scenario
+from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.judge.readers.ollama_events import read_ollama_lines, read_ollama_whole
-from harness.run.servers import serve
-from mock_backends.app import create_app
-from mock_backends.control import MockControl
 from reference_proxy.upstreams.ollama import chat_to_ollama, ollama_completion
 from reference_proxy.upstreams.ollama_stream import LineReader, OllamaAsChunks
+from support.mock_server import Mock, shared  # noqa: F401  (the fixture)
+from support.upstream_dialect import TOOLS, dialect_scenario, gateway_chat, portable, proxy_chunks
 
-TOOLS = [{"type": "function", "function": {"name": "Read", "parameters": {
-    "type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}}}]
-CHAT = {"model": "llama3.2", "tools": TOOLS, "temperature": 0.3, "max_tokens": 50, "messages": [
-    {"role": "system", "content": "Be brief."},
-    {"role": "user", "content": [{"type": "text", "text": "Read a.txt"}]},
-    {"role": "assistant", "content": None, "tool_calls": [
-        {"id": "call_1", "type": "function", "function": {"name": "Read", "arguments": '{"file_path": "a.txt"}'}}]},
-    {"role": "tool", "tool_call_id": "call_1", "content": "hello"},
-    {"role": "user", "content": "And now?"},
-]}
+CHAT = gateway_chat("llama3.2", [{"type": "text", "text": "Read a.txt"}], temperature=0.3, max_tokens=50)
 
 
 def scenario(frames: list[Any], **backend: Any) -> Scenario:
-    return parse_scenario({
-        "id": "ollama-mock", "title": "t", "source": "synthetic",
-        "backend": {"dialect": "ollama", "frames": frames, **backend},
-        "client": {"request": {"model": "m", "messages": [{"role": "user", "content": "hi"}], "tools": TOOLS}},
-        "expect": {},
-    })
-
-
-@pytest.fixture(scope="module")
-def mock() -> Iterator[tuple[str, MockControl]]:
-    with serve(create_app()) as server, MockControl(server.url) as control:
-        yield server.url, control
+    return dialect_scenario(OLLAMA, frames, **backend)
 
 
 FRAMES: list[Any] = ["Hel", "lo ✓", {"tool_use": {"name": "Read", "input_json": ['{"file_', 'path": "a"}']}}]
 
 
-def test_the_mock_streams_ndjson_with_the_call_before_a_separate_done_line(mock: tuple[str, MockControl]) -> None:
-    url, control = mock
+def test_the_mock_streams_ndjson_with_the_call_before_a_separate_done_line(shared: Mock) -> None:
+    url, control, _ = shared
     nonce = control.arm(scenario(FRAMES, usage={"prompt_tokens": 3, "completion_tokens": 5}))
     body = chat_to_ollama(CHAT, True)
     response = httpx.post(url + "/api/chat", json=body, headers={NONCE_HEADER: nonce})
@@ -79,8 +57,8 @@ def test_the_mock_streams_ndjson_with_the_call_before_a_separate_done_line(mock:
     assert recorded == body
 
 
-def test_the_mock_answers_one_object_for_stream_false_and_streams_by_default(mock: tuple[str, MockControl]) -> None:
-    url, control = mock
+def test_the_mock_answers_one_object_for_stream_false_and_streams_by_default(shared: Mock) -> None:
+    url, control, _ = shared
     nonce = control.arm(scenario(FRAMES))
     whole = httpx.post(url + "/api/chat", json=chat_to_ollama(CHAT, False), headers={NONCE_HEADER: nonce})
     assert whole.headers["content-type"] == "application/json"
@@ -106,9 +84,9 @@ def test_the_mock_answers_one_object_for_stream_false_and_streams_by_default(moc
     (lambda b: b.update(think="extreme"), "invalid think value"),
     (lambda b: b["messages"][1].update(role="function"), "invalid role"),
 ], ids=["no-model", "string-arguments", "content-parts", "think", "role"])
-def test_the_mock_refuses_what_ollama_refuses_in_its_error_shape(mock: tuple[str, MockControl], change: Any,
+def test_the_mock_refuses_what_ollama_refuses_in_its_error_shape(shared: Mock, change: Any,
                                                                  said: str) -> None:
-    url, control = mock
+    url, control, _ = shared
     body = chat_to_ollama(CHAT, True)
     change(body)
     response = httpx.post(url + "/api/chat", json=body, headers={NONCE_HEADER: control.arm(scenario(["hi"]))})
@@ -147,12 +125,7 @@ def test_a_call_whose_arguments_are_not_one_object_is_not_portable() -> None:
         serve_as(broken, OLLAMA)
 
 
-PORTABLE = []
-for s in load_library():
-    try:
-        PORTABLE.append(serve_as(s, OLLAMA))
-    except NotPortable:
-        pass
+PORTABLE = portable(OLLAMA)
 
 
 def test_every_portable_scenario_is_served_as_ndjson_lines() -> None:
@@ -167,15 +140,8 @@ def test_every_portable_scenario_is_served_as_ndjson_lines() -> None:
 
 def _chunks(data: bytes, cuts: list[int]) -> list[Any]:
     lines = LineReader()
-    reader = OllamaAsChunks("m")
-    out: list[Any] = []
-    last = 0
-    for cut in sorted({c for c in cuts if 0 < c < len(data)}) + [len(data)]:
-        for line in lines.feed(data[last:cut]):
-            out += reader.read(line.decode("utf-8"))
-        last = cut
-    out += reader.finish()
-    return [(c["choices"][0]["delta"], c["choices"][0]["finish_reason"]) if isinstance(c, dict) else c for c in out]
+    return proxy_chunks(data, cuts, lambda piece: [line.decode("utf-8") for line in lines.feed(piece)],
+                        OllamaAsChunks("m"))
 
 
 LINE = '{{"model":"m","created_at":"t","message":{{"role":"assistant","content":"","tool_calls":[{calls}]}},"done":false}}'

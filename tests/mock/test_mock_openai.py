@@ -7,216 +7,35 @@ what a frame says is what must arrive, as one SSE event, in order.
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import logging
 import time
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import httpx
 import openai
 import pytest
 from click.testing import CliRunner
-from support.mock_server import Mock, fresh, http_client, shared  # noqa: F401  (fixtures)
+from support.mock_chat import (
+    check_answer, check_stream, expected_delta, expected_message, expected_usage, make_scenario, post, sdk,
+    vllm_finish_choice,
+)
+from support.mock_server import (  # noqa: F401  (fresh, shared: fixtures)
+    Mock, answer_model, compact, fresh, http_client, read_until_closed, shared,
+)
 from support.servers import ServeFn
 
-from harness.core.dialects.frames import ContentFrame, Frame, RawFrame, ToolCallFrame
+from harness.core.dialects.frames import ContentFrame, ToolCallFrame
 from harness.core.errors import MockError
 from harness.core.nonce import NONCE_HEADER, find_nonce, new_nonce, nonce_line, place_nonce
 from harness.core.replay.wire import DEFAULT_MODEL
 from harness.core.scenario.loading import bundled_scenarios_dir, parse_scenario, validate_paths
-from harness.core.scenario.model import Backend, Scenario
+from harness.core.scenario.model import Scenario
 from mock_backends.app import RUN_HEADER, SELECTED_BY_HEADER, create_app
 from mock_backends.cli import mock as mock_command
 from mock_backends.control import MockControl
 
-TOOLS = [
-    {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
-    {"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}},
-]
-
-
-def make_scenario(
-    sid: str, frames: list[Any], *, request: Mapping[str, Any] | None = None, **backend: Any
-) -> Scenario:
-    """A scenario from plain data, validated like any scenario file."""
-    req = {
-        "model": "qwen2.5-7b-instruct",
-        "stream": True,
-        "messages": [{"role": "user", "content": "What is the weather in Paris?"}],
-        "tools": TOOLS,
-    }
-    req.update(request or {})
-    return parse_scenario(
-        {
-            "id": sid,
-            "title": sid,
-            "source": "synthetic",
-            "backend": {"dialect": "openai", "frames": frames, **backend},
-            "client": {"request": req},
-            "expect": {},
-        }
-    )
-
-
-# --------------------------------------------------------------------------- expectations from frames
-
-
-def compact(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
-
-
-def expected_delta(frame: Frame) -> dict[str, Any]:
-    if isinstance(frame, ContentFrame):
-        return {"content": frame.content}
-    assert isinstance(frame, ToolCallFrame), "only content and tool_call frames are deltas"
-    call: dict[str, Any] = {"index": frame.index}
-    for key in ("id", "type"):
-        if getattr(frame, key) is not None:
-            call[key] = getattr(frame, key)
-    function = {k: getattr(frame, k) for k in ("name", "arguments") if getattr(frame, k) is not None}
-    if function:
-        call["function"] = function
-    return {"tool_calls": [call]}
-
-
-def expected_usage(backend: Backend) -> dict[str, int]:
-    usage = {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0, **(backend.usage or {})}
-    if backend.usage and "total_tokens" not in backend.usage:
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-    return usage
-
-
-def expected_message(backend: Backend) -> dict[str, Any]:
-    contents = [f.content for f in backend.frames if isinstance(f, ContentFrame)]
-    message: dict[str, Any] = {"role": "assistant", "content": "".join(contents) if contents else None}
-    calls: dict[int, dict[str, Any]] = {}
-    for f in backend.frames:
-        if isinstance(f, ToolCallFrame):
-            call = calls.setdefault(f.index, {"id": None, "type": "function", "function": {"name": "", "arguments": ""}})
-            call["id"] = call["id"] or f.id
-            call["function"]["name"] += f.name or ""
-            call["function"]["arguments"] += f.arguments or ""
-    if calls:
-        message["tool_calls"] = [calls[i] for i in sorted(calls)]
-    return message
-
-
-VLLM_CAPTURE = Path(__file__).parents[1] / "captures" / "vllm-qwen-tool-call.sse"
-
-
-def vllm_finish_choice(finish_reason: str) -> dict[str, Any]:
-    """The choice of the finish chunk as the recorded vLLM server writes it, with ``finish_reason``."""
-    for line in VLLM_CAPTURE.read_text("utf-8").splitlines():
-        if line.startswith("data: {"):
-            choices = json.loads(line[6:])["choices"]
-            if choices and choices[0]["finish_reason"] is not None:
-                return {**choices[0], "finish_reason": finish_reason}
-    raise AssertionError(f"{VLLM_CAPTURE} has no finish chunk")
-
-
-def answer_model(scenario: Scenario, body: Mapping[str, Any]) -> str:
-    return scenario.backend.model or body.get("model") or DEFAULT_MODEL
-
-
-def answers_stream(scenario: Scenario, body: Mapping[str, Any]) -> bool:
-    forced = scenario.backend.stream
-    return body.get("stream") is True if forced == "auto" else bool(forced)
-
-
-def check_stream(
-    raw: bytes, scenario: Scenario, *, model: str, include_usage: bool, done: bool = True
-) -> list[tuple[int, int]]:
-    """Walk the raw stream frame by frame; returns every event's (start, end) byte span."""
-    spans: list[tuple[int, int]] = []
-    pos = 0
-    ids: set[str] = set()
-
-    def take_json() -> dict[str, Any]:
-        nonlocal pos
-        end = raw.index(b"\n\n", pos) + 2
-        event = raw[pos:end]
-        assert event.startswith(b"data: "), event
-        chunk: dict[str, Any] = json.loads(event[6:])
-        # one line of compact, unescaped JSON: exactly how vLLM writes it
-        assert event == b"data: " + compact(chunk) + b"\n\n"
-        keys = ["id", "object", "created", "model", "choices"] + (["usage"] if "usage" in chunk else [])
-        assert list(chunk) == keys
-        assert chunk["object"] == "chat.completion.chunk" and chunk["model"] == model
-        assert isinstance(chunk["created"], int) and chunk["id"].startswith("chatcmpl-")
-        ids.add(chunk["id"])
-        spans.append((pos, end))
-        pos = end
-        return chunk
-
-    def choice(delta: dict[str, Any], finish_reason: str | None = None) -> list[dict[str, Any]]:
-        return [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}]
-
-    assert take_json()["choices"] == choice({"role": "assistant", "content": ""})
-    for frame in scenario.backend.frames:
-        if isinstance(frame, RawFrame):
-            data = frame.raw.encode("utf-8", "surrogatepass")
-            assert raw[pos : pos + len(data)] == data, f"raw frame not verbatim at byte {pos}"
-            spans.append((pos, pos + len(data)))
-            pos += len(data)
-        else:
-            assert take_json()["choices"] == choice(expected_delta(frame))
-    finish = take_json()["choices"]
-    want = vllm_finish_choice(scenario.backend.finish_reason)
-    assert finish == [want] and list(finish[0]) == list(want), "the finish chunk is shaped as vLLM's"
-    if include_usage:
-        last = take_json()
-        assert last["choices"] == [] and last["usage"] == expected_usage(scenario.backend)
-    assert raw[pos:] == (b"data: [DONE]\n\n" if done else b"")
-    if done:
-        spans.append((pos, len(raw)))
-    assert len(ids) == 1, "every chunk of one answer carries the same id"
-    return spans
-
-
-def check_completion(data: dict[str, Any], scenario: Scenario, *, model: str) -> None:
-    assert list(data) == ["id", "object", "created", "model", "choices", "usage"]
-    assert data["object"] == "chat.completion" and data["model"] == model and data["id"].startswith("chatcmpl-")
-    (only,) = data["choices"]
-    message = copy.deepcopy(only["message"])
-    expected = expected_message(scenario.backend)
-    for got, want in zip(message.get("tool_calls") or (), expected.get("tool_calls") or ()):
-        if want["id"] is None:  # the frames gave none: any non-empty id will do
-            assert isinstance(got["id"], str) and got["id"]
-            want["id"] = got["id"]
-    assert message == expected
-    assert only["finish_reason"] == scenario.backend.finish_reason and only["logprobs"] is None
-    assert data["usage"] == expected_usage(scenario.backend)
-
-
-def check_answer(response: httpx.Response, scenario: Scenario, body: Mapping[str, Any]) -> None:
-    assert response.status_code == 200, response.text
-    model = answer_model(scenario, body)
-    if answers_stream(scenario, body):
-        assert response.headers["content-type"].startswith("text/event-stream")
-        options = body.get("stream_options") or {}
-        check_stream(response.content, scenario, model=model, include_usage=options.get("include_usage") is True)
-    else:
-        assert response.headers["content-type"] == "application/json"
-        check_completion(response.json(), scenario, model=model)
-
-
-# --------------------------------------------------------------------------- fixtures
-
-
-def post(http: httpx.Client, url: str, body: Any, nonce: str | None, *, path: str = "/v1/chat/completions",
-         headers: Mapping[str, str] | None = None) -> httpx.Response:
-    sent = dict(headers or {})
-    if nonce is not None:
-        sent[NONCE_HEADER] = nonce
-    content = body if isinstance(body, bytes) else json.dumps(body).encode()
-    return http.post(url + path, content=content, headers={"content-type": "application/json", **sent})
-
-
-def sdk(url: str, nonce: str, prefix: str = "/v1") -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + prefix, api_key="x", default_headers={NONCE_HEADER: nonce}, max_retries=0)
 
 
 # --------------------------------------------------------------------------- streams: frames exactly as written
@@ -344,52 +163,8 @@ def test_non_streaming_joins_frames(shared: Mock, case: str) -> None:
     assert completion.choices[0].finish_reason == scenario.backend.finish_reason
 
 
-@pytest.mark.parametrize(
-    ("forced", "request_stream"), [(False, True), (True, False), ("auto", True), ("auto", False)]
-)
-def test_backend_stream_setting_overrides_request(
-    shared: Mock, forced: Any, request_stream: bool
-) -> None:
-    url, control, http = shared
-    scenario = make_scenario("forced", ["one ", "two"], stream=forced, request={"stream": request_stream})
-    nonce = control.arm(scenario)
-    response = post(http, url, scenario.client.request, nonce)
-    check_answer(response, scenario, scenario.client.request)
-    assert response.headers["content-type"].startswith("text/event-stream") == (
-        forced is True or (forced == "auto" and request_stream)
-    )
-
 
 # --------------------------------------------------------------------------- routes under any prefix
-
-COMPLETION_PATHS = [
-    "/v1/chat/completions",
-    "/chat/completions",
-    "/some/prefix/v1/chat/completions",
-    "/openai/v1/chat/completions/",
-    "/v1//chat/completions",
-]
-
-
-@pytest.mark.parametrize("path", COMPLETION_PATHS)
-def test_completion_answers_under_any_prefix(shared: Mock, path: str) -> None:
-    url, control, http = shared
-    scenario = make_scenario("route", ["routed"])
-    nonce = control.arm(scenario)
-    response = post(http, url, scenario.client.request, nonce, path=path + "?api-version=2024-10-01")
-    check_answer(response, scenario, scenario.client.request)
-    (seen,) = control.recorded(nonce)
-    assert (seen.method, seen.path, seen.query) == ("POST", path, "api-version=2024-10-01")
-
-
-@pytest.mark.parametrize("prefix", ["", "/v1", "/some/prefix/v1"])
-def test_sdk_with_any_base_url(shared: Mock, prefix: str) -> None:
-    url, control, http = shared
-    scenario = make_scenario("sdk-prefix", ["via ", "sdk"], request={"stream": False})
-    nonce = control.arm(scenario)
-    client = sdk(url, nonce, prefix)
-    assert client.chat.completions.create(**scenario.client.request).choices[0].message.content == "via sdk"
-    assert scenario.client.request["model"] in [m.id for m in client.models.list()]
 
 
 @pytest.mark.parametrize("path", ["/models", "/v1/models", "/x/y/v1/models", "/v1/models/"])
@@ -811,18 +586,6 @@ def _decodes(data: bytes) -> bool:
 FAULT_FRAMES = ["one ", "two ", "three ✓", "four"]
 
 
-def _read_until_closed(http: httpx.Client, url: str, scenario: Scenario, nonce: str
-                       ) -> tuple[httpx.Response, bytes, str | None]:
-    """The response head, every body byte that arrived, and the transport error that ended it (if any)."""
-    pieces: list[bytes] = []
-    with http.stream("POST", url + "/v1/chat/completions", json=scenario.client.request,
-                     headers={NONCE_HEADER: nonce}) as response:
-        try:
-            pieces.extend(response.iter_raw())
-        except httpx.TransportError as exc:
-            return response, b"".join(pieces), type(exc).__name__
-    return response, b"".join(pieces), None
-
 
 @pytest.mark.parametrize("stream", [True, False])
 @pytest.mark.parametrize(
@@ -866,7 +629,8 @@ def test_drop_fault_streaming(shared: Mock, after_frame: int, mid_event: bool) -
     url, control, http = shared
     scenario = make_scenario("drop", FAULT_FRAMES, fault={"kind": "drop", "after_frame": after_frame,
                                                           "mid_event": mid_event})
-    response, raw, error = _read_until_closed(http, url, scenario, control.arm(scenario))
+    response, raw, error = read_until_closed(http, url + "/v1/chat/completions", scenario.client.request,
+                                              control.arm(scenario))
     assert response.status_code == 200 and error == "RemoteProtocolError", "the connection must close mid-body"
     events = raw.split(b"\n\n")
     complete, rest = [e + b"\n\n" for e in events[:-1]], events[-1]
@@ -885,16 +649,6 @@ def test_drop_fault_streaming(shared: Mock, after_frame: int, mid_event: bool) -
                            compact(vllm_finish_choice("stop"))[len(b'{"index":0,"delta":'):])
     assert rest and rest == nxt[: len(nxt) // 2]
 
-
-@pytest.mark.parametrize("mid_event", [False, True])
-def test_drop_fault_non_streaming(shared: Mock, mid_event: bool) -> None:
-    url, control, http = shared
-    scenario = make_scenario("drop-json", FAULT_FRAMES, request={"stream": False},
-                             fault={"kind": "drop", "after_frame": 1, "mid_event": mid_event})
-    response, raw, error = _read_until_closed(http, url, scenario, control.arm(scenario))
-    assert response.status_code == 200 and error == "RemoteProtocolError"
-    promised = int(response.headers["content-length"])
-    assert raw == b"" if not mid_event else (raw.startswith(b'{"id":"chatcmpl-') and len(raw) == promised // 2)
 
 
 def test_no_terminator_fault(shared: Mock) -> None:

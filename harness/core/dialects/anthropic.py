@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.core.dialects.base import NativeCall, NotPortable, ToolChoice, WireDialect, joined_arguments
+from harness.core.dialects.base import (
+    NativeCall, NotPortable, ToolChoice, WireDialect, joined_arguments, tool_declaration,
+)
 from harness.core.dialects.frames import Frame, ToolCallFrame, ToolUseFrame
 from harness.core.dialects.request import (
     ABSENT, ChoiceIntent, Conversation, NeutralRequest, Role, Tool, ToolCall, ToolResult, arguments, items, mapping,
@@ -77,11 +79,7 @@ class MessagesRequests:
     tool_form = "{name, input_schema}"
 
     def tool(self, name: str, schema: Mapping[str, Any], description: str | None = None) -> dict[str, Any]:
-        tool: dict[str, Any] = {"name": name}
-        if description is not None:
-            tool["description"] = description
-        tool["input_schema"] = dict(schema)
-        return tool
+        return tool_declaration(name, schema, description, "input_schema")
 
     def tool_ok(self, tool: Mapping[str, Any]) -> bool:
         return tool_name(tool) is not None and ("input_schema" in tool or "function" not in tool)

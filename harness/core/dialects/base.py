@@ -78,6 +78,17 @@ def joined_arguments(items: Sequence[Frame | NativeCall]) -> tuple[str, ...]:
 ToolChoice = Literal["auto", "any", "one"]
 
 
+def tool_declaration(name: str, schema: Mapping[str, Any], description: str | None,
+                     schema_key: str = "parameters", **head: Any) -> dict[str, Any]:
+    """A tool declared as every API writes one, whatever its keys: ``head`` (a ``type``),
+    the name, the description when there is one, then the schema under ``schema_key``."""
+    tool: dict[str, Any] = {**head, "name": name}
+    if description is not None:
+        tool["description"] = description
+    tool[schema_key] = dict(schema)
+    return tool
+
+
 class RequestShape(Protocol):
     """How a client of a dialect's API writes its request: where it puts a user id,
     how it declares a tool, how it says which tool to use; and how a request body of the

@@ -468,16 +468,23 @@ def role_with_first_delta(pieces: list[Piece]) -> list[Piece]:
     return out
 
 
-def empty_identity(pieces: list[Piece]) -> list[Piece]:
-    """A call's continuation deltas repeat its identity empty: ``id: ""``, ``type`` and ``name: ""``."""
+def _continuations_named(pieces: list[Piece], name: str | None, type: str | None) -> list[Piece]:
+    """Every continuation delta of a call (one without an ``id``) says ``id: ""``, its
+    ``type`` when given, and ``name``: the two ways servers repeat a call's identity."""
     for p in pieces:
         for call in calls_of(p):
             if "id" not in call:
                 call["id"] = ""
-                call["type"] = "function"
+                if type is not None:
+                    call["type"] = type
                 fn = call.get("function") or {}
-                call["function"] = {"name": "", **{k: v for k, v in fn.items() if k != "name"}}
+                call["function"] = {"name": name, **{k: v for k, v in fn.items() if k != "name"}}
     return pieces
+
+
+def empty_identity(pieces: list[Piece]) -> list[Piece]:
+    """A call's continuation deltas repeat its identity empty: ``id: ""``, ``type`` and ``name: ""``."""
+    return _continuations_named(pieces, "", "function")
 
 
 def calls_as_object(pieces: list[Piece]) -> list[Piece]:
@@ -492,13 +499,7 @@ def calls_as_object(pieces: list[Piece]) -> list[Piece]:
 
 def null_name_continuations(pieces: list[Piece]) -> list[Piece]:
     """Continuation deltas say ``id: ""`` and ``name: null``."""
-    for p in pieces:
-        for call in calls_of(p):
-            if "id" not in call:
-                call["id"] = ""
-                fn = call.setdefault("function", {})
-                call["function"] = {"name": None, **{k: v for k, v in fn.items() if k != "name"}}
-    return pieces
+    return _continuations_named(pieces, None, None)
 
 
 def arguments_object(pieces: list[Piece]) -> list[Piece]:

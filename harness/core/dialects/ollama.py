@@ -23,6 +23,7 @@ from typing import Any
 from harness.core.dialects.anthropic import ToolUseCodec
 from harness.core.dialects.base import NativeCall, NotPortable, ToolChoice, WireDialect
 from harness.core.dialects.frames import Frame
+from harness.core.dialects.openai import chat_tool
 from harness.core.dialects.request import (
     ABSENT,
     Conversation,
@@ -89,11 +90,7 @@ class OllamaRequests:
     tool_form = "{type: function, function: {name, parameters}}"
 
     def tool(self, name: str, schema: Mapping[str, Any], description: str | None = None) -> dict[str, Any]:
-        function: dict[str, Any] = {"name": name}
-        if description is not None:
-            function["description"] = description
-        function["parameters"] = dict(schema)
-        return {"type": "function", "function": function}
+        return chat_tool(name, schema, description)
 
     def tool_ok(self, tool: Mapping[str, Any]) -> bool:
         return isinstance(mapping(tool.get("function")).get("name"), str)

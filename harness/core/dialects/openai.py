@@ -6,7 +6,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.core.dialects.base import NativeCall, NotPortable, ToolChoice, WireDialect, joined_arguments
+from harness.core.dialects.base import (
+    NativeCall, NotPortable, ToolChoice, WireDialect, joined_arguments, tool_declaration,
+)
 from harness.core.dialects.frames import Frame, ToolCallFrame, ToolUseFrame
 from harness.core.dialects.request import (
     ABSENT, ChoiceIntent, Conversation, NeutralRequest, Tool, ToolCall, ToolResult, arguments, items, mapping,
@@ -98,6 +100,12 @@ class OpenAIErrors:
         return message if isinstance(message, str) and "type" not in body else None
 
 
+def chat_tool(name: str, schema: Mapping[str, Any], description: str | None) -> dict[str, Any]:
+    """A Chat Completions tool, ``{type: function, function: {name, description?, parameters}}``
+    (Ollama's ``/api/chat`` declares its tools so too)."""
+    return {"type": "function", "function": tool_declaration(name, schema, description)}
+
+
 _CHOICES: Mapping[str, ChoiceIntent] = {"auto": ChoiceIntent("auto"), "none": ChoiceIntent("none"),
                                       "required": ChoiceIntent("required")}
 
@@ -126,19 +134,19 @@ class ChatRequests:
     tool_form = "{type: function, function: {name, parameters}}"
 
     def tool(self, name: str, schema: Mapping[str, Any], description: str | None = None) -> dict[str, Any]:
-        function: dict[str, Any] = {"name": name}
-        if description is not None:
-            function["description"] = description
-        function["parameters"] = dict(schema)
-        return {"type": "function", "function": function}
+        return chat_tool(name, schema, description)
 
     def tool_ok(self, tool: Mapping[str, Any]) -> bool:
         return tool_name(tool) is not None and tool.get("type") == "function"
 
     def tool_choice(self, kind: ToolChoice, name: str | None = None) -> Any:
         if kind == "one":
-            return {"type": "function", "function": {"name": name}}
+            return self.named_choice(name)
         return "auto" if kind == "auto" else "required"
+
+    def named_choice(self, name: str | None) -> Any:
+        """The ``tool_choice`` that names one tool."""
+        return {"type": "function", "function": {"name": name}}
 
     def read(self, body: Any) -> NeutralRequest:
         body = mapping(body)

@@ -13,18 +13,19 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from harness.core.dialects.anthropic import ToolUseCodec
-from harness.core.dialects.base import ToolChoice, WireDialect
-from harness.core.dialects.openai import OPENAI, chat_tool_choice
+from harness.core.dialects.base import WireDialect, tool_declaration
+from harness.core.dialects.openai import OPENAI, ChatRequests, chat_tool_choice
 from harness.core.dialects.request import (
     ChoiceIntent, Conversation, NeutralRequest, Tool, ToolCall, ToolResult, arguments, items, mapping, stream_flag,
-    string, texts, tool_name,
+    string, texts,
 )
 
 # The finish words of a Responses backend script, and the status each ends with on the wire.
 STATUS = {"completed": "completed", "function_calls": "completed", "max_output_tokens": "incomplete"}
 
-class ResponsesRequests:
-    """A Responses request: ``user``; tools are ``{type: function, name, parameters}``.
+class ResponsesRequests(ChatRequests):
+    """A Responses request: OpenAI's ``user`` and function tools, as in Chat Completions, but
+    a tool is ``{type: function, name, parameters}`` and so is a named tool choice.
 
     Read (``read``): ``instructions`` and ``system``/``developer`` messages are the system
     text; ``input`` a string (one user turn) or items: messages (content a string or
@@ -32,24 +33,13 @@ class ResponsesRequests:
     ``arguments`` a JSON string, linked by ``call_id``) and ``function_call_output`` items
     (their results); a named tool is ``{"type": "function", "name"}``."""
 
-    user_id_path: tuple[str, ...] = ("user",)
-    needs_max_tokens = False
     tool_form = "{type: function, name, parameters}"
 
     def tool(self, name: str, schema: Mapping[str, Any], description: str | None = None) -> dict[str, Any]:
-        tool: dict[str, Any] = {"type": "function", "name": name}
-        if description is not None:
-            tool["description"] = description
-        tool["parameters"] = dict(schema)
-        return tool
+        return tool_declaration(name, schema, description, type="function")
 
-    def tool_ok(self, tool: Mapping[str, Any]) -> bool:
-        return tool_name(tool) is not None and tool.get("type") == "function"
-
-    def tool_choice(self, kind: ToolChoice, name: str | None = None) -> Any:
-        if kind == "one":
-            return {"type": "function", "name": name}
-        return "auto" if kind == "auto" else "required"
+    def named_choice(self, name: str | None) -> Any:
+        return {"type": "function", "name": name}
 
     def read(self, body: Any) -> NeutralRequest:
         body = mapping(body)

@@ -9,7 +9,7 @@ chat template renders an assistant turn holding these calls.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
@@ -118,6 +118,12 @@ def bare_value(value: Any) -> str:
     """A value written as bare text between tags (Qwen3-Coder, invoke XML, Cline XML):
     strings as they are, everything else as JSON, which the schema types back."""
     return value if isinstance(value, str) else json_text(value)
+
+
+def tagged(call: Call, head: str, argument: Callable[[str, Any], str], tail: str) -> str:
+    """One call written as a block of markup: ``head``, then each argument as ``argument``
+    writes it, in order, then ``tail`` (GLM, Qwen3-Coder, invoke XML, Cline XML)."""
+    return head + "".join(argument(key, value) for key, value in call.arguments.items()) + tail
 
 
 def require_calls(calls: Sequence[Call]) -> None:

@@ -199,6 +199,14 @@ class Cell:
     source: str | None = None  # None: the synthetic template's own line
 
 
+def kept_text(title: str, why: str, frames: list[Any], user: str, text: str, *, tools: list[Mapping_] | None = None,
+              finish: str = "stop", request: Mapping_ | None = None) -> Cell:
+    """A cell whose markup makes no call: the client gets the text exactly as the model wrote
+    it (with the ``read_file`` tool declared, unless ``tools`` says otherwise)."""
+    return Cell(title, why, frames, [READ_FILE] if tools is None else tools, user, [], text, exact=True,
+                finish=finish, request=request)
+
+
 CLIENT_READ: frozenset[str] = frozenset({"cline-xml"})
 """Formats no proxy rescues: the XML client reads them from the text the proxy relays, so
 their cells are played under ``XML_CLIENT`` (the profile that reads XML calls out of the
@@ -433,9 +441,9 @@ def _json_body(fmt: TextFormat) -> str:
 def _malformed(fmt: TextFormat) -> Cell:
     broken = _json_body(fmt).replace('"src/app.py"', "src/app.py")
     full = "Let me look.\n" + broken + "\nIf that fails I will list the folder."
-    return Cell("a call with invalid JSON is no call; it and the text after it are delivered",
-                "nothing is lost: the client sees what the model wrote when no call can be read from it.",
-                natural(full, fmt), [READ_FILE], "Open src/app.py.", [], full, exact=True)
+    return kept_text("a call with invalid JSON is no call; it and the text after it are delivered",
+                     "nothing is lost: the client sees what the model wrote when no call can be read from it.",
+                     natural(full, fmt), "Open src/app.py.", full)
 
 
 def _truncated(fmt: TextFormat) -> str:
@@ -446,33 +454,34 @@ def _truncated(fmt: TextFormat) -> str:
 @builds("unterminated")
 def _unterminated(fmt: TextFormat) -> Cell:
     full = _truncated(fmt)
-    return Cell("the answer ends inside a call: no call, the text is delivered",
-                "an incomplete call must not be emitted nor completed with guessed arguments.",
-                natural(full, fmt), [READ_FILE], "Open src/app.py.", [], full, exact=True)
+    return kept_text("the answer ends inside a call: no call, the text is delivered",
+                     "an incomplete call must not be emitted nor completed with guessed arguments.",
+                     natural(full, fmt), "Open src/app.py.", full)
 
 
 @builds("length-cutoff")
 def _length_cutoff(fmt: TextFormat) -> Cell:
     full = _truncated(fmt)
-    return Cell("cut off by the length limit inside a call: no call, the text kept, finish length",
-                "the client must learn the answer was cut, and gets what was written.",
-                natural(full, fmt), [READ_FILE], "Open src/app.py.", [], full, exact=True, finish="length",
-                request={"max_tokens": 24})
+    return kept_text("cut off by the length limit inside a call: no call, the text kept, finish length",
+                     "the client must learn the answer was cut, and gets what was written.",
+                     natural(full, fmt), "Open src/app.py.", full, finish="length",
+                     request={"max_tokens": 24})
 
 
 @builds("undeclared-tool")
 def _undeclared(fmt: TextFormat) -> Cell:
     text = "Here is what I would run:\n" + fmt.write([Call("delete_repo", {"name": "core"})]) + "\nShall I?"
-    return Cell("a call naming an undeclared tool is not a call; its text stays",
-                "only tools the request declares may be called; the text is not lost.",
-                natural(text, fmt), [READ_FILE], "Clean up the old repository.", [], text, exact=True)
+    return kept_text("a call naming an undeclared tool is not a call; its text stays",
+                     "only tools the request declares may be called; the text is not lost.",
+                     natural(text, fmt), "Clean up the old repository.", text)
 
 
 @builds("no-tools")
 def _no_tools(fmt: TextFormat) -> Cell:
     text = "A call would look like this:\n" + fmt.write([READ]) + "\nbut you asked for none."
-    return Cell("a request without tools gets the markup as text", "with no tool declared nothing can be called.",
-                natural(text, fmt), [], "How do you read a file?", [], text, exact=True)
+    return kept_text("a request without tools gets the markup as text",
+                     "with no tool declared nothing can be called.",
+                     natural(text, fmt), "How do you read a file?", text, tools=[])
 
 
 @builds("prose-mention")
@@ -482,18 +491,18 @@ def _prose_mention(fmt: TextFormat) -> Cell:
     ticks = "`" * (4 if "```" in shown else 1)
     text = (f"The model writes {opener.strip()} before a call, as in {ticks} {shown} {ticks}; "
             f"a proxy must look past that {ticks} {opener.strip()} {ticks}.")
-    return Cell("the opener mentioned in prose and inline code is text",
-                "explaining the format must not set off a call.",
-                natural(text, fmt), [READ_FILE], "How does the model call tools?", [], text, exact=True)
+    return kept_text("the opener mentioned in prose and inline code is text",
+                     "explaining the format must not set off a call.",
+                     natural(text, fmt), "How does the model call tools?", text)
 
 
 @builds("fenced-example")
 def _fenced_example(fmt: TextFormat) -> Cell:
     text = ("A call looks like this:\n\n````text\nExample:\n" + fmt.write([READ]) +
             "\n````\n\nTell me when you want me to run it.")
-    return Cell("a call shown in a fenced example (with other lines) is text",
-                "an example amid prose is documentation, not a call.",
-                natural(text, fmt), [READ_FILE], "Show me the call syntax.", [], text, exact=True)
+    return kept_text("a call shown in a fenced example (with other lines) is text",
+                     "an example amid prose is documentation, not a call.",
+                     natural(text, fmt), "Show me the call syntax.", text)
 
 
 @builds("reasoning-block")
@@ -515,9 +524,9 @@ def _prefix_at_end(fmt: TextFormat) -> Cell:
     if len(opener.strip()) < 3:
         raise NotApplicable
     text = "I will call the tool next: " + opener[: len(opener) - 1]
-    return Cell("the answer ends with a prefix of the opener; it is delivered",
-                "text held back in case an opener starts must be released when the answer ends.",
-                cut(text, [len(text) - len(opener) + 2]), [READ_FILE], "Go on.", [], text, exact=True)
+    return kept_text("the answer ends with a prefix of the opener; it is delivered",
+                     "text held back in case an opener starts must be released when the answer ends.",
+                     cut(text, [len(text) - len(opener) + 2]), "Go on.", text)
 
 
 @builds("native-and-leaked-copy")
@@ -613,10 +622,10 @@ def _orphan_closer(fmt: TextFormat) -> Cell:
 @builds("tool-choice-none")
 def _tool_choice_none(fmt: TextFormat) -> Cell:
     text = "I would call it like this:\n" + fmt.write([READ])
-    return Cell("with tool_choice none the markup is delivered as text",
-                "the client asked for no calls; relaying the model's text unchanged is correct.",
-                natural(text, fmt), [READ_FILE], "Describe, do not call.", [], text, exact=True,
-                request={"tool_choice": "none"})
+    return kept_text("with tool_choice none the markup is delivered as text",
+                     "the client asked for no calls; relaying the model's text unchanged is correct.",
+                     natural(text, fmt), "Describe, do not call.", text,
+                     request={"tool_choice": "none"})
 
 
 RUN_SHELL = _tool(

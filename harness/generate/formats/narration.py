@@ -14,36 +14,22 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from harness.generate.formats.base import PLAIN, THINK, Call, FormatError, json_text, require_calls
+from harness.generate.formats.base import Call, FormatError, Writer, json_text
 
 _KEY = re.compile(r"[A-Za-z_][\w-]*")
 
 
-class Narration:
-    id = "narration"
-    family = "narration"
-    special: tuple[str, ...] = ()
-    reasoning = THINK
-    prose = PLAIN
-    model = "claude-sonnet-4"
-    delimiters: tuple[str, ...] = ("[Called ", " with args: ")
+class Narration(Writer, id="narration", family="narration", model="claude-sonnet-4"):
+    delimiters = ("[Called ", " with args: ")
 
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
+    def text(self, calls: Sequence[Call]) -> str:
         return " ".join(f"[Called {c.name} with args: {json_text(dict(c.arguments))}]" for c in calls)
 
 
-class RooToolCall:
-    id = "roo-tool-call"
-    family = "roo-tool-call"
-    special: tuple[str, ...] = ()
-    reasoning = THINK
-    prose = PLAIN
-    model = "minimax-m2.1"
-    delimiters: tuple[str, ...] = ("[TOOL_CALL]", "{tool => ", ", args => {", "[/TOOL_CALL]")
+class RooToolCall(Writer, id="roo-tool-call", family="roo-tool-call", model="minimax-m2.1"):
+    delimiters = ("[TOOL_CALL]", "{tool => ", ", args => {", "[/TOOL_CALL]")
 
-    def write(self, calls: Sequence[Call]) -> str:
-        require_calls(calls)
+    def text(self, calls: Sequence[Call]) -> str:
         blocks = []
         for call in calls:
             lines = []

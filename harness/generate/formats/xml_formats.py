@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from harness.generate.formats.base import SEED_THINK, Call, Writer, bare_value, json_text
+from harness.generate.formats.base import SEED_THINK, Call, Writer, bare_value, json_text, tagged
 
 
 class FunctionBlocks(Writer):
@@ -21,15 +21,12 @@ class FunctionBlocks(Writer):
         cls.delimiters = (f"<{cls.wrapper}>", "<function=", "<parameter=", "</parameter>", "</function>",
                           f"</{cls.wrapper}>")
 
+    def parameter(self, key: str, value: Any) -> str:
+        return f"<parameter={key}>{self.edge}{bare_value(value)}{self.edge}</parameter>\n"
+
     def text(self, calls: Sequence[Call]) -> str:
-        edge = self.edge
-        return "\n".join(
-            f"<{self.wrapper}>\n<function={call.name}>\n"
-            + "".join(f"<parameter={key}>{edge}{bare_value(value)}{edge}</parameter>\n"
-                      for key, value in call.arguments.items())
-            + f"</function>\n</{self.wrapper}>"
-            for call in calls
-        )
+        return "\n".join(tagged(call, f"<{self.wrapper}>\n<function={call.name}>\n", self.parameter,
+                                f"</function>\n</{self.wrapper}>") for call in calls)
 
 
 class QwenCoder(FunctionBlocks, id="qwen-coder", family="qwen-coder", model="qwen3-coder-30b-a3b-instruct"):
@@ -66,12 +63,8 @@ class InvokeBlocks(Writer):
 
     def text(self, calls: Sequence[Call]) -> str:
         tag = self.tag
-        invokes = "".join(
-            f'<{tag}invoke name="{call.name}">\n'
-            + "".join(self.parameter(key, value) for key, value in call.arguments.items())
-            + f"</{tag}invoke>\n"
-            for call in calls
-        )
+        invokes = "".join(tagged(call, f'<{tag}invoke name="{call.name}">\n', self.parameter, f"</{tag}invoke>\n")
+                          for call in calls)
         return f"<{self.wrapper}>\n{invokes}</{self.wrapper}>"
 
 
@@ -89,17 +82,14 @@ class ClineXml(Writer, id="cline-xml", family="cline-xml", model="qwen3-coder-30
 
     delimiters = ("<", "</", ">")
 
+    def parameter(self, key: str, value: Any) -> str:
+        text = bare_value(value)
+        if "\n" in text:
+            text = f"\n{text}\n"
+        return f"<{key}>{text}</{key}>\n"
+
     def text(self, calls: Sequence[Call]) -> str:
-        blocks = []
-        for call in calls:
-            params = []
-            for key, value in call.arguments.items():
-                text = bare_value(value)
-                if "\n" in text:
-                    text = f"\n{text}\n"
-                params.append(f"<{key}>{text}</{key}>\n")
-            blocks.append(f"<{call.name}>\n{''.join(params)}</{call.name}>")
-        return "\n\n".join(blocks)
+        return "\n\n".join(tagged(call, f"<{call.name}>\n", self.parameter, f"</{call.name}>") for call in calls)
 
 
 class MiniMaxM2(InvokeBlocks, id="minimax-m2", family="minimax", model="minimax-m2"):

@@ -8,7 +8,7 @@ Adding a dialect is one reader here over its own events module.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import Any, Protocol
 
@@ -144,42 +144,39 @@ class ResponsesReader:
         return tuple(e.event for e in reading.responses_events if e.is_error)
 
 
-class KiroReader:
-    """Kiro: binary event-stream messages, never SSE; no client speaks it, so this reads
-    what a Kiro backend sent. It has no SDK of its own and no non-streamed answer."""
+class UpstreamOnlyReader:
+    """A dialect no client speaks (its stream is not SSE), so its reader reads what a backend
+    of it sent: the raw stream by ``read_raw``, an error being part of the answer; with no SDK
+    of its own, the SDK's reading is that same answer."""
+
+    read_raw: Callable[[bytes], Answer]
 
     def streamed(self, reading: Reading) -> Answer:
-        return read_kiro_stream(reading.exchange.raw)
+        return self.read_raw(reading.exchange.raw)
+
+    def errors(self, reading: Reading) -> tuple[SSEEvent, ...]:
+        return ()
+
+    def sdk(self, raw: bytes, headers: Mapping[str, str]) -> SdkReading:
+        answer = self.read_raw(raw)
+        return SdkReading(answer.content, answer.tool_calls, answer.finish_reason,
+                          None if answer.error is None else str(answer.error.get("message")), answer.error is not None)
+
+
+class KiroReader(UpstreamOnlyReader):
+    """Kiro: binary event-stream messages; it has no non-streamed answer."""
+
+    read_raw = staticmethod(read_kiro_stream)
 
     def whole(self, body: Any) -> Answer:
         return NOTHING
 
-    def errors(self, reading: Reading) -> tuple[SSEEvent, ...]:
-        return ()
 
-    def sdk(self, raw: bytes, headers: Mapping[str, str]) -> SdkReading:
-        answer = read_kiro_stream(raw)
-        return SdkReading(answer.content, answer.tool_calls, answer.finish_reason,
-                          None if answer.error is None else str(answer.error.get("message")), answer.error is not None)
+class OllamaReader(UpstreamOnlyReader):
+    """Ollama: NDJSON lines, or one object."""
 
-
-class OllamaReader:
-    """Ollama: NDJSON lines, never SSE, or one object; no client speaks it, so this reads
-    what an Ollama backend sent. It has no SDK of its own."""
-
-    def streamed(self, reading: Reading) -> Answer:
-        return read_ollama_lines(reading.exchange.raw)
-
-    def whole(self, body: Any) -> Answer:
-        return read_ollama_whole(body)
-
-    def errors(self, reading: Reading) -> tuple[SSEEvent, ...]:
-        return ()
-
-    def sdk(self, raw: bytes, headers: Mapping[str, str]) -> SdkReading:
-        answer = read_ollama_lines(raw)
-        return SdkReading(answer.content, answer.tool_calls, answer.finish_reason,
-                          None if answer.error is None else str(answer.error.get("message")), answer.error is not None)
+    read_raw = staticmethod(read_ollama_lines)
+    whole = staticmethod(read_ollama_whole)  # a body read whole
 
 
 READERS: Mapping[WireDialect, Reader] = {OPENAI: ChatReader(), ANTHROPIC: MessagesReader(), RESPONSES: ResponsesReader(),
