@@ -614,6 +614,10 @@ VARIANTS: dict[str, Callable[[str], str]] = {
     # Gemma 4 served with its special tokens stripped: the call reads call:NAME{key:value}, the
     # tokens around it and the string delimiters gone (NousResearch/hermes-agent#7449, #38376).
     "gemma4": lambda text: text.replace("<|tool_call>", "").replace("<tool_call|>", "").replace('<|"|>', ""),
+    # Each tag of a MiniMax M3 call on a line of its own: a line break after the invoke's
+    # opening tag and after every closing tag, as ml-explore/mlx-lm#1416 quotes M3's output.
+    "minimax-m3": lambda text: re.sub(r"(\]<\]minimax\[>\[</[^>]*>)(?=\]<\])", r"\1\n",
+                                      text.replace('">]<]minimax[>[', '">\n]<]minimax[>[')),
 }
 
 
@@ -637,7 +641,8 @@ ORPHANS: dict[str, str] = {"qwen-tools": "</tools>", "hermes": "</tool_call>", "
                            "llama4-pythonic": "<|python_end|>",
                            "invoke-xml": "</function_calls>", "cline-xml": "</read_file>",
                            "gemma4": "<tool_call|>", "kimi-k3": "<|close|>tools<|sep|>", "glm47": "</tool_call>",
-                           "deepseek-v4": "</｜DSML｜tool_calls>", "roo-tool-call": "[/TOOL_CALL]"}
+                           "deepseek-v4": "</｜DSML｜tool_calls>", "roo-tool-call": "[/TOOL_CALL]",
+                           "minimax-m3": "]<]minimax[>[</tool_call>"}
 
 
 @builds("orphan-closer")
