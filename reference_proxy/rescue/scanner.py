@@ -45,7 +45,7 @@ _FIRST_LOOK = 1024
 # search on short pieces). If the families change so that they no longer fit, the
 # shortcuts switch off and everything goes through the general scanner: still
 # correct, only slower, until the shortcuts are extended.
-SHORTCUTS = _OPENERS.signal_chars == "<[`" and _OPENERS.words == ("count", "court")
+SHORTCUTS = _OPENERS.signal_chars == "<[]`" and _OPENERS.words == ("count", "court")
 _WORD_PREFIXES = _OPENERS.word_prefixes
 _HARMLESS = _OPENERS.harmless
 _LINE_RISK = _OPENERS.line_risk.search
@@ -197,6 +197,7 @@ class Rescuer:
                 ("<" not in text or _HARMLESS(text, "<"))
                 and "`" not in text
                 and ("[" not in text or _HARMLESS(text, "["))
+                and ("]" not in text or _HARMLESS(text, "]"))  # MiniMax M3's namespace token
             ):
                 # An opener character that may count: ``_text`` would find the same and
                 # search at once, so the search starts here (nothing is held).
@@ -244,6 +245,7 @@ class Rescuer:
                 and ("<" not in s or _HARMLESS(s, "<"))
                 and "`" not in s
                 and ("[" not in s or _HARMLESS(s, "["))
+                and ("]" not in s or _HARMLESS(s, "]"))  # MiniMax M3's namespace token
                 and ("\n" not in s or _LINE_RISK(s) is None)
                 and not s.endswith(_WORD_PREFIXES)
                 and (s[-1] not in _LINE_BEGUN_ENDS or _LINE_BEGUN(s, s.rfind("\n") + 1) is None)
@@ -325,6 +327,7 @@ class Rescuer:
             and ("<" not in s or _HARMLESS(s, "<"))
             and "`" not in s
             and ("[" not in s or _HARMLESS(s, "["))
+            and ("]" not in s or _HARMLESS(s, "]"))  # MiniMax M3's namespace token
             and (("count" not in s and not _court_ends(s)) or _WORD_OPENER(s) is None)
             and ("\n" not in s or _LINE_OPENER(s) is None)
             and not (self._line_blank and _LINE_HERE(s))

@@ -20,7 +20,9 @@ from harness.generate.formats.mistral import Granite, MistralList, MistralV11, P
 from harness.generate.formats.narration import Narration, RooToolCall
 from harness.generate.formats.pythonic import Llama4Pythonic, Pythonic
 from harness.generate.formats.sections import DeepSeekV3, DeepSeekV31, KimiK2
-from harness.generate.formats.xml_formats import ClineXml, DeepSeekV4, DeepSeekV32, InvokeXml, MiniMaxM2, QwenCoder, SeedOss
+from harness.generate.formats.xml_formats import (
+    ClineXml, DeepSeekV4, DeepSeekV32, InvokeXml, MiniMaxM2, MiniMaxM3, QwenCoder, SeedOss,
+)
 from harness.generate.formats.xtml import KimiK3
 
 _ALL: tuple[TextFormat, ...] = (
@@ -52,6 +54,7 @@ _ALL: tuple[TextFormat, ...] = (
     DeepSeekV4(),
     Narration(),
     RooToolCall(),
+    MiniMaxM3(),
 )
 
 FORMATS: Mapping[str, TextFormat] = MappingProxyType({f.id: f for f in _ALL})

@@ -39,23 +39,32 @@ class Reasoning:
 @dataclass(frozen=True)
 class Prose:
     """How a model writes ordinary text (a preamble, a closing remark) in the answer that
-    holds its calls: the markup around a stretch of it, and whether text may follow the
-    calls in the same answer."""
+    holds its calls: the markup around a stretch of it, whether text may follow the
+    calls in the same answer, what separates two blocks of calls, and the markup around an
+    answer that makes no call (an explanation of the format, an example)."""
 
     open: str = ""
     close: str = ""
     trailing: bool = True
+    joint: str = "\n"
+    answer: tuple[str, str] = ("", "")
 
     def wrap(self, text: str) -> str:
         return f"{self.open}{text}{self.close}"
 
+    def alone(self, text: str) -> str:
+        """``text`` as the whole of an answer that makes no call."""
+        return f"{self.answer[0]}{text}{self.answer[1]}"
+
 
 PLAIN = Prose()
 """Text as it is, before and after the calls."""
-PREAMBLE = Prose("<|channel|>commentary<|message|>", "<|end|>", trailing=False)
+PREAMBLE = Prose("<|channel|>commentary<|message|>", "<|end|>", trailing=False, joint="",
+                 answer=("<|channel|>final<|message|>", "<|return|>"))
 """gpt-oss: a preamble is a commentary message with no recipient, and a call's <|call|> ends
 the turn, so no text follows it (OpenAI cookbook, "OpenAI Harmony Response Format",
-Preambles)."""
+Preambles); messages follow one another with nothing but their special tokens between them,
+and an answer with no call is a final message ended by <|return|> (the same page, Reasoning)."""
 
 
 THINK = Reasoning("<think>\n", "\n</think>")

@@ -10,6 +10,7 @@ given proxy happens to do. ``generate`` writes the mappings as YAML files.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -235,7 +236,10 @@ def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
         "tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in cell.calls],
         "content": cell.content,
     }
-    if cell.exact:
+    if cell.exact and enveloped(fmt):
+        del expect["content"]
+        expect["content_regex"] = markup_optional(fmt, cell.content)
+    elif cell.exact:
         expect["content_exact"] = True
     calls_finish = cell.calls and fmt.id not in CLIENT_READ  # an XML client reads its calls from a "stop" answer
     expect["finish_reason"] = "tool_calls" if calls_finish else ("length" if cell.finish == "length" else "stop")
@@ -252,6 +256,36 @@ def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
         "client": client,
         "expect": expect,
     }
+
+
+def enveloped(fmt: TextFormat) -> bool:
+    """Every word the model writes is inside a message of its format (gpt-oss's Harmony
+    channels): prose is written in the format's own envelope, never bare."""
+    return bool(fmt.prose.open)
+
+
+def said(fmt: TextFormat, before: str, markup: str, after: str = "") -> str:
+    """Prose, then markup (a call, a broken one, a cut one), then prose, as the model writes
+    them: on lines of their own, or (an enveloped format) the prose before as a message of
+    its own and nothing after the markup, which ends the turn."""
+    if not enveloped(fmt):
+        return "\n".join(p for p in (before, markup, after) if p)
+    return fmt.prose.wrap(before) + markup + (fmt.prose.wrap(after) if after and fmt.prose.trailing else "")
+
+
+def markup_optional(fmt: TextFormat, text: str) -> str:
+    """A regular expression for ``text`` delivered unchanged, except that the envelope of
+    its prose (a message's header and closing token) may be taken off: a proxy that reads
+    the format delivers a message's body alone, one that does not relays it whole; both
+    lose nothing the user reads."""
+    wrappers = sorted({w for w in (fmt.prose.open, fmt.prose.close, *fmt.prose.answer) if w}, key=len, reverse=True)
+    found = re.compile("|".join(re.escape(w) for w in wrappers))
+    parts, last = [], 0
+    for m in found.finditer(text):
+        parts += [re.escape(text[last : m.start()]), f"(?:{re.escape(m.group())})?"]
+        last = m.end()
+    parts.append(re.escape(text[last:]))
+    return r"\A\s*" + "".join(parts) + r"\s*\Z"
 
 
 def stem(fmt: TextFormat, case: str) -> str:
@@ -305,7 +339,7 @@ def _two_calls_one_block(fmt: TextFormat) -> Cell:
 
 @builds("two-calls-separate-blocks")
 def _two_calls_separate(fmt: TextFormat) -> Cell:
-    text = fmt.write([READ]) + "\n" + fmt.write([READ_B])
+    text = fmt.write([READ]) + fmt.prose.joint + fmt.write([READ_B])
     return Cell("two calls in two blocks give two calls in order", "parallel calls, one block each.",
                 natural(text, fmt), [READ_FILE], "Compare src/app.py with src/util.py.", [READ, READ_B], "")
 
@@ -440,7 +474,7 @@ def _json_body(fmt: TextFormat) -> str:
 @builds("malformed-body")
 def _malformed(fmt: TextFormat) -> Cell:
     broken = _json_body(fmt).replace('"src/app.py"', "src/app.py")
-    full = "Let me look.\n" + broken + "\nIf that fails I will list the folder."
+    full = said(fmt, "Let me look.", broken, "If that fails I will list the folder.")
     return kept_text("a call with invalid JSON is no call; it and the text after it are delivered",
                      "nothing is lost: the client sees what the model wrote when no call can be read from it.",
                      natural(full, fmt), "Open src/app.py.", full)
@@ -448,7 +482,7 @@ def _malformed(fmt: TextFormat) -> Cell:
 
 def _truncated(fmt: TextFormat) -> str:
     text = fmt.write([READ])
-    return "Let me look.\n" + text[: text.index("src/app") + 5]
+    return said(fmt, "Let me look.", text[: text.index("src/app") + 5])
 
 
 @builds("unterminated")
@@ -470,7 +504,7 @@ def _length_cutoff(fmt: TextFormat) -> Cell:
 
 @builds("undeclared-tool")
 def _undeclared(fmt: TextFormat) -> Cell:
-    text = "Here is what I would run:\n" + fmt.write([Call("delete_repo", {"name": "core"})]) + "\nShall I?"
+    text = said(fmt, "Here is what I would run:", fmt.write([Call("delete_repo", {"name": "core"})]), "Shall I?")
     return kept_text("a call naming an undeclared tool is not a call; its text stays",
                      "only tools the request declares may be called; the text is not lost.",
                      natural(text, fmt), "Clean up the old repository.", text)
@@ -478,9 +512,8 @@ def _undeclared(fmt: TextFormat) -> Cell:
 
 @builds("no-tools")
 def _no_tools(fmt: TextFormat) -> Cell:
-    text = "A call would look like this:\n" + fmt.write([READ]) + "\nbut you asked for none."
-    return kept_text("a request without tools gets the markup as text",
-                     "with no tool declared nothing can be called.",
+    text = said(fmt, "A call would look like this:", fmt.write([READ]), "but you asked for none.")
+    return kept_text("a request without tools gets the markup as text", "with no tool declared nothing can be called.",
                      natural(text, fmt), "How do you read a file?", text, tools=[])
 
 
@@ -489,8 +522,8 @@ def _prose_mention(fmt: TextFormat) -> Cell:
     opener = next(d for d in fmt.delimiters if d.strip())
     shown = fmt.write([READ]).replace("\n", " ")
     ticks = "`" * (4 if "```" in shown else 1)
-    text = (f"The model writes {opener.strip()} before a call, as in {ticks} {shown} {ticks}; "
-            f"a proxy must look past that {ticks} {opener.strip()} {ticks}.")
+    text = fmt.prose.alone(f"The model writes {opener.strip()} before a call, as in {ticks} {shown} {ticks}; "
+                           f"a proxy must look past that {ticks} {opener.strip()} {ticks}.")
     return kept_text("the opener mentioned in prose and inline code is text",
                      "explaining the format must not set off a call.",
                      natural(text, fmt), "How does the model call tools?", text)
@@ -498,8 +531,8 @@ def _prose_mention(fmt: TextFormat) -> Cell:
 
 @builds("fenced-example")
 def _fenced_example(fmt: TextFormat) -> Cell:
-    text = ("A call looks like this:\n\n````text\nExample:\n" + fmt.write([READ]) +
-            "\n````\n\nTell me when you want me to run it.")
+    text = fmt.prose.alone("A call looks like this:\n\n````text\nExample:\n" + fmt.write([READ]) +
+                           "\n````\n\nTell me when you want me to run it.")
     return kept_text("a call shown in a fenced example (with other lines) is text",
                      "an example amid prose is documentation, not a call.",
                      natural(text, fmt), "Show me the call syntax.", text)
@@ -507,8 +540,11 @@ def _fenced_example(fmt: TextFormat) -> Cell:
 
 @builds("reasoning-block")
 def _reasoning(fmt: TextFormat) -> Cell:
-    body = ("The user wants the entry point. I could write\n" + fmt.write([READ_B]) +
-            "\nbut src/app.py is the right file.")
+    draft = fmt.write([READ_B])
+    if enveloped(fmt):  # a draft inside a message is its words: the special tokens would end the message
+        for token in fmt.special:
+            draft = draft.replace(token, "")
+    body = "The user wants the entry point. I could write\n" + draft + "\nbut src/app.py is the right file."
     thought = fmt.reasoning.wrap(body)  # in the model's own reasoning form
     text = thought + fmt.write([READ])
     where = f"a closed {fmt.reasoning.open.strip()} block"
@@ -524,9 +560,14 @@ def _prefix_at_end(fmt: TextFormat) -> Cell:
     if len(opener.strip()) < 3:
         raise NotApplicable
     text = "I will call the tool next: " + opener[: len(opener) - 1]
+    frames = cut(text, [len(text) - len(opener) + 2])
+    token = next((t for t in fmt.special if opener.startswith(t) and t != opener), None)
+    if enveloped(fmt) and token is not None:  # the turn stops right after the next message's first token
+        text = fmt.prose.wrap("I will call the tool next:") + token
+        frames = cut(text, [len(text) - len(token)])
     return kept_text("the answer ends with a prefix of the opener; it is delivered",
                      "text held back in case an opener starts must be released when the answer ends.",
-                     cut(text, [len(text) - len(opener) + 2]), "Go on.", text)
+                     frames, "Go on.", text)
 
 
 @builds("native-and-leaked-copy")
@@ -581,6 +622,10 @@ VARIANTS: dict[str, Callable[[str], str]] = {
     # Gemma 4 served with its special tokens stripped: the call reads call:NAME{key:value}, the
     # tokens around it and the string delimiters gone (NousResearch/hermes-agent#7449, #38376).
     "gemma4": lambda text: text.replace("<|tool_call>", "").replace("<tool_call|>", "").replace('<|"|>', ""),
+    # Each tag of a MiniMax M3 call on a line of its own: a line break after the invoke's
+    # opening tag and after every closing tag, as ml-explore/mlx-lm#1416 quotes M3's output.
+    "minimax-m3": lambda text: re.sub(r"(\]<\]minimax\[>\[</[^>]*>)(?=\]<\])", r"\1\n",
+                                      text.replace('">]<]minimax[>[', '">\n]<]minimax[>[')),
 }
 
 
@@ -600,12 +645,12 @@ ORPHANS: dict[str, str] = {"qwen-tools": "</tools>", "hermes": "</tool_call>", "
                            "glm": "</tool_call>", "seed-oss": "</seed:tool_call>",
                            "minimax-m2": "</minimax:tool_call>", "kimi-k2": "<|tool_calls_section_end|>", "deepseek-v31": "<｜tool▁calls▁end｜>",
                            "deepseek-v3": "<｜tool▁calls▁end｜>",
-                           "gpt-oss": "<|call|>",
                            "deepseek-v32": "</｜DSML｜function_calls>",
                            "llama4-pythonic": "<|python_end|>",
                            "invoke-xml": "</function_calls>", "cline-xml": "</read_file>",
                            "gemma4": "<tool_call|>", "kimi-k3": "<|close|>tools<|sep|>", "glm47": "</tool_call>",
-                           "deepseek-v4": "</｜DSML｜tool_calls>", "roo-tool-call": "[/TOOL_CALL]"}
+                           "deepseek-v4": "</｜DSML｜tool_calls>", "roo-tool-call": "[/TOOL_CALL]",
+                           "minimax-m3": "]<]minimax[>[</tool_call>"}
 
 
 @builds("orphan-closer")
@@ -621,7 +666,7 @@ def _orphan_closer(fmt: TextFormat) -> Cell:
 
 @builds("tool-choice-none")
 def _tool_choice_none(fmt: TextFormat) -> Cell:
-    text = "I would call it like this:\n" + fmt.write([READ])
+    text = said(fmt, "I would call it like this:", fmt.write([READ]))
     return kept_text("with tool_choice none the markup is delivered as text",
                      "the client asked for no calls; relaying the model's text unchanged is correct.",
                      natural(text, fmt), "Describe, do not call.", text,

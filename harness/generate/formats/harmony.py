@@ -1,7 +1,13 @@
 """gpt-oss's Harmony format: each call is an assistant message on the ``commentary``
 channel addressed to ``functions.NAME``, its body the JSON arguments, ended by
 ``<|call|>`` (the OpenAI Harmony response format, as the openai-harmony library renders
-an assistant tool call)."""
+an assistant tool call: https://cookbook.openai.com/articles/openai-harmony).
+
+Everything the model writes is inside a message (``PREAMBLE``, ``ANALYSIS``): reasoning on
+the ``analysis`` channel, a preamble before calls on ``commentary`` with no recipient, an
+answer with no call on ``final`` (ended by ``<|return|>``). Messages follow one another with
+nothing between them but the special tokens (``<|end|><|start|>assistant``), and
+``<|call|>`` ends the turn, so no text follows a call."""
 
 from __future__ import annotations
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from harness.generate.formats.base import SEED_THINK, Call, Writer, bare_value, json_text, tagged
+from harness.generate.formats.base import (
+    SEED_THINK,
+    Call,
+    FormatError,
+    Reasoning,
+    Writer,
+    bare_value,
+    json_text,
+    tagged,
+)
 
 
 class FunctionBlocks(Writer):
@@ -121,3 +130,45 @@ class DeepSeekV4(DeepSeekV32, id="deepseek-v4", family="deepseek", model="deepse
     ``<｜DSML｜function_calls>``."""
 
     wrapper = "｜DSML｜tool_calls"
+
+
+MINIMAX_NS = "]<]minimax[>["
+"""MiniMax M3's namespace token (one token of its vocabulary, before every tag of a call)."""
+MM_THINK = Reasoning("<mm:think>\n", "\n</mm:think>")
+"""MiniMax M3 thinks in ``<mm:think>…</mm:think>`` (its chat template's think_begin_token)."""
+
+
+def namespaced_xml(value: Any) -> str:
+    """An argument value as MiniMax M3's template writes it (its ``to_xml`` macro): an
+    object's members as ``NS<key>…NS</key>``, a list's as ``NS<item>…NS</item>``, a boolean
+    as JSON, any other value as its text. A null has no writing: the template leaves it out."""
+    if value is None:
+        raise FormatError("MiniMax M3's template writes no null: it leaves the argument out")
+    if isinstance(value, dict):
+        return "".join(f"{MINIMAX_NS}<{k}>{namespaced_xml(v)}{MINIMAX_NS}</{k}>" for k, v in value.items())
+    if isinstance(value, list):
+        return "".join(f"{MINIMAX_NS}<item>{namespaced_xml(v)}{MINIMAX_NS}</item>" for v in value)
+    if isinstance(value, bool):
+        return json_text(value)
+    return str(value)
+
+
+class MiniMaxM3(Writer, id="minimax-m3", family="minimax", model="minimax-m3"):
+    """MiniMax M3 (its chat template, https://huggingface.co/MiniMaxAI/MiniMax-M3/blob/main/chat_template.jinja,
+    and vLLM's ``minimax_m3`` parser fixtures,
+    https://github.com/vllm-project/vllm/blob/main/tests/tool_parsers/test_minimax_m3_tool_parser.py):
+    not M2's ``<parameter name=…>`` lines but ``NS<tool_call>`` around ``NS<invoke name="f">``
+    blocks, one line each, whose arguments are elements named after the parameter, nested
+    for objects and lists, every tag preceded by the namespace token ``]<]minimax[>[``."""
+
+    special = (MINIMAX_NS,)
+    delimiters = (f"{MINIMAX_NS}<tool_call>", f'{MINIMAX_NS}<invoke name="', f"{MINIMAX_NS}</invoke>",
+                  f"{MINIMAX_NS}</tool_call>")
+    reasoning = MM_THINK
+
+    def text(self, calls: Sequence[Call]) -> str:
+        invokes = "\n".join(
+            f'{MINIMAX_NS}<invoke name="{call.name}">{namespaced_xml(dict(call.arguments))}{MINIMAX_NS}</invoke>'
+            for call in calls
+        )
+        return f"{MINIMAX_NS}<tool_call>\n{invokes}\n{MINIMAX_NS}</tool_call>"

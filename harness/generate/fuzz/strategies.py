@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from harness.core.dialects import Finish
 from harness.core.dialects.clients import DEFAULT_PROFILE, OPENAI_CLIENT, XML_CLIENT, Profile
-from harness.generate.formats import FORMATS, Call
+from harness.generate.formats import FORMATS, Call, FormatError
 from harness.generate.fuzz import prose, values
 from harness.generate.fuzz.case import NATIVE, SEPARATOR, Case, Tool
 
@@ -49,6 +49,21 @@ def tools(draw: st.DrawFn) -> tuple[Tool, ...]:
 def calls(draw: st.DrawFn, offered: Sequence[Tool], max_calls: int = 3) -> tuple[Call, ...]:
     chosen = draw(st.lists(st.sampled_from(list(offered)), max_size=max_calls))
     return tuple(Call(t.name, draw(values.objects(t.schema))) for t in chosen)
+
+
+def writable(format_id: str | None, found: Sequence[Call]) -> tuple[Call, ...]:
+    """The calls the format can write (MiniMax M3's template has no writing for a null: it
+    leaves the argument out, so a call holding one is no answer that model gives)."""
+    if format_id is None:
+        return tuple(found)
+    kept = []
+    for call in found:
+        try:
+            FORMATS[format_id].write([call])
+        except FormatError:
+            continue
+        kept.append(call)
+    return tuple(kept)
 
 
 def _blocks(found: tuple[Call, ...], breaks: Sequence[bool]) -> tuple[tuple[Call, ...], ...]:
@@ -110,7 +125,7 @@ def reasoning_blocks(draw: st.DrawFn, format_id: str, offered: Sequence[Tool]) -
     """A closed reasoning block, in the model's own form (``<think>``, Seed-OSS's
     ``<seed:think>``, gpt-oss's analysis message), in which the model drafts calls in the
     format (and thinks better of them): a client must get it as text, and no call from it."""
-    drafted = draw(calls(offered, max_calls=2).filter(bool))
+    drafted = draw(calls(offered, max_calls=2).map(lambda cs: writable(format_id, cs)).filter(bool))
     thought = [draw(prose.segments(max_tokens=6)), FORMATS[format_id].write(drafted),
                draw(prose.segments(max_tokens=6))]
     return FORMATS[format_id].reasoning.wrap(SEPARATOR.join(thought))
@@ -131,8 +146,8 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
     offered = draw(tools())
     kinds = [*formats, *([NATIVE] if native else [])]
     kind = draw(st.sampled_from(kinds))
-    found = draw(calls(offered, max_calls=1 if tear else 3))
     format_id = None if kind == NATIVE else kind
+    found = writable(format_id, draw(calls(offered, max_calls=1 if tear else 3)))
     breaks = draw(st.lists(st.booleans(), min_size=len(found), max_size=len(found)))
     blocks = _blocks(found, breaks) if format_id is not None else ()
     native_calls = found if format_id is None else ()

@@ -15,6 +15,7 @@ from reference_proxy.rescue.families.glm import Glm
 from reference_proxy.rescue.families.harmony import Harmony
 from reference_proxy.rescue.families.hermes import Hermes
 from reference_proxy.rescue.families.invoke_xml import DeepSeekDsml, InvokeXml, MiniMaxM2
+from reference_proxy.rescue.families.minimax_m3 import MiniMaxM3
 from reference_proxy.rescue.families.mistral import Granite, Mistral, Phi4Mini
 from reference_proxy.rescue.families.narration import ArrowCalls, Narration
 from reference_proxy.rescue.families.orphans import Orphans
@@ -26,7 +27,7 @@ from reference_proxy.rescue.families.sections import DEEPSEEK_V3_CALLS, DEEPSEEK
 from reference_proxy.rescue.families.xtml import KimiK3
 from reference_proxy.rescue.family import Family
 
-CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), SeedOss(), Glm(), InvokeXml(), MiniMaxM2(), Mistral(), Granite(), Phi4Mini(), KIMI_K2_CALLS, DEEPSEEK_V31_CALLS, DEEPSEEK_V3_CALLS, DeepSeekDsml(), Harmony(), Gemma(), KimiK3(), Narration(), ArrowCalls(), Llama4Pythonic(), Pythonic(), BareJson())
+CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), SeedOss(), Glm(), InvokeXml(), MiniMaxM2(), MiniMaxM3(), Mistral(), Granite(), Phi4Mini(), KIMI_K2_CALLS, DEEPSEEK_V31_CALLS, DEEPSEEK_V3_CALLS, DeepSeekDsml(), Harmony(), Gemma(), KimiK3(), Narration(), ArrowCalls(), Llama4Pythonic(), Pythonic(), BareJson())
 
 
 def families_for(formats: frozenset[str] | None, *, nest: Nest) -> tuple[Family, ...]:

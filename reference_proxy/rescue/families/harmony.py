@@ -16,7 +16,10 @@ from its analysis channel, and llama.cpp's and vLLM's gpt-oss parsers take them.
 the user (``final``, with or without ``<|constrain|>json`` or a recipient, or a
 ``commentary`` preamble with no recipient) is its body alone: its header and its closing
 token are markup the user never sees, as llama.cpp's and vLLM's gpt-oss parsers deliver
-only the body; nothing in the body is scanned for calls. (vLLM would also take a
+only the body; nothing in the body is scanned for calls. A closing token ends such a message
+only where the next message (``<|start|>``) or the end of the answer follows it: a message's
+body holds no special token, so a ``<|call|>`` inside it (a call shown in an answer that
+explains the format) is the model's text, which the user reads. (vLLM would also take a
 ``final`` message addressed to a function; llama.cpp does not, and the Harmony format
 makes ``final`` the answer to the user, so neither does this family.) Any other message
 (to a built-in tool) is text, and scanning goes on after its header.
@@ -28,7 +31,8 @@ import re
 
 from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.family import (
-    Call, Carry, Context, Family, MarkerParser, Opener, Verdict, accept, emit, passing, reject, skip_ws, starts,
+    MAX_GAP, Call, Carry, Context, Family, MarkerParser, Opener, Verdict, accept, emit, passing, reject, skip_ws,
+    starts,
 )
 from reference_proxy.rescue.jsonscan import MORE, JsonScanner
 from reference_proxy.rescue.toolbox import Toolbox
@@ -42,6 +46,8 @@ END = "<|end|>"
 # after ``final``), or a ``<|call|>`` the model wrote where it meant one of them.
 _SAID_CLOSERS = re.compile(r"<\|(?:end|return|call)\|>")
 _LONGEST_SAID_CLOSER = len("<|return|>")
+_NEXT = "<|start|>"
+_BLANKS = " \t\r\n"
 _MAX_HEADER = 256
 """Longest header (opener to ``<|message|>``) waited for; real ones are a few dozen characters."""
 _HEADER = re.compile(
@@ -157,28 +163,49 @@ class HarmonyParser(MarkerParser):
         """The body of a message to the user: let it through, then take its closer as markup
         (first the body before the closer, then, on the next piece or at the end, the closer)."""
         carry = self._carry
-        closer = _SAID_CLOSERS.search(s, i)
-        if closer is not None and closer.start() == i:  # the body before it is through
-            return accept((), carry.base + closer.end())
-        if closer is not None:
-            keep = closer.start()
-        else:  # a closer may be cut at the piece's end
-            tail = s.rfind("<", max(i, len(s) - _LONGEST_SAID_CLOSER + 1))
-            keep = len(s) if tail < 0 else tail
-        return carry.pass_through(s, keep)
+        start, end, found = _closing(s, i, final=False)
+        if found and start == i:  # the body before it is through
+            return accept((), carry.base + end)
+        return carry.pass_through(s, start)
 
     def finish(self) -> Verdict:
         carry = self._carry
         if self._state == _SAID:
-            closer = _SAID_CLOSERS.search(carry.text)
-            if closer is not None and closer.start() == 0:
-                return accept((), carry.pos + closer.end())
-            if closer is not None:  # the body first, then (asked again) its closer
+            start, end, found = _closing(carry.text, 0, final=True)
+            if found and start == 0:
+                return accept((), carry.pos + end)
+            if found:  # the body first, then (asked again) its closer
                 carry.base = carry.pos
-                carry.keep(carry.text, closer.start())
+                carry.keep(carry.text, start)
                 carry.sent = carry.pos
                 return passing(carry.pos)
         return reject(carry.end)
+
+
+def _closing(s: str, i: int, final: bool) -> tuple[int, int, bool]:
+    """The first closer from ``s[i]`` that ends a message said to the user: its start, its
+    end and True; else where the part not yet decided starts (a closer whose follower has not
+    arrived, a closer cut at the end of ``s``; ``len(s)`` when all of it is body), twice, and
+    False. ``final``: ``s`` is the end of the answer."""
+    n = len(s)
+    j = i
+    while True:
+        closer = _SAID_CLOSERS.search(s, j)
+        if closer is None:
+            tail = -1 if final else s.rfind("<", max(j, n - _LONGEST_SAID_CLOSER + 1))
+            keep = n if tail < 0 else tail
+            return keep, keep, False
+        k = closer.end()
+        while k < n and k - closer.end() <= MAX_GAP and s[k] in _BLANKS:
+            k += 1
+        follows = True if k == n and final else (None if k == n else starts(s, k, _NEXT))
+        if k - closer.end() > MAX_GAP:
+            follows = False
+        if follows:
+            return closer.start(), closer.end(), True
+        if follows is None:
+            return closer.start(), closer.start(), False
+        j = closer.end()  # the closer's text inside the body: the body goes on
 
 
 class Harmony(Family):

@@ -25,6 +25,7 @@ CLOSERS = (
     "<|python_end|>",
     "<tool_call|>",
     "<|close|>tools<|sep|>",
+    "]<]minimax[>[</tool_call>",
 )
 
 

@@ -8,7 +8,8 @@ whole, delivered as it arrives, and no opener inside it counts. Scanning resumes
 line, as models write it; a ``<think>`` mentioned mid-sentence is an ordinary tag.
 Each model closes the block with its own tag (Seed-OSS's chat template and vLLM's
 ``seed_oss`` parser: https://github.com/vllm-project/vllm/blob/main/tests/tool_parsers/test_seed_oss_tool_parser.py;
-Gemma 4 thinks in ``<|channel>thought…<channel|>``, vLLM's ``gemma4`` reasoning parser).
+Gemma 4 thinks in ``<|channel>thought…<channel|>``, vLLM's ``gemma4`` reasoning parser;
+MiniMax M3 in ``<mm:think>…</mm:think>``, its chat template's think tokens).
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ SEED_OPEN = "<seed:think>"
 SEED_CLOSE = "</seed:think>"
 GEMMA_OPEN = "<|channel>thought"
 GEMMA_CLOSE = "<channel|>"
-_CLOSERS = {OPEN: CLOSE, SEED_OPEN: SEED_CLOSE, GEMMA_OPEN: GEMMA_CLOSE}
+MM_OPEN = "<mm:think>"
+MM_CLOSE = "</mm:think>"
+_CLOSERS = {OPEN: CLOSE, SEED_OPEN: SEED_CLOSE, GEMMA_OPEN: GEMMA_CLOSE, MM_OPEN: MM_CLOSE}
 
 
 class ReasoningParser(MarkerParser):
