@@ -21,7 +21,10 @@ rule = rule_group("anthropic_errors", "AERR", profiles=ANTHROPIC)
     breaks=Breaks(("anthropic-sdk-python", "anthropic-sdk-typescript"), "both SDKs raise on an event named `error` "
                   "only, with its data as the message (`APIStatusError: {'type': 'error', 'error': {…}}`); an "
                   "error sent under another name is skipped, and the answer looks complete",
-                  (ANTHROPIC_SSE, ANTHROPIC_TS_SSE)),
+                  (ANTHROPIC_SSE, ANTHROPIC_TS_SSE),
+                  versions="anthropic-sdk-python 2.14.0 (current), for an error under another name (one named `error` "
+                  "in another shape still raises, its data as the message); anthropic-sdk-typescript not "
+                  "re-checked"),
     stage="stream",
 )
 def stream_error_shape(ctx: Context) -> Iterator[Violation]:

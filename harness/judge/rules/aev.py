@@ -38,7 +38,9 @@ def _typed(ctx: Context) -> Iterator[AnthropicEvent]:
     breaks=Breaks(("anthropic-sdk-python", "anthropic-sdk-typescript"), "both SDKs dispatch by the `event:` name: "
                   "they skip an event without one and handle `ping` and `error` by the name alone; the TypeScript "
                   "SDK (and released Python ones) yield only events named one of the six message event types, so "
-                  "an event under another name is lost", (ANTHROPIC_SSE, ANTHROPIC_TS_SSE)),
+                  "an event under another name is lost", (ANTHROPIC_SSE, ANTHROPIC_TS_SSE),
+                  versions="anthropic-sdk-python 2.14.0 (current), for an event without a name (one under another "
+                  "name it reads by its data's `type`); anthropic-sdk-typescript not re-checked"),
 )
 def event_names(ctx: Context) -> Iterator[Violation]:
     for e in _typed(ctx):
@@ -58,7 +60,9 @@ def event_names(ctx: Context) -> Iterator[Violation]:
                   "(`JSONDecodeError`; TypeScript: `Could not parse message into JSON`); the TypeScript "
                   "`MessageStream` dispatches on `type`: an event without one is dropped, or, first, fails with "
                   "`Unexpected event order, got undefined before \"message_start\"`",
-                  (ANTHROPIC_SSE, ANTHROPIC_TS_SSE, ANTHROPIC_TS_STREAM)),
+                  (ANTHROPIC_SSE, ANTHROPIC_TS_SSE, ANTHROPIC_TS_STREAM),
+                  versions="anthropic-sdk-python 2.14.0 (current), for data that is not JSON; "
+                  "anthropic-sdk-typescript not re-checked"),
 )
 def event_json(ctx: Context) -> Iterator[Violation]:
     for e in ctx.events:
@@ -220,7 +224,9 @@ grammar(
                   "never recorded: the Python SDK raises `IndexError: list index out of range` at its first delta, "
                   "TypeScript `Unexpected event order, got content_block_start before \"message_start\"`; "
                   "TypeScript also refuses a second one (`… got message_start before receiving \"message_stop\"`)",
-                  (ANTHROPIC_ACCUMULATE, ANTHROPIC_TS_STREAM)),
+                  (ANTHROPIC_ACCUMULATE, ANTHROPIC_TS_STREAM),
+                  versions="anthropic-sdk-python 2.14.0 (current), for a block before `message_start`; "
+                  "anthropic-sdk-typescript not re-checked"),
 )
 
 
@@ -230,7 +236,8 @@ grammar(
     severity="client",
     breaks=Breaks(("anthropic-sdk-python",), "the SDK appends each opened block to the message and addresses a "
                   "delta by its `index` as a position: a first block at index 1 raises `IndexError: list index out "
-                  "of range`, and a reused index sends deltas to the wrong block", (ANTHROPIC_ACCUMULATE,)),
+                  "of range`, and a reused index sends deltas to the wrong block", (ANTHROPIC_ACCUMULATE,),
+                  versions="anthropic-sdk-python 2.14.0 (current), for a first block at index 1"),
 )
 
 
@@ -252,7 +259,8 @@ grammar(
     severity="client",
     breaks=Breaks(("anthropic-sdk-python",), "its accumulator applies a delta only when it matches the kind of the "
                   "block at its index and silently drops the others: the text or input the delta carried is lost",
-                  (ANTHROPIC_ACCUMULATE,)),
+                  (ANTHROPIC_ACCUMULATE,),
+                  versions="anthropic-sdk-python 2.14.0 (current)"),
 )
 
 
@@ -264,7 +272,8 @@ grammar(
     breaks=Breaks(("anthropic-sdk-python",), "`stop_reason` and `usage.output_tokens` reach the message only "
                   "through `message_delta`: without it the message has no `stop_reason`, without its `usage` the "
                   "SDK raises `AttributeError: 'NoneType' object has no attribute 'output_tokens'`",
-                  (ANTHROPIC_ACCUMULATE,)),
+                  (ANTHROPIC_ACCUMULATE,),
+                  versions="anthropic-sdk-python 2.14.0 (current)"),
 )
 
 
@@ -307,7 +316,8 @@ def _label(block: Block) -> str:
     severity="client",
     breaks=Breaks(("anthropic-sdk-python",), "the SDK parses the input on every delta: invalid JSON raises "
                   "`ValueError: Unable to parse tool parameter JSON from model. …`, and a stream ending inside the "
-                  "input hands the application the part parsed so far", (ANTHROPIC_ACCUMULATE,)),
+                  "input hands the application the part parsed so far", (ANTHROPIC_ACCUMULATE,),
+                  versions="anthropic-sdk-python 2.14.0 (current)"),
 )
 def tool_input_complete(ctx: Context) -> Iterator[Violation]:
     for block in _tool_blocks(ctx):
@@ -332,7 +342,8 @@ def tool_input_complete(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("anthropic-sdk-python",), "the SDK starts the block's input from `content_block_start`: an "
                   "input sent there as a string stays a `str` in the accumulated message when no delta replaces "
-                  "it, so the application gets no arguments object", (ANTHROPIC_ACCUMULATE,)),
+                  "it, so the application gets no arguments object", (ANTHROPIC_ACCUMULATE,),
+                  versions="anthropic-sdk-python 2.14.0 (current)"),
 )
 def tool_input_not_a_string(ctx: Context) -> Iterator[Violation]:
     for block in _tool_blocks(ctx):
