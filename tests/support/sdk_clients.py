@@ -10,14 +10,15 @@ call's arguments). The rules' citations of these SDKs are checked against what t
 
 from __future__ import annotations
 
+import importlib
 import json
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import anthropic
-import httpx2
 import openai
 import pydantic
 
@@ -55,28 +56,30 @@ class Reading:
         return self.choices[0] if self.choices else Choice(None, (), None)
 
 
-def _transport(exchange: Exchange) -> httpx2.MockTransport:
-    def answer(request: httpx2.Request) -> httpx2.Response:
+def _http(exchange: Exchange, sdk: ModuleType) -> Any:
+    """An HTTP client of the library the SDK is built on (httpx2, or httpx before it) whose every request gets
+    the exchange's answer."""
+    base = importlib.import_module(f"{sdk.__name__}._base_client")
+    http = getattr(base, "httpx2", None) or base.httpx
+
+    def answer(request: Any) -> Any:
         if exchange.timed_out:
-            raise httpx2.ReadTimeout("the answer never completed", request=request)
+            raise http.ReadTimeout("the answer never completed", request=request)
         if exchange.status is None:
-            raise httpx2.ConnectError(exchange.transport_error or "connection refused", request=request)
-        return httpx2.Response(exchange.status, headers=dict(exchange.response_headers), content=exchange.raw,
-                               request=request)
+            raise http.ConnectError(exchange.transport_error or "connection refused", request=request)
+        return http.Response(exchange.status, headers=dict(exchange.response_headers), content=exchange.raw,
+                             request=request)
 
-    return httpx2.MockTransport(answer)
-
-
-def _http(exchange: Exchange) -> httpx2.Client:
-    return httpx2.Client(transport=_transport(exchange))
+    return http.Client(transport=http.MockTransport(answer))
 
 
 def openai_client(exchange: Exchange) -> openai.OpenAI:
-    return openai.OpenAI(api_key="k", base_url="http://proxy/v1", max_retries=0, http_client=_http(exchange))
+    return openai.OpenAI(api_key="k", base_url="http://proxy/v1", max_retries=0, http_client=_http(exchange, openai))
 
 
 def anthropic_client(exchange: Exchange) -> anthropic.Anthropic:
-    return anthropic.Anthropic(api_key="k", base_url="http://proxy", max_retries=0, http_client=_http(exchange))
+    return anthropic.Anthropic(api_key="k", base_url="http://proxy", max_retries=0,
+                               http_client=_http(exchange, anthropic))
 
 
 def _raised(exc: BaseException) -> tuple[str, dict[str, Any]]:

@@ -22,9 +22,9 @@ rule = rule_group("anthropic_errors", "AERR", profiles=ANTHROPIC)
                   "only, with its data as the message (`APIStatusError: {'type': 'error', 'error': {…}}`); an "
                   "error sent under another name is skipped, and the answer looks complete",
                   (ANTHROPIC_SSE, ANTHROPIC_TS_SSE),
-                  versions="anthropic-sdk-python 2.14.0 (current), for an error under another name (one named `error` "
-                  "in another shape still raises, its data as the message); anthropic-sdk-typescript not "
-                  "re-checked"),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current), for an error under another name "
+                  "(one named `error` in another shape still raises, its data as the message); "
+                  "anthropic-sdk-typescript not re-checked"),
     stage="stream",
 )
 def stream_error_shape(ctx: Context) -> Iterator[Violation]:

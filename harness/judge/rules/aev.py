@@ -37,10 +37,11 @@ def _typed(ctx: Context) -> Iterator[AnthropicEvent]:
     severity="client",
     breaks=Breaks(("anthropic-sdk-python", "anthropic-sdk-typescript"), "both SDKs dispatch by the `event:` name: "
                   "they skip an event without one and handle `ping` and `error` by the name alone; the TypeScript "
-                  "SDK (and released Python ones) yield only events named one of the six message event types, so "
+                  "SDK (and Python ones up to 0.x) yield only events named one of the six message event types, so "
                   "an event under another name is lost", (ANTHROPIC_SSE, ANTHROPIC_TS_SSE),
-                  versions="anthropic-sdk-python 2.14.0 (current), for an event without a name (one under another "
-                  "name it reads by its data's `type`); anthropic-sdk-typescript not re-checked"),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current), for an event without a name; "
+                  "one under another name only 0.75.0 loses (anthropic-sdk-python 1.17.0 and 2.14.0 "
+                  "(current) read it by its data's `type`); anthropic-sdk-typescript not re-checked"),
 )
 def event_names(ctx: Context) -> Iterator[Violation]:
     for e in _typed(ctx):
@@ -61,7 +62,7 @@ def event_names(ctx: Context) -> Iterator[Violation]:
                   "`MessageStream` dispatches on `type`: an event without one is dropped, or, first, fails with "
                   "`Unexpected event order, got undefined before \"message_start\"`",
                   (ANTHROPIC_SSE, ANTHROPIC_TS_SSE, ANTHROPIC_TS_STREAM),
-                  versions="anthropic-sdk-python 2.14.0 (current), for data that is not JSON; "
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current), for data that is not JSON; "
                   "anthropic-sdk-typescript not re-checked"),
 )
 def event_json(ctx: Context) -> Iterator[Violation]:
@@ -225,8 +226,9 @@ grammar(
                   "TypeScript `Unexpected event order, got content_block_start before \"message_start\"`; "
                   "TypeScript also refuses a second one (`… got message_start before receiving \"message_stop\"`)",
                   (ANTHROPIC_ACCUMULATE, ANTHROPIC_TS_STREAM),
-                  versions="anthropic-sdk-python 2.14.0 (current), for a block before `message_start`; "
-                  "anthropic-sdk-typescript not re-checked"),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current), for a block before "
+                  "`message_start` (1.17.0 and 2.14.0: `IndexError`; 0.75.0: `RuntimeError: Unexpected event "
+                  "order`); anthropic-sdk-typescript not re-checked"),
 )
 
 
@@ -237,7 +239,7 @@ grammar(
     breaks=Breaks(("anthropic-sdk-python",), "the SDK appends each opened block to the message and addresses a "
                   "delta by its `index` as a position: a first block at index 1 raises `IndexError: list index out "
                   "of range`, and a reused index sends deltas to the wrong block", (ANTHROPIC_ACCUMULATE,),
-                  versions="anthropic-sdk-python 2.14.0 (current), for a first block at index 1"),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current), for a first block at index 1"),
 )
 
 
@@ -260,7 +262,7 @@ grammar(
     breaks=Breaks(("anthropic-sdk-python",), "its accumulator applies a delta only when it matches the kind of the "
                   "block at its index and silently drops the others: the text or input the delta carried is lost",
                   (ANTHROPIC_ACCUMULATE,),
-                  versions="anthropic-sdk-python 2.14.0 (current)"),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current)"),
 )
 
 
@@ -273,7 +275,7 @@ grammar(
                   "through `message_delta`: without it the message has no `stop_reason`, without its `usage` the "
                   "SDK raises `AttributeError: 'NoneType' object has no attribute 'output_tokens'`",
                   (ANTHROPIC_ACCUMULATE,),
-                  versions="anthropic-sdk-python 2.14.0 (current)"),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current)"),
 )
 
 
@@ -317,7 +319,8 @@ def _label(block: Block) -> str:
     breaks=Breaks(("anthropic-sdk-python",), "the SDK parses the input on every delta: invalid JSON raises "
                   "`ValueError: Unable to parse tool parameter JSON from model. …`, and a stream ending inside the "
                   "input hands the application the part parsed so far", (ANTHROPIC_ACCUMULATE,),
-                  versions="anthropic-sdk-python 2.14.0 (current)"),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current) (0.75.0 with the parser's "
+                  "message alone)"),
 )
 def tool_input_complete(ctx: Context) -> Iterator[Violation]:
     for block in _tool_blocks(ctx):
@@ -343,7 +346,7 @@ def tool_input_complete(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("anthropic-sdk-python",), "the SDK starts the block's input from `content_block_start`: an "
                   "input sent there as a string stays a `str` in the accumulated message when no delta replaces "
                   "it, so the application gets no arguments object", (ANTHROPIC_ACCUMULATE,),
-                  versions="anthropic-sdk-python 2.14.0 (current)"),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current)"),
 )
 def tool_input_not_a_string(ctx: Context) -> Iterator[Violation]:
     for block in _tool_blocks(ctx):

@@ -32,7 +32,7 @@ def _message(ctx: Context) -> tuple[str, Mapping[str, Any]] | None:
                   "`choices` the application's `completion.choices[0]` raises `TypeError: 'NoneType' object is not "
                   "subscriptable`; the AI SDK's response schema rejects it (`AI_TypeValidationError`)",
                   (AI_SDK_CHAT,),
-                  versions="openai-python 3.57.0 (current); AI SDK not re-checked"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); AI SDK not re-checked"),
 )
 def body_shape(ctx: Context) -> Iterator[Violation]:
     body = body_object(ctx)
@@ -77,7 +77,8 @@ def body_schema(ctx: Context) -> Iterator[Violation]:
                   "`function.arguments` as strings (`AI_TypeValidationError` otherwise); an application on "
                   "openai-python answers each call with a `tool` message naming its `id`, which it cannot do "
                   "without one", (AI_SDK_CHAT,),
-                  versions="openai-python 3.57.0 (current), for a call without `id`; AI SDK not re-checked"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current), for a call without `id`; AI SDK not "
+                  "re-checked"),
 )
 def body_calls(ctx: Context) -> Iterator[Violation]:
     found = _message(ctx)

@@ -24,7 +24,7 @@ rule = rule_group("calls", "CALLS")
     breaks=Breaks(("openai-python", "Vercel AI SDK"), "a client runs the calls it receives: a missing, extra, "
                   "duplicated or altered call is a tool run wrongly or not at all (openai-python's accumulated "
                   "`message.tool_calls`, read by SDK-002, holds the same list)",
-                  versions="openai-python 3.57.0 (current); AI SDK not re-checked"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); AI SDK not re-checked"),
     stage="answer",
     profiles=(OPENAI_CLIENT, ANTHROPIC_CLIENT, RESPONSES_CLIENT),
 )

@@ -73,7 +73,7 @@ def _provider_extra(chunk: Mapping[str, Any]) -> bool:
                   "object is not iterable`; a chunk whose `object` is not `chat.completion.chunk` is skipped "
                   "(`_is_valid_chat_completion_chunk_weak`), losing the text or call it carries",
                   (OPENAI_ACCUMULATE,),
-                  versions="openai-python 3.57.0 (current)"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
 )
 def chunk_shape(ctx: Context) -> Iterator[Violation]:
     for p, chunk in ctx.chunks:
@@ -152,7 +152,7 @@ def role_value(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python",), "its accumulator concatenates string fields, so a repeated role makes the "
                   "message's role `\"assistantassistant\"`, a role no API accepts when the application sends the "
                   "message back", (OPENAI_DELTAS,),
-                  versions="openai-python 3.57.0 (current)"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
 )
 def role_once(ctx: Context) -> Iterator[Violation]:
     role_seen: dict[int, int] = {}

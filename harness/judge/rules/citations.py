@@ -50,7 +50,8 @@ class Breaks:
     versions: str = ""
 
 
-# The release of each client the ``versions`` of the citations were checked against (2026-11).
+# The release of each client the ``versions`` of the citations were checked against (2026-11); for the
+# Python SDKs, tests/judge/test_client_breaks.py feeds each cited rule's breaking answer to the installed release.
 CURRENT: Mapping[str, str] = MappingProxyType({
     "openai-python": "openai 3.57.0",
     "anthropic-sdk-python": "anthropic 2.14.0",

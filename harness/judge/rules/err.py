@@ -22,7 +22,7 @@ rule = rule_group("errors", "ERR")
                   "message; the AI SDK's error schema needs `error.message` as a string (and allows `type`, "
                   "`param`, `code` to be null): anything else is a validation error instead of the upstream's "
                   "message; a failure in any other shape looks like a truncated answer", (OPENAI_SSE, AI_SDK_CHAT),
-                  versions="openai-python 3.57.0 (current); AI SDK not re-checked"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); AI SDK not re-checked"),
     stage="stream",
 )
 def stream_error_shape(ctx: Context) -> Iterator[Violation]:

@@ -62,7 +62,8 @@ def _error_object(raw: bytes) -> bool:
     breaks=Breaks(("openai-python", "anthropic-sdk-python"), "without an error the SDKs return what arrived as a "
                   "complete answer: the application carries on with a cut or empty reply instead of retrying or "
                   "reporting the failure",
-                  versions="openai-python 3.57.0 (current) and anthropic-sdk-python 2.14.0 (current)"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) and anthropic-sdk-python 0.75.0, "
+                  "1.17.0 and 2.14.0 (current)"),
     stage="response",
 )
 def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
@@ -103,7 +104,7 @@ def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
                   "(`_should_retry`) and raises the status's own class (`RateLimitError`, `BadRequestError`, …) "
                   "that applications catch; an error inside a started stream is never retried and arrives as a "
                   "plain `APIError`", (OPENAI_CLIENT,),
-                  versions="openai-python 3.57.0 (current)"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
     stage="response",
 )
 def error_placement(ctx: Context) -> Iterator[Violation]:
@@ -137,7 +138,8 @@ def _relayed_unchanged(ctx: Context, text: str) -> bool:
                   "{\"message\": …}}` it raises e.g. `BadRequestError: Error code: 400 - <message>` with `code` "
                   "and `type` set; an HTML or plain-text body leaves `Error code: 502` alone, the reason lost and "
                   "`code`, `type` None", (OPENAI_CLIENT,),
-                  versions="openai-python 3.57.0 (current)"),
+                  versions="openai-python 3.57.0 (current); 1.109.1 and 2.54.0 put the body's text in the error's "
+                  "message"),
     stage="response",
 )
 def error_body_dialect(ctx: Context) -> Iterator[Violation]:
@@ -213,7 +215,7 @@ def retry_after(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python",), "text the proxy held back and never flushed is missing from the message the "
                   "application shows (openai-python's accumulated `message.content` ends short)",
-                  versions="openai-python 3.57.0 (current)"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
     stage="answer",
 )
 def text_flushed(ctx: Context) -> Iterator[Violation]:
@@ -244,7 +246,8 @@ def text_flushed(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python", "anthropic-sdk-python"), "every later request of every client fails: the SDKs "
                   "raise `APIConnectionError: Connection error.` or a 5xx status error", (OPENAI_ERRORS,),
-                  versions="openai-python 3.57.0 (current) and anthropic-sdk-python 2.14.0 (current)"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) and anthropic-sdk-python 0.75.0, "
+                  "1.17.0 and 2.14.0 (current)"),
     stage="always",
 )
 def proxy_survives(ctx: Context) -> Iterator[Violation]:

@@ -98,7 +98,8 @@ def _text(exchange: Exchange) -> str:
     severity="client",
     breaks=Breaks(("openai-python", "anthropic-sdk-python"), "the SDKs deliver what arrives: text or arguments "
                   "from another conversation are shown to the wrong user, and its calls run in the wrong workspace",
-                  versions="openai-python 3.57.0 (current) and anthropic-sdk-python 2.14.0 (current)"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) and anthropic-sdk-python 0.75.0, "
+                  "1.17.0 and 2.14.0 (current)"),
 )
 def no_leak(round_: Round) -> Iterator[Violation]:
     texts = {id(p): _text(p.exchange) for p in round_.played}
@@ -261,7 +262,7 @@ def expected_for_choice(ctx: Context, index: int) -> Sequence[tuple[str, Mapping
     breaks=Breaks(("openai-python",), "openai-python accumulates each choice by its `index`: calls moved to "
                   "another choice or mixed between choices land in the wrong `choices[n].message.tool_calls`",
                   (OPENAI_ACCUMULATE,),
-                  versions="openai-python 3.57.0 (current)"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
     profiles=(OPENAI_CLIENT,),
 )
 def choices_rescued_apart(ctx: Context) -> Iterator[Violation]:

@@ -91,7 +91,9 @@ def event_order(ctx: Context) -> Iterator[Violation]:
                   "`response.output_item.done` (`process_sse`), so an item never closed is never run; "
                   "openai-python's `responses.stream()` raises `RuntimeError: Duplicate response output index 0.` "
                   "on an index added twice", (CODEX_RESPONSES, OPENAI_RESPONSES_STREAM),
-                  versions="openai-python 3.57.0 (current), for an index added twice; Codex CLI not re-checked"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current), for an index added twice (3.57.0: "
+                  "`Duplicate response output index`; 1.109.1 and 2.54.0 fail an assertion); Codex CLI not "
+                  "re-checked"),
 )
 def items_closed_once(ctx: Context) -> Iterator[Violation]:
     added: dict[Any, ResponsesEvent] = {}
@@ -126,8 +128,8 @@ def items_closed_once(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python",), "`responses.stream()` looks the item up by `output_index` and asserts its "
                   "type (`ResponseStreamState.handle_event`): a delta naming an item of the other kind fails there",
                   (OPENAI_RESPONSES_STREAM,),
-                  versions="openai-python 3.57.0 (current), for a delta at the `output_index` of an item of the other "
-                  "kind (a wrong `item_id` alone it ignores)"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current), for a delta at the `output_index` of "
+                  "an item of the other kind (a wrong `item_id` alone it ignores)"),
 )
 def deltas_address_their_item(ctx: Context) -> Iterator[Violation]:
     items: dict[Any, Mapping[str, Any]] = {}
@@ -206,7 +208,9 @@ def arguments_agree(ctx: Context) -> Iterator[Violation]:
                   "for function call output with call_id …\"); openai-python's `responses.stream()` raises "
                   "`RuntimeError: Response snapshot has conflicting output identities.` on a repeated one",
                   (OPENAI_RESPONSES_STREAM,),
-                  versions="openai-python 3.57.0 (current); Codex CLI not re-checked"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current), for a call without `call_id`; "
+                  "openai-python 3.57.0 (current) for a repeated one (1.109.1 and 2.54.0 keep both calls); "
+                  "Codex CLI not re-checked"),
     stage="answer",
 )
 def call_ids(ctx: Context) -> Iterator[Violation]:
@@ -247,7 +251,7 @@ def _summary(item: Mapping[str, Any]) -> tuple[Any, ...]:
     breaks=Breaks(("openai-python", "OpenAI Agents SDK"), "openai-python's `get_final_response()` returns that "
                   "response, and the OpenAI Agents SDK takes the turn's items from it: an item missing there is a "
                   "call never run", (OPENAI_RESPONSES_STREAM,),
-                  versions="openai-python 3.57.0 (current); OpenAI Agents SDK not re-checked"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); OpenAI Agents SDK not re-checked"),
 )
 def completed_output(ctx: Context) -> Iterator[Violation]:
     f = folded(ctx)
@@ -275,7 +279,7 @@ def completed_output(ctx: Context) -> Iterator[Violation]:
                   "without it and retries the turn; openai-python's `get_final_response()` raises ``RuntimeError: "
                   "Didn't receive a `response.completed` event.`` instead of returning the response",
                   (CODEX_RESPONSES, OPENAI_RESPONSES_STREAM),
-                  versions="openai-python 3.57.0 (current); Codex CLI not re-checked"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); Codex CLI not re-checked"),
     ending=True,
 )
 def stream_completes(ctx: Context) -> Iterator[Violation]:
@@ -299,7 +303,7 @@ def stream_completes(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python",), "`responses.stream()` is how applications on openai-python read a Responses "
                   "stream: whatever it raises (a duplicate output index, conflicting output identities, a failed "
                   "assertion) ends the application's turn", (OPENAI_RESPONSES_STREAM,),
-                  versions="openai-python 3.57.0 (current)"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
 )
 def sdk_reads_stream(ctx: Context) -> Iterator[Violation]:
     reading = ctx.sdk
@@ -316,7 +320,7 @@ def sdk_reads_stream(ctx: Context) -> Iterator[Violation]:
                   "response, not on the deltas: its `function_call` items are the calls they run and its "
                   "`output_text` the text they show, and the OpenAI Agents SDK builds the turn from it",
                   (OPENAI_RESPONSES_STREAM,),
-                  versions="openai-python 3.57.0 (current); OpenAI Agents SDK not re-checked"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); OpenAI Agents SDK not re-checked"),
 )
 def sdk_response(ctx: Context) -> Iterator[Violation]:
     yield from accumulated_differences(ctx, calls_named="function_call items", text_named="output_text", regex=True)

@@ -47,7 +47,7 @@ framing(
                   "openai-python's SSE decoder ignores the unknown field, and Copilot, which cuts `data:` off the "
                   "front of every line, fails to parse the rest (`Error parsing JSON stream data for request id "
                   "…`) and drops it; what the line held never reaches the application", (OPENAI_SSE, COPILOT_SSE),
-                  versions="openai-python 3.57.0 (current); VS Code Copilot not re-checked"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); VS Code Copilot not re-checked"),
     profiles=EVERY_PROFILE,
 )
 
@@ -59,7 +59,8 @@ framing(
     breaks=Breaks(("openai-python", "anthropic-sdk-python"), "two payloads without a blank line between them are "
                   "one event, whose data lines the SDKs join with a newline and fail to parse: `JSONDecodeError: "
                   "Extra data: line 2 column 1`, and the stream ends there", (OPENAI_SSE, ANTHROPIC_SSE),
-                  versions="openai-python 3.57.0 (current) and anthropic-sdk-python 2.14.0 (current)"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) and anthropic-sdk-python 0.75.0, "
+                  "1.17.0 and 2.14.0 (current)"),
     profiles=EVERY_PROFILE,
 )
 
@@ -100,7 +101,7 @@ framing(
     breaks=Breaks(("openai-python", "VS Code Copilot"), "both stop reading at the terminator (openai-python leaves "
                   "its loop at `[DONE]`, Copilot returns), so whatever a later chunk carries, text, a call or a "
                   "finish reason, never reaches the application", (OPENAI_SSE, COPILOT_SSE),
-                  versions="openai-python 3.57.0 (current); VS Code Copilot not re-checked"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); VS Code Copilot not re-checked"),
 )
 
 
@@ -118,7 +119,7 @@ framing(
     severity="client",
     breaks=Breaks(("openai-python",), "openai-python decodes every line as UTF-8 and raises `UnicodeDecodeError: "
                   "'utf-8' codec can't decode byte …`, ending the stream", (OPENAI_SSE,),
-                  versions="openai-python 3.57.0 (current)"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
     profiles=EVERY_PROFILE,
 )
 
@@ -130,6 +131,6 @@ framing(
     breaks=Breaks(("openai-python",), "an SSE event is dispatched only at its blank line: openai-python's decoder "
                   "drops an unterminated last event, so a finish chunk sent without it leaves the message without "
                   "a `finish_reason`", (OPENAI_SSE,),
-                  versions="openai-python 3.57.0 (current)"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
     profiles=EVERY_PROFILE,
 )

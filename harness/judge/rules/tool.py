@@ -154,7 +154,7 @@ def first_delta_complete(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python",), "its accumulator concatenates strings: a repeated id becomes `call_1call_1`, "
                   "a name `get_weatherget_weather`; a later `type: null` fails an assertion (`type: \"function\"` "
                   "is replaced, harmlessly)", (OPENAI_DELTAS, OPENAI_ACCUMULATE),
-                  versions="openai-python 3.57.0 (current)"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
 )
 def no_repeats(ctx: Context) -> Iterator[Violation]:
     for d in call_deltas(ctx):
@@ -182,7 +182,7 @@ def no_repeats(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python",), "it puts each call at its `index`: a first call at index 1 raises "
                   "`IndexError: list index out of range`, and a new call on a used index is merged into that call "
                   "(`call_1call_2`, `get_weatherget_time`)", (OPENAI_DELTAS, OPENAI_ACCUMULATE),
-                  versions="openai-python 3.57.0 (current)"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
 )
 def contiguous_indices(ctx: Context) -> Iterator[Violation]:
     expected: dict[int, int] = {}
