@@ -10,6 +10,7 @@ given proxy happens to do. ``generate`` writes the mappings as YAML files.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -197,6 +198,10 @@ class Cell:
     marker_text: str | None = None
     top: Mapping_ | None = None  # top-level fields (rechunk)
     source: str | None = None  # None: the synthetic template's own line
+    # The model's own text, as a proxy that relays what is not a call may pass it on: accepted as well as
+    # ``content`` where no client breaks on it (openai-python and the anthropic SDK show it as text beside
+    # the one call, and raise nothing).
+    relayed: str | None = None
 
 
 CLIENT_READ: frozenset[str] = frozenset({"cline-xml"})
@@ -223,10 +228,11 @@ def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
         # An XML-reading client reads markup left in the text as calls of its own: a
         # case whose answer keeps markup as text is about what an OpenAI client sees.
         client = {"profiles": [OPENAI_CLIENT.name], "request": request}
-    expect: Mapping_ = {
-        "tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in cell.calls],
-        "content": cell.content,
-    }
+    expect: Mapping_ = {"tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in cell.calls]}
+    if cell.relayed is None:
+        expect["content"] = cell.content
+    else:
+        expect["content_regex"] = either(cell.content, cell.relayed)
     if cell.exact:
         expect["content_exact"] = True
     calls_finish = cell.calls and fmt.id not in CLIENT_READ  # an XML client reads its calls from a "stop" answer
@@ -244,6 +250,11 @@ def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
         "client": client,
         "expect": expect,
     }
+
+
+def either(*texts: str) -> str:
+    """A pattern for the whole text being one of ``texts``, white space between their words as it may come."""
+    return r"^\s*(?:" + "|".join(r"\s+".join(re.escape(word) for word in text.split()) for text in texts) + r")\s*$"
 
 
 def stem(fmt: TextFormat, case: str) -> str:
@@ -526,8 +537,10 @@ def _native_and_copy(fmt: TextFormat) -> Cell:
                                 fmt)
     frames += native_frames(READ, "call_native_01")
     return Cell("a native call plus a text copy of it give one call",
-                "a backend that both parses and leaks the call must not make the client run it twice.",
-                frames, [READ_FILE], "Open src/app.py.", [READ], "Reading it.", finish="tool_calls")
+                "a backend that both parses and leaks the call must not make the client run it twice; the copy "
+                "may stay as the model's text, which no client runs.",
+                frames, [READ_FILE], "Open src/app.py.", [READ], "Reading it.", finish="tool_calls",
+                relayed="Reading it.\n\n" + fmt.write([READ]))
 
 
 VARIANTS: dict[str, Callable[[str], str]] = {
@@ -605,9 +618,10 @@ def _orphan_closer(fmt: TextFormat) -> Cell:
     if closer is None:
         raise NotApplicable
     text = fmt.write([READ]) + "\n" + closer + "\nDone."
-    return Cell("a closer left over after the call does not reach the client",
-                "models repeat a closer; orphan markup in the text confuses the user and XML clients.",
-                natural(text, fmt), [READ_FILE], "Open src/app.py.", [READ], "Done.")
+    return Cell("a closer left over after the call is text: dropped or relayed",
+                "models repeat a closer; the call is made once, and the closer left over is the model's text, "
+                "which no client runs.",
+                natural(text, fmt), [READ_FILE], "Open src/app.py.", [READ], "Done.", relayed=closer + "\nDone.")
 
 
 @builds("tool-choice-none")
