@@ -24,7 +24,8 @@ rule = rule_group("anthropic_errors", "AERR", profiles=ANTHROPIC)
                   (ANTHROPIC_SSE, ANTHROPIC_TS_SSE),
                   versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current), for an error under another name "
                   "(one named `error` in another shape still raises, its data as the message); "
-                  "anthropic-sdk-typescript not re-checked"),
+                  "anthropic-sdk-typescript: @anthropic-ai/sdk 1.14.0 (current) ends such a stream with "
+                  "`stream ended without producing a Message`, the error's message lost"),
     stage="stream",
 )
 def stream_error_shape(ctx: Context) -> Iterator[Violation]:

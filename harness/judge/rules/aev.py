@@ -39,9 +39,10 @@ def _typed(ctx: Context) -> Iterator[AnthropicEvent]:
                   "they skip an event without one and handle `ping` and `error` by the name alone; the TypeScript "
                   "SDK (and Python ones up to 0.x) yield only events named one of the six message event types, so "
                   "an event under another name is lost", (ANTHROPIC_SSE, ANTHROPIC_TS_SSE),
-                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current), for an event without a name; "
-                  "one under another name only 0.75.0 loses (anthropic-sdk-python 1.17.0 and 2.14.0 "
-                  "(current) read it by its data's `type`); anthropic-sdk-typescript not re-checked"),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current) and @anthropic-ai/sdk 1.14.0 "
+                  "(current), for an event without a name; one under another name only anthropic-sdk-python "
+                  "0.75.0 loses (anthropic-sdk-python 1.17.0 and 2.14.0 (current) and @anthropic-ai/sdk "
+                  "1.14.0 (current) read it by its data's `type`)"),
 )
 def event_names(ctx: Context) -> Iterator[Violation]:
     for e in _typed(ctx):
@@ -62,8 +63,10 @@ def event_names(ctx: Context) -> Iterator[Violation]:
                   "`MessageStream` dispatches on `type`: an event without one is dropped, or, first, fails with "
                   "`Unexpected event order, got undefined before \"message_start\"`",
                   (ANTHROPIC_SSE, ANTHROPIC_TS_SSE, ANTHROPIC_TS_STREAM),
-                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current), for data that is not JSON; "
-                  "anthropic-sdk-typescript not re-checked"),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current) and @anthropic-ai/sdk 1.14.0 "
+                  "(current), for data that is not JSON; data without `type` only anthropic-sdk-python "
+                  "0.75.0 fails on (`AttributeError`), @anthropic-ai/sdk 1.14.0 (current) read the case's as "
+                  "its name says"),
 )
 def event_json(ctx: Context) -> Iterator[Violation]:
     for e in ctx.events:
@@ -228,7 +231,9 @@ grammar(
                   (ANTHROPIC_ACCUMULATE, ANTHROPIC_TS_STREAM),
                   versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current), for a block before "
                   "`message_start` (1.17.0 and 2.14.0: `IndexError`; 0.75.0: `RuntimeError: Unexpected event "
-                  "order`); anthropic-sdk-typescript not re-checked"),
+                  "order`); anthropic-sdk-typescript: @anthropic-ai/sdk 1.14.0 (current) for both (`Cannot "
+                  "read properties of undefined`, `Unexpected event order, got message_start before "
+                  "receiving message_stop`)"),
 )
 
 
@@ -250,7 +255,9 @@ grammar(
     severity="client",
     breaks=Breaks(("anthropic-sdk-typescript",), "its `MessageStream` reports a finished block (`contentBlock`) at "
                   "each `content_block_stop` as the last block opened (`content.at(-1)`): with two open it reports "
-                  "the wrong one, and one never closed is never reported", (ANTHROPIC_TS_STREAM,)),
+                  "the wrong one, and one never closed is never reported", (ANTHROPIC_TS_STREAM,),
+                  versions="anthropic-sdk-typescript: @anthropic-ai/sdk 1.14.0 (current), its `contentBlock` events "
+                  "read on the rule's cases"),
 )
 
 
@@ -295,7 +302,9 @@ grammar(
     breaks=Breaks(("anthropic-sdk-typescript", "Claude Code"), "the TypeScript SDK's MessageStream keeps a message "
                   "only when its `message_stop` arrives: without it `finalMessage()` throws \"stream ended without "
                   "producing a Message with role=assistant\", and an agent built on it (Claude Code's bundle "
-                  "carries this MessageStream) gets an error instead of the answer", (ANTHROPIC_TS_STREAM,)),
+                  "carries this MessageStream) gets an error instead of the answer", (ANTHROPIC_TS_STREAM,),
+                  versions="anthropic-sdk-typescript: @anthropic-ai/sdk 1.14.0 (current) (`finalMessage()` throws); "
+                  "Claude Code's bundle not re-checked"),
 )
 
 

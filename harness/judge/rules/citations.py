@@ -55,6 +55,7 @@ class Breaks:
 CURRENT: Mapping[str, str] = MappingProxyType({
     "openai-python": "openai 3.57.0",
     "anthropic-sdk-python": "anthropic 2.14.0",
+    "anthropic-sdk-typescript": "@anthropic-ai/sdk 1.14.0",
     "Vercel AI SDK": "ai 7.0.173 with @ai-sdk/openai-compatible 3.0.92 (AI SDK 6: 2.0.92, AI SDK 5: 1.0.61)",
     "OpenAI Agents SDK": "openai-agents 0.24.0",
 })
