@@ -48,7 +48,9 @@ def expected_calls(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("Codex CLI", "VS Code Copilot"), "clients act on the finish reason: Codex CLI runs calls only "
                   "at `tool_calls` and ends the turn at `stop`; Copilot hands calls on only at `tool_calls` or "
-                  "`stop`", (CODEX_CHAT, COPILOT_SSE)),
+                  "`stop`", (CODEX_CHAT, COPILOT_SSE),
+                  versions="Codex CLI: codex-rs/core/src/chat_completions.rs at 0775d1b, read; VS Code Copilot: "
+                  "src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read"),
     stage="answer",
     profiles=(OPENAI_CLIENT, RESPONSES_CLIENT),
     ending=True,

@@ -172,7 +172,9 @@ def role_once(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("VS Code Copilot", "Codex CLI"), "both hand streamed tool calls on only when a finish reason "
                   "arrives (Copilot at `tool_calls` or `stop`, Codex CLI at `tool_calls`): a choice that never "
-                  "gets one ends without its calls", (COPILOT_SSE, CODEX_CHAT)),
+                  "gets one ends without its calls", (COPILOT_SSE, CODEX_CHAT),
+                  versions="VS Code Copilot: src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read; "
+                  "Codex CLI: codex-rs/core/src/chat_completions.rs at 0775d1b, read"),
     ending=True,
 )
 def finish_sent(ctx: Context) -> Iterator[Violation]:
@@ -195,7 +197,9 @@ def finish_sent(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("VS Code Copilot", "Codex CLI"), "Copilot closes a choice at its finish chunk and ignores every "
                   "later chunk of it, so text or calls sent after it are lost; Codex CLI emits a call with the "
                   "arguments it holds at the `tool_calls` finish, so arguments sent after it are lost",
-                  (COPILOT_SSE, CODEX_CHAT)),
+                  (COPILOT_SSE, CODEX_CHAT),
+                  versions="VS Code Copilot: src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read; "
+                  "Codex CLI: codex-rs/core/src/chat_completions.rs at 0775d1b, read"),
 )
 def nothing_after_finish(ctx: Context) -> Iterator[Violation]:
     finished: dict[int, int] = {}
@@ -236,7 +240,8 @@ def finish_once_last(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("VS Code Copilot",), "Copilot acts on a choice's first finish reason and ignores the rest of "
                   "the choice; it hands tool calls on only at a `tool_calls` or `stop` finish, so calls first "
                   "finished with another reason (`length`, then `tool_calls`) are lost, and the reason it reports "
-                  "is always the first", (COPILOT_SSE,)),
+                  "is always the first", (COPILOT_SSE,),
+                  versions="VS Code Copilot: src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read"),
 )
 def finish_unchanged(ctx: Context) -> Iterator[Violation]:
     first: dict[int, tuple[int, Any]] = {}

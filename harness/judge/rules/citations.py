@@ -85,8 +85,11 @@ AI_SDK_CHANGELOG = "https://github.com/vercel/ai/blob/main/packages/openai-compa
 AI_SDK_EMPTY_ARGUMENTS = "https://github.com/vercel/ai/issues/5658"
 OPENAI_PARSING = _OPENAI_PY + "lib/_parsing/_completions.py"
 AI_SDK_EVENTS = "https://github.com/vercel/ai/blob/main/packages/provider-utils/src/parse-json-event-stream.ts"
-COPILOT_SSE = "https://github.com/microsoft/vscode-copilot-chat/blob/main/src/platform/networking/node/stream.ts"
-CODEX_CHAT = "https://github.com/openai/codex/blob/main/codex-rs/core/src/chat_completions.rs"
+# Pinned: the revisions the citations were read at.
+COPILOT_SSE = ("https://github.com/microsoft/vscode-copilot-chat/blob/31acd00a86424e2ee6e980e54919cf31fbf88030/"
+               "src/platform/networking/node/stream.ts")
+CODEX_CHAT = ("https://github.com/openai/codex/blob/0775d1b1736b4204b56aba0efce7470bdd29b711/"
+              "codex-rs/core/src/chat_completions.rs")
 CODEX_RESPONSES = "https://github.com/openai/codex/blob/main/codex-rs/core/src/client.rs"
 CLINE_OPENAI = "https://github.com/cline/cline/blob/main/src/api/providers/openai.ts"
 

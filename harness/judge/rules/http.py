@@ -44,7 +44,8 @@ def answered(ctx: Context) -> Iterator[Violation]:
                   "openai-python waits out its 600 s default timeout and raises `APITimeoutError: Request timed "
                   "out.`; Codex CLI gives up on a silent stream with \"idle timeout waiting for SSE\"",
                   (OPENAI_ERRORS, CODEX_CHAT),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); Codex CLI not re-checked"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); Codex CLI: "
+                  "codex-rs/core/src/chat_completions.rs at 0775d1b, read"),
     stage="always",
 )
 def within_timeout(ctx: Context) -> Iterator[Violation]:

@@ -47,7 +47,8 @@ framing(
                   "openai-python's SSE decoder ignores the unknown field, and Copilot, which cuts `data:` off the "
                   "front of every line, fails to parse the rest (`Error parsing JSON stream data for request id "
                   "…`) and drops it; what the line held never reaches the application", (OPENAI_SSE, COPILOT_SSE),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); VS Code Copilot not re-checked"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); VS Code Copilot: "
+                  "src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read"),
     profiles=EVERY_PROFILE,
 )
 
@@ -71,7 +72,8 @@ framing(
     severity="client",
     breaks=Breaks(("VS Code Copilot",), "Copilot reads the stream line by line and parses each `data:` line as one "
                   "JSON payload: both halves of a payload split over two lines fail (`Error parsing JSON stream "
-                  "data for request id …`) and are dropped, with the text or call they carried", (COPILOT_SSE,)),
+                  "data for request id …`) and are dropped, with the text or call they carried", (COPILOT_SSE,),
+                  versions="VS Code Copilot: src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read"),
 )
 
 
@@ -101,7 +103,8 @@ framing(
     breaks=Breaks(("openai-python", "VS Code Copilot"), "both stop reading at the terminator (openai-python leaves "
                   "its loop at `[DONE]`, Copilot returns), so whatever a later chunk carries, text, a call or a "
                   "finish reason, never reaches the application", (OPENAI_SSE, COPILOT_SSE),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); VS Code Copilot not re-checked"),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); VS Code Copilot: "
+                  "src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read"),
 )
 
 

@@ -113,7 +113,8 @@ def entry_shape(ctx: Context) -> Iterator[Violation]:
                   "unavailable tool 'get_'`); Codex CLI keeps a name's first fragment, Copilot its last",
                   (AI_SDK_TRACKER, CODEX_CHAT, COPILOT_SSE),
                   versions="AI SDK: @ai-sdk/openai-compatible 1.0.61, 2.0.92 and 3.0.92 (current) for the name; "
-                  "Codex CLI and Copilot not re-checked"),
+                  "Codex CLI (codex-rs/core/src/chat_completions.rs at 0775d1b) and VS Code Copilot "
+                  "(src/platform/networking/node/stream.ts at 31acd00, 2026-03-29), read"),
 )
 def first_delta_complete(ctx: Context) -> Iterator[Violation]:
     names: dict[tuple[int, int], Any] = {}
@@ -203,7 +204,8 @@ def contiguous_indices(ctx: Context) -> Iterator[Violation]:
     "Parallel calls have distinct ids.",
     severity="client",
     breaks=Breaks(("VS Code Copilot",), "Copilot starts a new call only at a different id: two calls sharing one "
-                  "become one call with both calls' arguments joined", (COPILOT_SSE,)),
+                  "become one call with both calls' arguments joined", (COPILOT_SSE,),
+                  versions="VS Code Copilot: src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read"),
     stage="answer",
 )
 def distinct_ids(ctx: Context) -> Iterator[Violation]:
@@ -379,7 +381,8 @@ def _call_ids(value: Any) -> Iterator[str]:
     '`finish_reason` is `"tool_calls"` when calls were made.',
     severity="client",
     breaks=Breaks(("Codex CLI",), "Codex CLI emits a streamed call only at `finish_reason: \"tool_calls\"`; at "
-                  "`stop` it ends the turn with the text alone and never runs the call", (CODEX_CHAT,)),
+                  "`stop` it ends the turn with the text alone and never runs the call", (CODEX_CHAT,),
+                  versions="Codex CLI: codex-rs/core/src/chat_completions.rs at 0775d1b, read"),
     stage="answer",
     profiles=(OPENAI_CLIENT,),
     ending=True,
