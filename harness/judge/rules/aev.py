@@ -304,7 +304,8 @@ grammar(
                   "producing a Message with role=assistant\", and an agent built on it (Claude Code's bundle "
                   "carries this MessageStream) gets an error instead of the answer", (ANTHROPIC_TS_STREAM,),
                   versions="anthropic-sdk-typescript: @anthropic-ai/sdk 1.14.0 (current) (`finalMessage()` throws); "
-                  "Claude Code's bundle not re-checked"),
+                  "Claude Code 2.1.332 (current): its bundle carries "
+                  "that MessageStream"),
 )
 
 

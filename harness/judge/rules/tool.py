@@ -317,7 +317,10 @@ def empty_arguments(ctx: Context) -> Iterator[Violation]:
     "give a call the same id (Messages: tool_use id), unless the backend itself sent that id.",
     severity="client",
     breaks=Breaks(("Claude Code",), "agents send their history back; the Messages API refuses one with two tool "
-                  "calls of one id (`` `tool_use` ids must be unique ``), and Claude Code stops there"),
+                  "calls of one id (`` `tool_use` ids must be unique ``), and Claude Code stops there",
+                  versions="Claude Code 2.1.332 (current): its bundle (@anthropic-ai/claude-code-linux-x64) read, it "
+                  "reports the API's refusal as `API Error: 400 duplicate tool_use ID in conversation "
+                  "history`"),
     profiles=EVERY_PROFILE,
 )
 def ids_unique_across_requests(answers: Sequence[tuple[str, Context]]) -> Iterator[Violation]:
