@@ -91,7 +91,8 @@ COPILOT_SSE = ("https://github.com/microsoft/vscode-copilot-chat/blob/31acd00a86
 CODEX_CHAT = ("https://github.com/openai/codex/blob/0775d1b1736b4204b56aba0efce7470bdd29b711/"
               "codex-rs/core/src/chat_completions.rs")
 CODEX_RESPONSES = "https://github.com/openai/codex/blob/main/codex-rs/core/src/client.rs"
-CLINE_OPENAI = "https://github.com/cline/cline/blob/main/src/api/providers/openai.ts"
+CLINE_OPENAI = ("https://github.com/cline/cline/blob/00566920b6f35409e79b4ae0be7e12311ab77a63/"
+                "src/api/providers/openai.ts")
 
 # Specification pages the spec rules come from.
 SPEC_CHAT_STREAMING = "https://platform.openai.com/docs/api-reference/chat-streaming"
