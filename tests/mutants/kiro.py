@@ -201,9 +201,10 @@ MUTANTS: tuple[Mutant, ...] = (
            "message's text reaches the client.",
            ("TEXT-001", "FAULT-001"), (BAD_CRC,),
            with_parts(kiro_with(events=_loose_events(_exceptions, check_crc=False))), upstream="kiro", strict=True),
-    Mutant("kiro-shows-leaked-call", "Knows no invoke XML in the text: a call Kiro's model leaked as markup, "
-           "and also sent as a toolUseEvent, runs once and shows as markup.",
-           ("TEXT-003",), (LEAKED_AND_NATIVE,),
+    Mutant("kiro-shows-leaked-copy-when-streamed", "Knows no invoke XML in streamed text: the model's text copy of a "
+           "call it also sent as a toolUseEvent stays text when streamed (which no client runs), but not in the "
+           "whole answer, so the two answers differ.",
+           ("EQ-001",), (LEAKED_AND_NATIVE,),
            with_parts(Parts(chat_pipeline=with_rescuer(without_family("invoke-xml")))), upstream="kiro"),
     Mutant("kiro-runs-leaked-call-twice", "Rescues the leaked invoke XML and also relays the same call's "
            "toolUseEvent, so the client runs it twice.",

@@ -198,6 +198,10 @@ class Cell:
     marker_text: str | None = None
     top: Mapping_ | None = None  # top-level fields (rechunk)
     source: str | None = None  # None: the synthetic template's own line
+    # The model's own text, as a proxy that relays what is not a call may pass it on: accepted as well as
+    # ``content`` where no client breaks on it (openai-python and the anthropic SDK show it as text beside
+    # the one call, and raise nothing).
+    relayed: str | None = None
 
 
 def kept_text(title: str, why: str, frames: list[Any], user: str, text: str, *, tools: list[Mapping_] | None = None,
@@ -232,14 +236,14 @@ def scenario(fmt: TextFormat, case: str, cell: Cell) -> Mapping_:
         # An XML-reading client reads markup left in the text as calls of its own: a
         # case whose answer keeps markup as text is about what an OpenAI client sees.
         client = {"profiles": [OPENAI_CLIENT.name], "request": request}
-    expect: Mapping_ = {
-        "tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in cell.calls],
-        "content": cell.content,
-    }
-    if cell.exact and enveloped(fmt):
-        del expect["content"]
+    expect: Mapping_ = {"tool_calls": [{"name": c.name, "arguments": dict(c.arguments)} for c in cell.calls]}
+    if cell.relayed is not None:
+        expect["content_regex"] = either(cell.content, cell.relayed)
+    elif cell.exact and enveloped(fmt):
         expect["content_regex"] = markup_optional(fmt, cell.content)
-    elif cell.exact:
+    else:
+        expect["content"] = cell.content
+    if cell.exact and not enveloped(fmt):
         expect["content_exact"] = True
     calls_finish = cell.calls and fmt.id not in CLIENT_READ  # an XML client reads its calls from a "stop" answer
     expect["finish_reason"] = "tool_calls" if calls_finish else ("length" if cell.finish == "length" else "stop")
@@ -286,6 +290,11 @@ def markup_optional(fmt: TextFormat, text: str) -> str:
         last = m.end()
     parts.append(re.escape(text[last:]))
     return r"\A\s*" + "".join(parts) + r"\s*\Z"
+
+
+def either(*texts: str) -> str:
+    """A pattern for the whole text being one of ``texts``, white space between their words as it may come."""
+    return r"^\s*(?:" + "|".join(r"\s+".join(re.escape(word) for word in text.split()) for text in texts) + r")\s*$"
 
 
 def stem(fmt: TextFormat, case: str) -> str:
@@ -576,8 +585,10 @@ def _native_and_copy(fmt: TextFormat) -> Cell:
                                 fmt)
     frames += native_frames(READ, "call_native_01")
     return Cell("a native call plus a text copy of it give one call",
-                "a backend that both parses and leaks the call must not make the client run it twice.",
-                frames, [READ_FILE], "Open src/app.py.", [READ], "Reading it.", finish="tool_calls")
+                "a backend that both parses and leaks the call must not make the client run it twice; the copy "
+                "may stay as the model's text, which no client runs.",
+                frames, [READ_FILE], "Open src/app.py.", [READ], "Reading it.", finish="tool_calls",
+                relayed="Reading it.\n\n" + fmt.write([READ]))
 
 
 VARIANTS: dict[str, Callable[[str], str]] = {
@@ -659,9 +670,10 @@ def _orphan_closer(fmt: TextFormat) -> Cell:
     if closer is None:
         raise NotApplicable
     text = fmt.write([READ]) + "\n" + closer + "\nDone."
-    return Cell("a closer left over after the call does not reach the client",
-                "models repeat a closer; orphan markup in the text confuses the user and XML clients.",
-                natural(text, fmt), [READ_FILE], "Open src/app.py.", [READ], "Done.")
+    return Cell("a closer left over after the call is text: dropped or relayed",
+                "models repeat a closer; the call is made once, and the closer left over is the model's text, "
+                "which no client runs.",
+                natural(text, fmt), [READ_FILE], "Open src/app.py.", [READ], "Done.", relayed=closer + "\nDone.")
 
 
 @builds("tool-choice-none")

@@ -20,7 +20,8 @@ rule = rule_group("anthropic_body", "ABODY", stage="single", profiles=ANTHROPIC)
     severity="client",
     breaks=Breaks(("anthropic-sdk-python",), "the SDK does not validate the body: an error report sent with status "
                   "200 becomes a `Message` whose `content` is None, and the application's loop over "
-                  "`message.content` raises `TypeError`"),
+                  "`message.content` raises `TypeError`",
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current)"),
 )
 def message_shape(ctx: Context) -> Iterator[Violation]:
     body = body_object(ctx)
@@ -63,7 +64,8 @@ def message_schema(ctx: Context) -> Iterator[Violation]:
     "Each tool_use block of a single answer carries its `input` as a JSON object, never as a string of JSON.",
     severity="client",
     breaks=Breaks(("anthropic-sdk-python",), "the SDK keeps `input` as sent: the application gets "
-                  "`ToolUseBlock.input` as a `str`, not the arguments object it passes to the tool"),
+                  "`ToolUseBlock.input` as a `str`, not the arguments object it passes to the tool",
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current)"),
 )
 def tool_input_object(ctx: Context) -> Iterator[Violation]:
     body = ctx.body[0]

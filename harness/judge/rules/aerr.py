@@ -21,7 +21,11 @@ rule = rule_group("anthropic_errors", "AERR", profiles=ANTHROPIC)
     breaks=Breaks(("anthropic-sdk-python", "anthropic-sdk-typescript"), "both SDKs raise on an event named `error` "
                   "only, with its data as the message (`APIStatusError: {'type': 'error', 'error': {…}}`); an "
                   "error sent under another name is skipped, and the answer looks complete",
-                  (ANTHROPIC_SSE, ANTHROPIC_TS_SSE)),
+                  (ANTHROPIC_SSE, ANTHROPIC_TS_SSE),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current), for an error under another name "
+                  "(one named `error` in another shape still raises, its data as the message); "
+                  "anthropic-sdk-typescript: @anthropic-ai/sdk 1.14.0 (current) ends such a stream with "
+                  "`stream ended without producing a Message`, the error's message lost"),
     stage="stream",
 )
 def stream_error_shape(ctx: Context) -> Iterator[Violation]:

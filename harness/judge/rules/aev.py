@@ -37,8 +37,12 @@ def _typed(ctx: Context) -> Iterator[AnthropicEvent]:
     severity="client",
     breaks=Breaks(("anthropic-sdk-python", "anthropic-sdk-typescript"), "both SDKs dispatch by the `event:` name: "
                   "they skip an event without one and handle `ping` and `error` by the name alone; the TypeScript "
-                  "SDK (and released Python ones) yield only events named one of the six message event types, so "
-                  "an event under another name is lost", (ANTHROPIC_SSE, ANTHROPIC_TS_SSE)),
+                  "SDK (and Python ones up to 0.x) yield only events named one of the six message event types, so "
+                  "an event under another name is lost", (ANTHROPIC_SSE, ANTHROPIC_TS_SSE),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current) and @anthropic-ai/sdk 1.14.0 "
+                  "(current), for an event without a name; one under another name only anthropic-sdk-python "
+                  "0.75.0 loses (anthropic-sdk-python 1.17.0 and 2.14.0 (current) and @anthropic-ai/sdk "
+                  "1.14.0 (current) read it by its data's `type`)"),
 )
 def event_names(ctx: Context) -> Iterator[Violation]:
     for e in _typed(ctx):
@@ -58,7 +62,11 @@ def event_names(ctx: Context) -> Iterator[Violation]:
                   "(`JSONDecodeError`; TypeScript: `Could not parse message into JSON`); the TypeScript "
                   "`MessageStream` dispatches on `type`: an event without one is dropped, or, first, fails with "
                   "`Unexpected event order, got undefined before \"message_start\"`",
-                  (ANTHROPIC_SSE, ANTHROPIC_TS_SSE, ANTHROPIC_TS_STREAM)),
+                  (ANTHROPIC_SSE, ANTHROPIC_TS_SSE, ANTHROPIC_TS_STREAM),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current) and @anthropic-ai/sdk 1.14.0 "
+                  "(current), for data that is not JSON; data without `type` only anthropic-sdk-python "
+                  "0.75.0 fails on (`AttributeError`), @anthropic-ai/sdk 1.14.0 (current) read the case's as "
+                  "its name says"),
 )
 def event_json(ctx: Context) -> Iterator[Violation]:
     for e in ctx.events:
@@ -225,7 +233,12 @@ grammar(
                   "never recorded: the Python SDK raises `IndexError: list index out of range` at its first delta, "
                   "TypeScript `Unexpected event order, got content_block_start before \"message_start\"`; "
                   "TypeScript also refuses a second one (`… got message_start before receiving \"message_stop\"`)",
-                  (ANTHROPIC_ACCUMULATE, ANTHROPIC_TS_STREAM)),
+                  (ANTHROPIC_ACCUMULATE, ANTHROPIC_TS_STREAM),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current), for a block before "
+                  "`message_start` (1.17.0 and 2.14.0: `IndexError`; 0.75.0: `RuntimeError: Unexpected event "
+                  "order`); anthropic-sdk-typescript: @anthropic-ai/sdk 1.14.0 (current) for both (`Cannot "
+                  "read properties of undefined`, `Unexpected event order, got message_start before "
+                  "receiving message_stop`)"),
 )
 
 
@@ -235,7 +248,8 @@ grammar(
     severity="client",
     breaks=Breaks(("anthropic-sdk-python",), "the SDK appends each opened block to the message and addresses a "
                   "delta by its `index` as a position: a first block at index 1 raises `IndexError: list index out "
-                  "of range`, and a reused index sends deltas to the wrong block", (ANTHROPIC_ACCUMULATE,)),
+                  "of range`, and a reused index sends deltas to the wrong block", (ANTHROPIC_ACCUMULATE,),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current), for a first block at index 1"),
 )
 
 
@@ -246,7 +260,9 @@ grammar(
     severity="client",
     breaks=Breaks(("anthropic-sdk-typescript",), "its `MessageStream` reports a finished block (`contentBlock`) at "
                   "each `content_block_stop` as the last block opened (`content.at(-1)`): with two open it reports "
-                  "the wrong one, and one never closed is never reported", (ANTHROPIC_TS_STREAM,)),
+                  "the wrong one, and one never closed is never reported", (ANTHROPIC_TS_STREAM,),
+                  versions="anthropic-sdk-typescript: @anthropic-ai/sdk 1.14.0 (current), its `contentBlock` events "
+                  "read on the rule's cases"),
 )
 
 
@@ -257,7 +273,8 @@ grammar(
     severity="client",
     breaks=Breaks(("anthropic-sdk-python",), "its accumulator applies a delta only when it matches the kind of the "
                   "block at its index and silently drops the others: the text or input the delta carried is lost",
-                  (ANTHROPIC_ACCUMULATE,)),
+                  (ANTHROPIC_ACCUMULATE,),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current)"),
 )
 
 
@@ -269,7 +286,8 @@ grammar(
     breaks=Breaks(("anthropic-sdk-python",), "`stop_reason` and `usage.output_tokens` reach the message only "
                   "through `message_delta`: without it the message has no `stop_reason`, without its `usage` the "
                   "SDK raises `AttributeError: 'NoneType' object has no attribute 'output_tokens'`",
-                  (ANTHROPIC_ACCUMULATE,)),
+                  (ANTHROPIC_ACCUMULATE,),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current)"),
 )
 
 
@@ -289,7 +307,10 @@ grammar(
     breaks=Breaks(("anthropic-sdk-typescript", "Claude Code"), "the TypeScript SDK's MessageStream keeps a message "
                   "only when its `message_stop` arrives: without it `finalMessage()` throws \"stream ended without "
                   "producing a Message with role=assistant\", and an agent built on it (Claude Code's bundle "
-                  "carries this MessageStream) gets an error instead of the answer", (ANTHROPIC_TS_STREAM,)),
+                  "carries this MessageStream) gets an error instead of the answer", (ANTHROPIC_TS_STREAM,),
+                  versions="anthropic-sdk-typescript: @anthropic-ai/sdk 1.14.0 (current) (`finalMessage()` throws); "
+                  "Claude Code 2.1.332 (current): its bundle carries "
+                  "that MessageStream"),
 )
 
 
@@ -312,7 +333,9 @@ def _label(block: Block) -> str:
     severity="client",
     breaks=Breaks(("anthropic-sdk-python",), "the SDK parses the input on every delta: invalid JSON raises "
                   "`ValueError: Unable to parse tool parameter JSON from model. …`, and a stream ending inside the "
-                  "input hands the application the part parsed so far", (ANTHROPIC_ACCUMULATE,)),
+                  "input hands the application the part parsed so far", (ANTHROPIC_ACCUMULATE,),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current) (0.75.0 with the parser's "
+                  "message alone)"),
 )
 def tool_input_complete(ctx: Context) -> Iterator[Violation]:
     for block in _tool_blocks(ctx):
@@ -337,7 +360,8 @@ def tool_input_complete(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("anthropic-sdk-python",), "the SDK starts the block's input from `content_block_start`: an "
                   "input sent there as a string stays a `str` in the accumulated message when no delta replaces "
-                  "it, so the application gets no arguments object", (ANTHROPIC_ACCUMULATE,)),
+                  "it, so the application gets no arguments object", (ANTHROPIC_ACCUMULATE,),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current)"),
 )
 def tool_input_not_a_string(ctx: Context) -> Iterator[Violation]:
     for block in _tool_blocks(ctx):

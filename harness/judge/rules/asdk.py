@@ -20,7 +20,8 @@ rule = rule_group("anthropic_sdk", "ASDK", stage="stream", profiles=ANTHROPIC)
     breaks=Breaks(("anthropic-sdk-python",), "the stream is read by the SDK's own SSE decoder and `MessageStream` "
                   "accumulator: whatever they raise (`JSONDecodeError`, `IndexError`, `ValueError: Unable to parse "
                   "tool parameter JSON from model. …`) is what an application built on it sees",
-                  (ANTHROPIC_SSE, ANTHROPIC_ACCUMULATE)),
+                  (ANTHROPIC_SSE, ANTHROPIC_ACCUMULATE),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current)"),
 )
 def sdk_reads(ctx: Context) -> Iterator[Violation]:
     if ctx.sdk.error is not None:
@@ -33,7 +34,8 @@ def sdk_reads(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("anthropic-sdk-python",), "the accumulated message is what an application on the SDK acts on: "
                   "its tool_use blocks are the calls it runs, its text blocks the text it shows",
-                  (ANTHROPIC_ACCUMULATE,)),
+                  (ANTHROPIC_ACCUMULATE,),
+                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current)"),
 )
 def sdk_message(ctx: Context) -> Iterator[Violation]:
     yield from accumulated_differences(ctx, calls_named="tool_use blocks", text_named="text", regex=False)

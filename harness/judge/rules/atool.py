@@ -26,7 +26,10 @@ def _ended_by_error(ctx: Context) -> bool:
     severity="client",
     breaks=Breaks(("Claude Code",), "the client answers each tool_use with a `tool_result` naming its id and sends "
                   "the history back; the Messages API refuses a repeated id (`` `tool_use` ids must be unique ``) "
-                  "and an empty one (an id matches `^[a-zA-Z0-9_-]+$`), so the next turn fails with a 400"),
+                  "and an empty one (an id matches `^[a-zA-Z0-9_-]+$`), so the next turn fails with a 400",
+                  versions="Claude Code 2.1.332 (current): its bundle (@anthropic-ai/claude-code-linux-x64) read, it "
+                  "reports the API's refusal as `API Error: 400 duplicate tool_use ID in conversation "
+                  "history`"),
 )
 def tool_use_ids(ctx: Context) -> Iterator[Violation]:
     seen: dict[str, int] = {}
@@ -51,7 +54,10 @@ def tool_use_ids(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("Claude Code", "OpenCode"), "a call to a tool the request did not declare cannot run: Claude "
                   "Code answers it with `<tool_use_error>Error: No such tool available: …</tool_use_error>`, "
                   "OpenCode (on the AI SDK) with `Model tried to call unavailable tool '…'`, instead of doing the "
-                  "work"),
+                  "work",
+                  versions="Claude Code 2.1.332 (current): its bundle (@anthropic-ai/claude-code-linux-x64) read; "
+                  "OpenCode not re-checked (the AI SDK, ai 7.0.173 (current), carries `Model tried to call "
+                  "unavailable tool`)"),
 )
 def declared_names(ctx: Context) -> Iterator[Violation]:
     declared = [n for n in ctx.scenario.client.tool_names if n]
@@ -89,7 +95,8 @@ def stop_reason_tool_use(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("Claude Code",), "Claude Code acts on the stop reason: at `max_tokens` it reports \"Claude's "
                   "response exceeded the … output token maximum\" instead of taking the cut answer as complete, so "
-                  "a wrong reason hides a cut answer or invents one"),
+                  "a wrong reason hides a cut answer or invents one",
+                  versions="Claude Code 2.1.332 (current): its bundle (@anthropic-ai/claude-code-linux-x64) read"),
 )
 def expected_stop_reason(ctx: Context) -> Iterator[Violation]:
     if ctx.expected_finish is not None and not _ended_by_error(ctx):

@@ -31,7 +31,10 @@ def _message(ctx: Context) -> tuple[str, Mapping[str, Any]] | None:
     breaks=Breaks(("openai-python", "Vercel AI SDK"), "openai-python does not validate the body, so without "
                   "`choices` the application's `completion.choices[0]` raises `TypeError: 'NoneType' object is not "
                   "subscriptable`; the AI SDK's response schema rejects it (`AI_TypeValidationError`)",
-                  (AI_SDK_CHAT,)),
+                  (AI_SDK_CHAT,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); AI SDK: ai 7.0.173 with "
+                  "@ai-sdk/openai-compatible 3.0.92 (current), run on the rule's cases (`AI_APICallError: Invalid JSON "
+                  "response`)"),
 )
 def body_shape(ctx: Context) -> Iterator[Violation]:
     body = body_object(ctx)
@@ -75,7 +78,9 @@ def body_schema(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("Vercel AI SDK", "openai-python"), "the AI SDK's response schema requires `function.name` and "
                   "`function.arguments` as strings (`AI_TypeValidationError` otherwise); an application on "
                   "openai-python answers each call with a `tool` message naming its `id`, which it cannot do "
-                  "without one", (AI_SDK_CHAT,)),
+                  "without one", (AI_SDK_CHAT,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current), for a call without `id`; AI SDK: "
+                  "@ai-sdk/openai-compatible 3.0.92 (current), for arguments that are no string (it makes up a missing id)"),
 )
 def body_calls(ctx: Context) -> Iterator[Violation]:
     found = _message(ctx)

@@ -23,7 +23,8 @@ rule = rule_group("calls", "CALLS")
     severity="client",
     breaks=Breaks(("openai-python", "Vercel AI SDK"), "a client runs the calls it receives: a missing, extra, "
                   "duplicated or altered call is a tool run wrongly or not at all (openai-python's accumulated "
-                  "`message.tool_calls`, read by SDK-002, holds the same list)"),
+                  "`message.tool_calls`, read by SDK-002, holds the same list)",
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); AI SDK not re-checked"),
     stage="answer",
     profiles=(OPENAI_CLIENT, ANTHROPIC_CLIENT, RESPONSES_CLIENT),
 )
@@ -47,7 +48,9 @@ def expected_calls(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("Codex CLI", "VS Code Copilot"), "clients act on the finish reason: Codex CLI runs calls only "
                   "at `tool_calls` and ends the turn at `stop`; Copilot hands calls on only at `tool_calls` or "
-                  "`stop`", (CODEX_CHAT, COPILOT_SSE)),
+                  "`stop`", (CODEX_CHAT, COPILOT_SSE),
+                  versions="Codex CLI: codex-rs/core/src/chat_completions.rs at 0775d1b, read; VS Code Copilot: "
+                  "src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read"),
     stage="answer",
     profiles=(OPENAI_CLIENT, RESPONSES_CLIENT),
     ending=True,

@@ -72,7 +72,8 @@ def _provider_extra(chunk: Mapping[str, Any]) -> bool:
     breaks=Breaks(("openai-python",), "without `choices` its stream accumulator raises `TypeError: 'NoneType' "
                   "object is not iterable`; a chunk whose `object` is not `chat.completion.chunk` is skipped "
                   "(`_is_valid_chat_completion_chunk_weak`), losing the text or call it carries",
-                  (OPENAI_ACCUMULATE,)),
+                  (OPENAI_ACCUMULATE,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
 )
 def chunk_shape(ctx: Context) -> Iterator[Violation]:
     for p, chunk in ctx.chunks:
@@ -150,7 +151,8 @@ def role_value(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python",), "its accumulator concatenates string fields, so a repeated role makes the "
                   "message's role `\"assistantassistant\"`, a role no API accepts when the application sends the "
-                  "message back", (OPENAI_DELTAS,)),
+                  "message back", (OPENAI_DELTAS,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
 )
 def role_once(ctx: Context) -> Iterator[Violation]:
     role_seen: dict[int, int] = {}
@@ -170,7 +172,9 @@ def role_once(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("VS Code Copilot", "Codex CLI"), "both hand streamed tool calls on only when a finish reason "
                   "arrives (Copilot at `tool_calls` or `stop`, Codex CLI at `tool_calls`): a choice that never "
-                  "gets one ends without its calls", (COPILOT_SSE, CODEX_CHAT)),
+                  "gets one ends without its calls", (COPILOT_SSE, CODEX_CHAT),
+                  versions="VS Code Copilot: src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read; "
+                  "Codex CLI: codex-rs/core/src/chat_completions.rs at 0775d1b, read"),
     ending=True,
 )
 def finish_sent(ctx: Context) -> Iterator[Violation]:
@@ -193,7 +197,9 @@ def finish_sent(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("VS Code Copilot", "Codex CLI"), "Copilot closes a choice at its finish chunk and ignores every "
                   "later chunk of it, so text or calls sent after it are lost; Codex CLI emits a call with the "
                   "arguments it holds at the `tool_calls` finish, so arguments sent after it are lost",
-                  (COPILOT_SSE, CODEX_CHAT)),
+                  (COPILOT_SSE, CODEX_CHAT),
+                  versions="VS Code Copilot: src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read; "
+                  "Codex CLI: codex-rs/core/src/chat_completions.rs at 0775d1b, read"),
 )
 def nothing_after_finish(ctx: Context) -> Iterator[Violation]:
     finished: dict[int, int] = {}
@@ -234,7 +240,8 @@ def finish_once_last(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("VS Code Copilot",), "Copilot acts on a choice's first finish reason and ignores the rest of "
                   "the choice; it hands tool calls on only at a `tool_calls` or `stop` finish, so calls first "
                   "finished with another reason (`length`, then `tool_calls`) are lost, and the reason it reports "
-                  "is always the first", (COPILOT_SSE,)),
+                  "is always the first", (COPILOT_SSE,),
+                  versions="VS Code Copilot: src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read"),
 )
 def finish_unchanged(ctx: Context) -> Iterator[Violation]:
     first: dict[int, tuple[int, Any]] = {}

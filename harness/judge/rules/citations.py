@@ -50,10 +50,12 @@ class Breaks:
     versions: str = ""
 
 
-# The release of each client the ``versions`` of the citations were checked against (2026-11).
+# The release of each client the ``versions`` of the citations were checked against (2026-11); for the
+# Python SDKs, tests/judge/test_client_breaks.py feeds each cited rule's breaking answer to the installed release.
 CURRENT: Mapping[str, str] = MappingProxyType({
     "openai-python": "openai 3.57.0",
     "anthropic-sdk-python": "anthropic 2.14.0",
+    "anthropic-sdk-typescript": "@anthropic-ai/sdk 1.14.0",
     "Vercel AI SDK": "ai 7.0.173 with @ai-sdk/openai-compatible 3.0.92 (AI SDK 6: 2.0.92, AI SDK 5: 1.0.61)",
     "OpenAI Agents SDK": "openai-agents 0.24.0",
 })
@@ -83,10 +85,14 @@ AI_SDK_CHANGELOG = "https://github.com/vercel/ai/blob/main/packages/openai-compa
 AI_SDK_EMPTY_ARGUMENTS = "https://github.com/vercel/ai/issues/5658"
 OPENAI_PARSING = _OPENAI_PY + "lib/_parsing/_completions.py"
 AI_SDK_EVENTS = "https://github.com/vercel/ai/blob/main/packages/provider-utils/src/parse-json-event-stream.ts"
-COPILOT_SSE = "https://github.com/microsoft/vscode-copilot-chat/blob/main/src/platform/networking/node/stream.ts"
-CODEX_CHAT = "https://github.com/openai/codex/blob/main/codex-rs/core/src/chat_completions.rs"
+# Pinned: the revisions the citations were read at.
+COPILOT_SSE = ("https://github.com/microsoft/vscode-copilot-chat/blob/31acd00a86424e2ee6e980e54919cf31fbf88030/"
+               "src/platform/networking/node/stream.ts")
+CODEX_CHAT = ("https://github.com/openai/codex/blob/0775d1b1736b4204b56aba0efce7470bdd29b711/"
+              "codex-rs/core/src/chat_completions.rs")
 CODEX_RESPONSES = "https://github.com/openai/codex/blob/main/codex-rs/core/src/client.rs"
-CLINE_OPENAI = "https://github.com/cline/cline/blob/main/src/api/providers/openai.ts"
+CLINE_OPENAI = ("https://github.com/cline/cline/blob/00566920b6f35409e79b4ae0be7e12311ab77a63/"
+                "src/api/providers/openai.ts")
 
 # Specification pages the spec rules come from.
 SPEC_CHAT_STREAMING = "https://platform.openai.com/docs/api-reference/chat-streaming"

@@ -21,7 +21,9 @@ rule = rule_group("errors", "ERR")
                   "payload has an `error` object, and only `An error occurred during streaming` without a string "
                   "message; the AI SDK's error schema needs `error.message` as a string (and allows `type`, "
                   "`param`, `code` to be null): anything else is a validation error instead of the upstream's "
-                  "message; a failure in any other shape looks like a truncated answer", (OPENAI_SSE, AI_SDK_CHAT)),
+                  "message; a failure in any other shape looks like a truncated answer", (OPENAI_SSE, AI_SDK_CHAT),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); AI SDK: ai 7.0.173 with "
+                  "@ai-sdk/openai-compatible 3.0.92 (current), run on the rule's cases (`AI_TypeValidationError`)"),
     stage="stream",
 )
 def stream_error_shape(ctx: Context) -> Iterator[Violation]:

@@ -61,7 +61,9 @@ def _error_object(raw: bytes) -> bool:
     severity="client",
     breaks=Breaks(("openai-python", "anthropic-sdk-python"), "without an error the SDKs return what arrived as a "
                   "complete answer: the application carries on with a cut or empty reply instead of retrying or "
-                  "reporting the failure"),
+                  "reporting the failure",
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) and anthropic-sdk-python 0.75.0, "
+                  "1.17.0 and 2.14.0 (current)"),
     stage="response",
 )
 def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
@@ -101,7 +103,8 @@ def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python",), "openai-python retries a 408, 409, 429 or 5xx status by itself "
                   "(`_should_retry`) and raises the status's own class (`RateLimitError`, `BadRequestError`, …) "
                   "that applications catch; an error inside a started stream is never retried and arrives as a "
-                  "plain `APIError`", (OPENAI_CLIENT,)),
+                  "plain `APIError`", (OPENAI_CLIENT,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
     stage="response",
 )
 def error_placement(ctx: Context) -> Iterator[Violation]:
@@ -134,7 +137,9 @@ def _relayed_unchanged(ctx: Context, text: str) -> bool:
     breaks=Breaks(("openai-python",), "openai-python builds its error from the JSON body: with `{\"error\": "
                   "{\"message\": …}}` it raises e.g. `BadRequestError: Error code: 400 - <message>` with `code` "
                   "and `type` set; an HTML or plain-text body leaves `Error code: 502` alone, the reason lost and "
-                  "`code`, `type` None", (OPENAI_CLIENT,)),
+                  "`code`, `type` None", (OPENAI_CLIENT,),
+                  versions="openai-python 3.57.0 (current); 1.109.1 and 2.54.0 put the body's text in the error's "
+                  "message"),
     stage="response",
 )
 def error_body_dialect(ctx: Context) -> Iterator[Violation]:
@@ -209,7 +214,8 @@ def retry_after(ctx: Context) -> Iterator[Violation]:
     "held back (a partial tag at a frame edge) is flushed before the answer ends.",
     severity="client",
     breaks=Breaks(("openai-python",), "text the proxy held back and never flushed is missing from the message the "
-                  "application shows (openai-python's accumulated `message.content` ends short)"),
+                  "application shows (openai-python's accumulated `message.content` ends short)",
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
     stage="answer",
 )
 def text_flushed(ctx: Context) -> Iterator[Violation]:
@@ -239,7 +245,9 @@ def text_flushed(ctx: Context) -> Iterator[Violation]:
     "after this exchange.",
     severity="client",
     breaks=Breaks(("openai-python", "anthropic-sdk-python"), "every later request of every client fails: the SDKs "
-                  "raise `APIConnectionError: Connection error.` or a 5xx status error", (OPENAI_ERRORS,)),
+                  "raise `APIConnectionError: Connection error.` or a 5xx status error", (OPENAI_ERRORS,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) and anthropic-sdk-python 0.75.0, "
+                  "1.17.0 and 2.14.0 (current)"),
     stage="always",
 )
 def proxy_survives(ctx: Context) -> Iterator[Violation]:

@@ -20,7 +20,9 @@ rule = rule_group("transport", "HTTP", profiles=EVERY_PROFILE)
     severity="client",
     breaks=Breaks(("openai-python", "anthropic-sdk-python"), "no answer reaches the client: both SDKs raise "
                   "`APIConnectionError: Connection error.` (after their own retries) and the turn ends without a "
-                  "reply", (OPENAI_ERRORS,)),
+                  "reply", (OPENAI_ERRORS,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) and anthropic-sdk-python 0.75.0, "
+                  "1.17.0 and 2.14.0 (current)"),
     stage="always",
 )
 def answered(ctx: Context) -> Iterator[Violation]:
@@ -41,7 +43,9 @@ def answered(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python", "Codex CLI"), "an answer that never completes leaves the client waiting: "
                   "openai-python waits out its 600 s default timeout and raises `APITimeoutError: Request timed "
                   "out.`; Codex CLI gives up on a silent stream with \"idle timeout waiting for SSE\"",
-                  (OPENAI_ERRORS, CODEX_CHAT)),
+                  (OPENAI_ERRORS, CODEX_CHAT),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); Codex CLI: "
+                  "codex-rs/core/src/chat_completions.rs at 0775d1b, read"),
     stage="always",
 )
 def within_timeout(ctx: Context) -> Iterator[Violation]:
@@ -67,7 +71,9 @@ def within_timeout(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python", "anthropic-sdk-python"), "a non-2xx status is an error to the SDKs: they raise "
                   "the status's class (`InternalServerError: Error code: 500 - …`, `BadRequestError`, …) instead "
-                  "of returning the answer", (OPENAI_CLIENT,)),
+                  "of returning the answer", (OPENAI_CLIENT,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) and anthropic-sdk-python 0.75.0, "
+                  "1.17.0 and 2.14.0 (current)"),
     stage="response",
 )
 def status_ok(ctx: Context) -> Iterator[Violation]:
@@ -102,7 +108,8 @@ def content_type(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python",), "a JSON body to a streaming request yields no chunk, so the application's "
                   "stream ends empty without an error; an SSE body to a non-streaming request comes back as the "
                   "raw `data: …` string instead of a `ChatCompletion`, and the application's `.choices` fails",
-                  (OPENAI_SSE,)),
+                  (OPENAI_SSE,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
     stage="answer",
 )
 def body_kind(ctx: Context) -> Iterator[Violation]:

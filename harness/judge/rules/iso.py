@@ -97,7 +97,9 @@ def _text(exchange: Exchange) -> str:
     "backend wrote, whether the exchanges run at once or one after another.",
     severity="client",
     breaks=Breaks(("openai-python", "anthropic-sdk-python"), "the SDKs deliver what arrives: text or arguments "
-                  "from another conversation are shown to the wrong user, and its calls run in the wrong workspace"),
+                  "from another conversation are shown to the wrong user, and its calls run in the wrong workspace",
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) and anthropic-sdk-python 0.75.0, "
+                  "1.17.0 and 2.14.0 (current)"),
 )
 def no_leak(round_: Round) -> Iterator[Violation]:
     texts = {id(p): _text(p.exchange) for p in round_.played}
@@ -117,7 +119,8 @@ def no_leak(round_: Round) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python", "anthropic-sdk-python"), "a rule broken only while other exchanges are in "
                   "flight breaks the client the way that rule says, under load only, where a proxy author's "
-                  "single-client test never sees it"),
+                  "single-client test never sees it",
+                  versions="those of the rule broken under load (each checked against the current releases)"),
 )
 def same_verdicts_together(round_: Round) -> Iterator[Violation]:
     if not round_.alone:
@@ -202,7 +205,8 @@ def _compared(round_: Round, played: Iterable[tuple[Played, str]]) -> Iterator[V
     "indices, the same text and finish reason (each exchange's tag read as the same), breaking the same rules.",
     severity="client",
     breaks=Breaks(("openai-python", "anthropic-sdk-python"), "an answer that differs from one run to the next "
-                  "breaks the client the way the differing rule says, on some runs only"),
+                  "breaks the client the way the differing rule says, on some runs only",
+                  versions="those of the rule that differs between runs (each checked against the current releases)"),
 )
 def same_answer_in_a_row(round_: Round) -> Iterator[Violation]:
     yield from _compared(round_, ((p, "") for p in round_.alone[1:]))
@@ -215,7 +219,8 @@ def same_answer_in_a_row(round_: Round) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python", "anthropic-sdk-python"), "state left over from a conversation cut mid-call "
                   "corrupts the next one: the client gets leftover text or arguments, or loses its own, the way "
-                  "the broken rule says"),
+                  "the broken rule says",
+                  versions="those of the rule the leftover state breaks (each checked against the current releases)"),
 )
 def unaffected_after_broken_exchange(round_: Round) -> Iterator[Violation]:
     yield from _compared(round_, ((p, f", right after {broken.label},") for broken, p in round_.after))
@@ -256,7 +261,8 @@ def expected_for_choice(ctx: Context, index: int) -> Sequence[tuple[str, Mapping
     severity="client",
     breaks=Breaks(("openai-python",), "openai-python accumulates each choice by its `index`: calls moved to "
                   "another choice or mixed between choices land in the wrong `choices[n].message.tool_calls`",
-                  (OPENAI_ACCUMULATE,)),
+                  (OPENAI_ACCUMULATE,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
     profiles=(OPENAI_CLIENT,),
 )
 def choices_rescued_apart(ctx: Context) -> Iterator[Violation]:

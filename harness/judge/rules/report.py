@@ -109,6 +109,8 @@ def rules_markdown(proofs: Mapping[str, Proof] | None = None) -> str:
         "Where a citation has been checked against the clients' current releases it also names the versions",
         "that break (a claim true only of old releases says so); the releases checked: "
         + "; ".join(f"{client}: {release}" for client, release in CURRENT.items()) + ".",
+        "For the Python SDKs this is a test: `tests/judge/test_client_breaks.py` feeds each such rule's breaking",
+        "answer to the installed openai and anthropic packages and fails when they no longer break as cited.",
         "Rule ids are stable: a rule keeps its id for good, and a retired id is never reused (so the rules of",
         "the `xml-client` profile, for clients that read tool calls as XML in the content, keep the `VTC` prefix",
         "of its first name, \"virtual tool calling\").",

@@ -90,7 +90,10 @@ def event_order(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("Codex CLI", "openai-python"), "Codex CLI acts on an item only at its "
                   "`response.output_item.done` (`process_sse`), so an item never closed is never run; "
                   "openai-python's `responses.stream()` raises `RuntimeError: Duplicate response output index 0.` "
-                  "on an index added twice", (CODEX_RESPONSES, OPENAI_RESPONSES_STREAM)),
+                  "on an index added twice", (CODEX_RESPONSES, OPENAI_RESPONSES_STREAM),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current), for an index added twice (3.57.0: "
+                  "`Duplicate response output index`; 1.109.1 and 2.54.0 fail an assertion); Codex CLI not "
+                  "re-checked"),
 )
 def items_closed_once(ctx: Context) -> Iterator[Violation]:
     added: dict[Any, ResponsesEvent] = {}
@@ -124,7 +127,9 @@ def items_closed_once(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python",), "`responses.stream()` looks the item up by `output_index` and asserts its "
                   "type (`ResponseStreamState.handle_event`): a delta naming an item of the other kind fails there",
-                  (OPENAI_RESPONSES_STREAM,)),
+                  (OPENAI_RESPONSES_STREAM,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current), for a delta at the `output_index` of "
+                  "an item of the other kind (a wrong `item_id` alone it ignores)"),
 )
 def deltas_address_their_item(ctx: Context) -> Iterator[Violation]:
     items: dict[Any, Mapping[str, Any]] = {}
@@ -202,7 +207,10 @@ def arguments_agree(ctx: Context) -> Iterator[Violation]:
                   "its `call_id`, and the API refuses an output whose call it cannot find (\"No tool call found "
                   "for function call output with call_id …\"); openai-python's `responses.stream()` raises "
                   "`RuntimeError: Response snapshot has conflicting output identities.` on a repeated one",
-                  (OPENAI_RESPONSES_STREAM,)),
+                  (OPENAI_RESPONSES_STREAM,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current), for a call without `call_id`; "
+                  "openai-python 3.57.0 (current) for a repeated one (1.109.1 and 2.54.0 keep both calls); "
+                  "Codex CLI not re-checked"),
     stage="answer",
 )
 def call_ids(ctx: Context) -> Iterator[Violation]:
@@ -242,7 +250,8 @@ def _summary(item: Mapping[str, Any]) -> tuple[Any, ...]:
     severity="client",
     breaks=Breaks(("openai-python", "OpenAI Agents SDK"), "openai-python's `get_final_response()` returns that "
                   "response, and the OpenAI Agents SDK takes the turn's items from it: an item missing there is a "
-                  "call never run", (OPENAI_RESPONSES_STREAM,)),
+                  "call never run", (OPENAI_RESPONSES_STREAM,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); OpenAI Agents SDK not re-checked"),
 )
 def completed_output(ctx: Context) -> Iterator[Violation]:
     f = folded(ctx)
@@ -269,7 +278,8 @@ def completed_output(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("Codex CLI", "openai-python"), "Codex CLI reports \"stream disconnected before completion\" "
                   "without it and retries the turn; openai-python's `get_final_response()` raises ``RuntimeError: "
                   "Didn't receive a `response.completed` event.`` instead of returning the response",
-                  (CODEX_RESPONSES, OPENAI_RESPONSES_STREAM)),
+                  (CODEX_RESPONSES, OPENAI_RESPONSES_STREAM),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); Codex CLI not re-checked"),
     ending=True,
 )
 def stream_completes(ctx: Context) -> Iterator[Violation]:
@@ -292,7 +302,8 @@ def stream_completes(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python",), "`responses.stream()` is how applications on openai-python read a Responses "
                   "stream: whatever it raises (a duplicate output index, conflicting output identities, a failed "
-                  "assertion) ends the application's turn", (OPENAI_RESPONSES_STREAM,)),
+                  "assertion) ends the application's turn", (OPENAI_RESPONSES_STREAM,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
 )
 def sdk_reads_stream(ctx: Context) -> Iterator[Violation]:
     reading = ctx.sdk
@@ -308,7 +319,8 @@ def sdk_reads_stream(ctx: Context) -> Iterator[Violation]:
     breaks=Breaks(("openai-python", "OpenAI Agents SDK"), "applications on openai-python act on the final "
                   "response, not on the deltas: its `function_call` items are the calls they run and its "
                   "`output_text` the text they show, and the OpenAI Agents SDK builds the turn from it",
-                  (OPENAI_RESPONSES_STREAM,)),
+                  (OPENAI_RESPONSES_STREAM,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); OpenAI Agents SDK not re-checked"),
 )
 def sdk_response(ctx: Context) -> Iterator[Violation]:
     yield from accumulated_differences(ctx, calls_named="function_call items", text_named="output_text", regex=True)

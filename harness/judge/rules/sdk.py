@@ -20,7 +20,8 @@ rule = rule_group("sdk", "SDK", stage="stream")
     severity="client",
     breaks=Breaks(("openai-python",), "the stream is read by the SDK's own SSE decoder and `ChatCompletionStream` "
                   "accumulator: whatever they raise (`JSONDecodeError`, `TypeError`, `IndexError`, `RuntimeError`, "
-                  "an assertion) is what an application built on it sees", (OPENAI_SSE, OPENAI_ACCUMULATE)),
+                  "an assertion) is what an application built on it sees", (OPENAI_SSE, OPENAI_ACCUMULATE),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
 )
 def sdk_reads(ctx: Context) -> Iterator[Violation]:
     if ctx.sdk.error is not None:
@@ -32,7 +33,8 @@ def sdk_reads(ctx: Context) -> Iterator[Violation]:
     "The SDK's accumulated message holds the expected tool calls and content.",
     severity="client",
     breaks=Breaks(("openai-python",), "the accumulated message is what an application on the SDK acts on: its "
-                  "`tool_calls` are the calls it runs, its `content` the text it shows", (OPENAI_ACCUMULATE,)),
+                  "`tool_calls` are the calls it runs, its `content` the text it shows", (OPENAI_ACCUMULATE,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
     profiles=(OPENAI_CLIENT,),
 )
 def sdk_message(ctx: Context) -> Iterator[Violation]:

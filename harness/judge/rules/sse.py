@@ -46,7 +46,9 @@ framing(
     breaks=Breaks(("openai-python", "VS Code Copilot"), "a line without the `data:` field carries no payload: "
                   "openai-python's SSE decoder ignores the unknown field, and Copilot, which cuts `data:` off the "
                   "front of every line, fails to parse the rest (`Error parsing JSON stream data for request id "
-                  "…`) and drops it; what the line held never reaches the application", (OPENAI_SSE, COPILOT_SSE)),
+                  "…`) and drops it; what the line held never reaches the application", (OPENAI_SSE, COPILOT_SSE),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); VS Code Copilot: "
+                  "src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read"),
     profiles=EVERY_PROFILE,
 )
 
@@ -57,7 +59,9 @@ framing(
     severity="client",
     breaks=Breaks(("openai-python", "anthropic-sdk-python"), "two payloads without a blank line between them are "
                   "one event, whose data lines the SDKs join with a newline and fail to parse: `JSONDecodeError: "
-                  "Extra data: line 2 column 1`, and the stream ends there", (OPENAI_SSE, ANTHROPIC_SSE)),
+                  "Extra data: line 2 column 1`, and the stream ends there", (OPENAI_SSE, ANTHROPIC_SSE),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) and anthropic-sdk-python 0.75.0, "
+                  "1.17.0 and 2.14.0 (current)"),
     profiles=EVERY_PROFILE,
 )
 
@@ -68,7 +72,8 @@ framing(
     severity="client",
     breaks=Breaks(("VS Code Copilot",), "Copilot reads the stream line by line and parses each `data:` line as one "
                   "JSON payload: both halves of a payload split over two lines fail (`Error parsing JSON stream "
-                  "data for request id …`) and are dropped, with the text or call they carried", (COPILOT_SSE,)),
+                  "data for request id …`) and are dropped, with the text or call they carried", (COPILOT_SSE,),
+                  versions="VS Code Copilot: src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read"),
 )
 
 
@@ -97,7 +102,9 @@ framing(
     severity="client",
     breaks=Breaks(("openai-python", "VS Code Copilot"), "both stop reading at the terminator (openai-python leaves "
                   "its loop at `[DONE]`, Copilot returns), so whatever a later chunk carries, text, a call or a "
-                  "finish reason, never reaches the application", (OPENAI_SSE, COPILOT_SSE)),
+                  "finish reason, never reaches the application", (OPENAI_SSE, COPILOT_SSE),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); VS Code Copilot: "
+                  "src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read"),
 )
 
 
@@ -114,7 +121,8 @@ framing(
     "The stream is valid UTF-8.",
     severity="client",
     breaks=Breaks(("openai-python",), "openai-python decodes every line as UTF-8 and raises `UnicodeDecodeError: "
-                  "'utf-8' codec can't decode byte …`, ending the stream", (OPENAI_SSE,)),
+                  "'utf-8' codec can't decode byte …`, ending the stream", (OPENAI_SSE,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
     profiles=EVERY_PROFILE,
 )
 
@@ -125,6 +133,7 @@ framing(
     severity="client",
     breaks=Breaks(("openai-python",), "an SSE event is dispatched only at its blank line: openai-python's decoder "
                   "drops an unterminated last event, so a finish chunk sent without it leaves the message without "
-                  "a `finish_reason`", (OPENAI_SSE,)),
+                  "a `finish_reason`", (OPENAI_SSE,),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
     profiles=EVERY_PROFILE,
 )

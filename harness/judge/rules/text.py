@@ -25,7 +25,8 @@ rule = rule_group("content", "TEXT", profiles=EVERY_PROFILE)
     severity="client",
     breaks=Breaks(("openai-python", "VS Code Copilot"), "a client shows, and sends back in its history, exactly "
                   "the text it receives: lost, doubled or altered text is what the user reads and the model is "
-                  "sent next (openai-python's accumulated `message.content`, read by SDK-002, holds the same text)"),
+                  "sent next (openai-python's accumulated `message.content`, read by SDK-002, holds the same text)",
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); VS Code Copilot not re-checked"),
 )
 def expected_content(ctx: Context) -> Iterator[Violation]:
     expected = ctx.expected_content
@@ -48,7 +49,8 @@ def expected_content(ctx: Context) -> Iterator[Violation]:
     "`expect.error.content`, ended the answer: TEXT-001 then judges that text).",
     severity="client",
     breaks=Breaks(("openai-python", "VS Code Copilot"), "a client shows, and sends back in its history, exactly "
-                  "the text it receives (openai-python's accumulated `message.content`, read by SDK-002)"),
+                  "the text it receives (openai-python's accumulated `message.content`, read by SDK-002)",
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); VS Code Copilot not re-checked"),
 )
 def content_regex(ctx: Context) -> Iterator[Violation]:
     pattern = ctx.expected_regex
@@ -67,7 +69,9 @@ def content_regex(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python", "VS Code Copilot"), "the markup stays in the content: openai-python's "
                   "`message.content` holds it for the application to show, and every client, Copilot included, "
-                  "sends it back to the model in the history next to the structured call it was turned into"),
+                  "sends it back to the model in the history next to the structured call it was turned into",
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) keeps the markup in `message.content`, "
+                  "beside the call it became; VS Code Copilot not re-checked"),
 )
 def no_markup_leak(ctx: Context) -> Iterator[Violation]:
     text = ctx.visible_text
@@ -88,7 +92,8 @@ def no_markup_leak(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python", "VS Code Copilot"), "the model's call vanishes without a word: the client "
                   "shows an answer with neither the call nor its text, and sends the model a history in which it "
-                  "never made the call"),
+                  "never made the call",
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); VS Code Copilot not re-checked"),
 )
 def broken_call_kept(ctx: Context) -> Iterator[Violation]:
     if ctx.exchange.status != 200 or ctx.error_accepted or ctx.answer.error is not None:

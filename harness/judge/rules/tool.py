@@ -113,7 +113,8 @@ def entry_shape(ctx: Context) -> Iterator[Violation]:
                   "unavailable tool 'get_'`); Codex CLI keeps a name's first fragment, Copilot its last",
                   (AI_SDK_TRACKER, CODEX_CHAT, COPILOT_SSE),
                   versions="AI SDK: @ai-sdk/openai-compatible 1.0.61, 2.0.92 and 3.0.92 (current) for the name; "
-                  "Codex CLI and Copilot not re-checked"),
+                  "Codex CLI (codex-rs/core/src/chat_completions.rs at 0775d1b) and VS Code Copilot "
+                  "(src/platform/networking/node/stream.ts at 31acd00, 2026-03-29), read"),
 )
 def first_delta_complete(ctx: Context) -> Iterator[Violation]:
     names: dict[tuple[int, int], Any] = {}
@@ -153,7 +154,8 @@ def first_delta_complete(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python",), "its accumulator concatenates strings: a repeated id becomes `call_1call_1`, "
                   "a name `get_weatherget_weather`; a later `type: null` fails an assertion (`type: \"function\"` "
-                  "is replaced, harmlessly)", (OPENAI_DELTAS, OPENAI_ACCUMULATE)),
+                  "is replaced, harmlessly)", (OPENAI_DELTAS, OPENAI_ACCUMULATE),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
 )
 def no_repeats(ctx: Context) -> Iterator[Violation]:
     for d in call_deltas(ctx):
@@ -180,7 +182,8 @@ def no_repeats(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("openai-python",), "it puts each call at its `index`: a first call at index 1 raises "
                   "`IndexError: list index out of range`, and a new call on a used index is merged into that call "
-                  "(`call_1call_2`, `get_weatherget_time`)", (OPENAI_DELTAS, OPENAI_ACCUMULATE)),
+                  "(`call_1call_2`, `get_weatherget_time`)", (OPENAI_DELTAS, OPENAI_ACCUMULATE),
+                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
 )
 def contiguous_indices(ctx: Context) -> Iterator[Violation]:
     expected: dict[int, int] = {}
@@ -201,7 +204,8 @@ def contiguous_indices(ctx: Context) -> Iterator[Violation]:
     "Parallel calls have distinct ids.",
     severity="client",
     breaks=Breaks(("VS Code Copilot",), "Copilot starts a new call only at a different id: two calls sharing one "
-                  "become one call with both calls' arguments joined", (COPILOT_SSE,)),
+                  "become one call with both calls' arguments joined", (COPILOT_SSE,),
+                  versions="VS Code Copilot: src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read"),
     stage="answer",
 )
 def distinct_ids(ctx: Context) -> Iterator[Violation]:
@@ -313,7 +317,10 @@ def empty_arguments(ctx: Context) -> Iterator[Violation]:
     "give a call the same id (Messages: tool_use id), unless the backend itself sent that id.",
     severity="client",
     breaks=Breaks(("Claude Code",), "agents send their history back; the Messages API refuses one with two tool "
-                  "calls of one id (`` `tool_use` ids must be unique ``), and Claude Code stops there"),
+                  "calls of one id (`` `tool_use` ids must be unique ``), and Claude Code stops there",
+                  versions="Claude Code 2.1.332 (current): its bundle (@anthropic-ai/claude-code-linux-x64) read, it "
+                  "reports the API's refusal as `API Error: 400 duplicate tool_use ID in conversation "
+                  "history`"),
     profiles=EVERY_PROFILE,
 )
 def ids_unique_across_requests(answers: Sequence[tuple[str, Context]]) -> Iterator[Violation]:
@@ -377,7 +384,8 @@ def _call_ids(value: Any) -> Iterator[str]:
     '`finish_reason` is `"tool_calls"` when calls were made.',
     severity="client",
     breaks=Breaks(("Codex CLI",), "Codex CLI emits a streamed call only at `finish_reason: \"tool_calls\"`; at "
-                  "`stop` it ends the turn with the text alone and never runs the call", (CODEX_CHAT,)),
+                  "`stop` it ends the turn with the text alone and never runs the call", (CODEX_CHAT,),
+                  versions="Codex CLI: codex-rs/core/src/chat_completions.rs at 0775d1b, read"),
     stage="answer",
     profiles=(OPENAI_CLIENT,),
     ending=True,

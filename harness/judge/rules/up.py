@@ -142,7 +142,9 @@ def check_assertion(a: UpstreamAssertion, upstream: Any, request: Any) -> str | 
                   "SDK's `generateObject` forces its tool with `tool_choice`, and when that never reaches the "
                   "backend (passed on or emulated) the model may answer in text, which fails the client with "
                   "`AI_NoObjectGeneratedError: No object generated: the tool was not called.` instead of an "
-                  "object"),
+                  "object",
+                  versions="AI SDK 4.x (ai 4.3.19's `generateObject` in tool mode raises it); ai 7.0.173 (current) "
+                  "asks for JSON output instead and has no such error"),
 )
 def upstream_assertions(ctx: Context) -> Iterator[Violation]:
     active = [a for a in ctx.expect.upstream if set(a.requires) <= ctx.options.features]
@@ -247,7 +249,8 @@ def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
                   "lost is called with arguments the model invents: with Codex in front of LiteLLM translating to "
                   "Gemini, tools whose description and parameters were silently dropped left every call failing "
                   "as an unsupported call",
-                  ("https://github.com/BerriAI/litellm/issues/29854",)),
+                  ("https://github.com/BerriAI/litellm/issues/29854",),
+                  versions="Codex CLI not re-checked; the breakage is the cited report's (BerriAI/litellm#29854)"),
 )
 def tools_offered(ctx: Context) -> Iterator[Violation]:
     read = carried.readings(ctx)
@@ -283,7 +286,9 @@ def tools_offered(ctx: Context) -> Iterator[Violation]:
                   "Claude Code stops the turn with the backend's error, \"API Error: 400 … unexpected tool_use_id "
                   "found in tool_result blocks\"",
                   ("https://github.com/anthropics/claude-code/issues/6836",
-                   "https://github.com/router-for-me/CLIProxyAPI/issues/497")),
+                   "https://github.com/router-for-me/CLIProxyAPI/issues/497"),
+                  versions="Claude Code 2.1.332 (current): its bundle (@anthropic-ai/claude-code-linux-x64) read, it "
+                  "names the API's `unexpected tool_use_id found in tool_result` refusal"),
 )
 def results_linked(ctx: Context) -> Iterator[Violation]:
     read = carried.readings(ctx)

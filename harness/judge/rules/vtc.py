@@ -26,7 +26,10 @@ rule = rule_group("xml-client", "VTC", profiles=(XML_CLIENT,))
     severity="client",
     breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "in their XML mode these clients read only `delta.content` "
                   "(and usage) from the stream: a call sent as `tool_calls` is never seen, so it never runs",
-                  (CLINE_OPENAI,)),
+                  (CLINE_OPENAI,),
+                  versions="Cline: src/api/providers/openai.ts at 0056692, an XML-era release, read (it yields "
+                  "`delta.content` and usage only); current Cline, Roo Code and Kilo Code, which can also "
+                  "take native calls, not re-checked"),
 )
 def no_structured_calls(ctx: Context) -> Iterator[Violation]:
     if ctx.kind == "sse":
@@ -50,7 +53,9 @@ def no_structured_calls(ctx: Context) -> Iterator[Violation]:
     severity="client",
     breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "they parse the calls from the accumulated text, matching "
                   "`<tool_name>` and `<param>` tags against fixed lists: a missing, unclosed or altered tag is a "
-                  "call run wrongly or not at all"),
+                  "call run wrongly or not at all",
+                  versions="not re-checked: the XML-era releases of Cline, Roo Code and Kilo Code, whose XML mode "
+                  "reads calls from the text"),
 )
 def expected_xml_calls(ctx: Context) -> Iterator[Violation]:
     lines = diff_calls(ctx.expected_calls, ctx.received_calls, value_matches)
@@ -86,7 +91,9 @@ def _expected_value(ctx: Context, position: int, name: str, param: str) -> Any:
     "XML parameter values are raw text, never entity-escaped (`&lt;` reaches the client as is).",
     severity="client",
     breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "they take a parameter's text as is, without entity "
-                  "decoding: `&lt;` is written into the file or command as `&lt;`"),
+                  "decoding: `&lt;` is written into the file or command as `&lt;`",
+                  versions="not re-checked: the XML-era releases of Cline, Roo Code and Kilo Code, whose XML mode "
+                  "reads calls from the text"),
 )
 def raw_values(ctx: Context) -> Iterator[Violation]:
     for position, call in enumerate(ctx.xml.calls):
