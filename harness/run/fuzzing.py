@@ -13,26 +13,26 @@ database replays the failures it saw first.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, reject, seed, settings
-from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, ReadOnlyDatabase
 from hypothesis.errors import Flaky
+from hypothesis.strategies import SearchStrategy
 
 from harness.core.dialects import NotPortable, WireDialect
 from harness.core.dialects.clients import DEFAULT_PROFILE, Profile
-from harness.core.dialects.script import serve_as
 from harness.core.errors import ProxyUnreachable
 from harness.core.records import ScenarioRun
 from harness.core.redact import Redactor
-from harness.core.scenario.loading import parse_scenario
 from harness.generate.fuzz.case import NATIVE, Case, scenario_data
 from harness.generate.fuzz.strategies import cases, profiles_for
 from harness.generate.fuzz.yaml_out import dump_scenario
 from harness.report.failure import render_failures
-from harness.run.runner import play
+from harness.run.fuzz_pool import CasePool, Verdict, judge, scenario_of
 from harness.run.settings import RunSettings
 from mock_backends.control import MockControl
 
@@ -130,15 +130,6 @@ class _Stop(BaseException):
         self.timed_out = timed_out
 
 
-def judge(case: Case, settings: RunSettings, mock: MockControl, upstream: WireDialect | None = None) -> ScenarioRun:
-    """Play one case as the suite plays a scenario (its backend served in ``upstream``;
-    ``NotPortable`` when that dialect cannot say it)."""
-    scenario = parse_scenario(scenario_data(case), family=case.family)
-    if upstream is not None:
-        scenario = serve_as(scenario, upstream)
-    return play(scenario, settings=settings, mock=mock, profile=case.profile)
-
-
 def fuzz(
     config: FuzzSettings,
     mock: MockControl,
@@ -146,14 +137,16 @@ def fuzz(
     replay_command: Callable[[str, Case], str],
     progress: Callable[[FormatResult], None] | None = None,
     observe: Callable[[Case], None] | None = None,
+    pool: CasePool | None = None,
 ) -> FuzzReport:
     """Every format in turn, ``config.examples`` examples each (fewer when time runs out);
-    ``observe`` sees every case before it is played."""
+    ``observe`` sees every case the run plays, in order; ``pool`` plays a format's examples
+    side by side (the same cases, verdicts and findings as one at a time)."""
     report = FuzzReport()
     deadline = None if config.max_time is None else time.monotonic() + config.max_time
     for format_id in config.formats:
         result = fuzz_format(format_id, config, mock, deadline=deadline, replay_command=replay_command,
-                             observe=observe)
+                             observe=observe, pool=pool)
         report.results.append(result)
         if progress is not None:
             progress(result)
@@ -168,7 +161,15 @@ def fuzz_format(
     deadline: float | None,
     replay_command: Callable[[str, Case], str],
     observe: Callable[[Case], None] | None = None,
+    pool: CasePool | None = None,
 ) -> FormatResult:
+    """One format's examples, then the smallest failure shrunk and saved.
+
+    With ``pool``, hypothesis first only draws, and the workers play what it draws side by
+    side; when every case passed, that was the run. Otherwise hypothesis draws the same
+    cases again (same seed, same database, and the same verdicts so far), the cases that
+    passed are not played again, and from the first that did not, everything is played
+    here one at a time, shrinking included, exactly as without a pool."""
     result = FormatResult(format_id)
     formats = [] if format_id == NATIVE else [format_id]
     profiles = profiles_for(format_id, config.profiles)
@@ -178,9 +179,21 @@ def fuzz_format(
                           f"(--features {','.join(missing)})")
         return result
     strategy = cases(formats, profiles, native=format_id == NATIVE)
+    start = time.monotonic()
+    passed: set[str] = set()  # cases the pool played that passed, by their repr
+    drawn: set[str] = set()  # every case the pool was given (drawn before the time limit)
+    if pool is not None:
+        ahead = _play_ahead(strategy, format_id, profiles, config, mock, pool, deadline)
+        if ahead.complete:
+            if observe is not None:
+                for case in ahead.cases:
+                    observe(case)
+            result.examples, result.stopped = ahead.examples, ahead.stopped
+            result.elapsed = time.monotonic() - start
+            return result
+        passed, drawn = ahead.passed, {repr(case) for case in ahead.cases}
     first: list[_Broken] = []
     unreachable: list[ProxyUnreachable] = []
-    start = time.monotonic()
 
     seen: dict[str, _Broken | None] = {}  # every case played while shrinking, by its repr
     shrinking = [0]  # cases played while shrinking
@@ -188,13 +201,17 @@ def fuzz_format(
     best: list[_Broken] = []  # the latest (so smallest) failure of the first failure's rule
 
     def check(case: Case) -> None:
+        case = _with_seed(case, config.seed)
+        key = repr(case)
         if not first:
-            if deadline is not None and time.monotonic() > deadline:
+            if deadline is not None and key not in drawn and time.monotonic() > deadline:
                 result.stopped = "the time limit was reached"
                 raise _Stop()
             result.examples += 1
-        case = _with_seed(case, config.seed)
-        key = repr(case)
+            if key in passed:  # played side by side already, and passed
+                if observe is not None:
+                    observe(case)
+                return
         if first:
             # Shrinking: a case played before gives its verdict again (hypothesis replays
             # the smallest one at the end); past the budget the smallest failure so far
@@ -229,23 +246,7 @@ def fuzz_format(
                 best.append(broken)
             raise broken
 
-    # The seed first: hypothesis's seed decorator turns the database off, and the
-    # settings applied over it turn it back on (a seed and a database together).
-    test = seed(config.seed)(given(strategy)(check))
-    test = settings(
-        max_examples=config.examples,
-        deadline=None,
-        database=_database(config.database),
-        derandomize=False,
-        report_multiple_bugs=False,
-        verbosity=Verbosity.quiet,
-        print_blob=False,
-        suppress_health_check=[HealthCheck.too_slow],
-        phases=tuple(Phase),
-    )(test)
-    # One database key per format and dialect set: a stored failure is replayed where it was found.
-    test.hypothesis.inner_test._hypothesis_internal_add_digest = (  # type: ignore[attr-defined]
-        f"{format_id}:{','.join(p.name for p in profiles)}".encode())
+    test = _hypothesis_test(check, strategy, format_id, profiles, config, _database(config.database))
     broken: _Broken | None = None
     shrunk, timed_out = True, False
     try:
@@ -263,6 +264,96 @@ def fuzz_format(
     if broken is not None:
         result.finding = _save(format_id, broken, shrunk, timed_out, config, replay_command)
     return result
+
+
+def _hypothesis_test(check: Callable[[Case], None], strategy: SearchStrategy[Case], format_id: str,
+                     profiles: Sequence[Profile], config: FuzzSettings,
+                     database: ExampleDatabase | None) -> Callable[[], None]:
+    """``check`` as hypothesis runs it over a format's cases: the run's seed, example count and database."""
+    # The seed first: hypothesis's seed decorator turns the database off, and the
+    # settings applied over it turn it back on (a seed and a database together).
+    test = seed(config.seed)(given(strategy)(check))
+    test = settings(
+        max_examples=config.examples,
+        deadline=None,
+        database=database,
+        derandomize=False,
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+        suppress_health_check=[HealthCheck.too_slow],
+        phases=tuple(Phase),
+    )(test)
+    # One database key per format and dialect set: a stored failure is replayed where it was found.
+    test.hypothesis.inner_test._hypothesis_internal_add_digest = (  # type: ignore[attr-defined]
+        f"{format_id}:{','.join(p.name for p in profiles)}".encode())
+    return test
+
+
+@dataclass
+class _Ahead:
+    """What the pool played of a format: the cases drawn, in order, and those that passed."""
+
+    cases: list[Case] = field(default_factory=list)
+    passed: set[str] = field(default_factory=set)  # by repr: the cases before the first that did not pass
+    complete: bool = False  # every case drawn passed: the format's run is over
+    examples: int = 0  # counted as the run one at a time counts them
+    stopped: str | None = None
+
+
+def _play_ahead(strategy: SearchStrategy[Case], format_id: str, profiles: Sequence[Profile], config: FuzzSettings,
+                mock: MockControl, pool: CasePool, deadline: float | None) -> _Ahead:
+    """Hypothesis draws the format's cases as a run one at a time would (told every case
+    passed), and the pool plays them as they come, a few ahead of the slowest; drawing stops
+    at the first case that did not pass (broke a rule, or could not be played)."""
+    ahead = _Ahead()
+    playing: list[Future[Verdict] | None] = []  # per case drawn: its verdict to come (None: rejected)
+
+    def good(verdict: Future[Verdict]) -> bool:
+        if verdict.exception() is not None:
+            return False
+        outcome = verdict.result()
+        return not (outcome.failed_rules or outcome.not_portable or outcome.unreachable)
+
+    def draw(case: Case) -> None:
+        case = _with_seed(case, config.seed)
+        if deadline is not None and time.monotonic() > deadline:
+            ahead.stopped = "the time limit was reached"
+            raise _Stop()
+        ahead.examples += 1
+        ahead.cases.append(case)
+        try:
+            scenario_of(case, config.upstream)
+        except NotPortable:
+            playing.append(None)
+            reject()  # as the run one at a time does: no example
+        busy = [f for f in playing if f is not None and not f.done()]
+        if len(busy) >= 2 * pool.jobs:  # a few ahead of the slowest, no more
+            wait(busy, return_when=FIRST_COMPLETED)
+        if any(f is not None and f.done() and not good(f) for f in playing):
+            playing.append(None)
+            raise _Stop()
+        playing.append(pool.submit(case, config.run, config.upstream, mock.base_url))
+
+    # The database is read, never written: a stored failure is drawn first, and this pass
+    # (which judges nothing) must not drop it as one that no longer fails.
+    stored = _database(config.database)
+    test = _hypothesis_test(draw, strategy, format_id, profiles, config,
+                            ReadOnlyDatabase(stored) if stored is not None else None)
+    stopped = False
+    try:
+        test()
+    except _Stop:
+        stopped = True
+    finally:
+        wait([f for f in playing if f is not None])
+    for case, verdict in zip(ahead.cases, playing):
+        if verdict is not None and not good(verdict):
+            return ahead
+        if verdict is not None:
+            ahead.passed.add(repr(case))
+    ahead.complete = not stopped or ahead.stopped is not None
+    return ahead
 
 
 def _with_seed(case: Case, value: int) -> Case:
@@ -295,7 +386,7 @@ def _save(format_id: str, broken: _Broken, shrunk: bool, timed_out: bool, config
     return Finding(format_id, broken.case, rules, path, scenario_id, broken.run, shrunk, timed_out)
 
 
-__all__ = ["Finding", "FormatResult", "FuzzReport", "FuzzSettings", "fuzz", "fuzz_format", "judge"]
+__all__ = ["Finding", "FormatResult", "FuzzReport", "FuzzSettings", "fuzz", "fuzz_format"]
 
 
 def finding_lines(finding: Finding, replay: str, redactor: Redactor) -> list[str]:
