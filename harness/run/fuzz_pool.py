@@ -19,12 +19,18 @@ import importlib
 import multiprocessing
 import os
 import threading
-from collections.abc import Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
 from multiprocessing.context import BaseContext
+from pathlib import Path
 from types import TracebackType
 from typing import Any
+
+from hypothesis import HealthCheck, Phase, Verbosity, given, reject, seed, settings
+from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, ReadOnlyDatabase
+from hypothesis.strategies import SearchStrategy
 
 from harness.core.dialects import DIALECTS, NotPortable, WireDialect
 from harness.core.dialects.clients import CLIENTS
@@ -100,6 +106,7 @@ class CasePool:
         self.jobs = jobs
         self.own = tuple(own) if own is not None else None
         self._executor: ProcessPoolExecutor | None = None
+        self._busy: list[Future[Verdict]] = []  # submitted, maybe not done
 
     def start(self) -> CasePool:
         # Forked while this process runs no other thread (the command starts its pool before its
@@ -124,7 +131,17 @@ class CasePool:
         assert self._executor is not None, "the pool is not started"
         task = _Task.of(case, settings, upstream.name if upstream is not None else None,
                         None if self.own is not None else mock_url)
-        return self._executor.submit(_play, task)
+        played = self._executor.submit(_play, task)
+        self._busy.append(played)
+        return played
+
+    def wait_for_room(self) -> None:
+        """Block while two cases per worker are submitted and not played yet: the workers stay
+        busy, and drawing stays a few cases ahead of them."""
+        self._busy = [f for f in self._busy if not f.done()]
+        while len(self._busy) >= 2 * self.jobs:
+            wait(self._busy, return_when=FIRST_COMPLETED)
+            self._busy = [f for f in self._busy if not f.done()]
 
     def close(self) -> None:
         if self._executor is not None:
@@ -138,6 +155,118 @@ class CasePool:
                  tb: TracebackType | None) -> None:
         self.close()
 
+
+# --------------------------------------------------------------------------- drawing ahead
+
+
+def hypothesis_test(check: Callable[[Case], None], strategy: SearchStrategy[Case], key: str, seed_value: int,
+                    examples: int, database: ExampleDatabase | None) -> Callable[[], None]:
+    """``check`` as hypothesis runs it over a format's cases: the run's seed, example count and
+    database, under the database ``key`` of the format (a stored failure is replayed where it
+    was found)."""
+    # The seed first: hypothesis's seed decorator turns the database off, and the
+    # settings applied over it turn it back on (a seed and a database together).
+    test = seed(seed_value)(given(strategy)(check))
+    test = settings(
+        max_examples=examples,
+        deadline=None,
+        database=database,
+        derandomize=False,
+        report_multiple_bugs=False,
+        verbosity=Verbosity.quiet,
+        print_blob=False,
+        suppress_health_check=[HealthCheck.too_slow],
+        phases=tuple(Phase),
+    )(test)
+    test.hypothesis.inner_test._hypothesis_internal_add_digest = key.encode()  # type: ignore[attr-defined]
+    return test
+
+
+def database_at(path: Path | None) -> ExampleDatabase | None:
+    return None if path is None else DirectoryBasedExampleDatabase(str(path))
+
+
+class _Enough(BaseException):
+    """Drawing stops: the time is up, or a case did not pass."""
+
+
+@dataclass
+class Ahead:
+    """What the pool plays of a format: the cases drawn, in order, and the verdicts to come."""
+
+    started: float
+    cases: list[Case] = field(default_factory=list)
+    playing: list[Future[Verdict] | None] = field(default_factory=list)  # per case: its verdict (None: not played)
+    examples: int = 0  # counted as the run one at a time counts them
+    stopped: str | None = None  # the time limit stopped the drawing
+    cut_short: bool = False  # drawing stopped at a case that did not pass
+    passed: set[str] = field(default_factory=set)  # by repr: the cases before the first that did not pass
+    complete: bool = False  # every case drawn passed: the format's run is over
+
+    @property
+    def settled(self) -> bool:
+        """Every verdict is in."""
+        return all(f is None or f.done() for f in self.playing)
+
+    def settle(self) -> None:
+        """Wait for every verdict; the cases that passed before the first that did not."""
+        wait([f for f in self.playing if f is not None])
+        for case, verdict in zip(self.cases, self.playing):
+            if verdict is not None and not _good(verdict):
+                return
+            if verdict is not None:
+                self.passed.add(repr(case))
+        self.complete = not self.cut_short
+
+
+def _good(verdict: Future[Verdict]) -> bool:
+    if verdict.exception() is not None:
+        return False
+    outcome = verdict.result()
+    return not (outcome.failed_rules or outcome.not_portable or outcome.unreachable)
+
+
+def draw_ahead(strategy: SearchStrategy[Case], key: str, *, seed_value: int, examples: int, database: Path | None,
+               settings_: RunSettings, upstream: WireDialect | None, mock_url: str, pool: CasePool,
+               deadline: float | None) -> Ahead:
+    """Hypothesis draws a format's cases as a run one at a time would (told every case passed),
+    and the pool plays them as they come, a few ahead of the slowest; drawing stops at the first
+    case that did not pass (broke a rule, or could not be played)."""
+    ahead = Ahead(time.monotonic())
+    playing = ahead.playing
+
+    def draw(case: Case) -> None:
+        case = dataclasses.replace(case, seed=seed_value)
+        if deadline is not None and time.monotonic() > deadline:
+            ahead.stopped = "the time limit was reached"
+            raise _Enough()
+        ahead.examples += 1
+        ahead.cases.append(case)
+        try:
+            scenario_of(case, upstream)
+        except NotPortable:
+            playing.append(None)
+            reject()  # as the run one at a time does: no example
+        pool.wait_for_room()
+        if any(f is not None and f.done() and not _good(f) for f in playing):
+            playing.append(None)
+            ahead.cut_short = True
+            raise _Enough()
+        playing.append(pool.submit(case, settings_, upstream, mock_url))
+
+    # The database is read, never written: a stored failure is drawn first, and this pass
+    # (which judges nothing) must not drop it as one that no longer fails.
+    stored = database_at(database)
+    test = hypothesis_test(draw, strategy, key, seed_value, examples,
+                           ReadOnlyDatabase(stored) if stored is not None else None)
+    try:
+        test()
+    except _Enough:
+        pass
+    return ahead
+
+
+# --------------------------------------------------------------------------- workers
 
 # What playing a case imports on first use: the official SDKs that read a stream as a client does.
 _FIRST_USE = ("anthropic", "anthropic.lib.streaming", "anthropic.types", "httpx2", "openai",
@@ -202,4 +331,5 @@ def _play(task: _Task) -> Verdict:
     return Verdict(tuple(run.failed_rules))
 
 
-__all__ = ["CasePool", "Verdict", "default_jobs", "judge", "scenario_of"]
+__all__ = ["Ahead", "CasePool", "Verdict", "database_at", "default_jobs", "draw_ahead", "hypothesis_test", "judge",
+           "scenario_of"]

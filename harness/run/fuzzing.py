@@ -13,15 +13,13 @@ database replays the failures it saw first.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, reject, seed, settings
-from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, ReadOnlyDatabase
+from hypothesis import reject
 from hypothesis.errors import Flaky
-from hypothesis.strategies import SearchStrategy
 
 from harness.core.dialects import NotPortable, WireDialect
 from harness.core.dialects.clients import DEFAULT_PROFILE, Profile
@@ -32,7 +30,7 @@ from harness.generate.fuzz.case import NATIVE, Case, scenario_data
 from harness.generate.fuzz.strategies import cases, profiles_for
 from harness.generate.fuzz.yaml_out import dump_scenario
 from harness.report.failure import render_failures
-from harness.run.fuzz_pool import CasePool, Verdict, judge, scenario_of
+from harness.run.fuzz_pool import Ahead, CasePool, database_at, draw_ahead, hypothesis_test, judge
 from harness.run.settings import RunSettings
 from mock_backends.control import MockControl
 
@@ -140,16 +138,34 @@ def fuzz(
     pool: CasePool | None = None,
 ) -> FuzzReport:
     """Every format in turn, ``config.examples`` examples each (fewer when time runs out);
-    ``observe`` sees every case the run plays, in order; ``pool`` plays a format's examples
-    side by side (the same cases, verdicts and findings as one at a time)."""
+    ``observe`` sees every case the run plays, in order; ``pool`` plays the examples side by
+    side (the same cases, verdicts and findings as one at a time), the next format's drawn
+    while the last of the one before are still playing. Each format's time is its share of
+    the run's: from the end of the one before (or its own first draw) to its own end."""
     report = FuzzReport()
     deadline = None if config.max_time is None else time.monotonic() + config.max_time
-    for format_id in config.formats:
-        result = fuzz_format(format_id, config, mock, deadline=deadline, replay_command=replay_command,
-                             observe=observe, pool=pool)
+    waiting: deque[tuple[str, Ahead | None]] = deque()
+    mark = time.monotonic()
+
+    def finish(format_id: str, ahead: Ahead | None) -> None:
+        nonlocal mark
+        started = mark if ahead is None else max(mark, ahead.started)
+        result = _finish_format(format_id, config, mock, ahead, started=started, deadline=deadline,
+                                replay_command=replay_command, observe=observe)
+        mark = time.monotonic()
         report.results.append(result)
         if progress is not None:
             progress(result)
+
+    for format_id in config.formats:
+        if pool is None:
+            finish(format_id, None)
+            continue
+        waiting.append((format_id, _draw_ahead(format_id, config, mock, pool, deadline)))
+        while waiting and (waiting[0][1] is None or waiting[0][1].settled):
+            finish(*waiting.popleft())
+    while waiting:
+        finish(*waiting.popleft())
     return report
 
 
@@ -170,20 +186,56 @@ def fuzz_format(
     cases again (same seed, same database, and the same verdicts so far), the cases that
     passed are not played again, and from the first that did not, everything is played
     here one at a time, shrinking included, exactly as without a pool."""
-    result = FormatResult(format_id)
-    formats = [] if format_id == NATIVE else [format_id]
+    started = time.monotonic()
+    ahead = _draw_ahead(format_id, config, mock, pool, deadline) if pool is not None else None
+    return _finish_format(format_id, config, mock, ahead, started=started, deadline=deadline,
+                          replay_command=replay_command, observe=observe)
+
+
+def _key(format_id: str, profiles: Sequence[Profile]) -> str:
+    """A format's key in the example database: its id and its client profiles."""
+    return f"{format_id}:{','.join(p.name for p in profiles)}"
+
+
+def _draw_ahead(format_id: str, config: FuzzSettings, mock: MockControl, pool: CasePool,
+                deadline: float | None) -> Ahead | None:
+    """A format's cases drawn and handed to the pool (None: the format is skipped)."""
+    if _skipped(format_id, config) is not None:
+        return None
+    profiles = profiles_for(format_id, config.profiles)
+    strategy = cases([] if format_id == NATIVE else [format_id], profiles, native=format_id == NATIVE)
+    return draw_ahead(strategy, _key(format_id, profiles), seed_value=config.seed, examples=config.examples,
+                      database=config.database, settings_=config.run, upstream=config.upstream,
+                      mock_url=mock.base_url, pool=pool, deadline=deadline)
+
+
+def _skipped(format_id: str, config: FuzzSettings) -> str | None:
+    """Why a format is not played: its client profile needs a feature the run does not claim."""
     profiles = profiles_for(format_id, config.profiles)
     missing = sorted({f for p in profiles for f in p.features} - config.run.features)
-    if missing:
-        result.stopped = (f"skipped: its client profile needs feature {', '.join(missing)} "
-                          f"(--features {','.join(missing)})")
+    if not missing:
+        return None
+    return f"skipped: its client profile needs feature {', '.join(missing)} (--features {','.join(missing)})"
+
+
+def _finish_format(format_id: str, config: FuzzSettings, mock: MockControl, ahead: Ahead | None, *,
+                   started: float, deadline: float | None, replay_command: Callable[[str, Case], str],
+                   observe: Callable[[Case], None] | None) -> FormatResult:
+    """A format's run, one case at a time from the first that the pool's did not pass (all of
+    it without a pool)."""
+    result = FormatResult(format_id)
+    skipped = _skipped(format_id, config)
+    if skipped is not None:
+        result.stopped = skipped
         return result
+    formats = [] if format_id == NATIVE else [format_id]
+    profiles = profiles_for(format_id, config.profiles)
     strategy = cases(formats, profiles, native=format_id == NATIVE)
-    start = time.monotonic()
+    start = started
     passed: set[str] = set()  # cases the pool played that passed, by their repr
     drawn: set[str] = set()  # every case the pool was given (drawn before the time limit)
-    if pool is not None:
-        ahead = _play_ahead(strategy, format_id, profiles, config, mock, pool, deadline)
+    if ahead is not None:
+        ahead.settle()
         if ahead.complete:
             if observe is not None:
                 for case in ahead.cases:
@@ -201,7 +253,7 @@ def fuzz_format(
     best: list[_Broken] = []  # the latest (so smallest) failure of the first failure's rule
 
     def check(case: Case) -> None:
-        case = _with_seed(case, config.seed)
+        case = replace(case, seed=config.seed)
         key = repr(case)
         if not first:
             if deadline is not None and key not in drawn and time.monotonic() > deadline:
@@ -246,7 +298,8 @@ def fuzz_format(
                 best.append(broken)
             raise broken
 
-    test = _hypothesis_test(check, strategy, format_id, profiles, config, _database(config.database))
+    test = hypothesis_test(check, strategy, _key(format_id, profiles), config.seed, config.examples,
+                           database_at(config.database))
     broken: _Broken | None = None
     shrunk, timed_out = True, False
     try:
@@ -264,106 +317,6 @@ def fuzz_format(
     if broken is not None:
         result.finding = _save(format_id, broken, shrunk, timed_out, config, replay_command)
     return result
-
-
-def _hypothesis_test(check: Callable[[Case], None], strategy: SearchStrategy[Case], format_id: str,
-                     profiles: Sequence[Profile], config: FuzzSettings,
-                     database: ExampleDatabase | None) -> Callable[[], None]:
-    """``check`` as hypothesis runs it over a format's cases: the run's seed, example count and database."""
-    # The seed first: hypothesis's seed decorator turns the database off, and the
-    # settings applied over it turn it back on (a seed and a database together).
-    test = seed(config.seed)(given(strategy)(check))
-    test = settings(
-        max_examples=config.examples,
-        deadline=None,
-        database=database,
-        derandomize=False,
-        report_multiple_bugs=False,
-        verbosity=Verbosity.quiet,
-        print_blob=False,
-        suppress_health_check=[HealthCheck.too_slow],
-        phases=tuple(Phase),
-    )(test)
-    # One database key per format and dialect set: a stored failure is replayed where it was found.
-    test.hypothesis.inner_test._hypothesis_internal_add_digest = (  # type: ignore[attr-defined]
-        f"{format_id}:{','.join(p.name for p in profiles)}".encode())
-    return test
-
-
-@dataclass
-class _Ahead:
-    """What the pool played of a format: the cases drawn, in order, and those that passed."""
-
-    cases: list[Case] = field(default_factory=list)
-    passed: set[str] = field(default_factory=set)  # by repr: the cases before the first that did not pass
-    complete: bool = False  # every case drawn passed: the format's run is over
-    examples: int = 0  # counted as the run one at a time counts them
-    stopped: str | None = None
-
-
-def _play_ahead(strategy: SearchStrategy[Case], format_id: str, profiles: Sequence[Profile], config: FuzzSettings,
-                mock: MockControl, pool: CasePool, deadline: float | None) -> _Ahead:
-    """Hypothesis draws the format's cases as a run one at a time would (told every case
-    passed), and the pool plays them as they come, a few ahead of the slowest; drawing stops
-    at the first case that did not pass (broke a rule, or could not be played)."""
-    ahead = _Ahead()
-    playing: list[Future[Verdict] | None] = []  # per case drawn: its verdict to come (None: rejected)
-
-    def good(verdict: Future[Verdict]) -> bool:
-        if verdict.exception() is not None:
-            return False
-        outcome = verdict.result()
-        return not (outcome.failed_rules or outcome.not_portable or outcome.unreachable)
-
-    def draw(case: Case) -> None:
-        case = _with_seed(case, config.seed)
-        if deadline is not None and time.monotonic() > deadline:
-            ahead.stopped = "the time limit was reached"
-            raise _Stop()
-        ahead.examples += 1
-        ahead.cases.append(case)
-        try:
-            scenario_of(case, config.upstream)
-        except NotPortable:
-            playing.append(None)
-            reject()  # as the run one at a time does: no example
-        busy = [f for f in playing if f is not None and not f.done()]
-        if len(busy) >= 2 * pool.jobs:  # a few ahead of the slowest, no more
-            wait(busy, return_when=FIRST_COMPLETED)
-        if any(f is not None and f.done() and not good(f) for f in playing):
-            playing.append(None)
-            raise _Stop()
-        playing.append(pool.submit(case, config.run, config.upstream, mock.base_url))
-
-    # The database is read, never written: a stored failure is drawn first, and this pass
-    # (which judges nothing) must not drop it as one that no longer fails.
-    stored = _database(config.database)
-    test = _hypothesis_test(draw, strategy, format_id, profiles, config,
-                            ReadOnlyDatabase(stored) if stored is not None else None)
-    stopped = False
-    try:
-        test()
-    except _Stop:
-        stopped = True
-    finally:
-        wait([f for f in playing if f is not None])
-    for case, verdict in zip(ahead.cases, playing):
-        if verdict is not None and not good(verdict):
-            return ahead
-        if verdict is not None:
-            ahead.passed.add(repr(case))
-    ahead.complete = not stopped or ahead.stopped is not None
-    return ahead
-
-
-def _with_seed(case: Case, value: int) -> Case:
-    from dataclasses import replace
-
-    return replace(case, seed=value)
-
-
-def _database(path: Path | None) -> ExampleDatabase | None:
-    return None if path is None else DirectoryBasedExampleDatabase(str(path))
 
 
 def _save(format_id: str, broken: _Broken, shrunk: bool, timed_out: bool, config: FuzzSettings,
