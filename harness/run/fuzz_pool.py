@@ -202,6 +202,10 @@ class Ahead:
     cut_short: bool = False  # drawing stopped at a case that did not pass
     passed: set[str] = field(default_factory=set)  # by repr: the cases before the first that did not pass
     complete: bool = False  # every case drawn passed: the format's run is over
+    finished: float = 0.0  # when the last verdict came in (or the drawing ended, if later)
+
+    def _arrived(self, _verdict: Future[Verdict]) -> None:
+        self.finished = max(self.finished, time.monotonic())
 
     @property
     def settled(self) -> bool:
@@ -252,7 +256,9 @@ def draw_ahead(strategy: SearchStrategy[Case], key: str, *, seed_value: int, exa
             playing.append(None)
             ahead.cut_short = True
             raise _Enough()
-        playing.append(pool.submit(case, settings_, upstream, mock_url))
+        verdict = pool.submit(case, settings_, upstream, mock_url)
+        verdict.add_done_callback(ahead._arrived)
+        playing.append(verdict)
 
     # The database is read, never written: a stored failure is drawn first, and this pass
     # (which judges nothing) must not drop it as one that no longer fails.
@@ -263,6 +269,7 @@ def draw_ahead(strategy: SearchStrategy[Case], key: str, *, seed_value: int, exa
         test()
     except _Enough:
         pass
+    ahead.finished = max(ahead.finished, time.monotonic())
     return ahead
 
 

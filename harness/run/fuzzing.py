@@ -95,9 +95,11 @@ class FuzzReport:
     def examples(self) -> int:
         return sum(r.examples for r in self.results)
 
+    wall: float | None = None  # the run's own time (formats played side by side overlap)
+
     @property
     def elapsed(self) -> float:
-        return sum(r.elapsed for r in self.results)
+        return self.wall if self.wall is not None else sum(r.elapsed for r in self.results)
 
 
 class _Broken(Exception):
@@ -140,19 +142,18 @@ def fuzz(
     """Every format in turn, ``config.examples`` examples each (fewer when time runs out);
     ``observe`` sees every case the run plays, in order; ``pool`` plays the examples side by
     side (the same cases, verdicts and findings as one at a time), the next format's drawn
-    while the last of the one before are still playing. Each format's time is its share of
-    the run's: from the end of the one before (or its own first draw) to its own end."""
+    while the last of the one before are still playing. A format's time runs from its first
+    draw to its last verdict, so side by side the formats' times overlap, and the report's
+    is the run's own."""
     report = FuzzReport()
-    deadline = None if config.max_time is None else time.monotonic() + config.max_time
+    began = time.monotonic()
+    deadline = None if config.max_time is None else began + config.max_time
     waiting: deque[tuple[str, Ahead | None]] = deque()
-    mark = time.monotonic()
 
     def finish(format_id: str, ahead: Ahead | None) -> None:
-        nonlocal mark
-        started = mark if ahead is None else max(mark, ahead.started)
+        started = time.monotonic() if ahead is None else ahead.started
         result = _finish_format(format_id, config, mock, ahead, started=started, deadline=deadline,
                                 replay_command=replay_command, observe=observe)
-        mark = time.monotonic()
         report.results.append(result)
         if progress is not None:
             progress(result)
@@ -166,6 +167,7 @@ def fuzz(
             finish(*waiting.popleft())
     while waiting:
         finish(*waiting.popleft())
+    report.wall = time.monotonic() - began
     return report
 
 
@@ -241,7 +243,7 @@ def _finish_format(format_id: str, config: FuzzSettings, mock: MockControl, ahea
                 for case in ahead.cases:
                     observe(case)
             result.examples, result.stopped = ahead.examples, ahead.stopped
-            result.elapsed = time.monotonic() - start
+            result.elapsed = ahead.finished - start
             return result
         passed, drawn = ahead.passed, {repr(case) for case in ahead.cases}
     first: list[_Broken] = []
