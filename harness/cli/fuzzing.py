@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import random
 import shlex
@@ -57,7 +58,7 @@ def format_line(result: FormatResult) -> str:
 
 @click.command("fuzz")
 @shared_options("proxy-url", "features", "strict", "timeout", "proxy-header", "mock-host", "mock-port",
-                "upstream-dialect", defaults={"upstream-dialect": "natural"})
+                "upstream-dialect", "jobs", defaults={"upstream-dialect": "natural"})
 @click.option("--examples", type=click.IntRange(min=1), default=100, show_default=True,
               help="Generated examples per format.")
 @click.option("--seed", type=int, default=None, help="Seed of the generation (default: random, printed).")
@@ -88,6 +89,7 @@ def fuzz_command(
     smallest failing case as a scenario file."""
     from harness.core.dialects.clients import Profile
     from harness.run.embedded import EmbeddedServers
+    from harness.run.fuzz_pool import CasePool, default_jobs
     from harness.run.fuzzing import FuzzSettings, finding_lines, fuzz
     from harness.run.settings import RunSettings
     from mock_backends.control import MockControl
@@ -110,7 +112,13 @@ def fuzz_command(
                               upstream_dialects=served)
     found: list[Finding] = []
     examples_played, elapsed = 0, 0.0
-    with servers as urls:
+    jobs = config.jobs or default_jobs()
+    # The workers first: they are forked before any server thread of this process runs.
+    pool = CasePool(jobs, own=served if proxy_url is None else None) if jobs > 1 else None
+    with contextlib.ExitStack() as stack:
+        if pool is not None:
+            stack.enter_context(pool)
+        urls = stack.enter_context(servers)
         claimed = config.features if config.features is not None else urls.proxy_features
         host, _, port = urls.mock_url.removeprefix("http://").rpartition(":")
         who = "the bundled reference proxy" if proxy_url is None else "your proxy"
@@ -143,7 +151,7 @@ def fuzz_command(
                         click.echo(line)
 
             with MockControl(urls.mock_url.replace("://0.0.0.0:", "://127.0.0.1:")) as mock:
-                report = fuzz(fuzz_config, mock, replay_command=replay, progress=progress)
+                report = fuzz(fuzz_config, mock, replay_command=replay, progress=progress, pool=pool)
             found += report.findings
             examples_played += report.examples
             elapsed += report.elapsed

@@ -3,5 +3,5 @@
 of the proxy between scenarios (``health``), isolation rounds, the soak and the fuzzer, and the
 one table of options every command shares (``options``)."""
 
-__all__ = ["config", "embedded", "fuzzing", "health", "isolation", "options", "processes", "program", "proxy_client",
+__all__ = ["config", "embedded", "fuzz_pool", "fuzzing", "health", "isolation", "options", "processes", "program", "proxy_client",
            "recorder", "runner", "servers", "settings", "soak"]

@@ -61,6 +61,7 @@ class RunConfig:
     fuzz_formats: tuple[str, ...] = ()
     fuzz_max_time: str | None = None
     fuzz_out: str = "conformance-findings"
+    jobs: int | None = None  # None: two per core
     report_json: str | None = None
     record: Path | None = None
     report_md: str | None = None

@@ -36,6 +36,13 @@ def bundled_proxy_features() -> frozenset[str]:
     return ProxyConfig(upstream="http://127.0.0.1/v1").features()
 
 
+def preload() -> None:
+    """Import the mock backend's and the reference proxy's apps ahead of ``start`` (a process
+    about to fork workers that each start their own)."""
+    from mock_backends.app import create_app as create_mock  # noqa: F401
+    from reference_proxy.app import create_app as create_proxy  # noqa: F401
+
+
 class EmbeddedServers:
     """Start with ``start()`` (or ``with``); ``close()`` stops everything started.
 

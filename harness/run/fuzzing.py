@@ -13,26 +13,24 @@ database replays the failures it saw first.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from hypothesis import HealthCheck, Phase, Verbosity, given, reject, seed, settings
-from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
+from hypothesis import reject
 from hypothesis.errors import Flaky
 
 from harness.core.dialects import NotPortable, WireDialect
 from harness.core.dialects.clients import DEFAULT_PROFILE, Profile
-from harness.core.dialects.script import serve_as
 from harness.core.errors import ProxyUnreachable
 from harness.core.records import ScenarioRun
 from harness.core.redact import Redactor
-from harness.core.scenario.loading import parse_scenario
 from harness.generate.fuzz.case import NATIVE, Case, scenario_data
 from harness.generate.fuzz.strategies import cases, profiles_for
 from harness.generate.fuzz.yaml_out import dump_scenario
 from harness.report.failure import render_failures
-from harness.run.runner import play
+from harness.run.fuzz_pool import Ahead, CasePool, database_at, draw_ahead, hypothesis_test, judge
 from harness.run.settings import RunSettings
 from mock_backends.control import MockControl
 
@@ -97,9 +95,11 @@ class FuzzReport:
     def examples(self) -> int:
         return sum(r.examples for r in self.results)
 
+    wall: float | None = None  # the run's own time (formats played side by side overlap)
+
     @property
     def elapsed(self) -> float:
-        return sum(r.elapsed for r in self.results)
+        return self.wall if self.wall is not None else sum(r.elapsed for r in self.results)
 
 
 class _Broken(Exception):
@@ -130,15 +130,6 @@ class _Stop(BaseException):
         self.timed_out = timed_out
 
 
-def judge(case: Case, settings: RunSettings, mock: MockControl, upstream: WireDialect | None = None) -> ScenarioRun:
-    """Play one case as the suite plays a scenario (its backend served in ``upstream``;
-    ``NotPortable`` when that dialect cannot say it)."""
-    scenario = parse_scenario(scenario_data(case), family=case.family)
-    if upstream is not None:
-        scenario = serve_as(scenario, upstream)
-    return play(scenario, settings=settings, mock=mock, profile=case.profile)
-
-
 def fuzz(
     config: FuzzSettings,
     mock: MockControl,
@@ -146,17 +137,37 @@ def fuzz(
     replay_command: Callable[[str, Case], str],
     progress: Callable[[FormatResult], None] | None = None,
     observe: Callable[[Case], None] | None = None,
+    pool: CasePool | None = None,
 ) -> FuzzReport:
     """Every format in turn, ``config.examples`` examples each (fewer when time runs out);
-    ``observe`` sees every case before it is played."""
+    ``observe`` sees every case the run plays, in order; ``pool`` plays the examples side by
+    side (the same cases, verdicts and findings as one at a time), the next format's drawn
+    while the last of the one before are still playing. A format's time runs from its first
+    draw to its last verdict, so side by side the formats' times overlap, and the report's
+    is the run's own."""
     report = FuzzReport()
-    deadline = None if config.max_time is None else time.monotonic() + config.max_time
-    for format_id in config.formats:
-        result = fuzz_format(format_id, config, mock, deadline=deadline, replay_command=replay_command,
-                             observe=observe)
+    began = time.monotonic()
+    deadline = None if config.max_time is None else began + config.max_time
+    waiting: deque[tuple[str, Ahead | None]] = deque()
+
+    def finish(format_id: str, ahead: Ahead | None) -> None:
+        started = time.monotonic() if ahead is None else ahead.started
+        result = _finish_format(format_id, config, mock, ahead, started=started, deadline=deadline,
+                                replay_command=replay_command, observe=observe)
         report.results.append(result)
         if progress is not None:
             progress(result)
+
+    for format_id in config.formats:
+        if pool is None:
+            finish(format_id, None)
+            continue
+        waiting.append((format_id, _draw_ahead(format_id, config, mock, pool, deadline)))
+        while waiting and (waiting[0][1] is None or waiting[0][1].settled):
+            finish(*waiting.popleft())
+    while waiting:
+        finish(*waiting.popleft())
+    report.wall = time.monotonic() - began
     return report
 
 
@@ -168,19 +179,75 @@ def fuzz_format(
     deadline: float | None,
     replay_command: Callable[[str, Case], str],
     observe: Callable[[Case], None] | None = None,
+    pool: CasePool | None = None,
 ) -> FormatResult:
-    result = FormatResult(format_id)
-    formats = [] if format_id == NATIVE else [format_id]
+    """One format's examples, then the smallest failure shrunk and saved.
+
+    With ``pool``, hypothesis first only draws, and the workers play what it draws side by
+    side; when every case passed, that was the run. Otherwise hypothesis draws the same
+    cases again (same seed, same database, and the same verdicts so far), the cases that
+    passed are not played again, and from the first that did not, everything is played
+    here one at a time, shrinking included, exactly as without a pool."""
+    started = time.monotonic()
+    ahead = _draw_ahead(format_id, config, mock, pool, deadline) if pool is not None else None
+    return _finish_format(format_id, config, mock, ahead, started=started, deadline=deadline,
+                          replay_command=replay_command, observe=observe)
+
+
+def _key(format_id: str, profiles: Sequence[Profile]) -> str:
+    """A format's key in the example database: its id and its client profiles."""
+    return f"{format_id}:{','.join(p.name for p in profiles)}"
+
+
+def _draw_ahead(format_id: str, config: FuzzSettings, mock: MockControl, pool: CasePool,
+                deadline: float | None) -> Ahead | None:
+    """A format's cases drawn and handed to the pool (None: the format is skipped)."""
+    if _skipped(format_id, config) is not None:
+        return None
+    profiles = profiles_for(format_id, config.profiles)
+    strategy = cases([] if format_id == NATIVE else [format_id], profiles, native=format_id == NATIVE)
+    return draw_ahead(strategy, _key(format_id, profiles), seed_value=config.seed, examples=config.examples,
+                      database=config.database, settings_=config.run, upstream=config.upstream,
+                      mock_url=mock.base_url, pool=pool, deadline=deadline)
+
+
+def _skipped(format_id: str, config: FuzzSettings) -> str | None:
+    """Why a format is not played: its client profile needs a feature the run does not claim."""
     profiles = profiles_for(format_id, config.profiles)
     missing = sorted({f for p in profiles for f in p.features} - config.run.features)
-    if missing:
-        result.stopped = (f"skipped: its client profile needs feature {', '.join(missing)} "
-                          f"(--features {','.join(missing)})")
+    if not missing:
+        return None
+    return f"skipped: its client profile needs feature {', '.join(missing)} (--features {','.join(missing)})"
+
+
+def _finish_format(format_id: str, config: FuzzSettings, mock: MockControl, ahead: Ahead | None, *,
+                   started: float, deadline: float | None, replay_command: Callable[[str, Case], str],
+                   observe: Callable[[Case], None] | None) -> FormatResult:
+    """A format's run, one case at a time from the first that the pool's did not pass (all of
+    it without a pool)."""
+    result = FormatResult(format_id)
+    skipped = _skipped(format_id, config)
+    if skipped is not None:
+        result.stopped = skipped
         return result
+    formats = [] if format_id == NATIVE else [format_id]
+    profiles = profiles_for(format_id, config.profiles)
     strategy = cases(formats, profiles, native=format_id == NATIVE)
+    start = started
+    passed: set[str] = set()  # cases the pool played that passed, by their repr
+    drawn: set[str] = set()  # every case the pool was given (drawn before the time limit)
+    if ahead is not None:
+        ahead.settle()
+        if ahead.complete:
+            if observe is not None:
+                for case in ahead.cases:
+                    observe(case)
+            result.examples, result.stopped = ahead.examples, ahead.stopped
+            result.elapsed = ahead.finished - start
+            return result
+        passed, drawn = ahead.passed, {repr(case) for case in ahead.cases}
     first: list[_Broken] = []
     unreachable: list[ProxyUnreachable] = []
-    start = time.monotonic()
 
     seen: dict[str, _Broken | None] = {}  # every case played while shrinking, by its repr
     shrinking = [0]  # cases played while shrinking
@@ -188,13 +255,17 @@ def fuzz_format(
     best: list[_Broken] = []  # the latest (so smallest) failure of the first failure's rule
 
     def check(case: Case) -> None:
+        case = replace(case, seed=config.seed)
+        key = repr(case)
         if not first:
-            if deadline is not None and time.monotonic() > deadline:
+            if deadline is not None and key not in drawn and time.monotonic() > deadline:
                 result.stopped = "the time limit was reached"
                 raise _Stop()
             result.examples += 1
-        case = _with_seed(case, config.seed)
-        key = repr(case)
+            if key in passed:  # played side by side already, and passed
+                if observe is not None:
+                    observe(case)
+                return
         if first:
             # Shrinking: a case played before gives its verdict again (hypothesis replays
             # the smallest one at the end); past the budget the smallest failure so far
@@ -229,23 +300,8 @@ def fuzz_format(
                 best.append(broken)
             raise broken
 
-    # The seed first: hypothesis's seed decorator turns the database off, and the
-    # settings applied over it turn it back on (a seed and a database together).
-    test = seed(config.seed)(given(strategy)(check))
-    test = settings(
-        max_examples=config.examples,
-        deadline=None,
-        database=_database(config.database),
-        derandomize=False,
-        report_multiple_bugs=False,
-        verbosity=Verbosity.quiet,
-        print_blob=False,
-        suppress_health_check=[HealthCheck.too_slow],
-        phases=tuple(Phase),
-    )(test)
-    # One database key per format and dialect set: a stored failure is replayed where it was found.
-    test.hypothesis.inner_test._hypothesis_internal_add_digest = (  # type: ignore[attr-defined]
-        f"{format_id}:{','.join(p.name for p in profiles)}".encode())
+    test = hypothesis_test(check, strategy, _key(format_id, profiles), config.seed, config.examples,
+                           database_at(config.database))
     broken: _Broken | None = None
     shrunk, timed_out = True, False
     try:
@@ -263,16 +319,6 @@ def fuzz_format(
     if broken is not None:
         result.finding = _save(format_id, broken, shrunk, timed_out, config, replay_command)
     return result
-
-
-def _with_seed(case: Case, value: int) -> Case:
-    from dataclasses import replace
-
-    return replace(case, seed=value)
-
-
-def _database(path: Path | None) -> ExampleDatabase | None:
-    return None if path is None else DirectoryBasedExampleDatabase(str(path))
 
 
 def _save(format_id: str, broken: _Broken, shrunk: bool, timed_out: bool, config: FuzzSettings,
@@ -295,7 +341,7 @@ def _save(format_id: str, broken: _Broken, shrunk: bool, timed_out: bool, config
     return Finding(format_id, broken.case, rules, path, scenario_id, broken.run, shrunk, timed_out)
 
 
-__all__ = ["Finding", "FormatResult", "FuzzReport", "FuzzSettings", "fuzz", "fuzz_format", "judge"]
+__all__ = ["Finding", "FormatResult", "FuzzReport", "FuzzSettings", "fuzz", "fuzz_format"]
 
 
 def finding_lines(finding: Finding, replay: str, redactor: Redactor) -> list[str]:

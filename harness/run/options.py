@@ -142,6 +142,10 @@ OPTIONS: tuple[Option, ...] = (
     Option("fuzz-max-time", "Stop generating a format after this long (e.g. 90s, 10m).", metavar="DURATION"),
     Option("fuzz-out", "Folder the minimal failing cases are written to.", default="conformance-findings",
            metavar="DIR"),
+    # ``toolcall-conformance fuzz``'s own.
+    Option("jobs", "Worker processes that play the generated examples side by side, each with its own mock "
+           "backend and reference proxies; the same examples, verdicts and shrunk findings as 1, which plays them "
+           "one at a time (default: two per core).", type=int, metavar="N", low=1, cli=False, pytest=False),
     Option("report-json", "Write the results as JSON.", metavar="PATH"),
     Option("record", "Write every exchange as a HAR file (client to proxy, proxy to mock, both answers) to "
            "DIR/har/, and DIR/report.html: the score card, the rules and each failure's transcript in one file.",

@@ -15,10 +15,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from hypothesis import HealthCheck, find, given, settings
-from mutants.base import Mutant, proxy_config
+from mutants.base import Mutant
 from mutants.different import CORRECT_BUT_DIFFERENT
-from mutants.fuzz_only import ALL_AT_ONCE, FUZZ_ONLY
-from support import PATIENT_TIMEOUT
+from mutants.fuzz_only import ALL_AT_ONCE, BUDGET, FUZZ_ONLY
+from support.fuzz_runs import FEATURES, SEED, run_fuzz
 from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock and reference proxy)
 
 from harness.cli.main import main
@@ -35,26 +35,14 @@ from harness.generate.fuzz.choices import all_formats, parse_duration, parse_for
 from harness.generate.fuzz.strategies import cases, profiles_for
 from harness.generate.fuzz.yaml_out import dump_scenario
 from harness.judge.rules import Options, evaluate
-from harness.run.fuzzing import FuzzReport, FuzzSettings, fuzz
+from harness.run.fuzzing import FuzzSettings, fuzz
 from harness.run.proxy_client import run_exchange
 from harness.run.runner import play
 from harness.run.settings import RunSettings
 from mock_backends.control import MockControl
 
-FEATURES = proxy_config("http://127.0.0.1:1/v1").features()
-SEED = 20261125
 # Scenario folders that hold no text format of their own.
 NOT_FORMATS = frozenset({"plain", "features", "anthropic", "faults", "bad-input", "isolation", "translation", "kiro", "ollama"})
-
-
-def run_fuzz(proxy_url: str, mock_url: str, formats: tuple[str, ...], examples: int, out: Path, *,
-             profiles: tuple[str, ...] = ("openai",), seed: int = SEED, database: Path | None = None,
-             shrink_budget: int = 15) -> FuzzReport:
-    config = FuzzSettings(run=RunSettings(proxy_url=proxy_url, features=FEATURES, timeout=PATIENT_TIMEOUT), formats=formats,
-                          profiles=tuple(CLIENTS[p] for p in profiles), examples=examples, seed=seed, database=database, out=out,
-                          shrink_budget=shrink_budget)
-    with MockControl(mock_url) as mock:
-        return fuzz(config, mock, replay_command=lambda scenario_id, _case: f"toolcall-conformance replay {scenario_id}")
 
 
 # --------------------------------------------------------------------------- what is generated
@@ -158,14 +146,6 @@ def test_a_correct_but_different_proxy_passes_a_fixed_seed_budget(rig: Rig, serv
 
 
 # --------------------------------------------------------------------------- fuzz-only mutants
-
-# How each fuzz-only mutant is caught: the formats played and the example budget.
-BUDGET: dict[str, tuple[tuple[str, ...], int]] = {
-    "loses-split-opener": (("hermes",), 150),
-    "loses-three-way-torn-character": (("hermes",), 150),
-    "retypes-nested-integers": (("hermes",), 200),
-}
-
 
 def _untroubled(scenario: Scenario) -> bool:
     """Not a case of a failing upstream or a misbehaving client: the fuzz-only mutants

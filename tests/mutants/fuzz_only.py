@@ -155,6 +155,14 @@ FUZZ_ONLY: tuple[Mutant, ...] = (
            ("CALLS-001",), (), with_parts(Parts(chat_pipeline=with_rescuer(RetypesNestedIntegers)))),
 )
 
+# How each is caught: the formats played and the example budget (with the seed of the tests
+# of generated cases, ``tests/generate/test_fuzz.py``).
+BUDGET: dict[str, tuple[tuple[str, ...], int]] = {
+    "loses-split-opener": (("hermes",), 150),
+    "loses-three-way-torn-character": (("hermes",), 150),
+    "retypes-nested-integers": (("hermes",), 200),
+}
+
 # Every breakage above at once: it passing the hand-written library shows that no case of
 # the library sets off any of them (each fires on its own condition), at a third of the cost.
 ALL_AT_ONCE = Mutant(

@@ -54,6 +54,7 @@ CROSSING: dict[tuple[str, str], str] = {
     ("harness.run.isolation", "mock_backends.control"): "isolation rounds arm several scenarios at once",
     ("harness.cli.fuzzing", "mock_backends.control"): "generated cases are armed like written ones",
     ("harness.run.fuzzing", "mock_backends.control"): "generated cases are armed like written ones",
+    ("harness.run.fuzz_pool", "mock_backends.control"): "each worker arms the cases it plays on its own mock",
     # The importer asks the reference proxy for a proposed expectation.
     ("harness.capture.importer", "reference_proxy.rescue"): "a capture's proposed calls, as the reference proxy rescues them",
     ("harness.capture.expect", "reference_proxy.rescue"): "a capture's proposed calls",
