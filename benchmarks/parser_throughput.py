@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -158,13 +159,13 @@ def segments_of(frames: list[str]) -> list[list[str]]:
     return out
 
 
-def run_once(segments: list[list[str]]) -> list[float]:
-    """CPU time of one run, per segment (the rescuer's creation counted in the first, its
-    ``finish`` in the last)."""
+def run_once(segments: list[list[str]], make: Callable[[list[ToolSpec]], Any] = Rescuer) -> list[float]:
+    """CPU time of one run of a fresh ``make(TOOLS)``, per segment (its creation counted in
+    the first, its ``finish`` in the last)."""
     clock = time.process_time
     times: list[float] = []
     start = clock()
-    rescuer = Rescuer(TOOLS)
+    rescuer = make(TOOLS)
     feed = rescuer.feed
     for segment in segments:
         for frame in segment:
@@ -216,23 +217,6 @@ class BareFloor:
 
     def finish(self) -> list[str]:
         return []
-
-
-def floor_once(segments: list[list[str]], make: type[FloorRescuer] | type[BareFloor] = FloorRescuer) -> list[float]:
-    clock = time.process_time
-    times: list[float] = []
-    start = clock()
-    rescuer = make(TOOLS)
-    feed = rescuer.feed
-    for segment in segments:
-        for frame in segment:
-            feed(frame)
-        now = clock()
-        times.append(now - start)
-        start = now
-    rescuer.finish()
-    times[-1] += clock() - start
-    return times
 
 
 def best_rate(
@@ -291,8 +275,8 @@ def main() -> None:
     print(f"mixed answer: {len(calls)} calls per 100 KB; a sample call: {json.dumps(calls[0].name)}")
     prose = plain_prose(1_000_000)
     frames, size = frames_of(prose, 16), len(prose.encode("utf-8"))
-    floor = best_rate(frames, size, once=floor_once)
-    bare = best_rate(frames, size, once=lambda segments: floor_once(segments, BareFloor))
+    floor = best_rate(frames, size, once=lambda segments: run_once(segments, FloorRescuer))
+    bare = best_rate(frames, size, once=lambda segments: run_once(segments, BareFloor))
     print(f"floor (a feed that only wraps each frame in an event object), 1 MB in 16-char frames: {floor:.1f} MB/s")
     print(f"bare floor (a feed that answers each frame with itself), 1 MB in 16-char frames: {bare:.1f} MB/s")
     print()
