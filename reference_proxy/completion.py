@@ -17,7 +17,7 @@ from reference_proxy.dedup import CallLedger
 from reference_proxy.errors import ProxyError, as_openai_error
 from reference_proxy.openai_stream import dumps, new_call_id, new_completion_id
 from reference_proxy.pipeline import RescuerFactory, ResponseStats, default_rescuer, final_finish_reason
-from reference_proxy.rescue import ArgumentsDelta, Event, Text, ToolCallEnd, ToolCallStart, ToolSpec
+from reference_proxy.rescue import ArgumentsDelta, Event, ToolCallEnd, ToolCallStart, ToolSpec
 from reference_proxy.translate.answers import json_object
 from reference_proxy.xml_client import call_to_xml
 
@@ -39,7 +39,7 @@ def _rescue(
     text: str, tools: Sequence[ToolSpec], buffer_cap: int, stats: ResponseStats, factory: RescuerFactory
 ) -> list[Event]:
     if not tools or not text:
-        return [Text(text)] if text else []
+        return [text] if text else []
     rescuer = factory(tools, buffer_cap)
     events = [*rescuer.feed(text), *rescuer.finish()]
     if rescuer.overflowed:
@@ -92,9 +92,9 @@ def _finish_message(
             parts.append(xml if tail in ("", "\n") else "\n" + xml)
 
     for event in events:
-        if isinstance(event, Text):
-            if event.text:
-                parts.append(event.text)
+        if isinstance(event, str):
+            if event:
+                parts.append(event)
         elif isinstance(event, ToolCallStart):
             name, arguments = event.name, []
         elif isinstance(event, ArgumentsDelta):

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from reference_proxy.dedup import CallLedger
 from reference_proxy.errors import as_openai_error
 from reference_proxy.openai_stream import DONE, ChunkEmitter, dumps, error_event, is_plain, new_call_id
-from reference_proxy.rescue import ArgumentsDelta, Event, Rescuer, Text, ToolCallEnd, ToolCallStart, ToolSpec
+from reference_proxy.rescue import ArgumentsDelta, Event, Rescuer, ToolCallEnd, ToolCallStart, ToolSpec
 from reference_proxy.rescue.scanner import openers_for
 from reference_proxy.translate.answers import json_object
 from reference_proxy.xml_client import call_to_xml
@@ -402,8 +402,8 @@ class StreamPipeline:
     def _events(self, choice: _Choice, events: Sequence[Event], out: list[str]) -> None:
         text: list[str] = []
         for event in events:
-            if isinstance(event, Text):
-                text.append(event.text)
+            if isinstance(event, str):
+                text.append(event)
             elif isinstance(event, ArgumentsDelta):
                 choice.call_parts.append(event.fragment)
             elif isinstance(event, ToolCallStart):

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from reference_proxy.dedup import CallLedger
 from reference_proxy.pipeline import ResponseStats, RescuerLike
-from reference_proxy.rescue import ArgumentsDelta, Event, Text, ToolCallEnd, ToolCallStart
+from reference_proxy.rescue import ArgumentsDelta, Event, ToolCallEnd, ToolCallStart
 
 log = logging.getLogger("reference_proxy.rescue")
 
@@ -67,13 +67,13 @@ class TextRescue:
     def _fold(self, events: Sequence[Event]) -> list[Piece]:
         out: list[Piece] = []
         for event in events:
-            if isinstance(event, Text):
-                if not event.text:
+            if isinstance(event, str):
+                if not event:
                     continue
                 if out and isinstance(out[-1], str):
-                    out[-1] += event.text
+                    out[-1] += event
                 else:
-                    out.append(event.text)
+                    out.append(event)
             elif isinstance(event, ToolCallStart):
                 self._name, self._parts = event.name, []
             elif isinstance(event, ArgumentsDelta):

@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from typing import Any
 
 
-@dataclass(frozen=True, slots=True)
-class Text:
-    """Visible text, safe to send to the client now."""
-
-    text: str
+Text = str
+"""Visible text, safe to send to the client now: the text itself. A string is the cheapest
+event there is, and most of a stream is text: on the plain-text path the rescuer answers a
+frame with the frame itself, where building an event object around it would cost more
+than every check the path makes (``docs/benchmarks.md``, "Events as strings")."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +83,8 @@ def collect(events: Sequence[Event]) -> tuple[str, list[RescuedCall]]:
     names: dict[int, str] = {}
     args: dict[int, list[str]] = {}
     for event in events:
-        if isinstance(event, Text):
-            text.append(event.text)
+        if isinstance(event, str):
+            text.append(event)
         elif isinstance(event, ToolCallStart):
             names[event.index] = event.name
             args[event.index] = []

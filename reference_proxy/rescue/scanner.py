@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from functools import cache
 
 from reference_proxy.rescue.events import (
-    ArgumentsDelta, Event, RescuedCall, Text, ToolCallEnd, ToolCallStart, ToolSpec, collect,
+    ArgumentsDelta, Event, RescuedCall, ToolCallEnd, ToolCallStart, ToolSpec, collect,
 )
 from reference_proxy.rescue.families import FORMAT_IDS, families_for
 from reference_proxy.rescue.family import Call, Context, Family, MarkerParser, Verdict
@@ -63,17 +63,6 @@ def _court_ends(text: str) -> bool:
     return text.rstrip(" \t\r\n").endswith("court")
 
 
-# ``Text(x)`` through the frozen dataclass ``__init__`` costs more than all the checks of
-# the fast path together; filling the one slot directly builds the same object.
-_NEW_TEXT = Text.__new__
-_SET_TEXT = Text.__dict__["text"].__set__
-_probe = _NEW_TEXT(Text)
-_SET_TEXT(_probe, "probe")
-if _probe != Text("probe") or Text.__slots__ != ("text",):  # events.Text changed shape
-    raise ImportError("reference_proxy.rescue.scanner builds Text events by filling its one slot")
-del _probe
-
-
 def _merged(events: list[Event]) -> list[Event]:
     """Consecutive Text events joined into one."""
     if len(events) < 2:
@@ -81,16 +70,16 @@ def _merged(events: list[Event]) -> list[Event]:
     out: list[Event] = []
     texts: list[str] = []
     for event in events:
-        if isinstance(event, Text):
-            if event.text:
-                texts.append(event.text)
+        if isinstance(event, str):
+            if event:
+                texts.append(event)
             continue
         if texts:
-            out.append(Text("".join(texts)))
+            out.append("".join(texts))
             texts = []
         out.append(event)
     if texts:
-        out.append(Text("".join(texts)))
+        out.append("".join(texts))
     return out
 
 
@@ -168,7 +157,8 @@ class Rescuer:
         self._given = 0  # the parsers have seen the marker's text before this
         self._cut = 0  # text before this is released or consumed as markup
         self._resume = 0  # furthest resume point of parsers that gave up
-        # Fast path allowed: shortcuts on, tools declared, nothing held, not at a line start.
+        # Fast path allowed: shortcuts on, tools declared, nothing held, not at a line start,
+        # not right after a call (so the fast path never has to clear ``_after_call``).
         self._plain = False
 
     # ------------------------------------------------------------------ public
@@ -203,9 +193,8 @@ class Rescuer:
                 # search at once, so the search starts here (nothing is held).
                 out: list[Event] = []
                 self._scan(text, out)
-                self._plain = self._fast and not (self._parsers or self._pending or self._line_blank)
+                self._plain = self._fast and not (self._parsers or self._pending or self._line_blank or self._after_call)
                 return _merged(out)
-            self._after_call = False  # (a blank-only piece could keep it; it is never needed)
             # ("court" is looked for before ``_court_ends``: a call costs more than the test)
             if "c" not in text or (
                 "count" not in text
@@ -213,9 +202,7 @@ class Rescuer:
                 and not text.endswith(_WORD_PREFIXES)
             ):
                 self._last = text
-                event = _NEW_TEXT(Text)
-                _SET_TEXT(event, text)
-                return [event]
+                return [text]
             if "count" not in text and ("court" not in text or not _court_ends(text)):
                 start = text.rfind("c")  # where the "c".."coun" ending starts
                 if start > 0:
@@ -228,9 +215,7 @@ class Rescuer:
                         if "\n" in text:
                             self._line_blank = not text[text.rfind("\n") + 1 :].strip(" \t")
                     self._last = text
-                    event = _NEW_TEXT(Text)
-                    _SET_TEXT(event, text)
-                    return [event]
+                    return [text]
         parsers = self._parsers
         pending = self._pending
         if not parsers and text and self._fast and (pending or self._line_blank):
@@ -254,7 +239,7 @@ class Rescuer:
                 self._pending = ""
                 out = []
                 self._release(s, out)
-                self._plain = not self._line_blank
+                self._plain = not (self._line_blank or self._after_call)
                 return out
         # Inside a marker that one parser owns, a piece within the buffer cap goes to it
         # directly; nothing comes out until it has a verdict.
@@ -270,7 +255,7 @@ class Rescuer:
             resume = self._settle(parsers[0], verdict, out)
             if resume is not None:
                 self._text(self._rest(resume), out)
-            self._plain = self._fast and not (self._parsers or self._pending or self._line_blank)
+            self._plain = self._fast and not (self._parsers or self._pending or self._line_blank or self._after_call)
             return _merged(out)
         return self._feed(text)
 
@@ -302,7 +287,7 @@ class Rescuer:
         if not text:
             return []
         if self._passthrough:
-            return [Text(text)]
+            return [text]
         out: list[Event] = []
         if self._parsers:
             self._held.append(text)
@@ -312,7 +297,7 @@ class Rescuer:
                 self._text(self._rest(resume), out)
         else:
             self._text(self._pending + text if self._pending else text, out)
-        self._plain = self._fast and not (self._parsers or self._pending or self._line_blank)
+        self._plain = self._fast and not (self._parsers or self._pending or self._line_blank or self._after_call)
         return _merged(out)
 
     def _text(self, s: str, out: list[Event]) -> None:
@@ -356,9 +341,7 @@ class Rescuer:
     def _release(self, text: str, out: list[Event]) -> None:
         if not text:
             return
-        event = _NEW_TEXT(Text)
-        _SET_TEXT(event, text)
-        out.append(event)
+        out.append(text)
         self._last = text
         if self._after_call and text.strip(" \t\r\n"):
             self._after_call = False

@@ -122,9 +122,9 @@ class DropsTextAfterMalformed:
             if isinstance(event, Text):
                 if self._broken:
                     continue
-                if "<tool_call>" in event.text:
+                if "<tool_call>" in event:
                     self._broken = True
-                    event = Text(event.text[: event.text.index("<tool_call>") + len("<tool_call>")])
+                    event = Text(event[: event.index("<tool_call>") + len("<tool_call>")])
             out.append(event)
         return out
 

@@ -70,7 +70,7 @@ def test_no_text_lost(text: str, points: list[int]) -> None:
         _, events = feed_frames(split_at(text, points), tools)
         check_events(events)
         assert not [e for e in events if not isinstance(e, Text)]
-        assert "".join(e.text for e in events if isinstance(e, Text)) == text
+        assert "".join(e for e in events if isinstance(e, Text)) == text
 
 
 @settings(max_examples=300, deadline=None)
@@ -91,7 +91,7 @@ def test_visible_text_is_the_input_minus_call_markup(text: str, points: list[int
     """Nothing but markup disappears: the visible text is the input with some pieces cut out,
     in order (checked as a subsequence), and without calls it is the input itself."""
     _, events = feed_frames(split_at(text, points), ALL)
-    pieces = [e.text for e in events if isinstance(e, Text)]
+    pieces = [e for e in events if isinstance(e, Text)]
     # Characters, not pieces: the text on both sides of markup of no call (an empty
     # wrapper) leaves as one piece.
     rest = iter(text)
@@ -118,7 +118,7 @@ def test_plain_text_is_never_held(text: str, points: list[int]) -> None:
     rescuer = Rescuer(ALL)
     for frame in split_at(text, points):
         events = rescuer.feed(frame)
-        assert "".join(e.text for e in events if isinstance(e, Text)) == frame
+        assert "".join(e for e in events if isinstance(e, Text)) == frame
         assert all(isinstance(e, Text) for e in events)
     assert rescuer.finish() == []
 

@@ -122,7 +122,7 @@ def check_events(events: Sequence[Event]) -> None:
     while i < len(events):
         event = events[i]
         if isinstance(event, Text):
-            assert event.text, "empty Text event"
+            assert event, "empty text event"
             i += 1
             continue
         assert isinstance(event, ToolCallStart), f"unexpected {event!r}"

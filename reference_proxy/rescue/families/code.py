@@ -32,7 +32,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
-from reference_proxy.rescue.events import Event, Text, collect
+from reference_proxy.rescue.events import Event, collect
 from reference_proxy.rescue.families.tool_code import LANGUAGE, ToolCodeParser
 from reference_proxy.rescue.family import (
     Call, Carry, Context, Family, MarkerParser, Opener, Verdict, accept, passing, reject, starts,
@@ -289,7 +289,7 @@ class CodeParser(MarkerParser):
 
     def _take(self, events: Sequence[Event]) -> None:
         """What the nested rescuer said: its calls are kept; any text but blanks makes the block code."""
-        if any(isinstance(e, Text) and e.text.strip(" \t\r\n") for e in events):
+        if any(isinstance(e, str) and e.strip(" \t\r\n") for e in events):
             self._to_code()
             return
         assert self._inner is not None
