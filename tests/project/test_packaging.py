@@ -32,6 +32,10 @@ def test_the_wheel_carries_the_library_and_the_entry_points(wheel: Path) -> None
                   if n.startswith("harness/bundled_scenarios/")) == library
     schemas = sorted(p.name for p in (ROOT / "harness" / "schemas").glob("*.json"))
     assert sorted(n.removeprefix("harness/schemas/") for n in names if n.startswith("harness/schemas/")) == schemas
+    # the rule catalogue: each rule's statement and citations, read when the rules are imported
+    catalogues = sorted(p.name for p in (ROOT / "harness" / "judge" / "rules").glob("*.yaml"))
+    assert catalogues and sorted(n.removeprefix("harness/judge/rules/") for n in names
+                                 if n.startswith("harness/judge/rules/") and n.endswith(".yaml")) == catalogues
     assert {"harness/py.typed", "mock_backends/py.typed", "reference_proxy/py.typed"} <= set(names)
     meta = zipfile.ZipFile(wheel)
     entry_points = meta.read(next(n for n in names if n.endswith(".dist-info/entry_points.txt"))).decode()

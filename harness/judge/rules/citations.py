@@ -1,9 +1,9 @@
 """Why a rule is checked: the real clients a broken rule breaks, and the public text that says so.
 
 A rule is ``client`` severity only when a named real client breaks or silently misbehaves
-on the defect; its decorator then says which clients, what they do (their own error text
-where there is one) and where that can be read (``Breaks``). ``spec`` and ``feature`` rules
-may name the specification page they come from (``source=``). The registry refuses a
+on the defect; its catalogue entry (``<group>.yaml``, ``harness.judge.rules.catalogue``) then says
+which clients, what they do (their own error text where there is one) and where that can be read
+(``breaks``). ``spec`` and ``feature`` rules may name the specification page they come from (``source``). The registry refuses a
 ``client`` rule without a ``Breaks`` and a client name it does not know, so the claim
 "a client breaks" is always one a proxy author can check.
 """
@@ -106,3 +106,9 @@ SPEC_RESPONSES_STREAMING = "https://platform.openai.com/docs/api-reference/respo
 SPEC_OPENAI_ERRORS = "https://platform.openai.com/docs/guides/error-codes"
 SPEC_SSE = "https://html.spec.whatwg.org/multipage/server-sent-events.html"
 SPEC_HTTP_RETRY_AFTER = "https://www.rfc-editor.org/rfc/rfc9110#name-retry-after"
+
+# The sources above by name: a rule catalogue (``<group>.yaml``) cites a page written here by its name.
+SOURCES: Mapping[str, str] = MappingProxyType({
+    name: value for name, value in sorted(globals().items())
+    if not name.startswith("_") and isinstance(value, str) and value.startswith("https://")
+})

@@ -1,8 +1,10 @@
 """The rule registry: every conformance rule, its stable id, and the check behind it.
 
 Each group module is named for its rules' id prefix (``HTTP-001`` is in ``http.py``)
-and declares its rules with ``rule_group(...)``; a rule's decorator is its whole
-definition, and registering is the only side effect of importing a group module. Ids never change meaning once
+and declares its rules with ``rule_group(...)``; a rule's decorator says what is behaviour (its check,
+stage, profiles, features), and the group's catalogue beside it (``http.yaml``,
+``harness.judge.rules.catalogue``) what the rule says and who it breaks. Registering is the only
+side effect of importing a group module. Ids never change meaning once
 published: a retired rule keeps its id out of use.
 """
 
@@ -11,20 +13,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Required, TypedDict, TypeVar, Unpack
+from typing import Any, TypedDict, TypeVar, Unpack
 
 from harness.core.dialects import OPENAI
 from harness.core.dialects.clients import ANTHROPIC_CLIENT, RESPONSES_CLIENT
 from harness.core.dialects.clients import CLIENTS as PROFILES_BY_NAME
 from harness.core.dialects.clients import ClientProfile as Profile
-from harness.judge.rules.citations import CLIENTS, Breaks
+from harness.judge.rules import catalogue
+from harness.judge.rules.catalogue import Described, RuleCatalogueError, Severity
+from harness.judge.rules.citations import Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.terms import Options, Stage
-
-# client: a named client breaks (the rule cites it: ``Breaks``); spec: the API's documentation
-# says so (judged with --strict); feature: a promise only some proxies make, judged when the
-# user claims it.
-Severity = Literal["client", "spec", "feature"]
 
 _ID = re.compile(r"^[A-Z]+-\d{3}$")
 
@@ -98,60 +97,38 @@ def _register(entry: Entry) -> None:
         raise ValueError(f"rule id {rule.id} is registered twice")
     if (rule.severity == "feature") != bool(entry.features):
         raise ValueError(f"rule {rule.id}: a rule of severity 'feature' names the features it judges, and only it")
-    _check_citation(rule)
     ENTRIES[rule.id] = entry
 
 
-def _check_citation(rule: Rule) -> None:
-    """A client rule names the real clients it breaks and how (``breaks=``); only a client rule
-    makes that claim at all (a rule no named client breaks on is spec, a feature, or no rule)."""
-    cited = rule.breaks
-    if rule.severity != "client":
-        if cited is not None:
-            raise ValueError(f"rule {rule.id}: only a 'client' rule cites the clients it breaks "
-                             f"(a spec or feature rule gives its spec pages as source=)")
-    elif cited is None:
-        raise ValueError(f"rule {rule.id}: a 'client' rule cites the real clients it breaks and how "
-                         f"(breaks=Breaks(...))")
-    else:
-        unknown = [c for c in cited.clients if c not in CLIENTS]
-        if not cited.clients or unknown or not cited.how.strip():
-            raise ValueError(f"rule {rule.id}: the citation names no known client, or not how it breaks "
-                             f"(unknown: {unknown}; known: {', '.join(CLIENTS)})")
-    links = rule.source + (cited.source if cited is not None else ())
-    bad = [u for u in links if not u.startswith("https://")]
-    if bad:
-        raise ValueError(f"rule {rule.id}: a source is a public https URL, not {bad}")
-
-
 class Said(TypedDict, total=False):
-    """What a rule's decorator says besides its id and statement (``breaks``: the real clients a
-    ``client`` rule breaks; ``source``: the spec pages a rule comes from; ``profiles``: where it is
-    judged, the group's profiles unless said)."""
+    """What a rule's decorator may say besides its id (``profiles``: where it is judged, the
+    group's profiles unless said); the rest of the rule is its catalogue entry."""
 
-    severity: Required[Severity]
-    breaks: Breaks | None
-    source: str | Sequence[str]
     profiles: Iterable[Profile]
 
 
 class RuleGroup:
     """The decorators one group module registers its rules with, and what its rules share
-    unless one says otherwise: the stage they judge and the profiles they are judged in."""
+    unless one says otherwise: the stage they judge and the profiles they are judged in. What each
+    rule says comes from ``described``: the group module's catalogue (``<prefix>.yaml``) unless given."""
 
     def __init__(self, group: str, prefix: str, *, stage: Stage = "answer",
-                 profiles: Iterable[Profile] = ALL_PROFILES) -> None:
+                 profiles: Iterable[Profile] = ALL_PROFILES,
+                 described: Mapping[str, Described] | None = None) -> None:
         self.group = group
         self.prefix = prefix
         self.stage: Stage = stage
         self.profiles = frozenset(profiles)
+        self.catalogue = f"harness/judge/rules/{prefix.lower()}.yaml"
+        self.described = catalogue.load(prefix.lower()) if described is None else described
 
-    def _rule(self, rule_id: str, statement: str, said: Said) -> Rule:
+    def _rule(self, rule_id: str) -> Rule:
         if not rule_id.startswith(self.prefix + "-"):
             raise ValueError(f"rule {rule_id} does not belong to group {self.group} ({self.prefix}-…)")
-        source = said.get("source", ())
-        sources = (source,) if isinstance(source, str) else tuple(source)
-        return Rule(rule_id, statement, said["severity"], self.group, said.get("breaks"), sources)
+        said = self.described.get(rule_id)
+        if said is None:
+            raise RuleCatalogueError(f"{self.catalogue}: {rule_id}: the rule is registered but has no entry")
+        return Rule(rule_id, said.statement, said.severity, self.group, said.breaks, said.source)
 
     def _profiles(self, said: Said) -> frozenset[Profile]:
         return frozenset(said["profiles"]) if "profiles" in said else self.profiles
@@ -159,19 +136,18 @@ class RuleGroup:
     def __call__(
         self,
         rule_id: str,
-        statement: str,
         *,
         stage: Stage | None = None,
         features: Iterable[str] = (),
         ending: bool = False,
         **said: Unpack[Said],
     ) -> Callable[[Check], Check]:
-        """Register one rule; everything about it is said here (``stage``: the group's unless
-        said; ``ending``: it judges how a complete answer ends, so a stream that ended with an
-        error the scenario accepts is not asked for it)."""
+        """Register one rule with its catalogue entry (``stage``: the group's unless said;
+        ``ending``: it judges how a complete answer ends, so a stream that ended with an error
+        the scenario accepts is not asked for it)."""
 
         def register(check: Check) -> Check:
-            _register(Entry(self._rule(rule_id, statement, said), stage or self.stage, self._profiles(said),
+            _register(Entry(self._rule(rule_id), stage or self.stage, self._profiles(said),
                             frozenset(features), check=check, ending=ending))
             return check
 
@@ -179,29 +155,29 @@ class RuleGroup:
 
     def found_by(self, sort: Callable[[Context], Mapping[str, Sequence[Violation]]]) -> Found:
         """The rules whose violations one pass over an exchange (``sort``, run once per exchange)
-        finds and files under their ids: each is declared by calling the result with its id and
-        what its decorator would say, and judged by that pass."""
+        finds and files under their ids: each is declared by calling the result with its id (and
+        what else its decorator would say), and judged by that pass."""
         return Found(self, sort)
 
-    def pair(self, rule_id: str, statement: str, *, features: Iterable[str] = (),
+    def pair(self, rule_id: str, *, features: Iterable[str] = (),
              **said: Unpack[Said]) -> Callable[[PairCheck], PairCheck]:
         """A rule judging two exchanges of one scenario (streamed and not)."""
-        return self._answers(rule_id, statement, said, features, "pair_check")
+        return self._answers(rule_id, said, features, "pair_check")
 
-    def item(self, rule_id: str, statement: str, **said: Unpack[Said]) -> Callable[[ItemCheck], ItemCheck]:
+    def item(self, rule_id: str, **said: Unpack[Said]) -> Callable[[ItemCheck], ItemCheck]:
         """A rule judging all the answers of one test item together (as written, without
         streaming, re-chunked)."""
-        return self._answers(rule_id, statement, said, (), "item_check")
+        return self._answers(rule_id, said, (), "item_check")
 
-    def round(self, rule_id: str, statement: str, **said: Unpack[Said]) -> Callable[[RoundCheck], RoundCheck]:
+    def round(self, rule_id: str, **said: Unpack[Said]) -> Callable[[RoundCheck], RoundCheck]:
         """A rule judging a round of exchanges of one scenario, played one after another
         and at once (``harness.run.isolation``)."""
-        return self._answers(rule_id, statement, said, (), "round_check")
+        return self._answers(rule_id, said, (), "round_check")
 
-    def _answers(self, rule_id: str, statement: str, said: Said, features: Iterable[str],
+    def _answers(self, rule_id: str, said: Said, features: Iterable[str],
                  kind: str) -> Callable[[C], C]:
         """Register a rule on several answers (its check goes in the entry's ``kind`` field)."""
-        rule = self._rule(rule_id, statement, said)
+        rule = self._rule(rule_id)
 
         def register(check: C) -> C:
             given: Any = check  # one of the three kinds, told apart by ``kind``
@@ -222,16 +198,17 @@ class Found:
     group: RuleGroup
     sort: Callable[[Context], Mapping[str, Sequence[Violation]]]
 
-    def __call__(self, rule_id: str, statement: str, **said: Unpack[Said]) -> None:
+    def __call__(self, rule_id: str, **said: Unpack[Said]) -> None:
         sort = self.sort
 
         def check(ctx: Context) -> Iterable[Violation]:
             return ctx.derived(sort).get(rule_id, ())
 
         check.__module__, check.__qualname__ = sort.__module__, sort.__qualname__
-        self.group(rule_id, statement, **said)(check)
+        self.group(rule_id, **said)(check)
 
 
 def rule_group(group: str, prefix: str, *, stage: Stage = "answer",
-               profiles: Iterable[Profile] = ALL_PROFILES) -> RuleGroup:
-    return RuleGroup(group, prefix, stage=stage, profiles=profiles)
+               profiles: Iterable[Profile] = ALL_PROFILES,
+               described: Mapping[str, Described] | None = None) -> RuleGroup:
+    return RuleGroup(group, prefix, stage=stage, profiles=profiles, described=described)
