@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 from harness.judge.compare import render, shorten
-from harness.judge.rules.citations import SPEC_MESSAGES, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import ANTHROPIC, Violation, rule_group
 from harness.judge.rules.schemas import body_object, malformed_entries, schema_violations
@@ -13,16 +12,7 @@ from harness.judge.rules.schemas import body_object, malformed_entries, schema_v
 rule = rule_group("anthropic_body", "ABODY", stage="single", profiles=ANTHROPIC)
 
 
-@rule(
-    "ABODY-001",
-    'A single Anthropic answer is a JSON object with `type: "message"` and a `content` array of blocks that '
-    "each have a `type` (never an error report with status 200).",
-    severity="client",
-    breaks=Breaks(("anthropic-sdk-python",), "the SDK does not validate the body: an error report sent with status "
-                  "200 becomes a `Message` whose `content` is None, and the application's loop over "
-                  "`message.content` raises `TypeError`",
-                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current)"),
-)
+@rule("ABODY-001")
 def message_shape(ctx: Context) -> Iterator[Violation]:
     body = body_object(ctx)
     if isinstance(body, Violation):
@@ -47,26 +37,14 @@ def message_shape(ctx: Context) -> Iterator[Violation]:
                                  "is not a block with a type")
 
 
-@rule(
-    "ABODY-002",
-    "A single Anthropic answer validates against `anthropic_message.schema.json`.",
-    severity="spec",
-    source=SPEC_MESSAGES,
-)
+@rule("ABODY-002")
 def message_schema(ctx: Context) -> Iterator[Violation]:
     body = ctx.body[0]
     if isinstance(body, Mapping) and body.get("type") != "error" and "error" not in body:
         yield from schema_violations(body, "anthropic_message")
 
 
-@rule(
-    "ABODY-003",
-    "Each tool_use block of a single answer carries its `input` as a JSON object, never as a string of JSON.",
-    severity="client",
-    breaks=Breaks(("anthropic-sdk-python",), "the SDK keeps `input` as sent: the application gets "
-                  "`ToolUseBlock.input` as a `str`, not the arguments object it passes to the tool",
-                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current)"),
-)
+@rule("ABODY-003")
 def tool_input_object(ctx: Context) -> Iterator[Violation]:
     body = ctx.body[0]
     content = body.get("content") if isinstance(body, Mapping) else None

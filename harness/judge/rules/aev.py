@@ -15,9 +15,6 @@ from dataclasses import dataclass
 
 from harness.judge.readers.anthropic_events import DELTA_KINDS, TOOL_BLOCKS, AnthropicEvent, Block
 from harness.judge.compare import parse_object, render, shorten
-from harness.judge.rules.citations import (
-    ANTHROPIC_ACCUMULATE, ANTHROPIC_SSE, ANTHROPIC_TS_SSE, ANTHROPIC_TS_STREAM, SPEC_MESSAGES_STREAMING, Breaks,
-)
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import ANTHROPIC, Violation, rule_group
 from harness.judge.rules.schemas import schema_errors
@@ -31,19 +28,7 @@ def _typed(ctx: Context) -> Iterator[AnthropicEvent]:
     return (e for e in ctx.events if e.type is not None or e.is_error)
 
 
-@rule(
-    "AEV-001",
-    "Every event of an Anthropic stream has an `event:` line equal to its payload's `type`.",
-    severity="client",
-    breaks=Breaks(("anthropic-sdk-python", "anthropic-sdk-typescript"), "both SDKs dispatch by the `event:` name: "
-                  "they skip an event without one and handle `ping` and `error` by the name alone; the TypeScript "
-                  "SDK (and Python ones up to 0.x) yield only events named one of the six message event types, so "
-                  "an event under another name is lost", (ANTHROPIC_SSE, ANTHROPIC_TS_SSE),
-                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current) and @anthropic-ai/sdk 1.14.0 "
-                  "(current), for an event without a name; one under another name only anthropic-sdk-python "
-                  "0.75.0 loses (anthropic-sdk-python 1.17.0 and 2.14.0 (current) and @anthropic-ai/sdk "
-                  "1.14.0 (current) read it by its data's `type`)"),
-)
+@rule("AEV-001")
 def event_names(ctx: Context) -> Iterator[Violation]:
     for e in _typed(ctx):
         if e.is_error or e.name == e.type:
@@ -54,20 +39,7 @@ def event_names(ctx: Context) -> Iterator[Violation]:
         )
 
 
-@rule(
-    "AEV-002",
-    "The data of every event is one JSON object with a string `type`.",
-    severity="client",
-    breaks=Breaks(("anthropic-sdk-python", "anthropic-sdk-typescript"), "data that is not JSON raises "
-                  "(`JSONDecodeError`; TypeScript: `Could not parse message into JSON`); the TypeScript "
-                  "`MessageStream` dispatches on `type`: an event without one is dropped, or, first, fails with "
-                  "`Unexpected event order, got undefined before \"message_start\"`",
-                  (ANTHROPIC_SSE, ANTHROPIC_TS_SSE, ANTHROPIC_TS_STREAM),
-                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current) and @anthropic-ai/sdk 1.14.0 "
-                  "(current), for data that is not JSON; data without `type` only anthropic-sdk-python "
-                  "0.75.0 fails on (`AttributeError`), @anthropic-ai/sdk 1.14.0 (current) read the case's as "
-                  "its name says"),
-)
+@rule("AEV-002")
 def event_json(ctx: Context) -> Iterator[Violation]:
     for e in ctx.events:
         if e.json_error is not None:
@@ -81,12 +53,7 @@ def event_json(ctx: Context) -> Iterator[Violation]:
             )
 
 
-@rule(
-    "AEV-003",
-    "Every event validates against `anthropic_stream_event.schema.json` (the Messages streaming reference).",
-    severity="spec",
-    source=SPEC_MESSAGES_STREAMING,
-)
+@rule("AEV-003")
 def event_schema(ctx: Context) -> Iterator[Violation]:
     for e in _typed(ctx):
         if e.is_error:
@@ -224,94 +191,25 @@ def _walk(ctx: Context) -> Mapping[str, list[Violation]]:
 grammar = rule.found_by(_walk)
 
 
-grammar(
-    "AEV-004",
-    "Exactly one `message_start`, before every other event (`ping` aside; a stream that begins with an `error` "
-    "event needs none).",
-    severity="client",
-    breaks=Breaks(("anthropic-sdk-python", "anthropic-sdk-typescript"), "a block opened before `message_start` is "
-                  "never recorded: the Python SDK raises `IndexError: list index out of range` at its first delta, "
-                  "TypeScript `Unexpected event order, got content_block_start before \"message_start\"`; "
-                  "TypeScript also refuses a second one (`… got message_start before receiving \"message_stop\"`)",
-                  (ANTHROPIC_ACCUMULATE, ANTHROPIC_TS_STREAM),
-                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current), for a block before "
-                  "`message_start` (1.17.0 and 2.14.0: `IndexError`; 0.75.0: `RuntimeError: Unexpected event "
-                  "order`); anthropic-sdk-typescript: @anthropic-ai/sdk 1.14.0 (current) for both (`Cannot "
-                  "read properties of undefined`, `Unexpected event order, got message_start before "
-                  "receiving message_stop`)"),
-)
+grammar("AEV-004")
 
 
-grammar(
-    "AEV-005",
-    "Content blocks are opened at indices 0, 1, 2…: each `content_block_start` takes the next index.",
-    severity="client",
-    breaks=Breaks(("anthropic-sdk-python",), "the SDK appends each opened block to the message and addresses a "
-                  "delta by its `index` as a position: a first block at index 1 raises `IndexError: list index out "
-                  "of range`, and a reused index sends deltas to the wrong block", (ANTHROPIC_ACCUMULATE,),
-                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current), for a first block at index 1"),
-)
+grammar("AEV-005")
 
 
-grammar(
-    "AEV-006",
-    "One block is open at a time: each is closed by its own `content_block_stop` before the next opens and "
-    "before the message ends.",
-    severity="client",
-    breaks=Breaks(("anthropic-sdk-typescript",), "its `MessageStream` reports a finished block (`contentBlock`) at "
-                  "each `content_block_stop` as the last block opened (`content.at(-1)`): with two open it reports "
-                  "the wrong one, and one never closed is never reported", (ANTHROPIC_TS_STREAM,),
-                  versions="anthropic-sdk-typescript: @anthropic-ai/sdk 1.14.0 (current), its `contentBlock` events "
-                  "read on the rule's cases"),
-)
+grammar("AEV-006")
 
 
-grammar(
-    "AEV-007",
-    "Deltas go to the open block only, and match its kind: `text_delta` in a text block, `input_json_delta` in "
-    "a tool_use block, `thinking_delta`/`signature_delta` in a thinking block.",
-    severity="client",
-    breaks=Breaks(("anthropic-sdk-python",), "its accumulator applies a delta only when it matches the kind of the "
-                  "block at its index and silently drops the others: the text or input the delta carried is lost",
-                  (ANTHROPIC_ACCUMULATE,),
-                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current)"),
-)
+grammar("AEV-007")
 
 
-grammar(
-    "AEV-008",
-    "Exactly one `message_delta`, after the last block is closed, carrying `delta.stop_reason` and "
-    "`usage.output_tokens`.",
-    severity="client",
-    breaks=Breaks(("anthropic-sdk-python",), "`stop_reason` and `usage.output_tokens` reach the message only "
-                  "through `message_delta`: without it the message has no `stop_reason`, without its `usage` the "
-                  "SDK raises `AttributeError: 'NoneType' object has no attribute 'output_tokens'`",
-                  (ANTHROPIC_ACCUMULATE,),
-                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current)"),
-)
+grammar("AEV-008")
 
 
-grammar(
-    "AEV-009",
-    "`message_stop` comes once, and no event but `ping` follows it or an `error` event (a stream without one is "
-    "AEV-013's).",
-    severity="spec",
-    source=SPEC_MESSAGES_STREAMING,
-)
+grammar("AEV-009")
 
 
-grammar(
-    "AEV-013",
-    "A stream that does not end with an `error` event ends with `message_stop`.",
-    severity="client",
-    breaks=Breaks(("anthropic-sdk-typescript", "Claude Code"), "the TypeScript SDK's MessageStream keeps a message "
-                  "only when its `message_stop` arrives: without it `finalMessage()` throws \"stream ended without "
-                  "producing a Message with role=assistant\", and an agent built on it (Claude Code's bundle "
-                  "carries this MessageStream) gets an error instead of the answer", (ANTHROPIC_TS_STREAM,),
-                  versions="anthropic-sdk-typescript: @anthropic-ai/sdk 1.14.0 (current) (`finalMessage()` throws); "
-                  "Claude Code 2.1.332 (current): its bundle carries "
-                  "that MessageStream"),
-)
+grammar("AEV-013")
 
 
 # --------------------------------------------------------------------------- tool_use blocks
@@ -325,18 +223,7 @@ def _label(block: Block) -> str:
     return f"{block.kind} block {render(block.index)} ({render(block.content_block.get('name'))})"
 
 
-@rule(
-    "AEV-010",
-    "A tool_use block's `partial_json` fragments join into one JSON object by its `content_block_stop`; a "
-    "stream never ends inside an unfinished input, unless an `event: error` the scenario accepts cut it (the "
-    "SDKs raise there and the block is never run).",
-    severity="client",
-    breaks=Breaks(("anthropic-sdk-python",), "the SDK parses the input on every delta: invalid JSON raises "
-                  "`ValueError: Unable to parse tool parameter JSON from model. …`, and a stream ending inside the "
-                  "input hands the application the part parsed so far", (ANTHROPIC_ACCUMULATE,),
-                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current) (0.75.0 with the parser's "
-                  "message alone)"),
-)
+@rule("AEV-010")
 def tool_input_complete(ctx: Context) -> Iterator[Violation]:
     for block in _tool_blocks(ctx):
         pieces = block.pieces("input_json_delta", "partial_json", until_stop=True)
@@ -353,16 +240,7 @@ def tool_input_complete(ctx: Context) -> Iterator[Violation]:
         )
 
 
-@rule(
-    "AEV-011",
-    "A tool_use block's `content_block_start` never carries its input as a string (AEV-012 holds it to the "
-    "API's `input: {}`).",
-    severity="client",
-    breaks=Breaks(("anthropic-sdk-python",), "the SDK starts the block's input from `content_block_start`: an "
-                  "input sent there as a string stays a `str` in the accumulated message when no delta replaces "
-                  "it, so the application gets no arguments object", (ANTHROPIC_ACCUMULATE,),
-                  versions="anthropic-sdk-python 0.75.0, 1.17.0 and 2.14.0 (current)"),
-)
+@rule("AEV-011")
 def tool_input_not_a_string(ctx: Context) -> Iterator[Violation]:
     for block in _tool_blocks(ctx):
         value = block.content_block.get("input")
@@ -371,13 +249,7 @@ def tool_input_not_a_string(ctx: Context) -> Iterator[Violation]:
                             "not an object); expected {}", ctx.at_event(block.start.event, actual=value))
 
 
-@rule(
-    "AEV-012",
-    "A tool_use block starts with `input: {}`, as the API sends it: the input arrives as `input_json_delta` "
-    "fragments, not prefilled in `content_block_start` (a string there is AEV-011's).",
-    severity="spec",  # the SDKs take a prefilled object as the input, and replace it with the deltas if any come
-    source=SPEC_MESSAGES_STREAMING,
-)
+@rule("AEV-012")
 def tool_input_starts_empty(ctx: Context) -> Iterator[Violation]:
     for block in _tool_blocks(ctx):
         cb = block.content_block

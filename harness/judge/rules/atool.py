@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from harness.judge.compare import render
 from harness.judge.rules import locate
 from harness.judge.rules.calls import finish_differs
-from harness.judge.rules.citations import SPEC_MESSAGES, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import ANTHROPIC, Violation, rule_group
 
@@ -20,17 +19,7 @@ def _ended_by_error(ctx: Context) -> bool:
     return ctx.kind == "sse" and ctx.answer.error is not None
 
 
-@rule(
-    "ATOOL-001",
-    "Every tool_use block has a non-empty `id`, distinct from the other blocks' ids.",
-    severity="client",
-    breaks=Breaks(("Claude Code",), "the client answers each tool_use with a `tool_result` naming its id and sends "
-                  "the history back; the Messages API refuses a repeated id (`` `tool_use` ids must be unique ``) "
-                  "and an empty one (an id matches `^[a-zA-Z0-9_-]+$`), so the next turn fails with a 400",
-                  versions="Claude Code 2.1.332 (current): its bundle (@anthropic-ai/claude-code-linux-x64) read, it "
-                  "reports the API's refusal as `API Error: 400 duplicate tool_use ID in conversation "
-                  "history`"),
-)
+@rule("ATOOL-001")
 def tool_use_ids(ctx: Context) -> Iterator[Violation]:
     seen: dict[str, int] = {}
     for call in ctx.answer.tool_calls:
@@ -47,18 +36,7 @@ def tool_use_ids(ctx: Context) -> Iterator[Violation]:
             seen[call.id] = call.index
 
 
-@rule(
-    "ATOOL-002",
-    "Every tool_use block names one of the tools the request declared.",
-    severity="client",
-    breaks=Breaks(("Claude Code", "OpenCode"), "a call to a tool the request did not declare cannot run: Claude "
-                  "Code answers it with `<tool_use_error>Error: No such tool available: …</tool_use_error>`, "
-                  "OpenCode (on the AI SDK) with `Model tried to call unavailable tool '…'`, instead of doing the "
-                  "work",
-                  versions="Claude Code 2.1.332 (current): its bundle (@anthropic-ai/claude-code-linux-x64) read; "
-                  "OpenCode not re-checked (the AI SDK, ai 7.0.173 (current), carries `Model tried to call "
-                  "unavailable tool`)"),
-)
+@rule("ATOOL-002")
 def declared_names(ctx: Context) -> Iterator[Violation]:
     declared = [n for n in ctx.scenario.client.tool_names if n]
     for call in ctx.answer.tool_calls:
@@ -70,13 +48,7 @@ def declared_names(ctx: Context) -> Iterator[Violation]:
             )
 
 
-@rule(
-    "ATOOL-003",
-    '`stop_reason` is `"tool_use"` when a tool_use block was sent (unless the scenario expects another reason, '
-    "such as `max_tokens`).",
-    severity="spec",  # the named clients run the tool_use blocks they receive whatever the stop reason
-    source=SPEC_MESSAGES,
-)
+@rule("ATOOL-003")
 def stop_reason_tool_use(ctx: Context) -> Iterator[Violation]:
     answer = ctx.answer
     if _ended_by_error(ctx) or not answer.tool_calls or answer.finish_reason == "tool_use":
@@ -89,15 +61,7 @@ def stop_reason_tool_use(ctx: Context) -> Iterator[Violation]:
     )
 
 
-@rule(
-    "ATOOL-004",
-    "The answer's `stop_reason` is the one the scenario expects (`expect.finish_reason`).",
-    severity="client",
-    breaks=Breaks(("Claude Code",), "Claude Code acts on the stop reason: at `max_tokens` it reports \"Claude's "
-                  "response exceeded the … output token maximum\" instead of taking the cut answer as complete, so "
-                  "a wrong reason hides a cut answer or invents one",
-                  versions="Claude Code 2.1.332 (current): its bundle (@anthropic-ai/claude-code-linux-x64) read"),
-)
+@rule("ATOOL-004")
 def expected_stop_reason(ctx: Context) -> Iterator[Violation]:
     if ctx.expected_finish is not None and not _ended_by_error(ctx):
         yield from finish_differs(ctx, ctx.expected_finish, named="stop_reason")

@@ -7,7 +7,6 @@ from typing import Any
 
 from harness.judge.readers.assemble import choice_zero
 from harness.judge.compare import render, shown
-from harness.judge.rules.citations import AI_SDK_CHAT, SPEC_CHAT, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import Violation, rule_group
 from harness.judge.rules.schemas import body_object, malformed_entries, schema_violations
@@ -24,18 +23,7 @@ def _message(ctx: Context) -> tuple[str, Mapping[str, Any]] | None:
     return f"/choices/{found[0]}/message", found[1]["message"]
 
 
-@rule(
-    "BODY-001",
-    "A single answer is a JSON object with a `choices` array whose choices each hold a `message` object.",
-    severity="client",
-    breaks=Breaks(("openai-python", "Vercel AI SDK"), "openai-python does not validate the body, so without "
-                  "`choices` the application's `completion.choices[0]` raises `TypeError: 'NoneType' object is not "
-                  "subscriptable`; the AI SDK's response schema rejects it (`AI_TypeValidationError`)",
-                  (AI_SDK_CHAT,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); AI SDK: ai 7.0.173 with "
-                  "@ai-sdk/openai-compatible 3.0.92 (current), run on the rule's cases (`AI_APICallError: Invalid JSON "
-                  "response`)"),
-)
+@rule("BODY-001")
 def body_shape(ctx: Context) -> Iterator[Violation]:
     body = body_object(ctx)
     if isinstance(body, Violation):
@@ -58,30 +46,14 @@ def body_shape(ctx: Context) -> Iterator[Violation]:
                                  "has no 'message' object")
 
 
-@rule(
-    "BODY-002",
-    "A single answer validates against `chat_completion.schema.json`.",
-    severity="spec",
-    source=SPEC_CHAT,
-)
+@rule("BODY-002")
 def body_schema(ctx: Context) -> Iterator[Violation]:
     body = ctx.body[0]
     if isinstance(body, Mapping) and "error" not in body:
         yield from schema_violations(body, "chat_completion")
 
 
-@rule(
-    "BODY-003",
-    'Each call in a single answer has a non-empty `id`, `type: "function"`, a `function.name` and '
-    "`function.arguments` as a string.",
-    severity="client",
-    breaks=Breaks(("Vercel AI SDK", "openai-python"), "the AI SDK's response schema requires `function.name` and "
-                  "`function.arguments` as strings (`AI_TypeValidationError` otherwise); an application on "
-                  "openai-python answers each call with a `tool` message naming its `id`, which it cannot do "
-                  "without one", (AI_SDK_CHAT,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current), for a call without `id`; AI SDK: "
-                  "@ai-sdk/openai-compatible 3.0.92 (current), for arguments that are no string (it makes up a missing id)"),
-)
+@rule("BODY-003")
 def body_calls(ctx: Context) -> Iterator[Violation]:
     found = _message(ctx)
     if found is None:

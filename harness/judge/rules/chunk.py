@@ -7,10 +7,6 @@ from typing import Any
 
 from harness.judge.readers.assemble import Payload
 from harness.judge.compare import render
-from harness.judge.rules.citations import (
-    AI_SDK_CHANGELOG, AI_SDK_CHAT, AI_SDK_EVENTS, CODEX_CHAT, COPILOT_SSE, OPENAI_ACCUMULATE, OPENAI_DELTAS, OPENAI_SSE,
-    SPEC_CHAT_STREAMING, Breaks,
-)
 from harness.judge.rules.context import Context
 from harness.judge.rules.locate import end_of_stream
 from harness.judge.rules.registry import Violation, rule_group
@@ -40,16 +36,7 @@ def _carries_output(delta: dict[str, Any]) -> bool:
     return any(bool(delta.get(k)) for k in ("content", "tool_calls", "refusal")) or isinstance(delta.get("role"), str)
 
 
-@rule(
-    "CHUNK-001",
-    "Every data payload other than `[DONE]` is one JSON object.",
-    severity="client",
-    breaks=Breaks(("openai-python", "Vercel AI SDK"), "openai-python raises `JSONDecodeError: Expecting value: "
-                  "line 1 column 1 (char 0)` on a payload that is not JSON; the AI SDK ends the stream with an "
-                  "`AI_JSONParseError`", (OPENAI_SSE, AI_SDK_EVENTS),
-                  versions="openai-python 3.57.0 (current), read by SDK-001's real-client check; AI SDK: "
-                  "@ai-sdk/provider-utils 5.0.81 (current) and earlier"),
-)
+@rule("CHUNK-001")
 def payload_is_json(ctx: Context) -> Iterator[Violation]:
     for p in ctx.payloads:
         if p.json_error is not None:
@@ -64,17 +51,7 @@ def _provider_extra(chunk: Mapping[str, Any]) -> bool:
     return chunk.get("object") == "" and chunk.get("choices") == []
 
 
-@rule(
-    "CHUNK-002",
-    'Every chunk has a `choices` array and `object: "chat.completion.chunk"` (or, with `choices: []`, an '
-    'empty `object`, as Azure OpenAI sends its prompt-filter chunk and the official SDKs accept).',
-    severity="client",
-    breaks=Breaks(("openai-python",), "without `choices` its stream accumulator raises `TypeError: 'NoneType' "
-                  "object is not iterable`; a chunk whose `object` is not `chat.completion.chunk` is skipped "
-                  "(`_is_valid_chat_completion_chunk_weak`), losing the text or call it carries",
-                  (OPENAI_ACCUMULATE,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
-)
+@rule("CHUNK-002")
 def chunk_shape(ctx: Context) -> Iterator[Violation]:
     for p, chunk in ctx.chunks:
         if not isinstance(chunk.get("choices"), list):
@@ -87,13 +64,7 @@ def chunk_shape(ctx: Context) -> Iterator[Violation]:
             )
 
 
-@rule(
-    "CHUNK-003",
-    "Every chunk validates against `chat_completion_chunk.schema.json` (id, created and model present; "
-    "no `null` or empty `tool_calls` where the spec does not allow them).",
-    severity="spec",
-    source=SPEC_CHAT_STREAMING,
-)
+@rule("CHUNK-003")
 def chunk_schema(ctx: Context) -> Iterator[Violation]:
     for p, chunk in ctx.chunks:
         errors = schema_errors(chunk, "chat_completion_chunk")
@@ -101,12 +72,7 @@ def chunk_schema(ctx: Context) -> Iterator[Violation]:
             yield Violation(f"event {p.event.index}: " + "; ".join(errors), ctx.at(p, actual=errors))
 
 
-@rule(
-    "CHUNK-004",
-    "`id` and `model` are the same on every chunk of a stream.",
-    severity="spec",
-    source=SPEC_CHAT_STREAMING,
-)
+@rule("CHUNK-004")
 def constant_identity(ctx: Context) -> Iterator[Violation]:
     for key in ("id", "model"):
         first: tuple[Payload, Any] | None = None
@@ -124,17 +90,7 @@ def constant_identity(ctx: Context) -> Iterator[Violation]:
                 break
 
 
-@rule(
-    "CHUNK-005",
-    'A `delta.role`, when sent, is `"assistant"` (never `""`).',
-    severity="client",
-    breaks=Breaks(("Vercel AI SDK",), "AI SDK 5's chunk schema allows `role` to be `\"assistant\"` or absent "
-                  "only: a chunk with `role: \"\"` fails validation (`AI_TypeValidationError`) and the stream ends "
-                  "with an error (@ai-sdk/openai-compatible 3.0.0 accepts `\"\"`: its CHANGELOG, \"accept empty "
-                  "string `role` in streaming delta chunks\")", (AI_SDK_CHAT, AI_SDK_CHANGELOG),
-                  versions="AI SDK 5: @ai-sdk/openai-compatible 1.x, 1.0.61 (the current 1.x) included; 2.0.92 and "
-                  "3.0.92 (AI SDK 6 and 7, current) accept `\"\"`"),
-)
+@rule("CHUNK-005")
 def role_value(ctx: Context) -> Iterator[Violation]:
     for p, _, choice in choices_of(ctx):
         delta = _delta(choice)
@@ -145,15 +101,7 @@ def role_value(ctx: Context) -> Iterator[Violation]:
             )
 
 
-@rule(
-    "CHUNK-006",
-    "The role is sent at most once per choice.",
-    severity="client",
-    breaks=Breaks(("openai-python",), "its accumulator concatenates string fields, so a repeated role makes the "
-                  "message's role `\"assistantassistant\"`, a role no API accepts when the application sends the "
-                  "message back", (OPENAI_DELTAS,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
-)
+@rule("CHUNK-006")
 def role_once(ctx: Context) -> Iterator[Violation]:
     role_seen: dict[int, int] = {}
     for p, index, choice in choices_of(ctx):
@@ -166,17 +114,7 @@ def role_once(ctx: Context) -> Iterator[Violation]:
                 role_seen[index] = p.event.index
 
 
-@rule(
-    "CHUNK-007",
-    "Every choice gets a `finish_reason`.",
-    severity="client",
-    breaks=Breaks(("VS Code Copilot", "Codex CLI"), "both hand streamed tool calls on only when a finish reason "
-                  "arrives (Copilot at `tool_calls` or `stop`, Codex CLI at `tool_calls`): a choice that never "
-                  "gets one ends without its calls", (COPILOT_SSE, CODEX_CHAT),
-                  versions="VS Code Copilot: src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read; "
-                  "Codex CLI: codex-rs/core/src/chat_completions.rs at 0775d1b, read"),
-    ending=True,
-)
+@rule("CHUNK-007", ending=True)
 def finish_sent(ctx: Context) -> Iterator[Violation]:
     indices: set[int] = set()
     finished: set[int] = set()
@@ -190,17 +128,7 @@ def finish_sent(ctx: Context) -> Iterator[Violation]:
         )
 
 
-@rule(
-    "CHUNK-008",
-    "No content, tool call or role delta follows a choice's finish chunk.",
-    severity="client",
-    breaks=Breaks(("VS Code Copilot", "Codex CLI"), "Copilot closes a choice at its finish chunk and ignores every "
-                  "later chunk of it, so text or calls sent after it are lost; Codex CLI emits a call with the "
-                  "arguments it holds at the `tool_calls` finish, so arguments sent after it are lost",
-                  (COPILOT_SSE, CODEX_CHAT),
-                  versions="VS Code Copilot: src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read; "
-                  "Codex CLI: codex-rs/core/src/chat_completions.rs at 0775d1b, read"),
-)
+@rule("CHUNK-008")
 def nothing_after_finish(ctx: Context) -> Iterator[Violation]:
     finished: dict[int, int] = {}
     for p, index, choice in choices_of(ctx):
@@ -214,12 +142,7 @@ def nothing_after_finish(ctx: Context) -> Iterator[Violation]:
             finished[index] = p.event.index
 
 
-@rule(
-    "CHUNK-009",
-    "`finish_reason` is non-null exactly once per choice, on the choice's last chunk.",
-    severity="spec",
-    source=SPEC_CHAT_STREAMING,
-)
+@rule("CHUNK-009")
 def finish_once_last(ctx: Context) -> Iterator[Violation]:
     finished: dict[int, int] = {}
     for p, index, choice in choices_of(ctx):
@@ -233,16 +156,7 @@ def finish_once_last(ctx: Context) -> Iterator[Violation]:
             finished[index] = p.event.index
 
 
-@rule(
-    "CHUNK-011",
-    "A choice's `finish_reason`, once sent, never changes.",
-    severity="client",
-    breaks=Breaks(("VS Code Copilot",), "Copilot acts on a choice's first finish reason and ignores the rest of "
-                  "the choice; it hands tool calls on only at a `tool_calls` or `stop` finish, so calls first "
-                  "finished with another reason (`length`, then `tool_calls`) are lost, and the reason it reports "
-                  "is always the first", (COPILOT_SSE,),
-                  versions="VS Code Copilot: src/platform/networking/node/stream.ts at 31acd00 (2026-03-29), read"),
-)
+@rule("CHUNK-011")
 def finish_unchanged(ctx: Context) -> Iterator[Violation]:
     first: dict[int, tuple[int, Any]] = {}
     for p, index, choice in choices_of(ctx):
@@ -259,12 +173,7 @@ def finish_unchanged(ctx: Context) -> Iterator[Violation]:
             )
 
 
-@rule(
-    "CHUNK-010",
-    "The role, when sent, comes on the choice's first chunk (repeats are CHUNK-006).",
-    severity="spec",
-    source=SPEC_CHAT_STREAMING,
-)
+@rule("CHUNK-010")
 def role_first(ctx: Context) -> Iterator[Violation]:
     seen: set[int] = set()
     with_role: set[int] = set()
@@ -278,12 +187,7 @@ def role_first(ctx: Context) -> Iterator[Violation]:
         seen.add(index)
 
 
-@rule(
-    "CHUNK-012",
-    'Each choice of a stream carries `role: "assistant"` (on its first chunk: CHUNK-010).',
-    severity="spec",
-    source=SPEC_CHAT_STREAMING,
-)
+@rule("CHUNK-012")
 def role_sent(ctx: Context) -> Iterator[Violation]:
     """The spec's stream opens each choice with its role; a role of the wrong value is CHUNK-005's."""
     first: dict[int, Payload] = {}

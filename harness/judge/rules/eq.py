@@ -5,26 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from harness.judge.compare import diff_calls, fold_ws, render, shorten
-from harness.judge.rules.citations import Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import EVERY_PROFILE, Violation, rule_group
 
 rule = rule_group("equivalence", "EQ")
 
 
-@rule.pair(
-    "EQ-001",
-    "The streaming and the non-streaming answer to one request agree: same tool calls (names and arguments), "
-    "same content (white space folded as TEXT-001 folds it, line breaks kept), same finish_reason. An answer an "
-    "accepted error ended is not a whole answer, and is not compared.",
-    severity="client",
-    breaks=Breaks(("openai-python", "Vercel AI SDK"), "an application gets different calls or text for the same "
-                  "model output depending on whether it streams (`stream=True`, the AI SDK's `streamText`) or not "
-                  "(`generateText`): one of the two answers is wrong for the client that asked for it",
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current), which reads each answer as sent; AI "
-                  "SDK not re-checked"),
-    profiles=EVERY_PROFILE,
-)
+@rule.pair("EQ-001", profiles=EVERY_PROFILE)
 def stream_matches_single(streamed: Context, plain: Context) -> Iterator[Violation]:
     if streamed.error_accepted or plain.error_accepted:
         return  # the content rules judge what an error-ended answer must still hold

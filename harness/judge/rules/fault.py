@@ -17,9 +17,6 @@ from collections.abc import Iterator
 
 from harness.judge.compare import fold_ws, matched_prefix, shorten
 from harness.judge.rules import locate
-from harness.judge.rules.citations import (
-    OPENAI_CLIENT, OPENAI_ERRORS, SPEC_CHAT_STREAMING, SPEC_HTTP_RETRY_AFTER, SPEC_MESSAGES_STREAMING, Breaks,
-)
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import EVERY_PROFILE, OPENAI_PROFILES, Violation, rule_group
 from harness.judge.rules.schemas import error_body
@@ -53,19 +50,7 @@ def _error_object(raw: bytes) -> bool:
     return isinstance(body, dict) and "error" in body
 
 
-@rule(
-    "FAULT-001",
-    "When the scenario expects an error, the client gets one: a status among `expect.error.status` (any 4xx/5xx "
-    "when none is listed), or an error event inside a started stream where the scenario allows it; where the "
-    "scenario makes the error optional (`expect.error.optional`), a normal answer is accepted too.",
-    severity="client",
-    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "without an error the SDKs return what arrived as a "
-                  "complete answer: the application carries on with a cut or empty reply instead of retrying or "
-                  "reporting the failure",
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) and anthropic-sdk-python 0.75.0, "
-                  "1.17.0 and 2.14.0 (current)"),
-    stage="response",
-)
+@rule("FAULT-001", stage="response")
 def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
     want = ctx.expect.error
     status = ctx.exchange.status
@@ -94,19 +79,7 @@ def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
     )
 
 
-@rule(
-    "FAULT-002",
-    "An error reaches the client where the scenario says (`expect.error.in_stream`): inside a started stream "
-    "only where allowed or required (never in a fault or bad-input case that expects none there). A clean "
-    "error status before any stream is always acceptable: every client handles it.",
-    severity="client",
-    breaks=Breaks(("openai-python",), "openai-python retries a 408, 409, 429 or 5xx status by itself "
-                  "(`_should_retry`) and raises the status's own class (`RateLimitError`, `BadRequestError`, …) "
-                  "that applications catch; an error inside a started stream is never retried and arrives as a "
-                  "plain `APIError`", (OPENAI_CLIENT,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
-    stage="response",
-)
+@rule("FAULT-002", stage="response")
 def error_placement(ctx: Context) -> Iterator[Violation]:
     policy = ctx.in_stream_policy
     if ctx.stream_errors and policy == "forbidden" and ctx.fault_case:
@@ -127,21 +100,7 @@ def _relayed_unchanged(ctx: Context, text: str) -> bool:
     return isinstance(fault.body, str) and text.strip() == fault.body.strip()
 
 
-@rule(
-    "FAULT-003",
-    "In a fault or bad-input case, an error status comes with a JSON body holding `{\"error\": {\"message\": "
-    "…}}`, never an HTML page or bare text the proxy made; the dialect's full shape is ERR-002's and AERR-002's. "
-    "The backend's own error relayed unchanged with its own status (a load balancer's HTML 502 page) passes: "
-    "the client reads it exactly as it would from the backend itself, and raises the status's error class.",
-    severity="client",
-    breaks=Breaks(("openai-python",), "openai-python builds its error from the JSON body: with `{\"error\": "
-                  "{\"message\": …}}` it raises e.g. `BadRequestError: Error code: 400 - <message>` with `code` "
-                  "and `type` set; an HTML or plain-text body leaves `Error code: 502` alone, the reason lost and "
-                  "`code`, `type` None", (OPENAI_CLIENT,),
-                  versions="openai-python 3.57.0 (current); 1.109.1 and 2.54.0 put the body's text in the error's "
-                  "message"),
-    stage="response",
-)
+@rule("FAULT-003", stage="response")
 def error_body_dialect(ctx: Context) -> Iterator[Violation]:
     status = ctx.exchange.status
     if not ctx.fault_case or status is None or _is_2xx(status):
@@ -159,16 +118,7 @@ def error_body_dialect(ctx: Context) -> Iterator[Violation]:
     yield from error_body(ctx, status, f"status {status}: the body holds no error message: ", "client_error")
 
 
-@rule(
-    "FAULT-004",
-    "After an error chunk in a chat-completion stream, `data: [DONE]` still ends the stream (proxies that wait "
-    "for the terminator hang otherwise; openai-python raises at the error chunk and the SDKs tolerate a "
-    "missing terminator, so this is the spec's, not a client's).",
-    severity="spec",
-    source=SPEC_CHAT_STREAMING,
-    stage="stream",
-    profiles=OPENAI_PROFILES,
-)
+@rule("FAULT-004", stage="stream", profiles=OPENAI_PROFILES)
 def done_after_error(ctx: Context) -> Iterator[Violation]:
     errors = ctx.stream_errors
     if not errors:
@@ -180,13 +130,7 @@ def done_after_error(ctx: Context) -> Iterator[Violation]:
         )
 
 
-@rule(
-    "FAULT-005",
-    "A `Retry-After` header the backend sent with a 429 is passed on to the client with the error status.",
-    severity="spec",
-    source=SPEC_HTTP_RETRY_AFTER,
-    stage="response",
-)
+@rule("FAULT-005", stage="response")
 def retry_after(ctx: Context) -> Iterator[Violation]:
     fault = ctx.scenario.backend.fault
     status = ctx.exchange.status
@@ -207,17 +151,7 @@ def retry_after(ctx: Context) -> Iterator[Violation]:
         )
 
 
-@rule(
-    "FAULT-006",
-    "When the backend fails, the client's visible text is not shorter than `expect.content` (`expect.error.content` "
-    "when an accepted error ended the answer): text the proxy "
-    "held back (a partial tag at a frame edge) is flushed before the answer ends.",
-    severity="client",
-    breaks=Breaks(("openai-python",), "text the proxy held back and never flushed is missing from the message the "
-                  "application shows (openai-python's accumulated `message.content` ends short)",
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
-    stage="answer",
-)
+@rule("FAULT-006", stage="answer")
 def text_flushed(ctx: Context) -> Iterator[Violation]:
     expected = ctx.expected_content
     if ctx.scenario.backend.fault is None or expected is None:
@@ -239,17 +173,7 @@ def text_flushed(ctx: Context) -> Iterator[Violation]:
     )
 
 
-@rule(
-    "FAULT-007",
-    "When the scenario says the proxy survives (`expect.proxy_survives`), it still answers a plain request "
-    "after this exchange.",
-    severity="client",
-    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "every later request of every client fails: the SDKs "
-                  "raise `APIConnectionError: Connection error.` or a 5xx status error", (OPENAI_ERRORS,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) and anthropic-sdk-python 0.75.0, "
-                  "1.17.0 and 2.14.0 (current)"),
-    stage="always",
-)
+@rule("FAULT-007", stage="always")
 def proxy_survives(ctx: Context) -> Iterator[Violation]:
     if not ctx.expect.proxy_survives:
         return
@@ -264,17 +188,7 @@ def proxy_survives(ctx: Context) -> Iterator[Violation]:
         )
 
 
-@rule(
-    "FAULT-008",
-    "When the upstream fails inside a started stream, the proxy reports it with the dialect's error event and "
-    "ends the body; it does not cut the connection. The Messages streaming docs send a mid-stream failure as "
-    "`event: error`, and openai-python and openai-node raise an error chunk's message as an `APIError`; a cut "
-    "reaches the SDKs as a connection error without the cause (Claude Code retries it, so no client is known to "
-    "break).",
-    severity="spec",
-    source=(SPEC_MESSAGES_STREAMING, SPEC_CHAT_STREAMING),
-    stage="always",
-)
+@rule("FAULT-008", stage="always")
 def failure_reported_not_cut(ctx: Context) -> Iterator[Violation]:
     if ctx.cut_where_failure_expected:
         error = ctx.exchange.transport_error

@@ -4,27 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from harness.judge.rules.citations import (
-    CODEX_CHAT, OPENAI_CLIENT, OPENAI_ERRORS, OPENAI_SSE, SPEC_CHAT_STREAMING, SPEC_SSE, Breaks,
-)
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import EVERY_PROFILE, Violation, rule_group
 
 rule = rule_group("transport", "HTTP", profiles=EVERY_PROFILE)
 
 
-@rule(
-    "HTTP-001",
-    "The proxy answers: the connection succeeds and a response arrives (a started stream cut where the scenario "
-    "expects the upstream's failure to be reported tells the client of it: FAULT-008 judges how).",
-    severity="client",
-    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "no answer reaches the client: both SDKs raise "
-                  "`APIConnectionError: Connection error.` (after their own retries) and the turn ends without a "
-                  "reply", (OPENAI_ERRORS,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) and anthropic-sdk-python 0.75.0, "
-                  "1.17.0 and 2.14.0 (current)"),
-    stage="always",
-)
+@rule("HTTP-001", stage="always")
 def answered(ctx: Context) -> Iterator[Violation]:
     ex = ctx.exchange
     if ex.timed_out or ctx.cut_where_failure_expected:
@@ -35,19 +21,7 @@ def answered(ctx: Context) -> Iterator[Violation]:
         yield Violation("no HTTP response arrived", {})
 
 
-@rule(
-    "HTTP-002",
-    "The answer completes within the run's timeout (the proxy's own time: the time the backend spends "
-    "answering, as the mock measures it, is not counted).",
-    severity="client",
-    breaks=Breaks(("openai-python", "Codex CLI"), "an answer that never completes leaves the client waiting: "
-                  "openai-python waits out its 600 s default timeout and raises `APITimeoutError: Request timed "
-                  "out.`; Codex CLI gives up on a silent stream with \"idle timeout waiting for SSE\"",
-                  (OPENAI_ERRORS, CODEX_CHAT),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); Codex CLI: "
-                  "codex-rs/core/src/chat_completions.rs at 0775d1b, read"),
-    stage="always",
-)
+@rule("HTTP-002", stage="always")
 def within_timeout(ctx: Context) -> Iterator[Violation]:
     ex = ctx.exchange
     if ex.timed_out:
@@ -65,17 +39,7 @@ def within_timeout(ctx: Context) -> Iterator[Violation]:
         )
 
 
-@rule(
-    "HTTP-003",
-    "A normal scenario is answered with HTTP status 200.",
-    severity="client",
-    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "a non-2xx status is an error to the SDKs: they raise "
-                  "the status's class (`InternalServerError: Error code: 500 - …`, `BadRequestError`, …) instead "
-                  "of returning the answer", (OPENAI_CLIENT,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) and anthropic-sdk-python 0.75.0, "
-                  "1.17.0 and 2.14.0 (current)"),
-    stage="response",
-)
+@rule("HTTP-003", stage="response")
 def status_ok(ctx: Context) -> Iterator[Violation]:
     if ctx.expect.error is not None:
         return  # not a normal scenario: FAULT-001 judges the status
@@ -85,13 +49,7 @@ def status_ok(ctx: Context) -> Iterator[Violation]:
         yield Violation(f"status {status}, body: {body!r}", {"expected": 200, "actual": status, "excerpt": body})
 
 
-@rule(
-    "HTTP-004",
-    "The Content-Type is `text/event-stream` for a stream and `application/json` for a single answer.",
-    severity="spec",
-    source=(SPEC_CHAT_STREAMING, SPEC_SSE),
-    stage="answer",
-)
+@rule("HTTP-004", stage="answer")
 def content_type(ctx: Context) -> Iterator[Violation]:
     if ctx.kind == "empty":
         return
@@ -101,17 +59,7 @@ def content_type(ctx: Context) -> Iterator[Violation]:
         yield Violation(f"Content-Type is {actual!r}, expected {wanted!r}", {"expected": wanted, "actual": actual})
 
 
-@rule(
-    "HTTP-005",
-    "A streaming request is answered with an SSE stream, a non-streaming request with one JSON body.",
-    severity="client",
-    breaks=Breaks(("openai-python",), "a JSON body to a streaming request yields no chunk, so the application's "
-                  "stream ends empty without an error; an SSE body to a non-streaming request comes back as the "
-                  "raw `data: …` string instead of a `ChatCompletion`, and the application's `.choices` fails",
-                  (OPENAI_SSE,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
-    stage="answer",
-)
+@rule("HTTP-005", stage="answer")
 def body_kind(ctx: Context) -> Iterator[Violation]:
     wanted = "sse" if ctx.exchange.stream else "json"
     if ctx.kind == "empty":
@@ -124,16 +72,7 @@ def body_kind(ctx: Context) -> Iterator[Violation]:
         )
 
 
-@rule(
-    "HTTP-006",
-    "A proxy claiming `fails-fast` answers within the scenario's `expect.within_seconds` of its own time (the "
-    "time the backend spends answering, as the mock measures it, is not counted): no retries with back-off and "
-    "no waits of its own. No client is known to need such a bound (openai-python waits 600 s and retries a 5xx "
-    "itself), so a proxy that retries is not judged by it; a proxy that hangs fails HTTP-002 whatever it claims.",
-    severity="feature",
-    stage="response",
-    features=("fails-fast",),
-)
+@rule("HTTP-006", stage="response", features=("fails-fast",))
 def within_expected_time(ctx: Context) -> Iterator[Violation]:
     limit = ctx.expect.within_seconds
     ex = ctx.exchange

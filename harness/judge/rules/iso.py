@@ -30,7 +30,6 @@ from harness.core.exchange import Exchange
 from harness.core.scenario.model import Scenario
 from harness.judge.compare import CallView, diff_calls
 from harness.judge.readers.assemble import answer_from_body, assemble_stream, parse_body
-from harness.judge.rules.citations import OPENAI_ACCUMULATE, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import EVERY_PROFILE, Violation, rule_group
 from harness.judge.rules.terms import Options
@@ -91,16 +90,7 @@ def _text(exchange: Exchange) -> str:
     return exchange.raw.decode("utf-8", "replace")
 
 
-@rule.round(
-    "ISO-001",
-    "Nothing of one exchange reaches another: no answer carries text or arguments that only another exchange's "
-    "backend wrote, whether the exchanges run at once or one after another.",
-    severity="client",
-    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "the SDKs deliver what arrives: text or arguments "
-                  "from another conversation are shown to the wrong user, and its calls run in the wrong workspace",
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) and anthropic-sdk-python 0.75.0, "
-                  "1.17.0 and 2.14.0 (current)"),
-)
+@rule.round("ISO-001")
 def no_leak(round_: Round) -> Iterator[Violation]:
     texts = {id(p): _text(p.exchange) for p in round_.played}
     for p in round_.played:
@@ -112,16 +102,7 @@ def no_leak(round_: Round) -> Iterator[Violation]:
                 )
 
 
-@rule.round(
-    "ISO-002",
-    "An exchange played while others are in flight (the backend releasing their frames in lockstep) breaks "
-    "exactly the rules it breaks when played alone.",
-    severity="client",
-    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "a rule broken only while other exchanges are in "
-                  "flight breaks the client the way that rule says, under load only, where a proxy author's "
-                  "single-client test never sees it",
-                  versions="those of the rule broken under load (each checked against the current releases)"),
-)
+@rule.round("ISO-002")
 def same_verdicts_together(round_: Round) -> Iterator[Violation]:
     if not round_.alone:
         return
@@ -199,29 +180,12 @@ def _compared(round_: Round, played: Iterable[tuple[Played, str]]) -> Iterator[V
             )
 
 
-@rule.round(
-    "ISO-003",
-    "The same scenario played several times in a row gets the same answer each time: the same calls on the same "
-    "indices, the same text and finish reason (each exchange's tag read as the same), breaking the same rules.",
-    severity="client",
-    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "an answer that differs from one run to the next "
-                  "breaks the client the way the differing rule says, on some runs only",
-                  versions="those of the rule that differs between runs (each checked against the current releases)"),
-)
+@rule.round("ISO-003")
 def same_answer_in_a_row(round_: Round) -> Iterator[Violation]:
     yield from _compared(round_, ((p, "") for p in round_.alone[1:]))
 
 
-@rule.round(
-    "ISO-004",
-    "An exchange played right after one that ended mid-call (cut off by `length`, a dropped upstream, a malformed "
-    "event, or the client hanging up) gets the answer it gets when played first.",
-    severity="client",
-    breaks=Breaks(("openai-python", "anthropic-sdk-python"), "state left over from a conversation cut mid-call "
-                  "corrupts the next one: the client gets leftover text or arguments, or loses its own, the way "
-                  "the broken rule says",
-                  versions="those of the rule the leftover state breaks (each checked against the current releases)"),
-)
+@rule.round("ISO-004")
 def unaffected_after_broken_exchange(round_: Round) -> Iterator[Violation]:
     yield from _compared(round_, ((p, f", right after {broken.label},") for broken, p in round_.after))
 
@@ -254,17 +218,7 @@ def expected_for_choice(ctx: Context, index: int) -> Sequence[tuple[str, Mapping
     return [(name, _for_choice(dict(args), index)) for name, args in ctx.expected_calls]
 
 
-@rule(
-    "ISO-005",
-    "When the client asks for several choices (`n` > 1), each choice gets the calls its own backend choice wrote, "
-    "on that choice's `index`: none missing, mixed with another choice's, or moved to another choice.",
-    severity="client",
-    breaks=Breaks(("openai-python",), "openai-python accumulates each choice by its `index`: calls moved to "
-                  "another choice or mixed between choices land in the wrong `choices[n].message.tool_calls`",
-                  (OPENAI_ACCUMULATE,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
-    profiles=(OPENAI_CLIENT,),
-)
+@rule("ISO-005", profiles=(OPENAI_CLIENT,))
 def choices_rescued_apart(ctx: Context) -> Iterator[Violation]:
     n = _requested_choices(ctx)
     if n == 1:

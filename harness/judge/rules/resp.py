@@ -23,7 +23,6 @@ from typing import Any
 from harness.judge.compare import render, shorten
 from harness.judge.readers.responses_events import ENDINGS, Fold, ResponsesEvent, fold, text_of
 from harness.judge.rules import locate
-from harness.judge.rules.citations import CODEX_RESPONSES, OPENAI_RESPONSES_STREAM, SPEC_RESPONSES_STREAMING, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import RESPONSES, Violation, rule_group
 from harness.judge.rules.schemas import schema_errors
@@ -55,13 +54,7 @@ def _completes(f: Fold) -> bool:
     return f.ending is not None and f.ending.type in ("response.completed", "response.incomplete")
 
 
-@rule(
-    "RESP-001",
-    "Every event of a Responses stream is a JSON object with a string `type`, named by its `event:` line, with an "
-    "integer `sequence_number` greater than the event's before it.",
-    severity="spec",
-    source=SPEC_RESPONSES_STREAMING,
-)
+@rule("RESP-001")
 def event_order(ctx: Context) -> Iterator[Violation]:
     last: int | None = None
     for e in ctx.responses_events:
@@ -82,19 +75,7 @@ def event_order(ctx: Context) -> Iterator[Violation]:
         last = number
 
 
-@rule(
-    "RESP-002",
-    "Every output item is added once, at an `output_index` of its own, and closed by exactly one "
-    "`response.output_item.done` before the response completes.",
-    severity="client",
-    breaks=Breaks(("Codex CLI", "openai-python"), "Codex CLI acts on an item only at its "
-                  "`response.output_item.done` (`process_sse`), so an item never closed is never run; "
-                  "openai-python's `responses.stream()` raises `RuntimeError: Duplicate response output index 0.` "
-                  "on an index added twice", (CODEX_RESPONSES, OPENAI_RESPONSES_STREAM),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current), for an index added twice (3.57.0: "
-                  "`Duplicate response output index`; 1.109.1 and 2.54.0 fail an assertion); Codex CLI not "
-                  "re-checked"),
-)
+@rule("RESP-002")
 def items_closed_once(ctx: Context) -> Iterator[Violation]:
     added: dict[Any, ResponsesEvent] = {}
     closed: dict[Any, int] = {}
@@ -120,17 +101,7 @@ def items_closed_once(ctx: Context) -> Iterator[Violation]:
                             "response.output_item.done", ctx.at_event(e.event, output_index=index))
 
 
-@rule(
-    "RESP-003",
-    "Every delta and `.done` event names, by `output_index` and `item_id`, an item added before it, of the kind "
-    "it fills (text to a `message`, arguments to a `function_call`).",
-    severity="client",
-    breaks=Breaks(("openai-python",), "`responses.stream()` looks the item up by `output_index` and asserts its "
-                  "type (`ResponseStreamState.handle_event`): a delta naming an item of the other kind fails there",
-                  (OPENAI_RESPONSES_STREAM,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current), for a delta at the `output_index` of "
-                  "an item of the other kind (a wrong `item_id` alone it ignores)"),
-)
+@rule("RESP-003")
 def deltas_address_their_item(ctx: Context) -> Iterator[Violation]:
     items: dict[Any, Mapping[str, Any]] = {}
     for e in _typed(ctx):
@@ -188,31 +159,12 @@ def _disagreements(ctx: Context, kind: str) -> Iterator[Violation]:
                                 f"{shorten(render(said), 80)}", ctx.at_event(e.event, expected=whole, actual=said))
 
 
-@rule(
-    "RESP-004",
-    "A function call's argument deltas, joined, equal the `arguments` of its "
-    "`response.function_call_arguments.done` and of its done item.",
-    severity="spec",
-    source=SPEC_RESPONSES_STREAMING,
-)
+@rule("RESP-004")
 def arguments_agree(ctx: Context) -> Iterator[Violation]:
     return _disagreements(ctx, "function_call")
 
 
-@rule(
-    "RESP-005",
-    "Every `function_call` item has a non-empty `call_id`, unique in the answer.",
-    severity="client",
-    breaks=Breaks(("openai-python", "Codex CLI"), "the client answers a call with a `function_call_output` naming "
-                  "its `call_id`, and the API refuses an output whose call it cannot find (\"No tool call found "
-                  "for function call output with call_id …\"); openai-python's `responses.stream()` raises "
-                  "`RuntimeError: Response snapshot has conflicting output identities.` on a repeated one",
-                  (OPENAI_RESPONSES_STREAM,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current), for a call without `call_id`; "
-                  "openai-python 3.57.0 (current) for a repeated one (1.109.1 and 2.54.0 keep both calls); "
-                  "Codex CLI not re-checked"),
-    stage="answer",
-)
+@rule("RESP-005", stage="answer")
 def call_ids(ctx: Context) -> Iterator[Violation]:
     seen: set[str] = set()
     for call in ctx.answer.tool_calls:
@@ -226,12 +178,7 @@ def call_ids(ctx: Context) -> Iterator[Violation]:
             seen.add(call.id)
 
 
-@rule(
-    "RESP-006",
-    "A message's text deltas, joined, equal the text of its `response.output_text.done` and of its done item.",
-    severity="spec",
-    source=SPEC_RESPONSES_STREAMING,
-)
+@rule("RESP-006")
 def text_agrees(ctx: Context) -> Iterator[Violation]:
     return _disagreements(ctx, "message")
 
@@ -244,15 +191,7 @@ def _summary(item: Mapping[str, Any]) -> tuple[Any, ...]:
     return (item.get("type"),)
 
 
-@rule(
-    "RESP-007",
-    "`response.completed` carries in `output` the items the stream closed, in `output_index` order.",
-    severity="client",
-    breaks=Breaks(("openai-python", "OpenAI Agents SDK"), "openai-python's `get_final_response()` returns that "
-                  "response, and the OpenAI Agents SDK takes the turn's items from it: an item missing there is a "
-                  "call never run", (OPENAI_RESPONSES_STREAM,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); OpenAI Agents SDK not re-checked"),
-)
+@rule("RESP-007")
 def completed_output(ctx: Context) -> Iterator[Violation]:
     f = folded(ctx)
     if f.ending is None or f.ending.type != "response.completed":
@@ -270,18 +209,7 @@ def completed_output(ctx: Context) -> Iterator[Violation]:
                         ctx.at_event(f.ending.event, expected=render(streamed), actual=render(final)))
 
 
-@rule(
-    "RESP-008",
-    "A stream that no error ends finishes with one `response.completed` (or `response.incomplete`) as its last "
-    "event.",
-    severity="client",
-    breaks=Breaks(("Codex CLI", "openai-python"), "Codex CLI reports \"stream disconnected before completion\" "
-                  "without it and retries the turn; openai-python's `get_final_response()` raises ``RuntimeError: "
-                  "Didn't receive a `response.completed` event.`` instead of returning the response",
-                  (CODEX_RESPONSES, OPENAI_RESPONSES_STREAM),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); Codex CLI not re-checked"),
-    ending=True,
-)
+@rule("RESP-008", ending=True)
 def stream_completes(ctx: Context) -> Iterator[Violation]:
     typed = list(_typed(ctx))
     endings = [e for e in typed if e.type in ENDINGS]
@@ -296,43 +224,19 @@ def stream_completes(ctx: Context) -> Iterator[Violation]:
         yield Violation(f"{typed[-1].type} came after {endings[-1].type}", ctx.at_event(typed[-1].event))
 
 
-@rule(
-    "RESP-009",
-    "The openai SDK's `responses.stream()` reads the stream without raising, to the answer the rules judge.",
-    severity="client",
-    breaks=Breaks(("openai-python",), "`responses.stream()` is how applications on openai-python read a Responses "
-                  "stream: whatever it raises (a duplicate output index, conflicting output identities, a failed "
-                  "assertion) ends the application's turn", (OPENAI_RESPONSES_STREAM,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
-)
+@rule("RESP-009")
 def sdk_reads_stream(ctx: Context) -> Iterator[Violation]:
     reading = ctx.sdk
     if reading.error is not None:
         yield Violation(f"openai-python raised {reading.error}", {"sdk_error": reading.error})
 
 
-@rule(
-    "RESP-012",
-    "The response `responses.stream()` ends with (what `get_final_response()` returns) holds the expected "
-    "function calls and text.",
-    severity="client",
-    breaks=Breaks(("openai-python", "OpenAI Agents SDK"), "applications on openai-python act on the final "
-                  "response, not on the deltas: its `function_call` items are the calls they run and its "
-                  "`output_text` the text they show, and the OpenAI Agents SDK builds the turn from it",
-                  (OPENAI_RESPONSES_STREAM,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); OpenAI Agents SDK not re-checked"),
-)
+@rule("RESP-012")
 def sdk_response(ctx: Context) -> Iterator[Violation]:
     yield from accumulated_differences(ctx, calls_named="function_call items", text_named="output_text", regex=True)
 
 
-@rule(
-    "RESP-010",
-    "An error inside a Responses stream is an `error` event with a string `message`, or a `response.failed` whose "
-    "`response.error` has a string `code` and `message`.",
-    severity="spec",
-    source=SPEC_RESPONSES_STREAMING,
-)
+@rule("RESP-010")
 def error_shape(ctx: Context) -> Iterator[Violation]:
     for e in ctx.responses_events:
         if not e.is_error:
@@ -348,12 +252,7 @@ def error_shape(ctx: Context) -> Iterator[Violation]:
             yield Violation(f"event {e.event.index} reports an error in no documented shape", ctx.at_event(e.event))
 
 
-@rule(
-    "RESP-011",
-    "Every event validates against `responses_stream_event.schema.json` (the Responses streaming reference).",
-    severity="spec",
-    source=SPEC_RESPONSES_STREAMING,
-)
+@rule("RESP-011")
 def event_schema(ctx: Context) -> Iterator[Violation]:
     for e in _typed(ctx):
         errors = schema_errors(e.value, "responses_stream_event")

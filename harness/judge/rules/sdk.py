@@ -7,36 +7,19 @@ from collections.abc import Iterator
 
 from harness.core.dialects.clients import OPENAI_CLIENT
 from harness.judge.compare import CallView, content_equal, diff_calls, shorten
-from harness.judge.rules.citations import OPENAI_ACCUMULATE, OPENAI_SSE, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import Violation, rule_group
 
 rule = rule_group("sdk", "SDK", stage="stream")
 
 
-@rule(
-    "SDK-001",
-    "The official `openai` SDK reads and accumulates the stream without raising.",
-    severity="client",
-    breaks=Breaks(("openai-python",), "the stream is read by the SDK's own SSE decoder and `ChatCompletionStream` "
-                  "accumulator: whatever they raise (`JSONDecodeError`, `TypeError`, `IndexError`, `RuntimeError`, "
-                  "an assertion) is what an application built on it sees", (OPENAI_SSE, OPENAI_ACCUMULATE),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
-)
+@rule("SDK-001")
 def sdk_reads(ctx: Context) -> Iterator[Violation]:
     if ctx.sdk.error is not None:
         yield Violation(f"the openai SDK raised {ctx.sdk.error}", {"actual": ctx.sdk.error})
 
 
-@rule(
-    "SDK-002",
-    "The SDK's accumulated message holds the expected tool calls and content.",
-    severity="client",
-    breaks=Breaks(("openai-python",), "the accumulated message is what an application on the SDK acts on: its "
-                  "`tool_calls` are the calls it runs, its `content` the text it shows", (OPENAI_ACCUMULATE,),
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current)"),
-    profiles=(OPENAI_CLIENT,),
-)
+@rule("SDK-002", profiles=(OPENAI_CLIENT,))
 def sdk_message(ctx: Context) -> Iterator[Violation]:
     yield from accumulated_differences(ctx, calls_named="calls", text_named="content", regex=True)
 

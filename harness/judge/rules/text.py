@@ -8,26 +8,13 @@ from collections.abc import Iterator
 from harness.judge.compare import content_equal, first_difference, fold_ws, shorten
 from harness.judge.rules import locate
 from harness.judge.markup import DEFAULT_MARKERS, find_leaks
-from harness.judge.rules.citations import Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import EVERY_PROFILE, Violation, rule_group
 
 rule = rule_group("content", "TEXT", profiles=EVERY_PROFILE)
 
 
-@rule(
-    "TEXT-001",
-    "The visible text (for xml-client: the text outside the XML calls, where a line break and a space are alike, as "
-    "the proxy lays its calls out on lines of their own) equals `expect.content` (`expect.error.content` "
-    "when an in-stream error the scenario accepts ended the answer), compared with the ends "
-    "trimmed, CRLF read as LF and each inner run of white space folded to one newline when it holds a line break, "
-    "else to one space (byte for byte with `content_exact`).",
-    severity="client",
-    breaks=Breaks(("openai-python", "VS Code Copilot"), "a client shows, and sends back in its history, exactly "
-                  "the text it receives: lost, doubled or altered text is what the user reads and the model is "
-                  "sent next (openai-python's accumulated `message.content`, read by SDK-002, holds the same text)",
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); VS Code Copilot not re-checked"),
-)
+@rule("TEXT-001")
 def expected_content(ctx: Context) -> Iterator[Violation]:
     expected = ctx.expected_content
     if expected is None:
@@ -43,15 +30,7 @@ def expected_content(ctx: Context) -> Iterator[Violation]:
         )
 
 
-@rule(
-    "TEXT-002",
-    "The content matches `expect.content_regex` (unless an in-stream error the scenario accepts, with its "
-    "`expect.error.content`, ended the answer: TEXT-001 then judges that text).",
-    severity="client",
-    breaks=Breaks(("openai-python", "VS Code Copilot"), "a client shows, and sends back in its history, exactly "
-                  "the text it receives (openai-python's accumulated `message.content`, read by SDK-002)",
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); VS Code Copilot not re-checked"),
-)
+@rule("TEXT-002")
 def content_regex(ctx: Context) -> Iterator[Violation]:
     pattern = ctx.expected_regex
     if pattern is not None and re.search(pattern, ctx.answer.content, re.DOTALL) is None:
@@ -61,18 +40,7 @@ def content_regex(ctx: Context) -> Iterator[Violation]:
         )
 
 
-@rule(
-    "TEXT-003",
-    "No tool-call markup (`<tools>`, `<tool_call>`, `<function_calls>`, `<invoke`, `<parameter`, `<function=`, "
-    "```` ```tool_code ````, the scenario's markers) reaches the visible text beyond what the expected "
-    "content itself holds.",
-    severity="client",
-    breaks=Breaks(("openai-python", "VS Code Copilot"), "the markup stays in the content: openai-python's "
-                  "`message.content` holds it for the application to show, and every client, Copilot included, "
-                  "sends it back to the model in the history next to the structured call it was turned into",
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current) keeps the markup in `message.content`, "
-                  "beside the call it became; VS Code Copilot not re-checked"),
-)
+@rule("TEXT-003")
 def no_markup_leak(ctx: Context) -> Iterator[Violation]:
     text = ctx.visible_text
     for leak in find_leaks(text, (*DEFAULT_MARKERS, *ctx.expect.markers), ctx.allowed_markup):
@@ -85,16 +53,7 @@ def no_markup_leak(ctx: Context) -> Iterator[Violation]:
         )
 
 
-@rule(
-    "TEXT-004",
-    "A native call of the backend whose arguments are no JSON object is not lost: it reaches the client as a call "
-    "with those arguments exactly, or its arguments as text, or the answer ends with an error.",
-    severity="client",
-    breaks=Breaks(("openai-python", "VS Code Copilot"), "the model's call vanishes without a word: the client "
-                  "shows an answer with neither the call nor its text, and sends the model a history in which it "
-                  "never made the call",
-                  versions="openai-python 1.109.1, 2.54.0 and 3.57.0 (current); VS Code Copilot not re-checked"),
-)
+@rule("TEXT-004")
 def broken_call_kept(ctx: Context) -> Iterator[Violation]:
     if ctx.exchange.status != 200 or ctx.error_accepted or ctx.answer.error is not None:
         return

@@ -17,7 +17,6 @@ from harness.core.dialects.request import mapping
 from harness.core.scenario.model import UpstreamAssertion
 from harness.judge.compare import json_equal, render
 from harness.judge.rules import carried
-from harness.judge.rules.citations import SPEC_CHAT, SPEC_CHAT_CREATE, SPEC_MESSAGES, SPEC_RESPONSES, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import EVERY_PROFILE, OPENAI_PROFILES, Violation, rule_group
 
@@ -133,19 +132,7 @@ def check_assertion(a: UpstreamAssertion, upstream: Any, request: Any) -> str | 
     return f"{a.path} {a.op}{shown}: found {seen}"
 
 
-@rule(
-    "UP-001",
-    "Every `expect.upstream` assertion holds on the last request the proxy sent upstream "
-    "(feature-bound assertions only when the proxy claims the feature).",
-    severity="client",
-    breaks=Breaks(("Vercel AI SDK",), "the assertions hold the request parts a client depends on; e.g. the AI "
-                  "SDK's `generateObject` forces its tool with `tool_choice`, and when that never reaches the "
-                  "backend (passed on or emulated) the model may answer in text, which fails the client with "
-                  "`AI_NoObjectGeneratedError: No object generated: the tool was not called.` instead of an "
-                  "object",
-                  versions="AI SDK 4.x (ai 4.3.19's `generateObject` in tool mode raises it); ai 7.0.173 (current) "
-                  "asks for JSON output instead and has no such error"),
-)
+@rule("UP-001")
 def upstream_assertions(ctx: Context) -> Iterator[Violation]:
     active = [a for a in ctx.expect.upstream if set(a.requires) <= ctx.options.features]
     if not active:
@@ -173,15 +160,7 @@ def upstream_assertions(ctx: Context) -> Iterator[Violation]:
             )
 
 
-@rule(
-    "UP-002",
-    "A proxy claiming `loop-guard` sends exactly `expect.upstream_requests` requests to the backend: none when "
-    "it answers a runaway tool loop itself, one below its threshold (a client cannot see the count, so it is the "
-    "feature's promise, not a client's need). A request the backend refused with 400, which a strict chat template "
-    "does to a late system message before the proxy sends it again, generated nothing and is not counted.",
-    severity="feature",
-    features=("loop-guard",),
-)
+@rule("UP-002", features=("loop-guard",))
 def upstream_count(ctx: Context) -> Iterator[Violation]:
     wanted = ctx.expect.upstream_requests
     got = sum(not (r.answer is not None and r.answer.status == 400) for r in ctx.exchange.upstream)
@@ -200,14 +179,7 @@ def _upstream_dialect(path: str) -> WireDialect | None:
     return posted if posted is not None and posted.sampling is not None else None
 
 
-@rule(
-    "UP-003",
-    "The client's sampling parameters reach the backend as sent, and the proxy adds none the client did not "
-    "send (a translating proxy is held to the parameters both APIs share: `temperature`, `top_p`).",
-    severity="spec",
-    source=(SPEC_CHAT, SPEC_MESSAGES),
-    profiles=OPENAI_PROFILES,
-)
+@rule("UP-003", profiles=OPENAI_PROFILES)
 def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
     ex = ctx.exchange
     sent = ex.request_body
@@ -235,23 +207,7 @@ def sampling_unchanged(ctx: Context) -> Iterator[Violation]:
 # pair of dialects: a proxy relaying the client's request unchanged passes them all.
 
 
-@rule(
-    "UP-004",
-    "Every function tool the client declared (a Responses `namespace` tool's functions among them, which Codex CLI "
-    "sends) is offered upstream under its name with parameters of the same "
-    "shape: the same properties, nested alike, with the same types, `enum` and `required` (annotations such as "
-    "descriptions, `$schema`, `additionalProperties`, `strict` and value constraints such as `format` or `minimum` "
-    "may differ, and tools may be added); with `tool_choice` none, withholding every tool is right too (or offering "
-    "only stubs without parameters, which Kiro makes a gateway declare for the tools its history calls), and with "
-    "a named tool withholding the others.",
-    severity="client",
-    breaks=Breaks(("Codex CLI",), "a tool that never reaches the model is never called, and one whose schema is "
-                  "lost is called with arguments the model invents: with Codex in front of LiteLLM translating to "
-                  "Gemini, tools whose description and parameters were silently dropped left every call failing "
-                  "as an unsupported call",
-                  ("https://github.com/BerriAI/litellm/issues/29854",),
-                  versions="Codex CLI not re-checked; the breakage is the cited report's (BerriAI/litellm#29854)"),
-)
+@rule("UP-004")
 def tools_offered(ctx: Context) -> Iterator[Violation]:
     read = carried.readings(ctx)
     if read is None or not read.client.tools:
@@ -275,21 +231,7 @@ def tools_offered(ctx: Context) -> Iterator[Violation]:
                             {"tool": tool.name, "expected": tool.parameters, "actual": got.parameters})
 
 
-@rule(
-    "UP-005",
-    "Every tool result of the client's conversation reaches the backend with its text, answering a call of the "
-    "upstream conversation with the name and arguments of the call it answered (ids may be rewritten, the link "
-    "must hold). Not judged for the xml-client profile, whose proxy may rewrite the conversation for XML-reading "
-    "clients.",
-    severity="client",
-    breaks=Breaks(("Claude Code",), "the backend refuses a conversation whose tool result answers no call, and "
-                  "Claude Code stops the turn with the backend's error, \"API Error: 400 … unexpected tool_use_id "
-                  "found in tool_result blocks\"",
-                  ("https://github.com/anthropics/claude-code/issues/6836",
-                   "https://github.com/router-for-me/CLIProxyAPI/issues/497"),
-                  versions="Claude Code 2.1.332 (current): its bundle (@anthropic-ai/claude-code-linux-x64) read, it "
-                  "names the API's `unexpected tool_use_id found in tool_result` refusal"),
-)
+@rule("UP-005")
 def results_linked(ctx: Context) -> Iterator[Violation]:
     read = carried.readings(ctx)
     if read is None or ctx.options.profile.reads_xml:
@@ -316,13 +258,7 @@ def results_linked(ctx: Context) -> Iterator[Violation]:
                             f"({read.pair})", {**about, "upstream_call": other})
 
 
-@rule(
-    "UP-006",
-    "Every tool call of an assistant turn in the client's conversation reaches the backend, in order, with its "
-    "name and semantically equal arguments (ids may be rewritten). Not judged for the xml-client profile.",
-    severity="spec",
-    source=(SPEC_CHAT_CREATE, SPEC_MESSAGES, SPEC_RESPONSES),
-)
+@rule("UP-006")
 def calls_carried(ctx: Context) -> Iterator[Violation]:
     read = carried.readings(ctx)
     if read is None or ctx.options.profile.reads_xml:
@@ -337,15 +273,7 @@ def calls_carried(ctx: Context) -> Iterator[Violation]:
                         {"call": said, "upstream_calls": [carried.call_text(c) for c in upstream]})
 
 
-@rule(
-    "UP-007",
-    "The client's `tool_choice` reaches the backend with the same demand where the upstream's API can say it: "
-    "Anthropic `any` is OpenAI `required`, a named tool the same tool, `none` is `none` or no tool offered, `auto` "
-    "is `auto` or nothing said. A proxy claiming `tool-choice` emulates `tool_choice` itself, so it may leave it "
-    "unsaid upstream, but not ask for anything else.",
-    severity="spec",
-    source=(SPEC_CHAT_CREATE, SPEC_MESSAGES, SPEC_RESPONSES),
-)
+@rule("UP-007")
 def tool_choice_kept(ctx: Context) -> Iterator[Violation]:
     read = carried.readings(ctx)
     if read is None or not read.client.tools:
@@ -364,14 +292,7 @@ def tool_choice_kept(ctx: Context) -> Iterator[Violation]:
                     {"expected": asked, "actual": sent})
 
 
-@rule(
-    "UP-008",
-    "The client's system text reaches the backend as system text (a proxy claiming `system-to-user` may move it "
-    "into the first user turn instead, and one calling an API without a system role, Kiro, must); text may be "
-    "added around it.",
-    severity="spec",
-    source=(SPEC_CHAT_CREATE, SPEC_MESSAGES, SPEC_RESPONSES),
-)
+@rule("UP-008")
 def system_kept(ctx: Context) -> Iterator[Violation]:
     read = carried.readings(ctx)
     if read is None or not read.client.system:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from harness.judge.rules.citations import SPEC_CHAT_STREAMING
 from harness.judge.rules.context import Context
 from harness.judge.rules.locate import end_of_stream
 from harness.judge.rules.registry import Violation, rule_group
@@ -26,14 +25,7 @@ def _usage_chunks(ctx: Context) -> list[int]:
     ]
 
 
-@rule(
-    "USAGE-001",
-    "When `stream_options.include_usage` is set, a usage chunk (`choices: []`, a `usage` object) is the last "
-    "chunk before `[DONE]`.",
-    severity="spec",
-    source=SPEC_CHAT_STREAMING,
-    ending=True,
-)
+@rule("USAGE-001", ending=True)
 def usage_when_requested(ctx: Context) -> Iterator[Violation]:
     if not _requested(ctx):
         return
@@ -47,13 +39,7 @@ def usage_when_requested(ctx: Context) -> Iterator[Violation]:
         yield Violation(f"the usage chunk (event {p.event.index}) is not the last chunk", ctx.at(p))
 
 
-@rule(
-    "USAGE-002",
-    "No usage chunk is sent unless `stream_options.include_usage` was set (spec: the SDKs we know skip an "
-    "empty `choices` list, hand-written clients reading `choices[0]` do not).",
-    severity="spec",
-    source=SPEC_CHAT_STREAMING,
-)
+@rule("USAGE-002")
 def no_usage_unasked(ctx: Context) -> Iterator[Violation]:
     if _requested(ctx):
         return

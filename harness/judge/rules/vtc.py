@@ -13,24 +13,13 @@ from harness.judge.readers.xml_calls import escaped_entities, rendered, value_ma
 from harness.judge.rules import locate
 from harness.judge.rules.calls import finish_differs
 from harness.judge.rules.chunk import choices_of
-from harness.judge.rules.citations import CLINE_OPENAI, SPEC_CHAT, Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.registry import Violation, rule_group
 
 rule = rule_group("xml-client", "VTC", profiles=(XML_CLIENT,))
 
 
-@rule(
-    "VTC-001",
-    "An XML-reading client gets no tool call entries (`tool_calls`) in any chunk or message.",
-    severity="client",
-    breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "in their XML mode these clients read only `delta.content` "
-                  "(and usage) from the stream: a call sent as `tool_calls` is never seen, so it never runs",
-                  (CLINE_OPENAI,),
-                  versions="Cline: src/api/providers/openai.ts at 0056692, an XML-era release, read (it yields "
-                  "`delta.content` and usage only); current Cline, Roo Code and Kilo Code, which can also "
-                  "take native calls, not re-checked"),
-)
+@rule("VTC-001")
 def no_structured_calls(ctx: Context) -> Iterator[Violation]:
     if ctx.kind == "sse":
         for p, _, choice in choices_of(ctx):
@@ -46,17 +35,7 @@ def no_structured_calls(ctx: Context) -> Iterator[Violation]:
         )
 
 
-@rule(
-    "VTC-002",
-    "The XML tool calls in the content are exactly the expected calls, in order, with the values the client "
-    "reads (strings raw, other values as JSON text).",
-    severity="client",
-    breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "they parse the calls from the accumulated text, matching "
-                  "`<tool_name>` and `<param>` tags against fixed lists: a missing, unclosed or altered tag is a "
-                  "call run wrongly or not at all",
-                  versions="not re-checked: the XML-era releases of Cline, Roo Code and Kilo Code, whose XML mode "
-                  "reads calls from the text"),
-)
+@rule("VTC-002")
 def expected_xml_calls(ctx: Context) -> Iterator[Violation]:
     lines = diff_calls(ctx.expected_calls, ctx.received_calls, value_matches)
     position = first_call_mismatch(ctx.expected_calls, ctx.received_calls, value_matches)
@@ -86,15 +65,7 @@ def _expected_value(ctx: Context, position: int, name: str, param: str) -> Any:
     return None
 
 
-@rule(
-    "VTC-003",
-    "XML parameter values are raw text, never entity-escaped (`&lt;` reaches the client as is).",
-    severity="client",
-    breaks=Breaks(("Cline", "Roo Code", "Kilo Code"), "they take a parameter's text as is, without entity "
-                  "decoding: `&lt;` is written into the file or command as `&lt;`",
-                  versions="not re-checked: the XML-era releases of Cline, Roo Code and Kilo Code, whose XML mode "
-                  "reads calls from the text"),
-)
+@rule("VTC-003")
 def raw_values(ctx: Context) -> Iterator[Violation]:
     for position, call in enumerate(ctx.xml.calls):
         for param, value in call.params.items():
@@ -112,13 +83,6 @@ def raw_values(ctx: Context) -> Iterator[Violation]:
                 )
 
 
-@rule(
-    "VTC-004",
-    'The finish_reason for an XML-reading client is `"stop"` (or the expected reason of an answer that did not end '
-    "normally, such as `length`).",
-    severity="spec",  # these clients read only the content; the reference gives `tool_calls` only for real calls
-    source=SPEC_CHAT,
-    ending=True,
-)
+@rule("VTC-004", ending=True)
 def finish_stop(ctx: Context) -> Iterator[Violation]:
     yield from finish_differs(ctx, ctx.expected_finish)
