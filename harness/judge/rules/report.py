@@ -94,7 +94,7 @@ def rules_markdown(proofs: Mapping[str, Proof] | None = None) -> str:
     lines = [
         "# Conformance rules",
         "",
-        "Generated from `harness/rules` (`harness.judge.rules.rules_markdown()`, with the proofs collected by",
+        "Generated from `harness/judge/rules` (`harness.judge.rules.rules_markdown()`, with the proofs collected by",
         "`python tests/rule_proofs.py`, which rewrites this file); do not edit by hand.",
         "",
         "Severity **client**: at least one named real client breaks or silently misbehaves; always checked.",
@@ -104,8 +104,9 @@ def rules_markdown(proofs: Mapping[str, Proof] | None = None) -> str:
         "Every client rule cites who breaks: the table's last column names the clients, and the rule's own",
         "section below says what each one does (the error it raises, quoted where it is known) and where to",
         "read it (an SDK's source file or an issue). The registry refuses a client rule without such a",
-        "citation (`breaks=` in `harness/rules`): a rule no named client breaks on is a spec rule, a feature,",
-        "or no rule at all. Spec rules name the specification page they come from.",
+        "citation (`breaks:` in the rule catalogue, `harness/judge/rules/<group>.yaml`): a rule no named client",
+        "breaks on is a spec rule, a feature, or no rule at all. Spec rules name the specification page they come",
+        "from.",
         "Where a citation has been checked against the clients' current releases it also names the versions",
         "that break (a claim true only of old releases says so); the releases checked: "
         + "; ".join(f"{client}: {release}" for client, release in CURRENT.items()) + ".",
@@ -129,7 +130,7 @@ def rules_markdown(proofs: Mapping[str, Proof] | None = None) -> str:
             "## Each rule: who breaks, and where it is proven",
             "",
             "For each rule: the clients it breaks and how (client rules), its check (the function in",
-            "`harness/rules` that judges it), the unit cases that break it (an answer the rule must reject, next",
+            "`harness/judge/rules` that judges it), the unit cases that break it (an answer the rule must reject, next",
             "to a correct answer it accepts), and the mutant proxies in `tests/mutants` it catches when the",
             "harness plays them live (`tests/project/test_mutants.py`).",
         ]
