@@ -139,8 +139,8 @@ class DropsTextAfterMalformed:
 
 
 class AnalysisAsTextParser(HarmonyParser):
-    """Reads an ``analysis`` message's header as text and scans its body like any other:
-    a call gpt-oss drafted while reasoning is taken."""
+    """Reads an ``analysis`` message's header as text and scans its body like any other: a
+    call gpt-oss addresses to a function from its analysis channel is lost."""
 
     def _header(self, s: str, h: int) -> tuple[Verdict | None, int]:
         k = s.find("<|message|>", h)
@@ -182,8 +182,9 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("calls-from-reasoning", "Extracts calls the model drafted inside a `<think>` block.",
            ("CALLS-001", "TEXT-001"), ("hermes-hermes.reasoning-block", "qwen-coder-qwen-coder.reasoning-block"),
            with_parts(Parts(chat_pipeline=with_rescuer(_rescuers(tuple(f for f in FAMILIES if f.name != "reasoning")))))),
-    Mutant("calls-from-analysis", "Extracts calls gpt-oss drafted in a Harmony `analysis` (reasoning) message.",
-           ("CALLS-001",), ("gpt-oss-gpt-oss.reasoning-block",),
+    Mutant("analysis-all-text", "Reads every Harmony `analysis` message as text, one addressed to a function "
+           "too, which llama.cpp's and vLLM's gpt-oss parsers take as a call.",
+           ("CALLS-001",), ("gpt-oss-analysis-channel-call",),
            with_parts(Parts(chat_pipeline=with_rescuer(_rescuers(_replaced(Harmony, AnalysisAsTextHarmony())))))),
     Mutant("dsml-ignores-string-attribute", "Reads a DSML value marked string=\"true\" as JSON: '1.10' becomes 1.1.",
            ("CALLS-001",), ("deepseek-deepseek-v32.numeric-string",),
