@@ -37,12 +37,15 @@ class Tally:
     total_ms: list[float] = field(default_factory=list)
     client_faulted: Counter[str] = field(default_factory=Counter)  # by kind
     client_handled: int = 0
+    retried: int = 0  # exchanges whose request the client sent again after a connection error, as the SDKs do
     inconclusive: int = 0  # not judged: the load generator stalled its own slow sender past the proxy's patience
     close_ms: list[float] = field(default_factory=list)  # hang-up to upstream closed, as the mock saw it
 
     def add(self, verdict: Verdict, fault: FaultKind | None, ttft: float | None, total: float,
-            client_fault: ClientFaultKind | None = None, closed_after: float | None = None) -> None:
+            client_fault: ClientFaultKind | None = None, closed_after: float | None = None,
+            retried: bool = False) -> None:
         self.exchanges += 1
+        self.retried += retried
         self.faulted += fault is not None
         if client_fault is not None:
             self.client_faulted[client_fault] += 1
@@ -64,7 +67,7 @@ class Tally:
                 self.ttft_ms.append(ttft * 1000)
             self.total_ms.append(total * 1000)
 
-    _COUNTS = ("exchanges", "ok", "faulted", "faulted_handled", "failed", "client_handled", "inconclusive")
+    _COUNTS = ("exchanges", "ok", "faulted", "faulted_handled", "failed", "client_handled", "retried", "inconclusive")
 
     def to_json(self) -> dict[str, Any]:
         return {**{key: getattr(self, key) for key in self._COUNTS}, "by_rule": dict(self.by_rule),
@@ -112,6 +115,9 @@ class Tally:
         if clients:
             kinds = ", ".join(f"{kind.replace('_', ' ')} {self.client_faulted[kind]}" for kind in CLIENT_FAULT_KINDS)
             lines.append(f"  client faults        {clients} (handled {self.client_handled}; {kinds})")
+        if self.retried:
+            lines.append(f"  retried              {self.retried} (a connection closed before any answer: sent again, "
+                         "as the SDKs do)")
         if self.inconclusive:
             lines.append(f"  inconclusive         {self.inconclusive} (a slow sender answered 408 after the load "
                          "generator itself paused it too long)")

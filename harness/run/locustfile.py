@@ -33,6 +33,8 @@ from typing import Any
 
 import gevent  # type: ignore[import-untyped]
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 from locust.util.timespan import parse_timespan
@@ -67,9 +69,13 @@ TALLY = Tally()  # this process's exchanges (a worker's since its last report)
 OVERALL = Tally()  # on a master: every worker's, merged
 RSS: list[tuple[float, int]] = []
 _PROGRESS: list[Any] = []  # the greenlet printing progress lines, stopped before the summary
+_MASTER: list[Environment] = []  # a master's environment, once its test has started
+_STOPPING: list[Any] = []  # the greenlet ending the soak after --soak-duration
 _USERS = itertools.count()  # this process's users, in the order they start
 ARM_TRIES = 20  # a hang-up case is armed again until the mock draws no upstream fault for it
 POLL_EVERY = 0.05  # seconds between the questions to the mock after a hang-up
+# A kept-alive connection the mock closed as a request went out: the control request is sent again.
+MOCK_RETRIES = Retry(total=3, backoff_factor=0.1, allowed_methods=None, raise_on_status=False)
 
 
 class RuleFailure(Exception):
@@ -150,7 +156,9 @@ class ConformanceUser(User):
 
     def on_start(self) -> None:
         self.soak = settings(self.environment)
-        self.http = requests.Session()
+        self.http = requests.Session()  # to the proxy: as a client, judged
+        self.mock = requests.Session()  # to the mock's control API: the soak's own, tried again on a stale connection
+        self.mock.mount("http://", HTTPAdapter(max_retries=MOCK_RETRIES))
         runner = self.environment.runner
         self.name = f"{getattr(runner, 'worker_index', 0)}.{next(_USERS)}"  # the same users on every run
         self.rng = random.Random(f"{self.soak.seed}:{self.name}")
@@ -158,6 +166,7 @@ class ConformanceUser(User):
 
     def on_stop(self) -> None:
         self.http.close()
+        self.mock.close()
 
     @task
     def exchange(self) -> None:
@@ -177,20 +186,25 @@ class ConformanceUser(User):
             else:
                 self._play(case, token, played, nonce, client_fault)
         finally:
-            self.http.delete(f"{soak.mock_url}/_mock/runs/{nonce}", timeout=30)
+            try:
+                self.mock.delete(f"{soak.mock_url}/_mock/runs/{nonce}", timeout=30)
+            except requests.RequestException as exc:
+                self.environment.events.request.fire(
+                    request_type="DISARM", name=f"the mock at {soak.mock_url}", response_time=0, response_length=0,
+                    exception=exc, context={})
 
     def _arm(self, played: Scenario, clean: bool) -> str | None:
         """Arm ``played``; ``clean``: again until the mock draws no upstream fault for its first request."""
         soak = self.soak
         try:
             for _ in range(ARM_TRIES):
-                armed = self.http.post(f"{soak.mock_url}/_mock/runs", json={"scenario": played.to_mapping()},
+                armed = self.mock.post(f"{soak.mock_url}/_mock/runs", json={"scenario": played.to_mapping()},
                                        timeout=30)
                 armed.raise_for_status()
                 nonce: str = armed.json()["nonce"]
                 if not clean or soak.rate is None or soak.rate.decide(nonce) is None:
                     return nonce
-                self.http.delete(f"{soak.mock_url}/_mock/runs/{nonce}", timeout=30)
+                self.mock.delete(f"{soak.mock_url}/_mock/runs/{nonce}", timeout=30)
             raise ValueError(f"every one of {ARM_TRIES} runs armed drew an upstream fault")
         except (requests.RequestException, ValueError, KeyError) as exc:
             self.environment.events.request.fire(
@@ -227,7 +241,7 @@ class ConformanceUser(User):
         verdict = judge(case, token, played, exchange, soak.options[played.client.profile], fault, faulted)
         if verdict.outcome == "failed" and answer.stalled_itself():
             verdict = Verdict("inconclusive", detail=f"the client itself paused {answer.longest_pause:.1f} s")
-        TALLY.add(verdict, fault, first_content(answer.chunks), elapsed, client_fault)
+        TALLY.add(verdict, fault, first_content(answer.chunks), elapsed, client_fault, retried=answer.retries > 0)
         self._report(case.scenario.id + "".join(f" [{f.replace('_', ' ')}]" for f in (fault, client_fault) if f),
                      verdict, elapsed, len(exchange.raw))
 
@@ -245,7 +259,7 @@ class ConformanceUser(User):
             verdict = judge(SoakCase(played, {}), token, played, exchange, soak.options[played.client.profile], None)
         else:
             while True:
-                state = self.http.get(f"{soak.mock_url}/_mock/runs/{nonce}", timeout=30).json()
+                state = self.mock.get(f"{soak.mock_url}/_mock/runs/{nonce}", timeout=30).json()
                 waited = time.monotonic() - answer.hung_up
                 if state["received"] >= 1 and state["activity"]["answering"] == 0:
                     closed_after = waited
@@ -254,7 +268,7 @@ class ConformanceUser(User):
                     break
                 gevent.sleep(POLL_EVERY)
             verdict = judge_hang_up(closed_after)
-        TALLY.add(verdict, None, None, elapsed, "disconnect", closed_after)
+        TALLY.add(verdict, None, None, elapsed, "disconnect", closed_after, retried=answer.retries > 0)
         self._report(case.scenario.id + " [disconnect]", verdict, elapsed, sum(len(c) for _, c in answer.chunks))
 
     def _report(self, name: str, verdict: Any, elapsed: float, length: int) -> None:
@@ -279,6 +293,8 @@ def _report(client_id: str, data: dict[str, Any]) -> None:
 
 def _gather(client_id: str, data: dict[str, Any]) -> None:
     OVERALL.merge(data.get("toolcall_conformance", {}))
+    if OVERALL.exchanges and _MASTER:
+        _stop_after_duration(_MASTER[0])
 
 
 def _progress(environment: Environment, every: float, pid: int) -> None:
@@ -298,8 +314,15 @@ def _progress(environment: Environment, every: float, pid: int) -> None:
 def _init(environment: Environment, **_: Any) -> None:
     """Read the library, build the cases and judge one made-up answer before any user starts:
     the rules import the SDKs on first use, which would stall every user at once."""
-    if environment.parsed_options is not None and not isinstance(environment.runner, MasterRunner):
-        soak = settings(environment)
+    # Not on a worker: its own command line is not the soak's (the master sends that when the
+    # test starts), and a worker busy for seconds here misses the master's first messages.
+    if environment.parsed_options is not None and not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
+        _warm(settings(environment))
+
+
+def _warm(soak: Settings) -> None:
+    """Judge one made-up answer, so that the SDKs the rules use are imported before any user starts."""
+    if soak.cases:
         case = soak.cases[0]
         warm = Exchange(scenario_id=case.scenario.id, profile=case.scenario.client.profile, stream=True,
                         request_body={}, request_headers={}, status=200,
@@ -311,8 +334,9 @@ def _start(environment: Environment, **_: Any) -> None:
     global _SETTINGS
     if not isinstance(environment.runner, MasterRunner):
         _SETTINGS = None  # a worker has just received the master's options: read them again
-        settings(environment)
+        soak = settings(environment)
     if isinstance(environment.runner, WorkerRunner):
+        _warm(soak)
         return
     opts = environment.parsed_options
     pid = int(getattr(opts, "proxy_pid", 0) or 0)
@@ -321,9 +345,18 @@ def _start(environment: Environment, **_: Any) -> None:
         if kb is not None:
             RSS.append((0.0, kb))
     _PROGRESS.append(gevent.spawn(_progress, environment, float(getattr(opts, "progress_every", 5.0)), pid))
-    duration = str(getattr(opts, "soak_duration", "") or "")
-    if duration and environment.runner is not None:
-        gevent.spawn_later(parse_timespan(duration), environment.runner.quit)
+    if isinstance(environment.runner, MasterRunner):
+        # The soak's time runs from the workers' first report of exchanges: a worker reads the
+        # library and builds its cases only once the master has sent it the options.
+        _MASTER.append(environment)
+    else:
+        _stop_after_duration(environment)
+
+
+def _stop_after_duration(environment: Environment) -> None:
+    duration = str(getattr(environment.parsed_options, "soak_duration", "") or "")
+    if duration and environment.runner is not None and not _STOPPING:
+        _STOPPING.append(gevent.spawn_later(parse_timespan(duration), environment.runner.quit))
 
 
 def _summary(environment: Environment, **_: Any) -> None:

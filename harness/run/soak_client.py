@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 
 import requests
 
+from harness.core.retry import MAX_RETRIES
 from harness.judge.soak import (
     FIRST_CONTENT,
     SLOW_BODY_PAUSE,
@@ -24,6 +25,10 @@ from harness.judge.soak import (
 __all__ = ["Answer", "send"]
 
 STALLED_PAUSE = 4 * SLOW_BODY_PAUSE  # a pause this long was not the one planned
+# openai-python and the Anthropic SDK try a request again after a connection error, twice by
+# default, the first time after 0.5 s (``harness.core.retry`` cites their ``_base_client.py``): a
+# kept-alive connection the server closed just as the request went out is no lost answer.
+CONNECTION_RETRIES, RETRY_DELAY = MAX_RETRIES, 0.5
 
 
 @dataclass
@@ -36,6 +41,7 @@ class Answer:
     error: str | None = None
     timed_out: bool = False
     hung_up: float | None = None  # time.monotonic() when the client hung up (a hang-up fault)
+    retries: int = 0  # connection errors before any answer, tried again as the SDKs do
     longest_pause: float = 0.0  # a slow sender's longest pause between its body's pieces, as it happened
 
     def stalled_itself(self) -> bool:
@@ -46,7 +52,20 @@ class Answer:
 
 def send(session: requests.Session, url: str, body: bytes, headers: dict[str, str],
          client_fault: ClientFaultKind | None, timeout: float) -> Answer:
-    """Send the request and read the answer, as a client with ``client_fault`` does."""
+    """Send the request and read the answer, as a client with ``client_fault`` does; a
+    connection that ends before any answer is tried again, as the SDKs do (``CONNECTION_RETRIES``)."""
+    retries = 0
+    while True:
+        answer = _send_once(session, url, body, headers, client_fault, timeout)
+        answer.retries = retries
+        if answer.status is not None or answer.timed_out or answer.error is None or retries == CONNECTION_RETRIES:
+            return answer
+        time.sleep(RETRY_DELAY * 2**retries)
+        retries += 1
+
+
+def _send_once(session: requests.Session, url: str, body: bytes, headers: dict[str, str],
+               client_fault: ClientFaultKind | None, timeout: float) -> Answer:
     if client_fault == "slow_body":
         return _send_slowly(url, body, headers, timeout)
     answer, start = Answer(), time.monotonic()
