@@ -70,6 +70,7 @@ class RunConfig:
     fault_rate: float = 0.0
     fault_seed: int | None = None
     fault_stall: float = 2.0
+    client_fault_rate: float = 0.0
     users: int = 32
     spawn_rate: float | None = None
     duration: str = "1m"

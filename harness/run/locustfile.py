@@ -7,7 +7,10 @@ Locust itself, on one machine or on a master and its workers (``docs/soak.md``):
         --host http://127.0.0.1:8000/v1 --mock-url http://127.0.0.1:9100 --fault-rate 0.05 --fault-seed 1
 
 Each task is one exchange: arm a run of a scenario tagged for this exchange alone, send
-its request to the proxy, read the stream, judge it (``harness.judge.soak``), disarm.
+its request to the proxy, read the stream, judge it (``harness.judge.soak``), disarm. With
+``--client-fault-rate`` a share of exchanges have a client that hangs up after its first
+words (then the mock is asked when the proxy's upstream request ended), reads slowly, or
+sends its body slowly.
 A broken rule is a Locust failure named by the rule id and statement; the request's
 name is the scenario id, with the drawn fault in brackets. The mock must be started
 with the same ``--fault-rate`` and ``--fault-seed``: the user computes which of its
@@ -20,14 +23,18 @@ from __future__ import annotations
 # before anything imports ssl or socket (requests, httpx).
 from locust import User, constant, events, task  # isort: skip
 
+import itertools
 import json
 import random
 import time
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 import gevent  # type: ignore[import-untyped]
 import requests
+from requests.adapters import HTTPAdapter
+from urllib3.util.retry import Retry
 from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 from locust.util.timespan import parse_timespan
@@ -37,19 +44,38 @@ from harness.core.dialects.profiles import request_headers
 from harness.core.exchange import Exchange
 from harness.core.nonce import NONCE_HEADER
 from harness.core.replay.fault_rate import FaultRate
-from harness.core.scenario.loading import load_library
+from harness.core.scenario.loading import bundled_scenarios_dir, load_library
 from harness.core.scenario.model import Scenario
 from harness.judge.rules import Options
-from harness.judge.rules.iso import EXCHANGE_MARK
-from harness.judge.soak import SoakCase, Tally, first_content, judge, rss_kb, soak_cases
+from harness.judge.soak import (
+    CLOSE_WITHIN,
+    ClientFaultKind,
+    ClientFaultRate,
+    SoakCase,
+    Verdict,
+    default_workload,
+    first_content,
+    judge,
+    judge_hang_up,
+    soak_cases,
+)
+from harness.judge.soak_tally import Tally, rss_kb
 from harness.run.isolation import new_token, tag
 from harness.run.proxy_client import build_request
+from harness.run.soak_client import Answer, send
 from harness.run.settings import parse_features
 
 TALLY = Tally()  # this process's exchanges (a worker's since its last report)
 OVERALL = Tally()  # on a master: every worker's, merged
 RSS: list[tuple[float, int]] = []
 _PROGRESS: list[Any] = []  # the greenlet printing progress lines, stopped before the summary
+_MASTER: list[Environment] = []  # a master's environment, once its test has started
+_STOPPING: list[Any] = []  # the greenlet ending the soak after --soak-duration
+_USERS = itertools.count()  # this process's users, in the order they start
+ARM_TRIES = 20  # a hang-up case is armed again until the mock draws no upstream fault for it
+POLL_EVERY = 0.05  # seconds between the questions to the mock after a hang-up
+# A kept-alive connection the mock closed as a request went out: the control request is sent again.
+MOCK_RETRIES = Retry(total=3, backoff_factor=0.1, allowed_methods=None, raise_on_status=False)
 
 
 class RuleFailure(Exception):
@@ -62,8 +88,11 @@ def _options(parser: Any) -> None:
     group.add_argument("--fault-rate", type=float, default=0.0, help="The mock's --fault-rate.")
     group.add_argument("--fault-seed", type=int, default=0, help="The mock's --fault-seed.")
     group.add_argument("--fault-stall", type=float, default=2.0, help="The mock's --fault-stall.")
+    group.add_argument("--client-fault-rate", type=float, default=0.0,
+                       help="Share of exchanges whose client hangs up mid-stream, reads slowly or sends its body "
+                            "slowly (drawn from --fault-seed).")
     group.add_argument("--soak-scenarios", default="", help="Scenario ids, comma separated (default: the isolation "
-                                                            "scenarios, whose backends tag each exchange).")
+                                                            "scenarios and one case of every other folder).")
     group.add_argument("--soak-features", default="", help="Optional features the proxy has (like --features).")
     group.add_argument("--frame-delay-ms", type=float, default=20.0,
                        help="Milliseconds the mock waits before each frame (a model's pace).")
@@ -81,6 +110,8 @@ class Settings:
     mock_url: str
     cases: tuple[SoakCase, ...]
     rate: FaultRate | None
+    client_rate: ClientFaultRate | None
+    seed: int
     options: dict[Profile, Options]
     timeout: float
 
@@ -99,25 +130,23 @@ def settings(environment: Environment) -> Settings:
         unknown = [i for i in wanted if i not in library]
         if unknown:
             raise ValueError(f"--soak-scenarios: unknown scenario(s) {', '.join(unknown)}")
-        chosen = [library[i] for i in wanted] or [s for s in library.values() if soakable(s)]
+        chosen = [library[i] for i in wanted] or default_workload(library.values(), PurePath(bundled_scenarios_dir()))
         rate = FaultRate(opts.fault_rate, opts.fault_seed, opts.fault_stall) if opts.fault_rate > 0 else None
+        client_fault_rate = float(getattr(opts, "client_fault_rate", 0.0) or 0.0)
+        client_rate = ClientFaultRate(client_fault_rate, opts.fault_seed) if client_fault_rate > 0 else None
         features = parse_features([opts.soak_features])
         _SETTINGS = Settings(
             proxy_url=str(environment.host or "").rstrip("/"),
             mock_url=str(opts.mock_url).rstrip("/"),
-            cases=tuple(soak_cases(chosen, rate, opts.frame_delay_ms)),
+            cases=tuple(soak_cases(chosen, rate, opts.frame_delay_ms, client_faults=client_rate is not None)),
             rate=rate,
+            client_rate=client_rate,
+            seed=int(opts.fault_seed),
             # Each profile a case is written for (a soak plays each case under its own profile).
             options={p: Options(profile=p, features=features) for p in CLIENTS.values() if p.written_as is None},
             timeout=opts.exchange_timeout,
         )
     return _SETTINGS
-
-
-def soakable(scenario: Scenario) -> bool:
-    """A streaming scenario whose backend tags each exchange, and nothing else unusual."""
-    return (scenario.streams and EXCHANGE_MARK in scenario.backend.text and scenario.backend.fault is None
-            and scenario.client.raw_body is None and not scenario.client.truncate_body)
 
 
 class ConformanceUser(User):
@@ -127,73 +156,124 @@ class ConformanceUser(User):
 
     def on_start(self) -> None:
         self.soak = settings(self.environment)
-        self.http = requests.Session()
-        self.rng = random.Random()
+        self.http = requests.Session()  # to the proxy: as a client, judged
+        self.mock = requests.Session()  # to the mock's control API: the soak's own, tried again on a stale connection
+        self.mock.mount("http://", HTTPAdapter(max_retries=MOCK_RETRIES))
+        runner = self.environment.runner
+        self.name = f"{getattr(runner, 'worker_index', 0)}.{next(_USERS)}"  # the same users on every run
+        self.rng = random.Random(f"{self.soak.seed}:{self.name}")
+        self.played = 0
 
     def on_stop(self) -> None:
         self.http.close()
+        self.mock.close()
 
     @task
     def exchange(self) -> None:
         soak = self.soak
         case = self.rng.choice(soak.cases)
+        number, self.played = self.played, self.played + 1
+        client_fault = soak.client_rate.decide(self.name, number) if soak.client_rate is not None else None
         token = new_token()
-        played = tag(case.scenario, token)
+        hang_up = client_fault == "disconnect" and case.disconnect is not None
+        played = tag(case.disconnect if hang_up and case.disconnect is not None else case.scenario, token)
+        nonce = self._arm(played, clean=hang_up)
+        if nonce is None:
+            return
         try:
-            armed = self.http.post(f"{soak.mock_url}/_mock/runs", json={"scenario": played.to_mapping()}, timeout=30)
-            armed.raise_for_status()
-            nonce: str = armed.json()["nonce"]
+            if hang_up:
+                self._hang_up(case, token, played, nonce)
+            else:
+                self._play(case, token, played, nonce, client_fault)
+        finally:
+            try:
+                self.mock.delete(f"{soak.mock_url}/_mock/runs/{nonce}", timeout=30)
+            except requests.RequestException as exc:
+                self.environment.events.request.fire(
+                    request_type="DISARM", name=f"the mock at {soak.mock_url}", response_time=0, response_length=0,
+                    exception=exc, context={})
+
+    def _arm(self, played: Scenario, clean: bool) -> str | None:
+        """Arm ``played``; ``clean``: again until the mock draws no upstream fault for its first request."""
+        soak = self.soak
+        try:
+            for _ in range(ARM_TRIES):
+                armed = self.mock.post(f"{soak.mock_url}/_mock/runs", json={"scenario": played.to_mapping()},
+                                       timeout=30)
+                armed.raise_for_status()
+                nonce: str = armed.json()["nonce"]
+                if not clean or soak.rate is None or soak.rate.decide(nonce) is None:
+                    return nonce
+                self.mock.delete(f"{soak.mock_url}/_mock/runs/{nonce}", timeout=30)
+            raise ValueError(f"every one of {ARM_TRIES} runs armed drew an upstream fault")
         except (requests.RequestException, ValueError, KeyError) as exc:
             self.environment.events.request.fire(
                 request_type="ARM", name=f"the mock at {soak.mock_url}", response_time=0, response_length=0,
                 exception=exc, context={})
-            return
-        try:
-            self._play(case, token, played, nonce)
-        finally:
-            self.http.delete(f"{soak.mock_url}/_mock/runs/{nonce}", timeout=30)
+            return None
 
-    def _play(self, case: SoakCase, token: str, played: Scenario, nonce: str) -> None:
-        soak = self.soak
+    def _request(self, played: Scenario, nonce: str) -> tuple[str, bytes, dict[str, str]]:
         profile = played.client.profile
-        fault = soak.rate.decide(nonce) if soak.rate is not None else None
         body = json.dumps(build_request(played, stream=True, model=None, nonce=nonce), ensure_ascii=False).encode()
         headers = {**request_headers(profile, played.client.headers, {}), NONCE_HEADER: nonce,
                    "content-type": "application/json"}
-        chunks: list[tuple[float, bytes]] = []
-        status: int | None = None
-        answer_headers: dict[str, str] = {}
-        error: str | None = None
-        timed_out = False
+        return f"{self.soak.proxy_url}{profile.endpoint}", body, headers
+
+    def _exchange(self, played: Scenario, url: str, body: bytes, headers: dict[str, str], answer: Answer,
+                  elapsed: float) -> Exchange:
+        chunks = answer.chunks
+        return Exchange(scenario_id=played.id, profile=played.client.profile, stream=True,
+                        request_body=json.loads(body), request_headers=headers, status=answer.status,
+                        response_headers=answer.headers, raw=b"".join(c for _, c in chunks), elapsed=elapsed,
+                        first_byte=chunks[0][0] if chunks else None, transport_error=answer.error,
+                        timed_out=answer.timed_out)
+
+    def _play(self, case: SoakCase, token: str, played: Scenario, nonce: str,
+              client_fault: ClientFaultKind | None) -> None:
+        soak = self.soak
+        fault = soak.rate.decide(nonce) if soak.rate is not None else None
+        url, body, headers = self._request(played, nonce)
         start = time.monotonic()
-        try:
-            with self.http.post(f"{soak.proxy_url}{profile.endpoint}", data=body, headers=headers, stream=True,
-                                timeout=(10, soak.timeout)) as response:
-                status = response.status_code
-                answer_headers = {k.lower(): v for k, v in response.headers.items()}
-                for chunk in response.iter_content(chunk_size=None):
-                    chunks.append((time.monotonic() - start, chunk))
-                    if time.monotonic() - start > soak.timeout:
-                        timed_out = True
-                        break
-        except requests.exceptions.Timeout:
-            timed_out = True
-        except (requests.RequestException, OSError) as exc:
-            error = f"{type(exc).__name__}: {exc}"
+        answer = send(self.http, url, body, headers, client_fault, soak.timeout)
         elapsed = time.monotonic() - start
-        raw = b"".join(c for _, c in chunks)
-        exchange = Exchange(scenario_id=played.id, profile=profile, stream=True, request_body=json.loads(body),
-                            request_headers=headers, status=status, response_headers=answer_headers, raw=raw,
-                            elapsed=elapsed, first_byte=chunks[0][0] if chunks else None, transport_error=error,
-                            timed_out=timed_out)
+        exchange = self._exchange(played, url, body, headers, answer, elapsed)
         faulted = tag(case.faulted[fault], token) if fault is not None else None
-        verdict = judge(case, token, played, exchange, soak.options[profile], fault, faulted)
-        TALLY.add(verdict, fault, first_content(chunks), elapsed)
+        verdict = judge(case, token, played, exchange, soak.options[played.client.profile], fault, faulted)
+        if verdict.outcome == "failed" and answer.stalled_itself():
+            verdict = Verdict("inconclusive", detail=f"the client itself paused {answer.longest_pause:.1f} s")
+        TALLY.add(verdict, fault, first_content(answer.chunks), elapsed, client_fault, retried=answer.retries > 0)
+        self._report(case.scenario.id + "".join(f" [{f.replace('_', ' ')}]" for f in (fault, client_fault) if f),
+                     verdict, elapsed, len(exchange.raw))
+
+    def _hang_up(self, case: SoakCase, token: str, played: Scenario, nonce: str) -> None:
+        """Hang up after the first words; then ask the mock, until ``CLOSE_WITHIN`` has passed,
+        whether the proxy's upstream request has ended."""
+        soak = self.soak
+        url, body, headers = self._request(played, nonce)
+        start = time.monotonic()
+        answer = send(self.http, url, body, headers, "disconnect", soak.timeout)
+        elapsed = time.monotonic() - start
+        closed_after: float | None = None
+        if answer.hung_up is None:  # no first words: the answer itself is wrong, as the rules say
+            exchange = self._exchange(played, url, body, headers, answer, elapsed)
+            verdict = judge(SoakCase(played, {}), token, played, exchange, soak.options[played.client.profile], None)
+        else:
+            while True:
+                state = self.mock.get(f"{soak.mock_url}/_mock/runs/{nonce}", timeout=30).json()
+                waited = time.monotonic() - answer.hung_up
+                if state["received"] >= 1 and state["activity"]["answering"] == 0:
+                    closed_after = waited
+                    break
+                if waited > CLOSE_WITHIN:
+                    break
+                gevent.sleep(POLL_EVERY)
+            verdict = judge_hang_up(closed_after)
+        TALLY.add(verdict, None, None, elapsed, "disconnect", closed_after, retried=answer.retries > 0)
+        self._report(case.scenario.id + " [disconnect]", verdict, elapsed, sum(len(c) for _, c in answer.chunks))
+
+    def _report(self, name: str, verdict: Any, elapsed: float, length: int) -> None:
         self.environment.events.request.fire(
-            request_type="POST",
-            name=case.scenario.id + (f" [{fault}]" if fault else ""),
-            response_time=elapsed * 1000,
-            response_length=len(raw),
+            request_type="POST", name=name, response_time=elapsed * 1000, response_length=length,
             exception=RuleFailure(verdict.failure) if verdict.outcome == "failed" else None,
             context={"detail": verdict.detail},
         )
@@ -213,6 +293,8 @@ def _report(client_id: str, data: dict[str, Any]) -> None:
 
 def _gather(client_id: str, data: dict[str, Any]) -> None:
     OVERALL.merge(data.get("toolcall_conformance", {}))
+    if OVERALL.exchanges and _MASTER:
+        _stop_after_duration(_MASTER[0])
 
 
 def _progress(environment: Environment, every: float, pid: int) -> None:
@@ -232,8 +314,15 @@ def _progress(environment: Environment, every: float, pid: int) -> None:
 def _init(environment: Environment, **_: Any) -> None:
     """Read the library, build the cases and judge one made-up answer before any user starts:
     the rules import the SDKs on first use, which would stall every user at once."""
-    if environment.parsed_options is not None and not isinstance(environment.runner, MasterRunner):
-        soak = settings(environment)
+    # Not on a worker: its own command line is not the soak's (the master sends that when the
+    # test starts), and a worker busy for seconds here misses the master's first messages.
+    if environment.parsed_options is not None and not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
+        _warm(settings(environment))
+
+
+def _warm(soak: Settings) -> None:
+    """Judge one made-up answer, so that the SDKs the rules use are imported before any user starts."""
+    if soak.cases:
         case = soak.cases[0]
         warm = Exchange(scenario_id=case.scenario.id, profile=case.scenario.client.profile, stream=True,
                         request_body={}, request_headers={}, status=200,
@@ -245,8 +334,9 @@ def _start(environment: Environment, **_: Any) -> None:
     global _SETTINGS
     if not isinstance(environment.runner, MasterRunner):
         _SETTINGS = None  # a worker has just received the master's options: read them again
-        settings(environment)
+        soak = settings(environment)
     if isinstance(environment.runner, WorkerRunner):
+        _warm(soak)
         return
     opts = environment.parsed_options
     pid = int(getattr(opts, "proxy_pid", 0) or 0)
@@ -255,9 +345,18 @@ def _start(environment: Environment, **_: Any) -> None:
         if kb is not None:
             RSS.append((0.0, kb))
     _PROGRESS.append(gevent.spawn(_progress, environment, float(getattr(opts, "progress_every", 5.0)), pid))
-    duration = str(getattr(opts, "soak_duration", "") or "")
-    if duration and environment.runner is not None:
-        gevent.spawn_later(parse_timespan(duration), environment.runner.quit)
+    if isinstance(environment.runner, MasterRunner):
+        # The soak's time runs from the workers' first report of exchanges: a worker reads the
+        # library and builds its cases only once the master has sent it the options.
+        _MASTER.append(environment)
+    else:
+        _stop_after_duration(environment)
+
+
+def _stop_after_duration(environment: Environment) -> None:
+    duration = str(getattr(environment.parsed_options, "soak_duration", "") or "")
+    if duration and environment.runner is not None and not _STOPPING:
+        _STOPPING.append(gevent.spawn_later(parse_timespan(duration), environment.runner.quit))
 
 
 def _summary(environment: Environment, **_: Any) -> None:
@@ -271,7 +370,10 @@ def _summary(environment: Environment, **_: Any) -> None:
         kb = rss_kb(pid)
         if kb is not None and RSS:
             RSS.append((RSS[-1][0], kb))
-    print(current(environment).summary(RSS), flush=True)
+    tally = current(environment)
+    print(tally.summary(RSS), flush=True)
+    if not tally.passed(RSS):
+        environment.process_exit_code = 1  # a soak check failed even where no exchange did (SOAK-002)
 
 
 # Locust's listener registration is untyped.

@@ -163,13 +163,17 @@ OPTIONS: tuple[Option, ...] = (
            type=float, default=0.0, low=0.0, high=1.0, **_SOAK),
     Option("fault-seed", "Seed of the faulted requests (default: random, printed).", type=int, **_SOAK),
     Option("fault-stall", "Seconds a drawn stall lasts.", type=float, default=2.0, low=0.0, **_SOAK),
+    Option("client-fault-rate", "Share of exchanges whose client misbehaves: hangs up after the first words (the "
+           "proxy must then close its upstream request within 2 s), reads slowly, or sends its body slowly (drawn "
+           "from --fault-seed).", type=float, default=0.0, low=0.0, high=1.0, **_SOAK),
     Option("users", "Concurrent clients.", type=int, default=32, low=1, **_SOAK),
     Option("spawn-rate", "Clients started per second (default: all within about a second, at most 100 a second).",
            type=float, low=0.0, low_open=True, **_SOAK),
     Option("duration", "How long, from the first client on, as Locust reads it: 30s, 10m, 1h30m.", default="1m",
            **_SOAK),
     Option("proxy-pid", "PID of the proxy, to report its memory (RSS) over time.", type=int, **_SOAK),
-    Option("scenario", "Scenario to play (repeatable; default: the isolation scenarios, which tag every exchange).",
+    Option("scenario", "Scenario to play (repeatable; default: the isolation scenarios, which tag every exchange, and "
+           "one case of every other folder of the library that a soak can play).",
            kind="multiple", metavar="ID", **_SOAK),
     Option("frame-delay-ms", "Milliseconds the mock waits before each frame, as a model generating tokens does.",
            type=float, default=20.0, low=0.0, **_SOAK),

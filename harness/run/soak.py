@@ -25,7 +25,8 @@ SOAK_TIMEOUT = 30.0
 
 # The soak's timeout allows for a loaded machine: many clients at once, each answer paced by --frame-delay-ms.
 @click.command()
-@shared_options("proxy-url", "users", "spawn-rate", "duration", "fault-rate", "fault-seed", "fault-stall", "mock-host",
+@shared_options("proxy-url", "users", "spawn-rate", "duration", "fault-rate", "fault-seed", "fault-stall",
+                "client-fault-rate", "mock-host",
                 "mock-port", "proxy-pid", "scenario", "features", "frame-delay-ms", "timeout", "progress-every",
                 defaults={"timeout": SOAK_TIMEOUT})
 def soak(config: RunConfig) -> None:
@@ -33,7 +34,9 @@ def soak(config: RunConfig) -> None:
 
     Prints a progress line every few seconds and, at the end, the exchanges, the ok ones,
     rule failures by rule id, the faulted exchanges handled, first-content and total
-    p50/p99, and the proxy's RSS over time (with --proxy-pid). docs/soak.md shows the same
+    p50/p99, the proxy's RSS over time (with --proxy-pid), and a verdict: the exit status is
+    non-zero when an exchange broke a rule, a proxy kept its upstream request open after its
+    client hung up, or the proxy's memory grew. docs/soak.md shows the same
     locustfile on Locust's own master and workers.
     """
     from locust.util.timespan import parse_timespan
@@ -65,15 +68,16 @@ def soak(config: RunConfig) -> None:
             click.echo(f"soak: the reference proxy at {proxy_url} (pid {proxy_pid})")
         else:
             click.echo(f"soak: proxy under test {proxy_url}; its upstream must be {mock.url}/v1")
-        click.echo(f"soak: {users} user(s) for {duration}; faults {fault_rate:.1%} of upstream requests, seed {seed} "
-                   f"(reproduce with --fault-seed {seed})", nl=True)
+        click.echo(f"soak: {users} user(s) for {duration}; faults {fault_rate:.1%} of upstream requests and "
+                   f"{config.client_fault_rate:.1%} of clients, seed {seed} (reproduce with --fault-seed {seed})")
         rate = config.spawn_rate or float(min(users, 100))
         command = [
             sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--only-summary",
             "--users", str(users), "--spawn-rate", f"{rate:g}", "--soak-duration", duration,
             "--host", proxy_url.rstrip("/"), "--stop-timeout", f"{timeout:g}", "--loglevel", "WARNING",
             "--mock-url", mock_url, "--fault-rate", str(fault_rate), "--fault-seed", str(seed),
-            "--fault-stall", str(fault_stall), "--exchange-timeout", f"{timeout:g}",
+            "--fault-stall", str(fault_stall), "--client-fault-rate", str(config.client_fault_rate),
+            "--exchange-timeout", f"{timeout:g}",
             "--progress-every", f"{config.progress_every:g}", "--soak-scenarios", ",".join(config.scenario),
             "--soak-features", ",".join(sorted(config.features or ())),
             "--frame-delay-ms", f"{config.frame_delay_ms:g}",

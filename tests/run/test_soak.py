@@ -19,7 +19,8 @@ from harness.core.nonce import NONCE_HEADER, place_nonce
 from harness.core.replay.fault_rate import FAULT_KINDS, FaultRate
 from harness.core.scenario.loading import load_library
 from harness.judge.rules import Options
-from harness.judge.soak import Tally, Verdict, first_content, judge, misdelivered, soak_cases
+from harness.judge.soak import Verdict, first_content, judge, misdelivered, soak_cases
+from harness.judge.soak_tally import Tally
 from harness.run.isolation import new_token, tag
 from harness.run.processes import free_port
 from mock_backends.app import create_app
