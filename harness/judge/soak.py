@@ -97,13 +97,27 @@ def _faulted(scenario: Scenario, kind: FaultKind, rate: FaultRate) -> Scenario:
     return parse_scenario(data, where=f"{scenario.id} with a drawn {kind} fault", family=scenario.family)
 
 
+# A model's special tokens (Harmony's ``<|channel|>``, DeepSeek's ``<｜tool▁sep｜>``): markup
+# that frames prose as well as calls, which a proxy reading the format takes off.
+_SPECIAL_TOKEN = re.compile(r"<\|[^|\n]{1,40}\|>|<｜[^｜\n]{1,40}｜>")
+
+
+def _markup_at(scenario: Scenario, text: str) -> int | None:
+    """Where call markup, or a special token of the model's, first begins in ``text``."""
+    found = [i for i in (text.find(m) for m in (*DEFAULT_MARKERS, *scenario.expect.markers)) if i >= 0]
+    token = _SPECIAL_TOKEN.search(text)
+    if token is not None:
+        found.append(token.start())
+    return min(found) if found else None
+
+
 def _sent_before(scenario: Scenario, frames: int) -> str:
     """A pattern for the text a client may see when the upstream drops after ``frames``
     frames: the prose before any call markup, then what followed of it or nothing (a proxy
     flushes the partial call it held as text, or leaves it out; it loses no prose)."""
     sent = "".join(f.content for f in scenario.backend.frames[:frames] if isinstance(f, ContentFrame))
-    found = [i for i in (sent.find(m) for m in (*DEFAULT_MARKERS, *scenario.expect.markers)) if i >= 0]
-    prose = sent[: min(found)] if found else sent
+    at = _markup_at(scenario, sent)
+    prose = sent if at is None else sent[:at]
 
     return f"^{_literal(prose)}(?:{_literal(sent[len(prose):])})?$"
 
@@ -167,13 +181,12 @@ def folder(scenario: Scenario, root: PurePath) -> str:
 
 def plain_until_drop(scenario: Scenario) -> bool:
     """Whether what the backend sends before a drawn drop (``FaultRate.fault``: after half its
-    frames) is prose alone: no call, no call markup begun. The drop's expectation (that prose,
+    frames) is prose alone: no call, no call markup or special token begun. The drop's expectation (that prose,
     no call) is then exact; after a whole call, a proxy may rightly have passed it on."""
     before = scenario.backend.frames[: len(scenario.backend.frames) // 2]
     if not all(isinstance(f, ContentFrame) for f in before):
         return False
-    sent = "".join(f.content for f in before if isinstance(f, ContentFrame))
-    return not any(m in sent for m in (*DEFAULT_MARKERS, *scenario.expect.markers))
+    return _markup_at(scenario, "".join(f.content for f in before if isinstance(f, ContentFrame))) is None
 
 
 def _dropped_loosely(scenario: Scenario, dropped: Scenario) -> tuple[Scenario, ...]:
@@ -185,8 +198,8 @@ def _dropped_loosely(scenario: Scenario, dropped: Scenario) -> tuple[Scenario, .
     if plain_until_drop(scenario):
         return ()
     text = "".join(f.content for f in scenario.backend.frames if isinstance(f, ContentFrame))
-    found = [i for i in (text.find(m) for m in (*DEFAULT_MARKERS, *scenario.expect.markers)) if i >= 0]
-    prose = text[: min(found)] if found else ""
+    at = _markup_at(scenario, text)
+    prose = "" if at is None else text[:at]
     calls = scenario.to_mapping()["expect"].get("tool_calls", [])
     loose = []
     for count in range(len(calls) + 1):
