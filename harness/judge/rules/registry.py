@@ -19,8 +19,7 @@ from harness.core.dialects import OPENAI
 from harness.core.dialects.clients import ANTHROPIC_CLIENT, RESPONSES_CLIENT
 from harness.core.dialects.clients import CLIENTS as PROFILES_BY_NAME
 from harness.core.dialects.clients import ClientProfile as Profile
-from harness.judge.rules import catalogue
-from harness.judge.rules.catalogue import Described, RuleCatalogueError, Severity
+from harness.judge.rules.catalogue import Described, RuleCatalogueError, Severity, load
 from harness.judge.rules.citations import Breaks
 from harness.judge.rules.context import Context
 from harness.judge.rules.terms import Options, Stage
@@ -120,7 +119,7 @@ class RuleGroup:
         self.stage: Stage = stage
         self.profiles = frozenset(profiles)
         self.catalogue = f"harness/judge/rules/{prefix.lower()}.yaml"
-        self.described = catalogue.load(prefix.lower()) if described is None else described
+        self.described = load(prefix.lower()) if described is None else described
 
     def _rule(self, rule_id: str) -> Rule:
         if not rule_id.startswith(self.prefix + "-"):
