@@ -88,6 +88,7 @@ class AnswerLog:
     headers: dict[str, str] = field(default_factory=dict)
     body: bytearray = field(default_factory=bytearray)
     finished: float | None = None  # time.monotonic() when the answer ended
+    finished_at: float | None = None  # time.time() then: comparable with another process's clock
 
     def start(self, status: int, headers: dict[str, str]) -> None:
         self.status, self.headers = status, headers
@@ -99,7 +100,7 @@ class AnswerLog:
 
     def end(self) -> None:
         if self.finished is None:
-            self.finished = time.monotonic()
+            self.finished, self.finished_at = time.monotonic(), time.time()
 
     def recorded(self) -> RecordedAnswer:
         seconds = None if self.finished is None else self.finished - self.started
@@ -148,16 +149,18 @@ class Run:
 
     def activity(self) -> BackendActivity:
         """How busy answering this run has kept the mock, on its own clock."""
-        now = time.monotonic()
-        spans = sorted((log.started, log.finished) for log in list(self.answers))
+        now, logs = time.monotonic(), list(self.answers)
+        spans = sorted((log.started, log.finished) for log in logs)
         answering = sum(1 for _, end in spans if end is None)
+        ends = [log.finished_at for log in logs if log.finished_at is not None]
         busy, reach = 0.0, float("-inf")
         for start, end in spans:  # the union of the answering intervals
             stop = now if end is None else end
             if stop > reach:
                 busy += stop - max(start, reach)
                 reach = stop
-        return BackendActivity(answering, busy, self.lockstep is not None and self.lockstep.broken)
+        return BackendActivity(answering, busy, self.lockstep is not None and self.lockstep.broken,
+                               ended_at=max(ends) if ends and not answering else None, clock=time.time())
 
 
 SelectedBy = Literal["nonce", "queue", "only"]

@@ -90,14 +90,22 @@ class BackendActivity:
     busy_seconds: float = 0.0  # time spent answering so far, overlapping answers counted once
     # The run's lockstep group gave up waiting for a member and let the answers flow freely.
     lockstep_broken: bool = False
+    # Wall-clock times (``time.time()``), so that another process on the same host can set its
+    # own moments against them: when the last answer ended (none while one is still being sent),
+    # and when the mock said all this. A load generator's view of "when did it close" is late by
+    # however long its own questions wait; these are the mock's.
+    ended_at: float | None = None
+    clock: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BackendActivity:
+        ended_at, clock = data.get("ended_at"), data.get("clock")
         return cls(int(data.get("answering", 0)), float(data.get("busy_seconds", 0.0)),
-                   bool(data.get("lockstep_broken", False)))
+                   bool(data.get("lockstep_broken", False)),
+                   None if ended_at is None else float(ended_at), None if clock is None else float(clock))
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -87,6 +88,27 @@ def _answers(port: int, path: str) -> bool:
             return sock.recv(100).startswith(b"HTTP/1.1 200")
     except OSError:
         return False
+
+
+def _exit_on_signal(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
+@contextmanager
+def ending_on_sigterm() -> Iterator[None]:
+    """SIGTERM ends the command the way Ctrl-C does, through every ``finally``, so the servers
+    and the load generator it started are stopped with it instead of being left running: a
+    CI job's cancel, ``timeout``, ``kill`` and service managers all send SIGTERM, whose default
+    ends the process at once. (A background job started by a non-interactive shell does not
+    even see SIGINT: the shell ignores it there.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _exit_on_signal)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @contextmanager

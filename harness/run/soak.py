@@ -41,7 +41,7 @@ def soak(config: RunConfig) -> None:
     """
     from locust.util.timespan import parse_timespan
 
-    from harness.run.processes import free_port, running
+    from harness.run.processes import ending_on_sigterm, free_port, running
 
     proxy_url, duration, users, timeout = config.proxy_url, config.duration, config.users, config.timeout
     fault_rate, fault_stall, proxy_pid = config.fault_rate, config.fault_stall, config.proxy_pid
@@ -55,6 +55,7 @@ def soak(config: RunConfig) -> None:
     mock_args = ["mock", "--host", config.mock_host, "--port", str(port), "--quiet", "--fault-rate", str(fault_rate),
                  "--fault-seed", str(seed), "--fault-stall", str(fault_stall)]
     with ExitStack() as stack:
+        stack.enter_context(ending_on_sigterm())
         mock = stack.enter_context(running("the mock backend", mock_args, port, "/_mock/health"))
         mock_url = f"http://127.0.0.1:{port}"
         if proxy_url is None:

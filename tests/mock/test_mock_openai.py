@@ -708,12 +708,17 @@ def test_each_answer_is_recorded_with_the_time_it_took(shared: Mock) -> None:
     url, control, http = shared
     scenario = make_scenario("timed", ["one ", {"content": "two", "delay_ms": 200}])
     nonce = control.arm(scenario)
+    sent = time.time()
     raw = post(http, url, scenario.client.request, nonce).content
     (request,), activity = control.state(nonce)
+    asked = time.time()
     assert request.answer is not None and request.answer.status == 200
     assert request.answer.body == raw and request.answer.headers["content-type"].startswith("text/event-stream")
     assert request.answer.seconds is not None and request.answer.seconds >= 0.2 * 0.9
     assert activity.answering == 0 and activity.busy_seconds >= 0.2 * 0.9
+    # the moments on the wall clock, which a load generator in another process sets its own against
+    assert activity.ended_at is not None and activity.clock is not None
+    assert sent + 0.2 * 0.9 <= activity.ended_at <= activity.clock <= asked
 
 
 def test_anthropic_backend_is_refused_on_the_openai_route(shared: Mock) -> None:
