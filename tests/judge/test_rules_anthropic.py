@@ -392,10 +392,17 @@ BROKEN: list[Case] = [
         {"AERR-001", "TEXT-001", "ASDK-002"},
     ),
     case(
-        "aerr-001-error-not-in-shape",
+        "aerr-003-error-not-in-shape",
         S_TEXT,
         stream(start(), text_block(0, "Hello"), ev({"error": "upstream died"}, name="error")),
-        {"AERR-001", "ASDK-001", "TEXT-001"},
+        {"AERR-003", "ASDK-001", "TEXT-001"},
+    ),
+    case(  # the SDKs raise on it all the same, its data as the message
+        "aerr-003-chat-completions-shaped-error-event",
+        S_TEXT,
+        stream(start(), text_block(0, "Hello"), ev({"error": {"message": "upstream died", "type": "server_error"}},
+                                                   name="error")),
+        {"AERR-003", "ASDK-001", "TEXT-001"},
     ),
     case(
         "aerr-001-shaped-error-fails-the-answer",

@@ -157,6 +157,15 @@ class ErrorAsDataOnly(EventRewriter):
         return (SSEEvent.of(payload),) if payload.get("type") == "error" else (payload,)
 
 
+class ErrorInChatCompletionsShape(EventRewriter):
+    """Sends a started stream's error as ``event: error`` with the Chat Completions error object for data
+    (``{"error": {"message": …, "type": …}}``), as a translator does that relays its upstream's error."""
+
+    def on_error(self, payload: dict[str, Any]) -> Out:
+        error = payload.get("error") if isinstance(payload.get("error"), dict) else {}
+        return (SSEEvent.of({"error": {"message": error.get("message"), "type": "server_error"}}, "error"),)
+
+
 class SharedToolUseId(EventRewriter):
     """Gives every tool_use block the same id."""
 
@@ -441,6 +450,10 @@ MUTANTS: tuple[Mutant, ...] = (
            ("ATOOL-001",), ("anthropic-two-invokes",), rewritten(SharedToolUseId)),
     Mutant("anthropic-error-as-data-only", "Sends an error in a started stream without `event: error`.",
            ("AERR-001",), ("faults-anthropic-drop-between-events",), rewritten(ErrorAsDataOnly)),
+    Mutant("anthropic-error-in-chat-completions-shape",
+           "Sends a started stream's `event: error` with the Chat Completions error object for data.",
+           ("AERR-003",), ("faults-anthropic-drop-between-events",), rewritten(ErrorInChatCompletionsShape),
+           strict=True),
     Mutant("anthropic-no-message-stop", "Ends the stream without `message_stop`.",
            ("AEV-013",), (NATIVE,), rewritten(NoMessageStop)),
     Mutant("anthropic-message-stop-twice", "Sends `message_stop` twice.",

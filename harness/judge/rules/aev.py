@@ -4,7 +4,7 @@ The grammar a Messages stream follows: ``message_start`` first; content blocks o
 by ``content_block_start`` at indices 0, 1, 2…, one at a time, filled by deltas of
 their own kind and closed by ``content_block_stop``; then one ``message_delta`` with
 the ``stop_reason``; then ``message_stop``. ``ping`` may come anywhere, and an
-``error`` event ends the stream wherever it comes (its shape is AERR-001's business).
+``error`` event ends the stream wherever it comes (its name is AERR-001's business, its shape AERR-003's).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ rule = rule_group("anthropic_stream", "AEV", stage="stream", profiles=ANTHROPIC)
 
 def _typed(ctx: Context) -> Iterator[AnthropicEvent]:
     """Events whose data is an object with a string ``type`` (the rest is AEV-002's),
-    and error reports in any shape (their shape is AERR-001's)."""
+    and error reports in any shape (their name and shape are AERR-001's and AERR-003's)."""
     return (e for e in ctx.events if e.type is not None or e.is_error)
 
 
@@ -57,7 +57,7 @@ def event_json(ctx: Context) -> Iterator[Violation]:
 def event_schema(ctx: Context) -> Iterator[Violation]:
     for e in _typed(ctx):
         if e.is_error:
-            continue  # AERR-001
+            continue  # AERR-001, AERR-003
         errors = schema_errors(e.value, "anthropic_stream_event")
         if errors:
             yield Violation(f"event {e.event.index} ({e.type}): " + "; ".join(errors), ctx.at_event(e.event))
