@@ -149,6 +149,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("AEV-001", ANTHROPIC, case("aev-001-data-only-event", "anthropic"), "an event without a name is skipped",
           delivers(lambda r: r.first.content == "Hello")),
     Claim("AEV-002", ANTHROPIC, case("aev-002-not-json", "anthropic"), "JSONDecodeError", raises(r"^JSONDecodeError")),
+    Claim("AEV-002", ANTHROPIC, case("aev-002-array-data", "anthropic"), "TypeError on JSON that is no object",
+          raises(r"^TypeError: Unexpected event runtime type")),
     Claim("AEV-004", ANTHROPIC, case("aev-004-block-before-message-start", "anthropic"), "IndexError",
           raises(r"^IndexError: list index out of range")),
     Claim("AEV-005", ANTHROPIC, case("aev-005-first-block-at-index-one", "anthropic"), "IndexError",

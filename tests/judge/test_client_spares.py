@@ -18,8 +18,9 @@ from support.sdk_clients import Reading
 from harness.judge.rules import RULES
 
 # Each spec rule split off a client rule: the client rule.
-SPLIT_FROM = {"AERR-003": "AERR-001", "RESP-013": "RESP-003"}
+SPLIT_FROM = {"AERR-003": "AERR-001", "AEV-014": "AEV-001", "AEV-015": "AEV-002", "RESP-013": "RESP-003"}
 
+_HELLO_WORLD = delivers(lambda r: r.first.content == "Hello world")
 _WHOLE = delivers(lambda r: r.first.content == "Let me check." and r.first.calls[0].arguments == '{"city": "Paris"}')
 
 
@@ -36,6 +37,9 @@ SPARES: dict[str, Claim] = dict([
           raises(r"^APIStatusError: \{'error': 'upstream died'\}")),
     spare("AERR-003", ANTHROPIC, "aerr-003-chat-completions-shaped-error-event", "anthropic",
           "the error raises, its data the message", raises(r"^APIStatusError: \{'error': \{'message': 'upstream died'")),
+    spare("AEV-014", ANTHROPIC, "aev-014-wrong-name", "anthropic", "read by its data's type", _HELLO_WORLD),
+    spare("AEV-015", ANTHROPIC, "aev-015-no-type", "anthropic", "an object without type is skipped", _HELLO_WORLD),
+    spare("AEV-015", ANTHROPIC, "aev-015-empty-keep-alive", "anthropic", "a ping is skipped", _HELLO_WORLD),
 ])
 
 

@@ -246,6 +246,23 @@ class EmptyObjectKeepAlive(EventRewriter):
         return (payload,)
 
 
+class KeepAliveNotJson(EventRewriter):
+    """Sends a keep-alive after ``message_start`` as an event of its own name whose data is plain text, not
+    the API's ``ping`` (the SDKs parse every named event but ``ping`` and ``error``)."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if payload.get("type") == "message_start":
+            return (payload, SSEEvent("keep-alive", "keepalive"))
+        return (payload,)
+
+
+class EventsNamedMessage(EventRewriter):
+    """Names every event ``message``, the SSE default, whatever its ``type``."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        return (SSEEvent.of(payload, "message"),)
+
+
 class TextAlwaysIndexZero(EventRewriter):
     """Sends every ``text_delta`` with index 0, whatever block is open."""
 
@@ -478,7 +495,11 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("anthropic-no-usage-in-message-delta", "Leaves `usage` out of `message_delta`.",
            ("AEV-008", "ASDK-001"), (NATIVE,), rewritten(NoUsageInMessageDelta)),
     Mutant("anthropic-empty-keep-alive", "Sends a keep-alive event whose data is `{}`, with no `type`.",
-           ("AEV-002",), (NATIVE,), rewritten(EmptyObjectKeepAlive)),
+           ("AEV-015",), (NATIVE,), rewritten(EmptyObjectKeepAlive), strict=True),
+    Mutant("anthropic-keep-alive-not-json", "Sends a keep-alive event of its own name whose data is plain text.",
+           ("AEV-002", "ASDK-001"), (NATIVE,), rewritten(KeepAliveNotJson)),
+    Mutant("anthropic-events-named-message", "Names every event `message`, whatever its `type`.",
+           ("AEV-014",), (NATIVE,), rewritten(EventsNamedMessage), strict=True),
     Mutant("anthropic-text-index-zero", "Sends every `text_delta` with index 0, whatever block is open.",
            ("AEV-007",), (AROUND,), rewritten(TextAlwaysIndexZero)),
     Mutant("anthropic-namespaced-tool-names", "Names tool_use blocks `functions.<name>`, a tool the client never declared.",

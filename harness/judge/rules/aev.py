@@ -31,26 +31,50 @@ def _typed(ctx: Context) -> Iterator[AnthropicEvent]:
 @rule("AEV-001")
 def event_names(ctx: Context) -> Iterator[Violation]:
     for e in _typed(ctx):
-        if e.is_error or e.name == e.type:
-            continue
-        what = "has no 'event:' line (the SDK skips it)" if e.name is None else f"is named {e.name!r}"
-        yield Violation(
-            f"event {e.event.index} ({e.type}) {what}", ctx.at_event(e.event, expected=e.type, actual=e.name)
-        )
+        if not e.is_error and e.name is None:
+            yield Violation(f"event {e.event.index} ({e.type}) has no 'event:' line (the SDK skips it)",
+                            ctx.at_event(e.event, expected=e.type, actual=e.name))
+
+
+@rule("AEV-014")
+def event_names_match(ctx: Context) -> Iterator[Violation]:
+    for e in _typed(ctx):
+        if not e.is_error and e.name is not None and e.name != e.type:
+            yield Violation(f"event {e.event.index} ({e.type}) is named {e.name!r}",
+                            ctx.at_event(e.event, expected=e.type, actual=e.name))
+
+
+# The events whose data the SDKs parse as an event object: every named one but `ping` (and `error`, whose
+# data they raise with, whatever it is): data that is no JSON object fails them there.
+_SKIPPED_NAMES = frozenset({None, "ping", "error"})
+
+
+def _data_flaws(ctx: Context) -> list[tuple[bool, Violation]]:
+    """Every event whose data is no JSON object with a string ``type``; each with whether the SDKs parse it."""
+    found: list[tuple[bool, Violation]] = []
+    for e in ctx.events:
+        parsed = e.name not in _SKIPPED_NAMES
+        if e.json_error is not None:
+            found.append((parsed, Violation(f"event {e.event.index}: data is not JSON ({e.json_error})",
+                                            ctx.at_event(e.event))))
+        elif not isinstance(e.value, dict):
+            found.append((parsed, Violation(f"event {e.event.index}: data is JSON but not an object",
+                                            ctx.at_event(e.event))))
+        elif e.type is None and not e.is_error:
+            found.append((False, Violation(
+                f"event {e.event.index}: the object has no string 'type' ({render(e.value.get('type'))})",
+                ctx.at_event(e.event))))
+    return found
 
 
 @rule("AEV-002")
 def event_json(ctx: Context) -> Iterator[Violation]:
-    for e in ctx.events:
-        if e.json_error is not None:
-            yield Violation(f"event {e.event.index}: data is not JSON ({e.json_error})", ctx.at_event(e.event))
-        elif not isinstance(e.value, dict):
-            yield Violation(f"event {e.event.index}: data is JSON but not an object", ctx.at_event(e.event))
-        elif e.type is None and not e.is_error:
-            yield Violation(
-                f"event {e.event.index}: the object has no string 'type' ({render(e.value.get('type'))})",
-                ctx.at_event(e.event),
-            )
+    return (v for parsed, v in ctx.derived(_data_flaws) if parsed)
+
+
+@rule("AEV-015")
+def event_objects(ctx: Context) -> Iterator[Violation]:
+    return (v for parsed, v in ctx.derived(_data_flaws) if not parsed)
 
 
 @rule("AEV-003")
