@@ -125,6 +125,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("RESP-003", OPENAI, case("text-delta-before-its-item", "responses"), "a delta at an index with no item",
           raises(r"^(RuntimeError: Received a content event for output index 7 before receiving its output item"
                  r"|IndexError: list index out of range)")),
+    Claim("RESP-003", OPENAI, case("text-done-at-the-calls-index", "responses"),
+          "a text .done at a call's output_index fails the type assertion", raises(r"^AssertionError")),
     Claim("RESP-003", OPENAI, case("item-done-with-another-id", "responses"), "a done item with another id",
           raises(r"^RuntimeError: Completed output item identity changed\.")),
     Claim("RESP-005", OPENAI, case("call-ids-repeated", "responses"), "conflicting output identities",
