@@ -15,86 +15,15 @@ where one of them behaves otherwise, ``versions`` says how.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from functools import cache
-from typing import Any
 
 import pytest
-from rule_proofs import families
 from support import sdk_clients as sdk
-from support.chat_rules import ROLE, S_SINGLE, S_TEXT, chunk, completion, exchange, sse
+from support.chat_rules import ROLE, S_SINGLE, S_TEXT, chunk, completion, sse
+from support.sdk_claims import ANTHROPIC, OPENAI, SDKS, Answer, Claim, built, case, default_reader, delivers, raises
 
-from harness.core.exchange import Exchange
-from harness.core.scenario.model import Scenario
 from harness.judge.rules import RULES
 from harness.judge.rules.citations import CURRENT
 from harness.judge.rules.registry import ENTRIES
-
-OPENAI = "openai-python"
-ANTHROPIC = "anthropic-sdk-python"
-SDKS = (OPENAI, ANTHROPIC)
-
-
-@dataclass(frozen=True)
-class Answer:
-    """One answer a claim feeds the SDK: its scenario and the exchange as the client received it."""
-
-    scenario: Scenario
-    exchange: Exchange
-
-
-@cache
-def _cases() -> dict[tuple[str, str], Answer]:
-    found: dict[tuple[str, str], Answer] = {}
-    for name, (accepted, broken, _) in families().items():
-        for c in [*accepted, *broken]:
-            found[(name.split()[0], c.id)] = Answer(c.scenario, c.exchange)
-    return found
-
-
-def case(case_id: str, family: str = "chat", *, edit: Callable[[bytes], bytes] | None = None) -> Callable[[], Answer]:
-    """A rule case by id (family: chat, anthropic, faults, responses, translation), its bytes ``edit``-ed."""
-
-    def answer() -> Answer:
-        found = _cases()[(family, case_id)]
-        if edit is None:
-            return found
-        return replace(found, exchange=replace(found.exchange, raw=edit(found.exchange.raw)))
-
-    return answer
-
-
-def built(sc: Scenario, raw: str) -> Callable[[], Answer]:
-    return lambda: Answer(sc, exchange(sc, raw))
-
-
-@dataclass(frozen=True)
-class Claim:
-    """What a rule's citation says one SDK does with an answer that breaks the rule."""
-
-    rule: str
-    client: str  # OPENAI or ANTHROPIC
-    answer: Callable[[], Answer]
-    says: str  # the breakage, as the citation describes it
-    holds: Callable[[sdk.Reading, Answer], bool]
-    # How the application reads the answer; by default the SDK's own reading of the dialect (a stream
-    # through its accumulating helper, a body through ``create()``).
-    reader: sdk.Reader | None = None
-
-    @property
-    def id(self) -> str:
-        return f"{self.rule}-{self.client}-{self.says[:40]}"
-
-
-def raises(pattern: str) -> Callable[[sdk.Reading, Answer], bool]:
-    """The SDK (or the application's first plain use of its result) raises ``Type: message`` matching."""
-    return lambda reading, _: reading.error is not None and re.search(pattern, reading.raised, re.DOTALL) is not None
-
-
-def delivers(test: Callable[[sdk.Reading], bool]) -> Callable[[sdk.Reading, Answer], bool]:
-    """Nothing raises, and what the application holds is as ``test`` says."""
-    return lambda reading, _: reading.error is None and test(reading)
 
 
 def _expected_content(answer: Answer) -> str:
@@ -103,16 +32,6 @@ def _expected_content(answer: Answer) -> str:
 
 def _first_call(reading: sdk.Reading) -> sdk.Call:
     return reading.first.calls[0]
-
-
-def _default_reader(exchange: Exchange) -> sdk.Reader:
-    by_dialect = {
-        "openai": (sdk.openai_stream, sdk.openai_body),
-        "anthropic": (sdk.anthropic_stream, sdk.anthropic_body),
-        "responses": (sdk.responses_stream, sdk.responses_stream),
-    }
-    streamed, whole = by_dialect[exchange.profile.answers.name]
-    return streamed if exchange.stream else whole
 
 
 CLAIMS: tuple[Claim, ...] = (
@@ -201,11 +120,15 @@ CLAIMS: tuple[Claim, ...] = (
     # ----------------------------------------------------------------- openai-python, Responses
     Claim("RESP-002", OPENAI, case("call-added-at-the-messages-index", "responses"), "Duplicate response output index",
           raises(r"^RuntimeError: Duplicate response output index 0\.")),
-    Claim("RESP-003", OPENAI,
-          case("delta-names-another-item", "responses",
-               edit=lambda raw: raw.replace(b'"item_id": "fc_other", "output_index": 1',
-                                            b'"item_id": "msg_1", "output_index": 0')),
+    Claim("RESP-003", OPENAI, case("arguments-delta-at-the-messages-index", "responses"),
           "a delta at a message's output_index fails the type assertion", raises(r"^AssertionError")),
+    Claim("RESP-003", OPENAI, case("text-delta-before-its-item", "responses"), "a delta at an index with no item",
+          raises(r"^(RuntimeError: Received a content event for output index 7 before receiving its output item"
+                 r"|IndexError: list index out of range)")),
+    Claim("RESP-003", OPENAI, case("text-done-at-the-calls-index", "responses"),
+          "a text .done at a call's output_index fails the type assertion", raises(r"^AssertionError")),
+    Claim("RESP-003", OPENAI, case("item-done-with-another-id", "responses"), "a done item with another id",
+          raises(r"^RuntimeError: Completed output item identity changed\.")),
     Claim("RESP-005", OPENAI, case("call-ids-repeated", "responses"), "conflicting output identities",
           raises(r"^RuntimeError: Response snapshot has conflicting output identities\.")),
     Claim("RESP-005", OPENAI, case("call-without-call-id", "responses"), "a call without call_id: nothing to answer it with",
@@ -228,6 +151,8 @@ CLAIMS: tuple[Claim, ...] = (
     Claim("AEV-001", ANTHROPIC, case("aev-001-data-only-event", "anthropic"), "an event without a name is skipped",
           delivers(lambda r: r.first.content == "Hello")),
     Claim("AEV-002", ANTHROPIC, case("aev-002-not-json", "anthropic"), "JSONDecodeError", raises(r"^JSONDecodeError")),
+    Claim("AEV-002", ANTHROPIC, case("aev-002-array-data", "anthropic"), "TypeError on JSON that is no object",
+          raises(r"^TypeError: Unexpected event runtime type")),
     Claim("AEV-004", ANTHROPIC, case("aev-004-block-before-message-start", "anthropic"), "IndexError",
           raises(r"^IndexError: list index out of range")),
     Claim("AEV-005", ANTHROPIC, case("aev-005-first-block-at-index-one", "anthropic"), "IndexError",
@@ -271,7 +196,7 @@ def names_current(versions: str, client: str) -> bool:
 @pytest.mark.parametrize("claim", CLAIMS, ids=[c.id for c in CLAIMS])
 def test_the_current_release_breaks_as_cited(claim: Claim) -> None:
     answer = claim.answer()
-    reader = claim.reader or _default_reader(answer.exchange)
+    reader = claim.reader or default_reader(answer.exchange)
     reading = reader(answer.exchange)
     assert claim.holds(reading, answer), (
         f"{claim.rule}: the citation says {claim.client} {_installed(claim.client)} breaks ({claim.says}), but it "

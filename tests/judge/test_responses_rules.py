@@ -166,6 +166,16 @@ _COLLIDED = [*text_item(0, "msg_1", "Let me check."), *call_item(0, "fc_1", "cal
 _UNCLOSED = [e for e in TEXT_CALL if not (e["type"] == "response.output_item.done" and e["output_index"] == 1)]
 _WRONG_ID = [{**e, "item_id": "fc_other"} if e["type"] == "response.function_call_arguments.delta" else e
              for e in TEXT_CALL]
+_ARGS_AT_MESSAGE = [{**e, "item_id": "msg_1", "output_index": 0}
+                    if e["type"] == "response.function_call_arguments.delta" else e for e in TEXT_CALL]
+_ARGS_DONE_AT_MESSAGE = [{**e, "output_index": 0} if e["type"] == "response.function_call_arguments.done" else e
+                         for e in TEXT_CALL]
+_TEXT_BEFORE_ITEM = [{**e, "output_index": 7} if e["type"] == "response.output_text.delta" else e for e in TEXT_CALL]
+_TEXT_DONE_AT_CALL = [{**e, "output_index": 0} if e["type"] == "response.output_text.done" else e
+                      for e in [*call_item(0, "fc_1", "call_1", "get_weather", PARIS_JSON),
+                                *text_item(1, "msg_1", "Let me check.")]]
+_DONE_OTHER_ID = [{**e, "item": {**e["item"], "id": "msg_other"}}
+                  if e["type"] == "response.output_item.done" and e["output_index"] == 0 else e for e in TEXT_CALL]
 _ARGS_DONE_DIFFER = [{**e, "arguments": '{"city": "Lyon"}'} if e["type"] == "response.function_call_arguments.done"
                      else e for e in TEXT_CALL]
 _TEXT_LOST = [e for e in TEXT_CALL if e["type"] != "response.output_text.delta"]
@@ -178,7 +188,13 @@ BROKEN: list[Case] = [
          ["RESP-002", "RESP-007", "RESP-009", "TEXT-001"]),
     case("call-never-closed", S_TEXT_CALL, stream(_UNCLOSED, {"type": "response.completed", "response": response(
         "completed", done_items(TEXT_CALL))}, completed=False), ["RESP-002"]),
-    case("delta-names-another-item", S_TEXT_CALL, stream(_WRONG_ID), ["RESP-003"]),
+    case("arguments-delta-at-the-messages-index", S_TEXT_CALL, stream(_ARGS_AT_MESSAGE),
+         ["RESP-003", "RESP-004", "RESP-009"]),
+    case("text-delta-before-its-item", S_TEXT_CALL, stream(_TEXT_BEFORE_ITEM), ["RESP-003", "RESP-006", "RESP-009"]),
+    case("text-done-at-the-calls-index", S_TEXT_CALL, stream(_TEXT_DONE_AT_CALL), ["RESP-003", "RESP-009", "RESP-013"]),
+    case("item-done-with-another-id", S_TEXT_CALL, stream(_DONE_OTHER_ID), ["RESP-003", "RESP-009"]),
+    case("delta-names-another-item", S_TEXT_CALL, stream(_WRONG_ID), ["RESP-013"]),
+    case("arguments-done-at-the-messages-index", S_TEXT_CALL, stream(_ARGS_DONE_AT_MESSAGE), ["RESP-013"]),
     case("arguments-done-differ-from-deltas", S_TEXT_CALL, stream(_ARGS_DONE_DIFFER), ["RESP-004"]),
     case("call-without-call-id", S_TEXT_CALL,
          stream(text_item(0, "msg_1", "Let me check."), call_item(1, "fc_1", None, "get_weather", PARIS_JSON)),

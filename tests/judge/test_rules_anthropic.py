@@ -168,11 +168,11 @@ BROKEN: list[Case] = [
         stream(start(), block_start(0, {"type": "text", "text": ""}), text_delta(0, "Hello"), _NO_TEXT_DELTA_EVENT, block_stop(0), message_delta("end_turn"), STOP),
         {"AEV-001", "TEXT-001", "ASDK-002"},
     ),
-    case(
-        "aev-001-wrong-name",
+    case(  # the SDKs read it by its data's `type` (anthropic-sdk-python 0.75.0 lost it)
+        "aev-014-wrong-name",
         S_TEXT,
         TEXT_STREAM.replace("event: content_block_delta", "event: message", 1),
-        {"AEV-001"},
+        {"AEV-014"},
     ),
     case(
         "aev-002-not-json",
@@ -181,10 +181,17 @@ BROKEN: list[Case] = [
         {"AEV-002", "ASDK-001"},
     ),
     case(
-        "aev-002-no-type",
+        "aev-015-no-type",
         S_TEXT,
         stream(start(), text_block(0, "Hello world"), 'event: content_block_delta\ndata: {"index": 0}\n\n', message_delta("end_turn"), STOP),
-        {"AEV-002"},
+        {"AEV-015"},
+    ),
+    case("aev-015-empty-keep-alive", S_TEXT, 'event: ping\ndata: {}\n\n' + TEXT_STREAM, {"AEV-015"}),
+    case(  # anthropic-sdk-python: "TypeError: Unexpected event runtime type"
+        "aev-002-array-data",
+        S_TEXT,
+        stream(start(), text_block(0, "Hello world"), "event: content_block_delta\ndata: [1]\n\n", message_delta("end_turn"), STOP),
+        {"AEV-002", "ASDK-001"},
     ),
     case(
         "aev-003-message-start-without-model",
@@ -392,10 +399,17 @@ BROKEN: list[Case] = [
         {"AERR-001", "TEXT-001", "ASDK-002"},
     ),
     case(
-        "aerr-001-error-not-in-shape",
+        "aerr-003-error-not-in-shape",
         S_TEXT,
         stream(start(), text_block(0, "Hello"), ev({"error": "upstream died"}, name="error")),
-        {"AERR-001", "ASDK-001", "TEXT-001"},
+        {"AERR-003", "ASDK-001", "TEXT-001"},
+    ),
+    case(  # the SDKs raise on it all the same, its data as the message
+        "aerr-003-chat-completions-shaped-error-event",
+        S_TEXT,
+        stream(start(), text_block(0, "Hello"), ev({"error": {"message": "upstream died", "type": "server_error"}},
+                                                   name="error")),
+        {"AERR-003", "ASDK-001", "TEXT-001"},
     ),
     case(
         "aerr-001-shaped-error-fails-the-answer",
@@ -490,7 +504,7 @@ def test_chat_completion_stream_under_anthropic_options_is_judged_as_anthropic()
     raw = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n"
     ex = replace(exchange(S_TEXT, raw), profile=CLIENTS["openai"])
     ids = {f.rule_id for f in evaluate(S_TEXT, ex, Options(profile=CLIENTS["anthropic"], strict=True))}
-    assert {"AEV-002", "AEV-004", "TEXT-001"} <= ids
+    assert {"AEV-015", "AEV-004", "TEXT-001"} <= ids
     assert not any(i.startswith(("CHUNK-", "TOOL-", "SDK-")) for i in ids)
 
 
@@ -498,7 +512,7 @@ def test_chat_completion_stream_under_anthropic_options_is_judged_as_anthropic()
     ("case_id", "needle"),
     [
         ("aev-001-data-only-event", "has no 'event:' line (the SDK skips it)"),
-        ("aev-001-wrong-name", "is named 'message'"),
+        ("aev-014-wrong-name", "is named 'message'"),
         ("aev-004-block-before-message-start", "comes before any message_start"),
         ("aev-005-first-block-at-index-one", "a new block takes index 1, expected 0"),
         ("aev-006-block-never-closed", "message_delta while block 0"),
@@ -526,8 +540,8 @@ def test_failure_messages_are_readable(case_id: str, needle: str) -> None:
 
 
 def test_evidence_locates_the_event() -> None:
-    c = next(c for c in BROKEN if c.id == "aev-001-wrong-name")
-    (failure,) = evaluate(c.scenario, c.exchange, Options(profile=CLIENTS["anthropic"]))
+    c = next(c for c in BROKEN if c.id == "aev-014-wrong-name")
+    (failure,) = evaluate(c.scenario, c.exchange, Options(profile=CLIENTS["anthropic"], strict=True))
     assert failure.evidence["byte_offset"] == c.exchange.raw.index(b"event: message\n")
 
 

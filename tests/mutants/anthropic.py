@@ -157,6 +157,15 @@ class ErrorAsDataOnly(EventRewriter):
         return (SSEEvent.of(payload),) if payload.get("type") == "error" else (payload,)
 
 
+class ErrorInChatCompletionsShape(EventRewriter):
+    """Sends a started stream's error as ``event: error`` with the Chat Completions error object for data
+    (``{"error": {"message": …, "type": …}}``), as a translator does that relays its upstream's error."""
+
+    def on_error(self, payload: dict[str, Any]) -> Out:
+        error = payload.get("error") if isinstance(payload.get("error"), dict) else {}
+        return (SSEEvent.of({"error": {"message": error.get("message"), "type": "server_error"}}, "error"),)
+
+
 class SharedToolUseId(EventRewriter):
     """Gives every tool_use block the same id."""
 
@@ -235,6 +244,23 @@ class EmptyObjectKeepAlive(EventRewriter):
         if payload.get("type") == "message_start":
             return (payload, SSEEvent("{}", "ping"))
         return (payload,)
+
+
+class KeepAliveNotJson(EventRewriter):
+    """Sends a keep-alive after ``message_start`` as an event of its own name whose data is plain text, not
+    the API's ``ping`` (the SDKs parse every named event but ``ping`` and ``error``)."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if payload.get("type") == "message_start":
+            return (payload, SSEEvent("keep-alive", "keepalive"))
+        return (payload,)
+
+
+class EventsNamedMessage(EventRewriter):
+    """Names every event ``message``, the SSE default, whatever its ``type``."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        return (SSEEvent.of(payload, "message"),)
 
 
 class TextAlwaysIndexZero(EventRewriter):
@@ -441,6 +467,10 @@ MUTANTS: tuple[Mutant, ...] = (
            ("ATOOL-001",), ("anthropic-two-invokes",), rewritten(SharedToolUseId)),
     Mutant("anthropic-error-as-data-only", "Sends an error in a started stream without `event: error`.",
            ("AERR-001",), ("faults-anthropic-drop-between-events",), rewritten(ErrorAsDataOnly)),
+    Mutant("anthropic-error-in-chat-completions-shape",
+           "Sends a started stream's `event: error` with the Chat Completions error object for data.",
+           ("AERR-003",), ("faults-anthropic-drop-between-events",), rewritten(ErrorInChatCompletionsShape),
+           strict=True),
     Mutant("anthropic-no-message-stop", "Ends the stream without `message_stop`.",
            ("AEV-013",), (NATIVE,), rewritten(NoMessageStop)),
     Mutant("anthropic-message-stop-twice", "Sends `message_stop` twice.",
@@ -465,7 +495,11 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("anthropic-no-usage-in-message-delta", "Leaves `usage` out of `message_delta`.",
            ("AEV-008", "ASDK-001"), (NATIVE,), rewritten(NoUsageInMessageDelta)),
     Mutant("anthropic-empty-keep-alive", "Sends a keep-alive event whose data is `{}`, with no `type`.",
-           ("AEV-002",), (NATIVE,), rewritten(EmptyObjectKeepAlive)),
+           ("AEV-015",), (NATIVE,), rewritten(EmptyObjectKeepAlive), strict=True),
+    Mutant("anthropic-keep-alive-not-json", "Sends a keep-alive event of its own name whose data is plain text.",
+           ("AEV-002", "ASDK-001"), (NATIVE,), rewritten(KeepAliveNotJson)),
+    Mutant("anthropic-events-named-message", "Names every event `message`, whatever its `type`.",
+           ("AEV-014",), (NATIVE,), rewritten(EventsNamedMessage), strict=True),
     Mutant("anthropic-text-index-zero", "Sends every `text_delta` with index 0, whatever block is open.",
            ("AEV-007",), (AROUND,), rewritten(TextAlwaysIndexZero)),
     Mutant("anthropic-namespaced-tool-names", "Names tool_use blocks `functions.<name>`, a tool the client never declared.",

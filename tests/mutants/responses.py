@@ -181,6 +181,16 @@ class DeltasNameAnotherItem(ResponsesRewriter):
         return (payload,)
 
 
+class ArgumentDeltasOneIndexOn(ResponsesRewriter):
+    """Sends argument deltas at the ``output_index`` after their item's, as a translator does that counts
+    the items it has announced from 1."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if payload.get("type") == "response.function_call_arguments.delta":
+            payload["output_index"] = int(payload.get("output_index") or 0) + 1
+        return (payload,)
+
+
 class NoCompleted(ResponsesRewriter):
     """Ends the stream without ``response.completed``."""
 
@@ -269,7 +279,9 @@ MUTANTS: tuple[Mutant, ...] = (
     _mutant("responses-arguments-done-empty", "Says `{}` in `response.function_call_arguments.done`.",
             ("RESP-004",), (SINGLE,), ArgumentsDoneEmpty, strict=True),
     _mutant("responses-deltas-name-another-item", "Gives argument deltas an `item_id` that is not their item's.",
-            ("RESP-003",), (SINGLE,), DeltasNameAnotherItem),
+            ("RESP-013",), (SINGLE,), DeltasNameAnotherItem, strict=True),
+    _mutant("responses-argument-deltas-one-index-on", "Sends argument deltas at the `output_index` after their item's.",
+            ("RESP-003", "RESP-009"), (SINGLE,), ArgumentDeltasOneIndexOn),
     _mutant("responses-no-completed", "Ends the stream without `response.completed`.",
             ("RESP-008", "RESP-009"), (SINGLE,), NoCompleted),
     _mutant("responses-error-as-string", "Reports a failed response's `error` as a bare string.",

@@ -13,15 +13,19 @@ rule = rule_group("anthropic_errors", "AERR", profiles=ANTHROPIC)
 
 
 @rule("AERR-001", stage="stream")
+def stream_error_named(ctx: Context) -> Iterator[Violation]:
+    for e in ctx.events:
+        if e.is_error and e.name != "error":
+            yield Violation(f"event {e.event.index}: an error, but the event is named {render(e.name)}, not 'error' "
+                            "(the SDKs skip an error under another name)", ctx.at_event(e.event))
+
+
+@rule("AERR-003", stage="stream")
 def stream_error_shape(ctx: Context) -> Iterator[Violation]:
     for e in ctx.events:
         if not e.is_error:
             continue
-        problems = [] if e.name == "error" else [f"the event is named {render(e.name)}, not 'error'"]
-        if e.value is None:
-            problems.append(f"data is not JSON ({e.json_error})")
-        else:
-            problems.extend(schema_errors(e.value, "anthropic_error"))
+        problems = [f"data is not JSON ({e.json_error})"] if e.value is None else schema_errors(e.value, "anthropic_error")
         if problems:
             yield Violation(f"event {e.event.index}: error event " + "; ".join(problems), ctx.at_event(e.event))
 

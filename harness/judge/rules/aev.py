@@ -4,7 +4,7 @@ The grammar a Messages stream follows: ``message_start`` first; content blocks o
 by ``content_block_start`` at indices 0, 1, 2…, one at a time, filled by deltas of
 their own kind and closed by ``content_block_stop``; then one ``message_delta`` with
 the ``stop_reason``; then ``message_stop``. ``ping`` may come anywhere, and an
-``error`` event ends the stream wherever it comes (its shape is AERR-001's business).
+``error`` event ends the stream wherever it comes (its name is AERR-001's business, its shape AERR-003's).
 """
 
 from __future__ import annotations
@@ -24,40 +24,64 @@ rule = rule_group("anthropic_stream", "AEV", stage="stream", profiles=ANTHROPIC)
 
 def _typed(ctx: Context) -> Iterator[AnthropicEvent]:
     """Events whose data is an object with a string ``type`` (the rest is AEV-002's),
-    and error reports in any shape (their shape is AERR-001's)."""
+    and error reports in any shape (their name and shape are AERR-001's and AERR-003's)."""
     return (e for e in ctx.events if e.type is not None or e.is_error)
 
 
 @rule("AEV-001")
 def event_names(ctx: Context) -> Iterator[Violation]:
     for e in _typed(ctx):
-        if e.is_error or e.name == e.type:
-            continue
-        what = "has no 'event:' line (the SDK skips it)" if e.name is None else f"is named {e.name!r}"
-        yield Violation(
-            f"event {e.event.index} ({e.type}) {what}", ctx.at_event(e.event, expected=e.type, actual=e.name)
-        )
+        if not e.is_error and e.name is None:
+            yield Violation(f"event {e.event.index} ({e.type}) has no 'event:' line (the SDK skips it)",
+                            ctx.at_event(e.event, expected=e.type, actual=e.name))
+
+
+@rule("AEV-014")
+def event_names_match(ctx: Context) -> Iterator[Violation]:
+    for e in _typed(ctx):
+        if not e.is_error and e.name is not None and e.name != e.type:
+            yield Violation(f"event {e.event.index} ({e.type}) is named {e.name!r}",
+                            ctx.at_event(e.event, expected=e.type, actual=e.name))
+
+
+# The events whose data the SDKs parse as an event object: every named one but `ping` (and `error`, whose
+# data they raise with, whatever it is): data that is no JSON object fails them there.
+_SKIPPED_NAMES = frozenset({None, "ping", "error"})
+
+
+def _data_flaws(ctx: Context) -> list[tuple[bool, Violation]]:
+    """Every event whose data is no JSON object with a string ``type``; each with whether the SDKs parse it."""
+    found: list[tuple[bool, Violation]] = []
+    for e in ctx.events:
+        parsed = e.name not in _SKIPPED_NAMES
+        if e.json_error is not None:
+            found.append((parsed, Violation(f"event {e.event.index}: data is not JSON ({e.json_error})",
+                                            ctx.at_event(e.event))))
+        elif not isinstance(e.value, dict):
+            found.append((parsed, Violation(f"event {e.event.index}: data is JSON but not an object",
+                                            ctx.at_event(e.event))))
+        elif e.type is None and not e.is_error:
+            found.append((False, Violation(
+                f"event {e.event.index}: the object has no string 'type' ({render(e.value.get('type'))})",
+                ctx.at_event(e.event))))
+    return found
 
 
 @rule("AEV-002")
 def event_json(ctx: Context) -> Iterator[Violation]:
-    for e in ctx.events:
-        if e.json_error is not None:
-            yield Violation(f"event {e.event.index}: data is not JSON ({e.json_error})", ctx.at_event(e.event))
-        elif not isinstance(e.value, dict):
-            yield Violation(f"event {e.event.index}: data is JSON but not an object", ctx.at_event(e.event))
-        elif e.type is None and not e.is_error:
-            yield Violation(
-                f"event {e.event.index}: the object has no string 'type' ({render(e.value.get('type'))})",
-                ctx.at_event(e.event),
-            )
+    return (v for parsed, v in ctx.derived(_data_flaws) if parsed)
+
+
+@rule("AEV-015")
+def event_objects(ctx: Context) -> Iterator[Violation]:
+    return (v for parsed, v in ctx.derived(_data_flaws) if not parsed)
 
 
 @rule("AEV-003")
 def event_schema(ctx: Context) -> Iterator[Violation]:
     for e in _typed(ctx):
         if e.is_error:
-            continue  # AERR-001
+            continue  # AERR-001, AERR-003
         errors = schema_errors(e.value, "anthropic_stream_event")
         if errors:
             yield Violation(f"event {e.event.index} ({e.type}): " + "; ".join(errors), ctx.at_event(e.event))

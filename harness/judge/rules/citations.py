@@ -58,6 +58,11 @@ CURRENT: Mapping[str, str] = MappingProxyType({
     "anthropic-sdk-typescript": "@anthropic-ai/sdk 1.14.0",
     "Vercel AI SDK": "ai 7.0.173 with @ai-sdk/openai-compatible 3.0.92 (AI SDK 6: 2.0.92, AI SDK 5: 1.0.61)",
     "OpenAI Agents SDK": "openai-agents 0.24.0",
+    "Codex CLI": "@openai/codex 0.171.0",
+    "OpenCode": "opencode-ai 1.18.33",
+    "Cline": "cline 3.0.65 (the CLI)",
+    "Kilo Code": "@kilocode/cli 7.8.1",
+    "Roo Code": "@roo-code/types 1.115.0 (its settings)",
 })
 
 
@@ -91,6 +96,8 @@ COPILOT_SSE = ("https://github.com/microsoft/vscode-copilot-chat/blob/31acd00a86
 CODEX_CHAT = ("https://github.com/openai/codex/blob/0775d1b1736b4204b56aba0efce7470bdd29b711/"
               "codex-rs/core/src/chat_completions.rs")
 CODEX_RESPONSES = "https://github.com/openai/codex/blob/main/codex-rs/core/src/client.rs"
+# Where the current Codex CLI reads a Responses stream (the path its 0.171.0 binary names).
+CODEX_RESPONSES_SSE = "https://github.com/openai/codex/blob/main/codex-rs/codex-api/src/sse/responses.rs"
 CLINE_OPENAI = ("https://github.com/cline/cline/blob/00566920b6f35409e79b4ae0be7e12311ab77a63/"
                 "src/api/providers/openai.ts")
 

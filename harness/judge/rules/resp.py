@@ -101,8 +101,17 @@ def items_closed_once(ctx: Context) -> Iterator[Violation]:
                             "response.output_item.done", ctx.at_event(e.event, output_index=index))
 
 
-@rule("RESP-003")
-def deltas_address_their_item(ctx: Context) -> Iterator[Violation]:
+# The addressed events openai-python's ``responses.stream()`` looks up by ``output_index`` (an index with no
+# item raises), and those whose item's kind it asserts; it reads the others' ``output_index`` and every
+# ``item_id`` nowhere (``ResponseStreamState``).
+_LOOKED_UP = frozenset({"response.output_text.delta", "response.output_text.done", "response.content_part.added",
+                        "response.function_call_arguments.delta"})
+_KIND_ASSERTED = _LOOKED_UP - {"response.content_part.added"}
+
+
+def _addressing(ctx: Context) -> list[tuple[bool, Violation]]:
+    """Every addressed event that names no item, or not its own; each with whether openai-python breaks on it."""
+    found: list[tuple[bool, Violation]] = []
     items: dict[Any, Mapping[str, Any]] = {}
     for e in _typed(ctx):
         kind = e.type
@@ -116,18 +125,31 @@ def deltas_address_their_item(ctx: Context) -> Iterator[Violation]:
             continue
         item = items.get(index)
         if item is None:
-            yield Violation(f"event {e.event.index} ({kind}) names output_index {render(index)}, where no item was "
-                            "added before it", ctx.at_event(e.event))
+            found.append((kind in _LOOKED_UP, Violation(
+                f"event {e.event.index} ({kind}) names output_index {render(index)}, where no item was added before "
+                "it", ctx.at_event(e.event))))
             continue
         if wanted is not None and item.get("type") != wanted:
-            yield Violation(f"event {e.event.index} ({kind}) fills the {render(item.get('type'))} item at "
-                            f"output_index {render(index)}, not a {wanted}", ctx.at_event(e.event))
+            found.append((kind in _KIND_ASSERTED, Violation(
+                f"event {e.event.index} ({kind}) fills the {render(item.get('type'))} item at output_index "
+                f"{render(index)}, not a {wanted}", ctx.at_event(e.event))))
         done_item = e.get("item")
         named = e.get("item_id") if wanted is not None else done_item.get("id") if isinstance(done_item, dict) else None
         if named is not None and item.get("id") is not None and named != item.get("id"):
-            yield Violation(f"event {e.event.index} ({kind}) names item {render(named)} at output_index "
-                            f"{render(index)}, whose item is {render(item.get('id'))}",
-                            ctx.at_event(e.event, expected=item.get("id"), actual=named))
+            found.append((wanted is None, Violation(
+                f"event {e.event.index} ({kind}) names item {render(named)} at output_index {render(index)}, whose "
+                f"item is {render(item.get('id'))}", ctx.at_event(e.event, expected=item.get("id"), actual=named))))
+    return found
+
+
+@rule("RESP-003")
+def deltas_find_their_item(ctx: Context) -> Iterator[Violation]:
+    return (v for breaks, v in ctx.derived(_addressing) if breaks)
+
+
+@rule("RESP-013")
+def events_name_their_item(ctx: Context) -> Iterator[Violation]:
+    return (v for breaks, v in ctx.derived(_addressing) if not breaks)
 
 
 def _disagreements(ctx: Context, kind: str) -> Iterator[Violation]:
