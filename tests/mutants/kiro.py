@@ -189,7 +189,8 @@ MUTANTS: tuple[Mutant, ...] = (
            ("CALLS-001",), (TRUNCATED,), with_parts(kiro_with(RepairsTruncated)), upstream="kiro"),
     Mutant("kiro-waits-for-metadata", "Holds the calls until the metadataEvent and, when none comes, ends the answer "
            "without them.",
-           ("CALLS-001", "CALLS-002"), (NO_METADATA,), with_parts(kiro_with(WaitsForMetadata)), upstream="kiro"),
+           ("CALLS-001", "CALLS-003"), (NO_METADATA,), with_parts(kiro_with(WaitsForMetadata)), upstream="kiro",
+           strict=True),
     Mutant("kiro-drops-repeated-content", "Drops an assistantResponseEvent whose text equals the one before it.",
            ("TEXT-001",), (REPEATED,), with_parts(kiro_with(DropsRepeatedContent)), upstream="kiro"),
     Mutant("kiro-ignores-exceptions", "Skips the stream's exception frames, so a throttled answer looks complete.",
