@@ -283,7 +283,7 @@ ACCEPTABLE: list[Case] = [
 
 BROKEN: list[Case] = [
     case("fault-001-no-error-reached-client", S_STATUS, openai_text("Hello", " world"), {"FAULT-001"}, **ALIVE),
-    case("fault-001-wrong-status", S_STATUS, BAD_GATEWAY_BODY, {"FAULT-001"}, status=500, **ALIVE),
+    case("fault-001-wrong-status", S_STATUS, BAD_GATEWAY_BODY, {"FAULT-001"}, status=400, **ALIVE),
     case("fault-001-anthropic-no-error", A_STATUS, anthropic_text("Hello world"), {"FAULT-001"}),
     # Events relayed after the error: the Anthropic SDKs raise at the error, so the client's text is
     # what came before it (TEXT-001 holds); only the spec's "nothing after an error" is broken.
@@ -413,7 +413,7 @@ def test_case_ids_unique() -> None:
     ("case_id", "needle"),
     [
         ("fault-001-no-error-reached-client", "no error reached the client: status 200 with a stream that reports no error; expected status 502 or 503 or an error event"),
-        ("fault-001-wrong-status", "status 500, expected status 502 or 503"),
+        ("fault-001-wrong-status", "status 400, expected status 502 or 503"),
         ("fault-002-stream-error-forbidden", "event 2 reports an error inside the stream; the scenario expects status 502"),
         ("fault-003-html-traceback-page", "with an HTML page"),
         ("fault-003-traceback-in-json", "the body holds no error message"),

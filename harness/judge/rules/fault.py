@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from harness.judge.compare import fold_ws, matched_prefix, shorten
 from harness.judge.rules import locate
@@ -58,7 +58,8 @@ def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
         return
     excerpt = ctx.excerpt
     if not _is_2xx(status):
-        if (want.status and status not in want.status) or (not want.status and status < 400):
+        if (want.status and status not in want.status and not _same_sdk_error(ctx, status, want.status)) or (
+                not want.status and status < 400):
             yield Violation(
                 f"status {status}, expected {_wanted(ctx)}: {excerpt!r}",
                 {"expected": list(want.status), "actual": status, "excerpt": excerpt},
@@ -89,6 +90,13 @@ def error_placement(ctx: Context) -> Iterator[Violation]:
             f"event {event.index} reports an error inside the stream; the scenario {instead}",
             ctx.at_event(event),
         )
+
+
+def _same_sdk_error(ctx: Context, status: int, wanted: Sequence[int]) -> bool:
+    """Whether the client's official SDK raises the same error class for ``status`` as for one of the
+    ``wanted`` ones (a 502 for a 500: openai-python raises InternalServerError for both, and retries both)."""
+    raised = ctx.dialect.sdk_error(status)
+    return raised is not None and any(ctx.dialect.sdk_error(w) == raised for w in wanted)
 
 
 def _relayed_unchanged(ctx: Context, text: str) -> bool:
