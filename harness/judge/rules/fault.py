@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from harness.judge.compare import fold_ws, matched_prefix, shorten
 from harness.judge.rules import locate
 from harness.judge.rules.context import Context
-from harness.judge.rules.registry import EVERY_PROFILE, OPENAI_PROFILES, Violation, rule_group
+from harness.judge.rules.registry import EVERY_PROFILE, OPENAI_PROFILES, RESPONSES, Violation, rule_group
 from harness.judge.rules.schemas import error_body
 
 rule = rule_group("faults", "FAULT", profiles=EVERY_PROFILE)
@@ -108,7 +108,7 @@ def _relayed_unchanged(ctx: Context, text: str) -> bool:
     return isinstance(fault.body, str) and text.strip() == fault.body.strip()
 
 
-@rule("FAULT-003", stage="response")
+@rule("FAULT-003", stage="response", profiles=OPENAI_PROFILES | RESPONSES)  # openai-python reads them; see the catalogue
 def error_body_dialect(ctx: Context) -> Iterator[Violation]:
     status = ctx.exchange.status
     if not ctx.fault_case or status is None or _is_2xx(status):
