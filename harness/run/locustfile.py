@@ -315,7 +315,7 @@ def _init(environment: Environment, **_: Any) -> None:
     """Read the library, build the cases and judge one made-up answer before any user starts:
     the rules import the SDKs on first use, which would stall every user at once."""
     # Not on a worker: its own command line is not the soak's (the master sends that when the
-    # test starts), and a worker busy for seconds here misses the master's first messages.
+    # test starts: `_start` prepares it then, off the event loop).
     if environment.parsed_options is not None and not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
         _warm(settings(environment))
 
@@ -330,14 +330,23 @@ def _warm(soak: Settings) -> None:
         judge(case, new_token(), case.scenario, warm, soak.options[case.scenario.client.profile], None)
 
 
-def _start(environment: Environment, **_: Any) -> None:
+def _prepare(environment: Environment) -> None:
+    """Read the options again (a worker has just received the master's), build the cases, warm the judge."""
     global _SETTINGS
-    if not isinstance(environment.runner, MasterRunner):
-        _SETTINGS = None  # a worker has just received the master's options: read them again
-        soak = settings(environment)
+    _SETTINGS = None
+    _warm(settings(environment))
+
+
+def _start(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
-        _warm(soak)
+        # Seconds of work, on a thread of its own: done on the event loop it would silence the
+        # worker's heartbeats, and a master that hears none for about four seconds counts its
+        # last worker missing and stops the test for good, before any user has started
+        # (locustio/locust#1707). The users start when this returns.
+        gevent.get_hub().threadpool.apply(_prepare, (environment,))
         return
+    if not isinstance(environment.runner, MasterRunner):
+        _prepare(environment)
     opts = environment.parsed_options
     pid = int(getattr(opts, "proxy_pid", 0) or 0)
     if pid:

@@ -30,8 +30,6 @@ def _summary(out: str) -> dict[str, str]:
     return {line[:23].strip(): line[23:].strip() for line in lines if line.startswith("  ")}
 
 
-@pytest.mark.skip(reason="intermittent: the worker sometimes never starts its users (the master waits for "
-                         "its first report of exchanges until the 300 s limit); passes when it does")
 def test_a_master_and_a_worker_soak_the_proxy_together(servers: Any, tmp_path: Path) -> None:
     rate = FaultRate(0.2, seed=42, stall_seconds=0.2)
     mock_url = servers(create_app(fault_rate=rate)).url
