@@ -71,6 +71,7 @@ RSS: list[tuple[float, int]] = []
 _PROGRESS: list[Any] = []  # the greenlet printing progress lines, stopped before the summary
 _MASTER: list[Environment] = []  # a master's environment, once its test has started
 _STOPPING: list[Any] = []  # the greenlet ending the soak after --soak-duration
+_CUT_SHORT: list[str] = []  # on a master: why the soak ended before its time
 _USERS = itertools.count()  # this process's users, in the order they start
 ARM_TRIES = 20  # a hang-up case is armed again until the mock draws no upstream fault for it
 POLL_EVERY = 0.05  # seconds between the questions to the mock after a hang-up
@@ -368,6 +369,18 @@ def _stop_after_duration(environment: Environment) -> None:
         _STOPPING.append(gevent.spawn_later(parse_timespan(duration), environment.runner.quit))
 
 
+def _stopped(environment: Environment, **_: Any) -> None:
+    """A headless master whose last worker went missing stops the test and runs on with no
+    users (for ever, when no exchange was reported yet): end the soak there, failed, saying why."""
+    runner = environment.runner
+    opts = environment.parsed_options
+    if (isinstance(runner, MasterRunner) and opts is not None and opts.headless and not runner.worker_count
+            and runner.clients.missing and not _CUT_SHORT):
+        _CUT_SHORT.append("every worker went missing (no heartbeat for seconds) and Locust stopped the test")
+        print(f"soak: {_CUT_SHORT[0]}", flush=True)
+        gevent.spawn(runner.quit)
+
+
 def _summary(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
         return
@@ -380,13 +393,13 @@ def _summary(environment: Environment, **_: Any) -> None:
         if kb is not None and RSS:
             RSS.append((RSS[-1][0], kb))
     tally = current(environment)
-    print(tally.summary(RSS), flush=True)
-    if not tally.passed(RSS):
+    print(tally.summary(RSS, "; ".join(_CUT_SHORT)), flush=True)
+    if _CUT_SHORT or not tally.passed(RSS):
         environment.process_exit_code = 1  # a soak check failed even where no exchange did (SOAK-002)
 
 
 # Locust's listener registration is untyped.
 for hook, listener in ((events.init_command_line_parser, _options), (events.report_to_master, _report),
                        (events.worker_report, _gather), (events.init, _init), (events.test_start, _start),
-                       (events.quitting, _summary)):
+                       (events.test_stop, _stopped), (events.quitting, _summary)):
     hook.add_listener(listener)  # type: ignore[no-untyped-call]
