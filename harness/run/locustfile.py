@@ -315,8 +315,7 @@ def _progress(environment: Environment, every: float, pid: int) -> None:
 def _init(environment: Environment, **_: Any) -> None:
     """Read the library, build the cases and judge one made-up answer before any user starts:
     the rules import the SDKs on first use, which would stall every user at once."""
-    # Not on a worker: its own command line is not the soak's (the master sends that when the
-    # test starts: `_start` prepares it then, off the event loop).
+    # Not on a worker: the master sends it the soak's options when the test starts (`_start`).
     if environment.parsed_options is not None and not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
         _warm(settings(environment))
 
@@ -340,10 +339,9 @@ def _prepare(environment: Environment) -> None:
 
 def _start(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
-        # Seconds of work, on a thread of its own: done on the event loop it would silence the
-        # worker's heartbeats, and a master that hears none for about four seconds counts its
-        # last worker missing and stops the test for good, before any user has started
-        # (locustio/locust#1707). The users start when this returns.
+        # Seconds of work, on a thread of its own: on the event loop it would silence the worker's
+        # heartbeats, and a master that hears none for about four seconds counts its last worker
+        # missing and stops the test for good (locustio/locust#1707). Users start after this.
         gevent.get_hub().threadpool.apply(_prepare, (environment,))
         return
     if not isinstance(environment.runner, MasterRunner):
@@ -356,8 +354,7 @@ def _start(environment: Environment, **_: Any) -> None:
             RSS.append((0.0, kb))
     _PROGRESS.append(gevent.spawn(_progress, environment, float(getattr(opts, "progress_every", 5.0)), pid))
     if isinstance(environment.runner, MasterRunner):
-        # The soak's time runs from the workers' first report of exchanges: a worker reads the
-        # library and builds its cases only once the master has sent it the options.
+        # The soak's time runs from the workers' first report of exchanges (`_gather`), after they prepared.
         _MASTER.append(environment)
     else:
         _stop_after_duration(environment)
@@ -372,10 +369,8 @@ def _stop_after_duration(environment: Environment) -> None:
 def _stopped(environment: Environment, **_: Any) -> None:
     """A headless master whose last worker went missing stops the test and runs on with no
     users (for ever, when no exchange was reported yet): end the soak there, failed, saying why."""
-    runner = environment.runner
-    opts = environment.parsed_options
-    if (isinstance(runner, MasterRunner) and opts is not None and opts.headless and not runner.worker_count
-            and runner.clients.missing and not _CUT_SHORT):
+    if (isinstance(runner := environment.runner, MasterRunner) and getattr(environment.parsed_options, "headless", False)
+            and not runner.worker_count and runner.clients.missing and not _CUT_SHORT):
         _CUT_SHORT.append("every worker went missing (no heartbeat for seconds) and Locust stopped the test")
         print(f"soak: {_CUT_SHORT[0]}", flush=True)
         gevent.spawn(runner.quit)

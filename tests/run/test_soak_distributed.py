@@ -65,8 +65,8 @@ def test_a_master_and_a_worker_soak_the_proxy_together(servers: Any, tmp_path: P
 
 
 def test_a_master_ends_the_soak_failed_when_its_last_worker_falls_silent(servers: Any, tmp_path: Path) -> None:
-    # Locust's master stops the test once its last worker misses its heartbeats, and would wait
-    # for ever: the soak ends there, failed, saying why (a stopped worker sends no heartbeat).
+    # Locust's master stops the test once its last worker misses its heartbeats and runs on with
+    # no users: the soak ends there, failed, saying why (a stopped worker sends no heartbeat).
     mock_url = servers(create_app()).url
     proxy_url = servers(reference(proxy_config(f"{mock_url}/v1"))).url
     port = free_port()
