@@ -48,13 +48,13 @@ from harness.core.scenario.loading import bundled_scenarios_dir, load_library
 from harness.core.scenario.model import Scenario
 from harness.judge.rules import Options
 from harness.judge.soak import (
-    CLOSE_WITHIN,
     ClientFaultKind,
     ClientFaultRate,
     SoakCase,
     Verdict,
     default_workload,
     first_content,
+    hang_up_closed,
     judge,
     judge_hang_up,
     soak_cases,
@@ -75,7 +75,6 @@ _CUT_SHORT: list[str] = []  # on a master: why the soak ended before its time
 _USERS = itertools.count()  # this process's users, in the order they start
 ARM_TRIES = 20  # a hang-up case is armed again until the mock draws no upstream fault for it
 POLL_EVERY = 0.05  # seconds between the questions to the mock after a hang-up
-GIVE_UP_AFTER = 60.0  # seconds of the client's own after which a mock that never answers is not asked again
 # A kept-alive connection the mock closed as a request went out: the control request is sent again.
 MOCK_RETRIES = Retry(total=3, backoff_factor=0.1, allowed_methods=None, raise_on_status=False)
 
@@ -248,13 +247,8 @@ class ConformanceUser(User):
                      verdict, elapsed, len(exchange.raw))
 
     def _hang_up(self, case: SoakCase, token: str, played: Scenario, nonce: str) -> None:
-        """Hang up after the first words; then ask the mock, until ``CLOSE_WITHIN`` has passed on
-        its clock, whether the proxy's upstream request has ended, and when.
-
-        The time is the mock's: when it saw the upstream answer end, against when the client hung
-        up (wall clocks of one host). Counting until the answer to a question arrives would add
-        however long the question waited, which on saturated cores is seconds of the load
-        generator's own."""
+        """Hang up after the first words; then ask the mock whether, and when on its clock, the
+        proxy's upstream request ended (``hang_up_closed``)."""
         soak = self.soak
         url, body, headers = self._request(played, nonce)
         start = time.monotonic()
@@ -268,14 +262,9 @@ class ConformanceUser(User):
             hung_up_at = time.time() - (time.monotonic() - answer.hung_up)
             while True:
                 state = self.mock.get(f"{soak.mock_url}/_mock/runs/{nonce}", timeout=30).json()
-                activity = BackendActivity.from_json(state.get("activity") or {})
-                waited = time.monotonic() - answer.hung_up
-                if state["received"] >= 1 and activity.answering == 0:
-                    ended = activity.ended_at
-                    closed_after = waited if ended is None else max(0.0, ended - hung_up_at)
-                    break
-                mock_waited = waited if activity.clock is None else activity.clock - hung_up_at
-                if mock_waited > CLOSE_WITHIN or waited > GIVE_UP_AFTER:
+                done, closed_after = hang_up_closed(hung_up_at, time.monotonic() - answer.hung_up, state["received"],
+                                                    BackendActivity.from_json(state.get("activity") or {}))
+                if done:
                     break
                 gevent.sleep(POLL_EVERY)
             verdict = judge_hang_up(closed_after)
