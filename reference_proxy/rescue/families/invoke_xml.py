@@ -83,6 +83,7 @@ def _after_wrapper(invoke: str, end_wrapper: str) -> tuple[Tags, Tags]:
     invoke (another, or the wrapper's close), built once per dialect."""
     return Tags((invoke,)), Tags((invoke, end_wrapper))
 
+
 # States. _WRAPPER: inside a wrapper, before the first invoke; _AFTER: after an invoke.
 _CORRUPT, _WRAPPER, _TAG, _PARAMS, _PARAM_TAG, _VALUE, _AFTER = range(7)
 
