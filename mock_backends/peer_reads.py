@@ -1,0 +1,182 @@
+"""How much of what the mock wrote the proxy has read, asked of the kernel.
+
+The mock tears an event into writes so that a proxy's reader gets each in a read of its
+own. A write that arrives before the proxy has read the last one is read together with it,
+so the next write must wait until the proxy has read. A fixed pause only makes that likely
+(and is most of an answer's time when an event is torn into hundreds of writes); when the
+proxy's end of the connection is a socket on this host, Linux says exactly how many bytes
+that socket has received and how many of them still wait to be read (``sock_diag``, the
+interface ``ss`` uses: https://man7.org/linux/man-pages/man7/sock_diag.7.html), so the mock
+writes the next piece as soon as the last one was read. Elsewhere (another host, another
+network namespace, another system) the socket is not found and the mock pauses as before.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import socket
+import struct
+import sys
+import time
+from dataclasses import dataclass
+
+# linux/netlink.h, linux/sock_diag.h, linux/inet_diag.h
+_NETLINK_SOCK_DIAG = 4
+_SOCK_DIAG_BY_FAMILY = 20
+_NLM_F_REQUEST = 1
+_NLMSG_ERROR = 2
+_INET_DIAG_INFO = 2  # the extension carrying the socket's struct tcp_info
+_NO_COOKIE = 0xFFFFFFFF
+_HEADER = struct.Struct("=IHHII")  # nlmsghdr: length, type, flags, sequence, port id
+_REQUEST = struct.Struct("=BBBxI")  # inet_diag_req_v2: family, protocol, extensions, states
+_PORTS = struct.Struct("!HH")  # inet_diag_sockid: source and destination port, network order
+_TAIL = struct.Struct("=III")  # inet_diag_sockid: interface, cookie
+_QUEUES = struct.Struct("=II")  # inet_diag_msg: receive queue, write queue (after family..sockid, expires)
+_QUEUES_AT = 4 + 48 + 4
+_MESSAGE_SIZE = 72  # inet_diag_msg
+_ATTR = struct.Struct("=HH")  # rtattr: length, type
+_BYTES_RECEIVED_AT = 128  # tcp_info.tcpi_bytes_received (Linux 4.1 and later)
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """What one TCP socket has received in all, and how much of it its reader has not read yet."""
+
+    received: int
+    unread: int
+
+
+def _address(host: str) -> tuple[int, bytes] | None:
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return None
+    if ip.version == 4:
+        return socket.AF_INET, ip.packed + bytes(12)
+    return socket.AF_INET6, ip.packed
+
+
+class PeerSocket:
+    """The proxy's end of one connection to the mock, found by the connection's two addresses
+    (``local``: the proxy's, ``remote``: the mock's), on Linux only."""
+
+    def __init__(self, local: tuple[str, int], remote: tuple[str, int]) -> None:
+        mine, theirs = _address(local[0]), _address(remote[0])
+        self._request: bytes | None = None
+        self._netlink: socket.socket | None = None
+        if sys.platform != "linux" or mine is None or theirs is None or mine[0] != theirs[0]:
+            return
+        family = mine[0]
+        body = (_REQUEST.pack(family, socket.IPPROTO_TCP, 1 << (_INET_DIAG_INFO - 1), 0xFFFFFFFF)
+                + _PORTS.pack(local[1], remote[1]) + mine[1] + theirs[1] + _TAIL.pack(0, _NO_COOKIE, _NO_COOKIE))
+        self._request = _HEADER.pack(_HEADER.size + len(body), _SOCK_DIAG_BY_FAMILY, _NLM_F_REQUEST, 1, 0) + body
+
+    def progress(self) -> Progress | None:
+        """The socket's progress now; None when it is not a socket of this host the kernel can tell of."""
+        if self._request is None:
+            return None
+        try:
+            if self._netlink is None:
+                self._netlink = socket.socket(socket.AF_NETLINK, socket.SOCK_DGRAM, _NETLINK_SOCK_DIAG)
+            self._netlink.send(self._request)
+            answer = self._netlink.recv(4096)
+        except OSError:
+            self.close()
+            self._request = None
+            return None
+        return _parse(answer)
+
+    def close(self) -> None:
+        if self._netlink is not None:
+            self._netlink.close()
+            self._netlink = None
+
+
+def _parse(answer: bytes) -> Progress | None:
+    if len(answer) < _HEADER.size:
+        return None
+    length, kind = _HEADER.unpack_from(answer)[:2]
+    if kind == _NLMSG_ERROR or kind != _SOCK_DIAG_BY_FAMILY or length < _HEADER.size + _MESSAGE_SIZE:
+        return None
+    unread = _QUEUES.unpack_from(answer, _HEADER.size + _QUEUES_AT)[0]
+    at = _HEADER.size + _MESSAGE_SIZE
+    while at + _ATTR.size <= length:
+        size, attr = _ATTR.unpack_from(answer, at)
+        if size < _ATTR.size:
+            return None
+        if attr == _INET_DIAG_INFO and size >= _ATTR.size + _BYTES_RECEIVED_AT + 8:
+            (received,) = struct.unpack_from("=Q", answer, at + _ATTR.size + _BYTES_RECEIVED_AT)
+            return Progress(received, unread)
+        at += (size + 3) & ~3
+    return None
+
+
+class ReadWait:
+    """Waits, before each write of a torn answer, until the proxy has read every byte written so far.
+
+    Polled on the event loop (each poll one system call), giving way between polls, then every
+    ``pause`` once a read takes long; a proxy that has not read after ``patience`` seconds (one
+    that reads only as fast as its own client, say) makes this connection fall back to the fixed
+    ``pause`` for the rest of the answer, as does a proxy whose socket the kernel cannot show."""
+
+    def __init__(self, peer: PeerSocket | None, pause: float, patience: float = 1.0) -> None:
+        self._peer = peer
+        self._pause = pause
+        self._patience = patience
+        self._seen: Progress | None = None  # the proxy had read everything up to here
+        self._pending = 0  # bytes written since (at least: the HTTP chunk framing is not counted)
+
+    def close(self) -> None:
+        if self._peer is not None:
+            self._peer.close()
+
+    @property
+    def watching(self) -> bool:
+        """Whether the proxy's reads are known (else the caller pauses as it did without this)."""
+        return self._peer is not None
+
+    def wrote(self, count: int) -> None:
+        """``count`` bytes of the answer were just written."""
+        self._pending += count
+
+    async def wait(self) -> None:
+        """Return once the proxy has read what was written (at once before the first write, and
+        when the proxy's reads cannot be known)."""
+        peer = self._peer
+        if peer is None:
+            return
+        if self._seen is None:  # before the first write: where the proxy's count stands
+            self._seen = peer.progress()
+            if self._seen is None:
+                self._give_up()
+            return
+        if not self._pending:
+            return
+        target = self._seen.received + self._pending
+        polls, until = 0, 0.0
+        while True:
+            now = peer.progress()
+            if now is None:
+                self._give_up()
+                return
+            if now.received >= target and now.unread == 0:
+                self._seen, self._pending = now, 0
+                return
+            polls += 1
+            if polls == 1:
+                until = time.monotonic() + self._patience
+            elif time.monotonic() > until:
+                self._give_up()
+                return
+            await asyncio.sleep(0 if polls < _EAGER_POLLS else self._pause)
+
+    def _give_up(self) -> None:
+        self.close()
+        self._peer, self._seen = None, None
+
+
+_EAGER_POLLS = 3  # polls with only a turn of the event loop between them, before a pause between polls
+
+
+__all__ = ["PeerSocket", "Progress", "ReadWait"]

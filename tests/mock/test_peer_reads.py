@@ -1,0 +1,105 @@
+"""The mock's torn writes reach the proxy as reads of their own: the next write waits until the
+proxy's socket has been read (asked of the kernel), whatever the proxy's pace."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+import time
+
+import pytest
+from support.mock_chat import make_scenario
+from support.mock_server import Mock, shared  # noqa: F401  (a fixture)
+
+from harness.core.nonce import NONCE_HEADER
+from mock_backends.peer_reads import PeerSocket, Progress
+
+linux = pytest.mark.skipif(sys.platform != "linux", reason="the kernel's socket diagnostics are Linux's")
+
+
+def _until(check: PeerSocket, wanted: Progress) -> Progress | None:
+    """The socket's progress once it is ``wanted`` (or the last seen after a generous limit)."""
+    deadline, seen = time.monotonic() + 10, check.progress()
+    while seen != wanted and time.monotonic() < deadline:
+        seen = check.progress()
+    return seen
+
+
+@linux
+def test_progress_counts_what_a_socket_received_and_what_it_has_not_read() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as server:
+        with socket.create_connection(server.getsockname()) as reader:
+            writer, _ = server.accept()
+            with writer:
+                peer = PeerSocket(reader.getsockname(), writer.getsockname())
+                try:
+                    assert peer.progress() == Progress(received=0, unread=0)
+                    writer.sendall(b"hello")
+                    assert _until(peer, Progress(5, 5)) == Progress(5, 5)
+                    assert reader.recv(3) == b"hel"
+                    assert peer.progress() == Progress(5, 2)
+                    assert reader.recv(10) == b"lo"
+                    assert peer.progress() == Progress(5, 0)
+                finally:
+                    peer.close()
+
+
+@pytest.mark.parametrize("local, remote", [
+    (("127.0.0.1", 1), ("127.0.0.1", 2)),  # no such connection
+    (("localhost", 1), ("127.0.0.1", 2)),  # not an address
+    (("::1", 1), ("127.0.0.1", 2)),  # not one family
+])
+def test_a_socket_the_kernel_does_not_show_has_no_progress(local: tuple[str, int], remote: tuple[str, int]) -> None:
+    peer = PeerSocket(local, remote)
+    assert peer.progress() is None
+    peer.close()
+
+
+def _chunk_starts(response: bytes) -> list[int]:
+    """Where each chunk of the response's chunked body begins (one per write of the mock)."""
+    at = response.index(b"\r\n\r\n") + 4
+    starts = []
+    while True:
+        starts.append(at)
+        end = response.index(b"\r\n", at)
+        size = int(response[at:end], 16)
+        if size == 0:
+            return starts
+        at = end + 2 + size + 2
+
+
+def _read_slowly(port: int, nonce: str, body: bytes, busy: float) -> list[bytes]:
+    """A reader that, like a proxy parsing what it got, is busy for ``busy`` s after each read."""
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: mock\r\nContent-Type: application/json\r\n"
+                     b"Connection: close\r\n%s: %s\r\nContent-Length: %d\r\n\r\n%s"
+                     % (NONCE_HEADER.encode(), nonce.encode(), len(body), body))
+        reads = []
+        while chunk := sock.recv(65536):
+            reads.append(chunk)
+            until = time.perf_counter() + busy
+            while time.perf_counter() < until:
+                pass
+    return reads
+
+
+@linux
+@pytest.mark.parametrize("how", [{"write_bytes": 2}, {"write_bytes": 5, "split_multibyte": True}])
+def test_every_torn_write_is_a_read_of_its_own_for_a_slow_reader(shared: Mock, how: dict[str, object]) -> None:  # noqa: F811
+    url, control, _ = shared
+    scenario = make_scenario("torn", ["Grüße"], **how)
+    nonce = control.arm(scenario)
+    body = json.dumps(scenario.client.request).encode()
+    reads = _read_slowly(int(url.rsplit(":", 1)[1]), nonce, body, busy=0.001)
+    response = b"".join(reads)
+    starts = _chunk_starts(response)
+    boundaries, at = set(), 0
+    for chunk in reads:
+        boundaries.add(at)
+        at += len(chunk)
+    # The head and the first write may share a read, and the closing empty chunk is no torn write.
+    torn = starts[1:-1]
+    assert len(torn) > 20
+    assert [s for s in torn if s not in boundaries] == []
+    control.finish(nonce)
