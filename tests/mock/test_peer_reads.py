@@ -3,6 +3,7 @@ proxy's socket has been read (asked of the kernel), whatever the proxy's pace.""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import sys
@@ -12,7 +13,11 @@ import pytest
 from support.mock_chat import make_scenario
 from support.mock_server import Mock, shared  # noqa: F401  (a fixture)
 
+from harness.core.dialects.clients import DEFAULT_PROFILE
 from harness.core.nonce import NONCE_HEADER
+from harness.run.embedded import EmbeddedServers
+from harness.run.proxy_client import run_exchange
+from mock_backends.control import MockControl
 from mock_backends.peer_reads import PeerSocket, Progress
 
 linux = pytest.mark.skipif(sys.platform != "linux", reason="the kernel's socket diagnostics are Linux's")
@@ -86,7 +91,8 @@ def _read_slowly(port: int, nonce: str, body: bytes, busy: float) -> list[bytes]
 
 @linux
 @pytest.mark.parametrize("how", [{"write_bytes": 2}, {"write_bytes": 5, "split_multibyte": True}])
-def test_every_torn_write_is_a_read_of_its_own_for_a_slow_reader(shared: Mock, how: dict[str, object]) -> None:  # noqa: F811
+def test_every_torn_write_is_a_read_of_its_own_for_a_slow_reader(
+        shared: Mock, how: dict[str, object]) -> None:  # noqa: F811
     url, control, _ = shared
     scenario = make_scenario("torn", ["Grüße"], **how)
     nonce = control.arm(scenario)
@@ -103,3 +109,35 @@ def test_every_torn_write_is_a_read_of_its_own_for_a_slow_reader(shared: Mock, h
     assert len(torn) > 20
     assert [s for s in torn if s not in boundaries] == []
     control.finish(nonce)
+
+
+@linux
+def test_the_reference_proxy_reads_each_torn_write_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As ``fuzz`` plays a torn case: the mock, the reference proxy and the client in one process
+    (under one interpreter lock). The proxy reads upstream through asyncio streams; every read
+    it makes is kept, and each torn write of the mock must begin a read of its own."""
+    reads: list[bytes] = []
+    read = asyncio.StreamReader.read
+
+    async def kept(self: asyncio.StreamReader, n: int = -1) -> bytes:
+        data = await read(self, n)
+        reads.append(data)
+        return data
+
+    monkeypatch.setattr(asyncio.StreamReader, "read", kept)
+    scenario = make_scenario("torn-through-proxy", ["Grüße"], write_bytes=2)
+    with EmbeddedServers() as urls, MockControl(urls.mock_url) as mock:
+        assert urls.proxy_url is not None
+        exchange = run_exchange(scenario, proxy_url=urls.proxy_url, mock=mock, stream=True, profile=DEFAULT_PROFILE,
+                                model=None, proxy_headers={}, timeout=30)
+    assert exchange.status == 200 and "Grüße".encode() in exchange.raw
+    upstream = b"".join(reads)
+    starts = _chunk_starts(upstream[upstream.index(b"HTTP/1.1 200"):])
+    offset = upstream.index(b"HTTP/1.1 200")
+    boundaries, at = set(), 0
+    for chunk in reads:
+        boundaries.add(at - offset)
+        at += len(chunk)
+    torn = starts[1:-1]
+    assert len(torn) > 20
+    assert [s for s in torn if s not in boundaries] == []
