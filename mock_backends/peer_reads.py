@@ -115,8 +115,8 @@ def _parse(answer: bytes) -> Progress | None:
 class ReadWait:
     """Waits, before each write of a torn answer, until the proxy has read every byte written so far.
 
-    Polled on the event loop (each poll one system call), giving way between polls, then every
-    ``pause`` once a read takes long; a proxy that has not read after ``patience`` seconds (one
+    Polled on the event loop (each poll one system call), giving way between polls, then with
+    pauses between them once a read takes long; a proxy that has not read after ``patience`` seconds (one
     that reads only as fast as its own client, say) makes this connection fall back to the fixed
     ``pause`` for the rest of the answer, as does a proxy whose socket the kernel cannot show."""
 
@@ -169,7 +169,9 @@ class ReadWait:
             elif time.monotonic() > until:
                 self._give_up()
                 return
-            await asyncio.sleep(0 if polls < _EAGER_POLLS else self._pause)
+            # A few turns of the event loop first; then pauses that double (from ``pause`` up to
+            # eight times it), so a proxy slow to read costs few polls.
+            await asyncio.sleep(0 if polls < _EAGER_POLLS else self._pause * min(8, 2 ** (polls - _EAGER_POLLS)))
 
     def _give_up(self) -> None:
         self.close()
