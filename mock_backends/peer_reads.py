@@ -7,8 +7,9 @@ so the next write must wait until the proxy has read. A fixed pause only makes t
 proxy's end of the connection is a socket on this host, Linux says exactly how many bytes
 that socket has received and how many of them still wait to be read (``sock_diag``, the
 interface ``ss`` uses: https://man7.org/linux/man-pages/man7/sock_diag.7.html), so the mock
-writes the next piece as soon as the last one was read. Elsewhere (another host, another
-network namespace, another system) the socket is not found and the mock pauses as before.
+writes the next piece as soon as the last one was read (and at the latest after the pause, as
+before). Elsewhere (another host, another network namespace, another system) the socket is not
+found and the mock pauses as before.
 """
 
 from __future__ import annotations
@@ -113,17 +114,15 @@ def _parse(answer: bytes) -> Progress | None:
 
 
 class ReadWait:
-    """Waits, before each write of a torn answer, until the proxy has read every byte written so far.
+    """Waits between the writes of one torn event until the proxy has read every byte written so
+    far, or ``pause`` has passed, whichever comes first: never longer than the fixed pause, and
+    as soon as the proxy keeps up. Polled on the event loop (each poll one system call), a few
+    turns apart, then a millisecond apart. A proxy whose socket the kernel cannot show gets the
+    fixed pause."""
 
-    Polled on the event loop (each poll one system call), giving way between polls, then with
-    pauses between them once a read takes long; a proxy that has not read after ``patience`` seconds (one
-    that reads only as fast as its own client, say) makes this connection fall back to the fixed
-    ``pause`` for the rest of the answer, as does a proxy whose socket the kernel cannot show."""
-
-    def __init__(self, peer: PeerSocket | None, pause: float, patience: float = 1.0) -> None:
+    def __init__(self, peer: PeerSocket | None, pause: float) -> None:
         self._peer = peer
         self._pause = pause
-        self._patience = patience
         self._seen: Progress | None = None  # the proxy had read everything up to here
         self._pending = 0  # bytes written since (at least: the HTTP chunk framing is not counted)
 
@@ -136,25 +135,25 @@ class ReadWait:
         """Whether the proxy's reads are known (else the caller pauses as it did without this)."""
         return self._peer is not None
 
+    def start(self) -> None:
+        """Before the first write of a torn event: where the proxy's count stands."""
+        if self._peer is not None:
+            self._seen, self._pending = self._peer.progress(), 0
+            if self._seen is None:
+                self._give_up()
+
     def wrote(self, count: int) -> None:
         """``count`` bytes of the answer were just written."""
         self._pending += count
 
     async def wait(self) -> None:
-        """Return once the proxy has read what was written (at once before the first write, and
-        when the proxy's reads cannot be known)."""
-        peer = self._peer
-        if peer is None:
+        """Return once the proxy has read what was written since ``start``, or after the pause."""
+        peer, seen = self._peer, self._seen
+        if peer is None or seen is None:
+            await asyncio.sleep(self._pause)
             return
-        if self._seen is None:  # before the first write: where the proxy's count stands
-            self._seen = peer.progress()
-            if self._seen is None:
-                self._give_up()
-            return
-        if not self._pending:
-            return
-        target = self._seen.received + self._pending
-        polls, until = 0, 0.0
+        target, until = seen.received + self._pending, time.monotonic() + self._pause
+        turn = 0
         while True:
             now = peer.progress()
             if now is None:
@@ -163,22 +162,23 @@ class ReadWait:
             if now.received >= target and now.unread == 0:
                 self._seen, self._pending = now, 0
                 return
-            polls += 1
-            if polls == 1:
-                until = time.monotonic() + self._patience
-            elif time.monotonic() > until:
-                self._give_up()
-                return
-            # A few turns of the event loop first; then pauses that double (from ``pause`` up to
-            # eight times it), so a proxy slow to read costs few polls.
-            await asyncio.sleep(0 if polls < _EAGER_POLLS else self._pause * min(8, 2 ** (polls - _EAGER_POLLS)))
+            left = until - time.monotonic()
+            if left <= 0:
+                break
+            await asyncio.sleep(0 if turn < _TURNS else min(left, _POLL))
+            turn += 1
+        # Written anyway, as the pause would have: counted from here.
+        self._seen, self._pending = peer.progress(), 0
+        if self._seen is None:
+            self._give_up()
 
     def _give_up(self) -> None:
         self.close()
         self._peer, self._seen = None, None
 
 
-_EAGER_POLLS = 3  # polls with only a turn of the event loop between them, before a pause between polls
+_TURNS = 3  # polls a turn of the event loop apart, before polls a millisecond apart
+_POLL = 0.001
 
 
 __all__ = ["PeerSocket", "Progress", "ReadWait"]

@@ -117,7 +117,7 @@ class ReplayStream(Response):
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         plain = not self.split_multibyte and self.write_bytes is None
         pauses = _Pauses(receive)
-        # Torn writes wait for the proxy's reads (between events too, so each is a read of its own).
+        # The writes of a torn event wait for the proxy's reads (at most the pause).
         reads = _read_wait(scope, self.write_pause) if self.until_read and not plain else None
         group = self.lockstep
         reached = -1  # the last lockstep step this answer arrived at
@@ -131,10 +131,11 @@ class ReplayStream(Response):
                 if plain:
                     await send({"type": "http.response.body", "body": event.data, "more_body": True})
                     continue
-                for i, part in enumerate(
-                    writes(event, write_bytes=self.write_bytes, split_multibyte=self.split_multibyte)
-                ):
-                    if reads is not None and reads.watching:
+                parts = writes(event, write_bytes=self.write_bytes, split_multibyte=self.split_multibyte)
+                if reads is not None and len(parts) > 1:
+                    reads.start()
+                for i, part in enumerate(parts):
+                    if i and reads is not None and reads.watching:
                         await reads.wait()
                     elif i and not await pauses.wait(self.write_pause):
                         return
