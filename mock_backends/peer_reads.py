@@ -165,7 +165,9 @@ class ReadWait:
             left = until - time.monotonic()
             if left <= 0:
                 break
-            await asyncio.sleep(0 if turn < _TURNS else min(left, _POLL))
+            # A turn of the loop, then a whole timer tick (a shorter sleep is no timer at all on
+            # uvloop: polls would spin through the rest of the pause).
+            await asyncio.sleep(0 if turn < _TURNS else min(self._pause, _POLL))
             turn += 1
         # Written anyway, as the pause would have: counted from here.
         self._seen, self._pending = peer.progress(), 0
