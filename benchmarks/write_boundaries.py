@@ -1,15 +1,13 @@
-"""Whether the mock's torn writes reach a peer as reads of their own, by what the mock waits for between them.
+"""Whether the mock's torn writes reach a peer as reads of their own, by the pause between them.
 
-    python benchmarks/write_boundaries.py [--runs 3] [--text 100] [--busy-ms 0.5]    (--quick: a smoke run)
+    python benchmarks/write_boundaries.py [--runs 3] [--writes 300]    (--quick: a smoke run)
 
-The mock tears an event into writes of ``write_bytes`` so that a proxy reads a character of
-three bytes in three reads. A peer that has not read the last write when the next one
-arrives reads both at once. Unless a scenario sets ``write_delay_ms``, the mock waits until
-the peer has read the last write (``mock_backends/peer_reads.py``); with it, it pauses that
-long. This plays one event torn into 1-byte writes to a reader in another process that
-counts its ``recv`` calls (a read of the response head and the last chunk included), once
-reading at once and once busy for ``--busy-ms`` after each read, as a proxy that parses what
-it read: only what keeps one read per write keeps the tear.
+The mock tears an event into writes of ``write_bytes`` and pauses ``write_delay_ms`` between
+them (1 ms unless a scenario says otherwise), so that a proxy reads a character of three
+bytes in three reads. A peer that has not read the last write when the next one arrives
+reads both at once. This plays one event torn into 1-byte writes, with several pauses, to a
+reader in another process that counts its ``recv`` calls (a read of the response head and
+the last chunk included): only the pauses that keep one read per write keep the tear.
 """
 
 from __future__ import annotations
@@ -26,23 +24,21 @@ from harness.run.servers import serve
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
 
-PAUSES_MS: tuple[float | None, ...] = (None, 1.0, 0.5, 0.0)  # None: no write_delay_ms, until read
+PAUSES_MS = (1.0, 0.5, 0.2, 0.0)
 
 
-def case(text_bytes: int, pause_ms: float | None) -> Scenario:
+def case(text_bytes: int, pause_ms: float) -> Scenario:
     text = "x" * text_bytes
-    pause = {} if pause_ms is None else {"write_delay_ms": pause_ms}
     return parse_scenario({"id": "bench", "title": "bench", "family": "bench", "source": "benchmark",
                            "backend": {"dialect": "openai", "frames": [{"content": text}], "write_bytes": 1,
-                                       **pause},
+                                       "write_delay_ms": pause_ms},
                            "client": {"request": {"model": "m", "stream": True,
                                                   "messages": [{"role": "user", "content": "hi"}]}},
                            "expect": {"tool_calls": []}}, where="bench")
 
 
-def reader(port: int, busy: float, results: Connection) -> None:
-    """In its own process, as a proxy is: one request, then ``recv`` until the stream ends,
-    busy for ``busy`` seconds of CPU after each read."""
+def reader(port: int, results: Connection) -> None:
+    """In its own process, as a proxy is: one request, then ``recv`` until the stream ends."""
     body = b'{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}'
     with socket.create_connection(("127.0.0.1", port)) as sock:
         sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: mock\r\nContent-Type: application/json\r\n"
@@ -51,9 +47,6 @@ def reader(port: int, busy: float, results: Connection) -> None:
         while chunk := sock.recv(65536):
             reads += 1
             data += chunk
-            until = time.perf_counter() + busy
-            while time.perf_counter() < until:
-                pass
         results.send((reads, _writes(data), time.perf_counter() - start))
 
 
@@ -70,9 +63,9 @@ def _writes(response: bytes) -> int:
     return count
 
 
-def one(port: int, busy: float) -> tuple[int, int, float]:
+def one(port: int) -> tuple[int, int, float]:
     ours, theirs = multiprocessing.Pipe()
-    process = multiprocessing.get_context("fork").Process(target=reader, args=(port, busy, theirs))
+    process = multiprocessing.get_context("fork").Process(target=reader, args=(port, theirs))
     process.start()
     got: tuple[int, int, float] = ours.recv()
     process.join()
@@ -83,22 +76,18 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--text", type=int, default=100, help="characters of the answer's text")
-    parser.add_argument("--busy-ms", type=float, default=0.5, help="CPU the busy reader spends after each read")
     parser.add_argument("--quick", action="store_true", help="one run of 10 characters: a smoke run")
     args = parser.parse_args()
     runs, text = (1, 10) if args.quick else (args.runs, args.text)
     print(f"an answer of {text} characters, every event in 1-byte writes; what a peer in another process reads")
     with serve(create_app()) as mock, MockControl(mock.url) as control:
-        for busy in (0.0, args.busy_ms / 1000):
-            print(f" a reader {'busy for %g ms after each read' % (busy * 1000) if busy else 'reading at once'}")
-            for pause in PAUSES_MS:
-                seen = []
-                for _ in range(runs):
-                    control.arm(case(text, pause))
-                    seen.append(one(mock.port, busy))
-                what = "none (until read)" if pause is None else f"{pause:g}"
-                print(f"  write_delay_ms {what:>17}: " + "; ".join(f"{writes} writes in {reads} reads, {s:.3f} s"
-                                                                  for reads, writes, s in seen))
+        for pause in PAUSES_MS:
+            seen = []
+            for _ in range(runs):
+                control.arm(case(text, pause))
+                seen.append(one(mock.port))
+            print(f"  write_delay_ms {pause:3g}: " + "; ".join(f"{writes} writes in {reads} reads, {s:.3f} s"
+                                                           for reads, writes, s in seen))
 
 
 if __name__ == "__main__":

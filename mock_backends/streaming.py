@@ -20,7 +20,6 @@ from starlette.types import Message, Receive, Scope, Send
 from harness.core.replay.wire import SPLIT_PAUSE, Event, writes
 from mock_backends.registry import AnswerLog
 from mock_backends.lockstep import Lockstep
-from mock_backends.peer_reads import PeerSocket, ReadWait
 
 
 # Set while the mock drops a connection on purpose (a ``drop`` fault): the server's
@@ -74,15 +73,6 @@ class _Pauses:
             self._watcher.cancel()
 
 
-def _read_wait(scope: Scope, pause: float) -> ReadWait:
-    """Waits for the proxy's reads on this connection: its socket found by the connection's
-    two addresses (the fixed ``pause`` when the server does not say them)."""
-    client, server = scope.get("client"), scope.get("server")
-    peer = (PeerSocket((str(client[0]), int(client[1])), (str(server[0]), int(server[1])))
-            if client and server and server[1] is not None else None)
-    return ReadWait(peer, pause)
-
-
 class ReplayStream(Response):
     """A stream (``text/event-stream``, or an event-stream dialect's own media type) made of precomputed events."""
 
@@ -95,7 +85,6 @@ class ReplayStream(Response):
         write_bytes: int | None = None,
         split_multibyte: bool = False,
         write_pause: float = SPLIT_PAUSE,
-        until_read: bool = False,
         abort: bool = False,
         headers: Mapping[str, str] | None = None,
         lockstep: Lockstep | None = None,
@@ -109,7 +98,6 @@ class ReplayStream(Response):
         self.write_bytes = write_bytes
         self.split_multibyte = split_multibyte
         self.write_pause = write_pause
-        self.until_read = until_read
         self.abort = abort
         self.init_headers(headers)
 
@@ -117,8 +105,6 @@ class ReplayStream(Response):
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
         plain = not self.split_multibyte and self.write_bytes is None
         pauses = _Pauses(receive)
-        # The writes of a torn event wait for the proxy's reads (at most the pause).
-        reads = _read_wait(scope, self.write_pause) if self.until_read and not plain else None
         group = self.lockstep
         reached = -1  # the last lockstep step this answer arrived at
         try:
@@ -131,25 +117,18 @@ class ReplayStream(Response):
                 if plain:
                     await send({"type": "http.response.body", "body": event.data, "more_body": True})
                     continue
-                parts = writes(event, write_bytes=self.write_bytes, split_multibyte=self.split_multibyte)
-                if reads is not None and len(parts) > 1:
-                    reads.start()
-                for i, part in enumerate(parts):
-                    if i and reads is not None and reads.watching:
-                        await reads.wait()
-                    elif i and not await pauses.wait(self.write_pause):
+                for i, part in enumerate(
+                    writes(event, write_bytes=self.write_bytes, split_multibyte=self.split_multibyte)
+                ):
+                    if i and not await pauses.wait(self.write_pause):
                         return
                     await send({"type": "http.response.body", "body": part, "more_body": True})
-                    if reads is not None:
-                        reads.wrote(len(part))
             if self.abort:
                 _DROPPING.set(True)
             else:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
         finally:
             pauses.close()
-            if reads is not None:
-                reads.close()
             if group is not None:
                 group.leave(reached + 1)
 

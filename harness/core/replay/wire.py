@@ -157,9 +157,6 @@ class Delivery:
     write_bytes: int | None
     split_multibyte: bool
     write_pause: float  # seconds between the writes of one cut event
-    # The scenario sets no pause: the next write of a cut event waits until the proxy has read
-    # the last (``write_pause`` where that cannot be known).
-    until_read: bool
     fault: Fault | None
     error: ErrorAnswer | None  # set for an http_error fault
 
@@ -192,7 +189,6 @@ def delivery(backend: Backend, default_error_body: Callable[[int], Mapping[str, 
         write_bytes=backend.write_bytes,
         split_multibyte=backend.split_multibyte,
         write_pause=SPLIT_PAUSE if backend.write_delay_ms is None else backend.write_delay_ms / 1000.0,
-        until_read=backend.write_delay_ms is None,
         fault=fault,
         error=error_answer(fault, default_error_body) if fault is not None and fault.kind == "http_error" else None,
     )
