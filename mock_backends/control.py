@@ -6,7 +6,9 @@ Every failure (unreachable mock, invalid scenario, unknown nonce) becomes one
 
 from __future__ import annotations
 
+import ssl
 from dataclasses import dataclass
+from functools import cache
 from types import TracebackType
 from typing import Any
 
@@ -31,6 +33,14 @@ class Lockstep:
         return {"group": self.group, "size": self.size, "patience": self.patience, "pause": self.pause}
 
 
+@cache
+def _tls() -> ssl.SSLContext:
+    """One TLS context for every control client: building one loads the CA bundle, which costs
+    more than arming, reading and finishing a run over loopback (a harness that plays one case per
+    client, as the mutant checks do, built one per case)."""
+    return httpx.create_ssl_context()
+
+
 class MockControl:
     """Talks to a running mock backend at ``base_url`` (its root, e.g. ``http://127.0.0.1:9000``).
 
@@ -39,7 +49,7 @@ class MockControl:
 
     def __init__(self, base_url: str, *, timeout: float = 30.0) -> None:
         self.base_url = base_url.rstrip("/")
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout)
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout, verify=_tls())
 
     def __enter__(self) -> MockControl:
         return self

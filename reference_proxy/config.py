@@ -76,6 +76,7 @@ class ProxyConfig:
             out.add("hold-back-cap")  # a possible call longer than the cap is released as text
         out.add("body-timeout")  # a client that stalls while sending its body gets 408
         out.add("fails-fast")  # an upstream failure is passed on at once, never retried
+        out.add("system-first")  # a strict chat template's refusal of a late system message is met by moving it
         return frozenset(out)
 
     def formats_for(self, model: str) -> frozenset[str] | None:

@@ -3,6 +3,7 @@
 
     python3 scripts/try_proxy.py litellm [--workdir /tmp/try-litellm] [--pair openai:openai]
     python3 scripts/try_proxy.py claude-code-router [--workdir /tmp/try-ccr] [--pair anthropic:responses]
+    python3 scripts/try_proxy.py litellm --version 1.108.7    # a pinned release
 
 Each proxy is installed in its own folder under --workdir (a venv for LiteLLM from PyPI, an
 npm prefix for claude-code-router), configured with models whose upstream is the suite's mock
@@ -58,7 +59,7 @@ class Trial:
 
 @dataclass(frozen=True)
 class Proxy:
-    install: Callable[[Path], None]
+    install: Callable[[Path, str], None]
     start: Callable[[Path, int, int], subprocess.Popen[bytes]]
     trials: tuple[Trial, ...]
     version: Callable[[Path], str]
@@ -97,11 +98,11 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
 
 # ---------------------------------------------------------------------------------------------- LiteLLM
 
-def litellm_install(work: Path) -> None:
+def litellm_install(work: Path, version: str) -> None:
     env = work / "env"
     if not (env / "bin" / "litellm").exists():
         run([sys.executable, "-m", "venv", str(env)])
-        run([str(env / "bin" / "pip"), "install", "-q", "litellm[proxy]"])
+        run([str(env / "bin" / "pip"), "install", "-q", f"litellm[proxy]=={version}" if version else "litellm[proxy]"])
 
 
 def litellm_start(work: Path, port: int, mock_port: int) -> subprocess.Popen[bytes]:
@@ -143,9 +144,10 @@ def litellm_version(work: Path) -> str:
 
 # ------------------------------------------------------------------------------------ claude-code-router
 
-def ccr_install(work: Path) -> None:
+def ccr_install(work: Path, version: str) -> None:
     if not (work / "node_modules" / ".bin" / "ccr").exists():
-        run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(work), "@musistudio/claude-code-router"])
+        package = "@musistudio/claude-code-router" + (f"@{version}" if version else "")
+        run(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(work), package])
 
 
 # One provider per upstream dialect; a trial picks one by asking for the model "provider,model", which the
@@ -246,6 +248,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("proxy", choices=sorted(PROXIES))
     parser.add_argument("--workdir", type=Path, help="throwaway folder (default /tmp/try-<proxy>)")
     parser.add_argument("--workers", default="1", help="pytest-xdist workers for the suite (at most 2 on a shared machine)")
+    parser.add_argument("--version", default="", help="the release to install (default: the registry's latest)")
     parser.add_argument("--clean", action="store_true", help="remove the workdir first (a fresh install)")
     parser.add_argument("--pair", action="append", default=[], metavar="CLIENT:UPSTREAM",
                         help="only this dialect pair (repeatable; default: every pair the proxy serves)")
@@ -257,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     if not SUITE.exists():
         raise SystemExit(f"{SUITE} not found: python3 -m venv .venv && .venv/bin/pip install -e '.[dev]' first")
-    proxy.install(work)
+    proxy.install(work, args.version)
     version = proxy.version(work)
     port, mock_port = free_port(), free_port()
     process = proxy.start(work, port, mock_port)

@@ -31,7 +31,7 @@ from pathlib import PurePath
 from typing import Any, Literal
 
 from harness.core.dialects.frames import ContentFrame
-from harness.core.exchange import Exchange
+from harness.core.exchange import BackendActivity, Exchange
 from harness.core.replay.fault_rate import FAULT_KINDS, FaultKind, FaultRate
 from harness.core.scenario.loading import build_scenario, parse_scenario
 from harness.core.scenario.model import Scenario
@@ -51,6 +51,7 @@ CLIENT_FAULT_KINDS: tuple[ClientFaultKind, ...] = ("disconnect", "slow_read", "s
 # next write to the client, a token later; 2 s leaves room for a loaded machine, and is
 # still far below the rest of the answer the mock would stream (``DISCONNECT_TAIL_SECONDS``).
 CLOSE_WITHIN = 2.0
+GIVE_UP_AFTER = 60.0  # seconds after which a mock that never answers is not asked again
 ISOLATION_TAG = "isolation"  # the cases whose backends tag every exchange (``harness.run.isolation.TAG``)
 DISCONNECT_FRAMES, DISCONNECT_FRAME_MS = 120, 50.0  # the hang-up case's answer: 6 s of prose, a frame each 50 ms
 DISCONNECT_TAIL_SECONDS = DISCONNECT_FRAMES * DISCONNECT_FRAME_MS / 1000
@@ -262,6 +263,17 @@ class ClientFaultRate:
         if int.from_bytes(digest[:8], "big") / 2**64 >= self.rate:
             return None
         return CLIENT_FAULT_KINDS[int.from_bytes(digest[8:], "big") % len(CLIENT_FAULT_KINDS)]
+
+
+def hang_up_closed(hung_up_at: float, waited: float, received: int,
+                   activity: BackendActivity) -> tuple[bool, float | None]:
+    """After a hang-up at ``hung_up_at`` (wall clock), ``waited`` seconds ago: whether to stop
+    asking the mock, and how long after the hang-up it saw the upstream request end (None: not
+    yet). The times are the mock's, not when its answer reached a loaded load generator."""
+    if received >= 1 and activity.answering == 0:
+        return True, waited if activity.ended_at is None else max(0.0, activity.ended_at - hung_up_at)
+    mock_waited = waited if activity.clock is None else activity.clock - hung_up_at
+    return mock_waited > CLOSE_WITHIN or waited > GIVE_UP_AFTER, None
 
 
 def judge_hang_up(closed_after: float | None) -> Verdict:

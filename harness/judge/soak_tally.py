@@ -99,8 +99,9 @@ class Tally:
                 + (f"client faults {clients} (handled {self.client_handled})  " if clients else "")
                 + f"failed {self.failed} [{rules}]  first content p50 {ttft}")
 
-    def summary(self, rss: Sequence[tuple[float, int]] = ()) -> str:
-        """The figures, then one verdict line: pass, or what failed (rules, soak checks)."""
+    def summary(self, rss: Sequence[tuple[float, int]] = (), cut_short: str = "") -> str:
+        """The figures, then one verdict line: pass, or what failed (rules, soak checks, and
+        ``cut_short``: why the soak ended before its time)."""
         def ms(values: Sequence[float]) -> str:
             p50, p99 = percentile(values, 50), percentile(values, 99)
             return "-" if p50 is None or p99 is None else f"p50 {p50:.1f} ms, p99 {p99:.1f} ms"
@@ -141,6 +142,8 @@ class Tally:
         problems = [f"{self.failed} exchange(s) broke a rule"] if self.failed else []
         if memory_ok is False:
             problems.append("SOAK-002 memory grew")
+        if cut_short:
+            problems.append(cut_short)
         lines.append("  verdict              " + ("FAIL: " + "; ".join(problems) if problems else "pass"))
         return "\n".join(lines)
 

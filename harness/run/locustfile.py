@@ -48,13 +48,13 @@ from harness.core.scenario.loading import bundled_scenarios_dir, load_library
 from harness.core.scenario.model import Scenario
 from harness.judge.rules import Options
 from harness.judge.soak import (
-    CLOSE_WITHIN,
     ClientFaultKind,
     ClientFaultRate,
     SoakCase,
     Verdict,
     default_workload,
     first_content,
+    hang_up_closed,
     judge,
     judge_hang_up,
     soak_cases,
@@ -71,10 +71,10 @@ RSS: list[tuple[float, int]] = []
 _PROGRESS: list[Any] = []  # the greenlet printing progress lines, stopped before the summary
 _MASTER: list[Environment] = []  # a master's environment, once its test has started
 _STOPPING: list[Any] = []  # the greenlet ending the soak after --soak-duration
+_CUT_SHORT: list[str] = []  # on a master: why the soak ended before its time
 _USERS = itertools.count()  # this process's users, in the order they start
 ARM_TRIES = 20  # a hang-up case is armed again until the mock draws no upstream fault for it
 POLL_EVERY = 0.05  # seconds between the questions to the mock after a hang-up
-GIVE_UP_AFTER = 60.0  # seconds of the client's own after which a mock that never answers is not asked again
 # A kept-alive connection the mock closed as a request went out: the control request is sent again.
 MOCK_RETRIES = Retry(total=3, backoff_factor=0.1, allowed_methods=None, raise_on_status=False)
 
@@ -247,13 +247,8 @@ class ConformanceUser(User):
                      verdict, elapsed, len(exchange.raw))
 
     def _hang_up(self, case: SoakCase, token: str, played: Scenario, nonce: str) -> None:
-        """Hang up after the first words; then ask the mock, until ``CLOSE_WITHIN`` has passed on
-        its clock, whether the proxy's upstream request has ended, and when.
-
-        The time is the mock's: when it saw the upstream answer end, against when the client hung
-        up (wall clocks of one host). Counting until the answer to a question arrives would add
-        however long the question waited, which on saturated cores is seconds of the load
-        generator's own."""
+        """Hang up after the first words; then ask the mock whether, and when on its clock, the
+        proxy's upstream request ended (``hang_up_closed``)."""
         soak = self.soak
         url, body, headers = self._request(played, nonce)
         start = time.monotonic()
@@ -267,14 +262,9 @@ class ConformanceUser(User):
             hung_up_at = time.time() - (time.monotonic() - answer.hung_up)
             while True:
                 state = self.mock.get(f"{soak.mock_url}/_mock/runs/{nonce}", timeout=30).json()
-                activity = BackendActivity.from_json(state.get("activity") or {})
-                waited = time.monotonic() - answer.hung_up
-                if state["received"] >= 1 and activity.answering == 0:
-                    ended = activity.ended_at
-                    closed_after = waited if ended is None else max(0.0, ended - hung_up_at)
-                    break
-                mock_waited = waited if activity.clock is None else activity.clock - hung_up_at
-                if mock_waited > CLOSE_WITHIN or waited > GIVE_UP_AFTER:
+                done, closed_after = hang_up_closed(hung_up_at, time.monotonic() - answer.hung_up, state["received"],
+                                                    BackendActivity.from_json(state.get("activity") or {}))
+                if done:
                     break
                 gevent.sleep(POLL_EVERY)
             verdict = judge_hang_up(closed_after)
@@ -324,8 +314,7 @@ def _progress(environment: Environment, every: float, pid: int) -> None:
 def _init(environment: Environment, **_: Any) -> None:
     """Read the library, build the cases and judge one made-up answer before any user starts:
     the rules import the SDKs on first use, which would stall every user at once."""
-    # Not on a worker: its own command line is not the soak's (the master sends that when the
-    # test starts), and a worker busy for seconds here misses the master's first messages.
+    # Not on a worker: the master sends it the soak's options when the test starts (`_start`).
     if environment.parsed_options is not None and not isinstance(environment.runner, (MasterRunner, WorkerRunner)):
         _warm(settings(environment))
 
@@ -340,14 +329,22 @@ def _warm(soak: Settings) -> None:
         judge(case, new_token(), case.scenario, warm, soak.options[case.scenario.client.profile], None)
 
 
-def _start(environment: Environment, **_: Any) -> None:
+def _prepare(environment: Environment) -> None:
+    """Read the options again (a worker has just received the master's), build the cases, warm the judge."""
     global _SETTINGS
-    if not isinstance(environment.runner, MasterRunner):
-        _SETTINGS = None  # a worker has just received the master's options: read them again
-        soak = settings(environment)
+    _SETTINGS = None
+    _warm(settings(environment))
+
+
+def _start(environment: Environment, **_: Any) -> None:
     if isinstance(environment.runner, WorkerRunner):
-        _warm(soak)
+        # Seconds of work, on a thread of its own: on the event loop it would silence the worker's
+        # heartbeats, and a master that hears none for about four seconds counts its last worker
+        # missing and stops the test for good (locustio/locust#1707). Users start after this.
+        gevent.get_hub().threadpool.apply(_prepare, (environment,))
         return
+    if not isinstance(environment.runner, MasterRunner):
+        _prepare(environment)
     opts = environment.parsed_options
     pid = int(getattr(opts, "proxy_pid", 0) or 0)
     if pid:
@@ -356,8 +353,7 @@ def _start(environment: Environment, **_: Any) -> None:
             RSS.append((0.0, kb))
     _PROGRESS.append(gevent.spawn(_progress, environment, float(getattr(opts, "progress_every", 5.0)), pid))
     if isinstance(environment.runner, MasterRunner):
-        # The soak's time runs from the workers' first report of exchanges: a worker reads the
-        # library and builds its cases only once the master has sent it the options.
+        # The soak's time runs from the workers' first report of exchanges (`_gather`), after they prepared.
         _MASTER.append(environment)
     else:
         _stop_after_duration(environment)
@@ -367,6 +363,16 @@ def _stop_after_duration(environment: Environment) -> None:
     duration = str(getattr(environment.parsed_options, "soak_duration", "") or "")
     if duration and environment.runner is not None and not _STOPPING:
         _STOPPING.append(gevent.spawn_later(parse_timespan(duration), environment.runner.quit))
+
+
+def _stopped(environment: Environment, **_: Any) -> None:
+    """A headless master whose last worker went missing stops the test and runs on with no
+    users (for ever, when no exchange was reported yet): end the soak there, failed, saying why."""
+    if (isinstance(runner := environment.runner, MasterRunner) and getattr(environment.parsed_options, "headless", False)
+            and not runner.worker_count and runner.clients.missing and not _CUT_SHORT):
+        _CUT_SHORT.append("every worker went missing (no heartbeat for seconds) and Locust stopped the test")
+        print(f"soak: {_CUT_SHORT[0]}", flush=True)
+        gevent.spawn(runner.quit)
 
 
 def _summary(environment: Environment, **_: Any) -> None:
@@ -381,13 +387,13 @@ def _summary(environment: Environment, **_: Any) -> None:
         if kb is not None and RSS:
             RSS.append((RSS[-1][0], kb))
     tally = current(environment)
-    print(tally.summary(RSS), flush=True)
-    if not tally.passed(RSS):
+    print(tally.summary(RSS, "; ".join(_CUT_SHORT)), flush=True)
+    if _CUT_SHORT or not tally.passed(RSS):
         environment.process_exit_code = 1  # a soak check failed even where no exchange did (SOAK-002)
 
 
 # Locust's listener registration is untyped.
 for hook, listener in ((events.init_command_line_parser, _options), (events.report_to_master, _report),
                        (events.worker_report, _gather), (events.init, _init), (events.test_start, _start),
-                       (events.quitting, _summary)):
+                       (events.test_stop, _stopped), (events.quitting, _summary)):
     hook.add_listener(listener)  # type: ignore[no-untyped-call]

@@ -27,8 +27,9 @@ CLI = "from harness.cli.main import run_main; run_main()"
 CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 # Seconds a server may take to answer its first health check. A safety net, not a margin: a
 # server that died is reported at once (its exit is watched); a live one on a machine loaded
-# on purpose took more than 20 s just to import, so only a hung one waits this long.
-START_TIMEOUT = 60.0
+# on purpose took more than 20 s just to import, and over 60 s beside a 256-client soak at a
+# load average of 16, so only a hung one waits this long.
+START_TIMEOUT = 180.0
 
 
 @dataclass

@@ -172,6 +172,18 @@ async def _receive_truncated(url: str, body: bytes, headers: Mapping[str, str], 
         writer.close()
 
 
+#: Seconds per MB of a padded message a proxy may take on top of ``--timeout`` before the exchange counts
+#: as hanging: reading, parsing and forwarding 10 MB is the proxy's own work, and slow is not hung
+#: (claude-code-router 2.0.0 answered the 10 MB case in 16 s on a loaded 2-core machine; clients wait
+#: 600 s, openai-python's default).
+PAD_SECONDS_PER_MB = 1.0
+
+
+def exchange_timeout(scenario: Scenario, timeout: float) -> float:
+    """The proxy's own time ``scenario``'s exchange may take: ``timeout``, and more for a huge message."""
+    return timeout + (scenario.client.pad_bytes or 0) / 1_000_000 * PAD_SECONDS_PER_MB
+
+
 def deadline(start: float, timeout: float, backend: BackendActivity | None) -> float:
     """When an exchange that began at ``start`` counts as hanging: ``timeout`` seconds of
     the proxy's own time, plus the time the backend spent answering it as the mock measured
@@ -255,6 +267,7 @@ def run_exchange(
     ``hang_up`` closes the connection once the first bytes of the answer arrived.
     """
     nonce = mock.arm(scenario, lockstep=lockstep)
+    timeout = exchange_timeout(scenario, timeout)
     finished = False
     try:
         body = client_body(profile, build_request(scenario, stream=stream, model=model, nonce=nonce))

@@ -237,89 +237,16 @@ MAX_GAP = 64
 """Longest run of blanks between a closing tag and the tag that confirms it."""
 
 
-def which(s: str, i: int, literals: tuple[str, ...]) -> int | None:
-    """Which of ``literals`` does ``s[i:]`` start with: the first one's index; -1: none of
-    them; None: cannot tell yet (``s`` ends first, and no literal before matched)."""
-    undecided = False
-    for k, literal in enumerate(literals):
-        found = starts(s, i, literal)
-        if found:
-            return k
-        undecided = undecided or found is None
-    return None if undecided else -1
-
-
-Tags = tuple[tuple[str, ...], tuple[int, ...]]
-"""The tags that may come next in a parser's state and the states each one leads to."""
-NO_TAG = -2
-
-
-def next_tag(s: str, i: int, tags: Tags) -> tuple[int, int]:
-    """Which of ``tags`` comes next in ``s`` after blanks from ``i``: the index after it and
-    the state it leads to; else where the blanks end and ``NOT_YET`` (``s`` ends first) or
-    ``NO_TAG`` (none of them)."""
-    i = skip_ws(s, i)
-    if i >= len(s):
-        return i, NOT_YET
-    literals, states = tags
-    k = which(s, i, literals)
-    if k is None:
-        return i, NOT_YET
-    if k < 0:
-        return i, NO_TAG
-    return i + len(literals[k]), states[k]
-
-
-def confirmed(s: str, i: int, follows: tuple[str, ...]) -> bool | None:
-    """Is a closing tag that ends at ``s[i]`` real? Only when, after blanks, one of
-    ``follows`` comes next (a value may itself hold the closing tag: file content that
-    documents the format). None: cannot tell yet (``s`` ends first)."""
-    j = skip_ws(s, i)
-    if j - i > MAX_GAP:
-        return False
-    if j == len(s):
-        return None
-    k = which(s, j, follows)
-    return None if k is None else k >= 0
-
-
-class TextValue:
-    """A value written as bare text up to its closing tag, read piece by piece."""
-
-    __slots__ = ("parts",)
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-
-    def read(self, s: str, i: int, closer: str, follows: tuple[str, ...] = ()) -> tuple[int, str | None]:
-        """Reads ``s[i:]`` up to ``closer`` (the first one that ``follows`` confirms, if
-        given): the index after the closer and the whole value; or, the closer not (surely)
-        there yet, the index where the undecided text starts (to be carried) and None."""
-        j = s.find(closer, i)
-        real: bool | None = True
-        if follows:
-            while j >= 0:  # a closing tag inside the value is followed by none of ``follows``
-                real = confirmed(s, j + len(closer), follows)
-                if real is not False:
-                    break
-                j = s.find(closer, j + 1)
-        if j < 0:
-            keep = max(i, len(s) - len(closer) + 1)  # the closer may be cut at the piece's end
-            self.parts.append(s[i:keep])
-            return keep, None
-        self.parts.append(s[i:j])
-        if real is None:
-            return j, None
-        value = "".join(self.parts)
-        self.parts = []
-        return j + len(closer), value
-
-
 class CarriedParser(MarkerParser):
     """The steps every parser over carried text shares (see ``Carry``): join the piece to
     what was kept, skip the opener on the first piece, let the family ``scan``, keep what
     it could not decide yet. A text that ends inside the marker is no call, unless the
-    family says otherwise in its own ``finish``."""
+    family says otherwise in its own ``finish``. A family that reports calls while its
+    marker goes on (several calls in one wrapper) sets ``ready`` when it has some, and
+    ``report`` answers for them once the piece is kept."""
+
+    ready = False
+    """Calls are complete and not yet reported (``report`` says them)."""
 
     def __init__(self, skip: int = 0, origin: int = 0) -> None:
         """``skip``: how much of the opener the family does not parse; ``origin``: the
@@ -328,15 +255,31 @@ class CarriedParser(MarkerParser):
         self._skip = skip
 
     def feed(self, text: str, start: int = 0) -> Verdict | None:
+        # ``Carry.join`` and ``Carry.keep`` written out: every piece of every marker comes
+        # through here, and two calls less per piece are a tenth of a short call's cost.
         carry = self._carry
-        s, i = carry.join(text, start)
-        i += self._skip
+        kept = carry.text
+        if kept:
+            carry.base = carry.pos
+            s = kept + text[start:]
+            i = self._skip
+        else:
+            carry.base = carry.pos - start
+            s = text
+            i = start + self._skip
         self._skip = 0
         step = self.scan(s, i)
         if isinstance(step, int):
-            carry.keep(s, min(step, len(s)))
-            return None
+            if step > len(s):
+                step = len(s)
+            carry.pos = carry.base + step
+            carry.text = s[step:]
+            return self.report() if self.ready else None
         return step
+
+    def report(self) -> Verdict | None:
+        """The calls ``ready`` says are complete, as a verdict (the marker goes on)."""
+        return None
 
     @abstractmethod
     def scan(self, s: str, i: int) -> Verdict | int:

@@ -11,16 +11,22 @@ from typing import Any
 
 from reference_proxy.rescue.events import ToolSpec
 
+_SCHEMAS_KEPT = 256
+
 
 class Toolbox:
     """Name resolution and parameter schemas for the tools of one request."""
 
-    __slots__ = ("_specs",)
+    __slots__ = ("_specs", "_schemas")
 
     def __init__(self, tools: Sequence[ToolSpec]) -> None:
         self._specs: dict[str, ToolSpec] = {}
         for tool in tools:
             self._specs.setdefault(tool.name, tool)
+        # Parameters' schemas once looked up (its ``Mapping`` checks are abstract-class
+        # checks, which cost more than the rest of typing a short value); at most
+        # ``_SCHEMAS_KEPT``, as the names come from the model's text.
+        self._schemas: dict[tuple[str, str], Mapping[str, Any] | None] = {}
 
     def __bool__(self) -> bool:
         return bool(self._specs)
@@ -42,6 +48,16 @@ class Toolbox:
 
     def property_schema(self, tool: str, parameter: str) -> Mapping[str, Any] | None:
         """The JSON Schema of one parameter, if the tool declares it."""
+        key = (tool, parameter)
+        schemas = self._schemas
+        if key in schemas:
+            return schemas[key]
+        schema = self._property_schema(tool, parameter)
+        if len(schemas) < _SCHEMAS_KEPT:
+            schemas[key] = schema
+        return schema
+
+    def _property_schema(self, tool: str, parameter: str) -> Mapping[str, Any] | None:
         spec = self._specs.get(tool)
         if spec is None or spec.parameters is None:
             return None

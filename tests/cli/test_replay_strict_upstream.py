@@ -20,8 +20,11 @@ from mutants.clients import STRICT_TEMPLATE
 
 
 @pytest.mark.parametrize(("flags", "verdict"), [
-    ((), "verdict: every applicable rule holds"),
-    (("--strict-upstream",), "HTTP-003"),
+    (("--features", "system-first"), "verdict: every applicable rule holds"),
+    (("--features", "system-first", "--strict-upstream"), "HTTP-003"),
+    # A proxy that does not claim to put system text first relays the request and the template's refusal
+    # unchanged, as the server said it: not judged (LiteLLM 1.108.7 failed HTTP-003 here before).
+    (("--strict-upstream",), "requires feature system-first"),
 ])
 def test_replay_meets_the_strict_upstream_only_when_asked(tmp_path: Path, flags: tuple[str, ...],
                                                           verdict: str) -> None:

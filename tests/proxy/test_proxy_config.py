@@ -100,12 +100,12 @@ def test_yaml_file_and_its_errors(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("changes", "features"),
     [
-        ({}, {"loop-guard", "xml-client", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast"}),
-        ({"loop_guard_max_tool_messages": None}, {"xml-client", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast"}),
-        ({"xml_client_patterns": ()}, {"loop-guard", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast"}),
+        ({}, {"loop-guard", "xml-client", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast", "system-first"}),
+        ({"loop_guard_max_tool_messages": None}, {"xml-client", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast", "system-first"}),
+        ({"xml_client_patterns": ()}, {"loop-guard", "tool-choice", "hold-back-cap", "body-timeout", "fails-fast", "system-first"}),
         ({"system_to_user": True}, {"loop-guard", "xml-client", "system-to-user", "tool-choice", "hold-back-cap",
-                                    "body-timeout", "fails-fast"}),
-        ({"buffer_cap": 1 << 20}, {"loop-guard", "xml-client", "tool-choice", "body-timeout", "fails-fast"}),
+                                    "body-timeout", "fails-fast", "system-first"}),
+        ({"buffer_cap": 1 << 20}, {"loop-guard", "xml-client", "tool-choice", "body-timeout", "fails-fast", "system-first"}),
     ],
 )
 def test_features(changes: dict[str, Any], features: set[str]) -> None:

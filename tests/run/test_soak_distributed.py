@@ -1,18 +1,20 @@
 """The soak on Locust's own master and a worker over loopback, as docs/soak.md runs it on
-many machines, and the soak command's verdict on a proxy that never hears its clients
-hang up. Real processes, real sockets; nothing timed beyond generous bounds."""
+many machines; a master whose worker falls silent; and the soak command's verdict on a
+proxy that never hears its clients hang up. Real processes, real sockets; nothing timed
+beyond generous bounds."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from mutants.base import proxy_config, reference
 from mutants.hang_up import deaf_to_hang_ups
+from support.processes import Output
 
 from harness.core.replay.fault_rate import FaultRate
 from harness.run.processes import free_port
@@ -30,8 +32,6 @@ def _summary(out: str) -> dict[str, str]:
     return {line[:23].strip(): line[23:].strip() for line in lines if line.startswith("  ")}
 
 
-@pytest.mark.skip(reason="intermittent: the worker sometimes never starts its users (the master waits for "
-                         "its first report of exchanges until the 300 s limit); passes when it does")
 def test_a_master_and_a_worker_soak_the_proxy_together(servers: Any, tmp_path: Path) -> None:
     rate = FaultRate(0.2, seed=42, stall_seconds=0.2)
     mock_url = servers(create_app(fault_rate=rate)).url
@@ -62,6 +62,39 @@ def test_a_master_and_a_worker_soak_the_proxy_together(servers: Any, tmp_path: P
     assert int(summary["exchanges"]) > 0 and summary["rule failures"] == "0", (out[:1500], log.read_text()[-3000:])
     assert summary["client faults"].split()[0] != "0" and summary["verdict"] == "pass", summary
     assert "soak " in out.split("soak summary")[0]  # the master's progress lines
+
+
+def test_a_master_ends_the_soak_failed_when_its_last_worker_falls_silent(servers: Any, tmp_path: Path) -> None:
+    # Locust's master stops the test once its last worker misses its heartbeats and runs on with
+    # no users: the soak ends there, failed, saying why (a stopped worker sends no heartbeat).
+    mock_url = servers(create_app()).url
+    proxy_url = servers(reference(proxy_config(f"{mock_url}/v1"))).url
+    port = free_port()
+    master = subprocess.Popen(
+        [*LOCUST, "--master", "--headless", "--only-summary", "--expect-workers", "1", "--users", "2",
+         "--spawn-rate", "2", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
+         "--host", f"{proxy_url}/v1", "--mock-url", mock_url, "--soak-scenarios", CASES, "--frame-delay-ms", "5",
+         "--soak-duration", "10m", "--progress-every", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with (tmp_path / "worker.log").open("w") as sink:
+        worker = subprocess.Popen([*LOCUST, "--worker", "--master-host", "127.0.0.1", "--master-port", str(port)],
+                                  stdout=sink, stderr=subprocess.STDOUT, text=True)
+    try:
+        out = Output(master)
+        seen, _ = out.until(r"^soak .* exchanges [1-9]", timeout=300, within=300)  # the worker's first report
+        os.kill(worker.pid, signal.SIGSTOP)
+        seen += out.rest(within=300)
+        master.wait(timeout=60)
+    finally:
+        for process in (master, worker):
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    text = "\n".join(seen)
+    assert master.returncode == 1, text[-3000:]
+    assert "soak: every worker went missing" in text
+    assert _summary(text)["verdict"] == "FAIL: every worker went missing (no heartbeat for seconds) and Locust " \
+                                        "stopped the test", text[-3000:]
 
 
 def test_the_soak_fails_a_proxy_that_keeps_its_upstream_request_after_a_hang_up(servers: Any) -> None:

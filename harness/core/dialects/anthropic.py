@@ -147,6 +147,13 @@ ANTHROPIC = WireDialect(
     },
     client_error_type="invalid_request_error",
     server_error_type="api_error",
+    # anthropic-sdk-python 2.14.0 (``_make_status_error``): 501, 503, 504 and 529 have classes of their own.
+    sdk_errors={400: "BadRequestError", 401: "AuthenticationError", 402: "PaymentRequiredError",
+                403: "PermissionDeniedError", 404: "NotFoundError", 408: "RequestTimeoutError", 409: "ConflictError",
+                413: "ContentTooLargeError", 422: "UnprocessableEntityError", 429: "RateLimitError",
+                501: "HTTPNotImplementedError", 503: "ServiceUnavailableError", 504: "GatewayTimeoutError",
+                529: "OverloadedError"},
+    sdk_server_error="InternalServerError",
     calls=ToolUseCodec(),
     errors=AnthropicErrors(),
     requests=MessagesRequests(),

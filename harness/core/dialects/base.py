@@ -152,6 +152,10 @@ class WireDialect:
     streams_always: bool = False
     media_type: str = "text/event-stream"
     system_role: bool = True  # whether its requests carry system text of their own (Kiro's do not)
+    # The error class the API's official SDK raises for a status (``sdk_error``), where one reads the
+    # API's answers: clients act on the class (catch it, retry it), not on the number.
+    sdk_errors: Mapping[int, str] = field(default_factory=dict)
+    sdk_server_error: str | None = None  # the class of every other 5xx
 
     def __repr__(self) -> str:
         return f"WireDialect({self.name!r})"
@@ -170,6 +174,11 @@ class WireDialect:
     def error_type(self, status: int) -> str:
         """The error ``type`` the API answers ``status`` with."""
         return self.error_types.get(status, self.server_error_type if status >= 500 else self.client_error_type)
+
+    def sdk_error(self, status: int) -> str | None:
+        """The error class the official SDK raises for ``status``; None for its catch-all
+        (``APIStatusError``), which tells nothing about the status."""
+        return self.sdk_errors.get(status, self.sdk_server_error if status >= 500 else None)
 
     def native_usage(self, usage: Mapping[str, Any]) -> dict[str, Any]:
         """Usage counts named as this dialect names them (input / output tokens)."""

@@ -185,6 +185,10 @@ OPENAI = WireDialect(
     error_types={401: "authentication_error", 403: "permission_error", 429: "rate_limit_error"},
     client_error_type="invalid_request_error",
     server_error_type="server_error",
+    # openai-python 3.57.0 (``_make_status_error``): every 5xx is InternalServerError, and retried.
+    sdk_errors={400: "BadRequestError", 401: "AuthenticationError", 403: "PermissionDeniedError",
+                404: "NotFoundError", 409: "ConflictError", 422: "UnprocessableEntityError", 429: "RateLimitError"},
+    sdk_server_error="InternalServerError",
     calls=ToolCallCodec(),
     errors=OpenAIErrors(),
     requests=ChatRequests(),

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 from typing import Any
 
 from harness.core.dialects import WireDialect
-from harness.core.dialects.frames import RawFrame
+from harness.core.dialects.frames import RawFrame, ToolCallFrame
 from harness.core.dialects.servers import SERVERS, ServerProfile
 from harness.core.replay.wire import Event, multibyte_cut
 from harness.core.scenario.model import Backend, Scenario
@@ -41,8 +42,28 @@ def as_served(events: list[Event], backend: Backend) -> list[Event]:
 def playable(scenario: Scenario, dialect: WireDialect) -> bool:
     """Whether a server's habits can play ``scenario`` with its backend served in ``dialect``:
     a streamed answer of one step whose frames say nothing on the wire themselves (raw frames
-    and faults are written byte for byte on purpose; a habit would change what they test)."""
+    and faults are written byte for byte on purpose; a habit would change what they test), and
+    whose native calls carry a JSON object: the cases of calls with broken arguments test what a
+    proxy makes of a deliberately odd call, which habits rewrite (a server that writes arguments as
+    an object, TGI's, cannot say one, and its grammar never writes one)."""
     backend = scenario.backend
     return (scenario.streams and backend.stream is not False and backend.fault is None and not has_steps(scenario)
             and not any(isinstance(f, RawFrame) for f in backend.frames)
+            and all(_json_object(arguments) for arguments in _native_arguments(scenario))
             and any(s.serves(dialect) for s in SERVERS.values()))
+
+
+def _native_arguments(scenario: Scenario) -> list[str]:
+    """Each native call's arguments, its fragments joined."""
+    joined: dict[int, str] = {}
+    for frame in scenario.backend.frames:
+        if isinstance(frame, ToolCallFrame):
+            joined[frame.index] = joined.get(frame.index, "") + (frame.arguments or "")
+    return list(joined.values())
+
+
+def _json_object(text: str) -> bool:
+    try:
+        return isinstance(json.loads(text), dict)
+    except ValueError:
+        return False

@@ -26,7 +26,7 @@ from harness.core.dialects.servers import ServerProfile
 PROFILES: tuple[ClientProfile, ...] = tuple(CLIENTS.values())
 OPENAI_PROFILES: tuple[ClientProfile, ...] = default_profiles(DEFAULT_PROFILE)  # a case's profiles when it names none
 FEATURES: tuple[str, ...] = ("force-non-stream", "system-to-user", "loop-guard", "xml-client", "tool-choice", "hold-back-cap",
-                             "body-timeout", "fails-fast")
+                             "body-timeout", "fails-fast", "system-first")
 
 
 # --------------------------------------------------------------------------- model

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from harness.judge.compare import fold_ws, matched_prefix, shorten
 from harness.judge.rules import locate
 from harness.judge.rules.context import Context
-from harness.judge.rules.registry import EVERY_PROFILE, OPENAI_PROFILES, Violation, rule_group
+from harness.judge.rules.registry import EVERY_PROFILE, OPENAI_PROFILES, RESPONSES, Violation, rule_group
 from harness.judge.rules.schemas import error_body
 
 rule = rule_group("faults", "FAULT", profiles=EVERY_PROFILE)
@@ -58,7 +58,8 @@ def expected_error_arrives(ctx: Context) -> Iterator[Violation]:
         return
     excerpt = ctx.excerpt
     if not _is_2xx(status):
-        if (want.status and status not in want.status) or (not want.status and status < 400):
+        if (want.status and status not in want.status and not _same_sdk_error(ctx, status, want.status)) or (
+                not want.status and status < 400):
             yield Violation(
                 f"status {status}, expected {_wanted(ctx)}: {excerpt!r}",
                 {"expected": list(want.status), "actual": status, "excerpt": excerpt},
@@ -91,6 +92,13 @@ def error_placement(ctx: Context) -> Iterator[Violation]:
         )
 
 
+def _same_sdk_error(ctx: Context, status: int, wanted: Sequence[int]) -> bool:
+    """Whether the client's official SDK raises the same error class for ``status`` as for one of the
+    ``wanted`` ones (a 502 for a 500: openai-python raises InternalServerError for both, and retries both)."""
+    raised = ctx.dialect.sdk_error(status)
+    return raised is not None and any(ctx.dialect.sdk_error(w) == raised for w in wanted)
+
+
 def _relayed_unchanged(ctx: Context, text: str) -> bool:
     """Whether the answer is the backend's own error body, passed on with the backend's status."""
     fault = ctx.scenario.backend.fault
@@ -100,7 +108,7 @@ def _relayed_unchanged(ctx: Context, text: str) -> bool:
     return isinstance(fault.body, str) and text.strip() == fault.body.strip()
 
 
-@rule("FAULT-003", stage="response")
+@rule("FAULT-003", stage="response", profiles=OPENAI_PROFILES | RESPONSES)  # openai-python reads them; see the catalogue
 def error_body_dialect(ctx: Context) -> Iterator[Violation]:
     status = ctx.exchange.status
     if not ctx.fault_case or status is None or _is_2xx(status):

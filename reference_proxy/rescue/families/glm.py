@@ -15,16 +15,16 @@ from typing import Any
 
 from reference_proxy.rescue.coercion import typed_value
 from reference_proxy.rescue.family import (
-    NOT_YET, Call, CarriedParser, Context, Family, MarkerParser, Opener, Tags, TextValue, Verdict, accept, next_tag,
-    reject,
+    NOT_YET, Call, CarriedParser, Context, Family, MarkerParser, Opener, Verdict, accept, reject,
 )
+from reference_proxy.rescue.tags import Tags, TextValue
 from reference_proxy.rescue.toolbox import Toolbox
 
 OPEN = "<tool_call>"
 CLOSE = "</tool_call>"
 KEY, END_KEY = "<arg_key>", "</arg_key>"
 VALUE, END_VALUE = "<arg_value>", "</arg_value>"
-_AFTER_VALUE = (KEY, CLOSE)
+_AFTER_VALUE = Tags((KEY, CLOSE))
 _MAX_NAME = 256
 _NAME_END = re.compile(r"[\n \t\r<]")
 _NOT_A_NAME = frozenset("{[<\n \t\r")  # right after the opener: no name can start here
@@ -32,8 +32,8 @@ _NOT_A_NAME = frozenset("{[<\n \t\r")  # right after the opener: no name can sta
 _NAME, _PAIRS, _KEY, _VALUE_OPEN, _VALUE, _CLOSED = range(6)
 # After blanks, the tags that may come next in a state and the states they lead to.
 _TAGS: dict[int, Tags] = {
-    _PAIRS: ((KEY, CLOSE), (_KEY, _CLOSED)),
-    _VALUE_OPEN: ((VALUE,), (_VALUE,)),
+    _PAIRS: Tags((KEY, CLOSE), (_KEY, _CLOSED)),
+    _VALUE_OPEN: Tags((VALUE,), (_VALUE,)),
 }
 
 
@@ -77,7 +77,7 @@ class GlmParser(CarriedParser):
                 self._params[self._key] = typed_value(written, self._tools.property_schema(self._name, self._key))
                 self._state = _PAIRS
                 continue
-            i, state = next_tag(s, i, _TAGS[state])
+            i, state = _TAGS[state].next(s, i)
             if state < 0:
                 return i if state == NOT_YET else reject(base + i)
             self._state = state

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cache, cached_property
 from typing import Any
 
 from reference_proxy.rescue.coercion import typed_value
 from reference_proxy.rescue.family import (
-    MAX_TAG, Call, CarriedParser, Context, Family, MarkerParser, Opener, TextValue, Verdict, reject, skip_ws, which,
+    MAX_TAG, Call, CarriedParser, Context, Family, MarkerParser, Opener, Verdict, reject, skip_ws,
 )
+from reference_proxy.rescue.tags import Tags, TextValue
 from reference_proxy.rescue.toolbox import Toolbox
 
 WRAPPER = "<function_calls>"
@@ -44,7 +45,7 @@ _SPACE = frozenset(" \t\r\n")
 
 
 @dataclass(frozen=True)
-class Tags:
+class Elements:
     """The element names of one invoke-XML dialect."""
 
     invoke: str
@@ -59,9 +60,9 @@ class Tags:
         return self.parameter.replace("<", "</", 1) + ">"
 
     @cached_property
-    def after_value(self) -> tuple[str, str]:
+    def after_value(self) -> Tags:
         """What may follow a value's closing tag (and so may come next among the parameters)."""
-        return (self.parameter, self.end_invoke)
+        return Tags((self.parameter, self.end_invoke))
 
     @cached_property
     def invoke_tag(self) -> re.Pattern[str]:
@@ -73,7 +74,15 @@ class Tags:
         return re.compile(re.escape(self.parameter) + _NAMED_TAG + _STRING_ATTRIBUTE + r"\s*>")
 
 
-INVOKE_TAGS = Tags(INVOKE, PARAMETER)
+INVOKE_TAGS = Elements(INVOKE, PARAMETER)
+
+
+@cache
+def _after_wrapper(invoke: str, end_wrapper: str) -> tuple[Tags, Tags]:
+    """What may come after the corrupted wrapper (an invoke) and after the wrapper or an
+    invoke (another, or the wrapper's close), built once per dialect."""
+    return Tags((invoke,)), Tags((invoke, end_wrapper))
+
 
 # States. _WRAPPER: inside a wrapper, before the first invoke; _AFTER: after an invoke.
 _CORRUPT, _WRAPPER, _TAG, _PARAMS, _PARAM_TAG, _VALUE, _AFTER = range(7)
@@ -81,7 +90,7 @@ _CORRUPT, _WRAPPER, _TAG, _PARAMS, _PARAM_TAG, _VALUE, _AFTER = range(7)
 
 class InvokeXmlParser(CarriedParser):
     def __init__(self, opener: str, tools: Toolbox, context: Context, wrapper: str = WRAPPER,
-                 tags: Tags = INVOKE_TAGS) -> None:
+                 tags: Elements = INVOKE_TAGS) -> None:
         """``wrapper``: the opening wrapper tag (MiniMax M2 writes ``<minimax:tool_call>``);
         ``tags``: the invoke and parameter elements (DeepSeek's DSML prefixes them)."""
         if opener == wrapper:
@@ -94,7 +103,7 @@ class InvokeXmlParser(CarriedParser):
             super().__init__()
             self._state = _TAG
         self._end_wrapper = wrapper.replace("<", "</", 1)
-        self._wrapper_tags = (tags.invoke, self._end_wrapper)
+        self._after_corrupt, self._after_wrapper = _after_wrapper(tags.invoke, self._end_wrapper)
         self._t = tags
         self._raw = False  # the value's string="true" attribute: raw text, not typed
         self._tools = tools
@@ -109,9 +118,10 @@ class InvokeXmlParser(CarriedParser):
         self._last_end: int | None = None  # end of the last complete invoke
         self._emitted = False
 
-    def _report(self) -> Verdict | None:
+    def report(self) -> Verdict | None:
         """The calls complete and not yet reported, if any; the marker goes on."""
         calls, self._calls = tuple(self._calls), []
+        self.ready = False
         if not calls:
             return None
         self._emitted = True
@@ -120,6 +130,7 @@ class InvokeXmlParser(CarriedParser):
     def _over(self, resume: int) -> Verdict:
         """The marker is over: the calls not yet reported; scanning resumes at ``resume``."""
         calls, self._calls = tuple(self._calls), []
+        self.ready = False
         if calls:
             self._emitted = True
         return Verdict(calls, self._last_end if calls else None, True, resume)
@@ -155,10 +166,6 @@ class InvokeXmlParser(CarriedParser):
         if self._raw:
             return value
         return typed_value(value, self._tools.property_schema(self._name, self._param))
-
-    def feed(self, text: str, start: int = 0) -> Verdict | None:
-        verdict = super().feed(text, start)
-        return self._report() if verdict is None and self._calls else verdict
 
     def scan(self, s: str, i: int) -> Verdict | int:
         base = self._carry.base
@@ -196,7 +203,7 @@ class InvokeXmlParser(CarriedParser):
             if i >= n:
                 break
             if state == _PARAMS:
-                tag = which(s, i, self._t.after_value)
+                tag = self._t.after_value.which(s, i)
                 if tag is None:
                     break
                 if tag < 0:
@@ -206,17 +213,19 @@ class InvokeXmlParser(CarriedParser):
                     continue
                 i += len(self._t.end_invoke)
                 self._calls.append(Call(self._name, self._params))
+                self.ready = True
                 self._last_end = base + i
                 self._state = _AFTER
                 continue
             # _CORRUPT, _WRAPPER, _AFTER: an invoke may start here (and, but after "count", the wrapper close)
-            tag = which(s, i, self._wrapper_tags[:1] if state == _CORRUPT else self._wrapper_tags)
+            tag = (self._after_corrupt if state == _CORRUPT else self._after_wrapper).which(s, i)
             if tag == 0:
                 self._state = _TAG
                 continue
             if tag == 1:
                 end = base + i + len(self._end_wrapper)
                 calls, self._calls = tuple(self._calls), []
+                self.ready = False
                 return Verdict(calls, end, True, end)
             if tag is None:
                 break
@@ -237,7 +246,7 @@ class InvokeXmlParser(CarriedParser):
 # (https://github.com/kaitranntt/CLIProxyAPIPlus/pull/146 tolerates it).
 NAMESPACE = "ant" "ml:"
 NS_WRAPPER = "<" + NAMESPACE + "function_calls>"
-NS_TAGS = Tags("<" + NAMESPACE + "invoke", "<" + NAMESPACE + "parameter")
+NS_TAGS = Elements("<" + NAMESPACE + "invoke", "<" + NAMESPACE + "parameter")
 
 
 class InvokeXml(Family):
@@ -270,7 +279,7 @@ class MiniMaxM2(Family):
 DSML = "<｜DSML｜"
 DSML_WRAPPER = DSML + "function_calls>"
 DSML_TOOL_CALLS = DSML + "tool_calls>"
-DSML_TAGS = Tags(DSML + "invoke", DSML + "parameter")
+DSML_TAGS = Elements(DSML + "invoke", DSML + "parameter")
 
 
 class DeepSeekDsml(Family):

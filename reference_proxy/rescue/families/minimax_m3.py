@@ -24,23 +24,10 @@ from typing import Any
 from reference_proxy.rescue.coercion import schema_types, typed_value, untyped_value
 from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.family import (
-    MAX_NAME,
-    NOT_YET,
-    Call,
-    CarriedParser,
-    Context,
-    Family,
-    MarkerParser,
-    Opener,
-    Tags,
-    TextValue,
-    Verdict,
-    accept,
-    next_tag,
-    reject,
-    skip_ws,
+    MAX_NAME, NOT_YET, Call, CarriedParser, Context, Family, MarkerParser, Opener, Verdict, accept, reject, skip_ws,
     starts,
 )
+from reference_proxy.rescue.tags import Tags, TextValue
 from reference_proxy.rescue.toolbox import Toolbox
 
 NS = "]<]minimax[>["
@@ -54,7 +41,8 @@ _MAX_DEPTH = 32
 
 _INVOKES, _NAME, _CONTENT, _ELEMENTS, _TEXT = range(5)
 _DONE = -10
-_NEXT: Tags = ((INVOKE, END), (_NAME, _DONE))
+_NEXT = Tags((INVOKE, END), (_NAME, _DONE))
+_AFTER_TEXT = Tags((NS,))
 
 Raw = str | list[tuple[str, Any]]
 """An element's content as read: its text, or its child elements in order."""
@@ -119,7 +107,7 @@ class MiniMaxM3Parser(CarriedParser):
         while i < n:
             state = self._state
             if state == _INVOKES:
-                i, nxt = next_tag(s, i, _NEXT)
+                i, nxt = _NEXT.next(s, i)
                 if nxt == NOT_YET:
                     return i
                 if nxt == _DONE:
@@ -149,7 +137,7 @@ class MiniMaxM3Parser(CarriedParser):
                     self._state = _TEXT
             elif state == _TEXT:
                 top = self._stack[-1]
-                i, written = self._text.read(s, i, f"{NS}</{top.key}>", (NS,))
+                i, written = self._text.read(s, i, f"{NS}</{top.key}>", _AFTER_TEXT)
                 if written is None:
                     return i
                 self._stack.pop()

@@ -15,13 +15,15 @@ it. Values are typed by the tool's schema.
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any
 
 from reference_proxy.rescue.coercion import typed_value
 from reference_proxy.rescue.family import (
-    MAX_GAP, NOT_YET, NO_NAME, Call, CarriedParser, Context, Family, MarkerParser, Opener, Tags, Verdict, accept,
-    confirmed, name_end, next_tag, reject, skip_ws, starts,
+    MAX_GAP, NOT_YET, NO_NAME, Call, CarriedParser, Context, Family, MarkerParser, Opener, Verdict, accept,
+    name_end, reject, skip_ws, starts,
 )
+from reference_proxy.rescue.tags import Tags
 from reference_proxy.rescue.toolbox import Toolbox
 
 FUNCTION = "<function="
@@ -32,7 +34,7 @@ END_CALL = "</tool_call>"
 # A value ends at its closing tag, or (the closing tag forgotten) where the next
 # parameter or the function's end starts a line.
 _VALUE_END = re.compile(f"{re.escape(END_PARAMETER)}|\\n(?:{re.escape(PARAMETER)}|{re.escape(END_FUNCTION)})")
-_AFTER_VALUE = (PARAMETER, END_FUNCTION)
+_AFTER_VALUE = Tags((PARAMETER, END_FUNCTION))
 _VALUE_END_KEEP = max(len(END_PARAMETER), 1 + len(PARAMETER), 1 + len(END_FUNCTION)) - 1
 _GAP = re.compile(r"[ \t\r\n]*")
 
@@ -40,9 +42,18 @@ _HEAD, _NAME, _PARAMS, _PARAM_NAME, _VALUE_START, _VALUE, _TAIL, _CLOSED = range
 # After blanks, the tags that may come next in a state and the states they lead to (in
 # _TAIL, the wrapper's closing tag leads to _CLOSED).
 _TAGS: dict[int, Tags] = {
-    _HEAD: ((FUNCTION,), (_NAME,)),
-    _PARAMS: ((PARAMETER, END_FUNCTION), (_PARAM_NAME, _TAIL)),
+    _HEAD: Tags((FUNCTION,), (_NAME,)),
+    _PARAMS: Tags((PARAMETER, END_FUNCTION), (_PARAM_NAME, _TAIL)),
 }
+
+
+@cache
+def _closing(end_call: str) -> tuple[Tags, re.Pattern[str]]:
+    """For a wrapper's closing tag: the tail (that tag, after the function's end) and a
+    value's end, or (both closing tags forgotten) the wrapper's end on its own line;
+    compiled once per wrapper, not once per call."""
+    value_end = re.compile(f"{_VALUE_END.pattern}|(?P<close>\\n[ \\t\\r\\n]*{re.escape(end_call)})")
+    return Tags((end_call,), (_CLOSED,)), value_end
 
 
 class Qwen3CoderParser(CarriedParser):
@@ -54,11 +65,9 @@ class Qwen3CoderParser(CarriedParser):
         super().__init__(len(opener) if self._wrapped else 0)  # unwrapped: parsed from <function= on
         self._edges = edge_newlines
         self._tools = tools
-        self._tail: Tags = ((end_call,), (_CLOSED,))
+        self._tail, self._value_end = _closing(end_call)
         self._end_call = end_call
         self._open_call = end_call.replace("/", "")
-        # The value's end, or (both closing tags forgotten) the wrapper's end on its own line.
-        self._value_end = re.compile(f"{_VALUE_END.pattern}|(?P<close>\\n[ \\t\\r\\n]*{re.escape(end_call)})")
         self._value_keep = max(_VALUE_END_KEEP, len(end_call))
         self._state = _HEAD
         self._name = ""
@@ -98,7 +107,7 @@ class Qwen3CoderParser(CarriedParser):
                     i = keep
                     break
                 if m.group() == END_PARAMETER:
-                    real = confirmed(s, m.end(), _AFTER_VALUE)
+                    real = _AFTER_VALUE.confirmed(s, m.end())
                     if real is False:  # the value quotes the tag
                         self._value.append(s[i : m.end()])
                         i = m.end()
@@ -138,7 +147,7 @@ class Qwen3CoderParser(CarriedParser):
                     self._param = written.strip()
                     self._state = _VALUE_START
                 continue
-            i, state = next_tag(s, i, self._tail if state == _TAIL else _TAGS[state])
+            i, state = (self._tail if state == _TAIL else _TAGS[state]).next(s, i)
             if state < 0:
                 return i if state == NOT_YET else reject(base + i)
             self._state = state

@@ -25,9 +25,10 @@ from functools import cached_property
 
 from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.family import (
-    NOT_YET, Call, CarriedParser, Context, Family, MarkerParser, Opener, Tags, Verdict, accept, name_end, next_tag,
-    reject, skip_ws, starts,
+    NOT_YET, Call, CarriedParser, Context, Family, MarkerParser, Opener, Verdict, accept, name_end, reject, skip_ws,
+    starts,
 )
+from reference_proxy.rescue.tags import Tags
 from reference_proxy.rescue.jsonscan import MORE, JsonScanner
 from reference_proxy.rescue.toolbox import Toolbox
 
@@ -46,11 +47,11 @@ class Tokens:
     def tags(self) -> dict[int, Tags]:
         """After blanks, the tokens that may come next in a state and the states they lead to."""
         return {
-            _CALLS: ((self.call_begin,), (_NAME,)),
-            _MORE_CALLS: ((self.call_begin, self.section_end), (_NAME, _CLOSED)),
-            _END: ((self.call_end,), (_MORE_CALLS,)),
-            _FENCE_OPEN: ((_FENCE,), (_FENCE_TAG_OR_JSON,)),
-            _FENCE_CLOSE: ((_FENCE,), (_END,)),
+            _CALLS: Tags((self.call_begin,), (_NAME,)),
+            _MORE_CALLS: Tags((self.call_begin, self.section_end), (_NAME, _CLOSED)),
+            _END: Tags((self.call_end,), (_MORE_CALLS,)),
+            _FENCE_OPEN: Tags((_FENCE,), (_FENCE_TAG_OR_JSON,)),
+            _FENCE_CLOSE: Tags((_FENCE,), (_END,)),
         }
 
 
@@ -149,7 +150,7 @@ class SectionParser(CarriedParser):
                 self._calls.append(call)
                 self._state = _FENCE_CLOSE if t.fenced else _END
                 continue
-            i, state = next_tag(s, i, self._tags[self._state])
+            i, state = self._tags[self._state].next(s, i)
             if state < 0:
                 return i if state == NOT_YET else reject(base + i)
             self._state = state

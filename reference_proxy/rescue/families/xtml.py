@@ -23,21 +23,9 @@ from reference_proxy.rescue.coercion import loads_json
 from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.families.orphans import OrphanParser
 from reference_proxy.rescue.family import (
-    MAX_TAG,
-    NOT_YET,
-    Call,
-    CarriedParser,
-    Context,
-    Family,
-    MarkerParser,
-    Opener,
-    Tags,
-    TextValue,
-    Verdict,
-    accept,
-    next_tag,
-    reject,
+    MAX_TAG, NOT_YET, Call, CarriedParser, Context, Family, MarkerParser, Opener, Verdict, accept, reject,
 )
+from reference_proxy.rescue.tags import Tags, TextValue
 from reference_proxy.rescue.toolbox import Toolbox
 
 SEP = "<|sep|>"
@@ -49,14 +37,14 @@ CALL = "<|open|>call "
 END_CALL = "<|close|>call<|sep|>"
 ARGUMENT = "<|open|>argument "
 END_ARGUMENT = "<|close|>argument<|sep|>"
-_AFTER_VALUE = (ARGUMENT, END_CALL)
+_AFTER_VALUE = Tags((ARGUMENT, END_CALL))
 _ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
 
 _CALLS, _CALL_ATTRS, _ARGS, _ARG_ATTRS, _VALUE = range(5)
 _DONE = -10
 _TAGS: dict[int, Tags] = {
-    _CALLS: ((CALL, END_TOOLS), (_CALL_ATTRS, _DONE)),
-    _ARGS: ((ARGUMENT, END_CALL), (_ARG_ATTRS, _CALLS)),
+    _CALLS: Tags((CALL, END_TOOLS), (_CALL_ATTRS, _DONE)),
+    _ARGS: Tags((ARGUMENT, END_CALL), (_ARG_ATTRS, _CALLS)),
 }
 
 
@@ -111,7 +99,7 @@ class XtmlParser(CarriedParser):
                         return reject(base + i)
                 self._state = _ARGS
                 continue
-            i, nxt = next_tag(s, i, _TAGS[state])
+            i, nxt = _TAGS[state].next(s, i)
             if nxt < 0 and nxt != _DONE:
                 return i if nxt == NOT_YET else reject(base + i)
             if state == _ARGS and nxt == _CALLS:
