@@ -21,7 +21,7 @@ from harness.judge.rules import RULES
 # client breaks on any answer it fails).
 SPLIT_FROM: dict[str, str | None] = {
     "AERR-003": "AERR-001", "AEV-014": "AEV-001", "AEV-015": "AEV-002", "CALLS-003": "CALLS-002",
-    "RESP-013": "RESP-003", "TOOL-009": None,
+    "RESP-013": "RESP-003", "TOOL-009": None, "UP-001": None,
 }
 
 _HELLO_WORLD = delivers(lambda r: r.first.content == "Hello world")
@@ -46,6 +46,7 @@ SPARES: dict[str, Claim] = dict([
     spare("CALLS-003", OPENAI, "calls-003-wrong-finish", "chat", "text read whole whatever the finish", _HELLO_WORLD),
     spare("TOOL-009", OPENAI, "tool-009-finish-stop-with-calls", "chat", "a call finished at stop is read whole",
           _CALL),
+    spare("UP-001", OPENAI, "up-001-nothing-reached-backend", "chat", "the answer is read whole", _HELLO_WORLD),
     spare("AEV-014", ANTHROPIC, "aev-014-wrong-name", "anthropic", "read by its data's type", _HELLO_WORLD),
     spare("AEV-015", ANTHROPIC, "aev-015-no-type", "anthropic", "an object without type is skipped", _HELLO_WORLD),
     spare("AEV-015", ANTHROPIC, "aev-015-empty-keep-alive", "anthropic", "a ping is skipped", _HELLO_WORLD),

@@ -67,7 +67,7 @@ def test_a_rule_that_always_fails_is_caught(monkeypatch: pytest.MonkeyPatch) -> 
 # Rules whose findings have no place in the answer: the HTTP exchange, what reached the
 # backend, the SDK's own reading, a pattern that matched nowhere, the survival probe.
 UNPLACED = frozenset({"HTTP-001", "HTTP-002", "HTTP-003", "HTTP-004", "HTTP-005", "HTTP-006", "UP-001", "UP-002",
-                      "UP-003", "UP-004", "UP-005", "UP-006", "UP-007", "UP-008", "SDK-001", "SDK-002", "ASDK-001", "ASDK-002", "RESP-009", "RESP-012", "TEXT-002", "FAULT-005", "FAULT-007"})
+                      "UP-003", "UP-004", "UP-005", "UP-006", "UP-007", "UP-008", "UP-009", "SDK-001", "SDK-002", "ASDK-001", "ASDK-002", "RESP-009", "RESP-012", "TEXT-002", "FAULT-005", "FAULT-007"})
 
 
 def _may_be_unplaced(exchange: Exchange, rule_id: str) -> bool:

@@ -212,7 +212,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("CALLS-001",), (LEAKED_AND_NATIVE,), with_parts(Parts(chat_pipeline=NoDedup)), upstream="kiro"),
     Mutant("kiro-narrates-history", "Says the history's calls to Kiro as `[Called NAME with args: …]` text and "
            "their results as user text, instead of toolUses and toolResults.",
-           ("UP-001",), (REQUEST,), with_parts(kiro_with(request=_narrated)), upstream="kiro"),
+           ("UP-001",), (REQUEST,), with_parts(kiro_with(request=_narrated)), upstream="kiro", strict=True),
     Mutant("kiro-auto-trigger", "Sends chatTriggerType AUTO with tools.",
-           ("UP-001",), (REQUEST,), with_parts(kiro_with(request=_auto)), upstream="kiro"),
+           ("UP-001",), (REQUEST,), with_parts(kiro_with(request=_auto)), upstream="kiro", strict=True),
 )

@@ -968,7 +968,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("FAULT-007",), ("faults-openai-http-500",), stops_serving_after_a_failure),
     # what reaches the backend
     Mutant("tool-results-cut", "Cuts the tool results it forwards upstream to ten characters.",
-           ("UP-001",), ("features-tool-results-forwarded",), rewritten(ToolResultsCut)),
+           ("UP-001",), ("features-tool-results-forwarded",), rewritten(ToolResultsCut), strict=True),
     Mutant("asks-upstream-twice", "Sends every request upstream twice.",
            ("UP-002",), ("features-tool-results-forwarded",), rewritten(AsksUpstreamTwice)),
 )
