@@ -17,10 +17,16 @@ from support.sdk_clients import Reading
 
 from harness.judge.rules import RULES
 
-# Each spec rule split off a client rule: the client rule.
-SPLIT_FROM = {"AERR-003": "AERR-001", "AEV-014": "AEV-001", "AEV-015": "AEV-002", "RESP-013": "RESP-003"}
+# Each spec rule split off a client rule: the client rule, or None for a rule graded down whole (no current
+# client breaks on any answer it fails).
+SPLIT_FROM: dict[str, str | None] = {
+    "AERR-003": "AERR-001", "AEV-014": "AEV-001", "AEV-015": "AEV-002", "CALLS-003": "CALLS-002",
+    "RESP-013": "RESP-003", "TOOL-009": None, "UP-001": None,
+}
 
 _HELLO_WORLD = delivers(lambda r: r.first.content == "Hello world")
+_CALL = delivers(lambda r: r.first.calls[0].name == "get_weather"
+                 and r.first.calls[0].arguments == '{"city": "Paris", "unit": "celsius"}')
 _WHOLE = delivers(lambda r: r.first.content == "Let me check." and r.first.calls[0].arguments == '{"city": "Paris"}')
 
 
@@ -37,6 +43,10 @@ SPARES: dict[str, Claim] = dict([
           raises(r"^APIStatusError: \{'error': 'upstream died'\}")),
     spare("AERR-003", ANTHROPIC, "aerr-003-chat-completions-shaped-error-event", "anthropic",
           "the error raises, its data the message", raises(r"^APIStatusError: \{'error': \{'message': 'upstream died'")),
+    spare("CALLS-003", OPENAI, "calls-003-wrong-finish", "chat", "text read whole whatever the finish", _HELLO_WORLD),
+    spare("TOOL-009", OPENAI, "tool-009-finish-stop-with-calls", "chat", "a call finished at stop is read whole",
+          _CALL),
+    spare("UP-001", OPENAI, "up-001-nothing-reached-backend", "chat", "the answer is read whole", _HELLO_WORLD),
     spare("AEV-014", ANTHROPIC, "aev-014-wrong-name", "anthropic", "read by its data's type", _HELLO_WORLD),
     spare("AEV-015", ANTHROPIC, "aev-015-no-type", "anthropic", "an object without type is skipped", _HELLO_WORLD),
     spare("AEV-015", ANTHROPIC, "aev-015-empty-keep-alive", "anthropic", "a ping is skipped", _HELLO_WORLD),
@@ -50,16 +60,18 @@ def test_the_current_release_reads_what_only_the_spec_forbids(spare: Claim) -> N
     assert spare.holds(reading, answer), (
         f"{spare.rule}: {spare.client} was to read this as a correct answer ({spare.says}), but raised "
         f"{reading.raised or 'nothing'}; {reading.choices}. Its shape breaks the client: move it to "
-        f"{SPLIT_FROM[spare.rule]}.")
+        f"{SPLIT_FROM[spare.rule] or 'client severity'}.")
 
 
 def test_the_split_rules_are_graded_apart() -> None:
     for spec, client in SPLIT_FROM.items():
-        assert (RULES[spec].severity, RULES[client].severity) == ("spec", "client")
+        assert RULES[spec].severity == "spec"
+        assert client is None or RULES[client].severity == "client"
 
 
 def test_every_case_that_breaks_only_a_split_off_rule_is_read_here() -> None:
-    """A new case that breaks the spec part, and not the client part, is one the SDK must read as correct."""
+    """A new case that breaks the spec part and no client rule is one the SDK must read as correct (cases that
+    also break a client rule may be read here too, to show the spec part adds nothing to that breakage)."""
     alone = {c.id for _, broken, _ in families().values() for c in broken
-             if set(c.fails) & set(SPLIT_FROM) and not set(c.fails) & set(SPLIT_FROM.values())}
-    assert alone == set(SPARES)
+             if set(c.fails) & set(SPLIT_FROM) and all(RULES[r].severity != "client" for r in c.fails)}
+    assert alone <= set(SPARES), f"read these with the SDK here: {sorted(alone - set(SPARES))}"

@@ -206,10 +206,10 @@ BROKEN: list[Case] = [
     case("completed-output-without-the-calls", S_TEXT_CALL, _completed_without_calls(TEXT_CALL),
          ["RESP-007", "RESP-012"]),
     case("no-response-completed", S_TEXT_CALL, stream(TEXT_CALL, completed=False),
-         ["RESP-008", "RESP-009", "CALLS-002"]),
+         ["RESP-008", "RESP-009", "CALLS-003"]),
     case("error-as-a-bare-string", S_TEXT_CALL, stream(
         TEXT_CALL, {"type": "response.failed", "response": response("failed", error="upstream broke")},
-        completed=False), ["RESP-010", "RESP-011", "RESP-012", "CALLS-002"]),
+        completed=False), ["RESP-010", "RESP-011", "RESP-012", "CALLS-003"]),
 ]
 
 ALL = ACCEPTABLE + BROKEN

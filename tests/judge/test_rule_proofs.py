@@ -67,7 +67,7 @@ def test_a_rule_that_always_fails_is_caught(monkeypatch: pytest.MonkeyPatch) -> 
 # Rules whose findings have no place in the answer: the HTTP exchange, what reached the
 # backend, the SDK's own reading, a pattern that matched nowhere, the survival probe.
 UNPLACED = frozenset({"HTTP-001", "HTTP-002", "HTTP-003", "HTTP-004", "HTTP-005", "HTTP-006", "UP-001", "UP-002",
-                      "UP-003", "UP-004", "UP-005", "UP-006", "UP-007", "UP-008", "SDK-001", "SDK-002", "ASDK-001", "ASDK-002", "RESP-009", "RESP-012", "TEXT-002", "FAULT-005", "FAULT-007"})
+                      "UP-003", "UP-004", "UP-005", "UP-006", "UP-007", "UP-008", "UP-009", "SDK-001", "SDK-002", "ASDK-001", "ASDK-002", "RESP-009", "RESP-012", "TEXT-002", "FAULT-005", "FAULT-007"})
 
 
 def _may_be_unplaced(exchange: Exchange, rule_id: str) -> bool:
@@ -93,9 +93,9 @@ def test_every_finding_that_has_a_place_names_it() -> None:
 # the pointer of a member of a single body, or "end" for the end of the stream)
 LOCATED = [
     ("tool-009-finish-stop-with-calls", "TOOL-009", '"finish_reason": "stop"'),
-    ("tool-009-finish-stop-with-calls", "CALLS-002", '"finish_reason": "stop"'),
+    ("calls-002-calls-cut-at-length", "CALLS-002", '"finish_reason": "length"'),
     ("chunk-007-no-finish", "CHUNK-007", "end"),
-    ("chunk-007-no-finish", "CALLS-002", "end"),
+    ("chunk-007-no-finish", "CALLS-003", "end"),
     ("text-003-leaked-closing-tag", "TEXT-003", '"content": "</tools>"'),
     ("text-001-different", "TEXT-001", '"content": " there"'),
     ("text-001-newline-delta-lost", "TEXT-001", '"content": "Line two:  done."'),
@@ -109,7 +109,7 @@ LOCATED = [
     ("body-003-arguments-object", "BODY-003", "json:/choices/0/message/tool_calls/0"),
     ("body-003-choice-zero-listed-second", "BODY-003", "json:/choices/1/message/tool_calls/0"),
     ("body-002-missing-created", "BODY-002", "json:"),
-    ("body-001-no-choices", "CALLS-002", "json:/choices"),
+    ("body-001-no-choices", "CALLS-003", "json:/choices"),
     ("tool-008-empty-arguments-single", "CALLS-001", "json:/choices/0/message/tool_calls/0"),
     ("err-002-wrong-shape", "ERR-002", "json:"),
     ("usage-001-missing", "USAGE-001", "[DONE]"),

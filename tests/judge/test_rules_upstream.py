@@ -33,10 +33,10 @@ BROKEN: list[Case] = [
         upstream=(upstream_request({**GOOD_UPSTREAM, "model": "other", "tools": []}),),
     ),
     case(
-        "up-001-feature-bound",
+        "up-009-feature-bound",
         S_UPSTREAM,
         TEXT_STREAM,
-        {"UP-001"},
+        {"UP-009"},
         features=("force-non-stream",),
         upstream=(upstream_request(UP_STREAMING),),
     ),
@@ -55,10 +55,10 @@ def test_rule_case(c: Case) -> None:
 
 
 def test_feature_bound_assertion_needs_the_feature() -> None:
-    c = next(c for c in BROKEN if c.id == "up-001-feature-bound")
+    c = next(c for c in BROKEN if c.id == "up-009-feature-bound")
     assert evaluate(c.scenario, c.exchange, Options()) == []
     failures = evaluate(c.scenario, c.exchange, Options(features=frozenset({"force-non-stream"})))
-    assert [f.rule_id for f in failures] == ["UP-001"]
+    assert [f.rule_id for f in failures] == ["UP-009"]
     assert "/stream_options absent" in failures[0].message and "/stream equals false" in failures[0].evidence["more"][0]
 
 

@@ -484,7 +484,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("TEXT-003", "CALLS-001"), (LEAK, "anthropic-count-wrapper"),
            with_parts(Parts(messages_pipeline=rescuing_without("invoke-xml")))),
     Mutant("anthropic-tool-choice-ignored", "Forwards `tool_choice` to a backend that ignores it instead of emulating it.",
-           ("UP-001",), ("anthropic-tool-choice-none", "anthropic-tool-choice-any", "anthropic-tool-choice-tool"),
+           ("UP-009",), ("anthropic-tool-choice-none", "anthropic-tool-choice-any", "anthropic-tool-choice-tool"),
            with_parts(Parts(parse_messages=tool_choice_ignored))),
     Mutant("anthropic-message-start-twice", "Sends `message_start` twice.",
            ("AEV-004",), (NATIVE,), rewritten(MessageStartTwice)),

@@ -189,7 +189,8 @@ MUTANTS: tuple[Mutant, ...] = (
            ("CALLS-001",), (TRUNCATED,), with_parts(kiro_with(RepairsTruncated)), upstream="kiro"),
     Mutant("kiro-waits-for-metadata", "Holds the calls until the metadataEvent and, when none comes, ends the answer "
            "without them.",
-           ("CALLS-001", "CALLS-002"), (NO_METADATA,), with_parts(kiro_with(WaitsForMetadata)), upstream="kiro"),
+           ("CALLS-001", "CALLS-003"), (NO_METADATA,), with_parts(kiro_with(WaitsForMetadata)), upstream="kiro",
+           strict=True),
     Mutant("kiro-drops-repeated-content", "Drops an assistantResponseEvent whose text equals the one before it.",
            ("TEXT-001",), (REPEATED,), with_parts(kiro_with(DropsRepeatedContent)), upstream="kiro"),
     Mutant("kiro-ignores-exceptions", "Skips the stream's exception frames, so a throttled answer looks complete.",
@@ -211,7 +212,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("CALLS-001",), (LEAKED_AND_NATIVE,), with_parts(Parts(chat_pipeline=NoDedup)), upstream="kiro"),
     Mutant("kiro-narrates-history", "Says the history's calls to Kiro as `[Called NAME with args: …]` text and "
            "their results as user text, instead of toolUses and toolResults.",
-           ("UP-001",), (REQUEST,), with_parts(kiro_with(request=_narrated)), upstream="kiro"),
+           ("UP-001",), (REQUEST,), with_parts(kiro_with(request=_narrated)), upstream="kiro", strict=True),
     Mutant("kiro-auto-trigger", "Sends chatTriggerType AUTO with tools.",
-           ("UP-001",), (REQUEST,), with_parts(kiro_with(request=_auto)), upstream="kiro"),
+           ("UP-001",), (REQUEST,), with_parts(kiro_with(request=_auto)), upstream="kiro", strict=True),
 )

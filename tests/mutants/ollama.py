@@ -180,7 +180,9 @@ MUTANTS: tuple[Mutant, ...] = (
            ("FAULT-001",), (ERROR_LINE,), with_parts(ollama_with(events=_without_error_lines)), upstream="ollama"),
     Mutant("ollama-string-arguments-upstream", "Sends the history's call arguments to Ollama as the JSON string the "
            "client holds, which Ollama refuses.",
-           ("UP-001",), (REQUEST,), with_parts(ollama_with(request=_string_arguments)), upstream="ollama"),
+           ("UP-001",), (REQUEST,), with_parts(ollama_with(request=_string_arguments)), upstream="ollama",
+           strict=True),
     Mutant("ollama-no-stream-flag", "Leaves out the stream flag, so Ollama streams to a client that did not ask to.",
-           ("UP-001",), (WHOLE,), with_parts(ollama_with(request=_no_stream_flag)), upstream="ollama"),
+           ("UP-001",), (WHOLE,), with_parts(ollama_with(request=_no_stream_flag)), upstream="ollama",
+           strict=True),
 )

@@ -122,6 +122,16 @@ class StopWithToolCalls(ChunkRewriter):
         return (chunk,)
 
 
+class ToolCallsFinishAsFunctionCall(ChunkRewriter):
+    """Names a streamed call's finish by the legacy functions API's reason, as a proxy still mapping to it does."""
+
+    def on_chunk(self, chunk: dict[str, Any]) -> Out:
+        for choice in chunk.get("choices") or ():
+            if choice.get("finish_reason") == "tool_calls":
+                choice["finish_reason"] = "function_call"
+        return (chunk,)
+
+
 # --------------------------------------------------------------------------- wire: text and framing
 
 
@@ -829,7 +839,10 @@ MUTANTS: tuple[Mutant, ...] = (
            ("TEXT-001",), ("faults-openai-unterminated-tool-call",),
            with_parts(Parts(chat_pipeline=with_rescuer(ForgetsHeldTextAtEnd)))),
     Mutant("stop-with-tool-calls", 'Sends `finish_reason: "stop"` after tool calls (whole answers keep "tool_calls").',
-           ("TOOL-009", "CALLS-002", "EQ-001"), (NATIVE,), rewritten(StopWithToolCalls)),
+           ("TOOL-009", "EQ-001"), (NATIVE,), rewritten(StopWithToolCalls), strict=True),
+    Mutant("tool-calls-finish-as-function-call", 'Reports an answer with tool calls by the deprecated `finish_reason: '
+           '"function_call"`, at which VS Code Copilot hands no tool calls on.',
+           ("CALLS-002", "EQ-001"), (NATIVE,), rewritten(ToolCallsFinishAsFunctionCall)),
     Mutant("no-done", "Ends the stream without `data: [DONE]`.",
            ("SSE-004",), (NATIVE,), rewritten(NoDone), strict=True),
     Mutant("done-twice", "Sends `data: [DONE]` twice.",
@@ -895,7 +908,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("arguments-as-object", "Gives a non-streaming answer's call arguments as a JSON object, not a string.",
            ("BODY-003",), (NATIVE,), rewritten(ArgumentsAsObject)),
     Mutant("length-becomes-stop", 'Reports an answer cut off by the token limit as `finish_reason: "stop"`.',
-           ("CALLS-002",), ("plain-length-cutoff",), rewritten(LengthBecomesStop)),
+           ("CALLS-003",), ("plain-length-cutoff",), rewritten(LengthBecomesStop), strict=True),
     # framing
     Mutant("payload-line-without-data", "Writes the first chunk as a bare JSON line, without `data:`.",
            ("SSE-001",), (NATIVE,), rewritten(PayloadLineWithoutField)),
@@ -955,7 +968,7 @@ MUTANTS: tuple[Mutant, ...] = (
            ("FAULT-007",), ("faults-openai-http-500",), stops_serving_after_a_failure),
     # what reaches the backend
     Mutant("tool-results-cut", "Cuts the tool results it forwards upstream to ten characters.",
-           ("UP-001",), ("features-tool-results-forwarded",), rewritten(ToolResultsCut)),
+           ("UP-001",), ("features-tool-results-forwarded",), rewritten(ToolResultsCut), strict=True),
     Mutant("asks-upstream-twice", "Sends every request upstream twice.",
            ("UP-002",), ("features-tool-results-forwarded",), rewritten(AsksUpstreamTwice)),
 )

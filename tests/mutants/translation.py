@@ -310,7 +310,8 @@ MUTANTS: tuple[Mutant, ...] = (
            upstream="responses"),
     Mutant("translated-stop-with-tool-calls",
            'Translating a Messages stream, sends `finish_reason: "stop"` after the tool calls.',
-           ("TOOL-009", "CALLS-002", "EQ-001"), (CHAT_NATIVE,), rewritten(StopWithToolCalls), upstream="anthropic"),
+           ("TOOL-009", "EQ-001"), (CHAT_NATIVE,), rewritten(StopWithToolCalls), upstream="anthropic",
+           strict=True),
 )
 
 

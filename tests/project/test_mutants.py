@@ -223,7 +223,7 @@ def test_a_mutant_fails_a_pytest_run_with_the_text_users_read(
 ) -> None:
     """``pytest --proxy-url`` against a mutant: the rule id and statement, what was
     found, and the command that replays the exchange."""
-    mutant = next(m for m in MUTANTS if m.id == "stop-with-tool-calls")
+    mutant = next(m for m in MUTANTS if m.id == "tool-calls-finish-as-function-call")
     folder = scenario_folder("plain-native-single")
     proxy_url, mock_url = serve_mutant(servers, mutant, rig), rig.mock_url
     result = pytester.runpytest("--conformance-proxy-url", proxy_url, "--conformance-mock-url", mock_url,
@@ -231,23 +231,23 @@ def test_a_mutant_fails_a_pytest_run_with_the_text_users_read(
     result.assert_outcomes(failed=1)
     statements = [f"rule {r} [{RULES[r].severity}, {RULES[r].group}]: {RULES[r].statement}" for r in mutant.rules]
     result.stdout.fnmatch_lines([
-        "rules broken: TOOL-009, CALLS-002, EQ-001 (profile openai)",
+        "rules broken: CALLS-002, EQ-001 (profile openai)",
         "plain-native-single: A native tool call with arguments over several deltas passes through intact",
         "=== streaming, as the scenario's request says ===",
-        "finish_reason: expected 'tool_calls', received 'stop'",
+        "finish_reason: expected 'tool_calls', received 'function_call'",
         statements[0],
-        '  1 call(s) made but finish_reason is "stop"',
+        '  1 call(s) streamed but finish_reason is "function_call": VS Code Copilot hands calls on only at '
+        '"tool_calls" or "stop"',
         "  answer as received (HTTP 200, * bytes, event 3, byte * marked; *",
-        '    >> * | data: {…,"choices":[[]{"index":0,"delta":{},"finish_reason":"stop"}]}',
+        '    >> * | data: {…,"choices":[[]{"index":0,"delta":{},"finish_reason":"function_call"}]}',
         "       * | data: [[]DONE]",
-        statements[1],
-        '  finish_reason is "stop", expected "tool_calls"',
-        "  at event 3, byte *, marked above",
         f"reproduce: *toolcall-conformance replay plain-native-single --proxy-url {proxy_url} "
         f"--scenarios {folder} --mock-url {mock_url}",
+        statements[1],
+        '  finish_reason: streamed "function_call", non-streamed "tool_calls"',
         "*plain * 0/1  1 failed",
         "rules failed per scenario *",
-        "* TOOL-009  CALLS-002  EQ-001",
-        "  plain-native-single     F          F        F*",
-        "FAILED conformance::plain-native-single - rules broken: TOOL-009*",
+        "* CALLS-002  EQ-001",
+        "  plain-native-single      F        F*",
+        "FAILED conformance::plain-native-single - rules broken: CALLS-002*",
     ])

@@ -280,7 +280,7 @@ def test_a_single_body_is_shown_indented_with_the_named_member_marked() -> None:
     calls = [{"id": "call_1", "type": "function", "function": {"name": "get_weather", "arguments": ARGS}}]
     exchange = Exchange(PLAIN.id, CLIENTS["openai"], False, {**PLAIN.client.request, "stream": False}, {}, 200,
                         {"content-type": "application/json"}, _body(tool_calls=calls))
-    failures = {f.rule_id: f for f in evaluate(PLAIN, exchange, Options())}
+    failures = {f.rule_id: f for f in evaluate(PLAIN, exchange, Options(strict=True))}
     assert failures["TOOL-009"].evidence["json_path"] == "/choices/0/finish_reason"
     lines = transcript(exchange, Position.of(failures["TOOL-009"].evidence))
     assert lines[0].startswith("answer as received (HTTP 200, ") and "/choices/0/finish_reason marked" in lines[0]

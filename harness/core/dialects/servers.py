@@ -145,8 +145,10 @@ WHOLE_CALLS = Habit("whole-calls", "every call arrives whole (id, name and all i
 STOP_FOR_CALLS = Habit("stop-for-calls", "an answer with tool calls finishes with stop",
                        ("https://github.com/ollama/ollama/pull/7963",
                         "https://github.com/BerriAI/litellm/issues/35663"),
-                       "normalise", "Codex CLI runs a streamed call only at finish_reason tool_calls (rule TOOL-009); "
-                       "a proxy must not drop the calls either (OpenAI's gpt-4o has done it too, ollama/ollama#7963)",
+                       "normalise", "the Chat Completions reference gives finish_reason tool_calls when the model called a "
+                       "tool (rule TOOL-009, spec: current clients read calls at stop too, Codex CLI's chat path, "
+                       "removed before 0.171.0, ran them only at tool_calls); a proxy must not drop the calls either "
+                       "(OpenAI's gpt-4o has done it too, ollama/ollama#7963)",
                        h.stop_for_calls)
 _ROLE_TWICE = ("openai-python 1.x's stream helper (chat.completions.stream(), lib/streaming/_deltas.py) "
                "concatenates string fields: the message's role becomes \"assistantassistant…\", which no API accepts "

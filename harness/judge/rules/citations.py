@@ -106,6 +106,7 @@ SPEC_CHAT_STREAMING = "https://platform.openai.com/docs/api-reference/chat-strea
 SPEC_CHAT = "https://platform.openai.com/docs/api-reference/chat/object"
 SPEC_CHAT_CREATE = "https://platform.openai.com/docs/api-reference/chat/create"
 SPEC_RESPONSES = "https://platform.openai.com/docs/api-reference/responses/create"
+SPEC_OLLAMA_CHAT = "https://github.com/ollama/ollama/blob/main/docs/api.md#generate-a-chat-completion"
 SPEC_MESSAGES_STREAMING = "https://docs.anthropic.com/en/docs/build-with-claude/streaming"
 SPEC_MESSAGES = "https://docs.anthropic.com/en/api/messages"
 SPEC_ANTHROPIC_ERRORS = "https://docs.anthropic.com/en/api/errors"

@@ -68,13 +68,16 @@ class Entry:
     # Judges how a complete answer ends (a finish reason, a usage chunk): not applied
     # to a stream that ended with an error the scenario accepts.
     ending: bool = False
+    # Asked for when any one of ``features`` is claimed, not only all of them: the check judges the
+    # promises of each feature the proxy claims (the cases say which).
+    any_feature: bool = False
 
     def enabled(self, options: Options) -> bool:
         """Whether ``options`` ask for this rule at all (severity, profile, features)."""
         return (
             (self.rule.severity != "spec" or options.strict)
             and options.profile.judged_as in self.profiles
-            and self.features <= options.features
+            and (bool(self.features & options.features) if self.any_feature else self.features <= options.features)
         )
 
 
@@ -138,16 +141,18 @@ class RuleGroup:
         *,
         stage: Stage | None = None,
         features: Iterable[str] = (),
+        any_feature: bool = False,
         ending: bool = False,
         **said: Unpack[Said],
     ) -> Callable[[Check], Check]:
         """Register one rule with its catalogue entry (``stage``: the group's unless said;
         ``ending``: it judges how a complete answer ends, so a stream that ended with an error
-        the scenario accepts is not asked for it)."""
+        the scenario accepts is not asked for it; ``any_feature``: asked for when one of
+        ``features`` is claimed)."""
 
         def register(check: Check) -> Check:
             _register(Entry(self._rule(rule_id), stage or self.stage, self._profiles(said),
-                            frozenset(features), check=check, ending=ending))
+                            frozenset(features), check=check, ending=ending, any_feature=any_feature))
             return check
 
         return register

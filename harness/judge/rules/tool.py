@@ -7,13 +7,13 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harness.core.dialects.clients import OPENAI_CLIENT
 from harness.core.dialects.frames import EventFrame, RawFrame, ToolCallFrame, ToolUseFrame
 from harness.core.scenario.model import Scenario
 from harness.judge.compare import parse_object, render, shorten, shown
 from harness.judge.readers.assemble import Payload
 from harness.judge.readers.sse import parse_events
 from harness.judge.rules import locate
+from harness.judge.rules.calls import CALLS_FINISH, calls_finish_wrong, calls_lost
 from harness.judge.rules.chunk import choices_of
 from harness.judge.rules.context import Context
 from harness.judge.rules.json_completion import JsonCompletion
@@ -263,10 +263,10 @@ def _call_ids(value: Any) -> Iterator[str]:
             stack.extend(item)
 
 
-@rule("TOOL-009", stage="answer", profiles=(OPENAI_CLIENT,), ending=True)
+@rule("TOOL-009", stage="answer", profiles=CALLS_FINISH, ending=True)
 def finish_tool_calls(ctx: Context) -> Iterator[Violation]:
     answer = ctx.answer
-    if answer.tool_calls and answer.finish_reason != "tool_calls":
+    if calls_finish_wrong(ctx) and not calls_lost(ctx):
         yield Violation(
             f"{len(answer.tool_calls)} call(s) made but finish_reason is {render(answer.finish_reason)}",
             {"expected": "tool_calls", "actual": answer.finish_reason, **locate.finish(ctx)},

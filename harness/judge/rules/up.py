@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.core.dialects import WireDialect, posted_to
 from harness.core.dialects.request import mapping
-from harness.core.scenario.model import UpstreamAssertion
+from harness.core.scenario.model import FEATURES, UpstreamAssertion
 from harness.judge.compare import json_equal, render
 from harness.judge.rules import carried
 from harness.judge.rules.context import Context
@@ -134,7 +134,17 @@ def check_assertion(a: UpstreamAssertion, upstream: Any, request: Any) -> str | 
 
 @rule("UP-001")
 def upstream_assertions(ctx: Context) -> Iterator[Violation]:
-    active = [a for a in ctx.expect.upstream if set(a.requires) <= ctx.options.features]
+    yield from _assertions(ctx, [a for a in ctx.expect.upstream if not a.requires])
+
+
+@rule("UP-009", features=FEATURES, any_feature=True)
+def feature_upstream_assertions(ctx: Context) -> Iterator[Violation]:
+    claimed = ctx.options.features
+    yield from _assertions(ctx, [a for a in ctx.expect.upstream if a.requires and set(a.requires) <= claimed])
+
+
+def _assertions(ctx: Context, active: list[UpstreamAssertion]) -> Iterator[Violation]:
+    """The assertions on the last request sent upstream: the one the backend answered the client with."""
     if not active:
         return
     ex = ctx.exchange
