@@ -20,6 +20,7 @@ from harness.core.dialects.base import WireDialect
 from harness.core.exchange import Exchange
 from harness.core.scenario.loading import load_library
 from harness.judge.rules import Options, evaluate
+from support.sdk_http import anthropic_sdk, openai_sdk
 
 LIBRARY = {s.id: s for s in load_library()}
 BODY = json.dumps({"error": {"message": "upstream failed", "type": "server_error", "param": None, "code": None}})
@@ -52,11 +53,9 @@ def test_a_status_the_sdk_reads_alike_passes(case: str) -> None:
 def test_the_classes_are_the_sdks_own(dialect: WireDialect) -> None:
     """``sdk_error`` says what the installed official SDK raises, status by status."""
     if dialect is ANTHROPIC:
-        import anthropic
-        client: object = anthropic.Anthropic(api_key="k", base_url="http://127.0.0.1:9")
+        client: object = anthropic_sdk(api_key="k", base_url="http://127.0.0.1:9")
     else:
-        import openai
-        client = openai.OpenAI(api_key="k", base_url="http://127.0.0.1:9")
+        client = openai_sdk(api_key="k", base_url="http://127.0.0.1:9")
     for status in (400, 401, 402, 403, 404, 408, 409, 413, 422, 429, 500, 501, 502, 503, 504, 529):
         response = httpx.Response(status, content=BODY.encode(), request=httpx.Request("POST", "http://x/v1"))
         raised = type(client._make_status_error_from_response(response)).__name__  # type: ignore[attr-defined]

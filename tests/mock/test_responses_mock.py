@@ -25,6 +25,7 @@ from harness.core.scenario.model import Scenario
 from harness.run.servers import serve
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
+from support.sdk_http import openai_sdk
 
 TOOLS = [{"type": "function", "name": n, "parameters": {"type": "object"}} for n in ("get_weather", "read_file")]
 REQUEST = {"model": "m", "input": [{"role": "user", "content": "hi"}], "tools": TOOLS}
@@ -82,7 +83,7 @@ def mock() -> Iterator[tuple[str, MockControl]]:
 
 
 def client(url: str, nonce: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + "/v1", api_key="x", default_headers={NONCE_HEADER: nonce}, max_retries=0)
+    return openai_sdk(base_url=url + "/v1", api_key="x", default_headers={NONCE_HEADER: nonce}, max_retries=0)
 
 
 @pytest.mark.parametrize("case", list(CASES))

@@ -23,6 +23,7 @@ from openai.lib.streaming.chat import ChatCompletionStreamState
 from support.chat_stream import check_and_fold, parse_sse
 from support.messages_stream import check_and_fold as check_and_fold_messages
 from support.proxy_rig import Proxy, Rig, request_body, rig  # noqa: F401  (rig: the module's servers)
+from support.sdk_http import anthropic_sdk
 
 from harness.core.dialects.clients import ClientProfile
 from harness.core.dialects.frames import RawFrame
@@ -418,7 +419,7 @@ def test_messages_upstream_down_is_502(servers: Any, stream: bool) -> None:
     sock.close()
     config = ProxyConfig(upstream=f"http://127.0.0.1:{port}/v1", connect_timeout=2, log_level="warning")
     proxy = servers(create_app(config))
-    client = anthropic.Anthropic(base_url=proxy.url, api_key="k", max_retries=0)
+    client = anthropic_sdk(base_url=proxy.url, api_key="k", max_retries=0)
     with pytest.raises(anthropic.APIStatusError) as info:
         client.messages.create(model="m", max_tokens=8, messages=[{"role": "user", "content": "hi"}], stream=stream)
     assert info.value.status_code == 502

@@ -25,6 +25,7 @@ from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 from support.chat_stream import check_and_fold, parse_sse
 from support.proxy_rig import Rig, post, request_body, rig  # noqa: F401  (rig: the module's servers)
+from support.sdk_http import openai_sdk
 
 from harness.core.dialects.clients import CLIENTS
 from harness.core.nonce import NONCE_HEADER
@@ -264,7 +265,7 @@ def closed_port_url() -> str:
 @pytest.mark.parametrize("stream", [True, False], ids=["stream", "whole"])
 def test_upstream_down_is_502(servers: Any, stream: bool) -> None:
     proxy = servers(create_app(ProxyConfig(upstream=closed_port_url(), connect_timeout=2, log_level="warning")))
-    client = openai.OpenAI(base_url=f"{proxy.url}/v1", api_key="k", max_retries=0)
+    client = openai_sdk(base_url=f"{proxy.url}/v1", api_key="k", max_retries=0)
     with pytest.raises(openai.APIStatusError) as info:
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=stream)
     assert info.value.status_code == 502
@@ -340,7 +341,7 @@ def test_upstream_http_errors_passed_on(shaky: str, stream: bool, case: str) -> 
     message = json.loads(body)["error"]["message"] if body.startswith(b'{"error"') else (
         json.loads(body)["message"] if body.startswith(b"{") else body.decode()
     )
-    client = openai.OpenAI(base_url=f"{shaky}/v1", api_key="k", max_retries=0, default_headers={"x-misbehave": case})
+    client = openai_sdk(base_url=f"{shaky}/v1", api_key="k", max_retries=0, default_headers={"x-misbehave": case})
     with pytest.raises(openai.APIStatusError) as info:
         client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}], stream=stream)
     assert info.value.status_code == status
@@ -373,7 +374,7 @@ def test_upstream_failing_mid_stream(shaky: str, failure: str) -> None:
     folded = check_and_fold(parse_sse(response.text))
     assert folded.content == 'partial <tool_call>\n{"na'
     assert folded.error is not None and set(folded.error) == ERROR_KEYS and folded.done and folded.finish is None
-    client = openai.OpenAI(base_url=f"{shaky}/v1", api_key="k", max_retries=0, default_headers={"x-misbehave": failure})
+    client = openai_sdk(base_url=f"{shaky}/v1", api_key="k", max_retries=0, default_headers={"x-misbehave": failure})
     with pytest.raises(openai.APIError):
         for _ in client.chat.completions.create(
             model="m", messages=[{"role": "user", "content": "hi"}], stream=True, extra_body={"tools": body["tools"]}

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import openai
 import pytest
 
 from harness.core.nonce import place_nonce
@@ -31,6 +30,7 @@ from reference_proxy.config import (
 from reference_proxy.pipeline import default_rescuer, rescuer_for
 from reference_proxy.rescue import ToolSpec, collect
 from reference_proxy.rescue.families import FORMAT_IDS
+from support.sdk_http import openai_sdk
 
 UP = "http://127.0.0.1:9000/v1"
 TOOLS = (ToolSpec("read_file", {"type": "object", "properties": {"path": {"type": "string"}}}),)
@@ -153,7 +153,7 @@ def test_the_proxy_rescues_what_the_model_writes(stack: tuple[str, MockControl],
     url, control = stack
     nonce = control.arm(SCENARIO)
     body = place_nonce({**SCENARIO.client.request, "model": model, "stream": stream}, nonce)
-    client = openai.OpenAI(base_url=f"{url}/v1", api_key="sk-test", max_retries=0, timeout=15)
+    client = openai_sdk(base_url=f"{url}/v1", api_key="sk-test", max_retries=0, timeout=15)
     written = SCENARIO.backend.text
     if stream:
         content, names = "", []

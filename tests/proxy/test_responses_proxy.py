@@ -13,6 +13,7 @@ from typing import Any
 import openai
 import pytest
 from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
+from support.sdk_http import openai_sdk
 
 from harness.core.dialects import DIALECTS, NotPortable
 from harness.core.dialects.clients import CLIENTS
@@ -69,7 +70,7 @@ def hermes_scenario(stream: bool | str = "auto") -> Scenario:
 
 
 def sdk(proxy: str, nonce: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=proxy + "/v1", api_key="x", default_headers={NONCE_HEADER: nonce}, max_retries=0)
+    return openai_sdk(base_url=proxy + "/v1", api_key="x", default_headers={NONCE_HEADER: nonce}, max_retries=0)
 
 
 @pytest.mark.parametrize("upstream", list(UPSTREAMS))

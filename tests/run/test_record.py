@@ -23,6 +23,7 @@ from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 from reference_proxy.app import create_app as create_proxy
 from reference_proxy.config import ProxyConfig
+from support.sdk_http import anthropic_sdk, openai_sdk
 from support.servers import ServeFn
 
 TOOLS_OPENAI = [{"type": "function", "function": {"name": "get_weather", "parameters": {
@@ -69,7 +70,7 @@ def session(dialect: str, base_url: str, *, system: str | None = None, api_key: 
     """One streamed exchange through the official SDK; the text and call deltas as they came."""
     pieces: list[str] = []
     if dialect == "openai":
-        client = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=30)
+        client = openai_sdk(base_url=base_url, api_key=api_key, max_retries=0, timeout=30)
         messages: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
         messages.append({"role": "user", "content": "What is the weather in Paris?"})
         stream = client.chat.completions.create(model="m", messages=messages, tools=TOOLS_OPENAI,  # type: ignore[arg-type]
@@ -82,7 +83,7 @@ def session(dialect: str, base_url: str, *, system: str | None = None, api_key: 
                     pieces.append(f"call:{call.function.arguments if call.function else ''}")
         return pieces
     if dialect == "responses":
-        rclient = openai.OpenAI(base_url=base_url, api_key=api_key, max_retries=0, timeout=30)
+        rclient = openai_sdk(base_url=base_url, api_key=api_key, max_retries=0, timeout=30)
         more: dict[str, Any] = {"instructions": system} if system else {}
         for event in rclient.responses.create(model="m", input="What is the weather in Paris?", stream=True,
                                               tools=TOOLS_RESPONSES, extra_body=extra or None, **more):  # type: ignore[arg-type]
@@ -91,7 +92,7 @@ def session(dialect: str, base_url: str, *, system: str | None = None, api_key: 
             elif event.type == "response.function_call_arguments.delta":
                 pieces.append(f"call:{event.delta}")
         return pieces
-    aclient = anthropic.Anthropic(base_url=base_url.removesuffix("/v1"), api_key=api_key, max_retries=0, timeout=30)
+    aclient = anthropic_sdk(base_url=base_url.removesuffix("/v1"), api_key=api_key, max_retries=0, timeout=30)
     kwargs: dict[str, Any] = {"system": system} if system else {}
     with aclient.messages.stream(model="m", max_tokens=64, tools=TOOLS_ANTHROPIC,  # type: ignore[arg-type]
                                  messages=[{"role": "user", "content": "What is the weather in Paris?"}],

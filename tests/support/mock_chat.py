@@ -18,6 +18,7 @@ from harness.core.nonce import NONCE_HEADER
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Backend, Scenario
 from support.mock_server import RouteKit, answer_model, answers_stream, compact
+from support.sdk_http import openai_sdk
 
 TOOLS = [
     {"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},
@@ -196,7 +197,7 @@ def post(http: httpx.Client, url: str, body: Any, nonce: str | None, *, path: st
 
 
 def sdk(url: str, nonce: str, prefix: str = "/v1") -> openai.OpenAI:
-    return openai.OpenAI(base_url=url + prefix, api_key="x", default_headers={NONCE_HEADER: nonce}, max_retries=0)
+    return openai_sdk(base_url=url + prefix, api_key="x", default_headers={NONCE_HEADER: nonce}, max_retries=0)
 
 
 def sdk_reads(url: str, nonce: str, prefix: str, request: Mapping[str, Any]) -> tuple[str, list[str]]:

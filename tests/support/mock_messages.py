@@ -20,6 +20,7 @@ from harness.core.nonce import NONCE_HEADER
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Backend, Scenario
 from support.mock_server import RouteKit, answer_model, answers_stream, compact
+from support.sdk_http import anthropic_sdk
 
 TOOLS = [
     {"name": "get_weather", "input_schema": {"type": "object"}},
@@ -279,7 +280,7 @@ def post(http: httpx.Client, url: str, body: Any, nonce: str | None, *, path: st
 
 
 def sdk(url: str, nonce: str, prefix: str = "") -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=url + prefix, api_key="x", default_headers={NONCE_HEADER: nonce},
+    return anthropic_sdk(base_url=url + prefix, api_key="x", default_headers={NONCE_HEADER: nonce},
                                max_retries=0)
 
 

@@ -22,6 +22,7 @@ from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 from reference_proxy.app import create_app
 from reference_proxy.config import ProxyConfig
+from support.sdk_http import tls
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class RecordingTransport(httpx2.BaseTransport):
     HTTP library is httpx2)."""
 
     def __init__(self) -> None:
-        self.inner = httpx2.HTTPTransport()
+        self.inner = httpx2.HTTPTransport(verify=tls())
         self.raw = bytearray()
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:
