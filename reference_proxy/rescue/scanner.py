@@ -4,7 +4,9 @@ Two modes. Scanning text, it looks for the openers of all families; text that ca
 start a marker is released at once, and only a trailing piece that is a prefix of an
 opener is held. At an opener it starts a parser of every family claiming it and
 buffers the marker until a parser recognises calls or all of them give up; given-up
-text is released and scanned again from where the parsers said.
+text is released and scanned again from where the parsers said. A lone parser that waits
+for one character (``MarkerParser.waits_for``: inside a long value) is shown the pieces
+without it only together with the piece that brings it.
 
 Linear cost, whatever the size of the pieces: the common case (a piece holding no
 character that could start an opener) is a few C-level string operations; otherwise
