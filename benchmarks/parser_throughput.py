@@ -1,8 +1,9 @@
 """Throughput of the rescue parser, in MB/s of input text, by text size and frame size.
 
-Three texts: plain prose (paragraphs of common English words, no markup at all), a mixed answer
+Four texts: plain prose (paragraphs of common English words, no markup at all), a mixed answer
 (prose with tool calls of every family, plus near misses: ``a < b``, inline code,
-braces, the word "count", non-call JSON and shell fences), and an adversarial one made
+braces, the word "count", non-call JSON and shell fences), file writes (prose with calls
+whose values are 1-3 KB of code), and an adversarial one made
 only of openers that never become calls (``<invoke `` repeated). Each is fed to a fresh
 ``Rescuer`` in frames of 1, 16 and 1024 characters and in one piece, then finished. Each run
 is timed in segments of 50,000 characters, as CPU time of this process (``time.process_time``),
@@ -36,6 +37,10 @@ TOOLS = [
     ),
     ToolSpec("read_file", {"type": "object", "properties": {"path": {"type": "string"}}}),
     ToolSpec("list_files", {"type": "object", "properties": {"path": {"type": "string"}}}),
+    ToolSpec(
+        "write_file",
+        {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}}},
+    ),
 ]
 
 # Common English words, most frequent first; prose samples them with Zipf weights
@@ -129,6 +134,36 @@ def mixed_answer(size: int, seed: int = 2) -> str:
             parts.append(rng.choice(CALLS))
         elif roll < 0.6:
             parts.append(rng.choice(NEAR_MISSES))
+    return "".join(parts)[:size]
+
+
+CODE = "".join(
+    f"def step_{k}(x, y):\n    total = x + y * {k}\n    return total if total > 0 else -total\n\n" for k in range(60)
+)
+
+
+def file_writes(size: int, seed: int = 3) -> str:
+    """Prose with calls that write a file, as coding agents ask for: 1-3 KB of code in a
+    Qwen3-Coder or an invoke value (no markup inside), where a marker's time is its value."""
+    rng = random.Random(seed)
+    prose = plain_prose(size, seed)
+    parts: list[str] = []
+    i = 0
+    while i < len(prose):
+        step = rng.randint(300, 900)
+        parts.append(prose[i : i + step])
+        i += step
+        value = CODE[: rng.randint(1000, 3000)]
+        if rng.random() < 0.5:
+            parts.append(
+                "\n<tool_call>\n<function=write_file>\n<parameter=path>\nsrc/a.py\n</parameter>\n"
+                f"<parameter=content>\n{value}\n</parameter>\n</function>\n</tool_call>\n"
+            )
+        else:
+            parts.append(
+                '\n<function_calls>\n<invoke name="write_file">\n<parameter name="path">src/a.py</parameter>\n'
+                f'<parameter name="content">{value}</parameter>\n</invoke>\n</function_calls>\n'
+            )
     return "".join(parts)[:size]
 
 
@@ -284,6 +319,9 @@ def main() -> None:
         print(line)
     print()
     for line in table(mixed_answer, "mixed answer"):
+        print(line)
+    print()
+    for line in table(file_writes, "file writes"):
         print(line)
     print()
     for line in table(opener_spam, "opener spam"):

@@ -101,6 +101,14 @@ class Context(NamedTuple):
 class MarkerParser(ABC):
     """Parses one marker, fed incrementally from its opener on."""
 
+    waits_for = ""
+    """A character the parser is waiting for, or '': while the pieces after the last one
+    fed hold no such character, feeding them would return None, and feeding them joined
+    later gives what feeding them one by one gives. The rescuer then keeps them aside and
+    shows them with the piece that holds the character (a long value's frames cost one
+    ``in`` test each). A parser sets it only where nothing but that character can move
+    its verdict on, and after every piece it is shown."""
+
     @abstractmethod
     def feed(self, text: str, start: int = 0) -> Verdict | None:
         """Consume the next piece, ``text[start:]`` (the first piece starts with the

@@ -4,7 +4,9 @@ Two modes. Scanning text, it looks for the openers of all families; text that ca
 start a marker is released at once, and only a trailing piece that is a prefix of an
 opener is held. At an opener it starts a parser of every family claiming it and
 buffers the marker until a parser recognises calls or all of them give up; given-up
-text is released and scanned again from where the parsers said.
+text is released and scanned again from where the parsers said. A lone parser that waits
+for one character (``MarkerParser.waits_for``: inside a long value) is shown the pieces
+without it only together with the piece that brings it.
 
 Linear cost, whatever the size of the pieces: the common case (a piece holding no
 character that could start an opener) is a few C-level string operations; otherwise
@@ -124,6 +126,7 @@ class Rescuer:
         "_fast",
         "_kept",
         "_after_call",
+        "_unshown",
     )
 
     def __init__(
@@ -157,6 +160,7 @@ class Rescuer:
         self._given = 0  # the parsers have seen the marker's text before this
         self._cut = 0  # text before this is released or consumed as markup
         self._resume = 0  # furthest resume point of parsers that gave up
+        self._unshown: list[str] = []  # held pieces the one parser waits past (``waits_for``)
         # Fast path allowed: shortcuts on, tools declared, nothing held, not at a line start,
         # not right after a call (so the fast path never has to clear ``_after_call``).
         self._plain = False
@@ -242,13 +246,24 @@ class Rescuer:
                 self._plain = not (self._line_blank or self._after_call)
                 return out
         # Inside a marker that one parser owns, a piece within the buffer cap goes to it
-        # directly; nothing comes out until it has a verdict.
+        # directly; nothing comes out until it has a verdict. A piece without the
+        # character the parser waits for is only kept, and shown with the next one.
         if len(parsers) == 1 and text and len(text) <= self._cut + self.buffer_cap - self._given:
             size = len(text)
             self._held.append(text)
             self._fed += size
             self._given += size
-            verdict = parsers[0].feed(text, 0)
+            parser = parsers[0]
+            unshown = self._unshown
+            if parser.waits_for:
+                if parser.waits_for not in text:
+                    unshown.append(text)
+                    return []
+                if unshown:
+                    unshown.append(text)
+                    text = "".join(unshown)
+                    unshown.clear()
+            verdict = parser.feed(text, 0)
             if verdict is None:
                 return []
             out = []
@@ -264,6 +279,10 @@ class Rescuer:
         if self._passthrough:
             return []
         out: list[Event] = []
+        if self._unshown:
+            resume = self._show(out)
+            if resume is not None:
+                self._text(self._rest(resume), out)
         asked = 0
         while self._parsers:
             resume = self._advance(None, 0, out)
@@ -292,7 +311,10 @@ class Rescuer:
         if self._parsers:
             self._held.append(text)
             self._fed += len(text)
-            resume = self._advance(text, 0, out)
+            # (Pieces kept aside settle nothing, but should they, ``text`` is in the rest.)
+            resume = self._show(out) if self._unshown else None
+            if resume is None:
+                resume = self._advance(text, 0, out)
             if resume is not None:
                 self._text(self._rest(resume), out)
         else:
@@ -466,6 +488,14 @@ class Rescuer:
             self._last = ""
             self._cut = end
             self._after_call = self._after_call or bool(verdict.calls)
+
+    def _show(self, out: list[Event]) -> int | None:
+        """Show the parser the pieces kept aside while it waited (``MarkerParser.waits_for``);
+        see ``_advance``."""
+        kept = "".join(self._unshown)
+        self._unshown.clear()
+        self._given -= len(kept)
+        return self._verdicts(kept, 0, out)
 
     def _advance(self, text: str | None, start: int, out: list[Event]) -> int | None:
         """Feed the live parsers ``text[start:]`` (``None``: the stream ended) and act on

@@ -170,11 +170,15 @@ class InvokeXmlParser(CarriedParser):
     def scan(self, s: str, i: int) -> Verdict | int:
         base = self._carry.base
         n = len(s)
+        self.waits_for = ""
         while i < n:
             state = self._state
             if state == _VALUE:
                 i, value = self._text.read(s, i, self._t.end_parameter, self._t.after_value)
                 if value is None:
+                    # Inside a value, only the closing tag's first character can end it.
+                    wait = self._t.end_parameter[0]
+                    self.waits_for = wait if s.find(wait, i) < 0 else ""
                     return i
                 self._params[self._param] = self._typed(value)
                 self._state = _PARAMS

@@ -86,6 +86,7 @@ class Qwen3CoderParser(CarriedParser):
     def scan(self, s: str, i: int) -> Verdict | int:
         base = self._carry.base
         n = len(s)
+        self.waits_for = ""
         while i < n:
             state = self._state
             if state == _VALUE:
@@ -105,6 +106,8 @@ class Qwen3CoderParser(CarriedParser):
                     keep = max(i, n - self._value_keep)
                     self._value.append(s[i:keep])
                     i = keep
+                    # Every way a value ends holds a "<": none kept, none can end before one comes.
+                    self.waits_for = "<" if s.find("<", i) < 0 else ""
                     break
                 if m.group() == END_PARAMETER:
                     real = _AFTER_VALUE.confirmed(s, m.end())
