@@ -46,14 +46,29 @@ def tokens(wide: bool = False) -> st.SearchStrategy[str]:
     )
 
 
+@cache
+def _token_lists(wide: bool, max_tokens: int) -> st.SearchStrategy[list[str]]:
+    return st.lists(tokens(wide), max_size=max_tokens)
+
+
+@cache
+def _separators(count: int) -> st.SearchStrategy[list[str]]:
+    return st.lists(st.sampled_from([" ", " ", " ", "\n", "\n\n", ""]), min_size=count, max_size=count)
+
+
+_NOW_AND_THEN = st.integers(0, 5)
+_FENCE = st.sampled_from(FENCES)
+
+
 @st.composite
 def segments(draw: st.DrawFn, max_tokens: int = 12, wide: bool = False) -> str:
-    """One stretch of prose between calls (may be empty)."""
-    parts = draw(st.lists(tokens(wide), max_size=max_tokens))
-    seps = draw(st.lists(st.sampled_from([" ", " ", " ", "\n", "\n\n", ""]), min_size=len(parts), max_size=len(parts)))
+    """One stretch of prose between calls (may be empty). Its strategies are built once
+    (``_token_lists``, ``_separators``): one built per draw is validated on each draw."""
+    parts = draw(_token_lists(wide, max_tokens))
+    seps = draw(_separators(len(parts)))
     text = "".join(p + s for p, s in zip(parts, seps))
-    if draw(st.integers(0, 5)) == 5:  # now and then; the highest value, so shrinking drops it
-        text += "\n" + draw(st.sampled_from(FENCES)) + "\n"
+    if draw(_NOW_AND_THEN) == 5:  # now and then; the highest value, so shrinking drops it
+        text += "\n" + draw(_FENCE) + "\n"
     return text
 
 

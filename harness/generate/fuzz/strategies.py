@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
+from functools import cache
 from typing import Any
 
 from hypothesis import strategies as st
@@ -39,9 +40,12 @@ def profiles_for(format_id: str, profiles: Sequence[Profile]) -> tuple[Profile, 
 PER_CHARACTER = 200  # characters: longer answers are not sent one character per frame (an event each)
 
 
+_TOOL_NAMES = st.lists(st.sampled_from(values.TOOL_NAMES), min_size=1, max_size=3, unique=True)
+
+
 @st.composite
 def tools(draw: st.DrawFn) -> tuple[Tool, ...]:
-    names = draw(st.lists(st.sampled_from(values.TOOL_NAMES), min_size=1, max_size=3, unique=True))
+    names = draw(_TOOL_NAMES)
     return tuple(Tool(name, draw(values.object_schemas())) for name in names)
 
 
@@ -105,6 +109,17 @@ def interesting_offsets(text: str, delimiters: Sequence[str]) -> list[tuple[int,
     return sorted(spans)
 
 
+@cache
+def _offsets(size: int) -> st.SearchStrategy[list[int]]:
+    """Built once per size: a strategy built per draw is validated on each draw."""
+    return st.lists(st.integers(0, size - 1), max_size=2)
+
+
+@cache
+def _flags(count: int) -> st.SearchStrategy[list[bool]]:
+    return st.lists(st.booleans(), min_size=count, max_size=count)
+
+
 @st.composite
 def piece_cuts(draw: st.DrawFn, piece: str, delimiters: Sequence[str]) -> tuple[int, ...]:
     """Offsets into one piece of the answer: some anywhere, some inside its delimiters and
@@ -112,7 +127,7 @@ def piece_cuts(draw: st.DrawFn, piece: str, delimiters: Sequence[str]) -> tuple[
     unless the failure needs it."""
     if not piece:
         return ()
-    chosen: set[int] = set(draw(st.lists(st.integers(0, len(piece) - 1), max_size=2)))
+    chosen: set[int] = set(draw(_offsets(len(piece))))
     for start, end in interesting_offsets(piece, delimiters):
         low, high = (start, end) if end - start == 1 else (start + 1, end - 1)
         if low <= high and draw(st.booleans()):
@@ -148,7 +163,7 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
     kind = draw(st.sampled_from(kinds))
     format_id = None if kind == NATIVE else kind
     found = writable(format_id, draw(calls(offered, max_calls=1 if tear else 3)))
-    breaks = draw(st.lists(st.booleans(), min_size=len(found), max_size=len(found)))
+    breaks = draw(_flags(len(found)))
     blocks = _blocks(found, breaks) if format_id is not None else ()
     native_calls = found if format_id is None else ()
     alone = format_id in ALONE and bool(found)
