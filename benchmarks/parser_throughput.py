@@ -120,21 +120,28 @@ def plain_prose(size: int, seed: int = 1) -> str:
     return "".join(parts)[:size]
 
 
-def mixed_answer(size: int, seed: int = 2) -> str:
+def interleaved(size: int, seed: int, steps: tuple[int, int], between: Callable[[random.Random], str]) -> str:
+    """Prose cut into runs of ``steps`` characters, with what ``between`` draws after each run."""
     rng = random.Random(seed)
     prose = plain_prose(size, seed)
     parts: list[str] = []
     i = 0
     while i < len(prose):
-        step = rng.randint(150, 400)
+        step = rng.randint(*steps)
         parts.append(prose[i : i + step])
         i += step
+        parts.append(between(rng))
+    return "".join(parts)[:size]
+
+
+def mixed_answer(size: int, seed: int = 2) -> str:
+    def between(rng: random.Random) -> str:
         roll = rng.random()
         if roll < 0.15:
-            parts.append(rng.choice(CALLS))
-        elif roll < 0.6:
-            parts.append(rng.choice(NEAR_MISSES))
-    return "".join(parts)[:size]
+            return rng.choice(CALLS)
+        return rng.choice(NEAR_MISSES) if roll < 0.6 else ""
+
+    return interleaved(size, seed, (150, 400), between)
 
 
 CODE = "".join(
@@ -145,26 +152,16 @@ CODE = "".join(
 def file_writes(size: int, seed: int = 3) -> str:
     """Prose with calls that write a file, as coding agents ask for: 1-3 KB of code in a
     Qwen3-Coder or an invoke value (no markup inside), where a marker's time is its value."""
-    rng = random.Random(seed)
-    prose = plain_prose(size, seed)
-    parts: list[str] = []
-    i = 0
-    while i < len(prose):
-        step = rng.randint(300, 900)
-        parts.append(prose[i : i + step])
-        i += step
+
+    def between(rng: random.Random) -> str:
         value = CODE[: rng.randint(1000, 3000)]
         if rng.random() < 0.5:
-            parts.append(
-                "\n<tool_call>\n<function=write_file>\n<parameter=path>\nsrc/a.py\n</parameter>\n"
-                f"<parameter=content>\n{value}\n</parameter>\n</function>\n</tool_call>\n"
-            )
-        else:
-            parts.append(
-                '\n<function_calls>\n<invoke name="write_file">\n<parameter name="path">src/a.py</parameter>\n'
-                f'<parameter name="content">{value}</parameter>\n</invoke>\n</function_calls>\n'
-            )
-    return "".join(parts)[:size]
+            return ("\n<tool_call>\n<function=write_file>\n<parameter=path>\nsrc/a.py\n</parameter>\n"
+                    f"<parameter=content>\n{value}\n</parameter>\n</function>\n</tool_call>\n")
+        return ('\n<function_calls>\n<invoke name="write_file">\n<parameter name="path">src/a.py</parameter>\n'
+                f'<parameter name="content">{value}</parameter>\n</invoke>\n</function_calls>\n')
+
+    return interleaved(size, seed, (300, 900), between)
 
 
 def opener_spam(size: int) -> str:
