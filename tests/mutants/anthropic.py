@@ -175,6 +175,20 @@ class SharedToolUseId(EventRewriter):
         return (payload,)
 
 
+class ToolUseIdsPerAnswer(EventRewriter):
+    """Numbers the tool_use blocks of every answer from ``toolu_0``, so each request reuses the same ids."""
+
+    def on_payload(self, payload: dict[str, Any]) -> Out:
+        if block_kind(payload) == "tool_use":
+            payload["content_block"]["id"] = f"toolu_{payload['index']}"
+        return (payload,)
+
+    def on_answer(self, answer: dict[str, Any]) -> None:
+        for i, block in enumerate(answer.get("content") or ()):
+            if block.get("type") == "tool_use":
+                block["id"] = f"toolu_{i}"
+
+
 class NoMessageStop(EventRewriter):
     """Ends the stream after ``message_delta``, without ``message_stop``."""
 
@@ -465,6 +479,9 @@ MUTANTS: tuple[Mutant, ...] = (
            ("ATOOL-003", "ATOOL-004"), (NATIVE, LEAK), rewritten(EndTurnWithToolUse), strict=True),
     Mutant("anthropic-shared-tool-use-id", "Gives every tool_use block the same id.",
            ("ATOOL-001",), ("anthropic-two-invokes",), rewritten(SharedToolUseId)),
+    Mutant("anthropic-tool-use-ids-per-answer",
+           "Numbers the tool_use blocks of every answer from `toolu_0`, so the ids repeat across requests.",
+           ("TOOL-010",), (NATIVE,), rewritten(ToolUseIdsPerAnswer)),
     Mutant("anthropic-error-as-data-only", "Sends an error in a started stream without `event: error`.",
            ("AERR-001",), ("faults-anthropic-drop-between-events",), rewritten(ErrorAsDataOnly)),
     Mutant("anthropic-error-in-chat-completions-shape",

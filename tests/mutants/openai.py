@@ -494,20 +494,6 @@ class UnaskedUsage(Envelope):
         return ({**self.envelope, "choices": [], "usage": usage}, DONE)
 
 
-class CallIdsPerAnswer(AnswerRewriter):
-    """Numbers the calls of every answer from call_0, so each request reuses the same ids."""
-
-    def on_chunk(self, chunk: dict[str, Any]) -> Out:
-        for call in tool_calls(chunk):
-            if "id" in call:
-                call["id"] = f"call_{call['index']}"
-        return (chunk,)
-
-    def on_answer(self, answer: dict[str, Any]) -> None:
-        for i, call in enumerate(answer_calls(answer)):
-            call["id"] = f"call_{i}"
-
-
 class DropsConnectionAtTheEnd(ChunkRewriter):
     """Breaks the connection where the finish chunk was due: no complete answer arrives."""
 
@@ -937,8 +923,6 @@ MUTANTS: tuple[Mutant, ...] = (
            ("CHUNK-011",), (NATIVE,), rewritten(StopThenToolCalls)),
     Mutant("unasked-usage", "Sends a usage chunk though the client did not ask for one.",
            ("USAGE-002",), (NATIVE,), rewritten(UnaskedUsage), strict=True),
-    Mutant("call-ids-per-answer", "Numbers the calls of every answer from `call_0`, so the ids repeat across requests.",
-           ("TOOL-010",), (NATIVE, "hermes-single"), rewritten(CallIdsPerAnswer)),
     Mutant("connection-dropped", "Breaks the connection before the stream ends.",
            ("HTTP-001",), (NATIVE,), rewritten(DropsConnectionAtTheEnd)),
     Mutant("text-dropped", "Sends no text at all.", ("TEXT-002",), ("features-loop-guard",), rewritten(DropsText)),

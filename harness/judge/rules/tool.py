@@ -17,7 +17,7 @@ from harness.judge.rules.calls import CALLS_FINISH, calls_finish_wrong, calls_lo
 from harness.judge.rules.chunk import choices_of
 from harness.judge.rules.context import Context
 from harness.judge.rules.json_completion import JsonCompletion
-from harness.judge.rules.registry import EVERY_PROFILE, Violation, rule_group
+from harness.judge.rules.registry import ANTHROPIC, Violation, rule_group
 
 rule = rule_group("tool_calls", "TOOL", stage="stream")
 
@@ -206,7 +206,7 @@ def empty_arguments(ctx: Context) -> Iterator[Violation]:
             )
 
 
-@rule.item("TOOL-010", profiles=EVERY_PROFILE)
+@rule.item("TOOL-010", profiles=ANTHROPIC)
 def ids_unique_across_requests(answers: Sequence[tuple[str, Context]]) -> Iterator[Violation]:
     first: dict[str, str] = {}  # id -> the answer it was first seen in
     reported: set[str] = set()
