@@ -2,4 +2,4 @@
 located (``loading`` over ``yaml_source``, ``schema`` and ``checks``), and its writing as YAML
 people review (``yaml_writer``)."""
 
-__all__ = ["loading", "model", "schema", "steps", "yaml_writer"]
+__all__ = ["loading", "model", "schema", "steps", "yaml_source", "yaml_writer"]
