@@ -27,8 +27,12 @@ Printed figures:
 * many streams: ``--many`` clients (default 256) each streaming paced answers back to
   back (``--many-frames`` frames ``--many-delay-ms`` apart, as a model generates them),
   direct and then through the proxy: first-content p50/p99 and what the proxy adds, and
-  the CPU-seconds the mock and the proxy spend per 1,000 relayed events (a paced answer
-  of F frames is F + 3 events: the role chunk, the frames, the finish chunk, ``[DONE]``).
+  the CPU-seconds the upstream and the proxy spend per 1,000 relayed events (a paced
+  answer of F frames is F + 4 events: the role chunk, the frames, the finish chunk, the
+  usage chunk, ``[DONE]``). Its upstream (``--upstream``) is by default the cheapest one
+  an SSE relay can face, ``raw_upstream.py`` (asyncio streams writing pre-encoded frames
+  on a timer), the yardstick of the proxy's CPU per event; ``--upstream mock`` plays the
+  same answer from the mock instead.
 
 The client is raw asyncio streams: it reads whatever the socket holds (up to 64 KB),
 spots the first content delta and the end of the chunked body by byte search, and
@@ -51,7 +55,9 @@ import socket
 import statistics
 import sys
 import time
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,6 +118,30 @@ def rescue_scenario(frames: int, delay_ms: float) -> dict[str, Any]:
     scenario["backend"]["frames"] = [*prose, "\n\n", *call]
     scenario["backend"]["delay_ms"] = delay_ms
     return scenario
+
+
+def answer_events(scenario: dict[str, Any]) -> list[str]:
+    """The ``data:`` payloads the mock streams for a plain ``openai`` scenario with usage, in its
+    (vLLM's) chunk shape: a role chunk, one chunk per frame, the finish chunk, the usage chunk,
+    ``[DONE]``; what ``raw_upstream.py`` replays, so both upstreams send the proxy the same answer."""
+    model = scenario["client"]["request"]["model"]
+    envelope = {"id": "chatcmpl-9f2c0c3be4a84b0e8e5d4bbf2a7c1d10", "object": "chat.completion.chunk",
+                "created": 1795860306, "model": model}
+
+    def chunk_of(delta: dict[str, Any], finish: str | None = None) -> str:
+        choice: dict[str, Any] = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        if finish is not None:
+            choice["stop_reason"] = None
+        return json.dumps({**envelope, "choices": [choice]}, separators=(",", ":"), ensure_ascii=False)
+
+    usage = scenario["backend"]["usage"]
+    return [
+        chunk_of({"role": "assistant", "content": ""}),
+        *(chunk_of({"content": frame}) for frame in scenario["backend"]["frames"]),
+        chunk_of({"content": ""}, scenario["backend"]["finish_reason"]),
+        json.dumps({**envelope, "choices": [], "usage": usage}, separators=(",", ":")),
+        "[DONE]",
+    ]
 
 
 def request_body(scenario: dict[str, Any]) -> bytes:
@@ -328,7 +358,9 @@ class Many:
     firsts: list[float] = field(default_factory=list)  # seconds to first content, streams that ended in the window
     streams: int = 0
     seconds: float = 0.0
+    client_cpu: float = 0.0
     server_cpu: dict[str, float] = field(default_factory=dict)
+    load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average at the window's start and end
 
 
 async def many_streams(target: Target, clients: int, seconds: float, warmup: float,
@@ -355,15 +387,17 @@ async def many_streams(target: Target, clients: int, seconds: float, warmup: flo
     tasks = [asyncio.ensure_future(worker(warmup * i / clients)) for i in range(clients)]
     try:
         await asyncio.sleep(warmup * 1.5)
-        before = [s.cpu_seconds() for s in servers], time.perf_counter()
+        before = [s.cpu_seconds() for s in servers], time.perf_counter(), time.process_time(), os.getloadavg()[0]
         window[0] = before[1]
         window[1] = before[1] + seconds
         done, _ = await asyncio.wait(tasks, timeout=seconds, return_when=asyncio.FIRST_EXCEPTION)
-        after = [s.cpu_seconds() for s in servers], time.perf_counter()
+        after = [s.cpu_seconds() for s in servers], time.perf_counter(), time.process_time(), os.getloadavg()[0]
         for task in done:
             task.result()
         result.seconds = after[1] - before[1]
+        result.client_cpu = after[2] - before[2]
         result.server_cpu = {s.name: a - b for s, a, b in zip(servers, after[0], before[0])}
+        result.load = before[3], after[3]
     finally:
         stop = True
         await asyncio.wait(tasks, timeout=REQUEST_TIMEOUT)
@@ -408,38 +442,103 @@ def print_throughput(name: str, rows: list[tuple[int, Throughput, Throughput]]) 
         print(f"  {clients:>7}{direct.rate:>12.1f}{proxied.rate:>12.1f}{ratio:>7.0%}   {cpu(direct):>22}   {cpu(proxied):>22}")
 
 
-def print_many(args: argparse.Namespace, direct: Many, proxied: Many, events: int) -> None:
+def print_many(args: argparse.Namespace, direct: Many, proxied: Many, events: int, upstream: str) -> None:
     print(f"many streams: {args.many} clients, {args.many_frames} frames {args.many_delay_ms:g} ms apart "
-          f"({events} events per answer), {args.many_seconds:g} s window")
-    print(f"  {'':<8}{'streams':>9}{'first content p50':>20}{'p99':>10}   {'CPU s per 1,000 events':>26}")
+          f"({events} events per answer), {args.many_seconds:g} s window, upstream: {upstream}, "
+          f"proxy workers: {args.proxy_workers}")
+    print(f"  {'':<8}{'streams':>9}{'events/s':>10}{'first content p50':>20}{'p99':>10}"
+          f"   {'CPU s per 1,000 events':<28}{'cores busy':>11}{'load avg':>14}")
     for label, many in (("direct", direct), ("proxy", proxied)):
         frames = max(many.streams * events, 1)
-        cpu = "  ".join(f"{name} {value / frames * 1000:.3f}" for name, value in many.server_cpu.items())
-        print(f"  {label:<8}{many.streams:>9}{ms(percentile(many.firsts, 50)):>20}{ms(percentile(many.firsts, 99)):>10}"
-              f"   {cpu}")
+        cpu = "  ".join(f"{name} {value / frames * 1000:.4f}" for name, value in many.server_cpu.items())
+        busy = (sum(many.server_cpu.values()) + many.client_cpu) / many.seconds if many.seconds else 0.0
+        print(f"  {label:<8}{many.streams:>9}{many.streams * events / max(many.seconds, 1e-9):>10.0f}"
+              f"{ms(percentile(many.firsts, 50)):>20}{ms(percentile(many.firsts, 99)):>10}"
+              f"   {cpu:<28}{busy:>11.2f}{many.load[0]:>7.2f}-{many.load[1]:.2f}")
     added = [percentile(proxied.firsts, p) - percentile(direct.firsts, p) for p in (50, 99)]
-    mock_cpu = proxied.server_cpu.get("mock", 0.0)
-    ratio = proxied.server_cpu.get("proxy", 0.0) / mock_cpu if mock_cpu else 0.0
+    events_direct, events_proxied = max(direct.streams * events, 1), max(proxied.streams * events, 1)
+    upstream_cpu = direct.server_cpu.get(upstream, 0.0) / events_direct
+    ratio = proxied.server_cpu.get("proxy", 0.0) / events_proxied / upstream_cpu if upstream_cpu else 0.0
+    same_run = proxied.server_cpu.get(upstream, 0.0) / events_proxied
+    ratio_same = proxied.server_cpu.get("proxy", 0.0) / events_proxied / same_run if same_run else 0.0
     print(f"  added first content: p50 {ms(added[0]).strip()} ms, p99 {ms(added[1]).strip()} ms; "
-          f"proxy CPU per event = {ratio:.2f}x the mock's (same run)")
+          f"proxy CPU per event = {ratio_same:.2f}x the {upstream} upstream's in the same window "
+          f"({ratio:.2f}x its own serving the clients directly)")
+    print("  (cores busy: the benchmark's client, upstream and proxy together, of "
+          f"{os.cpu_count()}; near all of them, the figures measure queueing for CPU)")
 
 
-async def measure_many(args: argparse.Namespace, mock: Server, proxy: Server) -> None:
-    scenario = text_scenario(args.many_frames, args.many_delay_ms)
-    nonce = arm(mock.port, scenario)
+@contextmanager
+def many_servers(args: argparse.Namespace, scenario: dict[str, Any]) -> Iterator[tuple[Server, list[Server], str]]:
+    """The many-streams run's upstream (``--upstream``) and a proxy in front of it (and one run
+    from the ``--before`` checkout, in front of the same upstream), and the nonce that picks
+    the answer (the mock's; any header for the raw upstream)."""
+    port, proxy_port, before_port = free_port(), free_port(), free_port()
+    if args.upstream == "mock":
+        upstream_args = ["mock", "--host", "127.0.0.1", "--port", str(port), "--quiet"]
+        health, script = "/_mock/health", None
+    else:
+        answer = tempfile.NamedTemporaryFile("w", suffix=".json", prefix="raw-upstream-", delete=False)
+        with answer:
+            json.dump({"events": answer_events(scenario), "paced": len(scenario["backend"]["frames"])}, answer)
+        upstream_args = ["--port", str(port), "--answer", answer.name, "--delay-ms", f"{args.many_delay_ms:g}"]
+        health, script = "/health", ROOT / "benchmarks" / "raw_upstream.py"
+    proxy_args = proxy_command(args, port, proxy_port)
+    print(f"upstream: {'toolcall-conformance' if script is None else 'python benchmarks/raw_upstream.py'} "
+          f"{' '.join(upstream_args)}")
+    print(f"proxy:    toolcall-conformance {' '.join(proxy_args)}")
+    if args.before:
+        print(f"before:   the same proxy command, run from {args.before}")
+    try:
+        with ExitStack() as stack:
+            upstream = stack.enter_context(running(args.upstream, upstream_args, port, health, script=script))
+            proxies = [stack.enter_context(running("proxy", proxy_args, proxy_port, "/health"))]
+            if args.before:
+                before_args = proxy_command(args, port, before_port)
+                proxies.append(stack.enter_context(running("proxy", before_args, before_port, "/health",
+                                                           cwd=args.before)))
+            yield upstream, proxies, arm(port, scenario) if script is None else "raw"
+    finally:
+        if script is not None:
+            os.unlink(upstream_args[3])
+
+
+async def check_answer(target: Target, expected: str) -> None:
+    """Before timing: the whole answer arrives, its content intact, ending with ``[DONE]``."""
+    connection = Connection(target)
+    try:
+        timing = await asyncio.wait_for(connection.stream(keep=True), REQUEST_TIMEOUT)
+    finally:
+        connection.close()
+    content, calls, done = summarize(timing.body)
+    if not done or calls or content != expected:
+        raise RuntimeError(f"{target.label}: the many-streams answer came back changed: "
+                           f"done={done}, calls={calls}, content={content[-80:]!r}")
+
+
+async def measure_many(args: argparse.Namespace, upstream: Server, proxies: Sequence[Server], nonce: str,
+                       scenario: dict[str, Any]) -> None:
+    """Direct, then through the proxy; with ``--before``, then through the proxy of that checkout,
+    and the proxy of this tree once more (so neither has the quieter end of the run to itself)."""
     body = request_body(scenario)
-    direct = Target("direct", mock.port, "/v1/chat/completions", nonce, body)
-    proxied = Target("proxy", proxy.port, "/v1/chat/completions", nonce, body)
-    d = await many_streams(direct, args.many, args.many_seconds, args.warmup_many, [mock])
-    p = await many_streams(proxied, args.many, args.many_seconds, args.warmup_many, [mock, proxy])
-    print_many(args, d, p, args.many_frames + 3)
+    direct = Target("direct", upstream.port, "/v1/chat/completions", nonce, body)
+    proxied = [Target("proxy", proxy.port, "/v1/chat/completions", nonce, body) for proxy in proxies]
+    for target in (direct, *proxied):
+        await check_answer(target, "".join(scenario["backend"]["frames"]))
+    events = len(answer_events(scenario))
+    d = await many_streams(direct, args.many, args.many_seconds, args.warmup_many, [upstream])
+    p = await many_streams(proxied[0], args.many, args.many_seconds, args.warmup_many, [upstream, proxies[0]])
+    print_many(args, d, p, events, upstream.name)
+    if len(proxies) > 1:
+        for label, index in (("before", 1), ("this tree, again", 0)):
+            again = await many_streams(proxied[index], args.many, args.many_seconds, args.warmup_many,
+                                       [upstream, proxies[index]])
+            print(f"  -- proxy: {label}")
+            print_many(args, d, again, events, upstream.name)
     print()
 
 
 async def measure(args: argparse.Namespace, mock: Server, proxy: Server) -> None:
-    if args.many and args.only_many:
-        await measure_many(args, mock, proxy)
-        return
     answers = {
         "text": (text_scenario(args.frames, 0.0), text_scenario(args.delay_frames, args.delay_ms)),
         "rescue": (rescue_scenario(args.frames, 0.0), rescue_scenario(args.delay_frames, args.delay_ms)),
@@ -489,8 +588,6 @@ async def measure(args: argparse.Namespace, mock: Server, proxy: Server) -> None
             rows.append((clients, d, p))
         print_throughput(name, rows)
         print()
-    if args.many:
-        await measure_many(args, mock, proxy)
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -508,10 +605,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--proxy-workers", type=int, default=1, help="the proxy's --workers (default 1)")
     parser.add_argument("--many", type=int, default=256, help="clients of the many-streams run (0: skip it; default 256)")
     parser.add_argument("--many-frames", type=int, default=40, help="frames of its paced answer (default 40)")
-    parser.add_argument("--many-delay-ms", type=float, default=20.0, help="pause before each of them (default 20)")
+    parser.add_argument("--many-delay-ms", type=float, default=5.0, help="pause before each of them (default 5)")
     parser.add_argument("--many-seconds", type=float, default=10.0, help="its measuring window (default 10)")
     parser.add_argument("--warmup-many", type=float, default=2.0, help="time over which its clients start (default 2)")
     parser.add_argument("--only-many", action="store_true", help="run only the many-streams measurement")
+    parser.add_argument("--before", type=Path, default=None,
+                        help="a checkout whose proxy is measured too, in the many-streams run, in front of the same "
+                             "upstream (after this tree's, then this tree's once more)")
+    parser.add_argument("--upstream", choices=("raw", "mock"), default="raw",
+                        help="the many-streams run's upstream: raw_upstream.py, the cheapest SSE server (default), "
+                             "or the mock")
     args = parser.parse_args(argv)
     if args.quick:
         args.frames, args.delay_frames, args.requests = min(args.frames, 60), min(args.delay_frames, 5), 10
@@ -520,21 +623,34 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def proxy_command(args: argparse.Namespace, upstream_port: int, port: int) -> list[str]:
+    """The proxy's arguments: listening on ``port``, in front of the upstream on ``upstream_port``."""
+    return ["proxy", "--upstream", f"http://127.0.0.1:{upstream_port}/v1", "--host", "127.0.0.1",
+            "--port", str(port), "--log-level", args.proxy_log_level, "--workers", str(args.proxy_workers)]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     args = parse_args(argv)
     print(f"machine: {platform.platform()}, {cpu_model()}, {os.cpu_count()} cpus")
     print(f"python:  {platform.python_implementation()} {platform.python_version()}")
-    mock_port, proxy_port = free_port(), free_port()
-    mock_args = ["mock", "--host", "127.0.0.1", "--port", str(mock_port), "--quiet"]
-    proxy_args = ["proxy", "--upstream", f"http://127.0.0.1:{mock_port}/v1", "--host", "127.0.0.1",
-                  "--port", str(proxy_port), "--log-level", args.proxy_log_level, "--workers", str(args.proxy_workers)]
-    print(f"mock:    toolcall-conformance {' '.join(mock_args)}")
-    print(f"proxy:   toolcall-conformance {' '.join(proxy_args)}")
-    print()
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     started = time.perf_counter()
-    with running("mock", mock_args, mock_port, "/_mock/health") as mock, \
-            running("proxy", proxy_args, proxy_port, "/health") as proxy:
-        asyncio.run(measure(args, mock, proxy))
+    if not (args.many and args.only_many):
+        mock_port, proxy_port = free_port(), free_port()
+        mock_args = ["mock", "--host", "127.0.0.1", "--port", str(mock_port), "--quiet"]
+        proxy_args = proxy_command(args, mock_port, proxy_port)
+        print(f"mock:    toolcall-conformance {' '.join(mock_args)}")
+        print(f"proxy:   toolcall-conformance {' '.join(proxy_args)}")
+        print()
+        with running("mock", mock_args, mock_port, "/_mock/health") as mock, \
+                running("proxy", proxy_args, proxy_port, "/health") as proxy:
+            asyncio.run(measure(args, mock, proxy))
+    if args.many:
+        scenario = text_scenario(args.many_frames, args.many_delay_ms)
+        with many_servers(args, scenario) as (upstream, proxies, nonce):
+            print()
+            asyncio.run(measure_many(args, upstream, proxies, nonce, scenario))
+    print(f"load average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"done in {time.perf_counter() - started:.0f} s")
 
 

@@ -113,10 +113,12 @@ def ending_on_sigterm() -> Iterator[None]:
 
 
 @contextmanager
-def running(name: str, args: Sequence[str], port: int, health: str, *, cwd: Path | None = None) -> Iterator[ServerProcess]:
-    """``toolcall-conformance *args`` listening on ``port``, until the block ends."""
+def running(name: str, args: Sequence[str], port: int, health: str, *, cwd: Path | None = None,
+            script: Path | None = None) -> Iterator[ServerProcess]:
+    """``toolcall-conformance *args`` (or ``python script *args``) listening on ``port``, until the block ends."""
     log = tempfile.TemporaryFile()
-    process = subprocess.Popen([sys.executable, "-c", CLI, *args], stdout=log, stderr=subprocess.STDOUT, cwd=cwd)
+    program = [str(script)] if script is not None else ["-c", CLI]
+    process = subprocess.Popen([sys.executable, *program, *args], stdout=log, stderr=subprocess.STDOUT, cwd=cwd)
     server = ServerProcess(name, process, port, log)
     try:
         deadline = time.monotonic() + START_TIMEOUT
