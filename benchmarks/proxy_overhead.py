@@ -464,8 +464,12 @@ def print_many(args: argparse.Namespace, direct: Many, proxied: Many, events: in
     print(f"  added first content: p50 {ms(added[0]).strip()} ms, p99 {ms(added[1]).strip()} ms; "
           f"proxy CPU per event = {ratio_same:.2f}x the {upstream} upstream's in the same window "
           f"({ratio:.2f}x its own serving the clients directly)")
-    print("  (cores busy: the benchmark's client, upstream and proxy together, of "
-          f"{os.cpu_count()}; near all of them, the figures measure queueing for CPU)")
+    cores = os.cpu_count() or 1
+    busy = max((sum(m.server_cpu.values()) + m.client_cpu) / m.seconds for m in (direct, proxied) if m.seconds) \
+        if direct.seconds or proxied.seconds else 0.0
+    if max(direct.load[1], proxied.load[1]) >= cores or busy >= 0.9 * cores:
+        print(f"  (CPU-bound: the load average or the benchmark's own processes reach the {cores} cores, so "
+              "first content waits in the run queue: these latencies measure queueing for CPU, not the proxy)")
 
 
 @contextmanager
