@@ -180,7 +180,7 @@ class ScenarioItem(pytest.Item):
         judgement, stale = self._judge(run, notes)
         cause = ""
         if judgement.outcome == "failed" and run.failures:
-            model = settings.models.for_family(scenario.family)
+            model = settings.models.for_scenario(scenario)
             health.check(scenario, proxy_url=settings.proxy_url, mock=session.mock, profile=profile, model=model,
                          proxy_headers=settings.proxy_headers, timeout=settings.timeout)
             if not health.unhealthy:

@@ -117,7 +117,7 @@ OPTIONS: tuple[Option, ...] = (
            kind="multiple", metavar="A,B", replay=True),
     Option("strict", "Also enforce 'spec' severity rules.", kind="flag", default=False, replay=True),
     Option("timeout", f"Seconds of the proxy's own time one exchange may take before it counts as hanging; the "
-           f"time the mock backend spends answering is added, and 1 s per MB of a huge message (default "
+           f"time the mock backend spends answering is added, and 5 s per MB of a huge message (default "
            f"{DEFAULT_TIMEOUT:g}).", type=float,
            default=DEFAULT_TIMEOUT, metavar="SECONDS", replay=True),
     Option("model", "Model name sent to the proxy, for all scenarios or one family (repeatable).", kind="multiple",

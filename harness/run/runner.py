@@ -35,7 +35,7 @@ def _exchange(scenario: Scenario, settings: RunSettings, mock: MockControl, prof
         mock=mock,
         stream=stream,
         profile=profile,
-        model=settings.models.for_family(scenario.family),
+        model=settings.models.for_scenario(scenario),
         proxy_headers=settings.proxy_headers,
         timeout=settings.timeout,
     )
@@ -97,7 +97,7 @@ def play(
     if isolation.wants_round(template):
         def one(tagged: Scenario, **how: Any) -> Exchange:
             return run_exchange(tagged, proxy_url=settings.proxy_url, mock=mock, stream=tagged.streams, profile=profile,
-                                model=settings.models.for_family(tagged.family), proxy_headers=settings.proxy_headers,
+                                model=settings.models.for_scenario(tagged), proxy_headers=settings.proxy_headers,
                                 timeout=settings.timeout, **how)
 
         round_ = isolation.play_round(template, one, options, profile, settings.timeout)

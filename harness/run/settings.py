@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 from harness.core.dialects.clients import Profile, current_name
 from harness.core.frames.shrink import DEFAULT_SHRINK_BUDGET
+from harness.core.scenario.model import Scenario
 
 # --------------------------------------------------------------------------- user settings
 
@@ -21,6 +22,16 @@ class ModelChoice:
 
     def for_family(self, family: str) -> str | None:
         return self.per_family.get(family, self.default)
+
+    def for_scenario(self, scenario: Scenario) -> str | None:
+        """The model a case is sent with: its family's, else that of a format whose rescue its verdict relies
+        on (a fault case carrying a Hermes call goes out under ``--model hermes=NAME``: a proxy that picks its
+        parser by model name, as llm-toolcall-proxy's ``converters/factory.py`` does, reads it as Hermes
+        only then), else the run's."""
+        for family in (scenario.family, *scenario.rescues):
+            if family in self.per_family:
+                return self.per_family[family]
+        return self.default
 
     def as_options(self) -> list[str]:
         out = [] if self.default is None else [self.default]
