@@ -19,6 +19,7 @@ given-up marker's text after its resume point, which parsers keep short.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import cache
 
@@ -189,7 +190,10 @@ class Rescuer:
         # Fast path: while nothing is held and no line has just begun, a piece with no
         # opener character, no line opener after a newline and no "count" or "court" goes
         # straight out; if it ends in "c".."coun" or "cour" at a word start, that piece is held.
-        if self._plain and text and ("\n" not in text or _LINE_RISK_HINT(text) is None or _LINE_RISK(text) is None):
+        risk: re.Match[str] | None = None
+        if self._plain and text and (
+            "\n" not in text or _LINE_RISK_HINT(text) is None or (risk := _LINE_RISK(text)) is None
+        ):
             if not (
                 ("<" not in text or _HARMLESS(text, "<"))
                 and "`" not in text
@@ -223,6 +227,24 @@ class Rescuer:
                             self._line_blank = not text[text.rfind("\n") + 1 :].strip(" \t")
                     self._last = text
                     return [text]
+        elif (
+            risk is not None
+            and risk.end() == len(text)
+            and not risk.group().strip(" \t\n")
+            and ("<" not in text or _HARMLESS(text, "<"))
+            and "`" not in text
+            and ("[" not in text or _HARMLESS(text, "["))
+            and ("]" not in text or _HARMLESS(text, "]"))
+            and "cou" not in text
+        ):
+            # The first line opener the search found is only the piece's end at a line start
+            # (``risk`` is the leftmost, so no line opener comes after an earlier newline) and
+            # no word opener can be in it: the piece goes out whole, as ``_text`` would let it,
+            # and the next line starts blank.
+            self._last = text
+            self._line_blank = True
+            self._plain = False
+            return [text]
         parsers = self._parsers
         pending = self._pending
         if not parsers and text and self._fast and (pending or self._line_blank):
