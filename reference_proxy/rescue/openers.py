@@ -72,11 +72,16 @@ class Openers:
         if at_line:
             self.line_after_newline = re.compile(rf"\n[ \t]*({_alternation(at_line)})")
             self.line_here = re.compile(rf"[ \t]*({_alternation(at_line)})")
+            self.line_here_firsts = " \t" + "".join(sorted({x[0] for x in at_line}))
             # A line opener that begins with a letter may also be cut after its first
             # letters ("\nfunc" then "tools["): a piece ending so is at risk too.
             begun = [x[:k] for x in at_line if is_word_char(x[0]) for k in range(1, len(x))]
             ending = f"(?:{_alternation(begun)})?" if begun else ""
             self.line_risk = re.compile(rf"\n[ \t]*(?:{_alternation(at_line)}|{ending}\Z)")
+            # What every match of ``line_risk`` begins with, looked for first: one character
+            # class instead of every alternative after each newline of a piece.
+            firsts = "".join(sorted({x[0] for x in at_line} | {x[0] for x in begun}))
+            self.line_risk_hint = re.compile(rf"\n[ \t]*(?:[{re.escape(firsts)}]|\Z)")
             # Matched against the last line only (``last_line_begun``): a search for it
             # would try every position of a long piece, having no literal to look for.
             self.line_begun = re.compile(rf"[ \t]*(?:{_alternation(begun)})" if begun else r"(?!)")
@@ -84,7 +89,8 @@ class Openers:
             self.line_begun_ends = "".join(sorted({x[-1] for x in begun}))
         else:
             self.line_after_newline = self.line_here = never
-            self.line_risk = re.compile(r"\n[ \t]*\Z")
+            self.line_here_firsts = ""
+            self.line_risk = self.line_risk_hint = re.compile(r"\n[ \t]*\Z")
             self.line_begun = never
             self.line_begun_ends = ""
         # Searched with the others, but its match starts at the newline before the opener.

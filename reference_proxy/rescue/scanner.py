@@ -19,6 +19,7 @@ given-up marker's text after its resume point, which parsers keep short.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from functools import cache
 
@@ -49,8 +50,11 @@ _FIRST_LOOK = 1024
 # correct, only slower, until the shortcuts are extended.
 SHORTCUTS = _OPENERS.signal_chars == "<[]`" and _OPENERS.words == ("count", "court")
 _WORD_PREFIXES = _OPENERS.word_prefixes
+_WORD_PREFIX_ENDS = "".join(sorted({prefix[-1] for prefix in _WORD_PREFIXES}))
+_LINE_HERE_FIRSTS = _OPENERS.line_here_firsts  # a ``_LINE_HERE`` match starts with one of these
 _HARMLESS = _OPENERS.harmless
 _LINE_RISK = _OPENERS.line_risk.search
+_LINE_RISK_HINT = _OPENERS.line_risk_hint.search  # matches wherever ``_LINE_RISK`` does, and costs less
 _LINE_OPENER = _OPENERS.line_after_newline.search
 _LINE_HERE = _OPENERS.line_here.match
 _LINE_BEGUN = _OPENERS.line_begun.fullmatch  # from the last line's start: ``Openers.last_line_begun``
@@ -186,7 +190,10 @@ class Rescuer:
         # Fast path: while nothing is held and no line has just begun, a piece with no
         # opener character, no line opener after a newline and no "count" or "court" goes
         # straight out; if it ends in "c".."coun" or "cour" at a word start, that piece is held.
-        if self._plain and text and ("\n" not in text or _LINE_RISK(text) is None):
+        risk: re.Match[str] | None = None
+        if self._plain and text and (
+            "\n" not in text or _LINE_RISK_HINT(text) is None or (risk := _LINE_RISK(text)) is None
+        ):
             if not (
                 ("<" not in text or _HARMLESS(text, "<"))
                 and "`" not in text
@@ -199,11 +206,11 @@ class Rescuer:
                 self._scan(text, out)
                 self._plain = self._fast and not (self._parsers or self._pending or self._line_blank or self._after_call)
                 return _merged(out)
-            # ("court" is looked for before ``_court_ends``: a call costs more than the test)
+            # ("cou" stands for both words, and a last character no word prefix ends in
+            # answers the ending without a call; "court" is looked for before ``_court_ends``)
             if "c" not in text or (
-                "count" not in text
-                and ("court" not in text or not _court_ends(text))
-                and not text.endswith(_WORD_PREFIXES)
+                ("cou" not in text or ("count" not in text and ("court" not in text or not _court_ends(text))))
+                and (text[-1] not in _WORD_PREFIX_ENDS or not text.endswith(_WORD_PREFIXES))
             ):
                 self._last = text
                 return [text]
@@ -220,6 +227,24 @@ class Rescuer:
                             self._line_blank = not text[text.rfind("\n") + 1 :].strip(" \t")
                     self._last = text
                     return [text]
+        elif (
+            risk is not None
+            and risk.end() == len(text)
+            and not risk.group().strip(" \t\n")
+            and ("<" not in text or _HARMLESS(text, "<"))
+            and "`" not in text
+            and ("[" not in text or _HARMLESS(text, "["))
+            and ("]" not in text or _HARMLESS(text, "]"))
+            and "cou" not in text
+        ):
+            # The first line opener the search found is only the piece's end at a line start
+            # (``risk`` is the leftmost, so no line opener comes after an earlier newline) and
+            # no word opener can be in it: the piece goes out whole, as ``_text`` would let it,
+            # and the next line starts blank.
+            self._last = text
+            self._line_blank = True
+            self._plain = False
+            return [text]
         parsers = self._parsers
         pending = self._pending
         if not parsers and text and self._fast and (pending or self._line_blank):
@@ -235,10 +260,10 @@ class Rescuer:
                 and "`" not in s
                 and ("[" not in s or _HARMLESS(s, "["))
                 and ("]" not in s or _HARMLESS(s, "]"))  # MiniMax M3's namespace token
-                and ("\n" not in s or _LINE_RISK(s) is None)
-                and not s.endswith(_WORD_PREFIXES)
+                and ("\n" not in s or _LINE_RISK_HINT(s) is None or _LINE_RISK(s) is None)
+                and (s[-1] not in _WORD_PREFIX_ENDS or not s.endswith(_WORD_PREFIXES))
                 and (s[-1] not in _LINE_BEGUN_ENDS or _LINE_BEGUN(s, s.rfind("\n") + 1) is None)
-                and not (self._line_blank and _LINE_HERE(s))
+                and not (self._line_blank and s[0] in _LINE_HERE_FIRSTS and _LINE_HERE(s))
             ):
                 self._pending = ""
                 out = []
@@ -337,7 +362,7 @@ class Rescuer:
             and ("]" not in s or _HARMLESS(s, "]"))  # MiniMax M3's namespace token
             and (("count" not in s and not _court_ends(s)) or _WORD_OPENER(s) is None)
             and ("\n" not in s or _LINE_OPENER(s) is None)
-            and not (self._line_blank and _LINE_HERE(s))
+            and not (self._line_blank and s[0] in _LINE_HERE_FIRSTS and _LINE_HERE(s))
             # the first letters of a line opener ("\nfunc"), looked for when the last one may be,
             # and only on a line that began at a line start (in ``s``, or blank before it)
             and (s[-1] not in _LINE_BEGUN_ENDS or ("\n" not in s and not self._line_blank)
