@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
@@ -17,6 +18,7 @@ from reference_proxy.app import ProxyApp, create_app
 from reference_proxy.config import ProxyConfig
 from reference_proxy.pipeline import StreamPipeline
 from reference_proxy.relay import SERVER_SEND, RelayResponse
+from reference_proxy.rescue import ToolSpec
 
 
 def chunk(delta: dict[str, object], finish: str | None = None) -> bytes:
@@ -40,7 +42,7 @@ BODIES: dict[str, list[bytes]] = {
                                     chunk({"content": '"arguments": {"city": "Paris"}}</tool_call>'}),
                                     chunk({}, "stop"), DONE],
 }
-TOOLS = ({"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}},)
+TOOLS = (ToolSpec("get_weather", {"type": "object"}),)
 
 
 class Reads(httpx.AsyncByteStream):
@@ -56,9 +58,15 @@ class Reads(httpx.AsyncByteStream):
 Send = Callable[[Message], Awaitable[None]]
 
 
+def same_ids(messages: list[Message]) -> list[Message]:
+    """The messages with each rescued call's random id made one."""
+    return [{**m, "body": re.sub(rb"call_[A-Za-z0-9]+", b"call_x", m["body"])} for m in messages]
+
+
 async def relay(reads: list[bytes], scope: Scope, send: Send) -> None:
     upstream = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=Reads(reads))
-    pipeline = StreamPipeline(tools=TOOLS, xml_client=False, include_usage=False, request_model="m")
+    pipeline = StreamPipeline(tools=TOOLS, xml_client=False, include_usage=False, request_model="m",
+                              completion_id="c", created=1)
 
     async def receive() -> Message:
         await asyncio.Event().wait()
@@ -86,8 +94,22 @@ async def test_the_server_send_gets_the_bytes_the_wrapped_send_got(reads: list[b
     await relay(reads, {"type": "http", SERVER_SEND: server}, wrapper)
     assert [m["type"] for m in through_wrapper] == ["http.response.start"]  # the wrappers still see the start
     assert through_wrapper[0] == wrapped_only[0]
-    assert straight == wrapped_only[1:]  # every body write, byte for byte and in the same pieces
+    assert same_ids(straight) == same_ids(wrapped_only[1:])  # every body write, byte for byte, same pieces
     assert straight[-1]["more_body"] is False
+    body = b"".join(m["body"] for m in straight)
+    assert b"internal_error" not in body  # each case takes its own path, not the catch-all
+    assert EXPECTED[id(reads)] in body
+
+
+#: What each body's answer shows, so each case is known to take the path it names.
+EXPECTED = {
+    id(BODIES["one event per read"]): b"tok29 ",
+    id(BODIES["a burst in one read"]): b"tok29 ",
+    id(BODIES["a malformed chunk"]): b"tok29 ",  # skipped, and the answer goes on
+    id(BODIES["an upstream error event"]): b"overloaded",
+    id(BODIES["cut before [DONE]"]): b"tok8 ",
+    id(BODIES["a text tool call"]): b'"tool_calls"',
+}
 
 
 @pytest.mark.parametrize(("error", "hung_up"), [(ConnectionResetError(), True), (RuntimeError("shutting down"), False)])
@@ -95,7 +117,8 @@ async def test_a_failed_server_send_ends_the_response_as_before(error: Exception
     """A client gone (``OSError``) is a hang-up; anything else is raised to the wrappers."""
     upstream = httpx.Response(200, headers={"content-type": "text/event-stream"},
                               stream=Reads(BODIES["one event per read"]))
-    pipeline = StreamPipeline(tools=(), xml_client=False, include_usage=False, request_model="m")
+    pipeline = StreamPipeline(tools=(), xml_client=False, include_usage=False, request_model="m",
+                              completion_id="c", created=1)
     ended: list[bool] = []
 
     async def wrapper(message: Message) -> None:
