@@ -39,10 +39,12 @@ __all__ = ["Parts", "Proxy", "ProxyApp", "create_app"]
 
 class ProxyApp(Starlette):
     """The proxy's Starlette app, which also keeps the server's ``send`` in each scope so a
-    streamed answer's body writes skip the wrappers around it (see ``relay.SERVER_SEND``)."""
+    streamed answer's body writes skip the wrappers around it (see ``relay.SERVER_SEND``).
+    Not when a middleware was added to it: that one may want to see or change the body."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        scope[SERVER_SEND] = send
+        if not self.user_middleware:
+            scope[SERVER_SEND] = send
         await super().__call__(scope, receive, send)
 
 

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import httpx
 import pytest
+from starlette.middleware.gzip import GZipMiddleware
 from starlette.types import Message, Scope
 
 from reference_proxy.app import ProxyApp, create_app
@@ -140,12 +141,32 @@ async def test_a_failed_server_send_ends_the_response_as_before(error: Exception
     assert ended == [hung_up]
 
 
+def health_scope() -> Scope:
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
+            "scheme": "http", "path": "/health", "raw_path": b"/health", "query_string": b"",
+            "headers": [], "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 2)}
+
+
+async def test_an_added_middleware_keeps_seeing_every_body_write() -> None:
+    """A middleware added to the app sits inside the server's ``send``: the shortcut is off."""
+    app = create_app(ProxyConfig(upstream="http://127.0.0.1:9/v1", log_level="warning"))
+    app.add_middleware(GZipMiddleware)
+    scope = health_scope()
+
+    async def send(message: Message) -> None:
+        pass
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    await app(scope, receive, send)
+    assert SERVER_SEND not in scope
+
+
 async def test_the_app_puts_the_server_send_in_the_scope() -> None:
     app = create_app(ProxyConfig(upstream="http://127.0.0.1:9/v1", log_level="warning"))
     assert isinstance(app, ProxyApp)
-    scope: Scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET",
-                    "scheme": "http", "path": "/health", "raw_path": b"/health", "query_string": b"",
-                    "headers": [], "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 2)}
+    scope = health_scope()
     sent: list[Message] = []
 
     async def send(message: Message) -> None:
