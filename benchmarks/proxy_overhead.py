@@ -32,7 +32,8 @@ Printed figures:
   usage chunk, ``[DONE]``). Its upstream (``--upstream``) is by default the cheapest one
   an SSE relay can face, ``raw_upstream.py`` (asyncio streams writing pre-encoded frames
   on a timer), the yardstick of the proxy's CPU per event; ``--upstream mock`` plays the
-  same answer from the mock instead.
+  same answer from the mock instead; ``--byte-relay`` measures last, in front of the raw
+  upstream, a relay that only forwards bytes (``byte_relay.py``): the floor of any relay's CPU.
 
 The client is raw asyncio streams: it reads whatever the socket holds (up to 64 KB),
 spots the first content delta and the end of the chunked body by byte search, and
@@ -477,7 +478,7 @@ def many_servers(args: argparse.Namespace, scenario: dict[str, Any]) -> Iterator
     """The many-streams run's upstream (``--upstream``) and a proxy in front of it (and one run
     from the ``--before`` checkout, in front of the same upstream), and the nonce that picks
     the answer (the mock's; any header for the raw upstream)."""
-    port, proxy_port, before_port = free_port(), free_port(), free_port()
+    port, proxy_port, before_port, relay_port = free_port(), free_port(), free_port(), free_port()
     if args.upstream == "mock":
         upstream_args = ["mock", "--host", "127.0.0.1", "--port", str(port), "--quiet"]
         health, script = "/_mock/health", None
@@ -501,6 +502,10 @@ def many_servers(args: argparse.Namespace, scenario: dict[str, Any]) -> Iterator
                 before_args = proxy_command(args, port, before_port)
                 proxies.append(stack.enter_context(running("proxy", before_args, before_port, "/health",
                                                            cwd=args.before)))
+            if args.byte_relay and script is not None:
+                relay_args = ["--upstream", f"http://127.0.0.1:{port}/v1", "--port", str(relay_port)]
+                proxies.append(stack.enter_context(running("proxy", relay_args, relay_port, "/health",
+                                                           script=ROOT / "benchmarks" / "byte_relay.py")))
             yield upstream, proxies, arm(port, scenario) if script is None else "raw"
     finally:
         if script is not None:
@@ -533,12 +538,14 @@ async def measure_many(args: argparse.Namespace, upstream: Server, proxies: Sequ
     d = await many_streams(direct, args.many, args.many_seconds, args.warmup_many, [upstream])
     p = await many_streams(proxied[0], args.many, args.many_seconds, args.warmup_many, [upstream, proxies[0]])
     print_many(args, d, p, events, upstream.name)
-    if len(proxies) > 1:
-        for label, index in (("before", 1), ("this tree, again", 0)):
-            again = await many_streams(proxied[index], args.many, args.many_seconds, args.warmup_many,
-                                       [upstream, proxies[index]])
-            print(f"  -- proxy: {label}")
-            print_many(args, d, again, events, upstream.name)
+    runs = [("before", 1), ("this tree, again", 0)] if args.before else []
+    if len(proxies) > (2 if args.before else 1):
+        runs.append(("byte relay (benchmarks/byte_relay.py)", len(proxies) - 1))
+    for label, index in runs:
+        again = await many_streams(proxied[index], args.many, args.many_seconds, args.warmup_many,
+                                   [upstream, proxies[index]])
+        print(f"  -- proxy: {label}")
+        print_many(args, d, again, events, upstream.name)
     print()
 
 
@@ -619,6 +626,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--upstream", choices=("raw", "mock"), default="raw",
                         help="the many-streams run's upstream: raw_upstream.py, the cheapest SSE server (default), "
                              "or the mock")
+    parser.add_argument("--byte-relay", action="store_true",
+                        help="also measure benchmarks/byte_relay.py (forwards bytes, parses nothing: the floor of "
+                             "a relay's CPU) in front of the raw upstream, last")
     args = parser.parse_args(argv)
     if args.quick:
         args.frames, args.delay_frames, args.requests = min(args.frames, 60), min(args.delay_frames, 5), 10

@@ -21,18 +21,31 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from reference_proxy.config import ProxyConfig
 from reference_proxy.connection import read_json
 from reference_proxy.errors import INVALID_REQUEST, ProxyError, error_body, internal_error
 from reference_proxy.parts import Parts
+from reference_proxy.relay import SERVER_SEND
 from reference_proxy.request_shaping import forward_headers
 from reference_proxy.routes.chat import chat
 from reference_proxy.routes.messages import messages
 from reference_proxy.routes.responses import responses
 from reference_proxy.routes.shared import Proxy, anthropic_error_response, error_response, log, log_request
 
-__all__ = ["Parts", "Proxy", "create_app"]
+__all__ = ["Parts", "Proxy", "ProxyApp", "create_app"]
+
+
+class ProxyApp(Starlette):
+    """The proxy's Starlette app, which also keeps the server's ``send`` in each scope so a
+    streamed answer's body writes skip the wrappers around it (see ``relay.SERVER_SEND``).
+    Not when a middleware was added to it: that one may want to see or change the body."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.user_middleware:
+            scope[SERVER_SEND] = send
+        await super().__call__(scope, receive, send)
 
 
 def _is_messages_path(path: str) -> bool:
@@ -78,7 +91,7 @@ async def _unhandled(request: Request, exc: Exception) -> Response:
     return error_response(internal_error())
 
 
-def create_app(config: ProxyConfig, parts: Parts | None = None) -> Starlette:
+def create_app(config: ProxyConfig, parts: Parts | None = None) -> ProxyApp:
     """The proxy as an ASGI app; one pooled upstream connection lives as long as the app.
     ``parts`` replaces pieces of it (see ``Parts``); by default it is the reference proxy."""
     proxy = Proxy(config, parts)
@@ -102,7 +115,7 @@ def create_app(config: ProxyConfig, parts: Parts | None = None) -> Starlette:
         Route("/models", partial(models, proxy), methods=["GET"]),
         Route("/health", partial(health, proxy), methods=["GET"]),
     ]
-    app = Starlette(
+    app = ProxyApp(
         routes=routes,
         lifespan=lifespan,
         exception_handlers={HTTPException: _http_error, Exception: _unhandled},

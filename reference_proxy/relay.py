@@ -31,6 +31,12 @@ log = logging.getLogger("reference_proxy.relay")
 
 SSE_HEADERS = {"cache-control": "no-cache", "x-accel-buffering": "no"}
 DRAIN_SECONDS = 1.0
+#: The scope key under which the app keeps the server's own ``send`` (``app.ProxyApp``). The
+#: body writes go straight to it: Starlette's error middlewares and its route each wrap
+#: ``send`` in a coroutine that only notes the response start, three awaits per write
+#: that pass a body message on unchanged. The start still goes through them, so they
+#: know the response began and handle a later failure as before.
+SERVER_SEND = "reference_proxy.server_send"
 
 
 class RelayPipeline(Protocol):
@@ -151,7 +157,7 @@ class RelayResponse(Response):
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
-        pump = asyncio.ensure_future(self._pump(send))
+        pump = asyncio.ensure_future(self._pump(scope.get(SERVER_SEND, send)))
         watcher = asyncio.ensure_future(self._watch(receive, pump))
         try:
             await asyncio.wait((pump,))  # a cancelled response (server shutdown) ends the pump too, below
