@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import cache
 from multiprocessing.context import BaseContext
 from pathlib import Path
 from types import TracebackType
@@ -30,7 +31,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, reject, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, ReadOnlyDatabase
-from hypothesis.strategies import SearchStrategy
+from hypothesis.strategies import SearchStrategy, text
 
 from harness.core.dialects import DIALECTS, NotPortable, WireDialect
 from harness.core.dialects.clients import CLIENTS
@@ -112,7 +113,7 @@ class CasePool:
         # Forked while this process runs no other thread (the command starts its pool before its
         # servers): a worker begins with every module imported here. A process that already runs
         # threads (servers of its own, a test's) forks its workers from a clean fork server.
-        _warm_up()
+        warm_up()
         context: BaseContext
         if threading.active_count() == 1:
             context = multiprocessing.get_context("fork")
@@ -281,12 +282,26 @@ _FIRST_USE = ("anthropic", "anthropic.lib.streaming", "anthropic.types", "httpx2
               "openai.types.chat.parsed_chat_completion", "openai.types.responses")
 
 
-def _warm_up() -> None:
-    """Import, once and here, what a worker would otherwise import for itself (seconds each
-    on a host that keeps no bytecode)."""
+@cache
+def warm_up() -> None:
+    """Pay, once and before the first example, what the first example would otherwise pay:
+    the imports a worker would make for itself (seconds each on a host that keeps no
+    bytecode), and hypothesis's first draw in this process (it gathers the constants of every
+    module of the project, and builds its character map). The constants are those of the
+    modules loaded when a case is drawn, gathered now or then alike, so a seed draws the same
+    cases."""
     for name in _FIRST_USE:
         importlib.import_module(name)
     preload()
+
+    @seed(0)
+    @settings(max_examples=1, database=None, deadline=None, phases=(Phase.generate,), verbosity=Verbosity.quiet,
+              suppress_health_check=list(HealthCheck))
+    @given(text())
+    def first_draw(_: str) -> None:
+        pass
+
+    first_draw()
 
 
 # --------------------------------------------------------------------------- in a worker
@@ -339,4 +354,4 @@ def _play(task: _Task) -> Verdict:
 
 
 __all__ = ["Ahead", "CasePool", "Verdict", "database_at", "default_jobs", "draw_ahead", "hypothesis_test", "judge",
-           "scenario_of"]
+           "scenario_of", "warm_up"]
