@@ -31,7 +31,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, reject, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, ReadOnlyDatabase
-from hypothesis.strategies import SearchStrategy, text
+from hypothesis.strategies import SearchStrategy, integers
 
 from harness.core.dialects import DIALECTS, NotPortable, WireDialect
 from harness.core.dialects.clients import CLIENTS
@@ -41,6 +41,7 @@ from harness.core.records import ScenarioRun
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.generate.fuzz.case import Case, scenario_data
+from harness.judge.readers.sdk_compat import read_anthropic_stream, read_responses_stream, read_stream
 from harness.run.embedded import EmbeddedServers, EmbeddedUrls, preload
 from harness.run.runner import play
 from harness.run.settings import RunSettings
@@ -284,21 +285,23 @@ _FIRST_USE = ("anthropic", "anthropic.lib.streaming", "anthropic.types", "httpx2
 
 @cache
 def warm_up() -> None:
-    """Pay, once and before the first example, what the first example would otherwise pay:
-    the imports a worker would make for itself (seconds each on a host that keeps no
-    bytecode), and hypothesis's first draw in this process (it gathers the constants of every
-    module of the project, and builds its character map). The constants are those of the
-    modules loaded when a case is drawn, gathered now or then alike, so a seed draws the same
-    cases."""
+    """Pay, once and before the first example, what the first example would otherwise pay: the
+    imports a worker would make for itself (seconds each on a host that keeps no bytecode), the
+    SDK clients the rules read streams with, and hypothesis's first draw in this process (it
+    gathers the constants of every module of the project; they are those of the modules loaded
+    when a case is drawn, gathered now or then alike, so a seed draws the same cases). The draw
+    is of integers: a text strategy would build hypothesis's character map, which no case needs."""
     for name in _FIRST_USE:
         importlib.import_module(name)
     preload()
+    for read in (read_stream, read_anthropic_stream, read_responses_stream):
+        read(b"")
 
     @seed(0)
     @settings(max_examples=1, database=None, deadline=None, phases=(Phase.generate,), verbosity=Verbosity.quiet,
               suppress_health_check=list(HealthCheck))
-    @given(text())
-    def first_draw(_: str) -> None:
+    @given(integers())
+    def first_draw(_: int) -> None:
         pass
 
     first_draw()
