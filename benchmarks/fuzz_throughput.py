@@ -11,9 +11,10 @@ format and native (``--all-formats-examples`` each), both side by side in the co
 processes, then the one format one example at a time (``--one-at-a-time-examples``, ``--jobs 1``).
 Each run is its own process with the tree first on ``PYTHONPATH``, the same seed, no example database. Printed per run,
 as a Markdown table: the examples a second the command reports (from its first draw to its
-last verdict; start-up not included), the command's wall time with start-up, the CPU its
-processes used (user + system, workers included), and the load average (1-minute) before
-and after.
+last verdict; start-up not included), the start-up it reports on a line of its own (a checkout
+that does not print one shows "not reported"), the command's wall time with start-up, the CPU
+its processes used (user + system, workers and start-up included) in all and per example, and
+the load average (1-minute) before and after.
 """
 
 from __future__ import annotations
