@@ -11,9 +11,10 @@ format and native (``--all-formats-examples`` each), both side by side in the co
 processes, then the one format one example at a time (``--one-at-a-time-examples``, ``--jobs 1``).
 Each run is its own process with the tree first on ``PYTHONPATH``, the same seed, no example database. Printed per run,
 as a Markdown table: the examples a second the command reports (from its first draw to its
-last verdict; start-up not included), the command's wall time with start-up, the CPU its
-processes used (user + system, workers included), and the load average (1-minute) before
-and after.
+last verdict; start-up not included), the start-up it reports on a line of its own (a checkout
+that does not print one shows "not reported"), the command's wall time with start-up, the CPU
+its processes used (user + system, workers and start-up included) in all and per example, and
+the load average (1-minute) before and after.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
 _SUMMARY = re.compile(r"fuzz: (\d+) example\(s\) in ([\d.]+) s \(([\d.]+) examples/s\)")
+_START_UP = re.compile(r"fuzz: start-up ([\d.]+) s")
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,7 @@ class Sitting:
     cpu: float
     load: tuple[float, float]
     failures: str
+    start_up: float | None  # as the command reports it (None: a checkout that does not)
 
 
 def _cpu() -> float:
@@ -64,7 +67,9 @@ def run(tree: Path, label: str, what: str, args: list[str]) -> Sitting:
         raise SystemExit(f"{label}: no summary line (exit {done.returncode}):\n"
                          f"{done.stdout[-2000:]}{done.stderr[-2000:]}")
     failures = "no failure" if "no failure" in found.string[found.end():found.end() + 40] else "FAILURES"
-    return Sitting(label, what, int(found[1]), float(found[3]), float(found[2]), wall, used, (load, after), failures)
+    start_up = _START_UP.search(done.stdout)
+    return Sitting(label, what, int(found[1]), float(found[3]), float(found[2]), wall, used, (load, after), failures,
+                   float(start_up[1]) if start_up is not None else None)
 
 
 def main() -> None:
@@ -96,15 +101,17 @@ def main() -> None:
         trees, rounds, plans = [("after", HERE)], 1, [(f"{args.formats}, 5", ["--formats", args.formats,
                                                                               "--examples", "5"])]
     print(f"cores: {os.cpu_count()}; jobs: {args.jobs or 'the command default'}; seed {args.seed}")
-    print("| tree | run | examples | examples/s | command's time | wall with start-up | CPU (user+sys) "
-          "| load average before → after | verdicts |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| tree | run | examples | examples/s | command's time | start-up | wall with start-up | CPU (user+sys) "
+          "| CPU per example (with start-up) | load average before → after | verdicts |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for _ in range(rounds):
         for what, plan in plans:
             for label, tree in (trees if _ % 2 == 0 else trees[::-1]):
                 s = run(tree, label, what, [*plan, *common])
-                print(f"| {s.tree} | {s.what} | {s.examples} | **{s.rate:.1f}** | {s.command:.1f} s | {s.wall:.1f} s "
-                      f"| {s.cpu:.1f} s | {s.load[0]:.1f} → {s.load[1]:.1f} | {s.failures} |", flush=True)
+                start_up = f"{s.start_up:.1f} s" if s.start_up is not None else "not reported"
+                print(f"| {s.tree} | {s.what} | {s.examples} | **{s.rate:.1f}** | {s.command:.1f} s | {start_up} "
+                      f"| {s.wall:.1f} s | {s.cpu:.1f} s | {1000 * s.cpu / max(s.examples, 1):.0f} ms "
+                      f"| {s.load[0]:.1f} → {s.load[1]:.1f} | {s.failures} |", flush=True)
 
 
 if __name__ == "__main__":

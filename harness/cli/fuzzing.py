@@ -7,6 +7,7 @@ import functools
 import random
 import shlex
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -89,11 +90,12 @@ def fuzz_command(
     smallest failing case as a scenario file."""
     from harness.core.dialects.clients import Profile
     from harness.run.embedded import EmbeddedServers
-    from harness.run.fuzz_pool import CasePool, default_jobs
+    from harness.run.fuzz_pool import CasePool, default_jobs, warm_up
     from harness.run.fuzzing import FuzzSettings, finding_lines, fuzz
     from harness.run.settings import RunSettings
     from mock_backends.control import MockControl
 
+    began = time.monotonic()
     try:
         chosen = parse_formats(formats)
         limit = parse_duration(max_time) if max_time is not None else None
@@ -113,6 +115,7 @@ def fuzz_command(
     found: list[Finding] = []
     examples_played, elapsed = 0, 0.0
     jobs = config.jobs or default_jobs()
+    warm_up()  # paid here, not by the first example: the examples' time is theirs alone
     # The workers first: they are forked before any server thread of this process runs.
     pool = CasePool(jobs, own=served if proxy_url is None else None) if jobs > 1 else None
     with contextlib.ExitStack() as stack:
@@ -125,6 +128,9 @@ def fuzz_command(
         click.echo(f"fuzz: formats {', '.join(chosen)}; {examples} example(s) each; seed {run_seed} "
                    f"(reproduce with --seed {run_seed}); client profile(s) {', '.join(p.name for p in dialects)}; "
                    f"features {', '.join(sorted(claimed)) or 'none'}")
+        workers = f"{jobs} worker processes" if pool is not None else "no worker process"
+        click.echo(f"fuzz: start-up {time.monotonic() - began:.1f} s (imports, {workers}, servers), "
+                   "not counted in the examples' time")
         for upstream, name in zip(upstreams, served):
             target = proxy_url or urls.proxy_urls[name]
             settings = RunSettings(proxy_url=target, features=claimed, strict=config.strict, timeout=config.timeout,

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
+from functools import cache
 from multiprocessing.context import BaseContext
 from pathlib import Path
 from types import TracebackType
@@ -30,7 +31,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, given, reject, seed, settings
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase, ReadOnlyDatabase
-from hypothesis.strategies import SearchStrategy
+from hypothesis.strategies import SearchStrategy, integers
 
 from harness.core.dialects import DIALECTS, NotPortable, WireDialect
 from harness.core.dialects.clients import CLIENTS
@@ -40,6 +41,7 @@ from harness.core.records import ScenarioRun
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.generate.fuzz.case import Case, scenario_data
+from harness.judge.readers.sdk_compat import read_anthropic_stream, read_responses_stream, read_stream
 from harness.run.embedded import EmbeddedServers, EmbeddedUrls, preload
 from harness.run.runner import play
 from harness.run.settings import RunSettings
@@ -112,7 +114,7 @@ class CasePool:
         # Forked while this process runs no other thread (the command starts its pool before its
         # servers): a worker begins with every module imported here. A process that already runs
         # threads (servers of its own, a test's) forks its workers from a clean fork server.
-        _warm_up()
+        warm_up()
         context: BaseContext
         if threading.active_count() == 1:
             context = multiprocessing.get_context("fork")
@@ -281,12 +283,28 @@ _FIRST_USE = ("anthropic", "anthropic.lib.streaming", "anthropic.types", "httpx2
               "openai.types.chat.parsed_chat_completion", "openai.types.responses")
 
 
-def _warm_up() -> None:
-    """Import, once and here, what a worker would otherwise import for itself (seconds each
-    on a host that keeps no bytecode)."""
+@cache
+def warm_up() -> None:
+    """Pay, once and before the first example, what the first example would otherwise pay: the
+    imports a worker would make for itself (seconds each on a host that keeps no bytecode), the
+    SDK clients the rules read streams with, and hypothesis's first draw in this process (it
+    gathers the constants of every module of the project; they are those of the modules loaded
+    when a case is drawn, gathered now or then alike, so a seed draws the same cases). The draw
+    is of integers: a text strategy would build hypothesis's character map, which no case needs."""
     for name in _FIRST_USE:
         importlib.import_module(name)
     preload()
+    for read in (read_stream, read_anthropic_stream, read_responses_stream):
+        read(b"")
+
+    @seed(0)
+    @settings(max_examples=1, database=None, deadline=None, phases=(Phase.generate,), verbosity=Verbosity.quiet,
+              suppress_health_check=list(HealthCheck))
+    @given(integers())
+    def first_draw(_: int) -> None:
+        pass
+
+    first_draw()
 
 
 # --------------------------------------------------------------------------- in a worker
@@ -339,4 +357,4 @@ def _play(task: _Task) -> Verdict:
 
 
 __all__ = ["Ahead", "CasePool", "Verdict", "database_at", "default_jobs", "draw_ahead", "hypothesis_test", "judge",
-           "scenario_of"]
+           "scenario_of", "warm_up"]

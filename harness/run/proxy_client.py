@@ -8,7 +8,9 @@ import asyncio
 import json
 import re
 import ssl
+import threading
 import time
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -126,16 +128,27 @@ def _tls() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+_LOCAL, _NO_KEEP_ALIVE = threading.local(), httpx.Limits(max_keepalive_connections=0)
+
+
+def _session() -> tuple[asyncio.Runner, httpx.AsyncClient]:
+    """This thread's loop and client for every exchange (per request they cost more CPU); a connection per exchange."""
+    if getattr(_LOCAL, "thread", None) != threading.get_native_id():  # a forked process makes its own
+        client = httpx.AsyncClient(timeout=None, trust_env=False, verify=_tls(), limits=_NO_KEEP_ALIVE)
+        _LOCAL.thread, _LOCAL.runner, _LOCAL.client = threading.get_native_id(), asyncio.Runner(), client
+        weakref.finalize(threading.current_thread(), _LOCAL.runner.close)  # the loop goes with its thread
+    return _LOCAL.runner, _LOCAL.client
+
+
 async def _receive(url: str, body: bytes, headers: Mapping[str, str], got: _Received, start: float,
                    hang_up: bool = False) -> None:
-    async with httpx.AsyncClient(timeout=None, trust_env=False, verify=_tls()) as client:
-        async with client.stream("POST", url, content=body, headers=dict(headers)) as response:
-            got.status = response.status_code
-            got.headers = {k.lower(): v for k, v in response.headers.items()}
-            async for chunk in response.aiter_bytes():
-                got.add(chunk, start)
-                if hang_up and chunk:
-                    return  # a client that goes away mid-answer: the connection closes here
+    async with _session()[1].stream("POST", url, content=body, headers=dict(headers)) as response:
+        got.status = response.status_code
+        got.headers = {k.lower(): v for k, v in response.headers.items()}
+        async for chunk in response.aiter_bytes():
+            got.add(chunk, start)
+            if hang_up and chunk:
+                return  # a client that goes away mid-answer: the connection closes here
 
 
 async def _receive_truncated(url: str, body: bytes, headers: Mapping[str, str], got: _Received, start: float) -> None:
@@ -230,7 +243,7 @@ def _fetch(url: str, body: bytes, headers: Mapping[str, str], timeout: float, *,
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
 
-    asyncio.run(fetch())
+    _session()[0].run(fetch())
     got.elapsed = time.monotonic() - start
     return got
 
