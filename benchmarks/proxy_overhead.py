@@ -512,14 +512,19 @@ def many_servers(args: argparse.Namespace, scenario: dict[str, Any]) -> Iterator
             os.unlink(upstream_args[3])
 
 
-async def check_answer(target: Target, expected: str) -> None:
-    """Before timing: the whole answer arrives, its content intact, ending with ``[DONE]``."""
+async def read_whole(target: Target) -> tuple[str, list[str], bool]:
+    """One untimed request: the answer's content, its calls' names, and whether it ended with ``[DONE]``."""
     connection = Connection(target)
     try:
         timing = await asyncio.wait_for(connection.stream(keep=True), REQUEST_TIMEOUT)
     finally:
         connection.close()
-    content, calls, done = summarize(timing.body)
+    return summarize(timing.body)
+
+
+async def check_answer(target: Target, expected: str) -> None:
+    """Before timing: the whole answer arrives, its content intact, ending with ``[DONE]``."""
+    content, calls, done = await read_whole(target)
     if not done or calls or content != expected:
         raise RuntimeError(f"{target.label}: the many-streams answer came back changed: "
                            f"done={done}, calls={calls}, content={content[-80:]!r}")
@@ -567,12 +572,7 @@ async def measure(args: argparse.Namespace, mock: Server, proxy: Server) -> None
         all_frames = burst["backend"]["frames"]
         expected = "".join(all_frames[: len(all_frames) - len(token_frames(CALL, 3))] if name == "rescue" else all_frames)
         for target in (direct, proxied):
-            connection = Connection(target)
-            try:
-                timing = await asyncio.wait_for(connection.stream(keep=True), REQUEST_TIMEOUT)
-            finally:
-                connection.close()
-            content, calls, done = summarize(timing.body)
+            content, calls, done = await read_whole(target)
             if not done:
                 raise RuntimeError(f"{target.label} answer to '{name}' does not end with [DONE]")
             if target is proxied and name == "rescue":
