@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from harness.cli.main import main
 from harness.core.dialects.clients import CLIENTS
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.run.config import RunConfig
 from harness.run.options import BY_NAME, OPTIONS, Option, replay_args
 from harness.run.program import program
