@@ -13,7 +13,8 @@ from harness.core.dialects import ANTHROPIC, DIALECTS, OPENAI, RESPONSES, NotPor
 from harness.core.dialects.clients import CLIENTS, default_profiles, reads_own_api
 from harness.core.dialects.frames import ContentFrame, ToolCallFrame, ToolUseFrame
 from harness.core.dialects.script import serve_as, upstream_dialects
-from harness.core.scenario.loading import load_library, parse_scenario
+from support.library import load_library
+from harness.core.scenario.loading import parse_scenario
 from reference_proxy.errors import ProxyError
 from reference_proxy.translate.answers import completion_to_message, message_to_completion
 from reference_proxy.translate.requests import chat_to_messages, messages_to_chat

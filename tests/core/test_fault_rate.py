@@ -10,7 +10,7 @@ import pytest
 
 from harness.core.nonce import place_nonce
 from harness.core.replay.fault_rate import FAULT_KINDS, FaultRate
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from mock_backends.app import FAULT_HEADER, create_app
 from mock_backends.control import MockControl
 

@@ -28,7 +28,8 @@ from harness.core.frames.rechunk import (
 )
 from harness.core.frames.shrink import shrink
 from harness.core.replay.wire import writes
-from harness.core.scenario.loading import load_library, parse_scenario
+from support.library import load_library
+from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 
 LIBRARY = load_library()

@@ -11,7 +11,7 @@ import pytest
 
 from harness.core.dialects.openai import OPENAI
 from harness.core.replay.servers import playable
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 
 LIBRARY = {s.id: s for s in load_library()}
 

@@ -21,7 +21,7 @@ from harness.core.dialects.profiles import choose_profile
 from harness.core.dialects.servers import SERVERS, server
 from harness.core.frames.rechunk import wire_events
 from harness.core.replay.servers import played_by, playable
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.core.scenario.model import Scenario
 from harness.run.runner import play
 from harness.run.settings import RunSettings

@@ -7,7 +7,7 @@ import pytest
 
 from harness.core.dialects.clients import CLIENTS
 from harness.core.exchange import Exchange
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.judge.rules import Options, evaluate
 
 PAGE_502 = {s.id: s for s in load_library()}["faults-openai-http-502-html"]

@@ -14,7 +14,7 @@ from rule_proofs import families
 from harness.core.dialects.clients import CLIENTS
 from harness.core.errors import ConformanceFailure
 from harness.core.exchange import Exchange
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.judge.rules import Options, compare_answers, evaluate
 
 

@@ -18,7 +18,7 @@ from harness.core.dialects.openai import OPENAI
 from harness.core.dialects.responses import RESPONSES
 from harness.core.dialects.base import WireDialect
 from harness.core.exchange import Exchange
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.judge.rules import Options, evaluate
 from support.sdk_http import anthropic_sdk, openai_sdk
 

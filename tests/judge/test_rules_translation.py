@@ -27,7 +27,8 @@ from harness.core.dialects import DIALECTS
 from harness.core.dialects.clients import CLIENTS, Profile
 from harness.core.dialects.script import upstream_dialects
 from harness.core.exchange import Exchange, RecordedRequest
-from harness.core.scenario.loading import load_library, parse_scenario
+from support.library import load_library
+from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.judge.rules import RULES, Options, evaluate
 from reference_proxy.responses_requests import chat_to_responses_request

@@ -18,7 +18,7 @@ from typing import Any
 import httpx
 import yaml
 
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from support.processes import STARTUP, Output
 
 ROOT = Path(__file__).parents[2]

@@ -22,7 +22,7 @@ from harness.core.dialects import DIALECTS
 from harness.core.dialects.clients import CLIENTS, Profile
 from harness.core.dialects.profiles import choose_profile
 from harness.core.dialects.script import natural_reason, serve_as
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.judge.rules import RULES
 from harness.judge.rules.registry import ANTHROPIC, ENTRIES
 from harness.run.isolation import wants_round

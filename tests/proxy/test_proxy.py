@@ -29,7 +29,8 @@ from harness.core.dialects.clients import ClientProfile
 from harness.core.dialects.frames import RawFrame
 from harness.core.dialects.script import natural_reason
 from harness.core.nonce import NONCE_HEADER
-from harness.core.scenario.loading import load_library, parse_scenario
+from support.library import load_library
+from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.judge.compare import content_equal, json_equal
 from harness.judge.markup import DEFAULT_MARKERS, find_leaks

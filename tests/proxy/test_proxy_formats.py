@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from harness.core.nonce import place_nonce
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.core.scenario.model import Scenario
 from harness.generate.formats import FORMATS, Call
 from harness.run.servers import serve

@@ -25,7 +25,7 @@ from support.rescue import (
 from support.rescue_cases import CASES, W_PARIS, Case, coder, hermes, invoke
 
 from harness.core.dialects.frames import ContentFrame, EventFrame, RawFrame, ToolCallFrame, ToolUseFrame
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.core.scenario.model import Scenario
 from reference_proxy.rescue import (
     ArgumentsDelta,

@@ -20,7 +20,8 @@ from harness.core.dialects.clients import CLIENTS
 from harness.core.dialects.profiles import choose_profile
 from harness.core.dialects.script import serve_as
 from harness.core.nonce import NONCE_HEADER
-from harness.core.scenario.loading import load_library, parse_scenario
+from support.library import load_library
+from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.run.runner import play
 from harness.run.servers import serve

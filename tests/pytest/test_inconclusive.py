@@ -19,7 +19,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from harness.core.nonce import NONCE_HEADER
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.run import health
 from mock_backends.app import create_app as create_mock
 

@@ -12,7 +12,7 @@ from harness.core.dialects.clients import CLIENTS
 from harness.core.errors import ConformanceFailure
 from harness.core.exchange import Exchange
 from harness.core.records import Attempt, ScenarioRun
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.judge.readers.transcript import Position, json_pointer, transcript
 from harness.judge.rules import Options, evaluate
 from harness.report.failure import answer_diff

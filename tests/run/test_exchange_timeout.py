@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.run.proxy_client import exchange_timeout
 
 LIBRARY = {s.id: s for s in load_library()}

@@ -15,7 +15,7 @@ from harness.core.dialects.clients import CLIENTS
 from harness.core.exchange import Exchange
 from harness.core.nonce import place_nonce
 from harness.core.replay.wire import Event
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.judge.rules import Options, compare_round
 from harness.judge.rules.iso import EXCHANGE_MARK, Played, Round
 from harness.run.isolation import breakers, tag

@@ -12,7 +12,7 @@ import pytest
 
 from harness.core.dialects.clients import CLIENTS
 from harness.core.nonce import NONCE_HEADER
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.run.proxy_client import build_request
 from harness.run.runner import play
 from harness.run.servers import serve

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 
 from harness.cli.main import main
 from harness.core.dialects.clients import CLIENTS
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.run.config import RunConfig
 from harness.run.options import BY_NAME, OPTIONS, Option, replay_args
 from harness.run.program import program
@@ -86,9 +86,16 @@ def test_a_mistyped_option_names_the_closest_one(pytester: pytest.Pytester) -> N
     result = CliRunner().invoke(main, ["run", "--proxy-ulr", "http://127.0.0.1:9/v1", "-p", "no:cacheprovider"])
     assert result.exit_code == pytest.ExitCode.USAGE_ERROR
     assert "no such option: --proxy-ulr (did you mean --proxy-url?" in result.output
-    # a real pytest option that merely looks like one of ours is passed on untouched
-    assert CliRunner().invoke(main, ["run", "--strict-markers", "--collect-only", "-q",
-                                     "-p", "no:cacheprovider"]).exit_code == 0
+    # a real pytest option that merely looks like one of ours is passed on untouched (over one
+    # scenario: collecting the whole bundled library would prove nothing more)
+    source = LIBRARY["plain-native-single"].path
+    assert source is not None
+    (pytester.path / "one" / "plain").mkdir(parents=True)
+    (pytester.path / "one" / "plain" / "native-single.yaml").write_text(Path(source).read_text())
+    passed_on = CliRunner().invoke(main, ["run", "--strict-markers", "--collect-only", "-q", "--scenarios",
+                                          str(pytester.path / "one"), "-p", "no:cacheprovider"])
+    assert passed_on.exit_code == 0, passed_on.output
+    assert "conformance::plain-native-single" in passed_on.output
 
 
 def test_a_scenario_folder_elsewhere_does_not_move_the_rootdir(pytester: pytest.Pytester) -> None:

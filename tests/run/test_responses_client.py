@@ -17,7 +17,7 @@ from harness.core.dialects.profiles import choose_profile
 from harness.core.dialects.responses_request import chat_to_responses
 from harness.core.dialects.script import serve_as
 from harness.core.exchange import Exchange
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.core.scenario.model import Scenario
 from harness.run.runner import play
 from harness.run.servers import serve

@@ -12,7 +12,7 @@ import pytest
 
 from harness.core.dialects.clients import CLIENTS
 from harness.core.retry import MAX_RETRIES, plan_retry
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.run.runner import play
 from harness.run.servers import serve
 from harness.run.settings import RunSettings

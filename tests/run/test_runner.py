@@ -21,7 +21,8 @@ from harness.core.dialects.clients import CLIENTS, Profile
 from harness.core.errors import ProxyUnreachable
 from harness.core.exchange import BackendActivity, Exchange
 from harness.core.nonce import NONCE_HEADER, NONCE_RE
-from harness.core.scenario.loading import load_library, parse_scenario
+from support.library import load_library
+from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.run.embedded import EmbeddedServers
 from harness.run.proxy_client import _fetch, build_request, deadline, run_exchange, with_model

@@ -17,7 +17,7 @@ from harness.core.dialects.clients import CLIENTS
 from harness.core.exchange import Exchange
 from harness.core.nonce import NONCE_HEADER, place_nonce
 from harness.core.replay.fault_rate import FAULT_KINDS, FaultRate
-from harness.core.scenario.loading import load_library
+from support.library import load_library
 from harness.judge.rules import Options
 from harness.judge.soak import Verdict, first_content, judge, misdelivered, soak_cases
 from harness.judge.soak_tally import Tally

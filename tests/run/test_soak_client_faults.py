@@ -18,7 +18,8 @@ from harness.core.dialects.profiles import request_headers
 from harness.core.exchange import Exchange
 from harness.core.nonce import NONCE_HEADER
 from harness.core.replay.fault_rate import FAULT_KINDS, FaultRate
-from harness.core.scenario.loading import bundled_scenarios_dir, load_library
+from support.library import load_library
+from harness.core.scenario.loading import bundled_scenarios_dir
 from harness.core.scenario.model import Scenario
 from harness.judge.rules import Options
 from harness.judge.soak import (

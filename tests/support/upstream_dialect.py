@@ -10,7 +10,8 @@ from typing import Any, Protocol
 
 from harness.core.dialects import NotPortable, WireDialect
 from harness.core.dialects.script import serve_as
-from harness.core.scenario.loading import load_library, parse_scenario
+from support.library import load_library
+from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 
 TOOLS = [{"type": "function", "function": {"name": "Read", "parameters": {
