@@ -20,9 +20,6 @@ class ModelChoice:
     default: str | None = None
     per_family: Mapping[str, str] = field(default_factory=dict)
 
-    def for_family(self, family: str) -> str | None:
-        return self.per_family.get(family, self.default)
-
     def for_scenario(self, scenario: Scenario) -> str | None:
         """The model a case is sent with: its family's, else that of a format whose rescue its verdict relies
         on (a fault case carrying a Hermes call goes out under ``--model hermes=NAME``: a proxy that picks its

@@ -313,8 +313,10 @@ def test_exchange_and_item_against_the_reference_proxy() -> None:
 def test_option_parsing() -> None:
     assert parse_models(["m1", "hermes=h-model", "qwen-tools = q"]) == ModelChoice("m1", {"hermes": "h-model",
                                                                                            "qwen-tools": "q"})
-    assert parse_models(["hermes=h"]).for_family("plain") is None
-    assert parse_models(["a", "hermes=h"]).for_family("hermes") == "h"
+    plain = next(s for s in load_library() if s.family == "plain" and not s.rescues)
+    hermes = next(s for s in load_library() if s.family == "hermes")
+    assert parse_models(["hermes=h"]).for_scenario(plain) is None
+    assert parse_models(["a", "hermes=h"]).for_scenario(hermes) == "h"
     for bad in ("=x", "fam=", ""):
         with pytest.raises(ValueError, match="--model"):
             parse_models([bad])
