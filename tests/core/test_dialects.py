@@ -13,12 +13,12 @@ from harness.core.dialects import ANTHROPIC, DIALECTS, OPENAI, RESPONSES, NotPor
 from harness.core.dialects.clients import CLIENTS, default_profiles, reads_own_api
 from harness.core.dialects.frames import ContentFrame, ToolCallFrame, ToolUseFrame
 from harness.core.dialects.script import serve_as, upstream_dialects
-from support.library import load_library
 from harness.core.scenario.loading import parse_scenario
 from reference_proxy.errors import ProxyError
 from reference_proxy.translate.answers import completion_to_message, message_to_completion
 from reference_proxy.translate.requests import chat_to_messages, messages_to_chat
 from reference_proxy.translate.streams import ChunksAsEvents, EventsAsChunks
+from support.library import load_library
 
 
 def _scenario(dialect: str, frames: list[Any], **backend: Any) -> Any:

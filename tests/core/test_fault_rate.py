@@ -10,9 +10,9 @@ import pytest
 
 from harness.core.nonce import place_nonce
 from harness.core.replay.fault_rate import FAULT_KINDS, FaultRate
-from support.library import load_library
 from mock_backends.app import FAULT_HEADER, create_app
 from mock_backends.control import MockControl
+from support.library import load_library
 
 NONCES = [f"tcc-{i:032x}" for i in range(4000)]
 SCENARIO = next(s for s in load_library() if s.id == "isolation-hermes-in-flight")

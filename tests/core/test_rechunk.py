@@ -28,9 +28,9 @@ from harness.core.frames.rechunk import (
 )
 from harness.core.frames.shrink import shrink
 from harness.core.replay.wire import writes
-from support.library import load_library
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
+from support.library import load_library
 
 LIBRARY = load_library()
 

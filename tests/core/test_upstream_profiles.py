@@ -12,6 +12,7 @@ import pytest
 import yaml
 from mutants.base import proxy_config
 from mutants.servers import SERVER_MUTANTS, ServerMutant
+from support.library import load_library
 from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock and reference proxy)
 from support.servers import ServeFn, servers  # noqa: F401
 
@@ -21,7 +22,6 @@ from harness.core.dialects.profiles import choose_profile
 from harness.core.dialects.servers import SERVERS, server
 from harness.core.frames.rechunk import wire_events
 from harness.core.replay.servers import played_by, playable
-from support.library import load_library
 from harness.core.scenario.model import Scenario
 from harness.run.runner import play
 from harness.run.settings import RunSettings

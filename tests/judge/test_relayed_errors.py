@@ -7,8 +7,8 @@ import pytest
 
 from harness.core.dialects.clients import CLIENTS
 from harness.core.exchange import Exchange
-from support.library import load_library
 from harness.judge.rules import Options, evaluate
+from support.library import load_library
 
 PAGE_502 = {s.id: s for s in load_library()}["faults-openai-http-502-html"]
 OWN_PAGE = "<html><body><h1>500 Internal Server Error</h1><pre>Traceback ...</pre></body></html>"

@@ -14,8 +14,8 @@ from rule_proofs import families
 from harness.core.dialects.clients import CLIENTS
 from harness.core.errors import ConformanceFailure
 from harness.core.exchange import Exchange
-from support.library import load_library
 from harness.judge.rules import Options, compare_answers, evaluate
+from support.library import load_library
 
 
 def _answers() -> Iterator[Any]:

@@ -18,8 +18,8 @@ from harness.core.dialects.openai import OPENAI
 from harness.core.dialects.responses import RESPONSES
 from harness.core.dialects.base import WireDialect
 from harness.core.exchange import Exchange
-from support.library import load_library
 from harness.judge.rules import Options, evaluate
+from support.library import load_library
 from support.sdk_http import anthropic_sdk, openai_sdk
 
 LIBRARY = {s.id: s for s in load_library()}

@@ -21,13 +21,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support import messages_answers as messages
+from support.library import load_library
 from support.rule_family import Family
 
 from harness.core.dialects import DIALECTS
 from harness.core.dialects.clients import CLIENTS, Profile
 from harness.core.dialects.script import upstream_dialects
 from harness.core.exchange import Exchange, RecordedRequest
-from support.library import load_library
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.judge.rules import RULES, Options, evaluate

@@ -20,12 +20,12 @@ from harness.core.dialects import DIALECTS, NotPortable
 from harness.core.dialects.frames import ContentFrame, ToolUseFrame
 from harness.core.dialects.script import serve_as
 from harness.core.nonce import NONCE_HEADER
-from support.library import load_library
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.run.servers import serve
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
+from support.library import load_library
 from support.sdk_http import openai_sdk
 
 TOOLS = [{"type": "function", "name": n, "parameters": {"type": "object"}} for n in ("get_weather", "read_file")]

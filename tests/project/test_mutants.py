@@ -16,13 +16,13 @@ from mutants.base import Mutant, Rewriter, parse_event, proxy_config, reference
 from mutants.coverage import unproven
 from mutants.different import CORRECT_BUT_DIFFERENT
 from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
+from support.library import load_library
 from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock and reference proxy)
 
 from harness.core.dialects import DIALECTS
 from harness.core.dialects.clients import CLIENTS, Profile
 from harness.core.dialects.profiles import choose_profile
 from harness.core.dialects.script import natural_reason, serve_as
-from support.library import load_library
 from harness.judge.rules import RULES
 from harness.judge.rules.registry import ANTHROPIC, ENTRIES
 from harness.run.isolation import wants_round

@@ -21,6 +21,7 @@ import openai
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from support.chat_stream import check_and_fold, parse_sse
+from support.library import load_library
 from support.messages_stream import check_and_fold as check_and_fold_messages
 from support.proxy_rig import Proxy, Rig, request_body, rig  # noqa: F401  (rig: the module's servers)
 from support.sdk_http import anthropic_sdk
@@ -29,7 +30,6 @@ from harness.core.dialects.clients import ClientProfile
 from harness.core.dialects.frames import RawFrame
 from harness.core.dialects.script import natural_reason
 from harness.core.nonce import NONCE_HEADER
-from support.library import load_library
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.judge.compare import content_equal, json_equal

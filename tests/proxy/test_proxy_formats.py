@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 from harness.core.nonce import place_nonce
-from support.library import load_library
 from harness.core.scenario.model import Scenario
 from harness.generate.formats import FORMATS, Call
 from harness.run.servers import serve
@@ -30,6 +29,7 @@ from reference_proxy.config import (
 from reference_proxy.pipeline import default_rescuer, rescuer_for
 from reference_proxy.rescue import ToolSpec, collect
 from reference_proxy.rescue.families import FORMAT_IDS
+from support.library import load_library
 from support.sdk_http import openai_sdk
 
 UP = "http://127.0.0.1:9000/v1"

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 import pytest
+from support.library import load_library
 from support.rescue import (
     ALL,
     Calls,
@@ -25,7 +26,6 @@ from support.rescue import (
 from support.rescue_cases import CASES, W_PARIS, Case, coder, hermes, invoke
 
 from harness.core.dialects.frames import ContentFrame, EventFrame, RawFrame, ToolCallFrame, ToolUseFrame
-from support.library import load_library
 from harness.core.scenario.model import Scenario
 from reference_proxy.rescue import (
     ArgumentsDelta,

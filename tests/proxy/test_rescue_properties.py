@@ -7,11 +7,11 @@ import re
 
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
+from support.library import load_library
 from support.rescue import ALL, check_events, feed_frames, outcome, split_at
 from support.rescue_cases import CASES, Case, coder, hermes, invoke
 
 from harness.core.dialects.frames import ContentFrame
-from support.library import load_library
 from harness.core.scenario.model import Scenario
 from reference_proxy.request_shaping import anthropic_tools
 from reference_proxy.rescue import Rescuer, Text, ToolSpec, rescue_text, tools_from_request

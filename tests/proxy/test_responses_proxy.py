@@ -13,6 +13,7 @@ from typing import Any
 import openai
 import pytest
 from support import PATIENT_TIMEOUT, WHOLE_LIBRARY_FEATURES
+from support.library import load_library
 from support.sdk_http import openai_sdk
 
 from harness.core.dialects import DIALECTS, NotPortable
@@ -20,7 +21,6 @@ from harness.core.dialects.clients import CLIENTS
 from harness.core.dialects.profiles import choose_profile
 from harness.core.dialects.script import serve_as
 from harness.core.nonce import NONCE_HEADER
-from support.library import load_library
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.run.runner import play

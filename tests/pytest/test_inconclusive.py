@@ -19,9 +19,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from harness.core.nonce import NONCE_HEADER
-from support.library import load_library
 from harness.run import health
 from mock_backends.app import create_app as create_mock
+from support.library import load_library
 
 ServeFn = Callable[[Any], Any]
 LIBRARY = {s.id: s for s in load_library()}

@@ -30,12 +30,12 @@ from harness.core.dialects.clients import CLIENTS
 from harness.core.dialects.script import natural_reason, upstream_dialects
 from harness.core.dialects.servers import SERVERS
 from harness.core.nonce import NONCE_HEADER
-from support.library import load_library
 from harness.core.scenario.loading import bundled_scenarios_dir
 from harness.judge.rules import RULES
 from mock_backends.app import create_app as create_mock
 from reference_proxy.app import create_app as create_proxy
 from reference_proxy.config import ProxyConfig
+from support.library import load_library
 
 # In-process pytester runs drop every module first imported during the run. httpx
 # imports httpcore lazily and maps its exceptions by class, so httpcore must be

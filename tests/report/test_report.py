@@ -12,13 +12,13 @@ from harness.core.dialects.clients import CLIENTS
 from harness.core.errors import ConformanceFailure
 from harness.core.exchange import Exchange
 from harness.core.records import Attempt, ScenarioRun
-from support.library import load_library
 from harness.judge.readers.transcript import Position, json_pointer, transcript
 from harness.judge.rules import Options, evaluate
 from harness.report.failure import answer_diff
 from harness.report.known_failures import KnownFailuresError, judge, load_known_failures, parse_known_failures
 from harness.report.scorecard import render_json, render_markdown, render_text
 from harness.report.summary import ItemRecord, item_record, rules_by_id, summarize
+from support.library import load_library
 
 RULES = rules_by_id()
 LIBRARY = {s.id: s for s in load_library()}

@@ -27,9 +27,9 @@ from harness.cli.main import main
 from harness.core.dialects.clients import OPENAI_CLIENT
 from harness.core.exchange import Exchange, RecordedRequest
 from harness.core.redact import REDACTED, Redactor, redact_headers, redact_json, redact_text, redact_url
-from support.library import load_library
 from harness.report.record import har
 from mock_backends.app import create_app as create_mock
+from support.library import load_library
 
 ServeFn = Callable[[Any], Any]
 LIBRARY = {s.id: s for s in load_library()}

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from support.library import load_library
 from harness.run.proxy_client import exchange_timeout
+from support.library import load_library
 
 LIBRARY = {s.id: s for s in load_library()}
 

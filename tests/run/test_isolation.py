@@ -15,7 +15,6 @@ from harness.core.dialects.clients import CLIENTS
 from harness.core.exchange import Exchange
 from harness.core.nonce import place_nonce
 from harness.core.replay.wire import Event
-from support.library import load_library
 from harness.judge.rules import Options, compare_round
 from harness.judge.rules.iso import EXCHANGE_MARK, Played, Round
 from harness.run.isolation import breakers, tag
@@ -23,6 +22,7 @@ from mock_backends.app import create_app
 from mock_backends.control import Lockstep, MockControl
 from mock_backends.lockstep import Lockstep as Group
 from mock_backends.streaming import ReplayStream
+from support.library import load_library
 
 LIBRARY = {s.id: s for s in load_library()}
 IN_FLIGHT = LIBRARY["isolation-hermes-in-flight"]

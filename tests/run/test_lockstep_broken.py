@@ -12,7 +12,6 @@ import pytest
 
 from harness.core.dialects.clients import CLIENTS
 from harness.core.nonce import NONCE_HEADER
-from support.library import load_library
 from harness.run.proxy_client import build_request
 from harness.run.runner import play
 from harness.run.servers import serve
@@ -21,6 +20,7 @@ from mock_backends.app import create_app as create_mock
 from mock_backends.control import Lockstep, MockControl
 from reference_proxy.app import create_app
 from reference_proxy.config import ProxyConfig
+from support.library import load_library
 
 LIBRARY = {s.id: s for s in load_library()}
 ROUND = LIBRARY["isolation-hermes-in-flight"]

@@ -18,7 +18,6 @@ from click.testing import CliRunner
 
 from harness.cli.main import main
 from harness.core.dialects.clients import CLIENTS
-from support.library import load_library
 from harness.run.config import RunConfig
 from harness.run.options import BY_NAME, OPTIONS, Option, replay_args
 from harness.run.program import program
@@ -28,6 +27,7 @@ from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 from reference_proxy.app import create_app as create_proxy
 from reference_proxy.config import ProxyConfig
+from support.library import load_library
 
 ServeFn = Callable[[Any], RunningServer]
 LIBRARY = {s.id: s for s in load_library()}

@@ -17,13 +17,13 @@ from harness.core.dialects.profiles import choose_profile
 from harness.core.dialects.responses_request import chat_to_responses
 from harness.core.dialects.script import serve_as
 from harness.core.exchange import Exchange
-from support.library import load_library
 from harness.core.scenario.model import Scenario
 from harness.run.runner import play
 from harness.run.servers import serve
 from harness.run.settings import RunSettings
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
+from support.library import load_library
 
 RELAYED = ("plain-native-parallel", "plain-native-single", "plain-text-multibyte",
            "plain-length-cutoff", "plain-text-non-stream")

@@ -12,7 +12,6 @@ import pytest
 
 from harness.core.dialects.clients import CLIENTS
 from harness.core.retry import MAX_RETRIES, plan_retry
-from support.library import load_library
 from harness.run.runner import play
 from harness.run.servers import serve
 from harness.run.settings import RunSettings
@@ -20,6 +19,7 @@ from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
 from reference_proxy.app import create_app
 from reference_proxy.config import ProxyConfig
+from support.library import load_library
 
 LIBRARY = {s.id: s for s in load_library()}
 NOW = 1_800_000_000.0

@@ -21,7 +21,6 @@ from harness.core.dialects.clients import CLIENTS, Profile
 from harness.core.errors import ProxyUnreachable
 from harness.core.exchange import BackendActivity, Exchange
 from harness.core.nonce import NONCE_HEADER, NONCE_RE
-from support.library import load_library
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.run.embedded import EmbeddedServers
@@ -30,6 +29,7 @@ from harness.run.runner import play
 from harness.run.settings import ModelChoice, RunSettings, parse_features, parse_header, parse_models
 from mock_backends.app import create_app as create_mock
 from mock_backends.control import MockControl
+from support.library import load_library
 
 LIBRARY = {s.id: s for s in load_library()}
 NATIVE = LIBRARY["plain-native-single"]

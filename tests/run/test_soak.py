@@ -17,7 +17,6 @@ from harness.core.dialects.clients import CLIENTS
 from harness.core.exchange import Exchange
 from harness.core.nonce import NONCE_HEADER, place_nonce
 from harness.core.replay.fault_rate import FAULT_KINDS, FaultRate
-from support.library import load_library
 from harness.judge.rules import Options
 from harness.judge.soak import Verdict, first_content, judge, misdelivered, soak_cases
 from harness.judge.soak_tally import Tally
@@ -25,6 +24,7 @@ from harness.run.isolation import new_token, tag
 from harness.run.processes import free_port
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
+from support.library import load_library
 
 LIBRARY = {s.id: s for s in load_library()}
 SCENARIOS = [LIBRARY["isolation-hermes-in-flight"], LIBRARY["isolation-qwen-coder-in-flight"],

@@ -18,7 +18,6 @@ from harness.core.dialects.profiles import request_headers
 from harness.core.exchange import Exchange
 from harness.core.nonce import NONCE_HEADER
 from harness.core.replay.fault_rate import FAULT_KINDS, FaultRate
-from support.library import load_library
 from harness.core.scenario.loading import bundled_scenarios_dir
 from harness.core.scenario.model import Scenario
 from harness.judge.rules import Options
@@ -41,6 +40,7 @@ from harness.run.proxy_client import build_request
 from harness.run.soak_client import Answer
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
+from support.library import load_library
 
 ROOT = PurePath(bundled_scenarios_dir())
 LIBRARY = load_library()

@@ -10,9 +10,9 @@ from typing import Any, Protocol
 
 from harness.core.dialects import NotPortable, WireDialect
 from harness.core.dialects.script import serve_as
-from support.library import load_library
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
+from support.library import load_library
 
 TOOLS = [{"type": "function", "function": {"name": "Read", "parameters": {
     "type": "object", "properties": {"file_path": {"type": "string"}}, "required": ["file_path"]}}}]
