@@ -98,7 +98,8 @@ async def _deliver(how: Delivery, stream: bool, events: Callable[[], list[Event]
     fault = how.fault
     if stream:
         return ReplayStream(events(), write_bytes=how.write_bytes, split_multibyte=how.split_multibyte,
-                            write_pause=how.write_pause, abort=how.drops, lockstep=lockstep, media_type=media_type)
+                            tear_window=how.tear_window, write_pause=how.write_pause, abort=how.drops,
+                            lockstep=lockstep, media_type=media_type)
     wait = how.total_delay
     if fault is not None and fault.kind == "stall":
         wait += fault.seconds or 0.0

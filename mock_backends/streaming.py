@@ -84,6 +84,7 @@ class ReplayStream(Response):
         *,
         write_bytes: int | None = None,
         split_multibyte: bool = False,
+        tear_window: int | None = None,
         write_pause: float = SPLIT_PAUSE,
         abort: bool = False,
         headers: Mapping[str, str] | None = None,
@@ -97,6 +98,7 @@ class ReplayStream(Response):
         self.events = events
         self.write_bytes = write_bytes
         self.split_multibyte = split_multibyte
+        self.tear_window = tear_window
         self.write_pause = write_pause
         self.abort = abort
         self.init_headers(headers)
@@ -118,7 +120,8 @@ class ReplayStream(Response):
                     await send({"type": "http.response.body", "body": event.data, "more_body": True})
                     continue
                 for i, part in enumerate(
-                    writes(event, write_bytes=self.write_bytes, split_multibyte=self.split_multibyte)
+                    writes(event, write_bytes=self.write_bytes, split_multibyte=self.split_multibyte,
+                           tear_window=self.tear_window if step else None)  # the first event torn whole
                 ):
                     if i and not await pauses.wait(self.write_pause):
                         return

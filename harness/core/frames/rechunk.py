@@ -324,7 +324,8 @@ def variants(scenario: Scenario, count: int, seed: int) -> list[Variant]:
 
 
 def apply_split(
-    scenario: Scenario, splits: Iterable[int], *, write_bytes: int | None = None, split_multibyte: bool = False
+    scenario: Scenario, splits: Iterable[int], *, write_bytes: int | None = None, split_multibyte: bool = False,
+    tear_window: int | None = None,
 ) -> Scenario:
     """``scenario`` with its content re-split at ``splits`` (and network writes set)."""
     lay = layout(scenario.backend.frames)
@@ -334,6 +335,7 @@ def apply_split(
         frames=frames,
         write_bytes=write_bytes if write_bytes is not None else scenario.backend.write_bytes,
         split_multibyte=split_multibyte or scenario.backend.split_multibyte,
+        tear_window=tear_window if tear_window is not None else scenario.backend.tear_window,
     )
     raw = copy.deepcopy(dict(scenario.raw))
     raw_backend = dict(raw.get("backend") or {})
@@ -342,6 +344,8 @@ def apply_split(
         raw_backend["write_bytes"] = backend.write_bytes
     if backend.split_multibyte:
         raw_backend["split_multibyte"] = True
+    if backend.tear_window is not None:
+        raw_backend["tear_window"] = backend.tear_window
     raw["backend"] = raw_backend
     return dataclasses.replace(scenario, backend=backend, raw=raw)
 

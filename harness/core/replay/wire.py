@@ -54,14 +54,46 @@ def multibyte_cut(data: bytes) -> int | None:
     return None if match is None else match.start() + 1
 
 
-def writes(event: Event, *, write_bytes: int | None, split_multibyte: bool) -> list[bytes]:
+def writes(event: Event, *, write_bytes: int | None, split_multibyte: bool, tear_window: int | None = None) -> list[bytes]:
     """The network writes that carry ``event``: cut inside its first multi-byte character
-    (when asked and there is one), then every part in writes of at most ``write_bytes``."""
+    (when asked and there is one), then every part in writes of at most ``write_bytes``;
+    with ``tear_window``, only near the bytes a reader of bytes treats apart (``torn``)."""
     data = event.data
     parts = [data[: event.cut], data[event.cut :]] if split_multibyte and event.cut is not None else [data]
     if write_bytes is None or write_bytes <= 0:
         return parts
+    if tear_window is not None:
+        return [piece for part in parts for piece in torn(part, write_bytes, tear_window)]
     return [part[i : i + write_bytes] for part in parts for i in range(0, len(part), write_bytes)]
+
+
+# What a reader of bytes treats apart: a line break ends an SSE field or event, a byte of
+# 0x80 or more belongs to a multi-byte UTF-8 character, a backslash opens a JSON escape.
+_TORN_NEAR = re.compile(rb"[\x80-\xff\r\n\\]")
+
+
+def torn(data: bytes, size: int, window: int) -> list[bytes]:
+    """``data`` cut where writes of ``size`` bytes would cut it, but only at the cuts within
+    ``window`` bytes of its edges, a line break, a non-ASCII byte or a backslash: each cut
+    kept is one of the full tear's, so a character torn across three reads is torn the same
+    way, and the stretches of plain JSON between go in one write each."""
+    n = len(data)
+    keep = [False] * (n + 1)
+    for at in (0, n):
+        for cut in range(max(0, at - window), min(n, at + window) + 1):
+            keep[cut] = True
+    for match in _TORN_NEAR.finditer(data):
+        at = match.start()
+        for cut in range(max(0, at - window + 1), min(n, at + window) + 1):
+            keep[cut] = True
+    out: list[bytes] = []
+    start = 0
+    for cut in range(size, n, size):
+        if keep[cut]:
+            out.append(data[start:cut])
+            start = cut
+    out.append(data[start:])
+    return out
 
 
 def frame_delay(backend: Backend, frame: Frame) -> float:
@@ -156,6 +188,7 @@ class Delivery:
     total_delay: float  # seconds a non-streaming answer takes
     write_bytes: int | None
     split_multibyte: bool
+    tear_window: int | None  # with write_bytes: the events after the first torn only near what matters
     write_pause: float  # seconds between the writes of one cut event
     fault: Fault | None
     error: ErrorAnswer | None  # set for an http_error fault
@@ -188,6 +221,7 @@ def delivery(backend: Backend, default_error_body: Callable[[int], Mapping[str, 
         total_delay=sum(frame_delay(backend, frame) for frame in backend.frames),
         write_bytes=backend.write_bytes,
         split_multibyte=backend.split_multibyte,
+        tear_window=backend.tear_window,
         write_pause=SPLIT_PAUSE if backend.write_delay_ms is None else backend.write_delay_ms / 1000.0,
         fault=fault,
         error=error_answer(fault, default_error_body) if fault is not None and fault.kind == "http_error" else None,

@@ -65,6 +65,7 @@ def build_scenario(data: Mapping[str, Any], path: str | None, family: str) -> Sc
         delay_ms=float(b.get("delay_ms", 0)),
         write_bytes=b.get("write_bytes"),
         split_multibyte=bool(b.get("split_multibyte", False)),
+        tear_window=b.get("tear_window"),
         write_delay_ms=b.get("write_delay_ms"),
         ping=bool(b.get("ping", False)),
         fault=fault,

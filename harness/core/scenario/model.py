@@ -56,6 +56,7 @@ class Backend:
     delay_ms: float = 0.0
     write_bytes: int | None = None
     split_multibyte: bool = False
+    tear_window: int | None = None  # with write_bytes: tear only near what a byte reader treats apart
     write_delay_ms: float | None = None
     ping: bool = False
     fault: Fault | None = None

@@ -32,6 +32,10 @@ PROFILES: tuple[Profile, ...] = tuple(p for p in CLIENTS.values() if not p.real)
 DIALECT_CLIENTS: tuple[Profile, ...] = tuple(p for p in PROFILES if not p.reads_xml)
 SEPARATOR = "\n"  # what a model writes between prose and a call block
 NATIVE = "native"  # the format id of answers whose calls come as structured calls
+# A torn case tears its first event at every byte and the later ones only within this many bytes
+# of their edges, line breaks, non-ASCII bytes and backslashes (``backend.tear_window``): "data: "
+# and a character of four bytes with room on each side, every cut the full tear makes there.
+TEAR_WINDOW = 6
 
 
 @dataclass(frozen=True)
@@ -229,5 +233,6 @@ def scenario_data(case: Case, *, rules: Sequence[str] = (), command: str | None 
     scenario = parse_scenario(data, family=family)
     if case.stream and (case.splits or case.write_bytes or case.split_multibyte):
         scenario = apply_split(scenario, case.splits, write_bytes=case.write_bytes,
-                               split_multibyte=case.split_multibyte)
+                               split_multibyte=case.split_multibyte,
+                               tear_window=TEAR_WINDOW if case.write_bytes is not None else None)
     return dict(scenario.raw)
