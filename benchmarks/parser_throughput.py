@@ -303,8 +303,7 @@ def cpu_model() -> str:
 def main() -> None:
     print(f"machine: {platform.platform()}, {cpu_model()}, {os.cpu_count()} cpus")
     print(f"python:  {platform.python_implementation()} {platform.python_version()}")
-    print(f"parser:  {'compiled (mypyc)' if COMPILED else 'pure Python'} ({Rescuer.__module__} from "
-          f"{Path(sys.modules[Rescuer.__module__].__file__ or '?').name})")
+    print(f"parser:  {'compiled (mypyc)' if COMPILED else 'pure Python'}: {sys.modules[Rescuer.__module__].__file__}")
     sample = mixed_answer(100_000)
     from reference_proxy.rescue import rescue_text
 
