@@ -6,7 +6,7 @@
 # e.g. `--scenarios /cases` with `-v "$PWD/cases:/cases"` to preload your own scenarios.
 FROM python:3.11-slim
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md hatch_build.py ./
 COPY harness ./harness
 COPY mock_backends ./mock_backends
 COPY reference_proxy ./reference_proxy

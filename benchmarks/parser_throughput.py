@@ -11,6 +11,9 @@ and a rate is the input over the sum of each segment's best time across runs, so
 on the machine disturbs the figures less, and the same for every input size. Two first lines
 give the floors of the machine: the rate of a feed that does nothing but wrap each 16-char
 frame in an event object, and of one that answers each frame with itself. Run: ``.venv/bin/python benchmarks/parser_throughput.py``.
+
+The parser measured is the one importable first: the clone's sources, or an installed wheel's
+mypyc-compiled modules (``PYTHONPATH=/path/to/site``, say); its ``parser:`` line says which.
 """
 
 from __future__ import annotations
@@ -26,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.append(str(Path(__file__).resolve().parent.parent))  # after an installed copy (PYTHONPATH)
 
-from reference_proxy.rescue import Rescuer, ToolSpec  # noqa: E402
+from reference_proxy.rescue import COMPILED, Rescuer, ToolSpec  # noqa: E402
 
 TOOLS = [
     ToolSpec(
@@ -300,6 +303,7 @@ def cpu_model() -> str:
 def main() -> None:
     print(f"machine: {platform.platform()}, {cpu_model()}, {os.cpu_count()} cpus")
     print(f"python:  {platform.python_implementation()} {platform.python_version()}")
+    print(f"parser:  {'compiled (mypyc)' if COMPILED else 'pure Python'}: {sys.modules[Rescuer.__module__].__file__}")
     sample = mixed_answer(100_000)
     from reference_proxy.rescue import rescue_text
 

@@ -39,6 +39,15 @@ def pytest_configure(config: pytest.Config) -> None:
     _import_the_project()
 
 
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Which build of the parser the tests exercise: its source, or a wheel's mypyc-compiled modules."""
+    if config.getoption("conformance_only", default=False):
+        return []
+    from reference_proxy.rescue import COMPILED
+
+    return [f"reference_proxy.rescue: {'compiled (mypyc)' if COMPILED else 'pure Python'}"]
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The ``long`` tests first (each worker of a parallel run collects the same order): started
     last, one of them would keep a single worker busy for minutes after the others are done."""

@@ -16,10 +16,16 @@ from reference_proxy.rescue.events import (
     collect,
     tools_from_request,
 )
+from reference_proxy.rescue import scanner
 from reference_proxy.rescue.scanner import Rescuer, rescue_text
+
+COMPILED: bool = not (scanner.__file__ or "").endswith(".py")
+"""Whether the parser runs compiled by mypyc (a wheel built where a C compiler was
+present) rather than as Python source (an editable install, or a pure wheel)."""
 
 __all__ = [
     "ArgumentsDelta",
+    "COMPILED",
     "Event",
     "RescuedCall",
     "Rescuer",

@@ -73,7 +73,7 @@ def _as_type(raw: str, wanted: str) -> Any:
     """``raw`` as a value of JSON Schema type ``wanted``, or _NOT_DECODED."""
     if wanted == "string":
         return raw
-    value = _decode(raw.strip())
+    value: Any = _decode(raw.strip())
     if value is _NOT_DECODED:
         return _NOT_DECODED
     if wanted == "integer":

@@ -11,17 +11,16 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from support.wheels import build_wheel
 
 ROOT = Path(__file__).parents[2]
 
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("dist")
-    done = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(ROOT)],
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    (built,) = out.glob("toolcall_conformance-*.whl")
+    """Pure Python: the compiled build takes minutes, and has its own opt-in tier
+    (``tests/project/test_compiled_build.py``)."""
+    built, _ = build_wheel(tmp_path_factory.mktemp("dist"), compiled=False)
     return built
 
 

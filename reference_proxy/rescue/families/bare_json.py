@@ -94,8 +94,8 @@ class BareJsonParser(CarriedParser):
 
 class BareJson(Family):
     name = "bare-json"
-    formats = ("bare-json", "llama3-json")
-    openers = (Opener("{", line_start=True), Opener("[", line_start=True), Opener(PYTHON_TAG))
+    formats: tuple[str, ...] = ("bare-json", "llama3-json")
+    openers: tuple[Opener, ...] = (Opener("{", line_start=True), Opener("[", line_start=True), Opener(PYTHON_TAG))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         leading = context.line_start and context.before == ""

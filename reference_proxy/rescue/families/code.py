@@ -88,7 +88,6 @@ class CodeParser(MarkerParser):
     # A fence's content state: class defaults, set when a fence opens, so that the many
     # inline spans cost no more than they need.
     _at_line = True  # the next character of the content starts a line
-    _inner: Nested | None = None  # scans the content, from its first non-blank character
     _calls: tuple[Call, ...] = ()
     _tool_code: ToolCodeParser | None = None
 
@@ -99,6 +98,9 @@ class CodeParser(MarkerParser):
         self._carry = Carry()
         self._state = _OPEN
         self._run = 0  # backticks in the opening run
+        # Scans the content, from its first non-blank character. Set here, not as a class
+        # default: mypyc leaves a class default of a Protocol-typed attribute unset.
+        self._inner: Nested | None = None
 
     # ------------------------------------------------------------------ feeding
 
@@ -310,7 +312,7 @@ class Code(Family):
     # character after it must be there and not a backtick, or the run might go on; and
     # the span is one the parser would take too (its end and that character within
     # MAX_SPAN), so a cut anywhere changes nothing.
-    openers = (Opener(BACKTICK, plain=f"(?!`)[^`\\n<]{{0,{MAX_SPAN - 3}}}`(?=[^`])"),)
+    openers: tuple[Opener, ...] = (Opener(BACKTICK, plain=f"(?!`)[^`\\n<]{{0,{MAX_SPAN - 3}}}`(?=[^`])"),)
 
     def __init__(self, calls: Sequence[Family], *, nest: Nest, tool_code: bool = True) -> None:
         self.call_openers = Openers(calls)

@@ -215,8 +215,8 @@ class GemmaParser(CarriedParser):
 
 class Gemma(Family):
     name = "gemma"
-    formats = ("gemma4",)
-    openers = (Opener(OPEN), Opener(CALL, line_start=True))
+    formats: tuple[str, ...] = ("gemma4",)
+    openers: tuple[Opener, ...] = (Opener(OPEN), Opener(CALL, line_start=True))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return GemmaParser(opener, tools)

@@ -88,8 +88,8 @@ class GlmParser(CarriedParser):
 
 class Glm(Family):
     name = "glm"
-    formats = ("glm", "glm47")
-    openers = (Opener(OPEN),)
+    formats: tuple[str, ...] = ("glm", "glm47")
+    openers: tuple[Opener, ...] = (Opener(OPEN),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return GlmParser(tools)

@@ -210,8 +210,8 @@ def _closing(s: str, i: int, final: bool) -> tuple[int, int, bool]:
 
 class Harmony(Family):
     name = "harmony"
-    formats = ("gpt-oss",)
-    openers = (Opener(START), Opener(CHANNEL))
+    formats: tuple[str, ...] = ("gpt-oss",)
+    openers: tuple[Opener, ...] = (Opener(START), Opener(CHANNEL))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return HarmonyParser(tools)

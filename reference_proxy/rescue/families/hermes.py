@@ -14,15 +14,22 @@ from reference_proxy.rescue.family import Context, Family, MarkerParser, Opener,
 from reference_proxy.rescue.toolbox import Toolbox
 
 
+CLOSER = "</tool_call>"
+VALUE_STARTS = "{["
+"""What may start a call's JSON (module constants: a compiled class's attributes are read
+through its instances only)."""
+
+
 class HermesParser(CallObjectsParser):
-    closer = "</tool_call>"
+    closer = CLOSER
+    value_starts = VALUE_STARTS
     closer_optional_at_end = True
 
 
 class Hermes(Family):
     name = "hermes"
-    formats = ("hermes", "granite")  # Granite 3.1 spells its token out: <tool_call>[...]
-    openers = (Opener("<tool_call>"),)
+    formats: tuple[str, ...] = ("hermes", "granite")  # Granite 3.1 spells its token out: <tool_call>[...]
+    openers: tuple[Opener, ...] = (Opener("<tool_call>"),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return HermesParser(opener, tools)
@@ -30,6 +37,6 @@ class Hermes(Family):
     def declines(self, opener: str, s: str, i: int) -> int | None:
         # Neither JSON nor the closer after blanks (Qwen3-Coder's <function=, GLM's name).
         j = skip_ws(s, i)
-        if j < len(s) and s[j] not in HermesParser.value_starts and starts(s, j, HermesParser.closer) is False:
+        if j < len(s) and s[j] not in VALUE_STARTS and starts(s, j, CLOSER) is False:
             return j - i + len(opener)
         return None

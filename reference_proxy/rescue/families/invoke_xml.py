@@ -255,8 +255,8 @@ NS_TAGS = Elements("<" + NAMESPACE + "invoke", "<" + NAMESPACE + "parameter")
 
 class InvokeXml(Family):
     name = "invoke-xml"
-    formats = ("invoke-xml",)
-    openers = (Opener(WRAPPER), *(Opener(w, word=True, then="<") for w in CORRUPT_WRAPPERS), Opener(INVOKE),
+    formats: tuple[str, ...] = ("invoke-xml",)
+    openers: tuple[Opener, ...] = (Opener(WRAPPER), *(Opener(w, word=True, then="<") for w in CORRUPT_WRAPPERS), Opener(INVOKE),
                Opener(NS_WRAPPER), Opener(NS_TAGS.invoke))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
@@ -273,8 +273,8 @@ class MiniMaxM2(Family):
     ``<minimax:tool_call>`` (vLLM's ``minimax_m2`` parser)."""
 
     name = "minimax-m2"
-    formats = ("minimax-m2",)
-    openers = (Opener(MINIMAX_WRAPPER),)
+    formats: tuple[str, ...] = ("minimax-m2",)
+    openers: tuple[Opener, ...] = (Opener(MINIMAX_WRAPPER),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return InvokeXmlParser(opener, tools, context, MINIMAX_WRAPPER)
@@ -294,8 +294,8 @@ class DeepSeekDsml(Family):
     parsers)."""
 
     name = "deepseek-dsml"
-    formats = ("deepseek-v32", "deepseek-v4")
-    openers = (Opener(DSML_WRAPPER), Opener(DSML_TOOL_CALLS))
+    formats: tuple[str, ...] = ("deepseek-v32", "deepseek-v4")
+    openers: tuple[Opener, ...] = (Opener(DSML_WRAPPER), Opener(DSML_TOOL_CALLS))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return InvokeXmlParser(opener, tools, context, opener, DSML_TAGS)

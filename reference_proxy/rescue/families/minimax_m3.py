@@ -213,8 +213,8 @@ def _merged(children: list[tuple[str, Raw]]) -> list[tuple[str, Raw]]:
 
 class MiniMaxM3(Family):
     name = "minimax-m3"
-    formats = ("minimax-m3",)
-    openers = (Opener(OPEN),)
+    formats: tuple[str, ...] = ("minimax-m3",)
+    openers: tuple[Opener, ...] = (Opener(OPEN),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return MiniMaxM3Parser(tools)

@@ -151,8 +151,8 @@ class MistralParser(CarriedParser):
 
 class Mistral(Family):
     name = "mistral"
-    formats = ("mistral", "mistral-v11")
-    openers = (Opener(TOOL_CALLS),)
+    formats: tuple[str, ...] = ("mistral", "mistral-v11")
+    openers: tuple[Opener, ...] = (Opener(TOOL_CALLS),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return MistralParser(tools)
@@ -166,8 +166,8 @@ class Granite(Family):
     ``granite`` parser). The token is followed by the same JSON list as Mistral's."""
 
     name = "granite"
-    formats = ("granite",)
-    openers = (Opener(GRANITE),)
+    formats: tuple[str, ...] = ("granite",)
+    openers: tuple[Opener, ...] = (Opener(GRANITE),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return MistralParser(tools, GRANITE, named=False)
@@ -183,8 +183,8 @@ class Phi4Mini(Family):
     list): mid-line it is Python's module of that name, in prose."""
 
     name = "phi4-mini"
-    formats = ("phi4-mini",)
-    openers = (Opener(PHI4_MINI, line_start=True),)
+    formats: tuple[str, ...] = ("phi4-mini",)
+    openers: tuple[Opener, ...] = (Opener(PHI4_MINI, line_start=True),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return MistralParser(tools, PHI4_MINI, named=False)

@@ -95,8 +95,8 @@ class NarrationParser(CarriedParser):
 
 class Narration(Family):
     name = "narration"
-    formats = ("narration",)
-    openers = (Opener(CALLED),)
+    formats: tuple[str, ...] = ("narration",)
+    openers: tuple[Opener, ...] = (Opener(CALLED),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return NarrationParser(tools)
@@ -185,8 +185,8 @@ class ArrowCalls(Family):
     already opens a pythonic list, and a split ``[/TOOL`` would be given to that first."""
 
     name = "roo-tool-call"
-    formats = ("roo-tool-call",)
-    openers = (Opener(TOOL_CALL), Opener(END_TOOL_CALL))
+    formats: tuple[str, ...] = ("roo-tool-call",)
+    openers: tuple[Opener, ...] = (Opener(TOOL_CALL), Opener(END_TOOL_CALL))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         if opener == END_TOOL_CALL:

@@ -155,8 +155,8 @@ class PythonicParser(MarkerParser):
 
 class Pythonic(Family):
     name = "pythonic"
-    formats = ("pythonic",)
-    openers = (Opener("[", line_start=True),)
+    formats: tuple[str, ...] = ("pythonic",)
+    openers: tuple[Opener, ...] = (Opener("[", line_start=True),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return PythonicParser(tools)
@@ -172,8 +172,8 @@ class Llama4Pythonic(Family):
     before the closing token)."""
 
     name = "llama4-pythonic"
-    formats = ("llama4-pythonic",)
-    openers = (Opener(PYTHON_START),)
+    formats: tuple[str, ...] = ("llama4-pythonic",)
+    openers: tuple[Opener, ...] = (Opener(PYTHON_START),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return PythonicParser(tools, PYTHON_START, PYTHON_END)

@@ -193,8 +193,8 @@ class Qwen3CoderParser(CarriedParser):
 
 class Qwen3Coder(Family):
     name = "qwen3-coder"
-    formats = ("qwen-coder",)
-    openers = (Opener("<tool_call>"), Opener(FUNCTION))
+    formats: tuple[str, ...] = ("qwen-coder",)
+    openers: tuple[Opener, ...] = (Opener("<tool_call>"), Opener(FUNCTION))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return Qwen3CoderParser(opener, tools)
@@ -217,8 +217,8 @@ class SeedOss(Family):
     ``<seed:tool_call>`` (vLLM's ``seed_oss`` parser)."""
 
     name = "seed-oss"
-    formats = ("seed-oss",)
-    openers = (Opener(SEED_CALL),)
+    formats: tuple[str, ...] = ("seed-oss",)
+    openers: tuple[Opener, ...] = (Opener(SEED_CALL),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return Qwen3CoderParser(opener, tools, SEED_END_CALL, edge_newlines=False)

@@ -14,8 +14,8 @@ class QwenToolsParser(CallObjectsParser):
 
 class QwenTools(Family):
     name = "qwen-tools"
-    formats = ("qwen-tools",)
-    openers = (Opener("<tools>"),)
+    formats: tuple[str, ...] = ("qwen-tools",)
+    openers: tuple[Opener, ...] = (Opener("<tools>"),)
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         return QwenToolsParser(opener, tools)

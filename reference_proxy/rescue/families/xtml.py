@@ -115,8 +115,8 @@ class XtmlParser(CarriedParser):
 
 class KimiK3(Family):
     name = "kimi-k3"
-    formats = ("kimi-k3",)
-    openers = (Opener(TOOLS), Opener(RESPONSE), Opener(END_RESPONSE))
+    formats: tuple[str, ...] = ("kimi-k3",)
+    openers: tuple[Opener, ...] = (Opener(TOOLS), Opener(RESPONSE), Opener(END_RESPONSE))
 
     def parser(self, opener: str, tools: Toolbox, context: Context) -> MarkerParser:
         if opener != TOOLS:
