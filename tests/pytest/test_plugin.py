@@ -47,6 +47,10 @@ LIBRARY_DIALECTS = {i: s.backend.dialect for i, s in LIBRARY.items()}
 STREAMED = ("plain-native-single", "plain-text-multibyte")  # a pass-through proxy is right for these
 NOT_STREAMED = "plain-text-non-stream"
 NEEDS_LOOP_GUARD = "features-loop-guard"
+# Two xdist workers, as `toolcall-conformance run` starts them: without assertion rewriting,
+# since only scenarios are collected (each worker would otherwise parse and rewrite every
+# harness module it imports again: seconds of CPU where bytecode is not written).
+TWO_WORKERS = ("-n", "2", "--assert=plain")
 
 LESS_THAN = """\
 id: less-than-text
@@ -301,7 +305,7 @@ def test_xdist_workers_share_the_controllers_servers(pytester: pytest.Pytester) 
     folder = _library(pytester, STREAMED[0], "qwen-tools-single-call")
     report = pytester.path / "r.json"
     port = _free_port()  # a worker starting its own mock on this port would fail to bind
-    result = pytester.runpytest("-n", "2", "--conformance", "--conformance-mock-port", str(port), "--conformance-scenarios", str(folder),
+    result = pytester.runpytest(*TWO_WORKERS, "--conformance", "--conformance-mock-port", str(port), "--conformance-scenarios", str(folder),
                                 "--conformance-upstream-dialect", "natural", "--conformance-report-json", str(report))
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([f"conformance: mock backend at http://127.0.0.1:{port}", "created: 2/2 workers",
@@ -315,7 +319,7 @@ def test_xdist_workers_serve_their_own_when_no_port_is_fixed(pytester: pytest.Py
     controller starts nothing (no one process plays every worker's exchanges)."""
     folder = _library(pytester, STREAMED[0], "qwen-tools-single-call")
     report = pytester.path / "r.json"
-    result = pytester.runpytest("-n", "2", "--conformance", "--conformance-scenarios", str(folder),
+    result = pytester.runpytest(*TWO_WORKERS, "--conformance", "--conformance-scenarios", str(folder),
                                 "--conformance-upstream-dialect", "natural", "--conformance-report-json", str(report))
     result.assert_outcomes(passed=2)
     header = " ".join(line.strip() for line in result.stdout.lines if line.startswith(("conformance", "  ")))
@@ -629,7 +633,7 @@ def test_whole_library_passes_the_reference_proxy_rechunked_on_two_workers(
     across frames by design, so they are re-split twice here (five ways: the command in
     docs/scenarios.md, "Generated cases")."""
     report = pytester.path / "r.json"
-    result = pytester.runpytest("-n", "2", "--conformance", "--conformance-strict", "--conformance-rechunk", str(rechunk),
+    result = pytester.runpytest(*TWO_WORKERS, "--conformance", "--conformance-strict", "--conformance-rechunk", str(rechunk),
                                 "--conformance-timeout", str(PATIENT_TIMEOUT),
                                 "--conformance-features", ",".join(sorted(WHOLE_LIBRARY_FEATURES)),
                                 "--conformance-rechunk-seed", "20261123", "-p", "no:cacheprovider", "-m", marks,
@@ -719,7 +723,7 @@ def test_whole_library_passes_the_translating_reference_proxies(pytester: pytest
     translates, with every rule enforced: nothing fails, and what is skipped is a scenario
     that cannot be said in the other dialect, with that reason."""
     report = pytester.path / "r.json"
-    result = pytester.runpytest("-n", "2", "--conformance", "--conformance-strict", "-p", "no:cacheprovider",
+    result = pytester.runpytest(*TWO_WORKERS, "--conformance", "--conformance-strict", "-p", "no:cacheprovider",
                                 "--conformance-upstream-dialect", "all", "--conformance-upstream-profile", "none",
                                 "-k", "openai-upstream] or anthropic-upstream]",
                                 "--conformance-timeout", str(PATIENT_TIMEOUT),
