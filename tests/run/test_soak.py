@@ -10,20 +10,20 @@ from typing import Any
 
 import httpx
 import pytest
-from mutants.base import proxy_config, reference
+from mutants.base import proxy_config
 from mutants.isolation import module_level_parser
 
 from harness.core.dialects.clients import CLIENTS
 from harness.core.exchange import Exchange
 from harness.core.nonce import NONCE_HEADER, place_nonce
-from harness.core.replay.fault_rate import FAULT_KINDS, FaultRate
+from harness.core.replay.fault_rate import FAULT_KINDS
 from harness.judge.rules import Options
 from harness.judge.soak import Verdict, first_content, judge, misdelivered, soak_cases
 from harness.judge.soak_tally import Tally
 from harness.run.isolation import new_token, tag
 from harness.run.processes import free_port
-from mock_backends.app import create_app
 from mock_backends.control import MockControl
+from support.fault_rig import FaultRig, fault_rig  # noqa: F401  (fault_rig: the module's faulting mock and proxy)
 from support.library import load_library
 
 LIBRARY = {s.id: s for s in load_library()}
@@ -34,19 +34,17 @@ CLI = [sys.executable, "-c", "from harness.cli.main import run_main; run_main()"
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.id for s in SCENARIOS])
-def test_the_reference_proxy_handles_every_drawn_fault(kind: str, scenario: Any, servers: Any) -> None:
+def test_the_reference_proxy_handles_every_drawn_fault(kind: str, scenario: Any, fault_rig: FaultRig) -> None:
     """One exchange per fault kind through the reference proxy, judged as the soak judges it."""
-    rate = FaultRate(1.0, seed=11, stall_seconds=0.05)
-    mock_url = servers(create_app(fault_rate=rate)).url
-    proxy_url = servers(reference(proxy_config(f"{mock_url}/v1"))).url
+    rate = fault_rig.rate
     case = soak_cases([scenario], rate, delay_ms=1.0)[0]
     token = new_token()
     played = tag(case.scenario, token)
-    with MockControl(mock_url) as mock:
+    with MockControl(fault_rig.mock_url) as mock:
         nonce = next(n for n in (mock.arm(played) for _ in range(200)) if rate.decide(n) == kind)
     body = place_nonce({**played.client.request, "stream": True}, nonce)
     with httpx.Client(timeout=10) as http:
-        answer = http.post(f"{proxy_url}/v1/chat/completions", json=body, headers={NONCE_HEADER: nonce})
+        answer = http.post(f"{fault_rig.proxy_url}/v1/chat/completions", json=body, headers={NONCE_HEADER: nonce})
     exchange = Exchange(scenario_id=played.id, profile=CLIENTS["openai"], stream=True, request_body=body, request_headers={},
                         status=answer.status_code, response_headers={k.lower(): v for k, v in answer.headers.items()},
                         raw=answer.content, elapsed=0.1)
