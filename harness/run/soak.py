@@ -25,7 +25,7 @@ SOAK_TIMEOUT = 30.0
 
 # The soak's timeout allows for a loaded machine: many clients at once, each answer paced by --frame-delay-ms.
 @click.command()
-@shared_options("proxy-url", "users", "spawn-rate", "duration", "fault-rate", "fault-seed", "fault-stall",
+@shared_options("proxy-url", "users", "spawn-rate", "duration", "exchanges", "fault-rate", "fault-seed", "fault-stall",
                 "client-fault-rate", "mock-host",
                 "mock-port", "proxy-pid", "scenario", "features", "frame-delay-ms", "timeout", "progress-every",
                 defaults={"timeout": SOAK_TIMEOUT})
@@ -69,7 +69,8 @@ def soak(config: RunConfig) -> None:
             click.echo(f"soak: the reference proxy at {proxy_url} (pid {proxy_pid})")
         else:
             click.echo(f"soak: proxy under test {proxy_url}; its upstream must be {mock.url}/v1")
-        click.echo(f"soak: {users} user(s) for {duration}; faults {fault_rate:.1%} of upstream requests and "
+        until = f"{config.exchanges} exchanges or {duration}" if config.exchanges else duration
+        click.echo(f"soak: {users} user(s) for {until}; faults {fault_rate:.1%} of upstream requests and "
                    f"{config.client_fault_rate:.1%} of clients, seed {seed} (reproduce with --fault-seed {seed})")
         rate = config.spawn_rate or float(min(users, 100))
         command = [
@@ -85,5 +86,7 @@ def soak(config: RunConfig) -> None:
         ]
         if proxy_pid:
             command += ["--proxy-pid", str(proxy_pid)]
+        if config.exchanges:
+            command += ["--soak-exchanges", str(config.exchanges)]
         status = subprocess.call(command)
     sys.exit(status)

@@ -85,14 +85,16 @@ def test_first_content_is_the_first_chunk_with_text_or_a_call() -> None:
     assert first_content(chunks[:1]) is None
 
 
-def _soak(*args: str, duration: str = "2s") -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*CLI, "soak", "--users", "8", "--duration", duration, "--progress-every", "1",
+def _soak(*args: str, exchanges: int) -> subprocess.CompletedProcess[str]:
+    """A soak of so many exchanges (however long a loaded machine takes to play them)."""
+    return subprocess.run([*CLI, "soak", "--users", "8", "--exchanges", str(exchanges), "--duration", "5m",
+                           "--progress-every", "0.2",
                            "--fault-stall", "0.2", "--frame-delay-ms", "5", *args], capture_output=True, text=True,
                           timeout=120)
 
 
 def test_a_short_soak_of_the_reference_proxy_is_clean() -> None:
-    done = _soak("--fault-rate", "0.3")
+    done = _soak("--fault-rate", "0.3", exchanges=60)
     out = done.stdout
     assert done.returncode == 0, out[-3000:] + done.stderr[-3000:]
     assert "soak summary" in out and "rule failures        0\n" in out
@@ -107,6 +109,6 @@ def test_a_short_soak_of_a_proxy_sharing_its_parser_reports_misdelivered_answers
     proxy = servers(module_level_parser(proxy_config(f"http://127.0.0.1:{port}/v1")))
     # The Hermes case: its tags sit inside the call the shared rescuer holds and hands to another stream.
     done = _soak("--proxy-url", f"{proxy.url}/v1", "--mock-port", str(port), "--scenario", "isolation-hermes-in-flight",
-                 duration="3s")
+                 exchanges=40)
     assert done.returncode != 0
     assert "ISO-001" in done.stdout and "RuleFailure(\"ISO-001 " in done.stdout + done.stderr
