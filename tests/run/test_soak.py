@@ -29,7 +29,9 @@ from support.library import load_library
 LIBRARY = {s.id: s for s in load_library()}
 SCENARIOS = [LIBRARY["isolation-hermes-in-flight"], LIBRARY["isolation-qwen-coder-in-flight"],
              LIBRARY["isolation-native-in-flight"]]
-CLI = [sys.executable, "-c", "from harness.cli.main import run_main; run_main()"]
+# The soak command alone (tests/run/test_soak_sigterm.py starts it as `toolcall-conformance soak`): importing
+# every other command would cost its process more than a second of CPU.
+SOAK = [sys.executable, "-c", "from harness.run.soak import soak; soak()"]
 
 
 @pytest.mark.parametrize("kind", FAULT_KINDS)
@@ -87,7 +89,7 @@ def test_first_content_is_the_first_chunk_with_text_or_a_call() -> None:
 
 def _soak(*args: str, exchanges: int) -> subprocess.CompletedProcess[str]:
     """A soak of so many exchanges (however long a loaded machine takes to play them)."""
-    return subprocess.run([*CLI, "soak", "--users", "8", "--exchanges", str(exchanges), "--duration", "5m",
+    return subprocess.run([*SOAK, "--users", "8", "--exchanges", str(exchanges), "--duration", "5m",
                            "--progress-every", "0.2",
                            "--fault-stall", "0.2", "--frame-delay-ms", "5", *args], capture_output=True, text=True,
                           timeout=120)
