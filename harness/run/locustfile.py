@@ -369,7 +369,7 @@ def _stop_when_due(environment: Environment) -> None:
     duration, limit = str(getattr(opts, "soak_duration", "") or ""), int(getattr(opts, "soak_exchanges", 0) or 0)
     if duration and runner is not None and not _STOPPING:
         _STOPPING.append(gevent.spawn_later(parse_timespan(duration), runner.quit))
-    if limit and current(environment).exchanges >= limit and runner is not None and not _ENOUGH:
+    if limit > 0 and current(environment).exchanges >= limit and runner is not None and not _ENOUGH:
         _ENOUGH.append(gevent.spawn(runner.quit))
 
 
