@@ -74,6 +74,7 @@ class RunConfig:
     users: int = 32
     spawn_rate: float | None = None
     duration: str = "1m"
+    exchanges: int | None = None
     proxy_pid: int | None = None
     scenario: tuple[str, ...] = ()
     frame_delay_ms: float = 20.0

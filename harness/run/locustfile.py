@@ -71,6 +71,7 @@ RSS: list[tuple[float, int]] = []
 _PROGRESS: list[Any] = []  # the greenlet printing progress lines, stopped before the summary
 _MASTER: list[Environment] = []  # a master's environment, once its test has started
 _STOPPING: list[Any] = []  # the greenlet ending the soak after --soak-duration
+_ENOUGH: list[Any] = []  # the greenlet ending it once --soak-exchanges were judged
 _CUT_SHORT: list[str] = []  # on a master: why the soak ended before its time
 _USERS = itertools.count()  # this process's users, in the order they start
 ARM_TRIES = 20  # a hang-up case is armed again until the mock draws no upstream fault for it
@@ -103,6 +104,7 @@ def _options(parser: Any) -> None:
     group.add_argument("--soak-duration", default="",
                        help="Stop after this long from the first user on (30s, 10m, 1h30m); unlike --run-time, the "
                             "time this file takes to load the library does not count.")
+    group.add_argument("--soak-exchanges", type=int, default=0, help="Stop once this many exchanges were judged.")
 
 
 @dataclass(frozen=True)
@@ -277,6 +279,8 @@ class ConformanceUser(User):
             exception=RuleFailure(verdict.failure) if verdict.outcome == "failed" else None,
             context={"detail": verdict.detail},
         )
+        if not isinstance(self.environment.runner, WorkerRunner):  # a worker's master counts its reports
+            _stop_when_due(self.environment)
 
 
 # --------------------------------------------------------------------------- progress and summary
@@ -294,7 +298,7 @@ def _report(client_id: str, data: dict[str, Any]) -> None:
 def _gather(client_id: str, data: dict[str, Any]) -> None:
     OVERALL.merge(data.get("toolcall_conformance", {}))
     if OVERALL.exchanges and _MASTER:
-        _stop_after_duration(_MASTER[0])
+        _stop_when_due(_MASTER[0])
 
 
 def _progress(environment: Environment, every: float, pid: int) -> None:
@@ -356,13 +360,17 @@ def _start(environment: Environment, **_: Any) -> None:
         # The soak's time runs from the workers' first report of exchanges (`_gather`), after they prepared.
         _MASTER.append(environment)
     else:
-        _stop_after_duration(environment)
+        _stop_when_due(environment)
 
 
-def _stop_after_duration(environment: Environment) -> None:
-    duration = str(getattr(environment.parsed_options, "soak_duration", "") or "")
-    if duration and environment.runner is not None and not _STOPPING:
-        _STOPPING.append(gevent.spawn_later(parse_timespan(duration), environment.runner.quit))
+def _stop_when_due(environment: Environment) -> None:
+    """Stop at --soak-duration, or once --soak-exchanges were judged (those in flight finish and count)."""
+    opts, runner = environment.parsed_options, environment.runner
+    duration, limit = str(getattr(opts, "soak_duration", "") or ""), int(getattr(opts, "soak_exchanges", 0) or 0)
+    if duration and runner is not None and not _STOPPING:
+        _STOPPING.append(gevent.spawn_later(parse_timespan(duration), runner.quit))
+    if limit > 0 and current(environment).exchanges >= limit and runner is not None and not _ENOUGH:
+        _ENOUGH.append(gevent.spawn(runner.quit))
 
 
 def _stopped(environment: Environment, **_: Any) -> None:

@@ -172,6 +172,8 @@ OPTIONS: tuple[Option, ...] = (
            type=float, low=0.0, low_open=True, **_SOAK),
     Option("duration", "How long, from the first client on, as Locust reads it: 30s, 10m, 1h30m.", default="1m",
            **_SOAK),
+    Option("exchanges", "Stop once this many exchanges were judged (--duration still bounds the soak).", type=int,
+           low=1, **_SOAK),
     Option("proxy-pid", "PID of the proxy, to report its memory (RSS) over time.", type=int, **_SOAK),
     Option("scenario", "Scenario to play (repeatable; default: the isolation scenarios, which tag every exchange, and "
            "one case of every other folder of the library that a soak can play).",

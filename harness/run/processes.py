@@ -1,8 +1,9 @@
 """The mock and the reference proxy as processes of their own, for load that must not share a
 process (or an interpreter lock) with the servers it measures: the soak, the benchmarks.
 
-``running`` starts ``toolcall-conformance <args>`` with this interpreter, waits until the
-server answers ``health`` with 200, and always stops it (SIGINT, then SIGKILL).
+``running`` starts ``toolcall-conformance <args>`` with this interpreter (or one server command
+alone, which spares the process importing every other command), waits until the server answers
+``health`` with 200, and always stops it (SIGINT, then SIGKILL).
 """
 
 from __future__ import annotations
@@ -46,6 +47,17 @@ class ServerProcess:
     def cpu_seconds(self) -> float:
         """User + system CPU so far of the server process and its children (uvicorn's workers)."""
         return sum(process_cpu(pid) for pid in (self.process.pid, *children(self.process.pid)))
+
+    def await_health(self, health: str) -> None:
+        """Return once the server answers ``health`` with 200; raise if it exits or never does."""
+        deadline = time.monotonic() + START_TIMEOUT
+        while not _answers(self.port, health):
+            if self.process.poll() is not None:
+                raise ConformanceError(f"{self.name} exited with {self.process.returncode}:\n{self.log_tail()}")
+            if time.monotonic() > deadline:
+                raise ConformanceError(f"{self.name} did not answer on port {self.port} within {START_TIMEOUT:.0f} s:\n"
+                                       f"{self.log_tail()}")
+            time.sleep(0.05)
 
     def log_tail(self, size: int = 2000) -> str:
         self.log.flush()
@@ -114,21 +126,21 @@ def ending_on_sigterm() -> Iterator[None]:
 
 @contextmanager
 def running(name: str, args: Sequence[str], port: int, health: str, *, cwd: Path | None = None,
-            script: Path | None = None) -> Iterator[ServerProcess]:
-    """``toolcall-conformance *args`` (or ``python script *args``) listening on ``port``, until the block ends."""
+            script: Path | None = None, command: str | None = None, wait: bool = True) -> Iterator[ServerProcess]:
+    """``toolcall-conformance *args`` (``python script *args``; with ``command="module:name"``, that
+    click command alone) listening on ``port``, until the block ends. ``wait=False``: return
+    at once, for servers started side by side (then ``await_health``)."""
     log = tempfile.TemporaryFile()
-    program = [str(script)] if script is not None else ["-c", CLI]
+    if command is not None:
+        module, _, function = command.partition(":")
+        program = ["-c", f"from {module} import {function}; {function}()"]
+    else:
+        program = [str(script)] if script is not None else ["-c", CLI]
     process = subprocess.Popen([sys.executable, *program, *args], stdout=log, stderr=subprocess.STDOUT, cwd=cwd)
     server = ServerProcess(name, process, port, log)
     try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while not _answers(port, health):
-            if process.poll() is not None:
-                raise ConformanceError(f"{name} exited with {process.returncode}:\n{server.log_tail()}")
-            if time.monotonic() > deadline:
-                raise ConformanceError(f"{name} did not answer on port {port} within {START_TIMEOUT:.0f} s:\n"
-                                       f"{server.log_tail()}")
-            time.sleep(0.05)
+        if wait:
+            server.await_health(health)
         yield server
     finally:
         if process.poll() is None:

@@ -25,7 +25,7 @@ SOAK_TIMEOUT = 30.0
 
 # The soak's timeout allows for a loaded machine: many clients at once, each answer paced by --frame-delay-ms.
 @click.command()
-@shared_options("proxy-url", "users", "spawn-rate", "duration", "fault-rate", "fault-seed", "fault-stall",
+@shared_options("proxy-url", "users", "spawn-rate", "duration", "exchanges", "fault-rate", "fault-seed", "fault-stall",
                 "client-fault-rate", "mock-host",
                 "mock-port", "proxy-pid", "scenario", "features", "frame-delay-ms", "timeout", "progress-every",
                 defaults={"timeout": SOAK_TIMEOUT})
@@ -52,24 +52,27 @@ def soak(config: RunConfig) -> None:
 
     seed = config.fault_seed if config.fault_seed is not None else random.SystemRandom().randrange(1, 1_000_000)
     port = config.mock_port or free_port()
-    mock_args = ["mock", "--host", config.mock_host, "--port", str(port), "--quiet", "--fault-rate", str(fault_rate),
+    mock_args = ["--host", config.mock_host, "--port", str(port), "--quiet", "--fault-rate", str(fault_rate),
                  "--fault-seed", str(seed), "--fault-stall", str(fault_stall)]
     with ExitStack() as stack:
         stack.enter_context(ending_on_sigterm())
-        mock = stack.enter_context(running("the mock backend", mock_args, port, "/_mock/health"))
+        # The mock and the reference proxy start side by side, each from its own command alone.
+        mock = stack.enter_context(running("the mock backend", mock_args, port, "/_mock/health",
+                                           command="mock_backends.cli:mock", wait=False))
         mock_url = f"http://127.0.0.1:{port}"
         if proxy_url is None:
             proxy_port = free_port()
             proxy = stack.enter_context(running(
-                "the reference proxy",
-                ["proxy", "--upstream", f"{mock_url}/v1", "--port", str(proxy_port), "--log-level", "warning"],
-                proxy_port, "/health"))
+                "the reference proxy", ["--upstream", f"{mock_url}/v1", "--port", str(proxy_port), "--log-level",
+                                        "warning"], proxy_port, "/health", command="reference_proxy.cli:proxy"))
             proxy_url = f"{proxy.url}/v1"
             proxy_pid = proxy_pid or proxy.process.pid
             click.echo(f"soak: the reference proxy at {proxy_url} (pid {proxy_pid})")
         else:
             click.echo(f"soak: proxy under test {proxy_url}; its upstream must be {mock.url}/v1")
-        click.echo(f"soak: {users} user(s) for {duration}; faults {fault_rate:.1%} of upstream requests and "
+        mock.await_health("/_mock/health")
+        until = f"{config.exchanges} exchanges or {duration}" if config.exchanges else duration
+        click.echo(f"soak: {users} user(s) for {until}; faults {fault_rate:.1%} of upstream requests and "
                    f"{config.client_fault_rate:.1%} of clients, seed {seed} (reproduce with --fault-seed {seed})")
         rate = config.spawn_rate or float(min(users, 100))
         command = [
@@ -85,5 +88,7 @@ def soak(config: RunConfig) -> None:
         ]
         if proxy_pid:
             command += ["--proxy-pid", str(proxy_pid)]
+        if config.exchanges:
+            command += ["--soak-exchanges", str(config.exchanges)]
         status = subprocess.call(command)
     sys.exit(status)

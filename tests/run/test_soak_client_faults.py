@@ -17,7 +17,7 @@ from mutants.hang_up import deaf_to_hang_ups
 from harness.core.dialects.profiles import request_headers
 from harness.core.exchange import Exchange
 from harness.core.nonce import NONCE_HEADER
-from harness.core.replay.fault_rate import FAULT_KINDS, FaultRate
+from harness.core.replay.fault_rate import FAULT_KINDS
 from harness.core.scenario.loading import bundled_scenarios_dir
 from harness.core.scenario.model import Scenario
 from harness.judge.rules import Options
@@ -40,6 +40,7 @@ from harness.run.proxy_client import build_request
 from harness.run.soak_client import Answer
 from mock_backends.app import create_app
 from mock_backends.control import MockControl
+from support.fault_rig import FaultRig, fault_rig  # noqa: F401  (fault_rig: the module's faulting mock and proxy)
 from support.library import load_library
 
 ROOT = PurePath(bundled_scenarios_dir())
@@ -77,20 +78,18 @@ def _send(proxy_url: str, played: Scenario, nonce: str, *, hang_up: bool) -> Exc
 
 
 @pytest.mark.parametrize("scenario", WORKLOAD, ids=[s.id for s in WORKLOAD])
-def test_every_default_case_is_handled_under_every_drawn_fault(scenario: Scenario, servers: Any) -> None:
+def test_every_default_case_is_handled_under_every_drawn_fault(scenario: Scenario, fault_rig: FaultRig) -> None:
     """Through the reference proxy, each case of the default workload, played clean and with
     each upstream fault, is judged as a correct proxy's answer deserves."""
-    rate = FaultRate(1.0, seed=5, stall_seconds=0.05)
-    mock_url = servers(create_app(fault_rate=rate)).url
-    proxy_url = servers(reference(proxy_config(f"{mock_url}/v1"))).url
+    rate = fault_rig.rate
     case = soak_cases([scenario], rate, delay_ms=1.0)[0]
     options = Options(profile=scenario.client.profile)
-    with MockControl(mock_url) as mock:
+    with MockControl(fault_rig.mock_url) as mock:
         for kind in FAULT_KINDS:
             token = new_token()
             played = tag(case.scenario, token)
             nonce = next(n for n in (mock.arm(played) for _ in range(200)) if rate.decide(n) == kind)
-            exchange = _send(proxy_url, played, nonce, hang_up=False)
+            exchange = _send(fault_rig.proxy_url, played, nonce, hang_up=False)
             verdict = judge(case, token, played, exchange, options, kind, tag(case.faulted[kind], token))
             assert verdict.outcome == "faulted-handled", (kind, verdict, exchange.raw[-600:])
 

@@ -22,7 +22,7 @@ from harness.run.soak import LOCUSTFILE
 from mock_backends.app import create_app
 
 LOCUST = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--loglevel", "WARNING"]
-CLI = [sys.executable, "-c", "from harness.cli.main import run_main; run_main()"]
+SOAK = [sys.executable, "-c", "from harness.run.soak import soak; soak()"]  # the command alone, as test_soak.py
 CASES = "isolation-hermes-in-flight"
 
 
@@ -42,7 +42,7 @@ def test_a_master_and_a_worker_soak_the_proxy_together(servers: Any, tmp_path: P
          "--spawn-rate", "6", "--master-bind-host", "127.0.0.1", "--master-bind-port", str(port),
          "--host", f"{proxy_url}/v1", "--mock-url", mock_url, "--fault-rate", "0.2", "--fault-seed", "42",
          "--fault-stall", "0.2", "--client-fault-rate", "0.3", "--soak-scenarios", CASES, "--frame-delay-ms", "5",
-         "--soak-duration", "10s", "--progress-every", "2"],
+         "--soak-exchanges", "30", "--soak-duration", "5m", "--progress-every", "2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     log = tmp_path / "worker.log"  # a file, not a pipe nobody reads while the master runs
     with log.open("w") as sink:
@@ -100,8 +100,8 @@ def test_a_master_ends_the_soak_failed_when_its_last_worker_falls_silent(servers
 def test_the_soak_fails_a_proxy_that_keeps_its_upstream_request_after_a_hang_up(servers: Any) -> None:
     port = free_port()
     proxy = servers(deaf_to_hang_ups(proxy_config(f"http://127.0.0.1:{port}/v1")))
-    done = subprocess.run([*CLI, "soak", "--proxy-url", f"{proxy.url}/v1", "--mock-port", str(port), "--users", "4",
-                           "--duration", "5s", "--client-fault-rate", "0.5", "--fault-seed", "3",
+    done = subprocess.run([*SOAK, "--proxy-url", f"{proxy.url}/v1", "--mock-port", str(port), "--users", "4",
+                           "--exchanges", "16", "--duration", "5m", "--client-fault-rate", "0.5", "--fault-seed", "3",
                            "--scenario", "isolation-native-in-flight", "--frame-delay-ms", "5"],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode != 0, done.stdout[-3000:]
