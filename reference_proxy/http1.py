@@ -76,12 +76,11 @@ class _Connection:
     def close(self) -> None:
         self.writer.close()
 
-    async def read(self, timeout: float | ReadDeadline | None) -> bytes:
+    async def read(self, deadline: ReadDeadline | None) -> bytes:
         try:
-            if isinstance(timeout, ReadDeadline):
-                return await timeout.read(self.reader.read(READ_SIZE))
-            async with asyncio.timeout(timeout):
+            if deadline is None:
                 return await self.reader.read(READ_SIZE)
+            return await deadline.read(self.reader.read(READ_SIZE))
         except TimeoutError:
             raise httpx.ReadTimeout("timed out reading the upstream response") from None
         except OSError as exc:
@@ -200,21 +199,21 @@ class _Body(httpx.AsyncByteStream):
         connection: _Connection,
         response: _Response,
         *,
-        read_timeout: float | None,
+        deadline: ReadDeadline | None,
         slots: asyncio.Semaphore | None,
     ) -> None:
         self._transport = transport
         self._slots = slots  # released when the body is closed
         self._connection: _Connection | None = connection
         self._response = response
-        self._timeout = read_timeout
+        self._deadline = deadline  # the head's, closed with the body
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         connection = self._connection
         if connection is None:
             return
         response = self._response
-        deadline = None if self._timeout is None else ReadDeadline(self._timeout)
+        deadline = self._deadline
         try:
             while True:
                 piece = response.take_body()
@@ -228,8 +227,6 @@ class _Body(httpx.AsyncByteStream):
                 else:
                     response.end_of_input()
         finally:
-            if deadline is not None:
-                deadline.close()
             await self.aclose()
 
     async def aclose(self) -> None:
@@ -237,6 +234,8 @@ class _Body(httpx.AsyncByteStream):
         if connection is None:
             return
         self._connection = None
+        if self._deadline is not None:
+            self._deadline.close()
         if self._response.complete and self._response.keep_alive:
             self._transport._release(connection)
         else:
@@ -314,7 +313,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
             body = await request.aread()
         head = self._head(request)
         slots = self._slots
-        if slots is not None:
+        if slots is not None and not slots.locked():
+            await slots.acquire()  # a free slot: taken at once, no timer to set
+        elif slots is not None:
             try:
                 async with asyncio.timeout(timeouts.get("pool")):
                     await slots.acquire()
@@ -362,17 +363,43 @@ class LeanTransport(httpx.AsyncBaseTransport):
             writer.write(head + body if len(body) < 65536 else head)
             if len(body) >= 65536:
                 writer.write(body)
-            async with asyncio.timeout(timeouts.get("write")):
+            if writer.transport.get_write_buffer_size():
+                async with asyncio.timeout(timeouts.get("write")):
+                    await writer.drain()
+            else:  # all of it went to the socket: drain only reports a connection already lost
                 await writer.drain()
         except TimeoutError:
             raise httpx.WriteTimeout("timed out sending the request") from None
         except OSError as exc:
             raise _Stale() from exc
         response = _Response(head_only=request.method == "HEAD")
+        read_timeout = timeouts.get("read")
+        # One deadline for the head and the body (``ReadDeadline``), not a timer per read.
+        deadline = None if read_timeout is None else ReadDeadline(read_timeout)
+        try:
+            await self._read_head(connection, response, deadline)
+        except BaseException:
+            if deadline is not None:
+                deadline.close()
+            raise
+        if request.headers.get("connection", "").lower() == "close":
+            response.keep_alive = False
+        stream = _Body(self, connection, response, deadline=deadline, slots=outgoing.slots)
+        version = b"HTTP/" + response.parser.get_http_version().encode("ascii")
+        return httpx.Response(
+            response.status,
+            headers=response.headers,
+            stream=stream,
+            request=request,
+            extensions={"http_version": version, "reason_phrase": response.reason},
+        )
+
+    @staticmethod
+    async def _read_head(connection: _Connection, response: _Response, deadline: ReadDeadline | None) -> None:
         received = False
         while not response.head_done:
             try:
-                data = await connection.read(timeouts.get("read"))
+                data = await connection.read(deadline)
             except httpx.ReadError:
                 if received:
                     raise
@@ -383,17 +410,6 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 raise httpx.RemoteProtocolError("server disconnected in the middle of the response head")
             received = True
             response.feed(data)
-        if request.headers.get("connection", "").lower() == "close":
-            response.keep_alive = False
-        stream = _Body(self, connection, response, read_timeout=timeouts.get("read"), slots=outgoing.slots)
-        version = b"HTTP/" + response.parser.get_http_version().encode("ascii")
-        return httpx.Response(
-            response.status,
-            headers=response.headers,
-            stream=stream,
-            request=request,
-            extensions={"http_version": version, "reason_phrase": response.reason},
-        )
 
     async def aclose(self) -> None:
         self._closed = True
