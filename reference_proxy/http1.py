@@ -9,7 +9,8 @@ per-chunk work:
 
 * responses are parsed by ``httptools`` (llhttp, the parser uvicorn uses): status,
   headers, ``chunked``/``Content-Length``/close-delimited framing, keep-alive rules of
-  HTTP/1.0 and 1.1, malformed input; all the body data of one network read is passed
+  HTTP/1.0 and 1.1, malformed input; each connection is an ``asyncio.Protocol`` whose
+  ``data_received`` feeds the parser, and all the body data of one network read is passed
   on as one piece, so events that arrive together stay together;
 * idle keep-alive connections are kept per origin; taking one only looks at whether
   the server already closed it (no system call);
