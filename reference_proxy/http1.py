@@ -9,7 +9,8 @@ per-chunk work:
 
 * responses are parsed by ``httptools`` (llhttp, the parser uvicorn uses): status,
   headers, ``chunked``/``Content-Length``/close-delimited framing, keep-alive rules of
-  HTTP/1.0 and 1.1, malformed input; all the body data of one network read is passed
+  HTTP/1.0 and 1.1, malformed input; each connection is an ``asyncio.Protocol`` whose
+  ``data_received`` feeds the parser, and all the body data of one network read is passed
   on as one piece, so events that arrive together stay together;
 * idle keep-alive connections are kept per origin; taking one only looks at whether
   the server already closed it (no system call);
@@ -31,6 +32,7 @@ import ssl
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import cast
 
 import httptools
 import httpx
@@ -61,31 +63,144 @@ class _Outgoing:
     slots: asyncio.Semaphore | None
 
 
-class _Connection:
-    __slots__ = ("reader", "writer", "origin")
+class _Connection(asyncio.Protocol):
+    """One connection to the upstream, read as the network delivers it: each read is fed to
+    the parser of the answer being read (``response``) in ``data_received``, so a body read
+    costs one wait and no copy (a stream reader would buffer it, copy it out and take a
+    coroutine step more). What the reader of the body needs to know is kept here: the
+    server closed its side, the connection broke, the parser found an error. Reading pauses
+    while more than a read's worth of body waits to be taken (a client that does not read
+    slows the upstream down instead of filling memory)."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, origin: _Origin) -> None:
-        self.reader = reader
-        self.writer = writer
+    __slots__ = (
+        "origin", "transport", "response", "received", "unread", "closed", "error", "unasked", "_waiter",
+        "_reading_paused", "_writing_paused", "_drain_waiter",
+    )
+
+    def __init__(self, origin: _Origin) -> None:
         self.origin = origin
+        self.transport: asyncio.Transport | None = None
+        self.response: _Response | None = None  # the answer being read; None while idle
+        self.received = False  # a byte of the current answer came
+        self.unread = 0  # bytes fed since the reader last took the body
+        self.closed = False  # the server closed its side, or the connection is gone
+        self.error: Exception | None = None  # what the reader raises next
+        self.unasked = False  # bytes came while no request was waiting for them
+        self._waiter: asyncio.Future[None] | None = None
+        self._reading_paused = False
+        self._writing_paused = False
+        self._drain_waiter: asyncio.Future[None] | None = None
+
+    # ------------------------------------------------------------------ protocol callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is one without subclassing it
+
+    def data_received(self, data: bytes) -> None:
+        response = self.response
+        if response is None or self.error is not None:
+            self.unasked = True
+            return
+        self.received = True
+        try:
+            response.feed(data)
+        except httpx.HTTPError as exc:
+            self.error = exc
+        self.unread += len(data)
+        if self.unread > READ_SIZE and not self._reading_paused and self.transport is not None:
+            self._reading_paused = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.closed = True
+        self._wake()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if exc is not None and self.error is None:
+            self.error = httpx.ReadError(str(exc) or type(exc).__name__)
+        self._wake()
+        drain, self._drain_waiter = self._drain_waiter, None
+        if drain is not None and not drain.done():
+            drain.set_result(None)
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        drain, self._drain_waiter = self._drain_waiter, None
+        if drain is not None and not drain.done():
+            drain.set_result(None)
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    # ------------------------------------------------------------------ use
 
     def usable(self) -> bool:
         """Idle and still open: the server has not closed it and sent nothing unasked."""
-        return not self.writer.is_closing() and not self.reader.at_eof() and not self.reader._buffer  # type: ignore[attr-defined]
+        transport = self.transport
+        return (transport is not None and not transport.is_closing() and not self.closed and not self.unasked
+                and self.error is None)
 
     def close(self) -> None:
-        self.writer.close()
+        if self.transport is not None:
+            self.transport.close()
 
-    async def read(self, timeout: float | ReadDeadline | None) -> bytes:
-        try:
-            if isinstance(timeout, ReadDeadline):
-                return await timeout.read(self.reader.read(READ_SIZE))
+    def start(self, response: _Response) -> None:
+        """``response`` is the answer to read next (its request about to be written)."""
+        self.response = response
+        self.received = False
+        self.unread = 0
+
+    def finish(self) -> None:
+        """The answer is read: what comes now, before a next request, was not asked for."""
+        self.response = None
+
+    async def write(self, parts: tuple[bytes, ...], timeout: float | None) -> None:
+        """Send ``parts``, waiting (at most ``timeout``) while the transport's buffer is full;
+        OSError when the connection is gone."""
+        transport = self.transport
+        if transport is None or self.closed or transport.is_closing():
+            raise ConnectionResetError("Connection lost")
+        for part in parts:
+            transport.write(part)
+        if self._writing_paused:
+            waiter = self._drain_waiter = asyncio.get_running_loop().create_future()
             async with asyncio.timeout(timeout):
-                return await self.reader.read(READ_SIZE)
+                await waiter
+            if self.closed:
+                raise ConnectionResetError("Connection lost")
+
+    async def receive(self, deadline: ReadDeadline | None) -> None:
+        """Wait until the server sends more (fed to the response as it comes) or closes;
+        raises what broke (``httpx.ReadError``, ``RemoteProtocolError``) or
+        ``httpx.ReadTimeout``. Called when everything fed so far was taken."""
+        if self.error is not None:
+            raise self.error
+        self.unread = 0
+        if self._reading_paused and self.transport is not None:
+            self._reading_paused = False
+            self.transport.resume_reading()
+        if self.closed:
+            return
+        waiter = self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            if deadline is None:
+                await waiter
+            else:
+                await deadline.read(waiter)
         except TimeoutError:
             raise httpx.ReadTimeout("timed out reading the upstream response") from None
-        except OSError as exc:
-            raise httpx.ReadError(str(exc) or type(exc).__name__) from None
+        finally:
+            self._waiter = None
+        if self.error is not None:
+            raise self.error
 
 
 class _Response:
@@ -200,21 +315,21 @@ class _Body(httpx.AsyncByteStream):
         connection: _Connection,
         response: _Response,
         *,
-        read_timeout: float | None,
+        deadline: ReadDeadline | None,
         slots: asyncio.Semaphore | None,
     ) -> None:
         self._transport = transport
         self._slots = slots  # released when the body is closed
         self._connection: _Connection | None = connection
         self._response = response
-        self._timeout = read_timeout
+        self._deadline = deadline  # the head's, closed with the body
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         connection = self._connection
         if connection is None:
             return
         response = self._response
-        deadline = None if self._timeout is None else ReadDeadline(self._timeout)
+        deadline = self._deadline
         try:
             while True:
                 piece = response.take_body()
@@ -222,14 +337,11 @@ class _Body(httpx.AsyncByteStream):
                     yield piece
                 if response.complete:
                     return
-                data = await connection.read(deadline)
-                if data:
-                    response.feed(data)
-                else:
-                    response.end_of_input()
+                if connection.closed and connection.error is None:
+                    response.end_of_input()  # complete for a close-delimited body, or an error
+                    continue
+                await connection.receive(deadline)
         finally:
-            if deadline is not None:
-                deadline.close()
             await self.aclose()
 
     async def aclose(self) -> None:
@@ -237,7 +349,10 @@ class _Body(httpx.AsyncByteStream):
         if connection is None:
             return
         self._connection = None
+        if self._deadline is not None:
+            self._deadline.close()
         if self._response.complete and self._response.keep_alive:
+            connection.finish()
             self._transport._release(connection)
         else:
             connection.close()
@@ -283,19 +398,20 @@ class LeanTransport(httpx.AsyncBaseTransport):
     async def _connect(self, origin: _Origin, timeout: float | None) -> _Connection:
         scheme, host, port = origin
         name = host.decode("ascii")
+        loop = asyncio.get_running_loop()
         try:
             async with asyncio.timeout(timeout):
                 if scheme == b"https":
-                    reader, writer = await asyncio.open_connection(
-                        name, port, ssl=self._ssl(), server_hostname=name, limit=MAX_HEAD
+                    _, connection = await loop.create_connection(
+                        lambda: _Connection(origin), name, port, ssl=self._ssl(), server_hostname=name
                     )
                 else:
-                    reader, writer = await asyncio.open_connection(name, port, limit=MAX_HEAD)
+                    _, connection = await loop.create_connection(lambda: _Connection(origin), name, port)
         except TimeoutError:
             raise httpx.ConnectTimeout(f"timed out connecting to {name}:{port}") from None
         except (OSError, ssl.SSLError) as exc:
             raise httpx.ConnectError(str(exc) or type(exc).__name__) from None
-        return _Connection(reader, writer, origin)
+        return connection
 
     # ------------------------------------------------------------------ requests
 
@@ -314,7 +430,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
             body = await request.aread()
         head = self._head(request)
         slots = self._slots
-        if slots is not None:
+        if slots is not None and not slots.locked():
+            await slots.acquire()  # a free slot: taken at once, no timer to set
+        elif slots is not None:
             try:
                 async with asyncio.timeout(timeouts.get("pool")):
                     await slots.acquire()
@@ -357,35 +475,26 @@ class LeanTransport(httpx.AsyncBaseTransport):
 
     async def _send(self, outgoing: _Outgoing, connection: _Connection) -> httpx.Response:
         request, head, body, timeouts = outgoing.request, outgoing.head, outgoing.body, outgoing.timeouts
-        writer = connection.writer
+        response = _Response(head_only=request.method == "HEAD")
+        connection.start(response)
         try:
-            writer.write(head + body if len(body) < 65536 else head)
-            if len(body) >= 65536:
-                writer.write(body)
-            async with asyncio.timeout(timeouts.get("write")):
-                await writer.drain()
+            await connection.write((head + body,) if len(body) < 65536 else (head, body), timeouts.get("write"))
         except TimeoutError:
             raise httpx.WriteTimeout("timed out sending the request") from None
         except OSError as exc:
             raise _Stale() from exc
-        response = _Response(head_only=request.method == "HEAD")
-        received = False
-        while not response.head_done:
-            try:
-                data = await connection.read(timeouts.get("read"))
-            except httpx.ReadError:
-                if received:
-                    raise
-                raise _Stale() from None
-            if not data:
-                if not received:
-                    raise _Stale()
-                raise httpx.RemoteProtocolError("server disconnected in the middle of the response head")
-            received = True
-            response.feed(data)
+        read_timeout = timeouts.get("read")
+        # One deadline for the head and the body (``ReadDeadline``), not a timer per read.
+        deadline = None if read_timeout is None else ReadDeadline(read_timeout)
+        try:
+            await self._read_head(connection, response, deadline)
+        except BaseException:
+            if deadline is not None:
+                deadline.close()
+            raise
         if request.headers.get("connection", "").lower() == "close":
             response.keep_alive = False
-        stream = _Body(self, connection, response, read_timeout=timeouts.get("read"), slots=outgoing.slots)
+        stream = _Body(self, connection, response, deadline=deadline, slots=outgoing.slots)
         version = b"HTTP/" + response.parser.get_http_version().encode("ascii")
         return httpx.Response(
             response.status,
@@ -394,6 +503,20 @@ class LeanTransport(httpx.AsyncBaseTransport):
             request=request,
             extensions={"http_version": version, "reason_phrase": response.reason},
         )
+
+    @staticmethod
+    async def _read_head(connection: _Connection, response: _Response, deadline: ReadDeadline | None) -> None:
+        while not response.head_done:
+            try:
+                if connection.closed and connection.error is None:
+                    if not connection.received:
+                        raise _Stale()
+                    raise httpx.RemoteProtocolError("server disconnected in the middle of the response head")
+                await connection.receive(deadline)
+            except httpx.ReadError:
+                if connection.received:
+                    raise
+                raise _Stale() from None
 
     async def aclose(self) -> None:
         self._closed = True

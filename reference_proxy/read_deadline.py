@@ -35,11 +35,9 @@ class ReadDeadline:
     async def read(self, pending: Awaitable[T]) -> T:
         """``await pending``, or ``TimeoutError`` when it waits longer than the timeout."""
         task = asyncio.current_task()
-        if task is not self._task:  # the first read, or the body moved to another task
-            self._task = task
-            if self._handle is not None:
-                self._handle.cancel()
-                self._handle = None
+        # The first read, or the body moved to another task (the head is read by the route,
+        # the body by the relay): the timer stays, it cancels whichever task reads when due.
+        self._task = task
         self._started = self._loop.time()
         if self._handle is None:
             self._handle = self._loop.call_at(self._started + self._timeout, self._due)

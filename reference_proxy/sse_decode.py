@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from httpx_sse import ServerSentEvent
 
-_LF, _CR = b"\n", b"\r"
+_LF, _CR, _BLANK = b"\n", b"\r", b"\n\n"
+_DATA = b"data: "
 
 
 class SSEDecoder:
@@ -32,6 +33,10 @@ class SSEDecoder:
         self._event = ""
 
     def feed(self, piece: bytes) -> list[ServerSentEvent]:
+        if piece[-2:] == _BLANK and not (self._cr or self._rest or self._data or self._event) and _CR not in piece:
+            plain = _plain(piece)
+            if plain is not None:
+                return plain
         if self._cr:
             self._cr = False
             if piece[:1] == _LF:
@@ -69,3 +74,15 @@ class SSEDecoder:
             elif name == "event":
                 self._event = value
         return out
+
+
+def _plain(piece: bytes) -> list[ServerSentEvent] | None:
+    """A read of whole one-line ``data: …`` events and nothing else (what an inference server
+    writes for every token), read without splitting it into lines; None for anything else,
+    which the line-by-line reading handles. Called only between events, on a read with no CR."""
+    out: list[ServerSentEvent] = []
+    for block in piece[:-2].split(_BLANK):
+        if block[:6] != _DATA or _LF in block:
+            return None
+        out.append(ServerSentEvent(event="message", data=block[6:].decode("utf-8", "replace")))
+    return out

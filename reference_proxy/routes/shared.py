@@ -5,7 +5,6 @@ relaying a stream, rewrapping a whole answer as a stream, reading a whole answer
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -23,6 +22,7 @@ from reference_proxy.errors import ProxyError, request_timeout, upstream_bad_res
 from reference_proxy.openai_stream import to_wire
 from reference_proxy.parts import Parts
 from reference_proxy.pipeline import RescuerFactory, ResponseStats, rescuer_for
+from reference_proxy.read_deadline import ReadDeadline
 from reference_proxy.relay import SSE_HEADERS, RelayPipeline, RelayResponse
 from reference_proxy.upstreams import EventSink, Outgoing, Upstream, upstream_for
 
@@ -87,20 +87,32 @@ def log_request(
     log.info(" ".join(parts))
 
 
+def url_path(scope: Mapping[str, Any]) -> str:
+    """``request.url.path`` without building the URL (which parses the host header): the
+    route's path with the three characters Starlette escapes before splitting the URL."""
+    path: str = scope["path"]
+    return path.replace("?", "%3F").replace("#", "%23").replace("\\", "%5C")
+
+
 async def read_body(request: Request, idle_timeout: float) -> bytes:
     """The whole request body; ``ProxyError`` 408 when the client pauses longer than
     ``idle_timeout`` between two pieces (a stalled client never holds a handler forever)."""
     parts: list[bytes] = []
     pieces = request.stream().__aiter__()
-    while True:
-        try:
-            async with asyncio.timeout(idle_timeout):
-                piece = await anext(pieces)
-        except StopAsyncIteration:
-            return b"".join(parts)
-        except TimeoutError:
-            raise request_timeout(idle_timeout) from None
-        parts.append(piece)
+    # One timer for the whole body (``ReadDeadline``), not one per piece: a body that came
+    # whole is still read three times (the body, an empty end, the stop).
+    deadline = ReadDeadline(idle_timeout)
+    try:
+        while True:
+            try:
+                piece = await deadline.read(anext(pieces))
+            except StopAsyncIteration:
+                return b"".join(parts)
+            except TimeoutError:
+                raise request_timeout(idle_timeout) from None
+            parts.append(piece)
+    finally:
+        deadline.close()
 
 
 class Proxy:
@@ -125,7 +137,7 @@ class Proxy:
     ) -> tuple[RequestContext, bytes, _T] | Response:
         """The context of a client's request, its body and what ``parse`` makes of it, or the answer to give instead."""
         started = time.perf_counter()
-        path = request.url.path
+        path = url_path(request.scope)
         try:
             raw = await read_body(request, self.config.body_timeout)
             parsed = parse(raw)
