@@ -12,6 +12,8 @@ never reads a stream (the controller of a parallel run, a report) should not pay
 
 from __future__ import annotations
 
+import atexit
+import gc
 import json
 import traceback
 import warnings
@@ -60,11 +62,22 @@ def _client() -> OpenAI:
 _CLIENTS: dict[Callable[..., object], object] = {}
 
 
+def _release_clients() -> None:
+    """Let the cached clients go while every module is still whole: left to the interpreter's
+    final teardown, their ``__del__`` runs after ``httpx2``'s globals are cleared and prints
+    "Exception ignored ... 'NoneType' object has no attribute 'CLOSED'". One of them is still held
+    in a reference cycle once dropped from the cache, hence the collection."""
+    _CLIENTS.clear()
+    gc.collect()
+
+
 def _reading_client(sdk: Callable[..., _C], base_url: str) -> _C:
     """One client per import of the SDK: a run in the same process that imports it afresh (pytest's
     ``pytester`` drops the modules a run imported) must not read with the classes of the last one.
     Only its response processing is used; it never sends a request."""
     if sdk not in _CLIENTS:
+        if not _CLIENTS:
+            atexit.register(_release_clients)
         _CLIENTS[sdk] = sdk(api_key="conformance", base_url=base_url, max_retries=0)
     return cast(_C, _CLIENTS[sdk])
 
