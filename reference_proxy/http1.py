@@ -63,6 +63,12 @@ class _Outgoing:
     slots: asyncio.Semaphore | None
 
 
+def _settle(waiter: asyncio.Future[None] | None) -> None:
+    """Wake whoever waits on ``waiter``, if anyone still does."""
+    if waiter is not None and not waiter.done():
+        waiter.set_result(None)
+
+
 class _Connection(asyncio.Protocol):
     """One connection to the upstream, read as the network delivers it: each read is fed to
     the parser of the answer being read (``response``) in ``data_received``, so a body read
@@ -122,23 +128,21 @@ class _Connection(asyncio.Protocol):
         if exc is not None and self.error is None:
             self.error = httpx.ReadError(str(exc) or type(exc).__name__)
         self._wake()
-        drain, self._drain_waiter = self._drain_waiter, None
-        if drain is not None and not drain.done():
-            drain.set_result(None)
+        self._end_drain()
 
     def pause_writing(self) -> None:
         self._writing_paused = True
 
     def resume_writing(self) -> None:
         self._writing_paused = False
-        drain, self._drain_waiter = self._drain_waiter, None
-        if drain is not None and not drain.done():
-            drain.set_result(None)
+        self._end_drain()
 
     def _wake(self) -> None:
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        _settle(self._waiter)
+
+    def _end_drain(self) -> None:
+        drain, self._drain_waiter = self._drain_waiter, None
+        _settle(drain)
 
     # ------------------------------------------------------------------ use
 
