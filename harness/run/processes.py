@@ -39,6 +39,7 @@ class ServerProcess:
     process: subprocess.Popen[bytes]
     port: int
     log: IO[bytes]
+    health: str  # the path that answers 200 once the server serves
 
     @property
     def url(self) -> str:
@@ -48,10 +49,10 @@ class ServerProcess:
         """User + system CPU so far of the server process and its children (uvicorn's workers)."""
         return sum(process_cpu(pid) for pid in (self.process.pid, *children(self.process.pid)))
 
-    def await_health(self, health: str) -> None:
-        """Return once the server answers ``health`` with 200; raise if it exits or never does."""
+    def await_health(self) -> None:
+        """Return once the server answers its ``health`` path with 200; raise if it exits or never does."""
         deadline = time.monotonic() + START_TIMEOUT
-        while not _answers(self.port, health):
+        while not _answers(self.port, self.health):
             if self.process.poll() is not None:
                 raise ConformanceError(f"{self.name} exited with {self.process.returncode}:\n{self.log_tail()}")
             if time.monotonic() > deadline:
@@ -137,10 +138,10 @@ def running(name: str, args: Sequence[str], port: int, health: str, *, cwd: Path
     else:
         program = [str(script)] if script is not None else ["-c", CLI]
     process = subprocess.Popen([sys.executable, *program, *args], stdout=log, stderr=subprocess.STDOUT, cwd=cwd)
-    server = ServerProcess(name, process, port, log)
+    server = ServerProcess(name, process, port, log, health)
     try:
         if wait:
-            server.await_health(health)
+            server.await_health()
         yield server
     finally:
         if process.poll() is None:

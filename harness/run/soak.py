@@ -70,7 +70,7 @@ def soak(config: RunConfig) -> None:
             click.echo(f"soak: the reference proxy at {proxy_url} (pid {proxy_pid})")
         else:
             click.echo(f"soak: proxy under test {proxy_url}; its upstream must be {mock.url}/v1")
-        mock.await_health("/_mock/health")
+        mock.await_health()
         until = f"{config.exchanges} exchanges or {duration}" if config.exchanges else duration
         click.echo(f"soak: {users} user(s) for {until}; faults {fault_rate:.1%} of upstream requests and "
                    f"{config.client_fault_rate:.1%} of clients, seed {seed} (reproduce with --fault-seed {seed})")
