@@ -19,7 +19,7 @@ from mutants.base import Mutant
 from mutants.different import CORRECT_BUT_DIFFERENT
 from mutants.fuzz_only import ALL_AT_ONCE, BUDGET, FUZZ_ONLY
 from support.fuzz_runs import FEATURES, SEED, run_fuzz
-from support.mutant_rig import Rig, rig  # noqa: F401  (rig: the module's mock and reference proxy)
+from support.mutant_rig import Apart, Rig, apart, rig  # noqa: F401  (the module's servers)
 
 from harness.cli.main import main
 from harness.core.dialects.clients import CLIENTS
@@ -187,11 +187,11 @@ def test_the_hand_written_library_misses_every_fuzz_only_mutant(rig: Rig, server
 
 
 @pytest.mark.parametrize("mutant", FUZZ_ONLY, ids=[m.id for m in FUZZ_ONLY])
-def test_only_generation_catches_the_mutant(mutant: Mutant, rig: Rig, servers: object, tmp_path: Path) -> None:
-    url = f"{servers(mutant.app(f'{rig.mock_url}/v1')).url}/v1"  # type: ignore[operator]
+def test_only_generation_catches_the_mutant(mutant: Mutant, rig: Rig, apart: Apart, tmp_path: Path) -> None:
+    url = apart.mutant_urls[mutant.id]
 
     formats, budget = BUDGET[mutant.id]
-    report = run_fuzz(url, rig.mock_url, formats, budget, tmp_path / "found", database=tmp_path / "db",
+    report = run_fuzz(url, apart.mock_url, formats, budget, tmp_path / "found", database=tmp_path / "db",
                       shrink_budget=5)
     assert len(report.findings) == 1, f"{mutant.id} ({mutant.breaks}) not caught in {budget} examples"
     finding = report.findings[0]
@@ -203,7 +203,7 @@ def test_only_generation_catches_the_mutant(mutant: Mutant, rig: Rig, servers: o
     assert header[1].startswith("# breaks: ") and header[2].startswith("# replay: toolcall-conformance replay")
 
     scenario = load_scenario(finding.path)
-    with MockControl(rig.mock_url) as mock:
+    with MockControl(apart.mock_url) as mock:
         # Where one network read ends is the machine's to choose: on a busy machine the
         # proxy may read two of the mock's paced writes at once, and a tear across three
         # reads is then a tear across two. The loss must still show in one of three plays.
@@ -212,13 +212,14 @@ def test_only_generation_catches_the_mutant(mutant: Mutant, rig: Rig, servers: o
                              profile=scenario.client.profile)
             if set(mutant.rules) <= set(on_mutant.failed_rules):
                 break
+    with MockControl(rig.mock_url) as mock:
         on_reference = play(scenario, settings=RunSettings(proxy_url=rig.reference_url, features=FEATURES,
                                                            timeout=5), mock=mock, profile=scenario.client.profile)
     assert set(mutant.rules) <= set(on_mutant.failed_rules)
     assert on_reference.failed_rules == []
 
     if mutant.id == "retypes-nested-integers":  # cheap to find again: the example database replays it first
-        again = run_fuzz(url, rig.mock_url, formats, budget, tmp_path / "again", seed=SEED + 7,
+        again = run_fuzz(url, apart.mock_url, formats, budget, tmp_path / "again", seed=SEED + 7,
                          database=tmp_path / "db", shrink_budget=0)
         assert again.findings and again.results[0].examples <= 3 < report.results[0].examples
 

@@ -158,10 +158,12 @@ FUZZ_ONLY: tuple[Mutant, ...] = (
 # How each is caught: the formats played and the example budget (with the seed of the tests
 # of generated cases, ``tests/generate/test_fuzz.py``). Hypothesis spreads a run's cases by its
 # budget, so another budget draws other cases: with these, each is caught within its first dozen
-# examples (at the 11th, 7th and 9th), where budgets of 150-200 caught them at the 45th, 14th and 101st.
+# examples (at the 11th, 9th and 9th), where budgets of 150-200 caught them at the 45th, 14th and 101st.
+# The torn character's budget holds two cases that tear one across three writes (the 9th and the
+# 23rd; a budget of 30 holds one): a busy host may deliver the three writes of one in two reads.
 BUDGET: dict[str, tuple[tuple[str, ...], int]] = {
     "loses-split-opener": (("hermes",), 40),
-    "loses-three-way-torn-character": (("hermes",), 30),
+    "loses-three-way-torn-character": (("hermes",), 60),
     "retypes-nested-integers": (("hermes",), 60),
 }
 

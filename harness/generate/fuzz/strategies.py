@@ -154,8 +154,9 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
     stream = draw(st.integers(0, 3)) > 0  # a streamed case is also played without streaming
     # Now and then a short streamed answer whose every event is torn into writes of one
     # or two bytes: a character of three or four bytes then arrives in three reads or
-    # more (the mock pauses between writes, so the case stays short to stay fast, and
-    # its prose is mostly such characters).
+    # more (of two bytes, only a character of four does), when the proxy reads each write
+    # as it comes (the mock pauses between writes, so the case stays short to stay fast,
+    # and its prose is mostly such characters).
     # Rare choices are drawn as the highest value, so that shrinking (towards 0) drops them.
     tear = stream and draw(st.integers(0, 4)) == 4
     offered = draw(tools())
