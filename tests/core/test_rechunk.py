@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from harness.core.dialects.frames import ContentFrame, RawFrame, ToolCallFrame, ToolUseFrame
 from harness.core.frames.rechunk import (
+    MAX_FRAMES,
     MAX_TORN_WRITES,
     STRATEGIES,
     Layout,
@@ -21,6 +22,7 @@ from harness.core.frames.rechunk import (
     layout,
     make_variant,
     native_pieces,
+    per_char_splits,
     tag_splits,
     variant_random,
     variants,
@@ -138,6 +140,30 @@ def test_per_char_is_one_character_per_frame() -> None:
     variant = make_variant(layout(MIXED.backend.frames), MIXED.id, 1, STRATEGIES.index("per-char"), sizes=())
     content = [f for f in apply_variant(MIXED, variant).backend.frames if isinstance(f, ContentFrame)]
     assert {len(f.content) for f in content} == {1}
+
+
+LONG = ("Writing it now.\n<tool_call>\n{\"name\": \"write_file\", \"arguments\": {\"content\": \""
+        + "1000,sample,0.25\\n" * 2000 + "\"}}\n</tool_call>\n```\ndone\n```")
+
+
+def test_a_long_answer_is_cut_every_few_characters_and_one_at_a_time_in_its_markup() -> None:
+    """Past ``MAX_FRAMES`` characters, ``per-char`` keeps to about that many frames, with
+    every offset of every tag and fence still cut; ``random`` keeps to that many cuts."""
+    assert len(LONG) > 8 * MAX_FRAMES
+    cuts = per_char_splits(LONG)
+    markup = [m.span() for m in re.finditer(r"</?[A-Za-z_][^<>]*>|```", LONG)]
+    assert len(markup) == 4
+    assert len(cuts) <= MAX_FRAMES + sum(end - start + 1 for start, end in markup)
+    for start, end in markup:
+        assert set(range(start, min(end + 1, len(LONG)))) <= cuts, LONG[start:end]
+    gaps = [b - a for a, b in zip(sorted(cuts), sorted(cuts)[1:])]
+    assert max(gaps) == -(-len(LONG) // MAX_FRAMES)
+    short = LONG[:MAX_FRAMES]
+    assert per_char_splits(short) == set(range(1, len(short)))
+    scenario = _scenario([LONG])
+    lay = layout(scenario.backend.frames)
+    for index in range(len(STRATEGIES)):
+        assert len(make_variant(lay, scenario.id, index, STRATEGIES.index("random"), sizes=()).splits) <= MAX_FRAMES
 
 
 def test_tag_strategy_cuts_inside_every_tag_fence_and_json_string() -> None:

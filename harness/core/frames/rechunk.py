@@ -47,6 +47,11 @@ from harness.core.scenario.model import Backend, Scenario
 
 STRATEGIES: Final[tuple[str, ...]] = ("per-char", "tags", "random", "multibyte", "native-per-char", "native-json")
 MAX_TORN_WRITES: Final[int] = 1000
+# A variant cuts a text into about this many pieces at most: one character per frame of an
+# 83 KB answer is 83,000 events through the mock, the proxy and the judge (most of a minute
+# of CPU), where a cut every few characters, with one character per frame inside its markup,
+# reaches the same states of a parser (what it gives up is load).
+MAX_FRAMES: Final[int] = 4096
 
 # Markup openers and closers whose insides a proxy must be able to receive in pieces.
 _TAG = re.compile(r"</?[A-Za-z_][^<>]*>|</?")
@@ -231,11 +236,27 @@ def tag_splits(text: str, rng: random.Random) -> set[int]:
     return {c for c in cuts if 0 < c < len(text)}
 
 
+def per_char_splits(text: str) -> set[int]:
+    """Every offset inside ``text``; in a text of more than ``MAX_FRAMES`` characters, every
+    ``step``-th (the smallest step that keeps to ``MAX_FRAMES`` pieces) and every offset in
+    and at the edges of a tag or fence, where a parser's state turns."""
+    n = len(text)
+    step = -(-n // MAX_FRAMES)
+    if step <= 1:
+        return set(range(1, n))
+    cuts = set(range(step, n, step))
+    for pattern in (_TAG, _FENCE):
+        for m in pattern.finditer(text):
+            cuts.update(range(m.start(), m.end() + 1))
+    return {c for c in cuts if 0 < c < n}
+
+
 def _random_cuts(n: int, rng: random.Random) -> set[int]:
-    """Up to a third of the offsets inside a text of ``n`` characters, at random."""
+    """Up to a third of the offsets inside a text of ``n`` characters (and ``MAX_FRAMES`` at
+    most), at random."""
     if n <= 1:
         return set()
-    k = rng.randint(1, max(1, (n - 1) // 3))
+    k = min(rng.randint(1, max(1, (n - 1) // 3)), MAX_FRAMES)
     return set(rng.sample(range(1, n), k=min(k, n - 1)))
 
 
@@ -293,12 +314,13 @@ def make_variant(lay: Layout, scenario_id: str, seed: int, index: int, *, sizes:
     if strategy.startswith("native-") and not lay.native_cuts:
         strategy = "random"  # no native arguments to cut: the content is re-split instead
     if strategy == "native-per-char":  # the content as written, the arguments one character at a time
-        splits: set[int] = set(lay.original) | lay.native_cuts
+        cuts = sorted(lay.native_cuts)  # (every few, past MAX_FRAMES of them)
+        splits: set[int] = set(lay.original) | set(cuts[:: max(1, -(-len(cuts) // MAX_FRAMES))])
     elif strategy == "native-json":  # the content as written, cuts inside every JSON string of the arguments
         inside = tag_splits(lay.native, rng) | _random_cuts(len(lay.native), rng)
         splits = set(lay.original) | ({n + c for c in inside} & lay.native_cuts)
     elif strategy == "per-char":
-        splits = set(range(1, n))
+        splits = per_char_splits(lay.text)
     elif strategy == "tags":
         splits = tag_splits(lay.text, rng)
         if not splits and n > 1:  # plain prose: fall back to a few random cuts
