@@ -1,13 +1,15 @@
 """The ``toolcall-conformance`` command.
 
-Each subcommand is a thin shell over a pure core; the servers' commands live with
-their packages and are attached here, so this module only wires them together.
+Each subcommand is a thin shell over a pure core; the servers' and tools' commands live
+with their packages and are named here, imported only when a command line names them, so
+this module only wires them together.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -18,7 +20,33 @@ from harness.core.scenario.loading import awaiting_review, bundled_scenarios_dir
 from harness.run.options import BUNDLED_MODES, BY_NAME, OPTIONS, click_option, closest, unknown_long_options
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyCommands(click.Group):
+    """A group whose commands declared elsewhere (``module:attribute``) are imported when
+    named: the servers' and tools' commands import FastAPI, uvicorn, Locust and the SDKs,
+    a second and more that ``validate`` or the mock's own start need not pay."""
+
+    def __init__(self, *args: Any, lazy: Mapping[str, str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._lazy = dict(lazy)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self._lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        where = self._lazy.get(cmd_name)
+        if where is None:
+            return super().get_command(ctx, cmd_name)
+        module, _, attribute = where.partition(":")
+        command = getattr(importlib.import_module(module), attribute)
+        assert isinstance(command, click.Command) and command.name == cmd_name, where
+        return command
+
+
+@click.group(cls=_LazyCommands, context_settings={"help_option_names": ["-h", "--help"]},
+             lazy={"mock": "mock_backends.cli:mock", "soak": "harness.run.soak:soak", "proxy": "reference_proxy.cli:proxy",
+                   "import": "harness.cli.importing:import_command", "fuzz": "harness.cli.fuzzing:fuzz_command",
+                   "agents": "harness.cli.agents:agents_command", "record": "harness.cli.recording:record_command",
+                   "drift": "harness.cli.recording:drift_command"})
 @click.version_option(package_name="toolcall-conformance")
 def main() -> None:
     """Conformance suite for LLM tool-call proxies: mock backends, a reference proxy
@@ -63,28 +91,6 @@ def list_(dirs: tuple[Path, ...], tags: tuple[str, ...], families: tuple[str, ..
     click.echo(f"{len(chosen)} scenario(s)", err=True)
     if problems:
         sys.exit(1)
-
-
-def _attach_server_commands() -> None:
-    from harness.cli.agents import agents_command
-    from harness.cli.fuzzing import fuzz_command
-    from harness.cli.importing import import_command
-    from harness.cli.recording import drift_command, record_command
-    from harness.run.soak import soak
-    from mock_backends.cli import mock
-    from reference_proxy.cli import proxy
-
-    main.add_command(mock)
-    main.add_command(soak)
-    main.add_command(proxy)
-    main.add_command(import_command)
-    main.add_command(fuzz_command)
-    main.add_command(agents_command)
-    main.add_command(record_command)
-    main.add_command(drift_command)
-
-
-_attach_server_commands()
 
 
 def run_main() -> None:

@@ -38,11 +38,13 @@ SOCKETS = "harness.run.servers"
 # (importing module, imported module prefix): why the arrow exists. Reading the core is always
 # allowed for the mock and the reference proxy's errors, and is not listed.
 CROSSING: dict[tuple[str, str], str] = {
-    # The shells that are about another shell: the CLI starts the mock and the proxy; the
-    # embedded run serves both in-process.
+    # The shells that are about another shell: the CLI starts the mock and the proxy (the soak
+    # each in a process of its own); the embedded run serves both in-process.
     ("harness.cli.main", "mock_backends.cli"): "the CLI's mock command",
     ("harness.cli.main", "mock_backends.control"): "the CLI's run talks to the mock it started",
     ("harness.cli.main", "reference_proxy.cli"): "the CLI's proxy command",
+    ("harness.run.soak", "mock_backends.cli"): "the soak starts the mock's command in a process of its own",
+    ("harness.run.soak", "reference_proxy.cli"): "the soak starts the proxy's command in a process of its own",
     ("harness.run.embedded", "mock_backends.app"): "the bundled run serves the mock in-process",
     ("harness.run.embedded", "reference_proxy.app"): "the bundled run serves the reference proxy in-process",
     ("harness.run.embedded", "reference_proxy.config"): "the bundled run configures the reference proxy",
@@ -107,9 +109,14 @@ def _import_froms(module: str) -> Iterator[tuple[str, ast.alias]]:
 def imported(path: Path) -> set[str]:
     """The modules ``path`` imports (absolute imports, those inside functions and under
     ``TYPE_CHECKING`` included); ``from package import module`` counts as importing
-    ``package.module`` too."""
+    ``package.module`` too, and so does a ``"package.module:attribute"`` string, as the
+    CLI names the commands it imports when they are called."""
     names: set[str] = set()
     for node in ast.walk(_tree(path)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and ":" in node.value:
+            module, _, attribute = node.value.partition(":")
+            if module in SOURCES and attribute.isidentifier():
+                names.add(module)
         if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module)
             names.update(f"{node.module}.{a.name}" for a in node.names

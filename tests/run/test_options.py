@@ -158,11 +158,13 @@ BY_FLAG = {option.cli_flag: option for option in OPTIONS}
 
 
 def _table_flags(name: str) -> list[tuple[str, click.Option, Option]]:
-    return [(flag, param, BY_FLAG[flag]) for param in main.commands[name].params if isinstance(param, click.Option)
+    command = main.get_command(click.Context(main), name)
+    assert command is not None
+    return [(flag, param, BY_FLAG[flag]) for param in command.params if isinstance(param, click.Option)
             for flag in param.opts if flag in BY_FLAG and (name, flag) not in OWN_MEANING]
 
 
-@pytest.mark.parametrize("command", sorted(set(main.commands) - SERVER_COMMANDS - {"list"}))  # list: no defaults
+@pytest.mark.parametrize("command", sorted(set(main.list_commands(click.Context(main))) - SERVER_COMMANDS - {"list"}))  # list: no defaults
 def test_a_flag_means_the_same_in_every_command(command: str) -> None:
     """Every command's flag that the table declares is the table's option: its help, kind, type and
     range, and its default (``run`` leaves defaults to the plugin) unless the command says otherwise."""
