@@ -65,6 +65,15 @@ class Verdict:
         self.done = done
         self.resume = resume
 
+    def _fields(self) -> tuple[tuple[Call, ...], int | None, bool, int]:
+        return self.calls, self.markup_end, self.done, self.resume
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Verdict) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
     def __repr__(self) -> str:
         return f"Verdict({self.calls!r}, {self.markup_end!r}, {self.done!r}, {self.resume!r})"
 
@@ -107,6 +116,15 @@ class Context:
     def after_blank(self) -> bool:
         """The opener follows a blank in the middle of a line: prose, most likely."""
         return not self.line_start and self.before in (" ", "\t")
+
+    def _fields(self) -> tuple[bool, str, bool]:
+        return self.line_start, self.before, self.after_call
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Context) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
 
     def __repr__(self) -> str:
         return f"Context({self.line_start!r}, {self.before!r}, {self.after_call!r})"
