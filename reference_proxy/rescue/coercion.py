@@ -12,12 +12,12 @@ import json
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, Final
 
-_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_FLOAT = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)")
-_LITERALS: dict[str, Any] = {"true": True, "false": False, "null": None}
-_NOT_DECODED = object()
+_INTEGER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_FLOAT: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+(?:[eE][+-]?[0-9]+)?|[eE][+-]?[0-9]+)")
+_LITERALS: Final[dict[str, Any]] = {"true": True, "false": False, "null": None}
+_NOT_DECODED: Final = object()
 
 
 def _no_constants(name: str) -> Any:
@@ -25,8 +25,8 @@ def _no_constants(name: str) -> Any:
 
 
 # Built once: ``json.loads``/``json.dumps`` with options build a new coder per call.
-_DECODER = json.JSONDecoder(strict=False, parse_constant=_no_constants)
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_DECODER: Final = json.JSONDecoder(strict=False, parse_constant=_no_constants)
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def loads_json(text: str) -> Any:
@@ -44,8 +44,8 @@ def loads_json(text: str) -> Any:
 # ``JSONEncoder.encode`` builds its C encoder anew on every call; one built once, with no
 # cycle check (a cycle ends in RecursionError, answered alike), writes the same text in a
 # third of the time. Every rescued call's arguments go through here.
-_MAKE_C_ENCODER: Callable[..., Callable[[Any, int], Iterable[str]]] | None = getattr(json.encoder, "c_make_encoder", None)
-_C_ENCODER = (
+_MAKE_C_ENCODER: Final[Callable[..., Callable[[Any, int], Iterable[str]]] | None] = getattr(json.encoder, "c_make_encoder", None)
+_C_ENCODER: Final = (
     _MAKE_C_ENCODER(None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",", False, False, False)
     if _MAKE_C_ENCODER is not None
     else None

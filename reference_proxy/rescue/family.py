@@ -16,7 +16,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, Final
 
 from reference_proxy.rescue.coercion import compact_json
 from reference_proxy.rescue.toolbox import Toolbox
@@ -42,10 +42,11 @@ class Call:
         return text
 
 
-class Verdict(NamedTuple):
-    """What a parser learned from the text fed so far (a named tuple: parsers make one
-    for nearly every marker, and a tuple is made several times faster than a frozen
-    dataclass).
+class Verdict:
+    """What a parser learned from the text fed so far. (A plain class with slots: parsers
+    make one for nearly every marker. It was a named tuple, which CPython makes faster
+    than a frozen dataclass; compiled with mypyc, a named tuple is still made by a
+    Python-level ``__new__``, while this class is made in C.)
 
     ``markup_end`` set: ``calls`` (possibly none, for an empty wrapper) are complete and
     the text before ``markup_end`` is their markup. ``done``: the marker is over; text
@@ -55,10 +56,26 @@ class Verdict(NamedTuple):
     on; it is sent at once instead of being held until the marker ends.
     """
 
-    calls: tuple[Call, ...] = ()
-    markup_end: int | None = None
-    done: bool = False
-    resume: int = 0
+    __slots__ = ("calls", "markup_end", "done", "resume")
+
+    def __init__(self, calls: tuple[Call, ...] = (), markup_end: int | None = None, done: bool = False,
+                 resume: int = 0) -> None:
+        self.calls = calls
+        self.markup_end = markup_end
+        self.done = done
+        self.resume = resume
+
+    def _fields(self) -> tuple[tuple[Call, ...], int | None, bool, int]:
+        return self.calls, self.markup_end, self.done, self.resume
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Verdict) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Verdict({self.calls!r}, {self.markup_end!r}, {self.done!r}, {self.resume!r})"
 
 
 def accept(calls: tuple[Call, ...], end: int) -> Verdict:
@@ -81,21 +98,36 @@ def passing(end: int) -> Verdict:
     return Verdict((), None, False, end)
 
 
-class Context(NamedTuple):
-    """Where an opener was found, for the families whose rules depend on it (a named
-    tuple: one is made for every marker, and it is the cheapest immutable record)."""
+class Context:
+    """Where an opener was found, for the families whose rules depend on it (one is made
+    for every marker: a plain class with slots, made in C when compiled; see ``Verdict``)."""
 
-    line_start: bool
-    """Only blanks precede the opener on its line."""
-    before: str
-    """The character right before the opener; '' at the start of the text or right after markup."""
-    after_call: bool = False
-    """Only blanks separate the opener from the markup of a call just recognised."""
+    __slots__ = ("line_start", "before", "after_call")
+
+    def __init__(self, line_start: bool, before: str, after_call: bool = False) -> None:
+        self.line_start = line_start
+        """Only blanks precede the opener on its line."""
+        self.before = before
+        """The character right before the opener; '' at the start of the text or right after markup."""
+        self.after_call = after_call
+        """Only blanks separate the opener from the markup of a call just recognised."""
 
     @property
     def after_blank(self) -> bool:
         """The opener follows a blank in the middle of a line: prose, most likely."""
         return not self.line_start and self.before in (" ", "\t")
+
+    def _fields(self) -> tuple[bool, str, bool]:
+        return self.line_start, self.before, self.after_call
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Context) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Context({self.line_start!r}, {self.before!r}, {self.after_call!r})"
 
 
 class MarkerParser(ABC):
@@ -163,8 +195,8 @@ class Family(ABC):
 
 # --------------------------------------------------------------------------- helpers for parsers
 
-WS = re.compile(r"[ \t\r\n]*")
-MAX_TAG = 512
+WS: Final = re.compile(r"[ \t\r\n]*")
+MAX_TAG: Final = 512
 """Longest opening tag (with its attributes) a parser waits for before giving up. Every
 search a parser starts from a marker's beginning stops this far from it, so markers that
 begin again and again in one piece cost a bounded amount each, never the whole piece."""
@@ -226,7 +258,7 @@ class Carry:
         return passing(self.pos)
 
 
-MAX_NAME = 256
+MAX_NAME: Final = 256
 """Longest name (of a tool or a parameter) a parser waits for before giving up."""
 NOT_YET, NO_NAME = -1, -2
 
@@ -241,7 +273,7 @@ def name_end(s: str, i: int, end: str, searched: int = 0) -> int:
     return k
 
 
-MAX_GAP = 64
+MAX_GAP: Final = 64
 """Longest run of blanks between a closing tag and the tag that confirms it."""
 
 

@@ -12,28 +12,29 @@ from __future__ import annotations
 
 import re
 from enum import Enum
+from typing import Final
 
 from reference_proxy.rescue.coercion import loads_json
 
-_WS = re.compile(r"[ \t\r\n]*")
-_STRING_BODY = re.compile(r'[^"\\]*')
-_WHOLE_STRING = re.compile(r'"([^"\\]*)"')
-_SCALAR_BODY = re.compile(r"[-+.0-9A-Za-z]*")
-_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
-_LITERALS = frozenset(("true", "false", "null"))
-_ESCAPABLE = frozenset('"\\/bfnrtu')
-_SCALAR_START = frozenset("-0123456789tfn")
+_WS: Final = re.compile(r"[ \t\r\n]*")
+_STRING_BODY: Final = re.compile(r'[^"\\]*')
+_WHOLE_STRING: Final = re.compile(r'"([^"\\]*)"')
+_SCALAR_BODY: Final = re.compile(r"[-+.0-9A-Za-z]*")
+_NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_LITERALS: Final = frozenset(("true", "false", "null"))
+_ESCAPABLE: Final = frozenset('"\\/bfnrtu')
+_SCALAR_START: Final = frozenset("-0123456789tfn")
 
 # What the grammar allows next.
-_VALUE = 0  # any value
-_VALUE_OR_CLOSE = 1  # after '['
-_KEY_OR_CLOSE = 2  # after '{'
-_KEY = 3  # after ',' in an object
-_COLON = 4
-_COMMA_OR_CLOSE = 5
+_VALUE: Final = 0  # any value
+_VALUE_OR_CLOSE: Final = 1  # after '['
+_KEY_OR_CLOSE: Final = 2  # after '{'
+_KEY: Final = 3  # after ',' in an object
+_COLON: Final = 4
+_COMMA_OR_CLOSE: Final = 5
 
 # Only shallow strings are decoded for the watcher: that is where call names live.
-WATCH_DEPTH = 2
+WATCH_DEPTH: Final = 2
 
 
 class Status(Enum):
@@ -45,9 +46,9 @@ class Status(Enum):
 # The members as module constants: ``Status.MORE`` is looked up through the enum's class on
 # every use (about five times the cost of a global on CPython 3.11), and the scanner and
 # the JSON-bodied parsers test the status once or more per piece. Either spelling works.
-MORE = Status.MORE
-DONE = Status.DONE
-ERROR = Status.ERROR
+MORE: Final = Status.MORE
+DONE: Final = Status.DONE
+ERROR: Final = Status.ERROR
 
 
 class Watcher:
@@ -70,10 +71,10 @@ class Watcher:
         return True
 
 
-_NO_WATCH = Watcher()
+_NO_WATCH: Final = Watcher()
 
 
-NOT_JSON = object()
+NOT_JSON: Final = object()
 """``JsonScanner.result`` of a scan that found no value."""
 
 

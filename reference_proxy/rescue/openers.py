@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Final
 
 from reference_proxy.rescue.family import Family, Opener
 
-WORD_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+WORD_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 
 
 def is_word_char(c: str) -> bool:
     return c in WORD_CHARS
 
 
-THEN_BLANKS = 16
+THEN_BLANKS: Final = 16
 """Blanks after an opener with a ``then`` rule that are still held as a trailing piece."""
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import cache
+from typing import Final
 
 from reference_proxy.rescue.events import (
     ArgumentsDelta, Event, RescuedCall, ToolCallEnd, ToolCallStart, ToolSpec, collect,
@@ -38,10 +39,10 @@ def _nested(tools: Toolbox, openers: Openers) -> Rescuer:
     return Rescuer(tools, buffer_cap=1 << 62, openers=openers, keep_calls=True)
 
 
-FAMILIES: tuple[Family, ...] = families_for(None, nest=_nested)
+FAMILIES: Final[tuple[Family, ...]] = families_for(None, nest=_nested)
 """Every family, in priority order."""
-_OPENERS = Openers(FAMILIES)
-_FIRST_LOOK = 1024
+_OPENERS: Final = Openers(FAMILIES)
+_FIRST_LOOK: Final = 1024
 """How much of a longer piece a marker's parsers are shown at first (``_advance_in_steps``)."""
 # ``Rescuer.feed`` and ``Rescuer._feed`` have shortcuts for plain text written for
 # today's openers (a chain of ``in`` tests is several times cheaper than any general
@@ -49,16 +50,16 @@ _FIRST_LOOK = 1024
 # shortcuts switch off and everything goes through the general scanner: still
 # correct, only slower, until the shortcuts are extended.
 SHORTCUTS = _OPENERS.signal_chars == "<[]`" and _OPENERS.words == ("count", "court")
-_WORD_PREFIXES = _OPENERS.word_prefixes
-_WORD_PREFIX_ENDS = "".join(sorted({prefix[-1] for prefix in _WORD_PREFIXES}))
-_LINE_HERE_FIRSTS = _OPENERS.line_here_firsts  # a ``_LINE_HERE`` match starts with one of these
-_HARMLESS = _OPENERS.harmless
-_LINE_RISK = _OPENERS.line_risk.search
-_LINE_RISK_HINT = _OPENERS.line_risk_hint.search  # matches wherever ``_LINE_RISK`` does, and costs less
-_LINE_OPENER = _OPENERS.line_after_newline.search
-_LINE_HERE = _OPENERS.line_here.match
-_LINE_BEGUN = _OPENERS.line_begun.fullmatch  # from the last line's start: ``Openers.last_line_begun``
-_LINE_BEGUN_ENDS = _OPENERS.line_begun_ends
+_WORD_PREFIXES: Final = _OPENERS.word_prefixes
+_WORD_PREFIX_ENDS: Final = "".join(sorted({prefix[-1] for prefix in _WORD_PREFIXES}))
+_LINE_HERE_FIRSTS: Final = _OPENERS.line_here_firsts  # a ``_LINE_HERE`` match starts with one of these
+_HARMLESS: Final = _OPENERS.harmless
+_LINE_RISK: Final = _OPENERS.line_risk.search
+_LINE_RISK_HINT: Final = _OPENERS.line_risk_hint.search  # matches wherever ``_LINE_RISK`` does, and costs less
+_LINE_OPENER: Final = _OPENERS.line_after_newline.search
+_LINE_HERE: Final = _OPENERS.line_here.match
+_LINE_BEGUN: Final = _OPENERS.line_begun.fullmatch  # from the last line's start: ``Openers.last_line_begun``
+_LINE_BEGUN_ENDS: Final = _OPENERS.line_begun_ends
 _WORD_OPENER = _OPENERS.group_by_first["c"].search if SHORTCUTS else None
 
 

@@ -11,6 +11,7 @@ regular-expression match.
 from __future__ import annotations
 
 import re
+from typing import Final
 
 from reference_proxy.rescue.family import MAX_GAP, NOT_YET, skip_ws, starts
 
@@ -27,7 +28,7 @@ def which(s: str, i: int, literals: tuple[str, ...]) -> int | None:
     return None if undecided else -1
 
 
-NO_TAG = -2
+NO_TAG: Final = -2
 
 
 class Tags:

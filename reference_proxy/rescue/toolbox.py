@@ -7,11 +7,11 @@ a name it read is a call, and what type a parameter should have.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from reference_proxy.rescue.events import ToolSpec
 
-_SCHEMAS_KEPT = 256
+_SCHEMAS_KEPT: Final = 256
 
 
 class Toolbox:

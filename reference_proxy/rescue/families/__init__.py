@@ -8,6 +8,8 @@ claim the same opener, each gets a parser and the first one to recognise a call 
 
 from __future__ import annotations
 
+from typing import Final
+
 from reference_proxy.rescue.families.bare_json import BareJson
 from reference_proxy.rescue.families.code import TOOL_CODE_FORMAT, Code, Nest
 from reference_proxy.rescue.families.gemma import Gemma
@@ -27,7 +29,7 @@ from reference_proxy.rescue.families.sections import DEEPSEEK_V3_CALLS, DEEPSEEK
 from reference_proxy.rescue.families.xtml import KimiK3
 from reference_proxy.rescue.family import Family
 
-CALLS: tuple[Family, ...] = (QwenTools(), Hermes(), Qwen3Coder(), SeedOss(), Glm(), InvokeXml(), MiniMaxM2(), MiniMaxM3(), Mistral(), Granite(), Phi4Mini(), KIMI_K2_CALLS, DEEPSEEK_V31_CALLS, DEEPSEEK_V3_CALLS, DeepSeekDsml(), Harmony(), Gemma(), KimiK3(), Narration(), ArrowCalls(), Llama4Pythonic(), Pythonic(), BareJson())
+CALLS: Final[tuple[Family, ...]] = (QwenTools(), Hermes(), Qwen3Coder(), SeedOss(), Glm(), InvokeXml(), MiniMaxM2(), MiniMaxM3(), Mistral(), Granite(), Phi4Mini(), KIMI_K2_CALLS, DEEPSEEK_V31_CALLS, DEEPSEEK_V3_CALLS, DeepSeekDsml(), Harmony(), Gemma(), KimiK3(), Narration(), ArrowCalls(), Llama4Pythonic(), Pythonic(), BareJson())
 
 
 def families_for(formats: frozenset[str] | None, *, nest: Nest) -> tuple[Family, ...]:
@@ -41,7 +43,7 @@ def families_for(formats: frozenset[str] | None, *, nest: Nest) -> tuple[Family,
     return (Reasoning(), *first, code, *last, Orphans())
 
 
-FORMAT_IDS: tuple[str, ...] = tuple(sorted({*(x for f in CALLS for x in f.formats), TOOL_CODE_FORMAT}))
+FORMAT_IDS: Final[tuple[str, ...]] = tuple(sorted({*(x for f in CALLS for x in f.formats), TOOL_CODE_FORMAT}))
 """Every format id some family reads."""
 
 __all__ = ["CALLS", "FORMAT_IDS", "families_for"]

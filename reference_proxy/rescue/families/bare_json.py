@@ -18,18 +18,18 @@ after the value on its line makes it text: a sentence that shows a call is no ca
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
 from reference_proxy.rescue.families.json_calls import CALL_KEYS, CallWatcher, calls_from_values
 from reference_proxy.rescue.family import CarriedParser, Context, Family, MarkerParser, Opener, Verdict, accept, reject
 from reference_proxy.rescue.jsonscan import MORE, NOT_JSON, JsonScanner
 from reference_proxy.rescue.toolbox import Toolbox
 
-PYTHON_TAG = "<|python_tag|>"
+PYTHON_TAG: Final = "<|python_tag|>"
 """Llama 3.x's token before code for its built-in tools; models put it before JSON calls too."""
-_BLANKS = re.compile(r"[ \t\r]*")
-_JSON = 0
-_AFTER = 1  # a value is complete; only blanks, another value or the line end may follow
+_BLANKS: Final = re.compile(r"[ \t\r]*")
+_JSON: Final = 0
+_AFTER: Final = 1  # a value is complete; only blanks, another value or the line end may follow
 
 
 class BareJsonParser(CarriedParser):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Final, Protocol
 
 from reference_proxy.rescue.events import Event, collect
 from reference_proxy.rescue.families.tool_code import LANGUAGE, ToolCodeParser
@@ -58,30 +58,35 @@ class Nested(Protocol):
 Nest = Callable[[Toolbox, Openers], Nested]
 """Makes the rescuer of a fence's content, without a cap of its own (the outer rescuer's holds)."""
 
-BACKTICK = "`"
-TOOL_CODE_FORMAT = "tool-code"
-FENCE_RUN = 3
-MAX_SPAN = 250
+BACKTICK: Final = "`"
+TOOL_CODE_FORMAT: Final = "tool-code"
+FENCE_RUN: Final = 3
+MAX_SPAN: Final = 250
 """Longest inline code span, in characters from its opening run: below the smallest
 buffer cap, so a stray backtick never holds text long enough to overflow."""
-MAX_INFO = 128
+MAX_INFO: Final = 128
 """Longest info string of a fence (``python``, ``tool_code``) waited for."""
-MAX_FENCE_LINE = 64
+MAX_FENCE_LINE: Final = 64
 """Longest closing fence line (blanks and backticks, without its newline). A longer line
 never closes a fence, whether or not its end has arrived: held no further than this, a
 line start gets the same answer in any split."""
 
-_RUN = re.compile(r"`*")
-_SPAN_STOP = re.compile(r"`+|\n")
-_FENCE_LINE = re.compile(r"([ \t\r]*)(`*)[ \t\r]*")
+_RUN: Final = re.compile(r"`*")
+_SPAN_STOP: Final = re.compile(r"`+|\n")
+_FENCE_LINE: Final = re.compile(r"([ \t\r]*)(`*)[ \t\r]*")
 # A line worth a look (it may close the fence): its first non-blank is a backtick, or
 # the piece ends before showing it.
-_CANDIDATE = re.compile(r"\n(?=[ \t\r]*(?:`|\Z))")
+_CANDIDATE: Final = re.compile(r"\n(?=[ \t\r]*(?:`|\Z))")
 
 # States. _OPEN: reading the opening run; _SPAN: an inline span; _INFO: a fence's first
 # line; _PROBE: the content so far is blanks and calls; _TOOL_CODE: a tool_code block
 # whose parser has not decided; _CODE: the block is text up to its closing fence.
-_OPEN, _SPAN, _INFO, _PROBE, _TOOL_CODE, _CODE = range(6)
+_OPEN: Final = 0
+_SPAN: Final = 1
+_INFO: Final = 2
+_PROBE: Final = 3
+_TOOL_CODE: Final = 4
+_CODE: Final = 5
 
 
 class CodeParser(MarkerParser):

@@ -14,7 +14,7 @@ read once, keeping only the braces' depth and whether a string is open.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
 from reference_proxy.rescue.coercion import typed_value, untyped_value
 from reference_proxy.rescue.families.json_calls import json_call
@@ -31,15 +31,18 @@ from reference_proxy.rescue.family import (
 )
 from reference_proxy.rescue.toolbox import Toolbox
 
-OPEN = "<|tool_call>"
-CLOSE = "<tool_call|>"
-CALL = "call:"
-QUOTE = '<|"|>'
-_NAME = re.compile(r"[\w.-]{1,256}")
-_STRUCTURE = re.compile(r'[{}\[\]]|<\|"\|>')
-_NAME_LIMIT = 257
+OPEN: Final = "<|tool_call>"
+CLOSE: Final = "<tool_call|>"
+CALL: Final = "call:"
+QUOTE: Final = '<|"|>'
+_NAME: Final = re.compile(r"[\w.-]{1,256}")
+_STRUCTURE: Final = re.compile(r'[{}\[\]]|<\|"\|>')
+_NAME_LIMIT: Final = 257
 
-_CALL, _NAME_STATE, _BODY, _CLOSE = range(4)
+_CALL: Final = 0
+_NAME_STATE: Final = 1
+_BODY: Final = 2
+_CLOSE: Final = 3
 
 
 class _Syntax(ValueError):

@@ -11,7 +11,7 @@ also write them on one line, ``<tool_call>ls <arg_key>dir</arg_key> <arg_value>x
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
 from reference_proxy.rescue.coercion import typed_value
 from reference_proxy.rescue.family import (
@@ -20,18 +20,23 @@ from reference_proxy.rescue.family import (
 from reference_proxy.rescue.tags import Tags, TextValue
 from reference_proxy.rescue.toolbox import Toolbox
 
-OPEN = "<tool_call>"
-CLOSE = "</tool_call>"
+OPEN: Final = "<tool_call>"
+CLOSE: Final = "</tool_call>"
 KEY, END_KEY = "<arg_key>", "</arg_key>"
 VALUE, END_VALUE = "<arg_value>", "</arg_value>"
-_AFTER_VALUE = Tags((KEY, CLOSE))
-_MAX_NAME = 256
-_NAME_END = re.compile(r"[\n \t\r<]")
-_NOT_A_NAME = frozenset("{[<\n \t\r")  # right after the opener: no name can start here
+_AFTER_VALUE: Final = Tags((KEY, CLOSE))
+_MAX_NAME: Final = 256
+_NAME_END: Final = re.compile(r"[\n \t\r<]")
+_NOT_A_NAME: Final = frozenset("{[<\n \t\r")  # right after the opener: no name can start here
 
-_NAME, _PAIRS, _KEY, _VALUE_OPEN, _VALUE, _CLOSED = range(6)
+_NAME: Final = 0
+_PAIRS: Final = 1
+_KEY: Final = 2
+_VALUE_OPEN: Final = 3
+_VALUE: Final = 4
+_CLOSED: Final = 5
 # After blanks, the tags that may come next in a state and the states they lead to.
-_TAGS: dict[int, Tags] = {
+_TAGS: Final[dict[int, Tags]] = {
     _PAIRS: Tags((KEY, CLOSE), (_KEY, _CLOSED)),
     _VALUE_OPEN: Tags((VALUE,), (_VALUE,)),
 }

@@ -28,6 +28,7 @@ makes ``final`` the answer to the user, so neither does this family.) Any other 
 from __future__ import annotations
 
 import re
+from typing import Final
 
 from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.family import (
@@ -37,32 +38,36 @@ from reference_proxy.rescue.family import (
 from reference_proxy.rescue.jsonscan import MORE, JsonScanner
 from reference_proxy.rescue.toolbox import Toolbox
 
-START = "<|start|>assistant"
-CHANNEL = "<|channel|>"
-MESSAGE = "<|message|>"
-CALL = "<|call|>"
-END = "<|end|>"
+START: Final = "<|start|>assistant"
+CHANNEL: Final = "<|channel|>"
+MESSAGE: Final = "<|message|>"
+CALL: Final = "<|call|>"
+END: Final = "<|end|>"
 # What closes a message said to the user: the end of a message, of the turn (``<|return|>``
 # after ``final``), or a ``<|call|>`` the model wrote where it meant one of them.
-_SAID_CLOSERS = re.compile(r"<\|(?:end|return|call)\|>")
-_LONGEST_SAID_CLOSER = len("<|return|>")
-_NEXT = "<|start|>"
-_BLANKS = " \t\r\n"
-_MAX_HEADER = 256
+_SAID_CLOSERS: Final = re.compile(r"<\|(?:end|return|call)\|>")
+_LONGEST_SAID_CLOSER: Final = len("<|return|>")
+_NEXT: Final = "<|start|>"
+_BLANKS: Final = " \t\r\n"
+_MAX_HEADER: Final = 256
 """Longest header (opener to ``<|message|>``) waited for; real ones are a few dozen characters."""
-_HEADER = re.compile(
+_HEADER: Final = re.compile(
     r"(?:<\|start\|>assistant(?:[ \t]+to=(?P<role_to>[^\s<]+))?)?<\|channel\|>(?P<channel>[a-z_]+)"
     r"(?:[ \t]+to=(?P<channel_to>[^\s<]+))?[ \t]*(?:<\|constrain\|>)?[ \t]*(?:[a-z_]+)?[ \t]*<\|message\|>\Z"
 )
-_NOT_HEADER = re.compile(r"[\n`]")
-_FUNCTIONS = "functions."
-_CALL_CHANNELS = ("commentary", "analysis")
+_NOT_HEADER: Final = re.compile(r"[\n`]")
+_FUNCTIONS: Final = "functions."
+_CALL_CHANNELS: Final = ("commentary", "analysis")
 
-_HEAD, _JSON, _CALL, _THOUGHT, _SAID = range(5)
+_HEAD: Final = 0
+_JSON: Final = 1
+_CALL: Final = 2
+_THOUGHT: Final = 3
+_SAID: Final = 4
 
 
 
-_GLUED = "json"
+_GLUED: Final = "json"
 
 
 def _function(tools: Toolbox, recipient: str) -> str | None:

@@ -9,13 +9,15 @@ models often stop right after the JSON; vLLM's ``Hermes2ProToolParser`` reads it
 
 from __future__ import annotations
 
+from typing import Final
+
 from reference_proxy.rescue.families.tagged_json import CallObjectsParser
 from reference_proxy.rescue.family import Context, Family, MarkerParser, Opener, skip_ws, starts
 from reference_proxy.rescue.toolbox import Toolbox
 
 
-CLOSER = "</tool_call>"
-VALUE_STARTS = "{["
+CLOSER: Final = "</tool_call>"
+VALUE_STARTS: Final = "{["
 """What may start a call's JSON (module constants: a compiled class's attributes are read
 through its instances only)."""
 

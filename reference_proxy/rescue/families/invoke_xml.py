@@ -18,9 +18,8 @@ when the next parameter or ``</invoke>`` follows it: file content may quote the 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import cache, cached_property
-from typing import Any
+from functools import cache
+from typing import Any, Final
 
 from reference_proxy.rescue.coercion import typed_value
 from reference_proxy.rescue.family import (
@@ -29,52 +28,40 @@ from reference_proxy.rescue.family import (
 from reference_proxy.rescue.tags import Tags, TextValue
 from reference_proxy.rescue.toolbox import Toolbox
 
-WRAPPER = "<function_calls>"
-END_WRAPPER = "</function_calls>"
-CORRUPT_WRAPPER = "count"
-CORRUPT_WRAPPERS = (CORRUPT_WRAPPER, "court")
+WRAPPER: Final = "<function_calls>"
+END_WRAPPER: Final = "</function_calls>"
+CORRUPT_WRAPPER: Final = "count"
+CORRUPT_WRAPPERS: Final = (CORRUPT_WRAPPER, "court")
 """The words the wrapper is seen corrupted to, each the length of the other."""
-INVOKE = "<invoke"
-END_INVOKE = "</invoke>"
-PARAMETER = "<parameter"
-END_PARAMETER = "</parameter>"
+INVOKE: Final = "<invoke"
+END_INVOKE: Final = "</invoke>"
+PARAMETER: Final = "<parameter"
+END_PARAMETER: Final = "</parameter>"
 
-_NAMED_TAG = r"\s+name\s*=\s*(?:\"([^\"]*)\"|'([^']*)')"
-_STRING_ATTRIBUTE = r"(?:\s+string\s*=\s*\"(?P<string>true|false)\")?"
-_SPACE = frozenset(" \t\r\n")
+_NAMED_TAG: Final = r"\s+name\s*=\s*(?:\"([^\"]*)\"|'([^']*)')"
+_STRING_ATTRIBUTE: Final = r"(?:\s+string\s*=\s*\"(?P<string>true|false)\")?"
+_SPACE: Final = frozenset(" \t\r\n")
 
 
-@dataclass(frozen=True)
 class Elements:
-    """The element names of one invoke-XML dialect."""
+    """The element names of one invoke-XML dialect, with what is derived from them built
+    once here: every parser of the dialect reads them on every tag. (Not
+    ``cached_property``s: compiled with mypyc, those become plain properties, and each
+    read built its ``Tags`` or escaped and looked up its pattern again.)"""
 
-    invoke: str
-    parameter: str
-
-    @cached_property
-    def end_invoke(self) -> str:
-        return self.invoke.replace("<", "</", 1) + ">"
-
-    @cached_property
-    def end_parameter(self) -> str:
-        return self.parameter.replace("<", "</", 1) + ">"
-
-    @cached_property
-    def after_value(self) -> Tags:
+    def __init__(self, invoke: str, parameter: str) -> None:
+        self.invoke = invoke
+        self.parameter = parameter
+        self.end_invoke = invoke.replace("<", "</", 1) + ">"
+        self.end_parameter = parameter.replace("<", "</", 1) + ">"
+        self.after_value = Tags((parameter, self.end_invoke))
         """What may follow a value's closing tag (and so may come next among the parameters)."""
-        return Tags((self.parameter, self.end_invoke))
-
-    @cached_property
-    def invoke_tag(self) -> re.Pattern[str]:
-        return re.compile(re.escape(self.invoke) + _NAMED_TAG + r"\s*>")
-
-    @cached_property
-    def parameter_tag(self) -> re.Pattern[str]:
+        self.invoke_tag = re.compile(re.escape(invoke) + _NAMED_TAG + r"\s*>")
+        self.parameter_tag = re.compile(re.escape(parameter) + _NAMED_TAG + _STRING_ATTRIBUTE + r"\s*>")
         """A parameter's tag; DeepSeek's DSML adds ``string="true|false"`` (raw text or JSON)."""
-        return re.compile(re.escape(self.parameter) + _NAMED_TAG + _STRING_ATTRIBUTE + r"\s*>")
 
 
-INVOKE_TAGS = Elements(INVOKE, PARAMETER)
+INVOKE_TAGS: Final = Elements(INVOKE, PARAMETER)
 
 
 @cache
@@ -85,7 +72,13 @@ def _after_wrapper(invoke: str, end_wrapper: str) -> tuple[Tags, Tags]:
 
 
 # States. _WRAPPER: inside a wrapper, before the first invoke; _AFTER: after an invoke.
-_CORRUPT, _WRAPPER, _TAG, _PARAMS, _PARAM_TAG, _VALUE, _AFTER = range(7)
+_CORRUPT: Final = 0
+_WRAPPER: Final = 1
+_TAG: Final = 2
+_PARAMS: Final = 3
+_PARAM_TAG: Final = 4
+_VALUE: Final = 5
+_AFTER: Final = 6
 
 
 class InvokeXmlParser(CarriedParser):
@@ -248,9 +241,9 @@ class InvokeXmlParser(CarriedParser):
 
 # The namespace of Claude's own tool-use markup, which Kiro-served models leak with the tags
 # (https://github.com/kaitranntt/CLIProxyAPIPlus/pull/146 tolerates it).
-NAMESPACE = "ant" "ml:"
-NS_WRAPPER = "<" + NAMESPACE + "function_calls>"
-NS_TAGS = Elements("<" + NAMESPACE + "invoke", "<" + NAMESPACE + "parameter")
+NAMESPACE: Final = "ant" "ml:"
+NS_WRAPPER: Final = "<" + NAMESPACE + "function_calls>"
+NS_TAGS: Final = Elements("<" + NAMESPACE + "invoke", "<" + NAMESPACE + "parameter")
 
 
 class InvokeXml(Family):
@@ -265,7 +258,7 @@ class InvokeXml(Family):
         return InvokeXmlParser(opener, tools, context)
 
 
-MINIMAX_WRAPPER = "<minimax:tool_call>"
+MINIMAX_WRAPPER: Final = "<minimax:tool_call>"
 
 
 class MiniMaxM2(Family):
@@ -280,10 +273,10 @@ class MiniMaxM2(Family):
         return InvokeXmlParser(opener, tools, context, MINIMAX_WRAPPER)
 
 
-DSML = "<｜DSML｜"
-DSML_WRAPPER = DSML + "function_calls>"
-DSML_TOOL_CALLS = DSML + "tool_calls>"
-DSML_TAGS = Elements(DSML + "invoke", DSML + "parameter")
+DSML: Final = "<｜DSML｜"
+DSML_WRAPPER: Final = DSML + "function_calls>"
+DSML_TOOL_CALLS: Final = DSML + "tool_calls>"
+DSML_TAGS: Final = Elements(DSML + "invoke", DSML + "parameter")
 
 
 class DeepSeekDsml(Family):

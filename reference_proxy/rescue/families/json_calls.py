@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from reference_proxy.rescue.coercion import compact_json, loads_json
 from reference_proxy.rescue.family import Call
 from reference_proxy.rescue.jsonscan import Watcher
 from reference_proxy.rescue.toolbox import Toolbox
 
-ARGUMENT_KEYS = ("arguments", "parameters")
-CALL_KEYS = frozenset(("name", *ARGUMENT_KEYS))
+ARGUMENT_KEYS: Final = ("arguments", "parameters")
+CALL_KEYS: Final = frozenset(("name", *ARGUMENT_KEYS))
 
 
 class CallWatcher(Watcher):

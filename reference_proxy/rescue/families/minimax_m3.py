@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from reference_proxy.rescue.coercion import schema_types, typed_value, untyped_value
 from reference_proxy.rescue.families.json_calls import json_call
@@ -30,19 +30,23 @@ from reference_proxy.rescue.family import (
 from reference_proxy.rescue.tags import Tags, TextValue
 from reference_proxy.rescue.toolbox import Toolbox
 
-NS = "]<]minimax[>["
-OPEN = NS + "<tool_call>"
-INVOKE = NS + '<invoke name="'
-END_INVOKE = NS + "</invoke>"
-END = NS + "</tool_call>"
-_DIGITS = re.compile(r"[+-]?[0-9]+")
-_MAX_DEPTH = 32
+NS: Final = "]<]minimax[>["
+OPEN: Final = NS + "<tool_call>"
+INVOKE: Final = NS + '<invoke name="'
+END_INVOKE: Final = NS + "</invoke>"
+END: Final = NS + "</tool_call>"
+_DIGITS: Final = re.compile(r"[+-]?[0-9]+")
+_MAX_DEPTH: Final = 32
 """Deepest nesting of elements read; deeper is no call (no real argument nests so)."""
 
-_INVOKES, _NAME, _CONTENT, _ELEMENTS, _TEXT = range(5)
-_DONE = -10
-_NEXT = Tags((INVOKE, END), (_NAME, _DONE))
-_AFTER_TEXT = Tags((NS,))
+_INVOKES: Final = 0
+_NAME: Final = 1
+_CONTENT: Final = 2
+_ELEMENTS: Final = 3
+_TEXT: Final = 4
+_DONE: Final = -10
+_NEXT: Final = Tags((INVOKE, END), (_NAME, _DONE))
+_AFTER_TEXT: Final = Tags((NS,))
 
 Raw = str | list[tuple[str, Any]]
 """An element's content as read: its text, or its child elements in order."""

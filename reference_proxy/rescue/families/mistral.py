@@ -12,7 +12,7 @@ not follow at once.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from reference_proxy.rescue.families.json_calls import CallWatcher, calls_from_values, json_call
 from reference_proxy.rescue.family import (
@@ -22,10 +22,13 @@ from reference_proxy.rescue.family import (
 from reference_proxy.rescue.jsonscan import MORE, NOT_JSON, JsonScanner
 from reference_proxy.rescue.toolbox import Toolbox
 
-TOOL_CALLS = "[TOOL_CALLS]"
-ARGS = "[ARGS]"
+TOOL_CALLS: Final = "[TOOL_CALLS]"
+ARGS: Final = "[ARGS]"
 
-_HEAD, _NAME, _JSON, _AFTER = range(4)
+_HEAD: Final = 0
+_NAME: Final = 1
+_JSON: Final = 2
+_AFTER: Final = 3
 
 
 class MistralParser(CarriedParser):
@@ -158,7 +161,7 @@ class Mistral(Family):
         return MistralParser(tools)
 
 
-GRANITE = "<|tool_call|>"
+GRANITE: Final = "<|tool_call|>"
 
 
 class Granite(Family):
@@ -173,7 +176,7 @@ class Granite(Family):
         return MistralParser(tools, GRANITE, named=False)
 
 
-PHI4_MINI = "functools"
+PHI4_MINI: Final = "functools"
 
 
 class Phi4Mini(Family):

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
 from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.families.orphans import OrphanParser
@@ -35,10 +35,13 @@ from reference_proxy.rescue.family import (
 from reference_proxy.rescue.jsonscan import NOT_JSON, JsonScanner, Status
 from reference_proxy.rescue.toolbox import Toolbox
 
-CALLED = "[Called "
-WITH_ARGS = " with args:"
+CALLED: Final = "[Called "
+WITH_ARGS: Final = " with args:"
 
-_NAME, _BRACE, _JSON, _CLOSE = range(4)
+_NAME: Final = 0
+_BRACE: Final = 1
+_JSON: Final = 2
+_CLOSE: Final = 3
 
 
 class NarrationParser(CarriedParser):
@@ -102,14 +105,24 @@ class Narration(Family):
         return NarrationParser(tools)
 
 
-TOOL_CALL = "[TOOL_CALL]"
-END_TOOL_CALL = "[/TOOL_CALL]"
-_FLAG = re.compile(r"--([A-Za-z_][\w-]*)[ \t]+")
+TOOL_CALL: Final = "[TOOL_CALL]"
+END_TOOL_CALL: Final = "[/TOOL_CALL]"
+_FLAG: Final = re.compile(r"--([A-Za-z_][\w-]*)[ \t]+")
 
 # States: the literal each expects after blanks, and the state it leads to.
-(_OPEN, _TOOL, _TOOL_ARROW, _TOOL_NAME, _COMMA, _ARGS, _ARGS_ARROW, _ARGS_OPEN, _ITEM, _VALUE, _OUTER,
- _END) = range(12)
-_LITERALS: dict[int, str] = {_OPEN: "{", _TOOL: "tool", _TOOL_ARROW: "=>", _COMMA: ",", _ARGS: "args",
+_OPEN: Final = 0
+_TOOL: Final = 1
+_TOOL_ARROW: Final = 2
+_TOOL_NAME: Final = 3
+_COMMA: Final = 4
+_ARGS: Final = 5
+_ARGS_ARROW: Final = 6
+_ARGS_OPEN: Final = 7
+_ITEM: Final = 8
+_VALUE: Final = 9
+_OUTER: Final = 10
+_END: Final = 11
+_LITERALS: Final[dict[int, str]] = {_OPEN: "{", _TOOL: "tool", _TOOL_ARROW: "=>", _COMMA: ",", _ARGS: "args",
                              _ARGS_ARROW: "=>", _ARGS_OPEN: "{", _OUTER: "}", _END: END_TOOL_CALL}
 
 

@@ -8,10 +8,12 @@ be no call (and so is delivered as text), stays.
 
 from __future__ import annotations
 
+from typing import Final
+
 from reference_proxy.rescue.family import Context, Family, MarkerParser, Opener, Verdict, accept, reject
 from reference_proxy.rescue.toolbox import Toolbox
 
-CLOSERS = (
+CLOSERS: Final = (
     "</tool_call>",
     "</tools>",
     "</function_calls>",

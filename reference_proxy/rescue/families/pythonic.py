@@ -11,19 +11,21 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any
+from typing import Any, Final
 
 from reference_proxy.rescue.coercion import compact_json
 from reference_proxy.rescue.family import Call, Context, Family, MarkerParser, Opener, Verdict, accept, reject
 from reference_proxy.rescue.toolbox import Toolbox
 
-_HEAD = re.compile(r"\[[ \t]*[A-Za-z_][A-Za-z0-9_.:-]*[ \t]*\(")
-_HEAD_PREFIX = re.compile(r"\[[ \t]*(?:[A-Za-z_][A-Za-z0-9_.:-]*[ \t]*)?\Z")
-_MAX_HEAD = 300
-_OPEN = "([{"
-_CLOSE = ")]}"
+_HEAD: Final = re.compile(r"\[[ \t]*[A-Za-z_][A-Za-z0-9_.:-]*[ \t]*\(")
+_HEAD_PREFIX: Final = re.compile(r"\[[ \t]*(?:[A-Za-z_][A-Za-z0-9_.:-]*[ \t]*)?\Z")
+_MAX_HEAD: Final = 300
+_OPEN: Final = "([{"
+_CLOSE: Final = ")]}"
 
-_START, _BODY, _AFTER = range(3)
+_START: Final = 0
+_BODY: Final = 1
+_AFTER: Final = 2
 
 
 def _calls(text: str, tools: Toolbox) -> tuple[Call, ...] | None:
@@ -162,8 +164,8 @@ class Pythonic(Family):
         return PythonicParser(tools)
 
 
-PYTHON_START = "<|python_start|>"
-PYTHON_END = "<|python_end|>"
+PYTHON_START: Final = "<|python_start|>"
+PYTHON_END: Final = "<|python_end|>"
 
 
 class Llama4Pythonic(Family):

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Any
+from typing import Any, Final
 
 from reference_proxy.rescue.coercion import typed_value
 from reference_proxy.rescue.family import (
@@ -26,22 +26,29 @@ from reference_proxy.rescue.family import (
 from reference_proxy.rescue.tags import Tags
 from reference_proxy.rescue.toolbox import Toolbox
 
-FUNCTION = "<function="
-PARAMETER = "<parameter="
-END_PARAMETER = "</parameter>"
-END_FUNCTION = "</function>"
-END_CALL = "</tool_call>"
+FUNCTION: Final = "<function="
+PARAMETER: Final = "<parameter="
+END_PARAMETER: Final = "</parameter>"
+END_FUNCTION: Final = "</function>"
+END_CALL: Final = "</tool_call>"
 # A value ends at its closing tag, or (the closing tag forgotten) where the next
 # parameter or the function's end starts a line.
-_VALUE_END = re.compile(f"{re.escape(END_PARAMETER)}|\\n(?:{re.escape(PARAMETER)}|{re.escape(END_FUNCTION)})")
-_AFTER_VALUE = Tags((PARAMETER, END_FUNCTION))
-_VALUE_END_KEEP = max(len(END_PARAMETER), 1 + len(PARAMETER), 1 + len(END_FUNCTION)) - 1
-_GAP = re.compile(r"[ \t\r\n]*")
+_VALUE_END: Final = re.compile(f"{re.escape(END_PARAMETER)}|\\n(?:{re.escape(PARAMETER)}|{re.escape(END_FUNCTION)})")
+_AFTER_VALUE: Final = Tags((PARAMETER, END_FUNCTION))
+_VALUE_END_KEEP: Final = max(len(END_PARAMETER), 1 + len(PARAMETER), 1 + len(END_FUNCTION)) - 1
+_GAP: Final = re.compile(r"[ \t\r\n]*")
 
-_HEAD, _NAME, _PARAMS, _PARAM_NAME, _VALUE_START, _VALUE, _TAIL, _CLOSED = range(8)
+_HEAD: Final = 0
+_NAME: Final = 1
+_PARAMS: Final = 2
+_PARAM_NAME: Final = 3
+_VALUE_START: Final = 4
+_VALUE: Final = 5
+_TAIL: Final = 6
+_CLOSED: Final = 7
 # After blanks, the tags that may come next in a state and the states they lead to (in
 # _TAIL, the wrapper's closing tag leads to _CLOSED).
-_TAGS: dict[int, Tags] = {
+_TAGS: Final[dict[int, Tags]] = {
     _HEAD: Tags((FUNCTION,), (_NAME,)),
     _PARAMS: Tags((PARAMETER, END_FUNCTION), (_PARAM_NAME, _TAIL)),
 }
@@ -208,8 +215,8 @@ class Qwen3Coder(Family):
         return None
 
 
-SEED_CALL = "<seed:tool_call>"
-SEED_END_CALL = "</seed:tool_call>"
+SEED_CALL: Final = "<seed:tool_call>"
+SEED_END_CALL: Final = "</seed:tool_call>"
 
 
 class SeedOss(Family):

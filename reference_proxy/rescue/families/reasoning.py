@@ -14,18 +14,20 @@ MiniMax M3 in ``<mm:think>…</mm:think>``, its chat template's think tokens).
 
 from __future__ import annotations
 
+from typing import Final
+
 from reference_proxy.rescue.family import Carry, Context, Family, MarkerParser, Opener, Verdict, reject
 from reference_proxy.rescue.toolbox import Toolbox
 
-OPEN = "<think>"
-CLOSE = "</think>"
-SEED_OPEN = "<seed:think>"
-SEED_CLOSE = "</seed:think>"
-GEMMA_OPEN = "<|channel>thought"
-GEMMA_CLOSE = "<channel|>"
-MM_OPEN = "<mm:think>"
-MM_CLOSE = "</mm:think>"
-_CLOSERS = {OPEN: CLOSE, SEED_OPEN: SEED_CLOSE, GEMMA_OPEN: GEMMA_CLOSE, MM_OPEN: MM_CLOSE}
+OPEN: Final = "<think>"
+CLOSE: Final = "</think>"
+SEED_OPEN: Final = "<seed:think>"
+SEED_CLOSE: Final = "</seed:think>"
+GEMMA_OPEN: Final = "<|channel>thought"
+GEMMA_CLOSE: Final = "<channel|>"
+MM_OPEN: Final = "<mm:think>"
+MM_CLOSE: Final = "</mm:think>"
+_CLOSERS: Final = {OPEN: CLOSE, SEED_OPEN: SEED_CLOSE, GEMMA_OPEN: GEMMA_CLOSE, MM_OPEN: MM_CLOSE}
 
 
 class ReasoningParser(MarkerParser):

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from functools import cached_property
+from typing import Final
 
 from reference_proxy.rescue.families.json_calls import json_call
 from reference_proxy.rescue.family import (
@@ -32,27 +31,46 @@ from reference_proxy.rescue.tags import Tags
 from reference_proxy.rescue.jsonscan import MORE, JsonScanner
 from reference_proxy.rescue.toolbox import Toolbox
 
-@dataclass(frozen=True)
-class Tokens:
-    section_begin: str
-    call_begin: str
-    separator: str
-    call_end: str
-    section_end: str
-    name_of: Callable[[str], str]
-    fenced: bool = False
-    """DeepSeek V3: ``function`` before the separator, the name and a ```` ```json ```` fence after."""
+_TYPE: Final = "function"
+_FENCE: Final = "```"
+_FENCE_TAG: Final = "json"
 
-    @cached_property
-    def tags(self) -> dict[int, Tags]:
-        """After blanks, the tokens that may come next in a state and the states they lead to."""
-        return {
-            _CALLS: Tags((self.call_begin,), (_NAME,)),
-            _MORE_CALLS: Tags((self.call_begin, self.section_end), (_NAME, _CLOSED)),
-            _END: Tags((self.call_end,), (_MORE_CALLS,)),
+# _CALLS: before the first call; _MORE_CALLS: after one, where the section may end.
+_CALLS: Final = 0
+_MORE_CALLS: Final = 1
+_NAME: Final = 2
+_JSON: Final = 3
+_END: Final = 4
+_FNAME: Final = 5
+_FENCE_OPEN: Final = 6
+_FENCE_TAG_OR_JSON: Final = 7
+_FENCE_CLOSE: Final = 8
+_CLOSED: Final = 9
+
+
+class Tokens:
+    """One format's tokens, with the tags the parser asks for built once here. (Not a
+    ``cached_property``: compiled with mypyc, that becomes a plain property, and every
+    parser rebuilt the five ``Tags``.)"""
+
+    def __init__(self, section_begin: str, call_begin: str, separator: str, call_end: str, section_end: str,
+                 name_of: Callable[[str], str], fenced: bool = False) -> None:
+        self.section_begin = section_begin
+        self.call_begin = call_begin
+        self.separator = separator
+        self.call_end = call_end
+        self.section_end = section_end
+        self.name_of = name_of
+        self.fenced = fenced
+        """DeepSeek V3: ``function`` before the separator, the name and a ```` ```json ```` fence after."""
+        self.tags: dict[int, Tags] = {
+            _CALLS: Tags((call_begin,), (_NAME,)),
+            _MORE_CALLS: Tags((call_begin, section_end), (_NAME, _CLOSED)),
+            _END: Tags((call_end,), (_MORE_CALLS,)),
             _FENCE_OPEN: Tags((_FENCE,), (_FENCE_TAG_OR_JSON,)),
             _FENCE_CLOSE: Tags((_FENCE,), (_END,)),
         }
+        """After blanks, the tokens that may come next in a state and the states they lead to."""
 
 
 def _kimi_name(written: str) -> str:
@@ -63,22 +81,16 @@ def _kimi_name(written: str) -> str:
     return re.sub(r":\d+\Z", "", name)
 
 
-KIMI = Tokens("<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
+KIMI: Final = Tokens("<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
               "<|tool_call_end|>", "<|tool_calls_section_end|>", _kimi_name)
-DEEPSEEK = Tokens("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>",
+DEEPSEEK: Final = Tokens("<｜tool▁calls▁begin｜>", "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>",
                   "<｜tool▁calls▁end｜>", str.strip)
-DEEPSEEK_V3 = Tokens(DEEPSEEK.section_begin, DEEPSEEK.call_begin, DEEPSEEK.separator, DEEPSEEK.call_end,
+DEEPSEEK_V3: Final = Tokens(DEEPSEEK.section_begin, DEEPSEEK.call_begin, DEEPSEEK.separator, DEEPSEEK.call_end,
                      DEEPSEEK.section_end, str.strip, fenced=True)
-DEEPSEEK_V3_OPENERS = ("<｜tool▁calls▁begin｜>", "<｜tool_calls_begin｜>", "<｜tool calls begin｜>",
+DEEPSEEK_V3_OPENERS: Final = ("<｜tool▁calls▁begin｜>", "<｜tool_calls_begin｜>", "<｜tool calls begin｜>",
                        "<｜tool\\_calls\\_begin｜>", "<｜tool▁calls｜>")
 """The section opener and the spellings R1's distilled models write instead (llama.cpp's
 ``deepseek_r1`` parser accepts these)."""
-_TYPE = "function"
-_FENCE = "```"
-_FENCE_TAG = "json"
-
-# _CALLS: before the first call; _MORE_CALLS: after one, where the section may end.
-_CALLS, _MORE_CALLS, _NAME, _JSON, _END, _FNAME, _FENCE_OPEN, _FENCE_TAG_OR_JSON, _FENCE_CLOSE, _CLOSED = range(10)
 
 
 class SectionParser(CarriedParser):
@@ -170,6 +182,6 @@ class Sections(Family):
         return SectionParser(tools, self.tokens, opener)
 
 
-KIMI_K2_CALLS = Sections("kimi-k2", ("kimi-k2",), KIMI)
-DEEPSEEK_V31_CALLS = Sections("deepseek", ("deepseek-v31",), DEEPSEEK)
-DEEPSEEK_V3_CALLS = Sections("deepseek-v3", ("deepseek-v3",), DEEPSEEK_V3, DEEPSEEK_V3_OPENERS)
+KIMI_K2_CALLS: Final = Sections("kimi-k2", ("kimi-k2",), KIMI)
+DEEPSEEK_V31_CALLS: Final = Sections("deepseek", ("deepseek-v31",), DEEPSEEK)
+DEEPSEEK_V3_CALLS: Final = Sections("deepseek-v3", ("deepseek-v3",), DEEPSEEK_V3, DEEPSEEK_V3_OPENERS)

@@ -9,15 +9,15 @@ complete value: a string may contain the closing tag.
 from __future__ import annotations
 
 from abc import abstractmethod
-from typing import Any
+from typing import Any, Final
 
 from reference_proxy.rescue.families.json_calls import CallWatcher, calls_from_values
 from reference_proxy.rescue.family import Call, CarriedParser, Verdict, accept, reject, skip_ws, starts
 from reference_proxy.rescue.jsonscan import MORE, NOT_JSON, JsonScanner, Watcher
 from reference_proxy.rescue.toolbox import Toolbox
 
-_BODY = 0
-_JSON = 1
+_BODY: Final = 0
+_JSON: Final = 1
 
 
 class TaggedJsonParser(CarriedParser):

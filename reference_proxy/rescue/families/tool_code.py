@@ -7,7 +7,7 @@ not a valid call (malformed JSON, an undeclared tool) stays text as a whole ther
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 from reference_proxy.rescue.coercion import compact_json
 from reference_proxy.rescue.families.json_calls import CallWatcher
@@ -15,8 +15,8 @@ from reference_proxy.rescue.families.tagged_json import TaggedJsonParser
 from reference_proxy.rescue.family import Call
 from reference_proxy.rescue.jsonscan import Watcher
 
-FENCE = "```"
-LANGUAGE = "tool_code"
+FENCE: Final = "```"
+LANGUAGE: Final = "tool_code"
 
 
 class ToolCodeParser(TaggedJsonParser):

@@ -17,7 +17,7 @@ either marker is channel markup, never text for the user.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Final
 
 from reference_proxy.rescue.coercion import loads_json
 from reference_proxy.rescue.families.json_calls import json_call
@@ -28,21 +28,25 @@ from reference_proxy.rescue.family import (
 from reference_proxy.rescue.tags import Tags, TextValue
 from reference_proxy.rescue.toolbox import Toolbox
 
-SEP = "<|sep|>"
-TOOLS = "<|open|>tools<|sep|>"
-END_TOOLS = "<|close|>tools<|sep|>"
-RESPONSE = "<|open|>response<|sep|>"
-END_RESPONSE = "<|close|>response<|sep|>"
-CALL = "<|open|>call "
-END_CALL = "<|close|>call<|sep|>"
-ARGUMENT = "<|open|>argument "
-END_ARGUMENT = "<|close|>argument<|sep|>"
-_AFTER_VALUE = Tags((ARGUMENT, END_CALL))
-_ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
+SEP: Final = "<|sep|>"
+TOOLS: Final = "<|open|>tools<|sep|>"
+END_TOOLS: Final = "<|close|>tools<|sep|>"
+RESPONSE: Final = "<|open|>response<|sep|>"
+END_RESPONSE: Final = "<|close|>response<|sep|>"
+CALL: Final = "<|open|>call "
+END_CALL: Final = "<|close|>call<|sep|>"
+ARGUMENT: Final = "<|open|>argument "
+END_ARGUMENT: Final = "<|close|>argument<|sep|>"
+_AFTER_VALUE: Final = Tags((ARGUMENT, END_CALL))
+_ATTRIBUTE: Final = re.compile(r'(\w+)="([^"]*)"')
 
-_CALLS, _CALL_ATTRS, _ARGS, _ARG_ATTRS, _VALUE = range(5)
-_DONE = -10
-_TAGS: dict[int, Tags] = {
+_CALLS: Final = 0
+_CALL_ATTRS: Final = 1
+_ARGS: Final = 2
+_ARG_ATTRS: Final = 3
+_VALUE: Final = 4
+_DONE: Final = -10
+_TAGS: Final[dict[int, Tags]] = {
     _CALLS: Tags((CALL, END_TOOLS), (_CALL_ATTRS, _DONE)),
     _ARGS: Tags((ARGUMENT, END_CALL), (_ARG_ATTRS, _CALLS)),
 }
