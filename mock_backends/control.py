@@ -87,7 +87,7 @@ class MockControl:
         """Arm a run of ``scenario`` (sent whole, so it needs no preloading); returns its nonce.
         With ``lockstep``, its streamed answer advances event by event with the other runs
         of that group (``docs/mock-backend.md``)."""
-        body: dict[str, Any] = {"scenario": scenario.to_mapping()}
+        body: dict[str, Any] = {"scenario": scenario.shared_mapping()}
         if lockstep is not None:
             body["lockstep"] = lockstep.to_json()
         return self._nonce(self._call("POST", "/_mock/runs", json=body, expect=201))

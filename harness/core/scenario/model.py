@@ -169,7 +169,12 @@ class Scenario:
         return dataclasses.replace(self, backend=backend, raw=raw)
 
     def to_mapping(self) -> dict[str, Any]:
-        """The scenario as plain data (what the mock is armed with)."""
-        data = copy.deepcopy(dict(self.raw))
+        """The scenario as plain data, a copy the caller may change."""
+        return copy.deepcopy(self.shared_mapping())
+
+    def shared_mapping(self) -> dict[str, Any]:
+        """The scenario as plain data sharing the nested values of ``raw``: for reading or
+        encoding only (what the mock is armed with), without the deep copy of ``to_mapping``."""
+        data = dict(self.raw)
         data.setdefault("family", self.family)
         return data

@@ -32,8 +32,15 @@ def _sort_key(rule_id: str) -> tuple[int, str]:
     return (_GROUP_ORDER.index(group) if group in _GROUP_ORDER else len(_GROUP_ORDER), rule_id)
 
 
-def ordered_ids() -> list[str]:
-    return sorted(ENTRIES, key=_sort_key)
+_ORDER: list[tuple[int, tuple[str, ...]]] = []
+
+
+def ordered_ids() -> tuple[str, ...]:
+    """The rule ids in table order. Every judged answer walks them, so the sort is kept until a
+    rule is added (rules are only ever added, never replaced: a second registration raises)."""
+    if not _ORDER or _ORDER[0][0] != len(ENTRIES):
+        _ORDER[:] = [(len(ENTRIES), tuple(sorted(ENTRIES, key=_sort_key)))]
+    return _ORDER[0][1]
 
 
 @dataclass(frozen=True)
