@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from harness.core.dialects.servers import SERVERS
 from harness.judge.rules.citations import CURRENT, Breaks
@@ -32,15 +33,16 @@ def _sort_key(rule_id: str) -> tuple[int, str]:
     return (_GROUP_ORDER.index(group) if group in _GROUP_ORDER else len(_GROUP_ORDER), rule_id)
 
 
-_ORDER: list[tuple[int, tuple[str, ...]]] = []
-
-
 def ordered_ids() -> tuple[str, ...]:
     """The rule ids in table order. Every judged answer walks them, so the sort is kept until a
-    rule is added (rules are only ever added, never replaced: a second registration raises)."""
-    if not _ORDER or _ORDER[0][0] != len(ENTRIES):
-        _ORDER[:] = [(len(ENTRIES), tuple(sorted(ENTRIES, key=_sort_key)))]
-    return _ORDER[0][1]
+    rule is added (rules are only ever added, never replaced: a second registration raises, so
+    their count tells the table apart)."""
+    return _ordered(len(ENTRIES))
+
+
+@cache
+def _ordered(count: int) -> tuple[str, ...]:
+    return tuple(sorted(ENTRIES, key=_sort_key))
 
 
 @dataclass(frozen=True)
