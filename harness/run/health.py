@@ -14,13 +14,14 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from harness.core.client_request import PROBE_QUESTION, probe_scenario
 from harness.core.dialects import WireDialect, posted_to
 from harness.core.dialects.clients import Profile
 from harness.core.errors import ProxyUnreachable
 from harness.core.exchange import Exchange
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
-from harness.run.proxy_client import PROBE_QUESTION, probe_scenario, run_exchange
+from harness.run.proxy_client import run_exchange
 from mock_backends.control import MockControl
 
 

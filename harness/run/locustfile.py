@@ -27,8 +27,6 @@ import itertools
 import json
 import random
 import time
-from dataclasses import dataclass
-from pathlib import PurePath
 from typing import Any
 
 import gevent  # type: ignore[import-untyped]
@@ -39,31 +37,16 @@ from locust.env import Environment
 from locust.runners import MasterRunner, WorkerRunner
 from locust.util.timespan import parse_timespan
 
-from harness.core.dialects.clients import CLIENTS, Profile
+from harness.core.client_request import build_request
 from harness.core.dialects.profiles import request_headers
 from harness.core.exchange import BackendActivity, Exchange
 from harness.core.nonce import NONCE_HEADER
-from harness.core.replay.fault_rate import FaultRate
-from harness.core.scenario.loading import bundled_scenarios_dir, load_library
 from harness.core.scenario.model import Scenario
-from harness.judge.rules import Options
-from harness.judge.soak import (
-    ClientFaultKind,
-    ClientFaultRate,
-    SoakCase,
-    Verdict,
-    default_workload,
-    first_content,
-    hang_up_closed,
-    judge,
-    judge_hang_up,
-    soak_cases,
-)
+from harness.judge.soak import ClientFaultKind, SoakCase, Verdict, first_content, hang_up_closed, judge, judge_hang_up
 from harness.judge.soak_tally import Tally, rss_kb
 from harness.run.isolation import new_token, tag
-from harness.run.proxy_client import build_request
 from harness.run.soak_client import Answer, send
-from harness.run.settings import parse_features
+from harness.run.soak_settings import Settings, add_options, read_settings
 
 TALLY = Tally()  # this process's exchanges (a worker's since its last report)
 OVERALL = Tally()  # on a master: every worker's, merged
@@ -84,41 +67,6 @@ class RuleFailure(Exception):
     """A broken rule, as Locust reports a failure: the rule id and its statement."""
 
 
-def _options(parser: Any) -> None:
-    group = parser.add_argument_group("toolcall-conformance soak")
-    group.add_argument("--mock-url", default="http://127.0.0.1:9100", help="The mock backend the proxy calls.")
-    group.add_argument("--fault-rate", type=float, default=0.0, help="The mock's --fault-rate.")
-    group.add_argument("--fault-seed", type=int, default=0, help="The mock's --fault-seed.")
-    group.add_argument("--fault-stall", type=float, default=2.0, help="The mock's --fault-stall.")
-    group.add_argument("--client-fault-rate", type=float, default=0.0,
-                       help="Share of exchanges whose client hangs up mid-stream, reads slowly or sends its body "
-                            "slowly (drawn from --fault-seed).")
-    group.add_argument("--soak-scenarios", default="", help="Scenario ids, comma separated (default: the isolation "
-                                                            "scenarios and one case of every other folder).")
-    group.add_argument("--soak-features", default="", help="Optional features the proxy has (like --features).")
-    group.add_argument("--frame-delay-ms", type=float, default=20.0,
-                       help="Milliseconds the mock waits before each frame (a model's pace).")
-    group.add_argument("--exchange-timeout", type=float, default=30.0, help="Seconds one exchange may take.")
-    group.add_argument("--proxy-pid", type=int, default=0, help="Sample this process's RSS (Linux).")
-    group.add_argument("--progress-every", type=float, default=5.0, help="Seconds between progress lines.")
-    group.add_argument("--soak-duration", default="",
-                       help="Stop after this long from the first user on (30s, 10m, 1h30m); unlike --run-time, the "
-                            "time this file takes to load the library does not count.")
-    group.add_argument("--soak-exchanges", type=int, default=0, help="Stop once this many exchanges were judged.")
-
-
-@dataclass(frozen=True)
-class Settings:
-    proxy_url: str
-    mock_url: str
-    cases: tuple[SoakCase, ...]
-    rate: FaultRate | None
-    client_rate: ClientFaultRate | None
-    seed: int
-    options: dict[Profile, Options]
-    timeout: float
-
-
 _SETTINGS: Settings | None = None
 
 
@@ -126,29 +74,7 @@ def settings(environment: Environment) -> Settings:
     """The soak's settings, read once per process from Locust's parsed options."""
     global _SETTINGS
     if _SETTINGS is None:
-        opts = environment.parsed_options
-        assert opts is not None, "the soak's settings come from Locust's command line"
-        library = {s.id: s for s in load_library()}
-        wanted = [i.strip() for i in str(getattr(opts, "soak_scenarios", "") or "").split(",") if i.strip()]
-        unknown = [i for i in wanted if i not in library]
-        if unknown:
-            raise ValueError(f"--soak-scenarios: unknown scenario(s) {', '.join(unknown)}")
-        chosen = [library[i] for i in wanted] or default_workload(library.values(), PurePath(bundled_scenarios_dir()))
-        rate = FaultRate(opts.fault_rate, opts.fault_seed, opts.fault_stall) if opts.fault_rate > 0 else None
-        client_fault_rate = float(getattr(opts, "client_fault_rate", 0.0) or 0.0)
-        client_rate = ClientFaultRate(client_fault_rate, opts.fault_seed) if client_fault_rate > 0 else None
-        features = parse_features([opts.soak_features])
-        _SETTINGS = Settings(
-            proxy_url=str(environment.host or "").rstrip("/"),
-            mock_url=str(opts.mock_url).rstrip("/"),
-            cases=tuple(soak_cases(chosen, rate, opts.frame_delay_ms, client_faults=client_rate is not None)),
-            rate=rate,
-            client_rate=client_rate,
-            seed=int(opts.fault_seed),
-            # Each profile a case is written for (a soak plays each case under its own profile).
-            options={p: Options(profile=p, features=features) for p in CLIENTS.values() if p.written_as is None},
-            timeout=opts.exchange_timeout,
-        )
+        _SETTINGS = read_settings(environment)
     return _SETTINGS
 
 
@@ -401,7 +327,7 @@ def _summary(environment: Environment, **_: Any) -> None:
 
 
 # Locust's listener registration is untyped.
-for hook, listener in ((events.init_command_line_parser, _options), (events.report_to_master, _report),
+for hook, listener in ((events.init_command_line_parser, add_options), (events.report_to_master, _report),
                        (events.worker_report, _gather), (events.init, _init), (events.test_start, _start),
                        (events.test_stop, _stopped), (events.quitting, _summary)):
     hook.add_listener(listener)  # type: ignore[no-untyped-call]

@@ -17,7 +17,7 @@ import pytest
 from harness.core.dialects import DIALECTS, WireDialect, dialect, dialect_choices
 from harness.core.dialects.clients import CLIENTS, OLD_NAMES, ClientProfile, client, default_profiles
 from harness.core.errors import ScenarioError
-from harness.core.frames.rechunk import _WIRE_EVENTS
+from harness.core.replay.planned import _PLANNED
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.schema import scenario_schema
 from harness.judge.readers.reading import READERS
@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DIALECT_TABLES: dict[str, Mapping[WireDialect, Any]] = {
     "harness.judge.readers.reading.READERS": READERS,
     "harness.judge.rules.locate._PLACES": _PLACES,
-    "harness.core.frames.rechunk._WIRE_EVENTS": _WIRE_EVENTS,
+    "harness.core.replay.planned._PLANNED": _PLANNED,
     "harness.run.isolation.MALFORMED_EVENT": MALFORMED_EVENT,
     "mock_backends.registry.PLANNERS": PLANNERS,
     "mock_backends.routes.ROUTES": ROUTES,

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from harness.core.dialects import KIRO
 from harness.core.dialects.frames import ContentFrame, EventFrame, Frame, ToolUseFrame
 from harness.core.eventstream import Decoder
-from harness.core.frames.rechunk import wire_events
+from harness.core.replay.planned import wire_events
 from harness.core.nonce import NONCE_HEADER
 from harness.core.replay import kiro as kiro_replay
 from harness.core.scenario.model import Scenario

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from harness.core.dialects import OLLAMA, NotPortable
 from harness.core.dialects.script import serve_as
-from harness.core.frames.rechunk import wire_events
+from harness.core.replay.planned import wire_events
 from harness.core.nonce import NONCE_HEADER
 from harness.core.replay import ollama as ollama_replay
 from harness.core.scenario.loading import parse_scenario

@@ -26,9 +26,9 @@ from harness.core.frames.rechunk import (
     tag_splits,
     variant_random,
     variants,
-    wire_events,
 )
 from harness.core.frames.shrink import shrink
+from harness.core.replay.planned import wire_events
 from harness.core.replay.wire import writes
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario

@@ -20,7 +20,7 @@ from harness.core.dialects import ANTHROPIC, OPENAI
 from harness.core.dialects.habits import Piece, parse
 from harness.core.dialects.profiles import choose_profile
 from harness.core.dialects.servers import SERVERS, server
-from harness.core.frames.rechunk import wire_events
+from harness.core.replay.planned import wire_events
 from harness.core.replay.servers import played_by, playable
 from harness.core.scenario.model import Scenario
 from harness.run.runner import play

@@ -12,7 +12,7 @@ import pytest
 
 from harness.core.dialects.clients import CLIENTS
 from harness.core.nonce import NONCE_HEADER
-from harness.run.proxy_client import build_request
+from harness.core.client_request import build_request
 from harness.run.runner import play
 from harness.run.servers import serve
 from harness.run.settings import RunSettings

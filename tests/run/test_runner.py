@@ -24,7 +24,8 @@ from harness.core.nonce import NONCE_HEADER, NONCE_RE
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.run.embedded import EmbeddedServers
-from harness.run.proxy_client import _fetch, build_request, deadline, run_exchange, with_model
+from harness.core.client_request import build_request, with_model
+from harness.run.proxy_client import _fetch, deadline, run_exchange
 from harness.run.runner import play
 from harness.run.settings import ModelChoice, RunSettings, parse_features, parse_header, parse_models
 from mock_backends.app import create_app as create_mock

@@ -36,7 +36,7 @@ from harness.judge.soak import (
 )
 from harness.judge.soak_tally import Tally, memory_check
 from harness.run.isolation import new_token, tag
-from harness.run.proxy_client import build_request
+from harness.core.client_request import build_request
 from harness.run.soak_client import Answer
 from mock_backends.app import create_app
 from mock_backends.control import MockControl

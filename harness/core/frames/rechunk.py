@@ -28,22 +28,15 @@ import dataclasses
 import hashlib
 import random
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Final
+from typing import Final
 
-from harness.core.dialects import ANTHROPIC, KIRO, OLLAMA, OPENAI, RESPONSES, WireDialect
 from harness.core.dialects.frames import (ContentFrame, EventFrame, Frame, RawFrame, ToolCallFrame, ToolUseFrame,
                                           frame_to_mapping)
-from harness.core.replay import anthropic as anthropic_replay
-from harness.core.replay import kiro as kiro_replay
-from harness.core.replay import ollama as ollama_replay
-from harness.core.replay import openai as openai_replay
-from harness.core.replay import responses as responses_replay
-from harness.core.replay.servers import as_served
-from harness.core.replay.wire import Event
-from harness.core.scenario.model import Backend, Scenario
+from harness.core.replay.planned import wire_events
+from harness.core.scenario.model import Scenario
 
 STRATEGIES: Final[tuple[str, ...]] = ("per-char", "tags", "random", "multibyte", "native-per-char", "native-json")
 MAX_TORN_WRITES: Final[int] = 1000
@@ -258,36 +251,6 @@ def _random_cuts(n: int, rng: random.Random) -> set[int]:
         return set()
     k = min(rng.randint(1, max(1, (n - 1) // 3)), MAX_FRAMES)
     return set(rng.sample(range(1, n), k=min(k, n - 1)))
-
-
-def _openai_events(backend: Backend, request: Mapping[str, Any]) -> list[Event]:
-    chat = openai_replay.prepare(backend)
-    planned = openai_replay.plan_reply(chat, request, completion_id="chatcmpl-" + "0" * 32, created=10**9)
-    return openai_replay.stream_events(chat, planned)
-
-
-def _anthropic_events(backend: Backend, request: Mapping[str, Any]) -> list[Event]:
-    replay = anthropic_replay.prepare(backend)
-    reply = anthropic_replay.plan_reply(replay, request, message_id="msg_" + "0" * 24)
-    return anthropic_replay.stream_events(replay, reply)
-
-
-def _responses_events(backend: Backend, request: Mapping[str, Any]) -> list[Event]:
-    answer = responses_replay.prepare(backend)
-    reply = responses_replay.plan_reply(answer, request, response_id="resp_" + "0" * 48, created_at=10**9)
-    return responses_replay.stream_events(answer, reply)
-
-
-# Each upstream dialect's events, as its replay planner writes them.
-_WIRE_EVENTS: Mapping[WireDialect, Callable[[Backend, Mapping[str, Any]], list[Event]]] = {
-    OPENAI: _openai_events, ANTHROPIC: _anthropic_events, RESPONSES: _responses_events,
-    KIRO: kiro_replay.planned_events, OLLAMA: ollama_replay.planned_events}
-
-
-def wire_events(scenario: Scenario) -> list[Event]:
-    """The events the mock streams for ``scenario``, envelopes, native and raw frames
-    included: what torn network writes cut."""
-    return as_served(_WIRE_EVENTS[scenario.backend.dialect](scenario.backend, scenario.client.request), scenario.backend)
 
 
 def torn_write_size(sizes: Sequence[int]) -> int:

@@ -7,4 +7,4 @@ with the same code where it must agree with the mock byte for byte (re-chunked v
 a capture's Messages frames, the soak's view of which requests were faulted).
 """
 
-__all__ = ["anthropic", "fault_rate", "kiro", "ollama", "openai", "responses", "servers", "wire"]
+__all__ = ["anthropic", "fault_rate", "kiro", "ollama", "openai", "planned", "responses", "servers", "wire"]

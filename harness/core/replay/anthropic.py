@@ -269,3 +269,9 @@ def message(replay: AnthropicReplay, reply: AnthropicReply) -> dict[str, Any]:
         "stop_sequence": None,
         "usage": _usage(replay, replay.output_tokens),
     }
+
+
+def planned_events(backend: Backend, request: Mapping[str, Any]) -> list[Event]:
+    """The events the mock streams for ``backend`` answering ``request``, with fixed ids (what re-chunking cuts)."""
+    replay = prepare(backend)
+    return stream_events(replay, plan_reply(replay, request, message_id="msg_" + "0" * 24))

@@ -254,3 +254,9 @@ def error_body(
 ) -> dict[str, Any]:
     """An error in the shape every OpenAI client parses."""
     return {"error": {"message": message, "type": type, "param": param, "code": code}}
+
+
+def planned_events(backend: Backend, request: Mapping[str, Any]) -> list[Event]:
+    """The events the mock streams for ``backend`` answering ``request``, with fixed ids (what re-chunking cuts)."""
+    replay = prepare(backend)
+    return stream_events(replay, plan_reply(replay, request, completion_id="chatcmpl-" + "0" * 32, created=10**9))

@@ -260,3 +260,9 @@ def stream_events(replay: ResponsesReplay, reply: ResponsesReply) -> list[Event]
     fault = replay.delivery.fault
     at = starts[fault.after_frame or 0] if fault is not None else 0
     return with_fault(out.events, fault, at=at, terminator=1)
+
+
+def planned_events(backend: Backend, request: Mapping[str, Any]) -> list[Event]:
+    """The events the mock streams for ``backend`` answering ``request``, with fixed ids (what re-chunking cuts)."""
+    replay = prepare(backend)
+    return stream_events(replay, plan_reply(replay, request, response_id="resp_" + "0" * 48, created_at=10**9))
