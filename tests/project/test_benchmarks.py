@@ -36,3 +36,11 @@ def test_responses_overhead_benchmark_runs_quick() -> None:
     for heading in ("== 'text' answer", "== 'rescue' answer", "resp/chat"):
         assert heading in result.stdout
     assert "done in" in result.stdout
+
+
+def test_judge_cost_benchmark_runs_quick() -> None:
+    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "judge_cost.py"), "--quick"],
+                            capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    row = next(line for line in result.stdout.splitlines() if line.startswith("| after |"))
+    assert row.split("|")[2].strip() == "2"  # answers judged
