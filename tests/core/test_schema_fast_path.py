@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support.json_values import places
 
 from harness.core.scenario.loading import bundled_scenarios_dir, scenario_files
 from harness.core.scenario.schema import _compiled, _validator
@@ -29,19 +30,9 @@ def _read(path: Path) -> Any:
     return load_yaml(path.read_text("utf-8"), str(path))
 
 
-def _places(node: Any, path: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    yield path
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from _places(value, (*path, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from _places(value, (*path, index))
-
-
 def _mutants(doc: dict[str, Any]) -> Iterator[tuple[str, Any]]:
     """The document with one thing wrong: a key dropped, an unknown key added, a value of another type."""
-    for path in list(_places(doc))[1:]:
+    for path in list(places(doc))[1:]:
         parent_path, last = path[:-1], path[-1]
         for how in ("drop", "retype", "add"):
             out = copy.deepcopy(doc)

@@ -10,7 +10,8 @@ answers and cases, readers of streams, and the fixtures that serve the packages.
 - ``messages_requests``: Messages requests built from plain data (system messages inside the conversation);
 - ``scripted_rescuer``, ``rescue``, ``rescue_cases``: the rescue parser's test doubles,
   helpers and case table;
-- ``processes``: a command's output read line by line.
+- ``processes``: a command's output read line by line;
+- ``json_values``: every place in a JSON document, for tests that break one at each.
 """
 
 from __future__ import annotations

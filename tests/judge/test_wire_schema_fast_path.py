@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support.json_values import places
 from support.library import load_library
 
 from harness.core.dialects import ANTHROPIC, OPENAI, RESPONSES
@@ -96,16 +97,6 @@ JSON = st.recursive(
 )
 
 
-def _paths(value: Any, here: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    yield here
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from _paths(item, (*here, key))
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            yield from _paths(item, (*here, i))
-
-
 def _broken(instance: Any, path: tuple[Any, ...], replacement: Any, drop: bool) -> Any:
     """``instance`` with the value at ``path`` replaced (or dropped from its object or array)."""
     if not path:
@@ -127,5 +118,5 @@ def _broken(instance: Any, path: tuple[Any, ...], replacement: Any, drop: bool) 
 def test_an_event_broken_anywhere_gets_the_same_answer(name: SchemaName, data: st.DataObject, replacement: Any,
                                                        drop: bool) -> None:
     instance = data.draw(st.sampled_from([p for n, p in PAYLOADS if n == name]))
-    path = data.draw(st.sampled_from(list(_paths(instance))))
+    path = data.draw(st.sampled_from(list(places(instance))))
     _agree(_broken(instance, path, replacement, drop and bool(path)), name)
