@@ -26,6 +26,9 @@ def _no_constants(name: str) -> Any:
 
 # Built once: ``json.loads``/``json.dumps`` with options build a new coder per call.
 _DECODER: Final = json.JSONDecoder(strict=False, parse_constant=_no_constants)
+_SCAN_ONCE: Final[Callable[[str, int], tuple[Any, int]]] = _DECODER.scan_once  # type: ignore[attr-defined]
+"""The decoder's scanner: one JSON value from an index, and the index after it."""
+_BLANK_RUN: Final = re.compile(r"[ \t\n\r]*").match  # what ``json`` skips around a value
 _ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
@@ -35,10 +38,19 @@ def loads_json(text: str) -> Any:
     Raw control characters inside strings are tolerated: models write real newlines
     in long string values.
     """
+    # ``_DECODER.decode`` written out: its C scanner called directly, without the two
+    # Python-level frames of ``decode`` and ``raw_decode`` (which the compiled parser would
+    # otherwise run as interpreted code for every call it reads), with the same answers.
     try:
-        return _DECODER.decode(text)
+        value, end = _SCAN_ONCE(text, _BLANK_RUN(text, 0).end())  # type: ignore[union-attr]
+    except StopIteration as stop:
+        raise json.JSONDecodeError("Expecting value", text, stop.value) from None
     except RecursionError as exc:  # absurdly deep nesting is bad input, not a crash
         raise ValueError("JSON nested too deeply") from exc
+    end = _BLANK_RUN(text, end).end()  # type: ignore[union-attr]
+    if end != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return value
 
 
 # ``JSONEncoder.encode`` builds its C encoder anew on every call; one built once, with no

@@ -19,26 +19,73 @@ frame with the frame itself, where building an event object around it would cost
 than every check the path makes (``docs/benchmarks.md``, "Events as strings")."""
 
 
-@dataclass(frozen=True, slots=True)
 class ToolCallStart:
-    """A complete tool call was recognised; ``index`` counts rescued calls from 0."""
+    """A complete tool call was recognised; ``index`` counts rescued calls from 0.
 
-    index: int
-    name: str
+    The three call events are plain classes with slots, not frozen dataclasses: the
+    parser makes three per call, and compiled with mypyc a dataclass's ``__init__`` (made
+    by ``dataclasses``) still runs as Python, while this one is made in C. Equality, hash
+    and ``repr`` are a frozen dataclass's; nothing assigns to an event once made."""
+
+    __slots__ = ("index", "name")
+
+    def __init__(self, index: int, name: str) -> None:
+        self.index = index
+        self.name = name
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, ToolCallStart)
+        return self.index == other.index and self.name == other.name
+
+    def __hash__(self) -> int:
+        return hash((self.index, self.name))
+
+    def __repr__(self) -> str:
+        return f"ToolCallStart(index={self.index!r}, name={self.name!r})"
 
 
-@dataclass(frozen=True, slots=True)
 class ArgumentsDelta:
     """A piece of the call's arguments as JSON text; the pieces of one call join into
     one JSON object."""
 
-    index: int
-    fragment: str
+    __slots__ = ("index", "fragment")
+
+    def __init__(self, index: int, fragment: str) -> None:
+        self.index = index
+        self.fragment = fragment
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, ArgumentsDelta)
+        return self.index == other.index and self.fragment == other.fragment
+
+    def __hash__(self) -> int:
+        return hash((self.index, self.fragment))
+
+    def __repr__(self) -> str:
+        return f"ArgumentsDelta(index={self.index!r}, fragment={self.fragment!r})"
 
 
-@dataclass(frozen=True, slots=True)
 class ToolCallEnd:
-    index: int
+    __slots__ = ("index",)
+
+    def __init__(self, index: int) -> None:
+        self.index = index
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, ToolCallEnd)
+        return self.index == other.index
+
+    def __hash__(self) -> int:
+        return hash((self.index,))
+
+    def __repr__(self) -> str:
+        return f"ToolCallEnd(index={self.index!r})"
 
 
 Event = Text | ToolCallStart | ArgumentsDelta | ToolCallEnd

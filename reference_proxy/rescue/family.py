@@ -15,21 +15,37 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 from reference_proxy.rescue.coercion import compact_json
 from reference_proxy.rescue.toolbox import Toolbox
 
 
-@dataclass(frozen=True, slots=True)
 class Call:
-    """One recognised call: the declared tool's name and its arguments."""
+    """One recognised call: the declared tool's name and its arguments. (A plain class
+    with slots, made in C when compiled; see ``Verdict``. Equality, hash and ``repr`` are
+    those of the frozen dataclass it was: ``text`` is left out of all three.)"""
 
-    name: str
-    arguments: Mapping[str, Any]
-    # The arguments' compact JSON, when the family already wrote it to check they have one.
-    text: str | None = field(default=None, compare=False, repr=False)
+    __slots__ = ("name", "arguments", "text")
+
+    def __init__(self, name: str, arguments: Mapping[str, Any], text: str | None = None) -> None:
+        self.name = name
+        self.arguments = arguments
+        self.text = text
+        """The arguments' compact JSON, when the family already wrote it to check they have one."""
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        assert isinstance(other, Call)
+        return self.name == other.name and self.arguments == other.arguments
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.arguments))
+
+    def __repr__(self) -> str:
+        return f"Call(name={self.name!r}, arguments={self.arguments!r})"
 
     def arguments_json(self) -> str:
         """The arguments as compact JSON text. Families only build calls whose
@@ -202,13 +218,22 @@ search a parser starts from a marker's beginning stops this far from it, so mark
 begin again and again in one piece cost a bounded amount each, never the whole piece."""
 
 
+_WS_MATCH: Final = WS.match  # bound once: compiled, ``WS.match(...)`` looks the method up on every call
+_BLANKS: Final = frozenset(" \t\r\n")
+
+
 def skip_ws(s: str, i: int) -> int:
-    return WS.match(s, i).end()  # type: ignore[union-attr]
+    """The index of the first non-blank at or after ``i`` (``len(s)`` if none). Most
+    callers stand on a non-blank already: that costs no search and no match object."""
+    if i < len(s) and s[i] not in _BLANKS:
+        return i
+    return _WS_MATCH(s, i).end()  # type: ignore[union-attr]
 
 
 def starts(s: str, i: int, literal: str) -> bool | None:
     """Does ``s[i:]`` start with ``literal``? None: cannot tell yet (``s`` ends first)."""
-    if s.startswith(literal, i):
+    # (``s.startswith(literal, i)``, which compiled looks its method up on every call)
+    if s.find(literal, i, i + len(literal)) == i:
         return True
     if len(s) - i < len(literal) and literal.startswith(s[i:]):  # slices only a short end
         return None

@@ -21,6 +21,14 @@ _STRING_BODY: Final = re.compile(r'[^"\\]*')
 _WHOLE_STRING: Final = re.compile(r'"([^"\\]*)"')
 _SCALAR_BODY: Final = re.compile(r"[-+.0-9A-Za-z]*")
 _NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+# The patterns' methods, bound once: a compiled module calls a bound method directly, where
+# ``pattern.match(...)`` looks the method up by name on every call.
+_WS_MATCH: Final = _WS.match
+_STRING_BODY_MATCH: Final = _STRING_BODY.match
+_WHOLE_STRING_MATCH: Final = _WHOLE_STRING.match
+_SCALAR_BODY_MATCH: Final = _SCALAR_BODY.match
+_NUMBER_FULLMATCH: Final = _NUMBER.fullmatch
+_BLANKS: Final = frozenset(" \t\r\n")
 _LITERALS: Final = frozenset(("true", "false", "null"))
 _ESCAPABLE: Final = frozenset('"\\/bfnrtu')
 _SCALAR_START: Final = frozenset("-0123456789tfn")
@@ -153,16 +161,17 @@ class JsonScanner:
         stack = self._stack
         watch = self._watch
         watched = watch is not _NO_WATCH
-        ws = _WS.match
         while i < n:
             if self._in_string or self._in_scalar:  # a token cut by the end of the last piece
                 i = self._rest_of_token(s, i)
                 if self.status is not MORE or i >= n:
                     return i
-            i = ws(s, i).end()  # type: ignore[union-attr]
-            if i >= n:
-                return n
             c = s[i]
+            if c in _BLANKS:  # (most tokens follow the last one at once: no search, no match object)
+                i = _WS_MATCH(s, i).end()  # type: ignore[union-attr]
+                if i >= n:
+                    return n
+                c = s[i]
             expect = self._expect
             if expect == _COMMA_OR_CLOSE:
                 top = stack[-1]
@@ -193,7 +202,7 @@ class JsonScanner:
                     return self._fail(i)
             is_key = expect >= _KEY_OR_CLOSE
             if c == '"':
-                m = _WHOLE_STRING.match(s, i)
+                m = _WHOLE_STRING_MATCH(s, i)
                 if m is None:  # cut by the piece's end, or escaped: token by token
                     self._open_string(is_key=is_key)
                     i += 1
@@ -228,14 +237,14 @@ class JsonScanner:
                 i += 1
                 continue
             elif c in _SCALAR_START:
-                j = _SCALAR_BODY.match(s, i).end()  # type: ignore[union-attr]
+                j = _SCALAR_BODY_MATCH(s, i).end()  # type: ignore[union-attr]
                 if j >= n:  # the scalar may go on in the next piece
                     self._in_scalar = True
                     self._token = [s[i:j]]
                     return n
                 token = s[i:j]
                 i = j
-                if token not in _LITERALS and not _NUMBER.fullmatch(token):
+                if token not in _LITERALS and not _NUMBER_FULLMATCH(token):
                     return self._fail(i)
             else:
                 return self._fail(i)
@@ -259,7 +268,7 @@ class JsonScanner:
                     self._escape = False
                     i += 1
                     continue
-                j = _STRING_BODY.match(s, i).end()  # type: ignore[union-attr]
+                j = _STRING_BODY_MATCH(s, i).end()  # type: ignore[union-attr]
                 if self._capture and j > i:
                     self._token.append(s[i:j])
                 if j >= n:
@@ -275,7 +284,7 @@ class JsonScanner:
                 if not self._string_done():
                     return self._fail(i)
                 return i
-            j = _SCALAR_BODY.match(s, i).end()  # type: ignore[union-attr]
+            j = _SCALAR_BODY_MATCH(s, i).end()  # type: ignore[union-attr]
             if j > i:
                 self._token.append(s[i:j])
             if j >= n:
@@ -283,7 +292,7 @@ class JsonScanner:
             i = j
             self._in_scalar = False
             token = "".join(self._token)
-            if token not in _LITERALS and not _NUMBER.fullmatch(token):
+            if token not in _LITERALS and not _NUMBER_FULLMATCH(token):
                 return self._fail(i)
             self._value_done()
             return i

@@ -9,7 +9,7 @@ each group's next match between searches (``Cursor``), so no text is searched tw
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from reference_proxy.rescue.family import Family, Opener
@@ -97,6 +97,11 @@ class Openers:
         # Searched with the others, but its match starts at the newline before the opener.
         self.line_group = len(self.groups)
         self.groups.append(self.line_after_newline)
+        # The groups' ``search`` and the line opener's ``match``, bound once (``Cursor.find``
+        # calls them for every marker; compiled, ``pattern.search(...)`` looks the method up
+        # by name on every call).
+        self.group_searches: list[Callable[[str, int], re.Match[str] | None]] = [p.search for p in self.groups]
+        self.line_here_match: Callable[[str, int], re.Match[str] | None] = self.line_here.match
         # The character every match of each group starts with: a group whose character is
         # not in the text is not searched (``in`` costs less than a search).
         self.group_firsts = [*self.group_by_first, "\n"]
@@ -246,7 +251,7 @@ class Cursor:
         openers = self._openers
         best: tuple[int, str, int] | None = None
         if line_blank:
-            here = openers.line_here.match(s, i)
+            here = openers.line_here_match(s, i)
             if here is not None:
                 best = (here.start(1), here.group(1), 0)
                 # A longer opener at the same place wins ("[TOOL_CALLS]" over a line's "[");
@@ -255,15 +260,15 @@ class Cursor:
                     return best
         line_group = openers.line_group
         known = self._known
-        for g, pattern in enumerate(openers.groups):
+        for g, search in enumerate(openers.group_searches):
             m = self._next[g]
             if not known[g] and openers.group_firsts[g] not in s:
                 known[g] = True  # (``m`` is None)
                 continue
             if not known[g] or (m is not None and m.start() < i):
-                m = pattern.search(s, i)
+                m = search(s, i)
                 if m is not None and m.start() == 0 and g != line_group and _word_blocked(openers, m, before):
-                    m = pattern.search(s, 1)
+                    m = search(s, 1)
                 self._next[g] = m
                 self._known[g] = True
             if m is None:

@@ -53,7 +53,6 @@ SHORTCUTS = _OPENERS.signal_chars == "<[]`" and _OPENERS.words == ("count", "cou
 _WORD_PREFIXES: Final = _OPENERS.word_prefixes
 _WORD_PREFIX_ENDS: Final = "".join(sorted({prefix[-1] for prefix in _WORD_PREFIXES}))
 _LINE_HERE_FIRSTS: Final = _OPENERS.line_here_firsts  # a ``_LINE_HERE`` match starts with one of these
-_HARMLESS: Final = _OPENERS.harmless
 _LINE_RISK: Final = _OPENERS.line_risk.search
 _LINE_RISK_HINT: Final = _OPENERS.line_risk_hint.search  # matches wherever ``_LINE_RISK`` does, and costs less
 _LINE_OPENER: Final = _OPENERS.line_after_newline.search
@@ -196,10 +195,10 @@ class Rescuer:
             "\n" not in text or _LINE_RISK_HINT(text) is None or (risk := _LINE_RISK(text)) is None
         ):
             if not (
-                ("<" not in text or _HARMLESS(text, "<"))
+                ("<" not in text or _OPENERS.harmless(text, "<"))
                 and "`" not in text
-                and ("[" not in text or _HARMLESS(text, "["))
-                and ("]" not in text or _HARMLESS(text, "]"))  # MiniMax M3's namespace token
+                and ("[" not in text or _OPENERS.harmless(text, "["))
+                and ("]" not in text or _OPENERS.harmless(text, "]"))  # MiniMax M3's namespace token
             ):
                 # An opener character that may count: ``_text`` would find the same and
                 # search at once, so the search starts here (nothing is held).
@@ -232,10 +231,10 @@ class Rescuer:
             risk is not None
             and risk.end() == len(text)
             and not risk.group().strip(" \t\n")
-            and ("<" not in text or _HARMLESS(text, "<"))
+            and ("<" not in text or _OPENERS.harmless(text, "<"))
             and "`" not in text
-            and ("[" not in text or _HARMLESS(text, "["))
-            and ("]" not in text or _HARMLESS(text, "]"))
+            and ("[" not in text or _OPENERS.harmless(text, "["))
+            and ("]" not in text or _OPENERS.harmless(text, "]"))
             and "cou" not in text
         ):
             # The first line opener the search found is only the piece's end at a line start
@@ -257,10 +256,10 @@ class Rescuer:
             if (
                 "count" not in s
                 and "court" not in s
-                and ("<" not in s or _HARMLESS(s, "<"))
+                and ("<" not in s or _OPENERS.harmless(s, "<"))
                 and "`" not in s
-                and ("[" not in s or _HARMLESS(s, "["))
-                and ("]" not in s or _HARMLESS(s, "]"))  # MiniMax M3's namespace token
+                and ("[" not in s or _OPENERS.harmless(s, "["))
+                and ("]" not in s or _OPENERS.harmless(s, "]"))  # MiniMax M3's namespace token
                 and ("\n" not in s or _LINE_RISK_HINT(s) is None or _LINE_RISK(s) is None)
                 and (s[-1] not in _WORD_PREFIX_ENDS or not s.endswith(_WORD_PREFIXES))
                 and (s[-1] not in _LINE_BEGUN_ENDS or _LINE_BEGUN(s, s.rfind("\n") + 1) is None)
@@ -357,10 +356,10 @@ class Rescuer:
         if (
             _WORD_OPENER is not None
             and self._fast
-            and ("<" not in s or _HARMLESS(s, "<"))
+            and ("<" not in s or _OPENERS.harmless(s, "<"))
             and "`" not in s
-            and ("[" not in s or _HARMLESS(s, "["))
-            and ("]" not in s or _HARMLESS(s, "]"))  # MiniMax M3's namespace token
+            and ("[" not in s or _OPENERS.harmless(s, "["))
+            and ("]" not in s or _OPENERS.harmless(s, "]"))  # MiniMax M3's namespace token
             and (("count" not in s and not _court_ends(s)) or _WORD_OPENER(s) is None)
             and ("\n" not in s or _LINE_OPENER(s) is None)
             and not (self._line_blank and s[0] in _LINE_HERE_FIRSTS and _LINE_HERE(s))

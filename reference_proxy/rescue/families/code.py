@@ -77,6 +77,12 @@ _FENCE_LINE: Final = re.compile(r"([ \t\r]*)(`*)[ \t\r]*")
 # A line worth a look (it may close the fence): its first non-blank is a backtick, or
 # the piece ends before showing it.
 _CANDIDATE: Final = re.compile(r"\n(?=[ \t\r]*(?:`|\Z))")
+# Their methods, bound once (compiled, ``pattern.search(...)`` looks the method up by name
+# on every call; a fence's every line comes through here).
+_RUN_MATCH: Final = _RUN.match
+_SPAN_STOP_SEARCH: Final = _SPAN_STOP.search
+_FENCE_LINE_MATCH: Final = _FENCE_LINE.match
+_CANDIDATE_SEARCH: Final = _CANDIDATE.search
 
 # States. _OPEN: reading the opening run; _SPAN: an inline span; _INFO: a fence's first
 # line; _PROBE: the content so far is blanks and calls; _TOOL_CODE: a tool_code block
@@ -164,7 +170,7 @@ class CodeParser(MarkerParser):
     def _open(self, s: str, i: int, opener: int) -> int:
         """The opening run: sets the next state (stays _OPEN to wait); the index after
         the run (or after as much of it as has arrived)."""
-        j = _RUN.match(s, i).end()  # type: ignore[union-attr]
+        j = _RUN_MATCH(s, i).end()  # type: ignore[union-attr]
         if j == len(s):
             return j
         run = j - opener
@@ -185,7 +191,7 @@ class CodeParser(MarkerParser):
         limit = opener + MAX_SPAN
         while True:
             stop = min(n, limit)
-            m = _SPAN_STOP.search(s, i, stop)
+            m = _SPAN_STOP_SEARCH(s, i, stop)
             if m is None:
                 if stop == limit:
                     return reject(self._run)  # too long for a span: a plain backtick
@@ -239,7 +245,7 @@ class CodeParser(MarkerParser):
         n = len(s)
         while i < n:
             if self._at_line:
-                m = _FENCE_LINE.match(s, i)
+                m = _FENCE_LINE_MATCH(s, i)
                 assert m is not None
                 j = m.end()
                 if j - i <= MAX_FENCE_LINE:
@@ -248,7 +254,7 @@ class CodeParser(MarkerParser):
                     if s[j] == "\n" and self._closes(m):
                         return self._closing(s[i:j], carry.base + j)
                 self._at_line = False
-            m = _CANDIDATE.search(s, i)
+            m = _CANDIDATE_SEARCH(s, i)
             j = m.end() if m is not None else n
             if self._state == _PROBE:
                 self._probe(s[i:j])
