@@ -32,7 +32,7 @@ from harness.core.replay.wire import Delivery, Event, dumps
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Backend, Scenario
 from mock_backends.conversation import pick_step, record_probe
-from mock_backends.lockstep import DEFAULT_PATIENCE, Lockstep
+from mock_backends.lockstep import Lockstep
 from mock_backends.registry import AnswerLog, Registry, Run, RunNotFound, Selection, UnknownScenario
 from mock_backends.routes import ROUTES
 from mock_backends.streaming import DroppedResponse, Logged, ReplayStream, quiet_deliberate_drops
@@ -137,21 +137,6 @@ def _parse_body(raw: bytes) -> tuple[Any, str | None, str | None]:
     return body, None, None
 
 
-def _lockstep(registry: Registry, spec: Any) -> tuple[Lockstep | None, str | None]:
-    """The group ``{"group": NAME, "size": N[, "patience": S][, "pause": S]}`` asks a run to join."""
-    if not isinstance(spec, dict) or not isinstance(spec.get("group"), str) or not spec["group"]:
-        return None, ('"lockstep" must be {"group": <name>, "size": <members>} (optionally "patience" and "pause", '
-                      "in seconds)")
-    size, patience, pause = spec.get("size"), spec.get("patience", DEFAULT_PATIENCE), spec.get("pause", 0.0)
-    if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= 1024:
-        return None, '"lockstep.size" must be an integer from 1 to 1024'
-    if not isinstance(patience, (int, float)) or isinstance(patience, bool) or not 0 < patience <= 600:
-        return None, '"lockstep.patience" must be a number of seconds above 0 and at most 600'
-    if not isinstance(pause, (int, float)) or isinstance(pause, bool) or not 0 <= pause <= 10:
-        return None, '"lockstep.pause" must be a number of seconds from 0 to 10'
-    return registry.lockstep.join(spec["group"], size, float(patience), float(pause)), None
-
-
 def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | None = None) -> FastAPI:
     """The mock backend; ``scenarios`` are preloaded so runs can be armed by id. With
     ``fault_rate``, that share of requests to runs without a fault of their own get one
@@ -192,7 +177,7 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
             problem = 'give exactly one of "scenario" (a scenario mapping) or "scenario_id" (a preloaded id)'
         lockstep: Lockstep | None = None
         if problem is None and "lockstep" in body:
-            lockstep, problem = _lockstep(registry, body["lockstep"])
+            lockstep, problem = registry.lockstep.join_spec(body["lockstep"])
         if problem is not None:
             _log("POST", path, 400)
             return _error(400, problem, "invalid_request")
@@ -216,11 +201,11 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
         return _json({"nonce": run.nonce, "scenario_id": run.scenario.id}, 201)
 
     def _run_or_404(method: str, path: str, nonce: str) -> Run | Response:
-        run = registry.get(nonce)
-        if run is None:
-            _log(method, path, 404, nonce=nonce)
-            return _error(404, f"no armed run has nonce {nonce}", "run_not_found", param="nonce")
-        return run
+        try:
+            return registry.armed(nonce)
+        except RunNotFound as exc:
+            _log(method, path, exc.status, nonce=nonce)
+            return _error(exc.status, str(exc), "run_not_found", param="nonce")
 
     def _state(run: Run) -> dict[str, Any]:
         return {
@@ -252,7 +237,7 @@ def create_app(scenarios: Iterable[Scenario] = (), *, fault_rate: FaultRate | No
     @app.get("/_mock/health")
     async def health(request: Request) -> Response:
         _log("GET", request.url.path, 200)
-        return _json({"status": "ok", "runs": len(registry), "preloaded": len(registry.preloaded)})
+        return _json(registry.health())
 
     # ------------------------------------------------------------------ completion routes, any prefix
 

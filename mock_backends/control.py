@@ -1,7 +1,11 @@
-"""Python client of the mock's control API: arm runs, read what the proxy sent, disarm.
+"""Python clients of the mock's control API: arm runs, read what the proxy sent, disarm.
 
-Every failure (unreachable mock, invalid scenario, unknown nonce) becomes one
-``MockError`` whose message says what went wrong and where, in the mock's words.
+``MockControl`` speaks the HTTP control API, to a mock anywhere; ``LocalControl`` does the
+same on the registry of a mock this process serves, without a round trip per arm and per
+read (three HTTP requests an exchange cost more than the rest of the harness's side of it).
+Both are a ``Control``. Only the control plane is short-cut: the proxy still reaches the
+mock over its socket. Every failure (unreachable mock, invalid scenario, unknown nonce)
+becomes one ``MockError`` whose message says what went wrong and where, in the mock's words.
 """
 
 from __future__ import annotations
@@ -10,13 +14,16 @@ import ssl
 from dataclasses import dataclass
 from functools import cache
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 import httpx
 
 from harness.core.errors import MockError
 from harness.core.exchange import BackendActivity, RecordedRequest
 from harness.core.scenario.model import Scenario
+
+if TYPE_CHECKING:
+    from mock_backends.registry import Registry, Run
 
 
 @dataclass(frozen=True)
@@ -33,6 +40,40 @@ class Lockstep:
         return {"group": self.group, "size": self.size, "patience": self.patience, "pause": self.pause}
 
 
+class Control(Protocol):
+    """What the harness asks of a mock backend (``MockControl``'s methods say what each does)."""
+
+    base_url: str
+
+    def arm(self, scenario: Scenario, *, lockstep: Lockstep | None = None) -> str: ...
+    def arm_id(self, scenario_id: str) -> str: ...
+    def recorded(self, nonce: str) -> list[RecordedRequest]: ...
+    def state(self, nonce: str) -> tuple[list[RecordedRequest], BackendActivity]: ...
+    def finish(self, nonce: str) -> tuple[list[RecordedRequest], BackendActivity]: ...
+    def activity(self, nonce: str) -> BackendActivity: ...
+    def disarm(self, nonce: str) -> None: ...
+    def health(self) -> dict[str, Any]: ...
+    def close(self) -> None: ...
+    def __enter__(self) -> Self: ...
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None: ...
+
+
+class _Closing:
+    """A control is a context manager that closes itself at the end of the block."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
 @cache
 def _tls() -> ssl.SSLContext:
     """One TLS context for every control client: building one loads the CA bundle, which costs
@@ -41,7 +82,7 @@ def _tls() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-class MockControl:
+class MockControl(_Closing):
     """Talks to a running mock backend at ``base_url`` (its root, e.g. ``http://127.0.0.1:9000``).
 
     The control API answers in milliseconds on an idle machine; the timeout only bounds a
@@ -50,14 +91,6 @@ class MockControl:
     def __init__(self, base_url: str, *, timeout: float = 30.0) -> None:
         self.base_url = base_url.rstrip("/")
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout, verify=_tls())
-
-    def __enter__(self) -> MockControl:
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
 
     def close(self) -> None:
         self._http.close()
@@ -132,6 +165,61 @@ class MockControl:
 
     def health(self) -> dict[str, Any]:
         return self._json(self._call("GET", "/_mock/health"))
+
+
+class LocalControl(_Closing):
+    """``MockControl``'s answers, from the ``registry`` of a mock served by this process at
+    ``base_url``: what a run received is read straight from the run (the registry and its runs
+    are safe to use from another thread than the server's)."""
+
+    def __init__(self, base_url: str, registry: Registry) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._registry = registry
+
+    def close(self) -> None:
+        pass  # nothing of its own to release: the mock is its server's
+
+    def arm(self, scenario: Scenario, *, lockstep: Lockstep | None = None) -> str:
+        group = None
+        if lockstep is not None:
+            group, problem = self._registry.lockstep.join_spec(lockstep.to_json())
+            if problem is not None:
+                raise MockError(f"arming {scenario.id} on the mock at {self.base_url}: {problem}")
+        return self._registry.arm(scenario, group).nonce
+
+    def arm_id(self, scenario_id: str) -> str:
+        try:
+            return self._registry.arm_id(scenario_id).nonce
+        except MockError as exc:
+            raise MockError(f"the mock at {self.base_url}: {exc}") from exc
+
+    def recorded(self, nonce: str) -> list[RecordedRequest]:
+        return self.state(nonce)[0]
+
+    def state(self, nonce: str) -> tuple[list[RecordedRequest], BackendActivity]:
+        run = self._run(nonce)
+        return run.recorded(), run.activity()
+
+    def finish(self, nonce: str) -> tuple[list[RecordedRequest], BackendActivity]:
+        state = self.state(nonce)
+        self._registry.disarm(nonce)
+        return state
+
+    def activity(self, nonce: str) -> BackendActivity:
+        return self._run(nonce).activity()
+
+    def disarm(self, nonce: str) -> None:
+        self._run(nonce)
+        self._registry.disarm(nonce)
+
+    def health(self) -> dict[str, Any]:
+        return self._registry.health()
+
+    def _run(self, nonce: str) -> Run:
+        try:
+            return self._registry.armed(nonce)
+        except MockError as exc:
+            raise MockError(f"the mock at {self.base_url}: {exc}") from exc
 
 
 def _error_message(response: httpx.Response) -> str:

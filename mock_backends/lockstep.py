@@ -25,6 +25,7 @@ import asyncio
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
+from typing import Any
 
 DEFAULT_PATIENCE = 2.0  # seconds one step may wait for the slowest member
 MAX_GROUPS = 1_000  # beyond this the oldest group is forgotten (its runs keep their own reference)
@@ -91,6 +92,21 @@ class LockstepGroups:
     def __init__(self) -> None:
         self._groups: OrderedDict[str, Lockstep] = OrderedDict()
         self._lock = threading.Lock()
+
+    def join_spec(self, spec: Any) -> tuple[Lockstep | None, str | None]:
+        """The group ``{"group": NAME, "size": N[, "patience": S][, "pause": S]}`` asks a run to join,
+        or what is wrong with the ask (the control API's words, whoever arms the run)."""
+        if not isinstance(spec, dict) or not isinstance(spec.get("group"), str) or not spec["group"]:
+            return None, ('"lockstep" must be {"group": <name>, "size": <members>} (optionally "patience" and '
+                          '"pause", in seconds)')
+        size, patience, pause = spec.get("size"), spec.get("patience", DEFAULT_PATIENCE), spec.get("pause", 0.0)
+        if not isinstance(size, int) or isinstance(size, bool) or not 1 <= size <= 1024:
+            return None, '"lockstep.size" must be an integer from 1 to 1024'
+        if not isinstance(patience, (int, float)) or isinstance(patience, bool) or not 0 < patience <= 600:
+            return None, '"lockstep.patience" must be a number of seconds above 0 and at most 600'
+        if not isinstance(pause, (int, float)) or isinstance(pause, bool) or not 0 <= pause <= 10:
+            return None, '"lockstep.pause" must be a number of seconds from 0 to 10'
+        return self.join(spec["group"], size, float(patience), float(pause)), None
 
     def join(self, name: str, size: int, patience: float = DEFAULT_PATIENCE, pause: float = 0.0) -> Lockstep:
         with self._lock:

@@ -119,6 +119,9 @@ class Run:
     claimed: bool = False  # a request was tied to it: it has left the queue of waiting runs
     lockstep: Lockstep | None = None  # streamed answers released event by event with its group's
     faulted: dict[str, Prepared] = field(default_factory=dict)  # its replay with each rate fault, made once
+    # Requests are kept by the server's thread and read by whoever controls the mock, which may be
+    # another thread of the same process (``LocalControl``): a request and its answer go in together.
+    _kept: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @property
     def scenario(self) -> Scenario:
@@ -136,14 +139,16 @@ class Run:
     def record(self, request: RecordedRequest) -> AnswerLog:
         """Keep ``request``; the returned log is filled in as its answer is sent."""
         log = AnswerLog(time.monotonic())
-        self.requests.append(request)
-        self.answers.append(log)
-        self.received += 1
+        with self._kept:
+            self.requests.append(request)
+            self.answers.append(log)
+            self.received += 1
         return log
 
     def recorded(self) -> list[RecordedRequest]:
         """Every kept request with its answer so far, oldest first."""
-        pairs = zip(list(self.requests), list(self.answers))
+        with self._kept:
+            pairs = zip(list(self.requests), list(self.answers))
         return [RecordedRequest(r.method, r.path, r.query, r.headers, r.body, r.raw_body, r.received_at,
                                 log.recorded()) for r, log in pairs]
 
@@ -206,6 +211,10 @@ class Registry:
     def preloaded(self) -> tuple[str, ...]:
         return tuple(self._preloaded)
 
+    def health(self) -> dict[str, Any]:
+        """The control API's health answer."""
+        return {"status": "ok", "runs": len(self), "preloaded": len(self._preloaded)}
+
     def __len__(self) -> int:
         return len(self._runs)
 
@@ -231,6 +240,13 @@ class Registry:
 
     def get(self, nonce: str) -> Run | None:
         return self._runs.get(nonce)
+
+    def armed(self, nonce: str) -> Run:
+        """The run ``nonce`` names, for its controller (``RunNotFound`` when there is none)."""
+        run = self._runs.get(nonce)
+        if run is None:
+            raise RunNotFound(404, f"no armed run has nonce {nonce}")
+        return run
 
     def disarm(self, nonce: str) -> bool:
         with self._lock:

@@ -93,7 +93,6 @@ def fuzz_command(
     from harness.run.fuzz_pool import CasePool, default_jobs, warm_up
     from harness.run.fuzzing import FuzzSettings, finding_lines, fuzz
     from harness.run.settings import RunSettings
-    from mock_backends.control import MockControl
 
     began = time.monotonic()
     try:
@@ -156,7 +155,7 @@ def fuzz_command(
                     for line in finding_lines(result.finding, command, redactor):
                         click.echo(line)
 
-            with MockControl(urls.mock_url.replace("://0.0.0.0:", "://127.0.0.1:")) as mock:
+            with servers.control() as mock:
                 report = fuzz(fuzz_config, mock, replay_command=replay, progress=progress, pool=pool)
             found += report.findings
             examples_played += report.examples

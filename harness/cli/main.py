@@ -235,7 +235,6 @@ def replay(
     from harness.run.embedded import EmbeddedServers
     from harness.run.runner import replay as replay_exchange
     from harness.run.settings import RunSettings, with_profile_features
-    from mock_backends.control import MockControl
 
     given_values = {o.name: values[o.dest] for o in OPTIONS if o.replay}
     if given_values["upstream-dialect"] in BUNDLED_MODES:
@@ -312,7 +311,7 @@ def replay(
             + (f"; upstream profile {scenario.backend.server.name}" if scenario.backend.server else ""))
         if skip:
             say(f"note: a conformance run would skip this: {skip}")
-        with MockControl(urls.mock_url.replace("://0.0.0.0:", "://127.0.0.1:")) as mock:
+        with servers.control() as mock:
             result = replay_exchange(
                 scenario, settings=settings, mock=mock, profile=chosen, stream=stream,
                 variant_index=rechunk_variant if config.rechunk_seed is not None else None, splits=splits,

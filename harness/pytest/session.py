@@ -29,7 +29,7 @@ from harness.run.health import Health, is_probe
 from harness.run.options import OPTIONS
 from harness.run.recorder import RecorderConfig
 from harness.run.settings import RunSettings, with_profile_features
-from mock_backends.control import MockControl
+from mock_backends.control import Control, MockControl
 
 WORKER_KEY = "toolcall_conformance"
 SAMPLE = 64  # the default run plays each real client on about one case in SAMPLE (of those meaningful to it)
@@ -103,7 +103,7 @@ class ConformanceSession:
         self.grouped = config.getoption("tbstyle", "auto") == "auto"
         self.embedded: EmbeddedServers | None = None
         self.shared: Shared | None = None
-        self._mock: MockControl | None = None
+        self._mock: Control | None = None
         self.records: dict[str, ItemRecord] = {}
         self.reached = False  # some item got an answer from the proxy
         self.implied: frozenset[str] = frozenset()  # features claimed only through --client-profile
@@ -204,10 +204,12 @@ class ConformanceSession:
             self.embedded = None
 
     @property
-    def mock(self) -> MockControl:
+    def mock(self) -> Control:
         if self._mock is None:
             assert self.shared is not None
-            self._mock = MockControl(_local(self.shared.mock_url))
+            # The mock this process serves is armed on its registry; another process's over HTTP.
+            self._mock = (self.embedded.control() if self.embedded is not None
+                          else MockControl(_local(self.shared.mock_url)))
         return self._mock
 
     @property

@@ -17,6 +17,7 @@ from types import TracebackType
 from harness.core.errors import ConformanceError
 from harness.run.recorder import Recorder, RecorderConfig
 from harness.run.servers import serve
+from mock_backends.control import Control, LocalControl, MockControl
 
 
 @dataclass(frozen=True)
@@ -59,6 +60,7 @@ class EmbeddedServers:
         self._mock_port = mock_port
         self._with_proxy = with_proxy
         self._stack = ExitStack()
+        self._local: LocalControl | None = None  # the control of the mock this process serves
         self.urls: EmbeddedUrls | None = None
 
     def start(self) -> EmbeddedUrls:
@@ -71,13 +73,15 @@ class EmbeddedServers:
                 # A proxy of the user's calls the recorder where it would call the mock (--mock-port).
                 fronted = self._recorder is not None and not self._with_proxy
                 port = 0 if fronted else self._mock_port
+                app = create_mock()
                 try:
-                    mock = self._stack.enter_context(serve(create_mock(), self._mock_host, port))
+                    mock = self._stack.enter_context(serve(app, self._mock_host, port))
                 except OSError as exc:
                     raise ConformanceError(
                         f"cannot serve the mock backend on {self._mock_host}:{port}: {exc.strerror or exc}"
                     ) from exc
                 mock_url = mock.url
+                self._local = LocalControl(mock_url, app.state.registry)
             upstream = mock_url
             if self._recorder is not None:  # the proxies call the mock through a recorder
                 recorder = Recorder(dataclasses.replace(self._recorder, upstream=f"{mock_url}/v1"))
@@ -104,8 +108,17 @@ class EmbeddedServers:
         self.urls = EmbeddedUrls(mock_url, first, features, proxy_urls, upstream)
         return self.urls
 
+    def control(self) -> Control:
+        """A control of the run's mock: on its registry when this process serves it (no HTTP round
+        trip per arm and per read), else over its control API. The caller closes it."""
+        assert self.urls is not None, "the servers are not started"
+        if self._local is not None:
+            return self._local
+        return MockControl(self.urls.mock_url.replace("://0.0.0.0:", "://127.0.0.1:"))
+
     def close(self) -> None:
         self._stack.close()
+        self._local = None
         self.urls = None
 
     def __enter__(self) -> EmbeddedUrls:

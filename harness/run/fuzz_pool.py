@@ -25,6 +25,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wai
 from dataclasses import dataclass, field
 from functools import cache
 from multiprocessing.context import BaseContext
+from multiprocessing.synchronize import Barrier
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -45,7 +46,7 @@ from harness.judge.readers.sdk_compat import read_anthropic_stream, read_respons
 from harness.run.embedded import EmbeddedServers, EmbeddedUrls, preload
 from harness.run.runner import play
 from harness.run.settings import RunSettings
-from mock_backends.control import MockControl
+from mock_backends.control import Control, MockControl
 
 
 def scenario_of(case: Case, upstream: WireDialect | None = None) -> Scenario:
@@ -55,7 +56,7 @@ def scenario_of(case: Case, upstream: WireDialect | None = None) -> Scenario:
     return scenario if upstream is None else serve_as(scenario, upstream)
 
 
-def judge(case: Case, settings: RunSettings, mock: MockControl, upstream: WireDialect | None = None) -> ScenarioRun:
+def judge(case: Case, settings: RunSettings, mock: Control, upstream: WireDialect | None = None) -> ScenarioRun:
     """Play one case as the suite plays a scenario (its backend served in ``upstream``;
     ``NotPortable`` when that dialect cannot say it)."""
     return play(scenario_of(case, upstream), settings=settings, mock=mock, profile=case.profile)
@@ -122,7 +123,11 @@ class CasePool:
             server = multiprocessing.get_context("forkserver")
             server.set_forkserver_preload([__name__, *_FIRST_USE])
             context = server
-        self._executor = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=_begin, initargs=(self.own,))
+        # Each worker starts its servers in the one ``_ready`` it takes (it waits there for the
+        # others), so that start-up is paid before the first example, not within the examples' time.
+        everyone = context.Barrier(self.jobs)
+        self._executor = ProcessPoolExecutor(self.jobs, mp_context=context, initializer=_begin,
+                                             initargs=(self.own, everyone))
         for done in [self._executor.submit(_ready) for _ in range(self.jobs)]:
             done.result()
         return self
@@ -249,11 +254,12 @@ def draw_ahead(strategy: SearchStrategy[Case], key: str, *, seed_value: int, exa
             raise _Enough()
         ahead.examples += 1
         ahead.cases.append(case)
-        try:
-            scenario_of(case, upstream)
-        except NotPortable:
-            playing.append(None)
-            reject()  # as the run one at a time does: no example
+        if upstream is not None:  # only serving it in another dialect can make a case no example
+            try:
+                scenario_of(case, upstream)
+            except NotPortable:
+                playing.append(None)
+                reject()  # as the run one at a time does: no example
         pool.wait_for_room()
         # Only the verdicts not looked at yet: looking at every one each time cost a run of
         # n cases n²/2 looks, milliseconds an example by the thousandth.
@@ -316,17 +322,27 @@ def warm_up() -> None:
 # --------------------------------------------------------------------------- in a worker
 
 _OWN: tuple[str, ...] | None = None
+_EVERYONE: Barrier | None = None  # every worker of the pool, met once at start
+_READY_LIMIT = 120.0  # seconds a worker waits for the others to start (a broken pool says so, never hangs)
 _SERVERS: EmbeddedServers | None = None  # this worker's own servers, started on its first case
-_MOCKS: dict[str, MockControl] = {}  # a MockControl per mock URL
+_MOCKS: dict[str, Control] = {}  # a control per mock URL (the worker's own mock's on its registry)
 
 
-def _begin(own: tuple[str, ...] | None) -> None:
-    global _OWN
-    _OWN = own
+def _begin(own: tuple[str, ...] | None, everyone: Barrier) -> None:
+    global _OWN, _EVERYONE
+    _OWN, _EVERYONE = own, everyone
+    # The command's process is the only one drawing cases, and every worker waits for what it
+    # draws: the workers give way to it (on two cores, drawing at an equal share starved them).
+    os.nice(10)
 
 
-def _ready() -> bool:
-    return True
+def _ready() -> None:
+    """This worker's own servers started (when it serves the proxy under test), once every
+    worker has taken a ``_ready`` of its own."""
+    if _OWN is not None:
+        _urls()
+    assert _EVERYONE is not None
+    _EVERYONE.wait(timeout=_READY_LIMIT)
 
 
 def _urls() -> EmbeddedUrls:
@@ -339,9 +355,10 @@ def _urls() -> EmbeddedUrls:
     return _SERVERS.urls
 
 
-def _mock(url: str) -> MockControl:
+def _mock(url: str) -> Control:
     if url not in _MOCKS:
-        _MOCKS[url] = MockControl(url)
+        own = _SERVERS is not None and _SERVERS.urls is not None and _SERVERS.urls.mock_url == url
+        _MOCKS[url] = _SERVERS.control() if own and _SERVERS is not None else MockControl(url)
     return _MOCKS[url]
 
 

@@ -32,7 +32,7 @@ from harness.generate.fuzz.yaml_out import dump_scenario
 from harness.report.failure import render_failures
 from harness.run.fuzz_pool import Ahead, CasePool, database_at, draw_ahead, hypothesis_test, judge
 from harness.run.settings import RunSettings
-from mock_backends.control import MockControl
+from mock_backends.control import Control
 
 
 @dataclass(frozen=True)
@@ -132,7 +132,7 @@ class _Stop(BaseException):
 
 def fuzz(
     config: FuzzSettings,
-    mock: MockControl,
+    mock: Control,
     *,
     replay_command: Callable[[str, Case], str],
     progress: Callable[[FormatResult], None] | None = None,
@@ -174,7 +174,7 @@ def fuzz(
 def fuzz_format(
     format_id: str,
     config: FuzzSettings,
-    mock: MockControl,
+    mock: Control,
     *,
     deadline: float | None,
     replay_command: Callable[[str, Case], str],
@@ -199,7 +199,7 @@ def _key(format_id: str, profiles: Sequence[Profile]) -> str:
     return f"{format_id}:{','.join(p.name for p in profiles)}"
 
 
-def _draw_ahead(format_id: str, config: FuzzSettings, mock: MockControl, pool: CasePool,
+def _draw_ahead(format_id: str, config: FuzzSettings, mock: Control, pool: CasePool,
                 deadline: float | None) -> Ahead | None:
     """A format's cases drawn and handed to the pool (None: the format is skipped)."""
     if _skipped(format_id, config) is not None:
@@ -220,7 +220,7 @@ def _skipped(format_id: str, config: FuzzSettings) -> str | None:
     return f"skipped: its client profile needs feature {', '.join(missing)} (--features {','.join(missing)})"
 
 
-def _finish_format(format_id: str, config: FuzzSettings, mock: MockControl, ahead: Ahead | None, *,
+def _finish_format(format_id: str, config: FuzzSettings, mock: Control, ahead: Ahead | None, *,
                    started: float, deadline: float | None, replay_command: Callable[[str, Case], str],
                    observe: Callable[[Case], None] | None) -> FormatResult:
     """A format's run, one case at a time from the first that the pool's did not pass (all of

@@ -22,7 +22,7 @@ from harness.core.exchange import Exchange
 from harness.core.scenario.loading import parse_scenario
 from harness.core.scenario.model import Scenario
 from harness.run.proxy_client import run_exchange
-from mock_backends.control import MockControl
+from mock_backends.control import Control
 
 
 PREFLIGHT_QUESTION = "Say yes."
@@ -113,7 +113,7 @@ class Preflight:
         return "\n".join(lines)
 
 
-def preflight(scenario: Scenario, *, proxy_url: str, mock: MockControl, profile: Profile, model: str | None,
+def preflight(scenario: Scenario, *, proxy_url: str, mock: Control, profile: Profile, model: str | None,
               proxy_headers: Mapping[str, str], timeout: float) -> Preflight:
     url = f"{proxy_url.rstrip('/')}{profile.endpoint}"
     try:
@@ -141,7 +141,7 @@ class Health:
         what = "the health probe hangs" if self.hangs else self.detail
         return f"proxy unhealthy since scenario {self.since} ({what})"
 
-    def check(self, after: Scenario, *, proxy_url: str, mock: MockControl, profile: Profile, model: str | None,
+    def check(self, after: Scenario, *, proxy_url: str, mock: Control, profile: Profile, model: str | None,
               proxy_headers: Mapping[str, str], timeout: float) -> None:
         """Probe the proxy with a plain request after ``after``; remember when it stops answering."""
         probe = probe_scenario(after, profile)
@@ -159,7 +159,7 @@ class Health:
         else:
             self.since, self.detail, self.hangs, self.waited = None, "", False, False
 
-    def recover(self, after: Scenario, *, proxy_url: str, mock: MockControl, profile: Profile, model: str | None,
+    def recover(self, after: Scenario, *, proxy_url: str, mock: Control, profile: Profile, model: str | None,
                 proxy_headers: Mapping[str, str], timeout: float, waits: Sequence[float] | None = None) -> bool:
         """Wait for an unhealthy proxy to answer a plain request again, probing after each of ``waits``
         (seconds); False once they are spent, or at once when a wait already failed and the proxy has not

@@ -23,7 +23,7 @@ from harness.core.exchange import BackendActivity, Exchange
 from harness.core.nonce import NONCE_HEADER
 from harness.core.retry import Retry, plan_retry
 from harness.core.scenario.model import Scenario
-from mock_backends.control import Lockstep, MockControl
+from mock_backends.control import Control, Lockstep
 
 @dataclass
 class _Received:
@@ -170,7 +170,7 @@ def _fetch(url: str, body: bytes, headers: Mapping[str, str], timeout: float, *,
     return got
 
 
-def _activity(mock: MockControl, nonce: str) -> BusyProbe:
+def _activity(mock: Control, nonce: str) -> BusyProbe:
     def probe() -> BackendActivity | None:
         try:
             return mock.activity(nonce)
@@ -184,7 +184,7 @@ def run_exchange(
     scenario: Scenario,
     *,
     proxy_url: str,
-    mock: MockControl,
+    mock: Control,
     stream: bool,
     profile: Profile,
     model: str | None,
@@ -272,7 +272,7 @@ def survival_probe(
     scenario: Scenario,
     *,
     proxy_url: str,
-    mock: MockControl,
+    mock: Control,
     profile: Profile,
     model: str | None,
     proxy_headers: Mapping[str, str],

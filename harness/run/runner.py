@@ -23,12 +23,12 @@ from harness.judge.rules import Options, compare_answers, compare_item, compare_
 from harness.run import isolation
 from harness.run.proxy_client import run_exchange
 from harness.run.settings import RunSettings
-from mock_backends.control import MockControl
+from mock_backends.control import Control
 
 # --------------------------------------------------------------------------- one test item
 
 
-def _exchange(scenario: Scenario, settings: RunSettings, mock: MockControl, profile: Profile, stream: bool) -> Exchange:
+def _exchange(scenario: Scenario, settings: RunSettings, mock: Control, profile: Profile, stream: bool) -> Exchange:
     return run_exchange(
         scenario,
         proxy_url=settings.proxy_url,
@@ -45,7 +45,7 @@ def play(
     scenario: Scenario,
     *,
     settings: RunSettings,
-    mock: MockControl,
+    mock: Control,
     profile: Profile,
 ) -> ScenarioRun:
     """Every exchange of one item; all failures are collected, none stops the others."""
@@ -113,7 +113,7 @@ def _shrink(
     variant: Variant,
     rules: Sequence[str],
     settings: RunSettings,
-    mock: MockControl,
+    mock: Control,
     profile: Profile,
     options: Options,
 ) -> Shrunk:
@@ -145,7 +145,7 @@ def replay(
     scenario: Scenario,
     *,
     settings: RunSettings,
-    mock: MockControl,
+    mock: Control,
     profile: Profile,
     stream: bool | None = None,
     variant_index: int | None = None,

@@ -225,9 +225,10 @@ def test_only_generation_catches_the_mutant(mutant: Mutant, rig: Rig, apart: Apa
 
 
 def _cut_inside_an_opener(case: Case) -> bool:
-    """A failure that needs a call and a cut inside its opener, as a split-opener defect does."""
-    text = case.text
-    openers = [i for i in range(len(text)) if text.startswith("<tool_call>", i)]
+    """A failure that needs a call and a cut inside its opener, as a split-opener defect does
+    (a call's: an opener a reasoning block drafts, which opens the answer, is text)."""
+    text, start = case.text, len(case.reasoning)
+    openers = [i for i in range(start, len(text)) if text.startswith("<tool_call>", i)]
     return case.stream and any(o < cut < o + len("<tool_call>") for o in openers for cut in case.splits)
 
 

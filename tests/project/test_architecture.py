@@ -41,20 +41,19 @@ CROSSING: dict[tuple[str, str], str] = {
     # The shells that are about another shell: the CLI starts the mock and the proxy (the soak
     # each in a process of its own); the embedded run serves both in-process.
     ("harness.cli.main", "mock_backends.cli"): "the CLI's mock command",
-    ("harness.cli.main", "mock_backends.control"): "the CLI's run talks to the mock it started",
     ("harness.cli.main", "reference_proxy.cli"): "the CLI's proxy command",
     ("harness.run.soak", "mock_backends.cli"): "the soak starts the mock's command in a process of its own",
     ("harness.run.soak", "reference_proxy.cli"): "the soak starts the proxy's command in a process of its own",
     ("harness.run.embedded", "mock_backends.app"): "the bundled run serves the mock in-process",
     ("harness.run.embedded", "reference_proxy.app"): "the bundled run serves the reference proxy in-process",
     ("harness.run.embedded", "reference_proxy.config"): "the bundled run configures the reference proxy",
+    ("harness.run.embedded", "mock_backends.control"): "the bundled run arms the mock it serves on its registry",
     # The harness drives the mock through its control client (arming scenarios, reading what arrived).
     ("harness.pytest.session", "mock_backends.control"): "arms scenarios, reads what reached the mock",
     ("harness.run.runner", "mock_backends.control"): "arms scenarios, reads what reached the mock",
     ("harness.run.proxy_client", "mock_backends.control"): "arms a scenario, reads what reached the mock",
     ("harness.run.health", "mock_backends.control"): "the preflight's exchange through the mock",
     ("harness.run.isolation", "mock_backends.control"): "isolation rounds arm several scenarios at once",
-    ("harness.cli.fuzzing", "mock_backends.control"): "generated cases are armed like written ones",
     ("harness.run.fuzzing", "mock_backends.control"): "generated cases are armed like written ones",
     ("harness.run.fuzz_pool", "mock_backends.control"): "each worker arms the cases it plays on its own mock",
     # The importer asks the reference proxy for a proposed expectation.

@@ -72,7 +72,8 @@ def segments(draw: st.DrawFn, max_tokens: int = 12, wide: bool = False) -> str:
     return text
 
 
-def mentions(delimiters: Sequence[str]) -> st.SearchStrategy[str]:
+@cache
+def mentions(delimiters: tuple[str, ...]) -> st.SearchStrategy[str]:
     """A sentence naming one of a format's delimiters in an inline code span."""
     usable = [d.strip() for d in delimiters if d.strip() and "`" not in d]
     if not usable:

@@ -15,6 +15,7 @@ from dataclasses import replace
 from functools import cache
 from typing import Any
 
+from hypothesis import reject
 from hypothesis import strategies as st
 
 from harness.core.dialects import Finish
@@ -49,9 +50,25 @@ def tools(draw: st.DrawFn) -> tuple[Tool, ...]:
     return tuple(Tool(name, draw(values.object_schemas())) for name in names)
 
 
-@st.composite
-def calls(draw: st.DrawFn, offered: Sequence[Tool], max_calls: int = 3) -> tuple[Call, ...]:
-    chosen = draw(st.lists(st.sampled_from(list(offered)), max_size=max_calls))
+# The parts below that depend on what was drawn before (the tools offered, the answer's
+# pieces) draw with the case's own ``draw`` and strategies built once: a strategy built per
+# draw (a ``sampled_from`` of this case's tools, a composite of its arguments) is validated
+# on each draw, which cost a drawn case more than its own choices.
+
+
+@cache
+def _picks(count: int, min_size: int, max_size: int) -> st.SearchStrategy[list[int]]:
+    """Indices into ``count`` things (a sampled list of them, built once per size)."""
+    return st.lists(st.integers(0, count - 1), min_size=min_size, max_size=max_size)
+
+
+def _pick(draw: st.DrawFn, options: Sequence[Any]) -> Any:
+    """One of ``options`` (the first is the simplest, as ``sampled_from`` shrinks)."""
+    return options[draw(st.integers(0, len(options) - 1))]
+
+
+def _calls(draw: st.DrawFn, offered: Sequence[Tool], max_calls: int = 3, min_calls: int = 0) -> tuple[Call, ...]:
+    chosen = [offered[i] for i in draw(_picks(len(offered), min_calls, max_calls))]
     return tuple(Call(t.name, draw(values.objects(t.schema))) for t in chosen)
 
 
@@ -85,7 +102,7 @@ def _blocks(found: tuple[Call, ...], breaks: Sequence[bool]) -> tuple[tuple[Call
     return tuple(blocks)
 
 
-def tool_choices(profile: Profile, offered: Sequence[Tool], found: Sequence[Call]) -> st.SearchStrategy[Any]:
+def tool_choices(profile: Profile, found: Sequence[Call]) -> list[Any]:
     """Only choices the answer already honours: the proxy has nothing to enforce."""
     requests = profile.written_in.requests
     options: list[Any] = [None, requests.tool_choice("auto")]
@@ -94,7 +111,7 @@ def tool_choices(profile: Profile, offered: Sequence[Tool], found: Sequence[Call
         options.append(requests.tool_choice("any"))
         if len(names) == 1:
             options.append(requests.tool_choice("one", next(iter(names))))
-    return st.sampled_from(options)
+    return options
 
 
 def interesting_offsets(text: str, delimiters: Sequence[str]) -> list[tuple[int, int]]:
@@ -120,7 +137,6 @@ def _flags(count: int) -> st.SearchStrategy[list[bool]]:
     return st.lists(st.booleans(), min_size=count, max_size=count)
 
 
-@st.composite
 def piece_cuts(draw: st.DrawFn, piece: str, delimiters: Sequence[str]) -> tuple[int, ...]:
     """Offsets into one piece of the answer: some anywhere, some inside its delimiters and
     around its multi-byte characters. Fewer cuts is simpler, so every cut shrinks away
@@ -135,22 +151,29 @@ def piece_cuts(draw: st.DrawFn, piece: str, delimiters: Sequence[str]) -> tuple[
     return tuple(sorted(chosen))
 
 
-@st.composite
 def reasoning_blocks(draw: st.DrawFn, format_id: str, offered: Sequence[Tool]) -> str:
     """A closed reasoning block, in the model's own form (``<think>``, Seed-OSS's
     ``<seed:think>``, gpt-oss's analysis message), in which the model drafts calls in the
     format (and thinks better of them): a client must get it as text, and no call from it."""
-    drafted = draw(calls(offered, max_calls=2).map(lambda cs: writable(format_id, cs)).filter(bool))
-    thought = [draw(prose.segments(max_tokens=6)), FORMATS[format_id].write(drafted),
-               draw(prose.segments(max_tokens=6))]
+    drafted = writable(format_id, _calls(draw, offered, max_calls=2, min_calls=1))
+    if not drafted:
+        reject()  # none of the drafts is one the format can write: no such answer
+    thought = [draw(_DRAFT_PROSE), FORMATS[format_id].write(drafted), draw(_DRAFT_PROSE)]
     return FORMATS[format_id].reasoning.wrap(SEPARATOR.join(thought))
+
+
+# A composite strategy is built anew at each call: these are built once, as the rest are.
+_TOOLS = tools()
+_PROSE = prose.segments()
+_TORN_PROSE = prose.segments(max_tokens=4, wide=True)  # a torn case's: short, mostly multi-byte
+_DRAFT_PROSE = prose.segments(max_tokens=6)  # a reasoning block's, around its drafts
 
 
 @st.composite
 def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] = (DEFAULT_PROFILE,),
           native: bool = True) -> Case:
     """A whole case: request, answer and frames."""
-    profile = draw(st.sampled_from(list(profiles)))
+    profile = _pick(draw, profiles)
     stream = draw(st.integers(0, 3)) > 0  # a streamed case is also played without streaming
     # Now and then a short streamed answer whose every event is torn into writes of one
     # or two bytes: a character of three or four bytes then arrives in three reads or
@@ -159,38 +182,38 @@ def cases(draw: st.DrawFn, formats: Sequence[str], profiles: Sequence[Profile] =
     # and its prose is mostly such characters).
     # Rare choices are drawn as the highest value, so that shrinking (towards 0) drops them.
     tear = stream and draw(st.integers(0, 4)) == 4
-    offered = draw(tools())
+    offered = draw(_TOOLS)
     kinds = [*formats, *([NATIVE] if native else [])]
-    kind = draw(st.sampled_from(kinds))
+    kind = _pick(draw, kinds)
     format_id = None if kind == NATIVE else kind
-    found = writable(format_id, draw(calls(offered, max_calls=1 if tear else 3)))
+    found = writable(format_id, _calls(draw, offered, max_calls=1 if tear else 3))
     breaks = draw(_flags(len(found)))
     blocks = _blocks(found, breaks) if format_id is not None else ()
     native_calls = found if format_id is None else ()
     alone = format_id in ALONE and bool(found)
-    stretches = ["" if alone else draw(prose.segments(max_tokens=4, wide=True) if tear else prose.segments())
+    stretches = ["" if alone else draw(_TORN_PROSE if tear else _PROSE)
                  for _ in range(len(blocks) + 1)]
     if format_id is not None and found and not alone and not tear and draw(st.booleans()):
         stretches[-1] += (" " if stretches[-1] else "") + draw(prose.mentions(FORMATS[format_id].delimiters))
     reasoning = ""
     if (format_id is not None and not alone and not tear and profile in DRAFTS_REASONING
             and draw(st.booleans())):
-        reasoning = draw(reasoning_blocks(format_id, offered))
+        reasoning = reasoning_blocks(draw, format_id, offered)
     wire = profile.written_in  # the backend speaks the client's dialect
     ending: Finish = "tool" if found else "length"
-    finish = draw(st.sampled_from([wire.native_finish("end"), wire.native_finish(ending)]))
+    finish = _pick(draw, [wire.native_finish("end"), wire.native_finish(ending)])
     case = Case(profile=profile, tools=offered, format_id=format_id, prose=tuple(stretches), blocks=blocks,
                 native=native_calls, finish=finish, stream=stream,
-                tool_choice=draw(tool_choices(profile, offered, found)), reasoning=reasoning)
+                tool_choice=_pick(draw, tool_choices(profile, found)), reasoning=reasoning)
     if not stream:
         return case
     delimiters = FORMATS[format_id].delimiters if format_id is not None else ()
-    cut = tuple(draw(piece_cuts(piece, delimiters)) for piece in case.pieces)
+    cut = tuple(piece_cuts(draw, piece, delimiters) for piece in case.pieces)
     per_character = len(case.text) <= PER_CHARACTER and draw(st.integers(0, 5)) == 5  # now and then
     write_bytes = None
     if tear:
         per_character = False
-        write_bytes = draw(st.sampled_from([2, 1]))
+        write_bytes = _pick(draw, (2, 1))
     split_multibyte = write_bytes is None and draw(st.booleans())
     case = replace(case, cuts=cut, per_character=per_character, write_bytes=write_bytes,
                    split_multibyte=split_multibyte)
