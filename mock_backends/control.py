@@ -2,7 +2,8 @@
 
 ``MockControl`` speaks the HTTP control API, to a mock anywhere; ``LocalControl`` does the
 same on the registry of a mock this process serves, without a round trip per arm and per
-read (three HTTP requests an exchange cost more than the rest of the harness's side of it).
+read (two HTTP requests an exchange, arming and finishing, cost more than the rest of the harness's
+side of it).
 Both are a ``Control``. Only the control plane is short-cut: the proxy still reaches the
 mock over its socket. Every failure (unreachable mock, invalid scenario, unknown nonce)
 becomes one ``MockError`` whose message says what went wrong and where, in the mock's words.

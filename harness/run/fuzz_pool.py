@@ -324,15 +324,16 @@ def warm_up() -> None:
 _OWN: tuple[str, ...] | None = None
 _EVERYONE: Barrier | None = None  # every worker of the pool, met once at start
 _READY_LIMIT = 120.0  # seconds a worker waits for the others to start (a broken pool says so, never hangs)
-_SERVERS: EmbeddedServers | None = None  # this worker's own servers, started on its first case
-_MOCKS: dict[str, Control] = {}  # a control per mock URL (the worker's own mock's on its registry)
+_SERVERS: EmbeddedServers | None = None  # this worker's own servers, started when the pool starts
+_MOCKS: dict[str, MockControl] = {}  # a control per mock URL of a run's own (the proxy under test is the user's)
 
 
 def _begin(own: tuple[str, ...] | None, everyone: Barrier) -> None:
     global _OWN, _EVERYONE
     _OWN, _EVERYONE = own, everyone
     # The command's process is the only one drawing cases, and every worker waits for what it
-    # draws: the workers give way to it (on two cores, drawing at an equal share starved them).
+    # draws: the workers give way to it (at an equal share of two cores it drew too slowly to keep
+    # them busy).
     os.nice(10)
 
 
@@ -355,23 +356,26 @@ def _urls() -> EmbeddedUrls:
     return _SERVERS.urls
 
 
-def _mock(url: str) -> Control:
+def _mock(url: str) -> MockControl:
     if url not in _MOCKS:
-        own = _SERVERS is not None and _SERVERS.urls is not None and _SERVERS.urls.mock_url == url
-        _MOCKS[url] = _SERVERS.control() if own and _SERVERS is not None else MockControl(url)
+        _MOCKS[url] = MockControl(url)
     return _MOCKS[url]
 
 
 def _play(task: _Task) -> Verdict:
-    settings, mock_url = task.settings, task.mock_url
-    if mock_url is None:
+    settings = task.settings
+    mock: Control
+    if task.mock_url is None:
         urls = _urls()
         # The worker's reference proxy that calls the case's upstream ("native": each client's own API).
         settings = dataclasses.replace(settings, proxy_url=urls.proxy_urls[task.upstream or "native"])
-        mock_url = urls.mock_url
+        assert _SERVERS is not None
+        mock = _SERVERS.control()  # its own mock, armed on its registry
+    else:
+        mock = _mock(task.mock_url)
     upstream = DIALECTS[task.upstream] if task.upstream is not None else None
     try:
-        run = judge(task.case(), settings, _mock(mock_url), upstream)
+        run = judge(task.case(), settings, mock, upstream)
     except NotPortable:
         return Verdict(not_portable=True)
     except ProxyUnreachable as exc:
